@@ -1,0 +1,107 @@
+"""JSON-RPC 2.0 framing for MCP: parse one line, classify it, encode replies byte-exact.
+
+Standard library only: this module is on the start-up path of every server.
+"""
+
+from __future__ import annotations
+
+import json
+
+TYPE_CHECKING = False  # typing is not imported at run time: start-up time counts
+if TYPE_CHECKING:
+    from typing import Any, Union
+
+    Id = Union[str, int]
+    Message = dict[str, Any]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002
+# Our own code, in the JSON-RPC range reserved for implementation-defined server errors.
+REQUEST_TIMEOUT = -32001
+
+MESSAGES = {
+    PARSE_ERROR: "Parse error",
+    INVALID_REQUEST: "Invalid Request",
+    METHOD_NOT_FOUND: "Method not found",
+    INVALID_PARAMS: "Invalid params",
+    INTERNAL_ERROR: "Internal error",
+    RESOURCE_NOT_FOUND: "Resource not found",
+    REQUEST_TIMEOUT: "Request timed out",
+}
+
+
+class JsonRpcError(Exception):
+    """An error that becomes a JSON-RPC error response; raise it from any handler."""
+
+    def __init__(self, code: int, message: str | None = None, data: Any = None) -> None:
+        self.code = code
+        self.message = message if message is not None else MESSAGES.get(code, "Server error")
+        self.data = data
+        super().__init__(self.message)
+
+    def to_dict(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False)
+_compact_ascii = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False, check_circular=False)
+
+
+def parse(line: bytes) -> Any:
+    """Decode one line of UTF-8 JSON; raise JsonRpcError(PARSE_ERROR) for anything that is not JSON.
+
+    NaN/Infinity are not JSON; pathological nesting raises RecursionError inside the C decoder,
+    which is a parse error too rather than a crash.
+    """
+    try:
+        return _decoder.decode(line.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise JsonRpcError(PARSE_ERROR) from None
+
+
+def encode(message: Message) -> bytes:
+    """One compact line, UTF-8, ending in a newline; property order is the dict's insertion order."""
+    try:
+        return (_compact.encode(message) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates (which json.loads accepts from "\ud800") cannot be UTF-8; escape them.
+        return (_compact_ascii.encode(message) + "\n").encode("ascii")
+
+
+def is_valid_id(value: Any) -> bool:
+    """MCP ids are strings or integers, never null, floats or booleans."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def result(id: Id, value: dict[str, Any]) -> Message:
+    return {"jsonrpc": "2.0", "id": id, "result": value}
+
+
+def error(id: Id | None, err: JsonRpcError) -> Message:
+    return {"jsonrpc": "2.0", "id": id, "error": err.to_dict()}
+
+
+def request(id: Id, method: str, params: dict[str, Any] | None = None) -> Message:
+    message: Message = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> Message:
+    message: Message = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message

@@ -1,0 +1,295 @@
+"""The sans-IO MCP session: takes parsed messages, returns the messages to send.
+
+It never touches a pipe or a socket. Replies that are ready at once are returned by `receive`;
+work that a handler defers (a `Deferred`) is handed to the transport's `spawn` and its messages,
+like progress and requests to the client, leave through the `send` callable the transport gave.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from . import jsonrpc, log
+from .context import Cancelled, RequestContext
+from .jsonrpc import JsonRpcError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from .jsonrpc import Message
+    from .server import Server
+
+PROTOCOL_VERSION = "2025-06-18"
+
+# RFC 5424 severities, least to most severe, as MCP names them.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+# Which client capability each server->client request needs.
+_CLIENT_CAPABILITY_FOR = {
+    "roots/list": "roots",
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+}
+
+
+class Deferred:
+    """Returned by a handler whose work must run off the reading loop (a tool that takes time)."""
+
+    __slots__ = ("work",)
+
+    def __init__(self, work: Callable[[], dict[str, Any]]) -> None:
+        self.work = work
+
+
+class Job:
+    """Deferred work bound to its request; the transport runs `run()` on a worker thread."""
+
+    __slots__ = ("context", "_work", "_session")
+
+    def __init__(self, session: Session, context: RequestContext, work: Callable[[], dict[str, Any]]) -> None:
+        self._session = session
+        self.context = context
+        self._work = work
+
+    def run(self) -> None:
+        self.context.finish(self._session.complete(self.context, self._work))
+
+
+def _run_inline(job: Job) -> None:
+    job.run()
+
+
+class _Outgoing:
+    """A request we sent to the client, waiting for its answer."""
+
+    __slots__ = ("event", "response")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.response: Message | None = None
+
+
+class ClientRequestError(Exception):
+    """The client answered our request with an error, or never answered it."""
+
+    def __init__(self, error: JsonRpcError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+class Session:
+    """One client's view of a `Server`: lifecycle, negotiated state, in-flight requests."""
+
+    def __init__(
+        self,
+        server: Server,
+        send: Callable[[Message], None] | None = None,
+        spawn: Callable[[Job], None] = _run_inline,
+    ) -> None:
+        self.server = server
+        self._send = send
+        self._spawn = spawn
+        self.initialized = False  # initialize answered
+        self.ready = False  # notifications/initialized received
+        self.client_info: dict[str, Any] = {}
+        self.client_capabilities: dict[str, Any] = {}
+        self.log_level: str | None = None
+        self.closed = False  # no more input: requests to the client can no longer be answered
+        self._lock = threading.Lock()
+        self._in_flight: dict[jsonrpc.Id, RequestContext] = {}
+        self._outgoing: dict[int, _Outgoing] = {}
+        self._next_id = itertools.count(1)
+        self.data: dict[str, Any] = {}  # per-session state that features keep (subscriptions, roots)
+
+    # -- input ----------------------------------------------------------------------------------
+    def receive(self, message: Any) -> list[Message]:
+        """Take one parsed JSON value; return the replies to send now, in order."""
+        if not isinstance(message, dict):
+            return [jsonrpc.error(None, JsonRpcError(jsonrpc.INVALID_REQUEST))]
+        if "method" not in message:
+            if "result" in message or "error" in message:
+                self._receive_response(message)
+                return []
+            msg_id = message.get("id")
+            return [jsonrpc.error(msg_id if jsonrpc.is_valid_id(msg_id) else None, JsonRpcError(jsonrpc.INVALID_REQUEST))]
+        if "id" not in message:
+            self._receive_notification(message)
+            return []
+        msg_id = message["id"]
+        if not jsonrpc.is_valid_id(msg_id):
+            return [jsonrpc.error(None, JsonRpcError(jsonrpc.INVALID_REQUEST))]
+        method = message["method"]
+        params = message.get("params", {})
+        if message.get("jsonrpc") != "2.0" or not isinstance(method, str) or not isinstance(params, dict):
+            return [jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INVALID_REQUEST))]
+        reply = self._receive_request(msg_id, method, params)
+        return [] if reply is None else [reply]
+
+    def _receive_request(self, msg_id: jsonrpc.Id, method: str, params: dict[str, Any]) -> Message | None:
+        handler = self.server.request_handler(method)
+        if handler is None:
+            return jsonrpc.error(msg_id, JsonRpcError(jsonrpc.METHOD_NOT_FOUND))
+        context = RequestContext(self, msg_id, method, params)
+        with self._lock:
+            if msg_id in self._in_flight:
+                return jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress"))
+        try:
+            outcome = handler(self, context, params)
+        except JsonRpcError as err:
+            return jsonrpc.error(msg_id, err)
+        except Exception:
+            self.log_exception(f"{method} failed")
+            return jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INTERNAL_ERROR))
+        if isinstance(outcome, Deferred):
+            with self._lock:
+                self._in_flight[msg_id] = context
+            self._spawn(Job(self, context, outcome.work))
+            return None
+        return jsonrpc.result(msg_id, outcome)
+
+    def complete(self, context: RequestContext, work: Callable[[], dict[str, Any]]) -> Message | None:
+        """Run deferred work and build its response (None when it was cancelled)."""
+        try:
+            return jsonrpc.result(context.request_id, work())
+        except Cancelled:
+            return None
+        except JsonRpcError as err:
+            return jsonrpc.error(context.request_id, err)
+        except Exception:
+            self.log_exception(f"{context.method} failed")
+            return jsonrpc.error(context.request_id, JsonRpcError(jsonrpc.INTERNAL_ERROR))
+        finally:
+            with self._lock:
+                self._in_flight.pop(context.request_id, None)
+
+    def _receive_notification(self, message: Message) -> None:
+        method = message.get("method")
+        params = message.get("params", {})
+        if message.get("jsonrpc") != "2.0" or not isinstance(method, str) or not isinstance(params, dict):
+            return  # malformed notifications are dropped: there is nobody to tell
+        if method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            with self._lock:
+                context = self._in_flight.get(request_id) if jsonrpc.is_valid_id(request_id) else None
+            if context is not None:
+                context.cancel()
+            return
+        if method == "notifications/initialized":
+            self.ready = True
+        handler = self.server.notification_handler(method)
+        if handler is not None:
+            try:
+                handler(self, params)
+            except Exception:
+                self.log_exception(f"{method} failed")
+
+    def _receive_response(self, message: Message) -> None:
+        msg_id = message.get("id")
+        with self._lock:
+            waiting = self._outgoing.pop(msg_id, None) if isinstance(msg_id, int) and not isinstance(msg_id, bool) else None
+        if waiting is not None:
+            waiting.response = message
+            waiting.event.set()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def negotiate(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Answer initialize; we speak one version and offer it whatever the client asked for."""
+        capabilities = params.get("capabilities", {})
+        client_info = params.get("clientInfo", {})
+        if not isinstance(capabilities, dict) or not isinstance(client_info, dict):
+            raise JsonRpcError(jsonrpc.INVALID_PARAMS)
+        if not self.initialized:
+            self.client_capabilities = capabilities
+            self.client_info = client_info
+            self.initialized = True
+        return self.server.initialize_result(PROTOCOL_VERSION)
+
+    def in_flight(self) -> list[RequestContext]:
+        with self._lock:
+            return list(self._in_flight.values())
+
+    def close(self) -> None:
+        """No more input will come: fail our pending requests so no handler waits forever.
+
+        Output still flows, so requests already read are answered.
+        """
+        self.closed = True
+        with self._lock:
+            outgoing, self._outgoing = self._outgoing, {}
+        for waiting in outgoing.values():
+            waiting.event.set()
+
+    def cancel_all(self) -> None:
+        for context in self.in_flight():
+            context.cancel()
+
+    # -- output ---------------------------------------------------------------------------------
+    def send(self, message: Message) -> None:
+        if self._send is not None:
+            self._send(message)
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> bool:
+        if not self.server.logging_enabled or level not in LOG_LEVELS:
+            return False
+        threshold = self.log_level or self.server.default_log_level
+        if LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
+            return False
+        params: dict[str, Any] = {"level": level}
+        if logger is not None:
+            params["logger"] = logger
+        params["data"] = data
+        self.send(jsonrpc.notification("notifications/message", params))
+        return True
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        self.send(jsonrpc.notification(method, params))
+
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        timeout: float = 60.0,
+        parent: RequestContext | None = None,
+    ) -> dict[str, Any]:
+        """Send a request to the client and block until it answers; call it off the reading loop."""
+        needed = _CLIENT_CAPABILITY_FOR.get(method)
+        if needed is not None and needed not in self.client_capabilities:
+            raise ClientRequestError(JsonRpcError(jsonrpc.METHOD_NOT_FOUND, f"The client does not support {method}"))
+        if method != "ping" and not self.ready:
+            raise ClientRequestError(JsonRpcError(jsonrpc.INVALID_REQUEST, "The client has not finished initialization"))
+        if self.closed or self._send is None:
+            raise ClientRequestError(JsonRpcError(jsonrpc.INTERNAL_ERROR, "The client is gone"))
+        request_id = next(self._next_id)
+        waiting = _Outgoing()
+        with self._lock:
+            self._outgoing[request_id] = waiting
+        self.send(jsonrpc.request(request_id, method, params))
+        if parent is not None:
+            parent.on_cancel(waiting.event.set)
+        waiting.event.wait(timeout)
+        with self._lock:
+            self._outgoing.pop(request_id, None)
+        response = waiting.response
+        if response is None:
+            if parent is not None and parent.cancelled:
+                self.notify("notifications/cancelled", {"requestId": request_id, "reason": "The request that needed it was cancelled"})
+                raise Cancelled()
+            if self.closed:
+                raise ClientRequestError(JsonRpcError(jsonrpc.INTERNAL_ERROR, "The client is gone"))
+            self.notify("notifications/cancelled", {"requestId": request_id, "reason": f"Timed out after {timeout:g} s"})
+            raise ClientRequestError(JsonRpcError(jsonrpc.REQUEST_TIMEOUT, f"The client did not answer {method} within {timeout:g} s"))
+        if "error" in response:
+            err = response["error"] if isinstance(response["error"], dict) else {}
+            code = err.get("code")
+            raise ClientRequestError(
+                JsonRpcError(code if isinstance(code, int) else jsonrpc.INTERNAL_ERROR, str(err.get("message", "Error")), err.get("data"))
+            )
+        value = response.get("result")
+        return value if isinstance(value, dict) else {}
+
+    def log_exception(self, what: str) -> None:
+        """Tracebacks go to stderr, never to the client."""
+        import traceback
+
+        log.error(f"{what}\n{traceback.format_exc()}")

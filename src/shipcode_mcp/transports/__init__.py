@@ -1,0 +1,1 @@
+"""Transports: thin shells that move bytes between a peer and the sans-IO session."""

@@ -1,0 +1,213 @@
+"""Newline-delimited JSON-RPC over stdin/stdout: a thin shell around the sans-IO session.
+
+The reading loop parses each line and hands it to the session; quick handlers answer inline (no
+thread hand-off, which would cost more than the work), deferred ones run on worker threads. After
+handing work to a thread the loop waits briefly (`order_grace`) for it, so a request that finishes
+quickly is answered before anything read after it, while a slow one lets `ping`, cancellation and
+other requests through.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+
+from .. import jsonrpc, log
+from ..jsonrpc import JsonRpcError
+from ..session import Job, Session
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..jsonrpc import Message
+    from ..server import Server
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""A line longer than this is refused (-32600) and skipped without being held in memory."""
+
+READ_SIZE = 1 << 16
+
+
+class _Terminated(Exception):
+    pass
+
+
+class _WorkerPool:
+    """Threads for deferred handlers; grows on demand so a slow handler never starves the others."""
+
+    def __init__(self, max_workers: int) -> None:
+        import queue  # here, not at start-up: servers whose handlers are all inline never need it
+
+        self._max = max_workers
+        self._jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        self._lock = threading.Condition()
+        self._workers = 0
+        self._pending = 0  # submitted and not finished: running or queued
+
+    def submit(self, job: Job) -> None:
+        with self._lock:
+            self._pending += 1
+            # Every worker beyond the running jobs is free; start one only when none is.
+            start = self._pending > self._workers and self._workers < self._max
+            if start:
+                self._workers += 1
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._work, name="shipcode-mcp-worker", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                job.run()
+            finally:
+                with self._lock:
+                    self._pending -= 1
+                    self._lock.notify_all()
+
+    def drain(self) -> None:
+        """Wait until every submitted job has finished."""
+        with self._lock:
+            while self._pending:
+                self._lock.wait()
+
+
+class StdioTransport:
+    def __init__(self, server: Server, *, order_grace: float = 0.05, max_workers: int = 32,
+                 max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+        self.server = server
+        self.order_grace = order_grace
+        self.max_message_bytes = max_message_bytes
+        self.max_workers = max_workers
+        self._pool: _WorkerPool | None = None
+        self._write_lock = threading.Lock()
+        self._out_fd = 1
+        self.session = Session(server, send=self.send, spawn=self._spawn)
+
+    # -- output ---------------------------------------------------------------------------------
+    def send(self, message: Message) -> None:
+        try:
+            data = jsonrpc.encode(message)
+        except (TypeError, ValueError):
+            log.error(f"unencodable message dropped: {message.get('method') or message.get('id')!r}")
+            if "id" in message and ("result" in message or "error" in message):
+                data = jsonrpc.encode(jsonrpc.error(message["id"], JsonRpcError(jsonrpc.INTERNAL_ERROR)))
+            else:
+                return
+        with self._write_lock:
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(self._out_fd, view)
+                    view = view[written:]
+            except OSError:  # EPIPE and friends: the client is gone, and so are we, quietly
+                self._peer_gone()
+
+    def _peer_gone(self) -> None:
+        log.debug("stdout closed by the client; exiting")
+        try:
+            sys.stderr.flush()
+        finally:
+            os._exit(0)
+
+    # -- work -----------------------------------------------------------------------------------
+    def _spawn(self, job: Job) -> None:
+        if self._pool is None:
+            self._pool = _WorkerPool(self.max_workers)
+        self._pool.submit(job)
+        if self.order_grace > 0:
+            job.context.settled.wait(self.order_grace)
+
+    def _handle_line(self, line: bytes) -> None:
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if not line.strip():
+            return
+        try:
+            message = jsonrpc.parse(line)
+        except JsonRpcError as err:
+            self.send(jsonrpc.error(None, err))
+            return
+        for reply in self.session.receive(message):
+            self.send(reply)
+
+    def _too_long(self) -> None:
+        self.send(jsonrpc.error(None, JsonRpcError(
+            jsonrpc.INVALID_REQUEST, data=f"message longer than {self.max_message_bytes} bytes")))
+
+    # -- the loop -------------------------------------------------------------------------------
+    def serve(self, in_fd: int = 0, out_fd: int = 1) -> int:
+        """Serve until EOF (answer everything read, exit status 0) or SIGTERM (stop promptly)."""
+        if out_fd == 1:
+            # Keep the real stdout for protocol messages; anything else that writes to fd 1 (a
+            # stray print, a child process) lands on stderr instead of corrupting the stream.
+            out_fd = os.dup(1)
+            os.dup2(2, 1)
+            sys.stdout = sys.stderr
+        self._out_fd = out_fd
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _raise_terminated)
+        try:
+            self._read_loop(in_fd)
+        except (_Terminated, KeyboardInterrupt):
+            self.session.cancel_all()
+            self.session.close()
+            return 0
+        self.session.close()
+        try:
+            if self._pool is not None:
+                self._pool.drain()
+        except (_Terminated, KeyboardInterrupt):
+            self.session.cancel_all()
+        return 0
+
+    def _read_loop(self, fd: int) -> None:
+        limit = self.max_message_bytes
+        parts: list[bytes] = []  # the start of a line not yet ended
+        size = 0
+        skipping = False  # inside a line that went over the limit
+        handle = self._handle_line
+        while True:
+            chunk = os.read(fd, READ_SIZE)
+            if not chunk:
+                break
+            end = chunk.rfind(b"\n")
+            if end < 0:
+                if not skipping:
+                    parts.append(chunk)
+                    size += len(chunk)
+                    if size > limit:
+                        parts, size, skipping = [], 0, True
+                        self._too_long()
+                continue
+            head, tail = chunk[:end], chunk[end + 1:]
+            lines = head.split(b"\n")
+            if skipping:
+                lines[0] = b""
+                skipping = False
+            elif parts:
+                lines[0] = b"".join(parts) + lines[0]
+                parts, size = [], 0
+                if len(lines[0]) > limit:
+                    lines[0] = b""
+                    self._too_long()
+            for line in lines:
+                handle(line)
+            if tail:
+                parts, size = [tail], len(tail)
+                if size > limit:
+                    parts, size, skipping = [], 0, True
+                    self._too_long()
+        if parts and not skipping:
+            handle(b"".join(parts))  # a last message without its newline still counts
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
+def serve_stdio(server: Server, **options: Any) -> int:
+    return StdioTransport(server, **options).serve()

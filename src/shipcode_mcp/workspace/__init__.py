@@ -1,0 +1,20 @@
+"""The built-in features: a code workspace's files, search and git history, as tools and resources."""
+
+from __future__ import annotations
+
+from .roots import Roots
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..server import Server
+
+
+def install(server: Server, folders: list[str], *, allow_write: bool = False, watch: bool = False) -> Roots:
+    """Register the workspace tools and resources for `folders` on `server`."""
+    from .resources import install_resources
+    from .tools import install_tools
+
+    roots = Roots(folders)
+    install_tools(server, roots, allow_write=allow_write)
+    install_resources(server, roots, watch=watch)
+    return roots
