@@ -1,0 +1,204 @@
+"""Test support: the real `shipcode-mcp` process over real pipes, and the official schema.
+
+Every line a server writes through `McpProcess` is checked against the 2025-06-18 JSON Schema
+(except the documented `id: null` error for lines that carry no usable id).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMA_PATH = REPO / "tests" / "data" / "mcp-2025-06-18.schema.json"  # verbatim copy; see SCHEMA-SOURCE.txt
+SERVER = [sys.executable, "-m", "shipcode_mcp"]
+
+HANDSHAKE = (
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    '"capabilities":{},"clientInfo":{"name":"tests","version":"1"}}}'
+)
+HANDSHAKE_REPLY = (
+    '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"resources":{}},'
+    '"serverInfo":{"name":"shipcode-mcp","version":"1.0.0"}}}'
+)
+INITIALIZED = '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+
+def schema_path() -> Path:
+    return SCHEMA_PATH
+
+
+@lru_cache(maxsize=None)
+def _validators() -> dict[str, Any]:
+    import jsonschema
+
+    schema = json.loads(schema_path().read_text())
+    out = {}
+    for name in ("JSONRPCResponse", "JSONRPCError", "JSONRPCNotification", "JSONRPCRequest",
+                 "ServerResult", "ServerNotification", "ServerRequest"):
+        out[name] = jsonschema.Draft7Validator({"$ref": f"#/definitions/{name}", "definitions": schema["definitions"]})
+    return out
+
+
+def validate_definition(name: str, value: Any) -> None:
+    """Raise unless `value` is a valid instance of the schema definition `name` (e.g. CallToolResult)."""
+    import jsonschema
+
+    schema = json.loads(schema_path().read_text())
+    jsonschema.Draft7Validator({"$ref": f"#/definitions/{name}", "definitions": schema["definitions"]}).validate(value)
+
+
+def validate_server_message(message: dict[str, Any]) -> None:
+    """Every server->client message must fit the official schema; the one exception is an error
+    whose id is null (parse errors and the like), which JSON-RPC requires and the 2025-06-18 schema lacks."""
+    v = _validators()
+    if "error" in message:
+        if message.get("id") is None:
+            assert set(message) == {"jsonrpc", "id", "error"} and message["jsonrpc"] == "2.0"
+            assert isinstance(message["error"]["code"], int) and isinstance(message["error"]["message"], str)
+            return
+        v["JSONRPCError"].validate(message)
+    elif "result" in message:
+        v["JSONRPCResponse"].validate(message)
+        v["ServerResult"].validate(message["result"])
+    elif "id" in message:
+        v["JSONRPCRequest"].validate(message)
+        v["ServerRequest"].validate({k: message[k] for k in ("method", "params") if k in message})
+    else:
+        v["JSONRPCNotification"].validate(message)
+        v["ServerNotification"].validate({k: message[k] for k in ("method", "params") if k in message})
+
+
+class McpProcess:
+    """`shipcode-mcp ARGS` as a child process; lines in, lines out, everything validated."""
+
+    def __init__(self, *args: str, cwd: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None,
+                 command: list[str] | None = None) -> None:
+        full_env = dict(os.environ)
+        full_env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + full_env.get("PYTHONPATH", "")
+        if env:
+            full_env.update(env)
+        self.proc = subprocess.Popen(
+            (command or SERVER) + list(args), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=cwd, env=full_env,
+        )
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        self.stderr = b""
+        threading.Thread(target=self._pump, daemon=True).start()
+        threading.Thread(target=self._pump_err, daemon=True).start()
+        self._next_id = 1000
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def _pump_err(self) -> None:
+        assert self.proc.stderr is not None
+        self.stderr = self.proc.stderr.read()
+
+    def write(self, data: bytes | str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data.encode() if isinstance(data, str) else data)
+        self.proc.stdin.flush()
+
+    def send(self, message: dict[str, Any] | str) -> None:
+        line = message if isinstance(message, str) else json.dumps(message, separators=(",", ":"))
+        self.write(line + "\n")
+
+    def read_raw(self, timeout: float = 10.0) -> bytes | None:
+        """The next line exactly as written (None at EOF); fails the test on timeout."""
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no output within {timeout} s; stderr: {self.stderr[-2000:]!r}") from None
+        return line
+
+    def read(self, timeout: float = 10.0) -> dict[str, Any]:
+        line = self.read_raw(timeout)
+        assert line is not None, f"server closed stdout; stderr: {self.stderr[-2000:]!r}"
+        assert line.endswith(b"\n")
+        message = json.loads(line)
+        validate_server_message(message)
+        return message
+
+    def no_output(self, wait: float = 0.3) -> None:
+        """Assert that nothing arrives within `wait` seconds."""
+        try:
+            line = self._lines.get(timeout=wait)
+        except queue.Empty:
+            return
+        raise AssertionError(f"unexpected output: {line!r}")
+
+    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> dict[str, Any]:
+        """Send a request and return its response, skipping notifications (kept in self.notifications)."""
+        self._next_id += 1
+        msg_id = self._next_id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self.read(max(0.01, deadline - time.monotonic()))
+            if reply.get("id") == msg_id and "method" not in reply:
+                return reply
+            self.notifications.append(reply)
+
+    notifications: list[dict[str, Any]]
+
+    def initialize(self) -> dict[str, Any]:
+        self.notifications = []
+        self.send(HANDSHAKE)
+        reply = self.read()
+        self.send(INITIALIZED)
+        return reply
+
+    def call_tool(self, name: str, arguments: dict[str, Any] | None = None, timeout: float = 30.0) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        reply = self.request("tools/call", params, timeout)
+        assert "result" in reply, reply
+        return reply["result"]
+
+    def close(self, timeout: float = 10.0) -> int:
+        """Close stdin and wait for the exit status."""
+        if self.proc.stdin and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+    def __enter__(self) -> McpProcess:
+        self.notifications = []
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.close()
+
+
+def run_transcript(input_bytes: bytes, *args: str, cwd: str | os.PathLike[str] | None = None,
+                   timeout: float = 30.0) -> tuple[bytes, bytes, int]:
+    """Feed all of `input_bytes` to a fresh server, close stdin, return (stdout, stderr, status)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run(SERVER + list(args), input=input_bytes, capture_output=True, timeout=timeout, cwd=cwd, env=env)
+    for line in done.stdout.splitlines():
+        validate_server_message(json.loads(line))
+    return done.stdout, done.stderr, done.returncode
