@@ -1,0 +1,341 @@
+"""The sans-IO session, driven directly: no processes, no pipes."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from shipcode_mcp.context import RequestContext
+from shipcode_mcp.primitives import Resource, Tool
+from shipcode_mcp.server import Server
+from shipcode_mcp.session import ClientRequestError, Job, Session
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def make_server() -> Server:
+    server = Server("shipcode-mcp", "1.0.0")
+    server.add_tool(Tool("echo", lambda ctx, args: args["text"],
+                         {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}, inline=True))
+    server.add_tool(Tool("later", lambda ctx, args: "done"))
+    server.add_resource(Resource("test://a", "a", reader=lambda ctx, uri: "A"))
+    return server
+
+
+class Harness:
+    """A session whose output and deferred jobs are collected for inspection."""
+
+    def __init__(self, server: Server | None = None) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.jobs: list[Job] = []
+        self.session = Session(server or make_server(), send=self.sent.append, spawn=self.jobs.append)
+
+    def receive(self, message: Any) -> list[dict[str, Any]]:
+        return self.session.receive(message)
+
+
+def req(msg_id: Any, method: str, params: Any = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def test_initialize_answer_is_exact() -> None:
+    h = Harness()
+    assert h.receive(INIT) == [{"jsonrpc": "2.0", "id": 1, "result": {
+        "protocolVersion": "2025-06-18", "capabilities": {"tools": {}, "resources": {}},
+        "serverInfo": {"name": "shipcode-mcp", "version": "1.0.0"}}}]
+    reply = h.receive(INIT)[0]
+    assert list(reply) == ["jsonrpc", "id", "result"]
+    assert list(reply["result"]) == ["protocolVersion", "capabilities", "serverInfo"]
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-11-25", "2026-07-28", "1999-01-01", 20250618, None, "", [1]])
+def test_any_other_version_is_offered_ours(version: Any) -> None:
+    h = Harness()
+    reply = h.receive(req(1, "initialize", {"protocolVersion": version, "capabilities": {}}))[0]
+    assert reply["result"]["protocolVersion"] == "2025-06-18"
+
+
+def test_missing_params_or_version_default() -> None:
+    h = Harness()
+    assert h.receive(req(1, "initialize"))[0]["result"]["protocolVersion"] == "2025-06-18"
+    assert h.receive(req(2, "initialize", {}))[0]["result"]["protocolVersion"] == "2025-06-18"
+
+
+def test_second_initialize_gets_the_same_answer_and_keeps_first_client_state() -> None:
+    h = Harness()
+    first = h.receive(req(1, "initialize", {"capabilities": {"roots": {}}, "clientInfo": {"name": "a", "version": "1"}}))
+    second = h.receive(req(1, "initialize", {"capabilities": {}, "clientInfo": {"name": "b", "version": "2"}}))
+    assert first == second
+    assert h.session.client_info["name"] == "a" and "roots" in h.session.client_capabilities
+
+
+@pytest.mark.parametrize("params", [{"capabilities": "x"}, {"clientInfo": 5}, {"capabilities": []}])
+def test_initialize_with_params_of_the_wrong_shape(params: dict[str, Any]) -> None:
+    reply = Harness().receive(req(1, "initialize", params))[0]
+    assert reply == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "Invalid params"}}
+
+
+def test_ping_works_in_every_state() -> None:
+    h = Harness()
+    assert h.receive(req(5, "ping")) == [{"jsonrpc": "2.0", "id": 5, "result": {}}]
+    h.receive(INIT)
+    assert h.receive(req("p", "ping", {})) == [{"jsonrpc": "2.0", "id": "p", "result": {}}]
+    h.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert h.receive(req(6, "ping", {"_meta": {"x": 1}})) == [{"jsonrpc": "2.0", "id": 6, "result": {}}]
+
+
+def test_requests_before_initialize_are_served() -> None:
+    reply = Harness().receive(req(2, "tools/list"))[0]
+    assert [t["name"] for t in reply["result"]["tools"]] == ["echo", "later"]
+
+
+INVALID = {"code": -32600, "message": "Invalid Request"}
+
+
+@pytest.mark.parametrize(("message", "reply_id"), [
+    ([], None), ([req(1, "ping")], None), ("ping", None), (5, None), (None, None), (True, None),
+    ({"jsonrpc": "2.0", "id": 1}, 1), ({"jsonrpc": "2.0"}, None), ({}, None),
+    ({"jsonrpc": "2.0", "id": 3, "method": 7}, 3),
+    ({"jsonrpc": "2.0", "id": None, "method": "ping"}, None),
+    ({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}, None),
+    ({"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}, None),
+    ({"jsonrpc": "2.0", "id": True, "method": "ping"}, None),
+    ({"jsonrpc": "2.0", "id": [1], "method": "ping"}, None),
+    ({"jsonrpc": "1.0", "id": 4, "method": "ping"}, 4),
+    ({"id": 4, "method": "ping"}, 4),
+    ({"jsonrpc": 2.0, "id": 4, "method": "ping"}, 4),
+    ({"jsonrpc": "2.0", "id": 4, "method": "ping", "params": []}, 4),
+    ({"jsonrpc": "2.0", "id": "x", "method": "ping", "params": "a"}, "x"),
+    ({"jsonrpc": "2.0", "id": 4, "method": "ping", "params": None}, 4),
+])
+def test_invalid_requests(message: Any, reply_id: Any) -> None:
+    assert Harness().receive(message) == [{"jsonrpc": "2.0", "id": reply_id, "error": INVALID}]
+
+
+@pytest.mark.parametrize("method", ["server/discover", "nope", "", "tools/List", "prompts/list", "logging/setLevel",
+                                    "resources/subscribe", "completion/complete", "notifications/initialized"])
+def test_unknown_or_not_offered_methods(method: str) -> None:
+    h = Harness()
+    for state in range(2):
+        assert h.receive(req(9, method)) == [{"jsonrpc": "2.0", "id": 9, "error": {"code": -32601, "message": "Method not found"}}]
+        h.receive(INIT)
+
+
+@pytest.mark.parametrize("message", [
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 77}},
+    {"jsonrpc": "2.0", "method": "notifications/unknown"},
+    {"jsonrpc": "2.0", "method": "ping"},
+    {"jsonrpc": "2.0", "method": "tools/list", "params": []},
+    {"jsonrpc": "1.0", "method": "notifications/initialized"},
+    {"method": 5},
+    {"jsonrpc": "2.0", "id": 12, "result": {}},
+    {"jsonrpc": "2.0", "id": 12, "error": {"code": 1, "message": "x"}},
+    {"jsonrpc": "2.0", "result": {}},
+    {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}},
+])
+def test_notifications_and_responses_get_no_answer(message: dict[str, Any]) -> None:
+    h = Harness()
+    assert h.receive(message) == []
+    assert h.sent == [] and h.jobs == []
+
+
+def test_initialized_notification_marks_the_session_ready() -> None:
+    h = Harness()
+    h.receive(INIT)
+    assert not h.session.ready
+    h.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert h.session.ready
+
+
+def test_inline_tool_answers_at_once_in_spec_order() -> None:
+    reply = Harness().receive(req(3, "tools/call", {"name": "echo", "arguments": {"text": "h\u00e9"}}))
+    assert reply == [{"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "h\u00e9"}], "isError": False}}]
+
+
+def test_deferred_tool_answers_through_send_when_its_job_runs() -> None:
+    h = Harness()
+    assert h.receive(req(4, "tools/call", {"name": "later"})) == []
+    assert h.sent == [] and len(h.jobs) == 1
+    h.jobs[0].run()
+    assert h.sent == [{"jsonrpc": "2.0", "id": 4, "result": {"content": [{"type": "text", "text": "done"}], "isError": False}}]
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({}, "Invalid params: name must be a string"),
+    ({"name": 5}, "Invalid params: name must be a string"),
+    ({"name": "nope"}, "Unknown tool: nope"),
+    ({"name": "echo", "arguments": []}, "Invalid params: arguments must be an object"),
+    ({"name": "echo", "arguments": "x"}, "Invalid params: arguments must be an object"),
+])
+def test_tools_call_protocol_errors(params: dict[str, Any], message: str) -> None:
+    assert Harness().receive(req(1, "tools/call", params)) == [
+        {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": message}}]
+
+
+def test_arguments_failing_the_schema_are_a_tool_error_naming_the_argument() -> None:
+    result = Harness().receive(req(1, "tools/call", {"name": "echo", "arguments": {"text": 5}}))[0]["result"]
+    assert result["isError"] is True
+    assert "text" in result["content"][0]["text"] and "string" in result["content"][0]["text"]
+    result = Harness().receive(req(1, "tools/call", {"name": "echo", "arguments": {}}))[0]["result"]
+    assert result["isError"] is True and "text" in result["content"][0]["text"]
+
+
+def test_a_bug_in_a_handler_is_an_internal_error_without_details(capsys: pytest.CaptureFixture[str]) -> None:
+    server = make_server()
+    server.add_tool(Tool("boom", lambda ctx, args: 1 / 0, inline=True))
+    reply = Session(server).receive(req(1, "tools/call", {"name": "boom"}))
+    assert reply == [{"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "Internal error"}}]
+    assert "ZeroDivisionError" in capsys.readouterr().err
+
+
+def test_cancelled_request_sends_no_response() -> None:
+    h = Harness()
+    h.receive(req(4, "tools/call", {"name": "later"}))
+    h.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4, "reason": "user"}})
+    h.jobs[0].run()
+    assert h.sent == []
+
+
+def test_cancel_for_unknown_finished_or_malformed_ids_is_ignored() -> None:
+    h = Harness()
+    h.receive(req(4, "tools/call", {"name": "later"}))
+    h.jobs[0].run()
+    for params in ({"requestId": 4}, {"requestId": 99}, {"requestId": None}, {}, {"requestId": [4]}):
+        assert h.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}) == []
+    assert len(h.sent) == 1
+
+
+def test_a_duplicate_in_flight_id_is_refused_and_the_first_still_answers() -> None:
+    h = Harness()
+    h.receive(req(4, "tools/call", {"name": "later"}))
+    reply = h.receive(req(4, "tools/call", {"name": "later"}))
+    assert reply[0]["error"]["code"] == -32600 and reply[0]["id"] == 4
+    h.jobs[0].run()
+    assert h.sent[0]["id"] == 4 and "result" in h.sent[0]
+    assert len(h.jobs) == 1
+
+
+def test_progress_only_with_a_token_increasing_and_never_after_the_response() -> None:
+    seen: list[RequestContext] = []
+    server = make_server()
+    server.add_tool(Tool("work", lambda ctx, args: seen.append(ctx) or "ok"))
+    h = Harness(server)
+    h.receive(req(1, "tools/call", {"name": "work", "_meta": {"progressToken": "t"}}))
+    h.receive(req(2, "tools/call", {"name": "work"}))
+    for job in h.jobs:
+        ctx = job.context
+        assert ctx.report_progress(1, 10, "one") is (ctx.request_id == 1)
+        assert ctx.report_progress(1) is False  # not increasing
+        assert ctx.report_progress(0.5) is False
+        assert ctx.report_progress(2.5) is (ctx.request_id == 1)
+        job.run()
+        assert ctx.report_progress(3) is False
+    assert h.sent == [
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t", "progress": 1, "total": 10, "message": "one"}},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t", "progress": 2.5}},
+        {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "ok"}], "isError": False}},
+        {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "ok"}], "isError": False}},
+    ]
+
+
+def test_cancellation_runs_callbacks_and_races_with_completion_safely() -> None:
+    server = make_server()
+    killed = threading.Event()
+    started = threading.Event()
+
+    def slow(ctx: RequestContext, args: dict[str, Any]) -> str:
+        ctx.on_cancel(killed.set)
+        started.set()
+        ctx.wait_cancelled(5)
+        ctx.check_cancelled()
+        return "not cancelled"
+
+    server.add_tool(Tool("slow", slow))
+    h = Harness(server)
+    h.receive(req(1, "tools/call", {"name": "slow"}))
+    worker = threading.Thread(target=h.jobs[0].run)
+    worker.start()
+    assert started.wait(5)
+    h.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+    worker.join(5)
+    assert killed.is_set() and h.sent == []
+    assert h.session.in_flight() == []
+
+
+def test_resources_read_and_not_found() -> None:
+    h = Harness()
+    h.receive(req(1, "resources/read", {"uri": "test://a"}))
+    h.receive(req(2, "resources/read", {"uri": "test://missing"}))
+    h.receive(req(3, "resources/read", {}))
+    for job in h.jobs:
+        job.run()
+    assert h.sent == [
+        {"jsonrpc": "2.0", "id": 1, "result": {"contents": [{"uri": "test://a", "text": "A"}]}},
+        {"jsonrpc": "2.0", "id": 2, "error": {"code": -32002, "message": "Resource not found", "data": {"uri": "test://missing"}}},
+    ]
+
+
+def test_bad_cursor_is_invalid_params() -> None:
+    for cursor in ("nonsense", "MTA6ZmZmZmZmZmY=", 5, ""):
+        reply = Harness().receive(req(1, "tools/list", {"cursor": cursor}))[0]
+        assert reply["error"]["code"] == -32602
+
+
+def test_pagination_walks_every_item_once() -> None:
+    server = Server("s", "1", page_size=7)
+    for i in range(30):
+        server.add_tool(Tool(f"t{i:02}", lambda ctx, args: None))
+    session = Session(server)
+    names: list[str] = []
+    cursor = None
+    while True:
+        params = {"cursor": cursor} if cursor else {}
+        result = session.receive(req(1, "tools/list", params))[0]["result"]
+        names += [t["name"] for t in result["tools"]]
+        cursor = result.get("nextCursor")
+        if cursor is None:
+            break
+    assert names == [f"t{i:02}" for i in range(30)]
+
+
+def test_requests_to_the_client_are_gated_and_routed() -> None:
+    h = Harness()
+    h.receive(req(1, "initialize", {"capabilities": {"roots": {"listChanged": True}}}))
+    with pytest.raises(ClientRequestError):
+        h.session.request("roots/list", timeout=1)  # not ready yet
+    h.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    with pytest.raises(ClientRequestError) as caught:
+        h.session.request("sampling/createMessage", {"messages": [], "maxTokens": 1}, timeout=1)
+    assert "does not support" in caught.value.error.message
+    answers: list[dict[str, Any]] = []
+    worker = threading.Thread(target=lambda: answers.append(h.session.request("roots/list", timeout=5)))
+    worker.start()
+    for _ in range(500):
+        if h.sent:
+            break
+        threading.Event().wait(0.01)
+    sent = h.sent[-1]
+    assert sent["method"] == "roots/list" and isinstance(sent["id"], int)
+    assert h.receive({"jsonrpc": "2.0", "id": sent["id"], "result": {"roots": []}}) == []
+    worker.join(5)
+    assert answers == [{"roots": []}]
+
+
+def test_a_request_to_the_client_times_out_and_is_cancelled() -> None:
+    h = Harness()
+    h.receive(req(1, "initialize", {"capabilities": {"roots": {}}}))
+    h.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    with pytest.raises(ClientRequestError) as caught:
+        h.session.request("roots/list", timeout=0.05)
+    assert caught.value.error.code == -32001
+    request_id = h.sent[0]["id"]
+    assert h.sent[1] == {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": request_id, "reason": "Timed out after 0.05 s"}}
+    assert h.receive({"jsonrpc": "2.0", "id": request_id, "result": {}}) == []  # a late reply is ignored

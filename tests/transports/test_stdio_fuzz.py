@@ -1,0 +1,152 @@
+"""Property-based fuzzing of the real server over its pipes.
+
+Whatever arrives, the process stays up, every request gets exactly one response carrying its id,
+notifications and responses get none, and every output line is valid JSON that fits the schema.
+One long-lived process serves all examples; each example ends with a sentinel ping.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support import HANDSHAKE, INITIALIZED, McpProcess
+
+METHODS = ["initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/read",
+           "resources/templates/list", "prompts/list", "logging/setLevel", "completion/complete",
+           "notifications/initialized", "notifications/cancelled", "server/discover", "x", ""]
+_ids = itertools.count(1)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**63, 2**63) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> Any:
+    """Mostly request-shaped objects with random parts wrong, sometimes arbitrary JSON."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(json_values)
+    message: dict[str, Any] = {}
+    if draw(st.integers(0, 9)):
+        message["jsonrpc"] = "2.0" if draw(st.integers(0, 9)) else draw(json_values)
+    kind = draw(st.sampled_from(["request", "request", "request", "notification", "response"]))
+    if kind == "request":
+        choice = draw(st.integers(0, 5))
+        if choice == 0:
+            message["id"] = draw(json_values)
+        else:
+            unique = next(_ids)
+            message["id"] = unique if choice % 2 else f"id-{unique}"
+    if kind == "response":
+        message["id"] = next(_ids)
+        message["result" if draw(st.booleans()) else "error"] = draw(json_values)
+    else:
+        message["method"] = draw(st.sampled_from(METHODS) | json_values)
+        if draw(st.booleans()):
+            message["params"] = draw(json_values | st.fixed_dictionaries(
+                {}, optional={"name": st.sampled_from(["list_files", "read_file", "search_code", "git_log", "nope"]) | json_values,
+                              "arguments": json_values, "uri": st.text(max_size=30) | json_values,
+                              "cursor": json_values, "protocolVersion": json_values, "requestId": json_values,
+                              "_meta": json_values}))
+    return message
+
+
+def mutate(line: bytes, data: st.DataObject) -> bytes:
+    """Flip, drop or insert bytes of a valid line (never a newline, which would split it)."""
+    raw = bytearray(line)
+    for _ in range(data.draw(st.integers(0, 3))):
+        if not raw:
+            break
+        position = data.draw(st.integers(0, len(raw) - 1))
+        action = data.draw(st.integers(0, 2))
+        if action == 0:
+            del raw[position]
+        else:
+            byte = data.draw(st.integers(0, 255).filter(lambda b: b != 10))
+            if action == 1:
+                raw[position] = byte
+            else:
+                raw.insert(position, byte)
+    return bytes(raw)
+
+
+def expectation(line: bytes) -> tuple[int, Any]:
+    """How many responses a line must get (0 or 1) and, for requests with a valid id, that id."""
+    text = line.rstrip(b"\r")
+    if not text.strip():
+        return 0, None
+    try:
+        value = json.loads(text.decode("utf-8"), parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    except (ValueError, RecursionError):
+        return 1, None
+    if isinstance(value, dict) and "method" in value and "id" not in value:
+        return 0, None  # a notification, however malformed
+    if isinstance(value, dict) and "method" not in value and ("result" in value or "error" in value):
+        return 0, None  # a response: never answered
+    msg_id = value.get("id") if isinstance(value, dict) else None
+    valid = isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool))
+    return 1, msg_id if valid else None
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProcess]:
+    root = tmp_path_factory.mktemp("fuzzroot")
+    (root / "a.txt").write_text("hello\n")
+    with McpProcess(str(root)) as process:
+        process.send(HANDSHAKE)
+        process.read()
+        process.send(INITIALIZED)
+        yield process
+        assert process.close() == 0
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_fuzzed_lines(server: McpProcess, data: st.DataObject) -> None:
+    lines: list[bytes] = []
+    for _ in range(data.draw(st.integers(1, 4))):
+        source = data.draw(st.sampled_from(["message", "mutated", "bytes"]))
+        if source == "bytes":
+            line = data.draw(st.binary(max_size=60)).replace(b"\n", b" ")
+        else:
+            line = json.dumps(data.draw(messages()), separators=(",", ":")).encode()
+            if source == "mutated":
+                line = mutate(line, data)
+        lines.append(line)
+    expected_count = 0
+    expected_ids: list[Any] = []
+    for line in lines:
+        count, msg_id = expectation(line)
+        expected_count += count
+        if msg_id is not None:
+            expected_ids.append(msg_id)
+    sentinel = f"sentinel-{next(_ids)}"
+    server.write(b"".join(line + b"\n" for line in lines) + json.dumps(
+        {"jsonrpc": "2.0", "id": sentinel, "method": "ping"}).encode() + b"\n")
+    replies: list[dict[str, Any]] = []
+    while True:
+        reply = server.read(timeout=20)  # parses and validates the line
+        if reply.get("id") == sentinel:
+            break
+        if "method" in reply:
+            continue  # a notification from the server (progress, list_changed): not a reply
+        replies.append(reply)
+    # Deferred work may finish after the sentinel; collect what is still owed.
+    while len(replies) < expected_count:
+        reply = server.read(timeout=20)
+        if "method" not in reply:
+            replies.append(reply)
+    assert len(replies) == expected_count, (lines, replies)
+    got_ids = [r["id"] for r in replies if r["id"] is not None]
+    for msg_id in expected_ids:
+        assert msg_id in got_ids, (lines, replies)
+    assert server.proc.poll() is None
