@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ def schema_path() -> Path:
     return SCHEMA_PATH
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validators() -> dict[str, Any]:
     import jsonschema
 

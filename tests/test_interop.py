@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+
 from support import REPO
 
 

@@ -122,7 +122,7 @@ def test_invalid_requests(message: Any, reply_id: Any) -> None:
                                     "resources/subscribe", "completion/complete", "notifications/initialized"])
 def test_unknown_or_not_offered_methods(method: str) -> None:
     h = Harness()
-    for state in range(2):
+    for _state in range(2):
         assert h.receive(req(9, method)) == [{"jsonrpc": "2.0", "id": 9, "error": {"code": -32601, "message": "Method not found"}}]
         h.receive(INIT)
 
@@ -238,7 +238,8 @@ def test_progress_only_with_a_token_increasing_and_never_after_the_response() ->
         job.run()
         assert ctx.report_progress(3) is False
     assert h.sent == [
-        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t", "progress": 1, "total": 10, "message": "one"}},
+        {"jsonrpc": "2.0", "method": "notifications/progress",
+         "params": {"progressToken": "t", "progress": 1, "total": 10, "message": "one"}},
         {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t", "progress": 2.5}},
         {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "ok"}], "isError": False}},
         {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "ok"}], "isError": False}},

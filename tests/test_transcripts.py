@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 import pytest
+
 from support import run_transcript
 
 TRANSCRIPTS = sorted((Path(__file__).parent / "transcripts").glob("*.txt"))

@@ -8,7 +8,8 @@ from . import jsonrpc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
     from .session import Session
 

@@ -9,9 +9,9 @@ import json
 
 TYPE_CHECKING = False  # typing is not imported at run time: start-up time counts
 if TYPE_CHECKING:
-    from typing import Any, Union
+    from typing import Any, TypeGuard
 
-    Id = Union[str, int]
+    Id = str | int
     Message = dict[str, Any]
 
 PARSE_ERROR = -32700
@@ -80,7 +80,7 @@ def encode(message: Message) -> bytes:
         return (_compact_ascii.encode(message) + "\n").encode("ascii")
 
 
-def is_valid_id(value: Any) -> bool:
+def is_valid_id(value: Any) -> TypeGuard[Id]:
     """MCP ids are strings or integers, never null, floats or booleans."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 

@@ -13,17 +13,18 @@ from . import jsonrpc
 
 TYPE_CHECKING = False  # typing is not imported at run time: start-up time counts
 if TYPE_CHECKING:
-    from typing import Any, Callable, Union
+    from collections.abc import Callable
+    from typing import Any
 
     from .context import RequestContext
 
     Content = dict[str, Any]
     ToolHandler = Callable[[RequestContext, dict[str, Any]], Any]
-    ReadResult = Union[str, bytes, Content, list[Content]]
+    ReadResult = str | bytes | Content | list[Content]
     ResourceReader = Callable[[RequestContext, str], ReadResult]
     TemplateReader = Callable[[RequestContext, str, dict[str, str]], ReadResult]
     Completer = Callable[[str, dict[str, str]], list[str]]
-    PromptResult = Union[str, list[dict[str, Any]], dict[str, Any]]
+    PromptResult = str | list[dict[str, Any]] | dict[str, Any]
     PromptHandler = Callable[[RequestContext, dict[str, str]], PromptResult]
 
 
@@ -82,7 +83,7 @@ def blob_resource(uri: str, data: bytes, mime_type: str | None = None) -> Conten
 
 # -- tools --------------------------------------------------------------------------------------
 class ToolResult:
-    __slots__ = ("content", "structured", "is_error")
+    __slots__ = ("content", "is_error", "structured")
 
     def __init__(self, content: list[Content] | None = None, structured: dict[str, Any] | None = None,
                  is_error: bool = False) -> None:
@@ -168,7 +169,7 @@ _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource
 
 # -- resources ------------------------------------------------------------------------------------
 class Resource:
-    __slots__ = ("uri", "name", "title", "description", "mime_type", "size", "annotations", "meta", "reader")
+    __slots__ = ("annotations", "description", "meta", "mime_type", "name", "reader", "size", "title", "uri")
 
     def __init__(self, uri: str, name: str, *, title: str | None = None, description: str | None = None,
                  mime_type: str | None = None, size: int | None = None, annotations: dict[str, Any] | None = None,
@@ -268,7 +269,7 @@ class ResourceTemplate:
 
 # -- prompts --------------------------------------------------------------------------------------
 class PromptArgument:
-    __slots__ = ("name", "description", "required", "title", "complete")
+    __slots__ = ("complete", "description", "name", "required", "title")
 
     def __init__(self, name: str, description: str | None = None, required: bool = False, *,
                  title: str | None = None, complete: Completer | None = None) -> None:
@@ -288,7 +289,7 @@ class PromptArgument:
 
 
 class Prompt:
-    __slots__ = ("name", "handler", "title", "description", "arguments", "meta")
+    __slots__ = ("arguments", "description", "handler", "meta", "name", "title")
 
     def __init__(self, name: str, handler: PromptHandler, *, title: str | None = None,
                  description: str | None = None, arguments: list[PromptArgument] | None = None,

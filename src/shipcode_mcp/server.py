@@ -25,7 +25,8 @@ from .session import LOG_LEVELS, Deferred
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Sequence, TypeVar
+    from collections.abc import Callable, Sequence
+    from typing import Any, TypeVar
 
     from .context import RequestContext
     from .session import Session
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     ResourceSource = Callable[[], Sequence[Resource]]
     NotificationHandler = Callable[[Session, dict[str, Any]], None]
     RequestHandler = Callable[[Session, RequestContext, dict[str, Any]], dict[str, Any] | Deferred]
-    MethodHandler = Callable[[Server, Session, RequestContext, dict[str, Any]], dict[str, Any] | Deferred]
+    MethodHandler = Callable[["Server", Session, RequestContext, dict[str, Any]], dict[str, Any] | Deferred]
 
 
 def _invalid(message: str = "Invalid params") -> JsonRpcError:

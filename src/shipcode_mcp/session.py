@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import itertools
 import threading
+
 from . import jsonrpc, log
 from .context import Cancelled, RequestContext
 from .jsonrpc import JsonRpcError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
     from .jsonrpc import Message
     from .server import Server
@@ -45,7 +47,7 @@ class Deferred:
 class Job:
     """Deferred work bound to its request; the transport runs `run()` on a worker thread."""
 
-    __slots__ = ("context", "_work", "_session")
+    __slots__ = ("_session", "_work", "context")
 
     def __init__(self, session: Session, context: RequestContext, work: Callable[[], dict[str, Any]]) -> None:
         self._session = session
@@ -170,8 +172,10 @@ class Session:
             return  # malformed notifications are dropped: there is nobody to tell
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
+            if not jsonrpc.is_valid_id(request_id):
+                return
             with self._lock:
-                context = self._in_flight.get(request_id) if jsonrpc.is_valid_id(request_id) else None
+                context = self._in_flight.get(request_id)
             if context is not None:
                 context.cancel()
             return

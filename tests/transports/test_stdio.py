@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from support import HANDSHAKE, INITIALIZED, REPO, McpProcess
 
 SERVER = [sys.executable, str(Path(__file__).with_name("stdio_test_server.py"))]

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from support import HANDSHAKE, INITIALIZED, McpProcess
 
 METHODS = ["initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/read",

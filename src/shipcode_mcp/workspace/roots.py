@@ -54,9 +54,10 @@ class Roots:
             raise OutsideRoots(given if isinstance(given, str) else None)
         path = given
         if path.startswith("file:"):
-            path = _file_uri_path(path)
-            if path is None:
+            local = _file_uri_path(path)
+            if local is None:
                 raise OutsideRoots(given)
+            path = local
         if path == "":
             path = "."
         candidate = path if os.path.isabs(path) else os.path.join(self.first, path)
