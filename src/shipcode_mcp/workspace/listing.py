@@ -8,9 +8,7 @@ outside a root must not become a way out) and are left out of listings.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import sysconfig
 
 from ..primitives import ToolError
 
@@ -28,6 +26,9 @@ def rg_executable() -> str:
     """The `rg` of this environment's scripts folder (the ripgrep wheel), else the one on PATH."""
     global _rg_path
     if _rg_path is None:
+        import shutil
+        import sysconfig
+
         name = "rg.exe" if sys.platform == "win32" else "rg"
         candidates = [os.path.join(os.path.dirname(sys.executable), name)]
         scripts = sysconfig.get_path("scripts")
