@@ -85,6 +85,7 @@ class Server:
         self.tools: dict[str, Tool] = {}
         self.resources: dict[str, Resource] = {}
         self.resource_sources: list[ResourceSource] = []
+        self.new_listing_hooks: list[Callable[[], None]] = []  # see add_resource_source
         self.resource_templates: list[ResourceTemplate] = []
         self.prompts: dict[str, Prompt] = {}
         self.logging_enabled = False
@@ -117,9 +118,16 @@ class Server:
         if self.resources.pop(uri, None) is not None:
             self._changed("resources", self.resources_list_changed)
 
-    def add_resource_source(self, source: ResourceSource) -> None:
-        """A callable that lists resources when asked (a directory tree, say) rather than up front."""
+    def add_resource_source(self, source: ResourceSource, *, on_new_listing: Callable[[], None] | None = None) -> None:
+        """A callable that lists resources when asked (a directory tree, say) rather than up front.
+
+        It is called for every page of resources/list, and cursors index its result. `on_new_listing`
+        runs when a client starts a listing (no cursor), so a source that keeps its result between
+        pages (rather than walk a big tree once per page) knows when to look afresh.
+        """
         self.resource_sources.append(source)
+        if on_new_listing is not None:
+            self.new_listing_hooks.append(on_new_listing)
 
     def add_resource_template(self, template: ResourceTemplate) -> ResourceTemplate:
         self.resource_templates.append(template)
@@ -276,6 +284,9 @@ def _call_tool(server: Server, session: Session, context: RequestContext, params
 
 
 def _list_resources(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    if params.get("cursor") is None:
+        for hook in server.new_listing_hooks:
+            hook()
     page, next_cursor = paginate(server.all_resources(), params.get("cursor"), server.page_size, lambda r: r.uri)
     return _listed("resources", [resource.to_dict() for resource in page], next_cursor)
 
