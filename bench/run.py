@@ -166,12 +166,22 @@ def is_response(message: Any) -> bool:
 
 
 # -- one server process -----------------------------------------------------------------------------
+def clean_environment() -> dict[str, str]:
+    """This environment without PYTHON* settings, which change what is measured.
+
+    PYTHONDONTWRITEBYTECODE would have our sources recompiled at every start (installed peers have
+    their bytecode from pip), PYTHONUNBUFFERED changes how the floor writes, and PYTHONPATH is set
+    only for our servers, to the tree being measured.
+    """
+    return {name: value for name, value in os.environ.items() if not name.startswith("PYTHON")}
+
+
 class Child:
     """A server process over pipes; a watchdog kills it when a phase overruns, so nothing hangs the run."""
 
     def __init__(self, target: Target, stderr_path: Path) -> None:
         self.target = target
-        env = {**os.environ, **target.env}
+        env = {**clean_environment(), **target.env}
         with open(stderr_path, "ab") as stderr:
             self.proc = subprocess.Popen(target.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                          env=env, cwd=REPO)
@@ -303,12 +313,12 @@ def cpu_seconds(pid: int) -> float:
 
 
 def memory(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM (peak RSS since start) in bytes, from /proc/PID/status."""
+    """VmRSS, VmHWM (peak RSS since start) and RssAnon (its private part) in bytes, from /proc/PID/status."""
     out: dict[str, int] = {}
     try:
         with open(f"/proc/{pid}/status") as status:
             for line in status:
-                if line.startswith(("VmRSS:", "VmHWM:")):
+                if line.startswith(("VmRSS:", "VmHWM:", "RssAnon:")):
                     name, value = line.split(":", 1)
                     out[name] = int(value.split()[0]) * 1024
     except OSError:
@@ -362,7 +372,8 @@ def cold_start(target: Target, samples: Samples, cache: Path, config: Config) ->
     """Spawn until the initialize response is read (for the baseline command: until it exits)."""
     if not target.server:
         started = time.perf_counter()
-        done = subprocess.run(target.command, stdin=subprocess.DEVNULL, capture_output=True, timeout=config.timeout, check=False)
+        done = subprocess.run(target.command, stdin=subprocess.DEVNULL, capture_output=True, timeout=config.timeout, check=False,
+                              env={**clean_environment(), **target.env})
         elapsed = time.perf_counter() - started
         if done.returncode != 0:
             raise BenchError(f"{target.key} exited with {done.returncode}")
@@ -478,7 +489,9 @@ def session(target: Target, samples: Samples, cache: Path, config: Config) -> No
         if echo is not None:
             sequential(child, samples, "warm-up", max(1, config.warmup // 4), lambda i: echo_call(echo, i), echo)
         time.sleep(0.2)  # "at rest": settled, idle, after a first use
-        samples.add("rss_rest", memory(child.pid).get("VmRSS", 0))
+        at_rest = memory(child.pid)
+        samples.add("rss_rest", at_rest.get("VmRSS", 0))
+        samples.add("anon_rest", at_rest.get("RssAnon", 0))
         times = sequential(child, samples, "latency", config.latency, ping)
         samples.add("latency_p50", percentile(times, 0.50))
         samples.add("latency_p99", percentile(times, 0.99))
@@ -556,6 +569,8 @@ def run_rounds(targets: list[Target], config: Config, cache: Path, log: Callable
         if phase == "cold start":
             samples.add("cold_start", value)
 
+    for target in active:  # untimed: writes bytecode and fills the page cache, as any second start finds them
+        attempt(target, "first start", cold_start)
     for round_number in range(config.repetitions):
         shift = round_number % max(1, len(active))
         order = active[shift:] + active[:shift]
@@ -590,6 +605,7 @@ METRICS = (
     Metric("latency_p50", "ping latency p50", "µs", 1e6),
     Metric("latency_p99", "ping latency p99", "µs", 1e6),
     Metric("rss_rest", "RSS at rest", "MiB", 1 / 2**20),
+    Metric("anon_rest", "of which private (RssAnon)", "MiB", 1 / 2**20),
     Metric("rss_peak", "peak RSS, pipelined pings", "MiB", 1 / 2**20),
     Metric("shutdown_answered", "shutdown: answered of 10 (worst)", "", 1, higher_is_better=True),
     Metric("shutdown_exit", "shutdown: exit status", "", 1),
@@ -712,9 +728,10 @@ def results_table(servers: dict[str, Any]) -> str:
         if any(cell != NONE for cell in row[1:]):
             rows.append(row)
     base = servers.get("python", {}).get("median", {}).get("cold_start")
-    rows.insert(1, ["cold start ÷ python -c 'import json'", *(
-        f"{servers[key]['median']['cold_start'] / base:.2f}x" if base and "cold_start" in servers[key]["median"] else NONE
-        for key in keys)])
+    if base:
+        rows.insert(1, ["cold start ÷ python -c 'import json'", *(
+            f"{servers[key]['median']['cold_start'] / base:.2f}x" if "cold_start" in servers[key]["median"] else NONE
+            for key in keys)])
     return markdown_table(header, rows)
 
 
@@ -771,7 +788,7 @@ def ensure_node_server(cache: Path, log: Callable[[str], None]) -> Path:
 
 def output_of(command: list[str], env: dict[str, str] | None = None) -> str:
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False, env={**os.environ, **(env or {})})
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False, env={**clean_environment(), **(env or {})})
     except (OSError, subprocess.SubprocessError):
         return ""
     return done.stdout.strip() if done.returncode == 0 else ""
@@ -779,8 +796,7 @@ def output_of(command: list[str], env: dict[str, str] | None = None) -> str:
 
 def our_env(src: Path) -> dict[str, str]:
     """Our servers run from `src` (this checkout's src/ by default), whichever interpreter runs them."""
-    paths = [str(src), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    return {"PYTHONPATH": os.pathsep.join(paths)}
+    return {"PYTHONPATH": str(src)}
 
 
 def python_version(python: str) -> str:
@@ -860,7 +876,46 @@ def load_average() -> list[float]:
 
 
 # -- the workspace ---------------------------------------------------------------------------------------
-def workspace_figures(python: str, cache: Path, config: Config, log: Callable[[str], None]) -> dict[str, Any]:
+TREE_FILES = 20_000
+TREE_LINES = 190  # lines per file, on average: about 200 MB in all
+NEEDLE = "frobnicate_quux"  # in NEEDLE_FILES files, once each: fewer matches than search_code's default limit
+NEEDLE_FILES = 150
+EXTENSIONS = (".py", ".js", ".ts", ".go", ".rs", ".c", ".java", ".rb")
+WORDS = ("return", "value", "index", "buffer", "client", "server", "request", "handler", "result", "error",
+         "config", "parse", "render", "update", "cache", "token", "stream", "offset", "length", "count")
+
+
+def make_tree(root: Path, log: Callable[[str], None]) -> int:
+    """A generated source tree (same seed, same tree); made once and kept in the cache. Returns its size."""
+    import random
+
+    stamp = root / ".tree"
+    recipe = f"{TREE_FILES} {TREE_LINES} {NEEDLE} {NEEDLE_FILES} 1"
+    if stamp.exists() and stamp.read_text() == recipe:
+        return sum(path.stat().st_size for path in root.rglob("*") if path.is_file())
+    log(f"generating {TREE_FILES} source files under {root}")
+    shutil.rmtree(root, ignore_errors=True)
+    rng = random.Random(6)
+    pool = []  # a few thousand distinct lines, drawn from for every file: fast to write, varied to search
+    for number in range(4000):
+        words = rng.choices(WORDS, k=rng.randint(2, 7))
+        pool.append(f"{'    ' * rng.randint(0, 3)}{words[0]}_{number} = {' + '.join(words[1:])}({rng.randint(0, 9999)})\n")
+    needles = set(rng.sample(range(TREE_FILES), NEEDLE_FILES))
+    size = 0
+    for index in range(TREE_FILES):
+        folder = root / f"pkg{index // 1000:02d}" / f"module{index // 40 % 25:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = rng.choices(pool, k=rng.randint(TREE_LINES // 2, TREE_LINES * 3 // 2))
+        if index in needles:
+            lines.insert(rng.randrange(len(lines)), f"call_{NEEDLE}(x)  # the benchmark's needle\n")
+        data = "".join(lines).encode()
+        (folder / f"file{index:05d}{EXTENSIONS[index % len(EXTENSIONS)]}").write_bytes(data)
+        size += len(data)
+    stamp.write_text(recipe)
+    return size
+
+
+def workspace_figures(python: str, src: Path, cache: Path, config: Config, log: Callable[[str], None]) -> dict[str, Any]:
     return {}
 
 
