@@ -18,6 +18,39 @@ class Cancelled(Exception):
     """Raised inside a handler whose request the client cancelled; no response is sent."""
 
 
+class _Flag:
+    """`threading.Event` at a fraction of the cost: the Event (a Condition and its lock) is made only
+    when somebody waits, which a request answered on the reading loop never does. Allocating two
+    Events per request took a third of the reading loop's time in a pipelined ping benchmark."""
+
+    __slots__ = ("_set", "_event")
+    _creating = threading.Lock()
+
+    def __init__(self) -> None:
+        self._set = False
+        self._event: threading.Event | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        event = self._event
+        if event is not None:
+            event.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._set:
+            return True
+        with _Flag._creating:
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        if self._set:  # set() ran before the event existed, so it could not set it
+            event.set()
+        return event.wait(timeout)
+
+
 class RequestContext:
     """One in-flight request.
 
@@ -33,10 +66,10 @@ class RequestContext:
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         self.progress_token: str | int | None = token if jsonrpc.is_valid_id(token) else None
-        self._cancelled = threading.Event()
+        self._cancelled = _Flag()
         # Set when the handler finishes or starts waiting on the client, so a transport that waits
         # for quick handlers (to keep responses in request order) stops waiting.
-        self.settled = threading.Event()
+        self.settled = _Flag()
         self._lock = threading.Lock()
         self._done = False
         self._last_progress: float | None = None
