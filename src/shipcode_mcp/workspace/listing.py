@@ -41,6 +41,30 @@ def rg_executable() -> str:
     return _rg_path
 
 
+def walk_command(globs: Sequence[str] = ()) -> list[str]:
+    """The rg command that lists the files of its working directory: the one walk all features share.
+
+    Globs go as `--glob=G`, one argument each, so a glob can never be read as an option.
+    """
+    return [rg_executable(), "--files", "--null", *RG_WALK_FLAGS, *(f"--glob={glob}" for glob in globs)]
+
+
+def walk_names(returncode: int, stdout: bytes, stderr: bytes | str) -> list[str]:
+    """The sorted names a walk printed (relative, '/'-separated); ToolError if it failed outright."""
+    # rg exits 1 when it found no file, 2 on partial errors (an unreadable folder): keep what it listed.
+    if returncode not in (0, 1, 2) or (returncode == 2 and not stdout):
+        text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
+        message = text.strip().splitlines()
+        raise ToolError(f"listing failed: {message[-1] if message else 'rg exited with ' + str(returncode)}")
+    names = [
+        name[2:] if name.startswith("./") else name
+        for name in stdout.decode("utf-8", "surrogateescape").split("\0")
+        if name
+    ]
+    names.sort()
+    return names
+
+
 def list_files(directory: str, globs: Sequence[str] = ()) -> list[str]:
     """Files under `directory` (a resolved path), relative to it, '/'-separated, sorted.
 
@@ -48,18 +72,5 @@ def list_files(directory: str, globs: Sequence[str] = ()) -> list[str]:
     """
     import subprocess
 
-    command = [rg_executable(), "--files", "--null", *RG_WALK_FLAGS]
-    for glob in globs:
-        command += ["--glob", glob]
-    done = subprocess.run(command, cwd=directory, stdin=subprocess.DEVNULL, capture_output=True, check=False)
-    # rg exits 1 when it found no file, 2 on partial errors (an unreadable folder): keep what it listed.
-    if done.returncode not in (0, 1, 2) or (done.returncode == 2 and not done.stdout):
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise ToolError(f"listing failed: {message[-1] if message else 'rg exited with ' + str(done.returncode)}")
-    names = [
-        name[2:] if name.startswith("./") else name
-        for name in done.stdout.decode("utf-8", "surrogateescape").split("\0")
-        if name
-    ]
-    names.sort()
-    return names
+    done = subprocess.run(walk_command(globs), cwd=directory, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    return walk_names(done.returncode, done.stdout, done.stderr)

@@ -2,7 +2,9 @@
 
 Every path a client sends (relative, absolute or a file:// URI) goes through `Roots.resolve`, which
 resolves it the way the kernel would (symlinks included) and refuses anything that does not land
-inside a root. Refusals say nothing about what lies outside.
+inside a root. Refusals say nothing about what lies outside. Resolving is only half of it: between
+resolving and opening, a symlink could be swapped in, so `safe_open` opens what `resolve` returned
+component by component without following links.
 """
 
 from __future__ import annotations
@@ -13,13 +15,19 @@ from ..primitives import ToolError
 
 MAX_PATH_LENGTH = 4096
 
+# Characters that would let an echoed path forge lines or escape sequences in a message.
+_CONTROL = {code: "?" for code in [*range(32), 127]}
+
 
 class OutsideRoots(ToolError):
     """A path that is malformed or leads outside every root; the message reveals nothing more."""
 
-    def __init__(self, given: str | None = None) -> None:
-        shown = given if given is not None and len(given) <= 200 and "\x00" not in given else "that path"
-        super().__init__(f"Access denied: {shown!s} is not inside the workspace roots")
+    def __init__(self, given: str | None = None, reason: str | None = None) -> None:
+        if reason is not None:
+            super().__init__(f"Invalid path: {reason}")
+            return
+        shown = given.translate(_CONTROL) if given is not None and len(given) <= 200 else "that path"
+        super().__init__(f"Access denied: {shown} is not inside the workspace roots")
 
 
 class Roots:
@@ -50,13 +58,17 @@ class Roots:
 
     def resolve(self, given: object) -> str:
         """The real absolute path `given` names, which is inside a root; else OutsideRoots."""
-        if not isinstance(given, str) or "\x00" in given or len(given) > MAX_PATH_LENGTH:
-            raise OutsideRoots(given if isinstance(given, str) else None)
+        if not isinstance(given, str):
+            raise OutsideRoots(reason="a path must be a string")
+        if "\x00" in given:
+            raise OutsideRoots(reason="it contains a NUL character")
+        if len(given) > MAX_PATH_LENGTH:
+            raise OutsideRoots(reason=f"longer than {MAX_PATH_LENGTH} characters")
         path = given
-        if path.startswith("file:"):
-            local = _file_uri_path(path)
+        if given[:5].lower() == "file:":
+            local = _file_uri_path(given)
             if local is None:
-                raise OutsideRoots(given)
+                raise OutsideRoots(reason="only file:// URIs of local files are accepted")
             path = local
         if path == "":
             path = "."
@@ -78,6 +90,13 @@ class Roots:
         return real
 
 
+def join_display(shown_dir: str, relative: str) -> str:
+    """The display path of `relative` (a '/'-separated path) inside the folder displayed as `shown_dir`."""
+    if shown_dir == ".":
+        return relative
+    return f"{shown_dir.rstrip('/')}/{relative}"
+
+
 def _file_uri_path(uri: str) -> str | None:
     """The local path of a file:// URI (RFC 8089), or None when it names no local file."""
     from urllib.parse import unquote, urlsplit
@@ -86,12 +105,12 @@ def _file_uri_path(uri: str) -> str | None:
         parts = urlsplit(uri)
     except ValueError:
         return None
-    if parts.scheme != "file" or parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
+    if parts.scheme != "file" or parts.netloc.lower() not in ("", "localhost") or parts.query or parts.fragment:
         return None
     try:
         path = unquote(parts.path, errors="strict")
     except UnicodeDecodeError:
         return None
-    if "\x00" in path or not path.startswith("/"):
+    if "\x00" in path or not path.startswith("/") or len(path) > MAX_PATH_LENGTH:
         return None
     return path
