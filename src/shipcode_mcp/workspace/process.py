@@ -1,0 +1,143 @@
+"""Child processes for tools (rg, git): bounded output, a deadline, killed when the request is cancelled.
+
+A child runs in its own session and is killed with its whole process group, so nothing it started
+outlives the request. stdout is read as it comes (search streams it); stderr is kept, bounded, for
+error messages.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from ..primitives import ToolError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Iterator, Mapping, Sequence
+
+    from ..context import RequestContext
+
+DEFAULT_TIMEOUT = 60.0
+MAX_STDERR = 64 * 1024
+_CHUNK = 1 << 16
+
+
+class Child:
+    """One running command. Use as a context manager: leaving it kills the child if still running."""
+
+    def __init__(self, ctx: RequestContext, argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None = None,
+                 pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None) -> None:
+        import subprocess
+
+        self.what = what or os.path.basename(argv[0])
+        self.timeout = timeout
+        self._ctx = ctx
+        self._stderr = bytearray()
+        self.proc: subprocess.Popen[bytes] = subprocess.Popen(
+            list(argv), cwd=cwd, env=env, pass_fds=tuple(pass_fds), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )
+        self._deadline = time.monotonic() + timeout
+        ctx.on_cancel(self.kill)
+
+    def __enter__(self) -> Child:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+    def kill(self) -> None:
+        """Kill the child and everything it started; harmless once it has exited."""
+        if self.proc.returncode is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def chunks(self) -> Iterator[bytes]:
+        """stdout as it arrives, until EOF; raises Cancelled if the request was cancelled meanwhile."""
+        import selectors
+
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        out, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(out, selectors.EVENT_READ)
+            selector.register(err, selectors.EVENT_READ)
+            open_fds = 2
+            while open_fds:
+                remaining = self._deadline - time.monotonic()
+                if remaining <= 0:
+                    self.kill()
+                    raise ToolError(f"{self.what} took longer than {self.timeout:g} s and was stopped; narrow the request")
+                for key, _ in selector.select(remaining):
+                    data = os.read(key.fd, _CHUNK)
+                    if not data:
+                        selector.unregister(key.fd)
+                        open_fds -= 1
+                    elif key.fd == err:
+                        if len(self._stderr) < MAX_STDERR:
+                            self._stderr += data[: MAX_STDERR - len(self._stderr)]
+                    else:
+                        yield data
+        self._ctx.check_cancelled()
+
+    def lines(self) -> Iterator[bytes]:
+        """stdout line by line (without the newline)."""
+        partial: list[bytes] = []  # the start of a line not yet ended
+        for chunk in self.chunks():
+            pieces = chunk.split(b"\n")
+            if len(pieces) == 1:
+                partial.append(chunk)
+                continue
+            partial.append(pieces[0])
+            yield b"".join(partial)
+            yield from pieces[1:-1]
+            partial = [pieces[-1]] if pieces[-1] else []
+        if partial:
+            yield b"".join(partial)
+
+    def wait(self) -> int:
+        """The exit status (after stdout was read to its end, or the child was killed)."""
+        code = self.proc.wait()
+        self._ctx.check_cancelled()
+        return code
+
+    @property
+    def stderr(self) -> str:
+        return self._stderr.decode("utf-8", "replace")
+
+
+class Completed:
+    __slots__ = ("returncode", "stderr", "stdout", "truncated")
+
+    def __init__(self, stdout: bytes, returncode: int, stderr: str, truncated: bool) -> None:
+        self.stdout = stdout
+        self.returncode = returncode
+        self.stderr = stderr
+        self.truncated = truncated
+
+
+def run(ctx: RequestContext, argv: Sequence[str], *, cwd: str, limit: int, env: Mapping[str, str] | None = None,
+        pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None) -> Completed:
+    """Run to completion, keeping at most `limit` bytes of stdout (the child is stopped past that)."""
+    with Child(ctx, argv, cwd=cwd, env=env, pass_fds=pass_fds, timeout=timeout, what=what) as child:
+        parts: list[bytes] = []
+        size = 0
+        truncated = False
+        for chunk in child.chunks():
+            parts.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                truncated = True
+                child.kill()
+                break
+        code = child.wait()
+        stdout = b"".join(parts)
+        return Completed(stdout[:limit] if truncated else stdout, code, child.stderr, truncated)

@@ -1,0 +1,62 @@
+"""Keeping tool output readable and bounded: binary sniffing, cutting long lines and long outputs.
+
+A model reads every character a tool returns, so each result has a budget and says when it was cut.
+"""
+
+from __future__ import annotations
+
+from ..primitives import ToolResult, text_content
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+SNIFF_BYTES = 8000
+"""A NUL byte in this many leading bytes makes a file binary (git's rule, and ripgrep's)."""
+
+
+def is_binary(sample: bytes) -> bool:
+    return b"\x00" in sample[:SNIFF_BYTES]
+
+
+def cut_line(line: str, limit: int, focus: int = 0) -> str:
+    """`line` if it has at most `limit` characters, else a `limit`-character window around `focus`."""
+    if len(line) <= limit:
+        return line
+    start = max(0, min(focus - limit // 4, len(line) - limit))
+    head = "…" if start else ""
+    tail = "…" if start + limit < len(line) else ""
+    return f"{head}{line[start:start + limit]}{tail} [line cut: {len(line)} characters]"
+
+
+def cut_output(data: bytes, truncated: bool) -> str:
+    """Decode command output; when it was cut, drop the partial last line so no line is half shown."""
+    if truncated:
+        end = data.rfind(b"\n")
+        if end >= 0:
+            data = data[: end + 1]
+    return data.decode("utf-8", "replace")
+
+
+def size_text(size: int) -> str:
+    """1536 -> '1.5 KiB': sizes for people and models."""
+    if size < 1024:
+        return f"{size} bytes"
+    value = size / 1024
+    for unit in ("KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def plural(count: int, word: str) -> str:
+    """'1 file', '2 files', '2 matches'."""
+    if count == 1:
+        return f"{count} {word}"
+    return f"{count} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{count} {word}s"
+
+
+def result(text: str, data: dict[str, Any]) -> ToolResult:
+    """What a tool returns: the text a model reads, and the same facts as structuredContent."""
+    return ToolResult([text_content(text)], data)

@@ -1,0 +1,408 @@
+"""The workspace tools as MCP sees them: names, descriptions for a model, schemas, annotations.
+
+The work itself lives in files.py, search.py, git.py and writes.py, imported on the first call so
+that start-up pays only for these definitions. The tools are registered in a stable order: reading
+first, then git, then (with --allow-write) writing.
+"""
+
+from __future__ import annotations
+
+from ..primitives import Tool
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..context import RequestContext
+    from ..server import Server
+    from .roots import Roots
+
+    Handler = Callable[[RequestContext, Roots, dict[str, Any]], Any]
+
+LIST_LIMIT = 1000
+MAX_LIST_LIMIT = 10000
+READ_LINES = 2000
+MAX_READ_LINES = 10000
+SEARCH_LIMIT = 200
+MAX_SEARCH_LIMIT = 2000
+MAX_CONTEXT = 10
+LOG_LIMIT = 20
+MAX_LOG_LIMIT = 500
+MAX_CONTENT_CHARS = 16 * 1024 * 1024
+
+_PATH_HELP = ("relative to the first workspace root, absolute, or a file:// URI; it must lie inside a root")
+
+READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+
+
+def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return schema
+
+
+def _string(description: str, **more: Any) -> dict[str, Any]:
+    return {"type": "string", "description": description, **more}
+
+
+def _integer(description: str, default: int, minimum: int, maximum: int) -> dict[str, Any]:
+    return {"type": "integer", "description": description, "default": default, "minimum": minimum, "maximum": maximum}
+
+
+def _boolean(description: str) -> dict[str, Any]:
+    return {"type": "boolean", "description": description, "default": False}
+
+
+def _nullable(kind: str) -> dict[str, Any]:
+    return {"type": [kind, "null"]}
+
+
+_STR = {"type": "string"}
+_INT = {"type": "integer", "minimum": 0}
+_BOOL = {"type": "boolean"}
+
+
+def _output(properties: dict[str, Any]) -> dict[str, Any]:
+    """An output schema: every property always present."""
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+# -- the definitions --------------------------------------------------------------------------------
+LIST_FILES = {
+    "title": "List files",
+    "description": (
+        "List the files under a folder of the workspace, recursively, sorted by path. Honours .gitignore and "
+        ".ignore (ignored files and the .git folder are left out); hidden dotfiles are included; symbolic links "
+        "are not followed. Use it to discover a project's layout or to find files by name; use search_code to "
+        "find files by content. `pattern` is a glob relative to `path` (gitignore syntax: '*.py' matches at any "
+        "depth, 'src/**/*.ts' under src; a leading '!' excludes). At most `limit` paths are returned and the "
+        "result says when the list was cut; the paths can be passed to read_file as they are."
+    ),
+    "input": _object({
+        "path": _string(f"The folder to list (default: the first root); {_PATH_HELP}.", default="."),
+        "pattern": _string("A glob to filter the files, such as '**/*.py' or '*.md'.", minLength=1),
+        "limit": _integer("The most paths to return.", LIST_LIMIT, 1, MAX_LIST_LIMIT),
+    }),
+    "output": _output({
+        "path": _STR,
+        "files": {"type": "array", "items": _STR},
+        "total": _INT,
+        "truncated": _BOOL,
+    }),
+}
+
+READ_FILE = {
+    "title": "Read file",
+    "description": (
+        "Read a text file of the workspace. Returns its lines numbered like `cat -n` (the number, a tab, the "
+        "line), by default the first 2000 lines. Use `offset` (first line, 1-based) and `limit` (number of lines) "
+        "to read a part of a long file; when the result is not the whole file it ends with the offset to "
+        "continue from. At most 256 KiB of text come back per call, and lines longer than 2000 characters are cut. "
+        "Binary files, folders and special files are refused with a message; text that is not valid UTF-8 "
+        "is shown with replacement characters."
+    ),
+    "input": _object({
+        "path": _string(f"The file to read; {_PATH_HELP}.", minLength=1),
+        "offset": _integer("The first line to return (1-based).", 1, 1, 2**31 - 1),
+        "limit": _integer("How many lines to return.", READ_LINES, 1, MAX_READ_LINES),
+    }, ("path",)),
+    "output": _output({
+        "path": _STR,
+        "text": {"type": "string", "description": "The lines returned, without numbers."},
+        "start_line": {"type": "integer", "minimum": 1},
+        "end_line": _INT,
+        "total_lines": {**_nullable("integer"), "description": "null when the file is too large to count"},
+        "next_offset": {**_nullable("integer"), "description": "where to continue; null at the end of the file"},
+        "size": {"type": "integer", "minimum": 0, "description": "bytes"},
+    }),
+}
+
+SEARCH_CODE = {
+    "title": "Search code",
+    "description": (
+        "Search the contents of the workspace's files with a regular expression (ripgrep; Rust regex syntax, "
+        "no look-around or backreferences) or, with fixed_strings, a literal text. Searches the same files "
+        "list_files shows (honours .gitignore, skips .git and binary files), in path order. Returns matching "
+        "lines as `path:line:text`; with `context`, that many lines around each match as `path-line-text`, groups "
+        "separated by `--`. Narrow with `path` (a folder or one file) and `glob` (such as '*.py' or "
+        "'src/**/*.rs'). At most `limit` matching lines are returned and the result says when there were more; "
+        "long lines are cut around the match. An invalid regex is reported as an error. Sends progress "
+        "notifications when the request has a progress token, and stops at once when cancelled."
+    ),
+    "input": _object({
+        "pattern": _string("The regular expression (or, with fixed_strings, the text) to find.", minLength=1),
+        "path": _string(f"A folder or a file to search (default: the first root); {_PATH_HELP}.", default="."),
+        "glob": _string("Search only files matching this glob, such as '*.py' or '!*_test.go' to exclude.",
+                        minLength=1),
+        "ignore_case": _boolean("Match without regard to case."),
+        "fixed_strings": _boolean("Treat the pattern as literal text, not a regex."),
+        "context": _integer("Lines of context to show before and after each match.", 0, 0, MAX_CONTEXT),
+        "limit": _integer("The most matching lines to return.", SEARCH_LIMIT, 1, MAX_SEARCH_LIMIT),
+    }, ("pattern",)),
+    "output": _output({
+        "pattern": _STR,
+        "path": _STR,
+        "lines": {"type": "array", "items": _output({
+            "path": _STR,
+            "line": {"type": "integer", "minimum": 0},
+            "text": _STR,
+            "match": {"type": "boolean", "description": "false for a context line"},
+        })},
+        "match_count": _INT,
+        "file_count": _INT,
+        "truncated": {"type": "boolean", "description": "true when more matches exist than were returned"},
+    }),
+}
+
+_REF_HELP = ("A branch, tag, commit id or expression such as HEAD~2, main@{upstream} or v1.0^; "
+             "it cannot start with '-'")
+
+GIT_STATUS = {
+    "title": "Git status",
+    "description": (
+        "Show the git status of each workspace root: the branch, its upstream and how far ahead or behind it is, "
+        "and the changed, staged, renamed, conflicted and untracked files, in the format of `git status --short "
+        "--branch` (XY codes: X is the index, Y the working tree). Takes no arguments. Use git_diff to see the "
+        "changes themselves."
+    ),
+    "input": _object({}),
+    "output": _output({
+        "repositories": {"type": "array", "items": _output({
+            "root": _STR,
+            "repository": _BOOL,
+            "branch": _nullable("string"),
+            "commit": _nullable("string"),
+            "upstream": _nullable("string"),
+            "ahead": _INT,
+            "behind": _INT,
+            "files": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "path": _STR,
+                    "orig_path": _STR,
+                    "index": _STR,
+                    "worktree": _STR,
+                    "kind": {"enum": ["changed", "renamed", "copied", "unmerged", "untracked", "ignored"]},
+                },
+                "required": ["path", "index", "worktree", "kind"],
+            }},
+            "truncated": _BOOL,
+        })},
+    }),
+}
+
+GIT_LOG = {
+    "title": "Git log",
+    "description": (
+        "Show the commit history, most recent first: id, date, author, subject and message. `ref` picks where "
+        "to start (default HEAD) and may be a range such as main..HEAD (commits on HEAD not on main). `path` "
+        "limits the history to commits that touched a file or folder (a file is followed across renames). "
+        "At most `limit` commits are returned and the result says when there are more. Use git_show for one "
+        "commit's changes."
+    ),
+    "input": _object({
+        "limit": _integer("The most commits to return.", LOG_LIMIT, 1, MAX_LOG_LIMIT),
+        "path": _string(f"Only commits that touched this file or folder; {_PATH_HELP}.", minLength=1),
+        "ref": _string(f"Where to start, or a range A..B. {_REF_HELP}.", minLength=1),
+    }),
+    "output": _output({
+        "commits": {"type": "array", "items": _output({
+            "commit": _STR,
+            "parents": {"type": "array", "items": _STR},
+            "author": _STR,
+            "email": _STR,
+            "date": {"type": "string", "description": "ISO 8601, author date"},
+            "subject": _STR,
+            "body": _STR,
+        })},
+        "truncated": _BOOL,
+    }),
+}
+
+GIT_DIFF = {
+    "title": "Git diff",
+    "description": (
+        "Show changes as a unified diff, with a summary of the files changed and lines added and removed. "
+        "Without arguments: unstaged changes (working tree against the index). With staged=true: what is "
+        "staged for the next commit (against HEAD, or against `ref`). With `ref`: the working tree against that "
+        "revision; a range A..B compares two revisions and A...B shows what B changed since it branched from A. "
+        "Untracked files are not included (git_status lists them). `path` limits the diff to a file or folder. "
+        "The patch is cut at 256 KiB (the file summary is always complete)."
+    ),
+    "input": _object({
+        "ref": _string(f"The revision or range to compare with. {_REF_HELP}.", minLength=1),
+        "staged": _boolean("Show staged changes (the index) instead of the working tree."),
+        "path": _string(f"Only changes to this file or folder; {_PATH_HELP}.", minLength=1),
+    }),
+    "output": _output({
+        "files": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "path": _STR,
+                "old_path": _STR,
+                "added": {**_nullable("integer"), "description": "null for a binary file"},
+                "deleted": _nullable("integer"),
+            },
+            "required": ["path", "added", "deleted"],
+        }},
+        "diff": _STR,
+        "truncated": _BOOL,
+    }),
+}
+
+GIT_SHOW = {
+    "title": "Git show",
+    "description": (
+        "Show one commit (or tag): its id, author, date, full message, a summary of the files it changed and "
+        "its patch. With `path`, show instead that file's content as of `ref` (or a folder's entries), "
+        "for example to see a file before a change: ref='HEAD~1', path='src/app.py'. Output is cut at 256 KiB."
+    ),
+    "input": _object({
+        "ref": _string(f"The commit or tag to show. {_REF_HELP}.", minLength=1),
+        "path": _string(f"A file or folder to show as of ref instead of the commit; {_PATH_HELP}.", minLength=1),
+    }, ("ref",)),
+    "output": _output({
+        "ref": _STR,
+        "object": {"type": "string", "description": "the full id of the commit or object shown"},
+        "type": {"enum": ["commit", "tag", "tree", "blob"]},
+        "path": _nullable("string"),
+        "text": _STR,
+        "truncated": _BOOL,
+    }),
+}
+
+WRITE_FILE = {
+    "title": "Write file",
+    "description": (
+        "Create a file or replace its whole content. Missing parent folders are created; an existing file keeps "
+        "its permissions. The write is atomic (a temporary file in the same folder, then a rename), so the file "
+        "is never seen half-written. Returns a unified diff of the change. Prefer edit_file to change part of "
+        "an existing file. Writes only inside the workspace roots, never inside a .git folder."
+    ),
+    "input": _object({
+        "path": _string(f"The file to write; {_PATH_HELP}.", minLength=1),
+        "content": _string("The complete new content of the file (UTF-8 text).", maxLength=MAX_CONTENT_CHARS),
+    }, ("path", "content")),
+    "output": _output({
+        "path": _STR,
+        "created": {"type": "boolean", "description": "true when the file did not exist before"},
+        "size": {"type": "integer", "minimum": 0, "description": "bytes written"},
+        "diff": _STR,
+    }),
+}
+
+EDIT_FILE = {
+    "title": "Edit file",
+    "description": (
+        "Replace text in an existing UTF-8 text file. `old_text` must match the file exactly, including "
+        "whitespace and indentation (copy it from read_file output, without the line numbers), and must occur "
+        "exactly once unless replace_all is true; otherwise nothing changes and the error says where it was "
+        "found. Files with CRLF line endings accept old_text written with plain newlines. The write is atomic "
+        "and the file keeps its permissions. Returns the unified diff of the change."
+    ),
+    "input": _object({
+        "path": _string(f"The file to edit; {_PATH_HELP}.", minLength=1),
+        "old_text": _string("The exact text to replace.", minLength=1),
+        "new_text": _string("The text to put in its place (may be empty to delete)."),
+        "replace_all": _boolean("Replace every occurrence instead of requiring exactly one."),
+    }, ("path", "old_text", "new_text")),
+    "output": _output({
+        "path": _STR,
+        "replacements": {"type": "integer", "minimum": 1},
+        "diff": _STR,
+    }),
+}
+
+
+# -- handlers: import the work on the first call ----------------------------------------------------
+def _list_files(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+    from .files import list_files
+
+    return list_files(ctx, roots, args.get("path", "."), args.get("pattern"), args.get("limit", LIST_LIMIT))
+
+
+def _read_file(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+    from .files import read_file
+
+    return read_file(ctx, roots, args["path"], args.get("offset", 1), args.get("limit", READ_LINES))
+
+
+def _search_code(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+    from .search import search_code
+
+    return search_code(ctx, roots, args["pattern"], args.get("path", "."), args.get("glob"),
+                       args.get("ignore_case", False), args.get("fixed_strings", False), args.get("context", 0),
+                       args.get("limit", SEARCH_LIMIT))
+
+
+def _git_status(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+    from .git import git_status
+
+    return git_status(ctx, roots)
+
+
+def _git_log(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+    from .git import git_log
+
+    return git_log(ctx, roots, args.get("limit", LOG_LIMIT), args.get("path"), args.get("ref"))
+
+
+def _git_diff(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+    from .git import git_diff
+
+    return git_diff(ctx, roots, args.get("ref"), args.get("staged", False), args.get("path"))
+
+
+def _git_show(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+    from .git import git_show
+
+    return git_show(ctx, roots, args["ref"], args.get("path"))
+
+
+def _write_file(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+    from .writes import write_file
+
+    return write_file(ctx, roots, args["path"], args["content"])
+
+
+def _edit_file(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+    from .writes import edit_file
+
+    return edit_file(ctx, roots, args["path"], args["old_text"], args["new_text"], args.get("replace_all", False))
+
+
+READ_TOOLS: tuple[tuple[str, dict[str, Any], Handler], ...] = (
+    ("list_files", LIST_FILES, _list_files),
+    ("read_file", READ_FILE, _read_file),
+    ("search_code", SEARCH_CODE, _search_code),
+    ("git_status", GIT_STATUS, _git_status),
+    ("git_log", GIT_LOG, _git_log),
+    ("git_diff", GIT_DIFF, _git_diff),
+    ("git_show", GIT_SHOW, _git_show),
+)
+WRITE_TOOLS: tuple[tuple[str, dict[str, Any], Handler, dict[str, bool]], ...] = (
+    ("write_file", WRITE_FILE, _write_file,
+     {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}),
+    ("edit_file", EDIT_FILE, _edit_file,
+     {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}),
+)
+
+
+def _tool(name: str, spec: dict[str, Any], handler: Handler, roots: Roots, annotations: dict[str, bool]) -> Tool:
+    def call(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
+        return handler(ctx, roots, arguments)
+
+    return Tool(name, call, spec["input"], title=spec["title"], description=spec["description"],
+                output_schema=spec["output"], annotations=dict(annotations))
+
+
+def install_tools(server: Server, roots: Roots, *, allow_write: bool = False) -> None:
+    """Register the workspace tools; the writing ones only when writing is allowed."""
+    for name, spec, handler in READ_TOOLS:
+        server.add_tool(_tool(name, spec, handler, roots, READ_ONLY))
+    if allow_write:
+        for name, spec, handler, annotations in WRITE_TOOLS:
+            server.add_tool(_tool(name, spec, handler, roots, annotations))
