@@ -18,6 +18,18 @@ class Cancelled(Exception):
     """Raised inside a handler whose request the client cancelled; no response is sent."""
 
 
+class ClientRequestError(Exception):
+    """The client answered our request with an error, never answered it, or could not be asked."""
+
+    def __init__(self, error: jsonrpc.JsonRpcError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _client_error(message: str) -> ClientRequestError:
+    return ClientRequestError(jsonrpc.JsonRpcError(jsonrpc.INVALID_PARAMS, message))
+
+
 class _Flag:
     """`threading.Event` at a fraction of the cost: the Event (a Condition and its lock) is made only
     when somebody waits, which a request answered on the reading loop never does. Allocating two
@@ -74,6 +86,7 @@ class RequestContext:
         self._done = False
         self._last_progress: float | None = None
         self._cancel_callbacks: list[Callable[[], None]] = []
+        self.on_loop = False  # the handler runs on the reading loop (inline): it must not wait on the client
 
     # -- cancellation -------------------------------------------------------------------------
     @property
@@ -127,18 +140,79 @@ class RequestContext:
                 params["total"] = total
             if message is not None:
                 params["message"] = message
-            self.session.send(jsonrpc.notification("notifications/progress", params))
+            self.session.send(jsonrpc.notification("notifications/progress", params), self.request_id)
         return True
 
     # -- logging and requests to the client ------------------------------------------------------
     def log(self, level: str, data: Any, logger: str | None = None) -> bool:
         """Send notifications/message to the client, if logging is on and `level` passes its threshold."""
-        return self.session.log(level, data, logger)
+        return self.session.log(level, data, logger, self.request_id)
+
+    def debug(self, data: Any, logger: str | None = None) -> bool:
+        return self.log("debug", data, logger)
+
+    def info(self, data: Any, logger: str | None = None) -> bool:
+        return self.log("info", data, logger)
+
+    def warning(self, data: Any, logger: str | None = None) -> bool:
+        return self.log("warning", data, logger)
+
+    def error(self, data: Any, logger: str | None = None) -> bool:
+        return self.log("error", data, logger)
 
     def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
-        """Ask the client (sampling/createMessage, elicitation/create, roots/list) and wait for its result."""
+        """Ask the client (sampling/createMessage, elicitation/create, roots/list) and wait for its result.
+
+        Raises `ClientRequestError` when the client lacks the capability, refuses or does not answer
+        in time (it is then sent notifications/cancelled), and `Cancelled` if this request is.
+        """
         self.settled.set()
         return self.session.request(method, params, timeout=timeout, parent=self)
+
+    def sample(self, messages: str | list[dict[str, Any]], *, max_tokens: int, system_prompt: str | None = None,
+               temperature: float | None = None, stop_sequences: list[str] | None = None,
+               model_preferences: dict[str, Any] | None = None, include_context: str | None = None,
+               metadata: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
+        """sampling/createMessage: let the client's model answer; a string is one user text message.
+
+        Returns the CreateMessageResult: `{"role", "content", "model", "stopReason"?}`.
+        """
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        params: dict[str, Any] = {"messages": messages}
+        optional: tuple[tuple[str, Any], ...] = (
+            ("modelPreferences", model_preferences), ("systemPrompt", system_prompt), ("includeContext", include_context),
+            ("temperature", temperature), ("maxTokens", max_tokens), ("stopSequences", stop_sequences), ("metadata", metadata))
+        for key, value in optional:  # in the schema's order
+            if value is not None:
+                params[key] = value
+        return self.request("sampling/createMessage", params, timeout)
+
+    def elicit(self, message: str, schema: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:
+        """elicitation/create: ask the user for input shaped by `schema` (flat primitive properties).
+
+        Returns `{"action": "accept"|"decline"|"cancel", "content"?: {...}}`; accepted content is
+        checked against `schema`, so a handler can trust it. The long default timeout leaves a human
+        time to answer.
+        """
+        result = self.request("elicitation/create", {"message": message, "requestedSchema": schema}, timeout)
+        if result.get("action") not in ("accept", "decline", "cancel"):
+            raise _client_error("The client answered elicitation/create without a valid action")
+        if result["action"] == "accept":
+            import jsonschema_rs  # lazily, as for tool arguments
+
+            content = result.get("content", {})
+            problems = [err.message for err in jsonschema_rs.validator_for(schema).iter_errors(content)]
+            if problems:
+                raise _client_error("The client's elicitation content does not fit the schema: " + "; ".join(problems))
+        return result
+
+    def list_roots(self, timeout: float = 60.0) -> list[dict[str, Any]]:
+        """roots/list: the client's roots, `[{"uri": "file:///...", "name"?: ...}]`."""
+        roots = self.request("roots/list", None, timeout).get("roots")
+        if not isinstance(roots, list):
+            raise _client_error("The client answered roots/list without a roots array")
+        return roots
 
     # -- completion ----------------------------------------------------------------------------
     def finish(self, message: jsonrpc.Message | None) -> None:
@@ -149,5 +223,5 @@ class RequestContext:
             self._done = True
             self._cancel_callbacks.clear()
             if message is not None and not self._cancelled.is_set():
-                self.session.send(message)
+                self.session.send(message, self.request_id)
         self.settled.set()

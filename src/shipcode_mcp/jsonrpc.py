@@ -80,6 +80,20 @@ def encode(message: Message) -> bytes:
         return (_compact_ascii.encode(message) + "\n").encode("ascii")
 
 
+def encode_or_substitute(message: Message) -> bytes | None:
+    """`encode`, for a transport: a response holding a value JSON cannot carry (a set, NaN) becomes
+    -32603, anything else such is dropped (None). Output never fails because a handler returned junk."""
+    try:
+        return encode(message)
+    except (TypeError, ValueError):
+        from . import log
+
+        log.error(f"unencodable message dropped: {message.get('method') or message.get('id')!r}")
+        if "id" in message and ("result" in message or "error" in message):
+            return encode(error(message["id"], JsonRpcError(INTERNAL_ERROR)))
+        return None
+
+
 def is_valid_id(value: Any) -> TypeGuard[Id]:
     """MCP ids are strings or integers, never null, floats or booleans."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))

@@ -18,13 +18,15 @@ if TYPE_CHECKING:
 
     from .context import RequestContext
 
+    PlainSchema = tuple[dict[str, Callable[[Any], bool] | None], tuple[str, ...], bool]
+
     Content = dict[str, Any]
     ToolHandler = Callable[[RequestContext, dict[str, Any]], Any]
     ReadResult = str | bytes | Content | list[Content]
     ResourceReader = Callable[[RequestContext, str], ReadResult]
     TemplateReader = Callable[[RequestContext, str, dict[str, str]], ReadResult]
     Completer = Callable[[str, dict[str, str]], list[str]]
-    PromptResult = str | list[dict[str, Any]] | dict[str, Any]
+    PromptResult = str | list[Any] | dict[str, Any]
     PromptHandler = Callable[[RequestContext, dict[str, str]], PromptResult]
 
 
@@ -81,6 +83,12 @@ def blob_resource(uri: str, data: bytes, mime_type: str | None = None) -> Conten
     return contents
 
 
+def embedded_resource(uri: str, data: str | bytes, mime_type: str | None = None) -> Content:
+    """A `resource` content block: text for a str, base64 `blob` for bytes."""
+    contents = text_resource(uri, data, mime_type) if isinstance(data, str) else blob_resource(uri, data, mime_type)
+    return {"type": "resource", "resource": contents}
+
+
 # -- tools --------------------------------------------------------------------------------------
 class ToolResult:
     __slots__ = ("content", "is_error", "structured")
@@ -105,6 +113,8 @@ class ToolResult:
 class Tool:
     """A tool; `inline` ones are quick and never block, so they run on the reading loop."""
 
+    _plain: PlainSchema | bool | None = None  # see check_arguments: set on its first call, False if not plain
+
     def __init__(self, name: str, handler: ToolHandler, input_schema: dict[str, Any] | None = None, *,
                  description: str | None = None, title: str | None = None,
                  output_schema: dict[str, Any] | None = None, annotations: dict[str, Any] | None = None,
@@ -118,7 +128,11 @@ class Tool:
         self.annotations = annotations
         self.meta = meta
         self.inline = inline
+        # Set for an output schema derived from a return type that is not an object: the value is
+        # then sent as structuredContent {"result": value}.
+        self.wrap_output = False
         self._validator: Any = None
+        self._output_validator: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -131,8 +145,18 @@ class Tool:
         return out
 
     def check_arguments(self, arguments: dict[str, Any]) -> str | None:
-        """None when the arguments fit the input schema, else what is wrong, for the model to read."""
+        """None when the arguments fit the input schema, else what is wrong, for the model to read.
+
+        Arguments that plainly fit a plain schema (typed properties, `required`, `additionalProperties`)
+        are accepted without loading jsonschema_rs, which costs about 10 MB of memory and a few ms;
+        any other schema, and every rejection with its message, is the validator's.
+        """
         if self._validator is None:
+            if self._plain is None:
+                self._plain = _plain_schema(self.input_schema)
+            plain = self._plain
+            if isinstance(plain, tuple) and _plainly_fits(plain, arguments):
+                return None
             import jsonschema_rs  # lazily: start-up does not pay for it
 
             self._validator = jsonschema_rs.validator_for(self.input_schema)
@@ -144,8 +168,23 @@ class Tool:
             return None
         return f"Invalid arguments for tool {self.name}: " + "; ".join(sorted(problems))
 
+    def check_output(self, structured: Any) -> str | None:
+        """None when `structured` fits the output schema, else what is wrong (a bug in the tool)."""
+        if self.output_schema is None:
+            return None
+        if self._output_validator is None:
+            import jsonschema_rs
+
+            self._output_validator = jsonschema_rs.validator_for(self.output_schema)
+        problems = [err.message for err in self._output_validator.iter_errors(structured)]
+        if not problems:
+            return None
+        return f"Tool {self.name} returned output that does not fit its outputSchema: " + "; ".join(sorted(problems))
+
     def result(self, value: Any) -> dict[str, Any]:
         """Turn what a handler returned into a CallToolResult."""
+        if self.wrap_output and not isinstance(value, ToolResult):
+            return ToolResult([text_content(json.dumps(value, ensure_ascii=False))], {"result": value}).to_dict()
         if isinstance(value, ToolResult):
             return value.to_dict()
         if value is None:
@@ -164,16 +203,75 @@ class Tool:
         return ToolResult([text_content(json.dumps(value, ensure_ascii=False))]).to_dict()
 
 
+# JSON Schema types, as the C JSON decoder produces them (a bool is no integer; 1.0 is left to the validator).
+_PLAIN_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda value: isinstance(value, str),
+    "integer": lambda value: type(value) is int,
+    "number": lambda value: type(value) in (int, float),
+    "boolean": lambda value: isinstance(value, bool),
+    "null": lambda value: value is None,
+    "object": lambda value: isinstance(value, dict),
+    "array": lambda value: isinstance(value, list),
+}
+_PLAIN_TEXT = ("title", "description", "$comment")  # annotations, which the meta-schema wants as strings
+
+
+def _plain_schema(schema: Any) -> PlainSchema | bool:
+    """(type check of each property, None for any value; required names; closed) or False.
+
+    Only object schemas whose every keyword is one of `properties` (each holding only a `type` from
+    _PLAIN_TYPES), `required`, a boolean `additionalProperties` and string annotations: they are
+    valid schemas in every draft, and an instance fits them exactly when `_plainly_fits` says so.
+    """
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return False
+    if not set(schema) <= {"type", "properties", "required", "additionalProperties", *_PLAIN_TEXT}:
+        return False
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    closed = schema.get("additionalProperties", True) is False
+    if (not isinstance(properties, dict) or not isinstance(required, list)
+            or not all(isinstance(name, str) for name in required) or len(set(required)) != len(required)
+            or not isinstance(schema.get("additionalProperties", True), bool)
+            or not all(isinstance(schema.get(key, ""), str) for key in _PLAIN_TEXT)):
+        return False
+    checks: dict[str, Callable[[Any], bool] | None] = {}
+    for name, sub in properties.items():
+        if (not isinstance(sub, dict) or not set(sub) <= {"type", *_PLAIN_TEXT}
+                or not all(isinstance(sub.get(key, ""), str) for key in _PLAIN_TEXT)):
+            return False
+        kind = sub.get("type")
+        if kind is not None and kind not in _PLAIN_TYPES:
+            return False
+        checks[name] = None if kind is None else _PLAIN_TYPES[kind]
+    return checks, tuple(required), closed
+
+
+def _plainly_fits(plain: PlainSchema, arguments: dict[str, Any]) -> bool:
+    checks, required, closed = plain
+    for name, value in arguments.items():
+        if name not in checks:
+            if closed:
+                return False
+            continue
+        check = checks[name]
+        if check is not None and not check(value):
+            return False
+    return all(name in arguments for name in required)
+
+
 _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
 
 
 # -- resources ------------------------------------------------------------------------------------
 class Resource:
-    __slots__ = ("annotations", "description", "meta", "mime_type", "name", "reader", "size", "title", "uri")
+    """A resource with a fixed URI; `inline` readers are quick and run on the reading loop."""
+
+    __slots__ = ("annotations", "description", "inline", "meta", "mime_type", "name", "reader", "size", "title", "uri")
 
     def __init__(self, uri: str, name: str, *, title: str | None = None, description: str | None = None,
                  mime_type: str | None = None, size: int | None = None, annotations: dict[str, Any] | None = None,
-                 meta: dict[str, Any] | None = None, reader: ResourceReader | None = None) -> None:
+                 meta: dict[str, Any] | None = None, reader: ResourceReader | None = None, inline: bool = False) -> None:
         self.uri = uri
         self.name = name
         self.title = title
@@ -183,6 +281,7 @@ class Resource:
         self.annotations = annotations
         self.meta = meta
         self.reader = reader
+        self.inline = inline
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"uri": self.uri, "name": self.name}
@@ -209,6 +308,11 @@ def read_contents(uri: str, value: ReadResult, mime_type: str | None) -> list[Co
 _EXPRESSION = re.compile(r"\{([+#./;?&]?)([A-Za-z0-9_]+)\*?\}")
 
 
+def template_variables(template: str) -> list[str]:
+    """The names of the variables of an RFC 6570 URI template, in order."""
+    return [match.group(2) for match in _EXPRESSION.finditer(template)]
+
+
 def compile_template(template: str) -> re.Pattern[str]:
     """A matcher for the RFC 6570 templates resource URIs use: {var} is one segment, {+var} any text."""
     pattern = []
@@ -231,7 +335,7 @@ class ResourceTemplate:
     def __init__(self, uri_template: str, name: str, reader: TemplateReader, *, title: str | None = None,
                  description: str | None = None, mime_type: str | None = None,
                  annotations: dict[str, Any] | None = None, meta: dict[str, Any] | None = None,
-                 completers: dict[str, Completer] | None = None) -> None:
+                 completers: dict[str, Completer] | None = None, inline: bool = False) -> None:
         self.uri_template = uri_template
         self.name = name
         self.reader = reader
@@ -241,6 +345,7 @@ class ResourceTemplate:
         self.annotations = annotations
         self.meta = meta
         self.completers = completers if completers is not None else {}
+        self.inline = inline
         self._matcher: re.Pattern[str] | None = None
 
     def match(self, uri: str) -> dict[str, str] | None:
@@ -289,17 +394,20 @@ class PromptArgument:
 
 
 class Prompt:
-    __slots__ = ("arguments", "description", "handler", "meta", "name", "title")
+    """A prompt template; `inline` ones are quick and run on the reading loop."""
+
+    __slots__ = ("arguments", "description", "handler", "inline", "meta", "name", "title")
 
     def __init__(self, name: str, handler: PromptHandler, *, title: str | None = None,
                  description: str | None = None, arguments: list[PromptArgument] | None = None,
-                 meta: dict[str, Any] | None = None) -> None:
+                 meta: dict[str, Any] | None = None, inline: bool = False) -> None:
         self.name = name
         self.handler = handler
         self.title = title
         self.description = description
         self.arguments = arguments if arguments is not None else []
         self.meta = meta
+        self.inline = inline
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -311,12 +419,32 @@ class Prompt:
         return out
 
     def result(self, value: PromptResult) -> dict[str, Any]:
-        """A GetPromptResult from a string (one user message), a message list, or a full result."""
+        """A GetPromptResult from a string (one user message), a list, or a full result.
+
+        In a list, a string is a user text message and a bare content block a user message.
+        What comes out is checked, so a handler's mistake is a clear error rather than a bad reply.
+        """
         if isinstance(value, str):
-            value = [{"role": "user", "content": text_content(value)}]
+            value = [value]
         if isinstance(value, list):
             out: dict[str, Any] = {}
             _put(out, "description", self.description)
-            out["messages"] = value
-            return out
-        return value
+            out["messages"] = [_prompt_message(item) for item in value]
+        else:
+            out = value
+        messages = out.get("messages") if isinstance(out, dict) else None
+        if not isinstance(messages, list) or not all(
+            isinstance(m, dict) and m.get("role") in ("user", "assistant")
+            and isinstance(m.get("content"), dict) and m["content"].get("type") in _CONTENT_TYPES
+            for m in messages
+        ):
+            raise TypeError(f"prompt {self.name} returned {value!r:.200}, not messages of a role and a content block")
+        return out
+
+
+def _prompt_message(item: Any) -> Any:
+    if isinstance(item, str):
+        return {"role": "user", "content": text_content(item)}
+    if isinstance(item, dict) and "role" not in item and item.get("type") in _CONTENT_TYPES:
+        return {"role": "user", "content": item}
+    return item

@@ -9,10 +9,11 @@ import base64
 import binascii
 import weakref
 
-from . import jsonrpc
+from . import jsonrpc, log
 from .jsonrpc import JsonRpcError
 from .primitives import (
     Prompt,
+    PromptArgument,
     Resource,
     ResourceNotFound,
     ResourceTemplate,
@@ -20,19 +21,23 @@ from .primitives import (
     ToolError,
     ToolResult,
     read_contents,
+    template_variables,
 )
 from .session import LOG_LEVELS, Deferred
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any, TypeVar
+    from typing import Any, TypeVar, overload
 
     from .context import RequestContext
+    from .primitives import Completer
     from .session import Session
 
     T = TypeVar("T")
+    F = TypeVar("F", bound=Callable[..., Any])
     ResourceSource = Callable[[], Sequence[Resource]]
+    RootsCallback = Callable[[Session, list[dict[str, Any]]], None]
     NotificationHandler = Callable[[Session, dict[str, Any]], None]
     RequestHandler = Callable[[Session, RequestContext, dict[str, Any]], dict[str, Any] | Deferred]
     MethodHandler = Callable[["Server", Session, RequestContext, dict[str, Any]], dict[str, Any] | Deferred]
@@ -76,7 +81,11 @@ class Server:
     """Everything one MCP server offers; shared by all its sessions."""
 
     def __init__(self, name: str, version: str, *, title: str | None = None, instructions: str | None = None,
-                 page_size: int = 100) -> None:
+                 page_size: int = 100, logging: bool = False, list_changed: bool = False, subscribe: bool = False) -> None:
+        """`logging` offers the logging capability (handlers' `ctx.log` reaches the client);
+        `list_changed` announces changes of the tool, resource and prompt lists to clients;
+        `subscribe` lets clients subscribe to resources (see `resource_updated`).
+        """
         self.name = name
         self.version = version
         self.title = title
@@ -88,35 +97,37 @@ class Server:
         self.new_listing_hooks: list[Callable[[], None]] = []  # see add_resource_source
         self.resource_templates: list[ResourceTemplate] = []
         self.prompts: dict[str, Prompt] = {}
-        self.logging_enabled = False
+        self.logging_enabled = logging
         self.default_log_level = "info"
         # Optional capability flags; a feature turns them on when it can honour them.
-        self.tools_list_changed = False
-        self.resources_list_changed = False
-        self.prompts_list_changed = False
-        self.resources_subscribe = False
+        self.tools_list_changed = list_changed
+        self.resources_list_changed = list_changed
+        self.prompts_list_changed = list_changed
+        self.resources_subscribe = subscribe
         self.subscribe_handler: Callable[[Session, str, bool], None] | None = None
         self.notification_handlers: dict[str, list[NotificationHandler]] = {}
+        self.completers: dict[tuple[str, str, str], Completer] = {}  # (ref type, prompt name or URI template, argument)
+        self.roots_callbacks: list[RootsCallback] = []
         self.sessions: weakref.WeakSet[Session] = weakref.WeakSet()
 
     # -- registration ---------------------------------------------------------------------------
     def add_tool(self, tool: Tool) -> Tool:
         self.tools[tool.name] = tool
-        self._changed("tools", self.tools_list_changed)
+        self._changed("tools")
         return tool
 
     def remove_tool(self, name: str) -> None:
         if self.tools.pop(name, None) is not None:
-            self._changed("tools", self.tools_list_changed)
+            self._changed("tools")
 
     def add_resource(self, resource: Resource) -> Resource:
         self.resources[resource.uri] = resource
-        self._changed("resources", self.resources_list_changed)
+        self._changed("resources")
         return resource
 
     def remove_resource(self, uri: str) -> None:
         if self.resources.pop(uri, None) is not None:
-            self._changed("resources", self.resources_list_changed)
+            self._changed("resources")
 
     def add_resource_source(self, source: ResourceSource, *, on_new_listing: Callable[[], None] | None = None) -> None:
         """A callable that lists resources when asked (a directory tree, say) rather than up front.
@@ -130,30 +141,213 @@ class Server:
             self.new_listing_hooks.append(on_new_listing)
 
     def add_resource_template(self, template: ResourceTemplate) -> ResourceTemplate:
+        self.resource_templates = [t for t in self.resource_templates if t.uri_template != template.uri_template]
         self.resource_templates.append(template)
+        self._changed("resources")
         return template
+
+    def remove_resource_template(self, uri_template: str) -> None:
+        kept = [t for t in self.resource_templates if t.uri_template != uri_template]
+        if len(kept) != len(self.resource_templates):
+            self.resource_templates = kept
+            self._changed("resources")
 
     def add_prompt(self, prompt: Prompt) -> Prompt:
         self.prompts[prompt.name] = prompt
-        self._changed("prompts", self.prompts_list_changed)
+        self._changed("prompts")
         return prompt
 
     def remove_prompt(self, name: str) -> None:
         if self.prompts.pop(name, None) is not None:
-            self._changed("prompts", self.prompts_list_changed)
+            self._changed("prompts")
+
+    def add_completer(self, ref_type: str, ref: str, argument: str, completer: Completer) -> None:
+        """Complete `argument` of the prompt (ref_type "ref/prompt") or resource template ("ref/resource") `ref`."""
+        if ref_type not in ("ref/prompt", "ref/resource"):
+            raise ValueError(f"ref_type must be ref/prompt or ref/resource, not {ref_type!r}")
+        self.completers[(ref_type, ref, argument)] = completer
 
     def on_notification(self, method: str, handler: NotificationHandler) -> None:
         self.notification_handlers.setdefault(method, []).append(handler)
 
-    def _changed(self, registry: str, announce: bool) -> None:
-        if announce:
-            self.broadcast(f"notifications/{registry}/list_changed")
+    def on_roots(self, callback: RootsCallback) -> None:
+        """Follow the client's roots: `callback(session, roots)` runs, off the reading loop, once the
+        client is initialized and again whenever it says its roots changed (clients with `roots` only)."""
+        self.roots_callbacks.append(callback)
+
+    def _changed(self, registry: str) -> None:
+        """Tell the sessions whose initialize result declared `listChanged` for this registry."""
+        for session in list(self.sessions):
+            if session.ready and session.capabilities.get(registry, {}).get("listChanged"):
+                session.notify(f"notifications/{registry}/list_changed")
+
+    def resource_updated(self, uri: str) -> None:
+        """Send notifications/resources/updated to the sessions subscribed to `uri` or to a resource containing it."""
+        for session in list(self.sessions):
+            if session.ready and any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in list(session.subscriptions)):
+                session.notify("notifications/resources/updated", {"uri": uri})
 
     def broadcast(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification to every initialized session."""
         for session in list(self.sessions):
             if session.ready:
                 session.notify(method, params)
+
+    # -- the library API: decorators --------------------------------------------------------------
+    # A handler's parameters are filled by name from the request (tool arguments, template
+    # variables, prompt arguments); one annotated `Context` (or named ctx/context) gets the request
+    # context. Handlers may be plain or async functions; they run off the reading loop unless
+    # registered with inline=True. `inspect`/`typing` load here, at registration, never at start-up.
+    if TYPE_CHECKING:
+        @overload
+        def tool(self, fn: F, /) -> F: ...
+        @overload
+        def tool(self, fn: None = None, /, *, name: str | None = None, title: str | None = None,
+                 description: str | None = None, input_schema: dict[str, Any] | None = None,
+                 output_schema: dict[str, Any] | None = None, annotations: dict[str, Any] | None = None,
+                 meta: dict[str, Any] | None = None, inline: bool = False) -> Callable[[F], F]: ...
+
+    def tool(self, fn: F | None = None, /, *, name: str | None = None, title: str | None = None,
+             description: str | None = None, input_schema: dict[str, Any] | None = None,
+             output_schema: dict[str, Any] | None = None, annotations: dict[str, Any] | None = None,
+             meta: dict[str, Any] | None = None, inline: bool = False) -> F | Callable[[F], F]:
+        """Register a function as a tool: `@server.tool` or `@server.tool(title=..., ...)`.
+
+        Without `input_schema` the schema comes from the parameters' type hints, their descriptions
+        from `Annotated[T, "..."]` or the docstring's Args section, the tool's description from the
+        docstring. Without `output_schema`, a return type that names a structured shape (numbers,
+        lists, TypedDict, dataclass, pydantic model) gives one, and the result becomes
+        structuredContent. Raise `ToolError` for a failure the model should see.
+        """
+        def register(fn: F) -> F:
+            from .signature import Signature, jsonable
+
+            tool_name = name or fn.__name__
+            signature = Signature(fn, f"tool {tool_name}")
+            derived, wrapped = (output_schema, False) if output_schema is not None else signature.output_schema()
+
+            def handler(context: RequestContext, arguments: dict[str, Any]) -> Any:
+                return jsonable(signature.call(context, arguments))
+
+            tool = Tool(tool_name, handler, input_schema if input_schema is not None else signature.input_schema(),
+                        description=description if description is not None else signature.summary, title=title,
+                        output_schema=derived, annotations=annotations, meta=meta, inline=inline)
+            tool.wrap_output = wrapped
+            self.add_tool(tool)
+            return fn
+
+        return register(fn) if fn is not None else register
+
+    def resource(self, uri: str, *, name: str | None = None, title: str | None = None, description: str | None = None,
+                 mime_type: str | None = None, size: int | None = None, annotations: dict[str, Any] | None = None,
+                 meta: dict[str, Any] | None = None, inline: bool = False) -> Callable[[F], F]:
+        """Register a function as the reader of the resource `uri`, or of a resource template when `uri`
+        has RFC 6570 {variables}, which then fill the parameters of the same names (a parameter named
+        `uri` gets the URI read). It returns str (text), bytes (blob), or resource contents dicts.
+        """
+        def register(fn: F) -> F:
+            from .signature import Signature
+
+            signature = Signature(fn, f"resource {uri}")
+            common: dict[str, Any] = {"title": title, "mime_type": mime_type, "annotations": annotations, "meta": meta,
+                                      "inline": inline, "description": description if description is not None else signature.summary}
+            variables = template_variables(uri)
+            takes_uri = "uri" in signature.params and "uri" not in variables
+            unbound = [p for p in signature.required() if p not in variables and not (p == "uri" and takes_uri)]
+            unused = [v for v in variables if v not in signature.params and not signature.var_keyword]
+            if unbound or unused:
+                raise TypeError(f"resource {uri}: the parameters of {fn.__name__} must match the template's variables "
+                                f"(unbound parameters: {unbound or 'none'}; unused variables: {unused or 'none'})")
+            if not variables:
+
+                def read(context: RequestContext, actual: str) -> Any:
+                    return signature.call(context, {"uri": actual} if takes_uri else {})
+
+                self.add_resource(Resource(uri, name or fn.__name__, size=size, reader=read, **common))
+                return fn
+
+            def read_template(context: RequestContext, actual: str, values: dict[str, str]) -> Any:
+                return signature.call(context, {**values, "uri": actual} if takes_uri else values)
+
+            self.add_resource_template(ResourceTemplate(uri, name or fn.__name__, read_template, **common))
+            return fn
+
+        return register
+
+    if TYPE_CHECKING:
+        @overload
+        def prompt(self, fn: F, /) -> F: ...
+        @overload
+        def prompt(self, fn: None = None, /, *, name: str | None = None, title: str | None = None,
+                   description: str | None = None, meta: dict[str, Any] | None = None,
+                   inline: bool = False) -> Callable[[F], F]: ...
+
+    def prompt(self, fn: F | None = None, /, *, name: str | None = None, title: str | None = None,
+               description: str | None = None, meta: dict[str, Any] | None = None,
+               inline: bool = False) -> F | Callable[[F], F]:
+        """Register a function as a prompt: its parameters are the prompt's (string) arguments, required
+        when they have no default. It returns a string (one user message), a list of messages (strings
+        and content blocks are user messages), or a whole GetPromptResult.
+        """
+        def register(fn: F) -> F:
+            from .signature import Signature
+
+            prompt_name = name or fn.__name__
+            signature = Signature(fn, f"prompt {prompt_name}")
+            required = signature.required()
+            arguments = [PromptArgument(p, signature.description(p), p in required) for p in signature.params]
+
+            def render(context: RequestContext, values: dict[str, str]) -> Any:
+                return signature.call(context, values)
+
+            self.add_prompt(Prompt(prompt_name, render, title=title, arguments=arguments, meta=meta, inline=inline,
+                                   description=description if description is not None else signature.summary))
+            return fn
+
+        return register(fn) if fn is not None else register
+
+    def completion(self, *, argument: str, prompt: str | None = None, resource: str | None = None) -> Callable[[F], F]:
+        """Register `fn(value)` or `fn(value, arguments)` to complete `argument` of the prompt `prompt` or
+        the variable of the resource template `resource`; `arguments` holds the values the client has
+        already chosen. It returns the candidate strings, best first (the first 100 are sent).
+        """
+        if (prompt is None) == (resource is None):
+            raise TypeError("completion needs exactly one of prompt= or resource=")
+
+        def register(fn: F) -> F:
+            import inspect
+
+            positional = [p for p in inspect.signature(fn).parameters.values()
+                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            completer: Completer = fn if len(positional) >= 2 else (lambda value, chosen: fn(value))
+            if prompt is not None:
+                self.add_completer("ref/prompt", prompt, argument, completer)
+            else:
+                self.add_completer("ref/resource", str(resource), argument, completer)
+            return fn
+
+        return register
+
+    # -- running ----------------------------------------------------------------------------------
+    def run(self, transport: str = "stdio", **options: Any) -> int:
+        """Serve until the client leaves: over stdio (the default), or transport="http" for Streamable
+        HTTP (the `http` extra; options host, port, stateless... of `transports.http.serve_http`)."""
+        if transport == "stdio":
+            from .transports.stdio import serve_stdio
+
+            return serve_stdio(self, **options)
+        if transport == "http":
+            from .transports.http import serve_http
+
+            return serve_http(self, **options)
+        raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+
+    def http_app(self, **options: Any) -> Any:
+        """This server as an ASGI application (Starlette) serving Streamable HTTP: mount it in another
+        app, or give it to uvicorn yourself (`uvicorn module:app --workers 4` needs stateless=True)."""
+        from .transports.http import create_app
+
+        return create_app(self, **options)
 
     # -- capabilities ---------------------------------------------------------------------------
     @property
@@ -162,7 +356,7 @@ class Server:
 
     @property
     def has_completions(self) -> bool:
-        return any(a.complete for p in self.prompts.values() for a in p.arguments) or any(
+        return bool(self.completers) or any(a.complete for p in self.prompts.values() for a in p.arguments) or any(
             t.completers for t in self.resource_templates
         )
 
@@ -276,9 +470,15 @@ def _call_tool(server: Server, session: Session, context: RequestContext, params
         if problem is not None:
             return ToolResult.error(problem).to_dict()
         try:
-            return tool.result(tool.handler(context, arguments))
+            result = tool.result(tool.handler(context, arguments))
         except ToolError as err:
             return ToolResult.error(str(err)).to_dict()
+        if tool.output_schema is not None and not result.get("isError"):
+            problem = tool.check_output(result.get("structuredContent"))
+            if problem is not None:
+                log.error(problem)
+                return ToolResult.error(problem).to_dict()
+        return result
 
     return work() if tool.inline else Deferred(work)
 
@@ -296,26 +496,32 @@ def _list_resource_templates(server: Server, session: Session, context: RequestC
     return _listed("resourceTemplates", [template.to_dict() for template in page], next_cursor)
 
 
-def _read_resource(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> Deferred:
+def _read_resource(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     uri = _string(params, "uri")
+    resource = server.resources.get(uri)
+    found = None if resource is not None and resource.reader is not None else server.find_template(uri)
 
-    def work() -> dict[str, Any]:
-        resource = server.resources.get(uri)
+    def read() -> dict[str, Any]:
         if resource is not None and resource.reader is not None:
             return {"contents": read_contents(uri, resource.reader(context, uri), resource.mime_type)}
-        found = server.find_template(uri)
         if found is None:
             raise ResourceNotFound(uri)
         template, variables = found
         return {"contents": read_contents(uri, template.reader(context, uri, variables), template.mime_type)}
 
-    return Deferred(work)
+    target = resource if found is None else found[0]
+    return read() if target is not None and target.inline else Deferred(read)
 
 
 def _subscribe(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     uri = _string(params, "uri")
+    subscribe = context.method == "resources/subscribe"
+    if subscribe:
+        session.subscriptions.add(uri)
+    else:
+        session.subscriptions.discard(uri)
     if server.subscribe_handler is not None:
-        server.subscribe_handler(session, uri, context.method == "resources/subscribe")
+        server.subscribe_handler(session, uri, subscribe)
     return {}
 
 
@@ -324,7 +530,7 @@ def _list_prompts(server: Server, session: Session, context: RequestContext, par
     return _listed("prompts", [prompt.to_dict() for prompt in page], next_cursor)
 
 
-def _get_prompt(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> Deferred:
+def _get_prompt(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     name = _string(params, "name")
     prompt = server.prompts.get(name)
     if prompt is None:
@@ -335,7 +541,11 @@ def _get_prompt(server: Server, session: Session, context: RequestContext, param
     missing = [a.name for a in prompt.arguments if a.required and a.name not in arguments]
     if missing:
         raise _invalid(f"Missing required argument: {', '.join(missing)}")
-    return Deferred(lambda: prompt.result(prompt.handler(context, arguments)))
+
+    def render() -> dict[str, Any]:
+        return prompt.result(prompt.handler(context, arguments))
+
+    return render() if prompt.inline else Deferred(render)
 
 
 def _set_log_level(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -346,7 +556,7 @@ def _set_log_level(server: Server, session: Session, context: RequestContext, pa
     return {}
 
 
-def _complete(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+def _complete(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     ref = params.get("ref")
     argument = params.get("argument")
     if not isinstance(ref, dict) or not isinstance(argument, dict):
@@ -359,22 +569,37 @@ def _complete(server: Server, session: Session, context: RequestContext, params:
     known = extra.get("arguments", {}) if isinstance(extra, dict) else {}
     if not isinstance(known, dict):
         raise _invalid("Invalid params: context.arguments must be an object")
-    completer: Callable[[str, dict[str, str]], list[str]] | None = None
-    if ref.get("type") == "ref/prompt":
+    completer: Completer | None = None
+    ref_type = ref.get("type")
+    if ref_type == "ref/prompt":
         prompt = server.prompts.get(str(ref.get("name")))
         if prompt is None:
             raise _invalid(f"Unknown prompt: {ref.get('name')}")
-        completer = next((a.complete for a in prompt.arguments if a.name == name), None)
-    elif ref.get("type") == "ref/resource":
+        completer = server.completers.get((ref_type, prompt.name, name)) or next(
+            (a.complete for a in prompt.arguments if a.name == name), None)
+    elif ref_type == "ref/resource":
         template = next((t for t in server.resource_templates if t.uri_template == ref.get("uri")), None)
         if template is None:
             raise _invalid(f"Unknown resource template: {ref.get('uri')}")
-        completer = template.completers.get(name)
+        completer = server.completers.get((ref_type, template.uri_template, name)) or template.completers.get(name)
     else:
         raise _invalid("Invalid params: ref.type must be ref/prompt or ref/resource")
-    values = list(completer(value, known)) if completer is not None else []
-    completion: dict[str, Any] = {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
-    return {"completion": completion}
+    if completer is None:
+        return _completion([])
+    found = completer
+
+    def work() -> dict[str, Any]:
+        values = list(found(value, known))
+        if not all(isinstance(v, str) for v in values):
+            raise TypeError(f"a completer for {name!r} returned values that are not all strings")
+        return _completion(values)
+
+    return Deferred(work)
+
+
+def _completion(values: list[str]) -> dict[str, Any]:
+    """At most 100 values, as the spec allows; `total` and `hasMore` tell the client there are more."""
+    return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
 
 
 REQUEST_HANDLERS: dict[str, tuple[MethodHandler, Callable[[Server], bool] | None]] = {

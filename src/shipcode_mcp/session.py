@@ -11,7 +11,7 @@ import itertools
 import threading
 
 from . import jsonrpc, log
-from .context import Cancelled, RequestContext
+from .context import Cancelled, ClientRequestError, RequestContext
 from .jsonrpc import JsonRpcError
 
 TYPE_CHECKING = False
@@ -62,6 +62,10 @@ def _run_inline(job: Job) -> None:
     job.run()
 
 
+def _start_thread(work: Callable[[], None]) -> None:
+    threading.Thread(target=work, name="shipcode-mcp-background", daemon=True).start()
+
+
 class _Outgoing:
     """A request we sent to the client, waiting for its answer."""
 
@@ -72,14 +76,6 @@ class _Outgoing:
         self.response: Message | None = None
 
 
-class ClientRequestError(Exception):
-    """The client answered our request with an error, or never answered it."""
-
-    def __init__(self, error: JsonRpcError) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-
 class Session:
     """One client's view of a `Server`: lifecycle, negotiated state, in-flight requests."""
 
@@ -88,14 +84,28 @@ class Session:
         server: Server,
         send: Callable[[Message], None] | None = None,
         spawn: Callable[[Job], None] = _run_inline,
+        *,
+        send_related: Callable[[Message, jsonrpc.Id], None] | None = None,
+        background: Callable[[Callable[[], None]], None] = _start_thread,
+        stateless: bool = False,
     ) -> None:
+        """`send` takes every outgoing message; a transport that can say which request a message is
+        about (Streamable HTTP answers each POST on its own stream) also passes `send_related`, which
+        then takes progress, logs, requests to the client and responses of in-flight requests.
+        `background` runs the session's own work that must not block the reading loop (roots/list).
+        A `stateless` session serves one message alone: no handshake, no requests to the client.
+        """
         self.server = server
         self._send = send
+        self._send_related = send_related
         self._spawn = spawn
-        self.initialized = False  # initialize answered
-        self.ready = False  # notifications/initialized received
+        self._background = background
+        self.stateless = stateless
+        self.initialized = stateless  # initialize answered
+        self.ready = stateless  # notifications/initialized received
         self.client_info: dict[str, Any] = {}
         self.client_capabilities: dict[str, Any] = {}
+        self.capabilities: dict[str, Any] = {}  # what our first initialize result declared
         self.log_level: str | None = None
         self.closed = False  # no more input: requests to the client can no longer be answered
         self._lock = threading.Lock()
@@ -103,6 +113,9 @@ class Session:
         self._outgoing: dict[int, _Outgoing] = {}
         self._next_id = itertools.count(1)
         self.data: dict[str, Any] = {}  # per-session state that features keep (subscriptions, roots)
+        self.subscriptions: set[str] = set()  # resource URIs this client subscribed to
+        self.roots: list[dict[str, Any]] | None = None  # the client's roots, once listed
+        self._roots_lock = threading.Lock()
 
     # -- input ----------------------------------------------------------------------------------
     def receive(self, message: Any) -> list[Message]:
@@ -136,6 +149,7 @@ class Session:
         with self._lock:
             if msg_id in self._in_flight:
                 return jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress"))
+        context.on_loop = True
         try:
             outcome = handler(self, context, params)
         except JsonRpcError as err:
@@ -144,6 +158,7 @@ class Session:
             self.log_exception(f"{method} failed")
             return jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INTERNAL_ERROR))
         if isinstance(outcome, Deferred):
+            context.on_loop = False
             with self._lock:
                 self._in_flight[msg_id] = context
             self._spawn(Job(self, context, outcome.work))
@@ -181,6 +196,9 @@ class Session:
             return
         if method == "notifications/initialized":
             self.ready = True
+            self._follow_roots()
+        elif method == "notifications/roots/list_changed" and self.ready:
+            self._follow_roots()
         handler = self.server.notification_handler(method)
         if handler is not None:
             try:
@@ -203,11 +221,41 @@ class Session:
         client_info = params.get("clientInfo", {})
         if not isinstance(capabilities, dict) or not isinstance(client_info, dict):
             raise JsonRpcError(jsonrpc.INVALID_PARAMS)
+        result = self.server.initialize_result(PROTOCOL_VERSION)
         if not self.initialized:
             self.client_capabilities = capabilities
             self.client_info = client_info
+            self.capabilities = result["capabilities"]
             self.initialized = True
-        return self.server.initialize_result(PROTOCOL_VERSION)
+        return result
+
+    def _follow_roots(self) -> None:
+        """List the client's roots in the background, if anything on the server follows them."""
+        if self.server.roots_callbacks and "roots" in self.client_capabilities and not self.stateless:
+            self._background(self.refresh_roots)
+
+    def refresh_roots(self) -> None:
+        """Ask the client for its roots and hand them to the server's roots callbacks.
+
+        Refreshes run one at a time, so callbacks see the lists in the order the client gave them.
+        """
+        with self._roots_lock:
+            try:
+                result = self.request("roots/list")
+            except ClientRequestError as err:
+                log.warning(f"roots/list failed: {err}")
+                return
+            listed = result.get("roots")
+            if not isinstance(listed, list):
+                log.warning("roots/list answered without a roots array; keeping the previous roots")
+                return
+            roots = [root for root in listed if isinstance(root, dict) and isinstance(root.get("uri"), str)]
+            self.roots = roots
+            for callback in self.server.roots_callbacks:
+                try:
+                    callback(self, roots)
+                except Exception:
+                    self.log_exception("roots callback failed")
 
     def in_flight(self) -> list[RequestContext]:
         with self._lock:
@@ -229,11 +277,14 @@ class Session:
             context.cancel()
 
     # -- output ---------------------------------------------------------------------------------
-    def send(self, message: Message) -> None:
-        if self._send is not None:
+    def send(self, message: Message, related: jsonrpc.Id | None = None) -> None:
+        """Send `message`; `related` is the id of the client request it belongs to, if any."""
+        if related is not None and self._send_related is not None:
+            self._send_related(message, related)
+        elif self._send is not None:
             self._send(message)
 
-    def log(self, level: str, data: Any, logger: str | None = None) -> bool:
+    def log(self, level: str, data: Any, logger: str | None = None, related: jsonrpc.Id | None = None) -> bool:
         if not self.server.logging_enabled or level not in LOG_LEVELS:
             return False
         threshold = self.log_level or self.server.default_log_level
@@ -243,11 +294,11 @@ class Session:
         if logger is not None:
             params["logger"] = logger
         params["data"] = data
-        self.send(jsonrpc.notification("notifications/message", params))
+        self.send(jsonrpc.notification("notifications/message", params), related)
         return True
 
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        self.send(jsonrpc.notification(method, params))
+    def notify(self, method: str, params: dict[str, Any] | None = None, related: jsonrpc.Id | None = None) -> None:
+        self.send(jsonrpc.notification(method, params), related)
 
     def request(
         self,
@@ -257,6 +308,12 @@ class Session:
         parent: RequestContext | None = None,
     ) -> dict[str, Any]:
         """Send a request to the client and block until it answers; call it off the reading loop."""
+        if self.stateless:
+            raise ClientRequestError(JsonRpcError(
+                jsonrpc.INVALID_REQUEST, f"Cannot send {method}: a stateless server has no session to carry the answer"))
+        if parent is not None and parent.on_loop:
+            raise ClientRequestError(JsonRpcError(
+                jsonrpc.INTERNAL_ERROR, f"Cannot send {method} from an inline handler: it would block the reading loop"))
         needed = _CLIENT_CAPABILITY_FOR.get(method)
         if needed is not None and needed not in self.client_capabilities:
             raise ClientRequestError(JsonRpcError(jsonrpc.METHOD_NOT_FOUND, f"The client does not support {method}"))
@@ -265,10 +322,11 @@ class Session:
         if self.closed or self._send is None:
             raise ClientRequestError(JsonRpcError(jsonrpc.INTERNAL_ERROR, "The client is gone"))
         request_id = next(self._next_id)
+        related = parent.request_id if parent is not None else None
         waiting = _Outgoing()
         with self._lock:
             self._outgoing[request_id] = waiting
-        self.send(jsonrpc.request(request_id, method, params))
+        self.send(jsonrpc.request(request_id, method, params), related)
         if parent is not None:
             parent.on_cancel(waiting.event.set)
         waiting.event.wait(timeout)
@@ -277,11 +335,12 @@ class Session:
         response = waiting.response
         if response is None:
             if parent is not None and parent.cancelled:
-                self.notify("notifications/cancelled", {"requestId": request_id, "reason": "The request that needed it was cancelled"})
+                self.notify("notifications/cancelled", {"requestId": request_id, "reason": "The request that needed it was cancelled"},
+                            related)
                 raise Cancelled()
             if self.closed:
                 raise ClientRequestError(JsonRpcError(jsonrpc.INTERNAL_ERROR, "The client is gone"))
-            self.notify("notifications/cancelled", {"requestId": request_id, "reason": f"Timed out after {timeout:g} s"})
+            self.notify("notifications/cancelled", {"requestId": request_id, "reason": f"Timed out after {timeout:g} s"}, related)
             raise ClientRequestError(JsonRpcError(jsonrpc.REQUEST_TIMEOUT, f"The client did not answer {method} within {timeout:g} s"))
         if "error" in response:
             err = response["error"] if isinstance(response["error"], dict) else {}

@@ -89,14 +89,9 @@ class StdioTransport:
 
     # -- output ---------------------------------------------------------------------------------
     def send(self, message: Message) -> None:
-        try:
-            data = jsonrpc.encode(message)
-        except (TypeError, ValueError):
-            log.error(f"unencodable message dropped: {message.get('method') or message.get('id')!r}")
-            if "id" in message and ("result" in message or "error" in message):
-                data = jsonrpc.encode(jsonrpc.error(message["id"], JsonRpcError(jsonrpc.INTERNAL_ERROR)))
-            else:
-                return
+        data = jsonrpc.encode_or_substitute(message)
+        if data is None:
+            return
         with self._write_lock:
             try:
                 view = memoryview(data)
