@@ -1,0 +1,285 @@
+"""The resources feature itself: snapshots of the roots' walks, resources/list's source, resources/read.
+
+Imported on the first listing or read (or at start with --watch), not at start-up. See resources.py
+for what is served and the rules; this module is how.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+
+from .. import jsonrpc
+from ..primitives import Resource, ResourceNotFound, ToolError, blob_resource, text_resource
+from .listing import list_files
+from .mime import SNIFF_BYTES, guess_mime_type, is_text, mime_type
+from .resources import (
+    DIRECTORY_MIME_TYPE,
+    MAX_DIRECTORY_ENTRIES,
+    MAX_READ_BYTES,
+    RESOURCE_TOO_LARGE,
+    SNAPSHOT_SECONDS,
+    display,
+    encode_path,
+    root_uri,
+    uri_path,
+)
+from .roots import OutsideRoots
+from .safe_open import open_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..context import RequestContext
+    from .roots import Roots
+
+    Content = dict[str, Any]
+
+
+def _peek(roots: Roots, path: str) -> tuple[bytes | None, int | None]:
+    """The first SNIFF_BYTES of a listed file and its size; (None, None) when it cannot be read
+    (gone, or swapped for a link or a special file since the walk)."""
+    try:
+        fd, info = open_file(roots, path, "")
+    except (ToolError, OSError, ValueError):
+        return None, None
+    try:
+        return os.read(fd, SNIFF_BYTES), info.st_size
+    except OSError:
+        return None, info.st_size
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int, uri: str, name: str, size: int) -> bytes:
+    """The whole file, or RESOURCE_TOO_LARGE once it passes the limit: never more than the limit in memory."""
+    if size > MAX_READ_BYTES:
+        raise _too_large(uri, name, size)
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = os.read(fd, min(1 << 20, MAX_READ_BYTES + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > MAX_READ_BYTES:  # it grew since fstat
+            raise _too_large(uri, name, None)
+        chunks.append(chunk)
+
+
+def _too_large(uri: str, name: str, size: int | None) -> jsonrpc.JsonRpcError:
+    what = f"{size} bytes" if size is not None else f"more than {MAX_READ_BYTES} bytes"
+    return jsonrpc.JsonRpcError(
+        RESOURCE_TOO_LARGE,
+        f"Resource too large: {display(name)} is {what}; resources/read returns files of at most {MAX_READ_BYTES} bytes",
+        {"uri": uri, "size": size, "limit": MAX_READ_BYTES} if size is not None else {"uri": uri, "limit": MAX_READ_BYTES},
+    )
+
+
+class FileResource(Resource):
+    """A listed file. Its type and size are looked up when a page is rendered, so they are current,
+    and only for the files on that page."""
+
+    __slots__ = ("path", "roots")
+
+    def __init__(self, uri: str, name: str, path: str, roots: Roots) -> None:
+        super().__init__(uri, name)
+        self.path = path
+        self.roots = roots
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"uri": self.uri, "name": self.name}
+        out["mimeType"], size = self.describe()
+        if size is not None:
+            out["size"] = size
+        return out
+
+    def describe(self) -> tuple[str, int | None]:
+        """(MIME type, size in bytes) as the file is now; no size when it is gone or no longer a plain file."""
+        known = guess_mime_type(self.path)
+        if known is None:
+            head, size = _peek(self.roots, self.path)
+            return mime_type(self.path, head), size
+        try:
+            info = os.lstat(self.path)
+        except (OSError, ValueError):
+            return known, None
+        return known, info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
+class Snapshot:
+    """One walk of one root: its files in listing order, and (computed when first asked) its folders."""
+
+    __slots__ = ("_children", "expired", "files", "resources", "root", "root_uri", "taken")
+    files: dict[str, FileResource]  # path relative to the root -> its resource, sorted by path
+
+    def __init__(self, roots: Roots, root: str, names: list[str], taken: float, previous: Snapshot | None) -> None:
+        self.root = root
+        self.taken = taken
+        self.expired = False
+        self.root_uri = root_uri(root)
+        prefix = root.rstrip("/") + "/"
+        reuse: dict[str, FileResource] = previous.files if previous is not None else {}
+        files: dict[str, FileResource] = {}
+        if names:
+            for name in names:
+                resource = reuse.get(name)
+                if resource is None:
+                    uri = self.root_uri + encode_path(name)
+                    resource = FileResource(uri, display(name), prefix + name, roots)
+                files[name] = resource
+        self.files = files
+        self.resources: list[Resource] = list(files.values())
+        self._children: dict[str, dict[str, bool]] | None = None
+
+    def folders(self) -> dict[str, dict[str, bool]]:
+        """Every folder that holds a listed file, even deep down ("" is the root): entry name -> is a folder."""
+        if self._children is None:
+            children: dict[str, dict[str, bool]] = {"": {}}
+            for name in self.files:
+                parent, _, base = name.rpartition("/")
+                entries = children.get(parent)
+                if entries is None:
+                    children[parent] = entries = {}
+                    folder = parent  # new folder: link it, and any new ancestors, to their parents
+                    while folder:
+                        up, _, folder_name = folder.rpartition("/")
+                        known = up in children
+                        children.setdefault(up, {})[folder_name] = True
+                        if known:
+                            break
+                        folder = up
+                entries[base] = False
+            self._children = children
+        return self._children
+
+    def shows(self, rel: str, directory: bool) -> bool:
+        return rel in self.folders() if directory else rel in self.files
+
+
+class WorkspaceResources:
+    """The resources feature: the snapshots of the roots, resources/list's source and the reader."""
+
+    def __init__(self, roots: Roots) -> None:
+        self.roots = roots
+        self._snapshots: dict[str, Snapshot] = {}
+        self._walking: dict[str, threading.Lock] = {}  # one walk of a root at a time
+        self._lock = threading.Lock()
+        self.before_listing: list[Callable[[], None]] = []  # run when a client starts a listing (--watch waits here)
+
+    # -- snapshots ---------------------------------------------------------------------------------
+    def snapshot(self, root: str, max_age: float) -> Snapshot:
+        """The walk of `root`, reused if it is at most `max_age` seconds old and nothing expired it."""
+        asked = time.monotonic()
+        current = self._snapshots.get(root)
+        if current is not None and not current.expired and asked - current.taken <= max_age:
+            return current
+        with self._lock:
+            walking = self._walking.get(root)
+            if walking is None:
+                walking = self._walking[root] = threading.Lock()
+        with walking:
+            current = self._snapshots.get(root)
+            if current is not None and not current.expired and current.taken >= asked:
+                return current  # another thread walked while we waited: that walk is fresh enough
+            taken = time.monotonic()
+            fresh = Snapshot(self.roots, root, list_files(root), taken, current)
+            self._snapshots[root] = fresh
+            return fresh
+
+    def expire(self, root: str) -> None:
+        """Make the next listing or read walk `root` again (the watcher saw something change)."""
+        current = self._snapshots.get(root)
+        if current is not None:
+            current.expired = True
+
+    def roots_containing(self, real: str) -> list[str]:
+        return [root for root in self.roots.paths if real == root or real.startswith(root.rstrip("/") + "/")]
+
+    # -- resources/list ----------------------------------------------------------------------------
+    def start_listing(self) -> None:
+        """A client starts resources/list (no cursor): walk every root now, so it sees the tree as it is."""
+        for wait in self.before_listing:
+            wait()
+        for root in self.roots.paths:
+            self.snapshot(root, 0.0)
+
+    def listed(self) -> list[Resource]:
+        """Every listed file of every root, roots in order, each root's files sorted by path."""
+        paths = self.roots.paths
+        if len(paths) == 1:
+            return self.snapshot(paths[0], SNAPSHOT_SECONDS).resources
+        out: list[Resource] = []
+        seen: set[str] = set()  # nested roots list a file once, under the first
+        for root in paths:
+            for resource in self.snapshot(root, SNAPSHOT_SECONDS).resources:
+                if resource.uri not in seen:
+                    seen.add(resource.uri)
+                    out.append(resource)
+        return out
+
+    # -- resources/read ----------------------------------------------------------------------------
+    def locate(self, uri: str) -> tuple[str, Snapshot, str, bool]:
+        """(real path, snapshot, path relative to its root, is a folder) of a listed file or folder.
+
+        Anything else raises the one ResourceNotFound, whatever the reason.
+        """
+        path = uri_path(uri)
+        if path is None:
+            raise ResourceNotFound(uri)
+        try:
+            real = self.roots.resolve(path)
+            directory = stat.S_ISDIR(os.stat(real).st_mode)
+        except (OutsideRoots, OSError, ValueError):
+            raise ResourceNotFound(uri) from None
+        for root in self.roots_containing(real):
+            rel = real[len(root.rstrip("/")) + 1:] if real != root else ""
+            # A folder's entries must be current; a file missing from a recent walk may be new.
+            for max_age in ((0.0,) if directory else (SNAPSHOT_SECONDS, 0.0)):
+                snap = self.snapshot(root, max_age)
+                if snap.shows(rel, directory):
+                    return real, snap, rel, directory
+        raise ResourceNotFound(uri)
+
+    def read(self, context: RequestContext, uri: str, variables: dict[str, str]) -> list[Content]:
+        """resources/read of a file (text or blob) or a folder (its entries); the template's reader."""
+        real, snap, rel, directory = self.locate(uri)
+        if directory:
+            return self._read_folder(uri, snap, rel)
+        try:
+            fd, info = open_file(self.roots, real, display(rel))
+        except (ToolError, OSError, ValueError):
+            if os.path.isfile(real) and not os.access(real, os.R_OK):  # listed, so saying so reveals nothing
+                raise jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR, f"Permission denied: cannot read {display(rel)}",
+                                           {"uri": uri}) from None
+            raise ResourceNotFound(uri) from None  # gone, swapped for a link or a special file since the walk
+        try:
+            data = _read_all(fd, uri, rel, info.st_size)
+        finally:
+            os.close(fd)
+        kind = mime_type(rel, data[:SNIFF_BYTES])
+        if is_text(data):
+            return [text_resource(uri, data.decode("utf-8"), kind)]
+        return [blob_resource(uri, data, kind)]
+
+    def _read_folder(self, uri: str, snap: Snapshot, rel: str) -> list[Content]:
+        """One item per direct entry, in name order; the item's text is the entry's name, not its content."""
+        entries = sorted(snap.folders().get(rel, {}).items())
+        prefix = f"{rel}/" if rel else ""
+        items: list[Content] = []
+        for name, folder in entries[:MAX_DIRECTORY_ENTRIES]:
+            if folder:
+                child_uri = snap.root_uri + encode_path(prefix + name) + "/"
+                items.append(text_resource(child_uri, display(name) + "/", DIRECTORY_MIME_TYPE))
+            else:
+                child = snap.files[prefix + name]
+                items.append(text_resource(child.uri, child.name.rpartition("/")[2], child.describe()[0]))
+        left_out = len(entries) - MAX_DIRECTORY_ENTRIES
+        if left_out > 0:
+            items.append(text_resource(uri, f"... and {left_out} more entries, not shown: a folder reads as at most "
+                                            f"{MAX_DIRECTORY_ENTRIES} entries; resources/list lists every file", "text/plain"))
+        return items
