@@ -1,0 +1,175 @@
+"""`shipcode-mcp --watch`: subscriptions and change notifications, through the real process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shipcode_mcp.workspace.resources import file_uri
+from shipcode_mcp.workspace.watch import DEBOUNCE_MS, STEP_MS
+from support import HANDSHAKE, INITIALIZED, REPO, SERVER, McpProcess
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="relies on inotify timing and POSIX file names")
+
+QUIET = 2 * STEP_MS / 1000 + 0.8
+"""Long enough after a change for any notification about it to have arrived."""
+
+LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}
+
+
+def updated(uri: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+
+
+def start(root: Path) -> McpProcess:
+    process = McpProcess("--watch", str(root))
+    process.initialize()
+    # The first listing returns once the watcher runs: any change after it is reported.
+    assert "result" in process.request("resources/list")
+    return process
+
+
+def subscribe(process: McpProcess, uri: str, method: str = "resources/subscribe") -> dict[str, Any]:
+    return process.request(method, {"uri": uri})
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "watched tree"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "main.py").write_text("print('v1')\n")
+    (root / "notes #1.md").write_text("notes\n")
+    (root / ".gitignore").write_text("*.log\n")
+    return root
+
+
+def test_capabilities_with_watch(tree: Path) -> None:
+    with McpProcess("--watch", str(tree)) as process:
+        process.send(HANDSHAKE)
+        assert process.read_raw() == (
+            b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{},'
+            b'"resources":{"subscribe":true,"listChanged":true}},"serverInfo":{"name":"shipcode-mcp","version":"1.0.0"}}}\n')
+        process.send(INITIALIZED)
+
+
+def test_subscribe_modify_notifies_exactly_once(tree: Path) -> None:
+    uri = file_uri(str(tree.resolve() / "src" / "main.py"))
+    with start(tree) as process:
+        assert subscribe(process, uri)["result"] == {}
+        (tree / "src" / "main.py").write_text("print('v2')\n")
+        assert process.read() == updated(uri)
+        process.no_output(QUIET)
+        # The client reads again and sees the change.
+        assert process.request("resources/read", {"uri": uri})["result"]["contents"][0]["text"] == "print('v2')\n"
+
+
+def test_a_burst_of_writes_is_one_notification(tree: Path) -> None:
+    uri = file_uri(str(tree.resolve() / "notes #1.md"))
+    with start(tree) as process:
+        subscribe(process, uri)
+        for number in range(10):  # writes closer together than STEP_MS: one burst
+            with open(tree / "notes #1.md", "a") as notes:
+                notes.write(f"line {number}\n")
+            time.sleep(STEP_MS / 1000 / 5)
+        assert process.read(timeout=DEBOUNCE_MS / 1000 + 5) == updated(uri)
+        process.no_output(QUIET)
+
+
+def test_unsubscribe_then_modify_sends_nothing(tree: Path) -> None:
+    uri = file_uri(str(tree.resolve() / "src" / "main.py"))
+    with start(tree) as process:
+        subscribe(process, uri)
+        assert subscribe(process, uri, "resources/unsubscribe")["result"] == {}
+        (tree / "src" / "main.py").write_text("print('v3')\n")
+        process.no_output(QUIET)
+        # The watcher is alive (a new file is announced), and still says nothing about main.py.
+        (tree / "src" / "other.py").write_text("")
+        assert process.read() == LIST_CHANGED
+        process.no_output(QUIET)
+
+
+def test_files_appearing_and_disappearing_change_the_list(tree: Path) -> None:
+    with start(tree) as process:
+        (tree / "new file.txt").write_text("new\n")
+        assert process.read() == LIST_CHANGED
+        process.no_output(QUIET)
+        names = [r["name"] for r in process.request("resources/list")["result"]["resources"]]
+        assert "new file.txt" in names
+        (tree / "ignored.log").write_text("not listed, so not news\n")
+        (tree / "empty folder").mkdir()
+        process.no_output(QUIET)
+        (tree / "new file.txt").unlink()
+        assert process.read() == LIST_CHANGED
+        process.no_output(QUIET)
+        (tree / ".gitignore").write_text("*.log\n*.md\n")  # hides "notes #1.md": the list changed
+        assert process.read() == LIST_CHANGED
+        process.no_output(QUIET)
+
+
+def test_changes_inside_git_are_not_news(tree: Path) -> None:
+    (tree / ".git").mkdir()
+    with start(tree) as process:
+        (tree / ".git" / "index").write_bytes(b"DIRC")
+        (tree / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+        process.no_output(QUIET)
+
+
+def test_subscribed_folder_hears_about_its_entries(tree: Path) -> None:
+    folder = file_uri(str(tree.resolve() / "src")) + "/"
+    with start(tree) as process:
+        subscribe(process, folder)
+        (tree / "src" / "main.py").write_text("print('v2')\n")  # content only: the folder reads the same
+        process.no_output(QUIET)
+        (tree / "src" / "util.py").write_text("")
+        messages = [process.read(), process.read()]
+        assert sorted(messages, key=str) == sorted([LIST_CHANGED, updated(folder)], key=str)
+        process.no_output(QUIET)
+
+
+def test_deleting_a_subscribed_file(tree: Path) -> None:
+    uri = file_uri(str(tree.resolve() / "src" / "main.py"))
+    with start(tree) as process:
+        subscribe(process, uri)
+        (tree / "src" / "main.py").unlink()
+        messages = [process.read(), process.read()]
+        assert sorted(messages, key=str) == sorted([LIST_CHANGED, updated(uri)], key=str)
+        reply = process.request("resources/read", {"uri": uri})
+        assert reply["error"]["code"] == -32002
+
+
+def test_subscribing_to_what_is_not_a_resource(tree: Path, tmp_path: Path) -> None:
+    (tmp_path / "outside.txt").write_text("secret")
+    (tree / "debug.log").write_text("ignored")
+    real = tree.resolve()
+    with start(tree) as process:
+        for uri in (file_uri(str(tmp_path / "outside.txt")), file_uri(str(real / "debug.log")),
+                    file_uri(str(real / "missing.txt")), file_uri(str(real)) + "/../outside.txt", "https://example.com/"):
+            reply = subscribe(process, uri)
+            assert reply["error"] == {"code": -32002, "message": "Resource not found", "data": {"uri": uri}}
+        # Unsubscribing from something never subscribed is harmless.
+        assert subscribe(process, "file:///nowhere", "resources/unsubscribe")["result"] == {}
+        (tmp_path / "outside.txt").write_text("changed")
+        (tree / "debug.log").write_text("changed")
+        process.no_output(QUIET)
+
+
+def test_watch_without_the_extra_fails_at_start(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "watchfiles.py").write_text("raise ImportError('watchfiles is not installed')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(blocker), str(REPO / "src")]))
+    done = subprocess.run([*SERVER, "--watch", str(tmp_path)], input=HANDSHAKE.encode() + b"\n",
+                          capture_output=True, env=env, timeout=30)
+    assert done.returncode == 2
+    assert done.stdout == b""
+    assert b"--watch needs the optional 'watch' extra" in done.stderr and b"pip install" in done.stderr
+    # Without --watch the same environment serves normally: watchfiles is imported only with --watch.
+    done = subprocess.run([*SERVER, str(tmp_path)], input=HANDSHAKE.encode() + b"\n",
+                          capture_output=True, env=env, timeout=30)
+    assert done.returncode == 0 and b'"capabilities":{"tools":{},"resources":{}}' in done.stdout
