@@ -240,10 +240,12 @@ def _plain_schema(schema: Any) -> PlainSchema | bool:
         if (not isinstance(sub, dict) or not set(sub) <= {"type", *_PLAIN_TEXT}
                 or not all(isinstance(sub.get(key, ""), str) for key in _PLAIN_TEXT)):
             return False
-        kind = sub.get("type")
-        if kind is not None and kind not in _PLAIN_TYPES:
+        if "type" not in sub:
+            checks[name] = None
+        elif isinstance(sub["type"], str) and sub["type"] in _PLAIN_TYPES:
+            checks[name] = _PLAIN_TYPES[sub["type"]]
+        else:  # a list of types, or not a type at all (null is not): the validator's
             return False
-        checks[name] = None if kind is None else _PLAIN_TYPES[kind]
     return checks, tuple(required), closed
 
 
