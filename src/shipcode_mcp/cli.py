@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -12,8 +13,12 @@ from .server import Server
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
+
+    from .workspace.roots import Roots
 
 SERVER_NAME = "shipcode-mcp"
+ARGV_VARIABLE = "SHIPCODE_MCP_ARGV"  # how `--workers` hands the command line to each worker process
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,26 +35,110 @@ def build_parser() -> argparse.ArgumentParser:
                         help="watch the roots and notify subscribed clients of changes (needs the 'watch' extra)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error", "off"), default="warning",
                         help="what to write to stderr (default: warning)")
+    http = parser.add_argument_group("Streamable HTTP (needs the 'http' extra)")
+    http.add_argument("--http", metavar="[HOST:]PORT", type=_host_port,
+                      help="serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (default host 127.0.0.1)")
+    http.add_argument("--stateless", action="store_true",
+                      help="no sessions: every POST stands alone, so several workers or machines can serve one "
+                      "deployment (no GET stream, no requests to the client)")
+    http.add_argument("--workers", type=int, default=1, metavar="N",
+                      help="worker processes (uvicorn); more than one needs --stateless")
+    http.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                      help="a browser origin allowed besides loopback ones, e.g. https://app.example.com ('*': any)")
+    http.add_argument("--allow-host", action="append", default=None, metavar="HOST",
+                      help="a Host name to accept (default: loopback names when bound to loopback, any otherwise)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
 
 
-def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool = False) -> Server:
+def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool = False,
+                 follow_client_roots: bool = False) -> Server:
+    """The workspace server; `follow_client_roots` (no ROOT given, stdio) makes the workspace the
+    client's roots once it lists them, the current directory until then or if it has none."""
     from .workspace import install
 
     server = Server(SERVER_NAME, __version__)
-    install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch)
+    workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch)
+    if follow_client_roots and not roots:
+        _follow_client_roots(server, workspace)
     return server
+
+
+def _follow_client_roots(server: Server, workspace: Roots) -> None:
+    from .workspace.roots import client_root_folders
+
+    start = list(workspace.paths)
+
+    def follow(session: Any, client_roots: list[dict[str, Any]]) -> None:
+        folders = client_root_folders(client_roots)
+        if client_roots and not folders:
+            log.warning("none of the client's roots is a local folder; serving the current directory")
+        workspace.update(folders or start)
+        log.info(f"workspace roots: {', '.join(workspace.paths)}")
+
+    server.on_roots(follow)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     log.set_level(args.log_level)
+    if args.http is None and (args.stateless or args.workers != 1 or args.allow_origin or args.allow_host):
+        print("shipcode-mcp: --stateless, --workers, --allow-origin and --allow-host need --http", file=sys.stderr)
+        return 2
+    if args.workers > 1 and not args.stateless:
+        print("shipcode-mcp: --workers above 1 needs --stateless (a session lives in one process)", file=sys.stderr)
+        return 2
     try:
-        server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch)
+        server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch,
+                              follow_client_roots=args.http is None)
     except ValueError as err:
         print(f"shipcode-mcp: {err}", file=sys.stderr)
         return 2
-    from .transports.stdio import serve_stdio
+    if args.http is None:
+        from .transports.stdio import serve_stdio
 
-    return serve_stdio(server)
+        return serve_stdio(server)
+    return _serve_http(server, args, list(sys.argv[1:] if argv is None else argv))
+
+
+def _serve_http(server: Server, args: argparse.Namespace, argv: list[str]) -> int:
+    try:
+        from .transports import http
+    except ImportError as err:
+        print(f"shipcode-mcp: --http needs the 'http' extra (pip install 'shipcode-mcp[http]'): {err}", file=sys.stderr)
+        return 2
+    host, port = args.http
+    if args.workers == 1:
+        return http.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
+                               allowed_hosts=args.allow_host, log_level=args.log_level)
+    import uvicorn
+
+    os.environ[ARGV_VARIABLE] = json.dumps(argv)  # each worker builds its own server from it: see http_app
+    log.info(f"serving MCP over Streamable HTTP at http://{host}:{port}/mcp with {args.workers} stateless workers")
+    uvicorn.run(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
+                **http.uvicorn_options(args.log_level))
+    return 0
+
+
+def http_app() -> Any:
+    """The ASGI app of one `--workers` process, built from the command line the parent passed on."""
+    from .transports import http
+
+    args = build_parser().parse_args(json.loads(os.environ[ARGV_VARIABLE]))
+    log.set_level(args.log_level)
+    server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch)
+    return http.create_app(server, stateless=True, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
+                           host=args.http[0])
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    """'8765' -> ('127.0.0.1', 8765); 'HOST:8765'; '[::1]:8765' -> ('::1', 8765)."""
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        number = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not [HOST:]PORT: {text!r}") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"no such port: {number}")
+    return host, number

@@ -13,6 +13,11 @@ import os
 
 from ..primitives import ToolError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
 MAX_PATH_LENGTH = 4096
 
 # Characters that would let an echoed path forge lines or escape sequences in a message.
@@ -31,19 +36,24 @@ class OutsideRoots(ToolError):
 
 
 class Roots:
-    """The workspace folders, absolute and with symlinks resolved once, at start."""
+    """The workspace folders, absolute and with symlinks resolved once, at start or on `update`."""
 
     def __init__(self, folders: list[str]) -> None:
-        if not folders:
-            raise ValueError("at least one root is needed")
-        resolved: list[str] = []
-        for folder in folders:
-            real = os.path.realpath(folder)
-            if not os.path.isdir(real):
-                raise ValueError(f"not a directory: {folder}")
-            if real not in resolved:
-                resolved.append(real)
-        self.paths = resolved
+        self.paths = _resolve_folders(folders)
+        self._listeners: list[Callable[[], None]] = []
+
+    def update(self, folders: list[str]) -> None:
+        """Serve these folders from now on (the client's roots); checked as at start, then listeners run.
+
+        `paths` is replaced in one assignment, so a concurrent `resolve` sees the old roots or the new.
+        """
+        self.paths = _resolve_folders(folders)
+        for listener in list(self._listeners):
+            listener()
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call `listener()` after every `update`."""
+        self._listeners.append(listener)
 
     @property
     def first(self) -> str:
@@ -88,6 +98,29 @@ class Roots:
             relative = os.path.relpath(real, root)
             return relative.replace(os.sep, "/")
         return real
+
+
+def _resolve_folders(folders: list[str]) -> list[str]:
+    if not folders:
+        raise ValueError("at least one root is needed")
+    resolved: list[str] = []
+    for folder in folders:
+        real = os.path.realpath(folder)
+        if not os.path.isdir(real):
+            raise ValueError(f"not a directory: {folder}")
+        if real not in resolved:
+            resolved.append(real)
+    return resolved
+
+
+def client_root_folders(client_roots: list[dict[str, Any]]) -> list[str]:
+    """The local directories a client's roots (`[{"uri": "file:///...", ...}]`) name; others are skipped."""
+    folders = []
+    for root in client_roots:
+        path = _file_uri_path(root["uri"]) if isinstance(root.get("uri"), str) else None
+        if path is not None and os.path.isdir(path):
+            folders.append(path)
+    return folders
 
 
 def join_display(shown_dir: str, relative: str) -> str:

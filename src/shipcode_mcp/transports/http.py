@@ -1,0 +1,513 @@
+"""Streamable HTTP (MCP 2025-06-18) on Starlette and uvicorn: the same sans-IO session behind one endpoint.
+
+- POST carries one JSON-RPC message. A notification or a response gets 202. A request is answered
+  with `application/json`, unless its handler sends something first (progress, a log message, a
+  request to the client): the answer then becomes an SSE stream of those messages that ends with
+  the response. Handlers run on worker threads; the event loop only parses, routes and writes.
+- GET opens the session's own SSE stream for messages that belong to no request (list changes,
+  resource updates, roots/list); they wait in a bounded buffer until a stream is open.
+- DELETE ends the session: in-flight work is cancelled, later requests get 404.
+- `Mcp-Session-Id` is issued with the initialize result and required afterwards (400 without it,
+  404 for an unknown one); `MCP-Protocol-Version` must be 2025-06-18 when sent (400 otherwise).
+- `Origin` and `Host` are checked against DNS rebinding (403): a loopback server accepts only
+  loopback names unless told otherwise.
+- Stateless mode: no session id, every POST served by a fresh session, GET and DELETE 405. Any worker
+  can serve any request, so several uvicorn workers or machines can share one deployment.
+
+Starlette and uvicorn come with the `http` extra and load only when this module does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import secrets
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from .. import jsonrpc, log
+from ..jsonrpc import JsonRpcError
+from ..session import PROTOCOL_VERSION, Job, Session
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterable, Sequence
+
+    from starlette.types import Receive, Scope, Send
+
+    from ..jsonrpc import Id, Message
+    from ..server import Server
+
+SESSION_HEADER = "mcp-session-id"
+VERSION_HEADER = "mcp-protocol-version"
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+MAX_BODY_BYTES = 64 * 1024 * 1024
+STANDALONE_BUFFER = 1000  # messages kept for a session's GET stream while none is open
+_DONE = object()  # a request's work has finished (after its response, if any)
+
+
+class HttpSession:
+    """One MCP session over HTTP: the sans-IO session, its open POST streams and its GET stream."""
+
+    def __init__(self, transport: StreamableHttp, session_id: str | None) -> None:
+        self.transport = transport
+        self.id = session_id
+        self.requests: dict[Id, asyncio.Queue[Any]] = {}  # open POST exchanges, by request id
+        self.standalone: collections.deque[Message] = collections.deque(maxlen=STANDALONE_BUFFER)
+        self.wake = asyncio.Event()
+        self.get_open = False
+        self.closed = False
+        self.last_seen = time.monotonic()
+        stateless = session_id is None
+        self.session = Session(transport.server, send=None if stateless else self.send, spawn=self.spawn,
+                               send_related=self.send_related, stateless=stateless)
+
+    # Called from any thread: the session's messages are routed on the event loop.
+    def send(self, message: Message) -> None:
+        self.transport.on_loop(self.route, message, None)
+
+    def send_related(self, message: Message, related: Id) -> None:
+        self.transport.on_loop(self.route, message, related)
+
+    def spawn(self, job: Job) -> None:
+        self.transport.executor().submit(self._run, job)
+
+    def _run(self, job: Job) -> None:
+        try:
+            job.run()
+        finally:
+            self.transport.on_loop(self.route, _DONE, job.context.request_id)
+
+    def route(self, message: Any, related: Id | None) -> None:
+        """On the loop: to the POST exchange of `related` if it is still open, else to the GET stream.
+
+        A response whose exchange is gone is dropped: the GET stream must not carry responses.
+        """
+        queue = self.requests.get(related) if related is not None else None
+        if queue is not None:
+            queue.put_nowait(message)
+        elif message is not _DONE and not _is_response(message) and not self.closed and self.id is not None:
+            self.standalone.append(message)
+            self.wake.set()
+
+    def close(self) -> None:
+        """End the session: cancel its work, fail its requests to the client, end its streams."""
+        self.closed = True
+        self.session.cancel_all()
+        self.session.close()
+        for queue in self.requests.values():
+            queue.put_nowait(_DONE)
+        self.wake.set()
+
+
+class StreamableHttp:
+    """The ASGI endpoint: validation, sessions, and the mapping of MCP exchanges onto HTTP."""
+
+    def __init__(self, server: Server, *, stateless: bool = False, allowed_origins: Iterable[str] = (),
+                 allowed_hosts: Iterable[str] | None = None, session_idle_timeout: float = 3600.0,
+                 keepalive: float = 15.0, max_workers: int = 64, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+        self.server = server
+        self.stateless = stateless
+        self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
+        self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
+        self.session_idle_timeout = session_idle_timeout
+        self.keepalive = keepalive
+        self.max_workers = max_workers
+        self.max_body_bytes = max_body_bytes
+        self.sessions: dict[str, HttpSession] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._reaper: asyncio.Task[None] | None = None
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def _bind_loop(self) -> None:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
+            if not self.stateless and self.session_idle_timeout > 0:
+                self._reaper = self._loop.create_task(self._reap_idle())
+
+    def on_loop(self, fn: Any, *args: Any) -> None:
+        """Run `fn(*args)` on the event loop: now if called there (keeping order), else soon."""
+        if threading.get_ident() == self._loop_thread:
+            fn(*args)
+            return
+        loop = self._loop
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(fn, *args)
+            except RuntimeError:  # the loop is closed: the server is shutting down
+                pass
+
+    def executor(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.max_workers, thread_name_prefix="shipcode-mcp-worker")
+        return self._executor
+
+    async def _reap_idle(self) -> None:
+        """End sessions nobody used for `session_idle_timeout` seconds (no request, no open stream)."""
+        period = max(1.0, min(60.0, self.session_idle_timeout / 4))
+        while True:
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            for session_id, http_session in list(self.sessions.items()):
+                idle = not http_session.get_open and not http_session.requests
+                if idle and now - http_session.last_seen > self.session_idle_timeout:
+                    log.info(f"session {session_id} idle for {self.session_idle_timeout:g} s: ended")
+                    self._end(session_id)
+
+    def _end(self, session_id: str) -> None:
+        http_session = self.sessions.pop(session_id, None)
+        if http_session is not None:
+            http_session.close()
+
+    def shutdown(self) -> None:
+        for session_id in list(self.sessions):
+            self._end(session_id)
+        if self._reaper is not None:
+            self._reaper.cancel()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- ASGI ---------------------------------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self._bind_loop()
+        request = Request(scope, receive)
+        response = self._check_origin_and_host(request)
+        if response is None:
+            if request.method == "POST":
+                response = await self._post(request)
+            elif request.method == "GET":
+                response = self._get(request)
+            elif request.method == "DELETE":
+                response = self._delete(request)
+            else:
+                response = _error(405, "Method Not Allowed", headers={"Allow": self._allowed_methods()})
+        await response(scope, receive, send)
+
+    def _allowed_methods(self) -> str:
+        return "POST" if self.stateless else "GET, POST, DELETE"
+
+    def _check_origin_and_host(self, request: Request) -> Response | None:
+        """DNS-rebinding protection: a web page must not reach a local server through a name it controls."""
+        host = request.headers.get("host", "").lower()
+        hostname = _hostname(host)
+        if self.allowed_hosts is None:
+            host_ok = hostname in LOOPBACK_NAMES
+        else:
+            host_ok = "*" in self.allowed_hosts or host in self.allowed_hosts or hostname in self.allowed_hosts
+        if not host_ok:
+            return _error(403, f"Forbidden: Host {host!r} is not allowed")
+        origin = request.headers.get("origin")
+        if origin is None:
+            return None  # not a browser, or a same-origin GET: the Host check covers those
+        normalized = origin.rstrip("/").lower()
+        if "*" in self.allowed_origins or normalized in self.allowed_origins:
+            return None
+        if self.allowed_hosts is None and _hostname(urlsplit(normalized).netloc) in LOOPBACK_NAMES:
+            return None
+        return _error(403, f"Forbidden: Origin {origin!r} is not allowed")
+
+    def _session_for(self, request: Request, *, creating: bool = False) -> HttpSession | Response:
+        """The session the request names, a new one for initialize, or the error response to send."""
+        version = request.headers.get(VERSION_HEADER)
+        if not creating and version is not None and version != PROTOCOL_VERSION:
+            return _error(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r} (this server speaks {PROTOCOL_VERSION})")
+        if self.stateless:
+            return HttpSession(self, None)
+        session_id = request.headers.get(SESSION_HEADER)
+        if session_id is None:
+            if creating:
+                return HttpSession(self, secrets.token_hex(16))
+            return _error(400, "Bad Request: the Mcp-Session-Id header is required")
+        http_session = self.sessions.get(session_id)
+        if http_session is None:
+            return _error(404, "Not Found: no such session (it ended or never existed); initialize a new one")
+        http_session.last_seen = time.monotonic()
+        return http_session
+
+    # -- POST -------------------------------------------------------------------------------------
+    async def _post(self, request: Request) -> Response:
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            return _error(415, "Unsupported Media Type: the body must be application/json")
+        wants_json, wants_sse = _accepts(request.headers.get("accept"))
+        if not (wants_json or wants_sse):
+            return _error(406, "Not Acceptable: accept application/json and text/event-stream")
+        body = await self._read_body(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            message = jsonrpc.parse(body)
+        except JsonRpcError as err:
+            return _json(400, jsonrpc.error(None, err))
+        problem = _invalid_message(message)
+        if problem is not None:
+            return _json(400, problem)
+        is_request = "method" in message and "id" in message
+        found = self._session_for(request, creating=is_request and message["method"] == "initialize")
+        if isinstance(found, Response):
+            return found
+        http_session = found
+        if not is_request:
+            http_session.session.receive(message)
+            return Response(status_code=202, headers=self._session_headers(http_session))
+        return await self._answer(http_session, message, wants_json, wants_sse)
+
+    async def _read_body(self, request: Request) -> bytes | Response:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
+                chunks.append(chunk)
+        except ClientDisconnect:
+            return Response(status_code=400)
+        return b"".join(chunks)
+
+    async def _answer(self, http_session: HttpSession, message: Message, wants_json: bool, wants_sse: bool) -> Response:
+        request_id = message["id"]
+        session = http_session.session
+        if request_id in http_session.requests:  # the session answers this duplicate itself
+            return _json(200, session.receive(message)[0], self._session_headers(http_session))
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        http_session.requests[request_id] = queue
+        replies = session.receive(message)
+        if replies:  # answered on the loop (inline): anything it sent on the way is in the queue
+            del http_session.requests[request_id]
+            if message["method"] == "initialize" and http_session.id is not None and "result" in replies[0]:
+                self.sessions[http_session.id] = http_session
+            headers = self._session_headers(http_session)
+            if wants_sse and (not queue.empty() or not wants_json):
+                return _sse(_drain(queue, replies[0]), headers)
+            self._reroute(http_session, queue)
+            return _json(200, replies[0], headers)
+        headers = self._session_headers(http_session)
+        while True:
+            first = await queue.get()
+            if first is _DONE or _is_response(first) or wants_sse:
+                break
+            http_session.route(first, None)  # a client that takes no SSE gets the rest on its GET stream
+        if first is _DONE:  # cancelled, or the session ended: no response will come
+            http_session.requests.pop(request_id, None)
+            if http_session.closed:
+                return _error(404, "Not Found: the session ended before the request was answered")
+            return _sse(_nothing(), headers) if wants_sse else Response(status_code=202, headers=headers)
+        if _is_response(first) and wants_json:
+            del http_session.requests[request_id]
+            return _json(200, first, headers)
+        return _sse(self._stream(http_session, request_id, queue, first), headers)
+
+    async def _stream(self, http_session: HttpSession, request_id: Id, queue: asyncio.Queue[Any],
+                      first: Any) -> AsyncIterator[bytes]:
+        """The SSE body of one request: what its handler sends, ending with the response."""
+        item = first
+        try:
+            while item is not _DONE:
+                yield _event(item)
+                if _is_response(item):
+                    return
+                item = await queue.get()
+        finally:
+            if http_session.requests.get(request_id) is queue:
+                del http_session.requests[request_id]
+
+    def _reroute(self, http_session: HttpSession, queue: asyncio.Queue[Any]) -> None:
+        while not queue.empty():
+            http_session.route(queue.get_nowait(), None)
+
+    def _session_headers(self, http_session: HttpSession) -> dict[str, str]:
+        return {} if http_session.id is None else {"Mcp-Session-Id": http_session.id}
+
+    # -- GET and DELETE -----------------------------------------------------------------------------
+    def _get(self, request: Request) -> Response:
+        if self.stateless:
+            return _error(405, "Method Not Allowed: a stateless server has no stream of its own", headers={"Allow": "POST"})
+        _, wants_sse = _accepts(request.headers.get("accept"))
+        if not wants_sse:
+            return _error(406, "Not Acceptable: the GET stream is text/event-stream")
+        found = self._session_for(request)
+        if isinstance(found, Response):
+            return found
+        if found.get_open:
+            return _error(409, "Conflict: this session's GET stream is already open")
+        found.get_open = True
+        return _sse(self._standalone(found), self._session_headers(found))
+
+    async def _standalone(self, http_session: HttpSession) -> AsyncIterator[bytes]:
+        """The session's own stream; a comment every `keepalive` seconds notices a client that left."""
+        try:
+            yield b": stream open\n\n"
+            while not http_session.closed:
+                while http_session.standalone:
+                    yield _event(http_session.standalone.popleft())
+                http_session.wake.clear()
+                try:
+                    await asyncio.wait_for(http_session.wake.wait(), self.keepalive)
+                except asyncio.TimeoutError:
+                    yield b": keep-alive\n\n"
+        finally:
+            http_session.get_open = False
+            http_session.last_seen = time.monotonic()
+
+    def _delete(self, request: Request) -> Response:
+        if self.stateless:
+            return _error(405, "Method Not Allowed: a stateless server has no session to end", headers={"Allow": "POST"})
+        found = self._session_for(request)
+        if isinstance(found, Response):
+            return found
+        assert found.id is not None
+        self._end(found.id)
+        return Response(status_code=204)
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+def _hostname(host: str) -> str:
+    """'example.com:8080' -> 'example.com', '[::1]:80' -> '[::1]'."""
+    if host.startswith("["):
+        return host[: host.find("]") + 1]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _accepts(header: str | None) -> tuple[bool, bool]:
+    """(application/json, text/event-stream) acceptable? No Accept header means anything (RFC 9110)."""
+    if header is None:
+        return True, True
+    types = {part.split(";")[0].strip().lower() for part in header.split(",")}
+    anything = "*/*" in types
+    return (anything or "application/json" in types or "application/*" in types,
+            anything or "text/event-stream" in types or "text/*" in types)
+
+
+def _invalid_message(message: Any) -> Message | None:
+    """The error to answer with 400 when the body is not one JSON-RPC request, notification or response."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return jsonrpc.error(None, JsonRpcError(jsonrpc.INVALID_REQUEST))
+    msg_id = message.get("id")
+    if "method" in message:
+        valid = isinstance(message["method"], str) and isinstance(message.get("params", {}), dict) and (
+            "id" not in message or jsonrpc.is_valid_id(msg_id))
+    else:
+        valid = jsonrpc.is_valid_id(msg_id) and (
+            isinstance(message.get("result"), dict) or isinstance(message.get("error"), dict))
+    if valid:
+        return None
+    return jsonrpc.error(msg_id if jsonrpc.is_valid_id(msg_id) else None, JsonRpcError(jsonrpc.INVALID_REQUEST))
+
+
+def _is_response(message: Any) -> bool:
+    return isinstance(message, dict) and "method" not in message
+
+
+def _json(status: int, message: Message, headers: dict[str, str] | None = None) -> Response:
+    body = jsonrpc.encode_or_substitute(message) or b""
+    return Response(body, status_code=status, headers=headers, media_type="application/json")
+
+
+def _error(status: int, text: str, headers: dict[str, str] | None = None) -> Response:
+    code = jsonrpc.INVALID_REQUEST if status < 500 else jsonrpc.INTERNAL_ERROR
+    return _json(status, jsonrpc.error(None, JsonRpcError(code, text)), headers)
+
+
+def _event(message: Message) -> bytes:
+    data = jsonrpc.encode_or_substitute(message)
+    return b"" if data is None else b"event: message\ndata: " + data[:-1] + b"\n\n"
+
+
+def _sse(body: AsyncIterator[bytes], headers: dict[str, str]) -> StreamingResponse:
+    return StreamingResponse(body, media_type="text/event-stream",
+                             headers={**headers, "Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"})
+
+
+async def _drain(queue: asyncio.Queue[Any], last: Message) -> AsyncIterator[bytes]:
+    while not queue.empty():
+        item = queue.get_nowait()
+        if item is not _DONE:
+            yield _event(item)
+    yield _event(last)
+
+
+async def _nothing() -> AsyncIterator[bytes]:
+    empty: tuple[bytes, ...] = ()
+    for chunk in empty:
+        yield chunk
+
+
+def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, allowed_origins: Iterable[str] = (),
+               allowed_hosts: Iterable[str] | None = None, host: str | None = None, session_idle_timeout: float = 3600.0,
+               max_workers: int = 64) -> Starlette:
+    """A Starlette app serving `server` at `path`.
+
+    `allowed_hosts` None accepts loopback Host names only (DNS-rebinding protection for a local
+    server), or any name if `host`, the address the server listens on, is not a loopback one; else
+    give the names a proxy or load balancer uses, or ["*"]. `allowed_origins` lists the browser
+    origins allowed besides loopback ones ("*" for any). Sessions unused for `session_idle_timeout`
+    seconds end (0: never).
+    """
+    if allowed_hosts is None and host is not None and not is_loopback(host):
+        allowed_hosts = ["*"]
+    endpoint = StreamableHttp(server, stateless=stateless, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts,
+                              session_idle_timeout=session_idle_timeout, max_workers=max_workers)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        endpoint.shutdown()
+
+    app = Starlette(routes=[Route(path, endpoint)], lifespan=lifespan)
+    app.state.mcp = endpoint
+    return app
+
+
+def is_loopback(host: str) -> bool:
+    return host.lower().strip("[]") in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
+
+
+def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, path: str = "/mcp",
+               stateless: bool = False, allowed_origins: Sequence[str] = (), allowed_hosts: Sequence[str] | None = None,
+               session_idle_timeout: float = 3600.0, log_level: str = "warning") -> int:
+    """Serve `server` over Streamable HTTP at http://host:port/path until SIGINT or SIGTERM.
+
+    A server bound to a non-loopback address accepts any Host name unless `allowed_hosts` says
+    otherwise; Origin is checked either way. For several worker processes, see `create_app`.
+    """
+    import uvicorn
+
+    app = create_app(server, path=path, stateless=stateless, allowed_origins=allowed_origins,
+                     allowed_hosts=allowed_hosts, host=host, session_idle_timeout=session_idle_timeout)
+    log.info(f"serving MCP over Streamable HTTP at http://{_url_host(host)}:{port}{path}"
+             f"{' (stateless)' if stateless else ''}")
+    uvicorn.run(app, host=host, port=port, **uvicorn_options(log_level))
+    return 0
+
+
+def uvicorn_options(log_level: str) -> dict[str, Any]:
+    """Logging to stderr only (uvicorn's access log would go to stdout), and a prompt shutdown even
+    with GET streams open."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    level = {"off": "critical"}.get(log_level, log_level)
+    return {"log_config": config, "log_level": level, "access_log": level in ("debug", "info"),
+            "timeout_graceful_shutdown": 3, "server_header": False}
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
