@@ -1,30 +1,15 @@
-"""A one-tool MCP server: `echo` returns its `text` argument. The benchmark's server under test."""
+"""A one-tool MCP server on the public API: `echo` returns its `text`. The benchmark's server under test."""
 
-from __future__ import annotations
-
-from shipcode_mcp.primitives import Tool
-from shipcode_mcp.server import Server
-from shipcode_mcp.transports.stdio import serve_stdio
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-    from shipcode_mcp.context import RequestContext
-
-
-def echo(context: RequestContext, arguments: dict[str, Any]) -> str:
-    return str(arguments["text"])
-
+from shipcode_mcp import Server
 
 server = Server("echo", "1.0.0")
-server.add_tool(Tool(
-    "echo",
-    echo,
-    {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-    description="Return the text you send.",
-    inline=True,  # quick and never blocks: answered on the reading loop
-))
+
+
+@server.tool(inline=True)  # quick and never blocks: answered on the reading loop, no thread hand-off
+def echo(text: str) -> str:
+    """Return the text you send."""
+    return text
+
 
 if __name__ == "__main__":
-    raise SystemExit(serve_stdio(server))
+    raise SystemExit(server.run())

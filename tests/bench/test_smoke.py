@@ -1,0 +1,97 @@
+"""The benchmark's smoke run: tiny counts, our echo server and the floor, so bench/run.py never rots.
+
+Nothing here asserts a timing (CI machines are noisy and the counts are tiny); it asserts that every
+phase ran for every server and that every response was checked, and that the checks do reject bad
+responses.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RUN = REPO / "bench" / "run.py"
+
+
+def driver() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_run", RUN)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("bench")
+    results = folder / "results.json"
+    done = subprocess.run([sys.executable, str(RUN), "--smoke", "--cache", str(folder), "--json", str(results)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "| ping throughput, pipelined" in done.stdout  # the table was printed
+    report: dict[str, Any] = json.loads(results.read_text())
+    return report
+
+
+@pytest.mark.parametrize("key", ["floor", "shipcode-echo"])
+def test_every_phase_ran_and_every_response_was_checked(smoke: dict[str, Any], key: str) -> None:
+    server = smoke["servers"][key]
+    assert server["errors"] == []
+    rounds = smoke["config"]["repetitions"]
+    assert set(server["sent"]) == {"initialize", "warm-up", "latency", "ping", "tools/call", "shutdown"}
+    assert server["checked"] == server["sent"]
+    assert server["sent"]["ping"] == rounds * smoke["config"]["pings"]
+    for metric in ("cold_start", "ping_rps", "ping_cpu", "call_rps", "call_cpu", "latency_p50", "latency_p99",
+                   "rss_rest", "rss_peak", "shutdown_answered", "shutdown_exit", "shutdown_time"):
+        assert len(server["samples"][metric]) >= rounds, metric
+        assert server["median"][metric] >= 0, metric
+
+
+def test_ratios_and_targets_come_from_the_same_run(smoke: dict[str, Any]) -> None:
+    ours, floor = smoke["servers"]["shipcode-echo"], smoke["servers"]["floor"]
+    assert ours["ratio_to_floor"]["ping_rps"] == pytest.approx(ours["median"]["ping_rps"] / floor["median"]["ping_rps"])
+    assert smoke["servers"]["python"]["median"]["cold_start"] > 0
+    measured = {check["target"] for check in smoke["targets"] if check["measured"] is not None}
+    assert "ping throughput >= 0.7x floor" in measured and "shutdown: 10 of 10 answered" in measured
+
+
+def test_the_checks_reject_bad_responses() -> None:
+    run = driver()
+    echo = run.Echo()
+    good = {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "echo 7"}], "isError": False}}
+    checker = run.Checker()
+    checker.response("call", good, 7, echo)
+    assert checker.checked["call"] == 1
+    bad = [
+        {**good, "id": 8},
+        {"jsonrpc": "2.0", "id": 7, "error": {"code": -32603, "message": "Internal error"}},
+        {**good, "result": {"content": [{"type": "text", "text": "echo 8"}]}},
+        {**good, "result": {"content": [{"type": "text", "text": "echo 7"}], "isError": True}},
+        {"id": 7, "result": {}},
+    ]
+    for message in bad:
+        with pytest.raises(run.BenchError):
+            checker.response("call", message, 7, echo)
+    pings = [{"jsonrpc": "2.0", "id": i, "result": {}} for i in (1, 2, 3)]
+    checker.all_of("ping", [pings[2], {"jsonrpc": "2.0", "method": "notifications/message"}, pings[0], pings[1]], range(1, 4))
+    for wrong in ([pings[0], pings[1]], [pings[0], pings[1], pings[1]], [*pings, {"jsonrpc": "2.0", "id": 4, "result": {}}]):
+        with pytest.raises(run.BenchError):
+            checker.all_of("ping", wrong, range(1, 4))
+    assert checker.checked["ping"] == 3
+
+
+def test_percentile_is_nearest_rank() -> None:
+    run = driver()
+    values = [float(v) for v in range(1, 101)]
+    assert run.percentile(values, 0.5) == 50
+    assert run.percentile(values, 0.99) == 99
+    assert run.percentile([3.0], 0.99) == 3
