@@ -76,14 +76,24 @@ def guess_mime_type(name: str) -> str | None:
     return _standard_types.get(suffix)
 
 
-def is_text(data: bytes, complete: bool = True) -> bool:
-    """UTF-8 without NUL bytes; for the head of a file (`complete=False`), a character cut off at the end is fine."""
+def as_text(data: bytes) -> str | None:
+    """The text of a whole file: UTF-8 without NUL bytes (a NUL means binary, git's rule), else None."""
     if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def looks_like_text(head: bytes) -> bool:
+    """Whether the first bytes of a file are text; a character cut off at the end of `head` is fine."""
+    if b"\0" in head:
         return False
     try:
-        data.decode("utf-8")
+        head.decode("utf-8")
     except UnicodeDecodeError as err:
-        return not complete and err.reason == "unexpected end of data"
+        return err.reason == "unexpected end of data"
     return True
 
 
@@ -92,6 +102,6 @@ def mime_type(name: str, head: bytes | None) -> str:
     known = guess_mime_type(name)
     if known is not None:
         return known
-    return "text/plain" if head is not None and is_text(head, complete=False) else "application/octet-stream"
+    return "text/plain" if head is not None and looks_like_text(head) else "application/octet-stream"
 
 

@@ -14,7 +14,7 @@ import time
 from .. import jsonrpc
 from ..primitives import Resource, ResourceNotFound, ToolError, blob_resource, text_resource
 from .listing import list_files
-from .mime import SNIFF_BYTES, guess_mime_type, is_text, mime_type
+from .mime import SNIFF_BYTES, as_text, guess_mime_type, mime_type
 from .resources import (
     DIRECTORY_MIME_TYPE,
     MAX_DIRECTORY_ENTRIES,
@@ -61,14 +61,16 @@ def _read_all(fd: int, uri: str, name: str, size: int) -> bytes:
         raise _too_large(uri, name, size)
     chunks: list[bytes] = []
     total = 0
+    want = size + 1  # one read takes a regular file whole; one more sees the end (or that it grew)
     while True:
-        chunk = os.read(fd, min(1 << 20, MAX_READ_BYTES + 1 - total))
+        chunk = os.read(fd, min(want, MAX_READ_BYTES + 1 - total))
         if not chunk:
             return b"".join(chunks)
         total += len(chunk)
         if total > MAX_READ_BYTES:  # it grew since fstat
             raise _too_large(uri, name, None)
         chunks.append(chunk)
+        want = 1 << 16
 
 
 def _too_large(uri: str, name: str, size: int | None) -> jsonrpc.JsonRpcError:
@@ -205,7 +207,10 @@ class WorkspaceResources:
         """A client starts resources/list (no cursor): walk every root now, so it sees the tree as it is."""
         for wait in self.before_listing:
             wait()
-        for root in self.roots.paths:
+        paths = self.roots.paths
+        for gone in [root for root in self._snapshots if root not in paths]:  # the client's roots changed
+            self._snapshots.pop(gone, None)
+        for root in paths:
             self.snapshot(root, 0.0)
 
     def listed(self) -> list[Resource]:
@@ -262,9 +267,8 @@ class WorkspaceResources:
         finally:
             os.close(fd)
         kind = mime_type(rel, data[:SNIFF_BYTES])
-        if is_text(data):
-            return [text_resource(uri, data.decode("utf-8"), kind)]
-        return [blob_resource(uri, data, kind)]
+        text = as_text(data)
+        return [text_resource(uri, text, kind) if text is not None else blob_resource(uri, data, kind)]
 
     def _read_folder(self, uri: str, snap: Snapshot, rel: str) -> list[Content]:
         """One item per direct entry, in name order; the item's text is the entry's name, not its content."""

@@ -16,6 +16,7 @@ import os
 import threading
 
 from .. import log
+from ..primitives import ResourceNotFound
 from .resources import IGNORE_FILES
 
 TYPE_CHECKING = False
@@ -92,36 +93,46 @@ class Watcher:
                 session.data.get(_SUBSCRIPTIONS, {}).pop(uri, None)
             return
         self.wait_ready()
-        real, snapshot, rel, directory = self.resources.locate(uri)
+        try:
+            real, snapshot, rel, directory = self.resources.locate(uri)
+        except ResourceNotFound:
+            session.subscriptions.discard(uri)  # the server noted the subscription before asking us
+            raise
         with self._lock:
             session.data.setdefault(_SUBSCRIPTIONS, {})[uri] = (real, snapshot.root, rel, directory)
 
     # -- the thread ------------------------------------------------------------------------------------
     def _run(self) -> None:
+        """Watch the roots; when they change (a client's roots), watch the new ones and say the list changed."""
         try:
-            notify = self._open()
-            if notify is None:
-                return
-            with notify:
-                for root in self.paths:
-                    self._seen[root] = self.resources.snapshot(root, 0.0)
-                self.ready.set()
-                while not self._stop.is_set():
-                    changes = notify.watch(DEBOUNCE_MS, STEP_MS, 60_000, self._stop)
-                    if isinstance(changes, str):  # "timeout", "stop" or "signal"
-                        continue
-                    try:
-                        self.handle(changes)
-                    except Exception:
-                        import traceback
-
-                        log.error(f"--watch: handling changes failed\n{traceback.format_exc()}")
+            while not self._stop.is_set():
+                following = self.paths != list(self.resources.roots.paths)
+                self.paths = list(self.resources.roots.paths)
+                notify = self._open()
+                if notify is None:
+                    return
+                with notify:
+                    self._seen = {root: self.resources.snapshot(root, 0.0) for root in self.paths}
+                    self.ready.set()
+                    if following:
+                        self.server.broadcast("notifications/resources/list_changed")
+                    self._watch(notify)
         except Exception:
-            import traceback
-
-            log.error(f"--watch: the watcher stopped\n{traceback.format_exc()}")
+            _log_failure("the watcher stopped")
         finally:
             self.ready.set()  # never leave a client waiting on a watcher that is not coming
+
+    def _watch(self, notify: RustNotify) -> None:
+        """Handle bursts until asked to stop or the roots change (RustNotify polls `interrupted` every step)."""
+        interrupted = _Interrupted(self)
+        while not interrupted.is_set():
+            changes = notify.watch(DEBOUNCE_MS, STEP_MS, 60_000, interrupted)
+            if isinstance(changes, str):  # "timeout", "stop" or "signal"
+                continue
+            try:
+                self.handle(changes)
+            except Exception:
+                _log_failure("handling changes failed")
 
     def _open(self) -> RustNotify | None:
         """Native notifications (inotify and friends), else polling, for instance when watches run out."""
@@ -178,6 +189,22 @@ class Watcher:
         if directory:  # its entries, not their contents
             return old is None or old.folders().get(rel) != new.folders().get(rel)
         return old is None or (rel in old.files) != (rel in new.files)
+
+
+class _Interrupted:
+    """The event RustNotify checks at every step: we are stopping, or the roots are not the ones watched."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+
+    def is_set(self) -> bool:
+        return self.watcher._stop.is_set() or self.watcher.paths != self.watcher.resources.roots.paths
+
+
+def _log_failure(what: str) -> None:
+    import traceback
+
+    log.error(f"--watch: {what}\n{traceback.format_exc()}")
 
 
 def _in_git(path: str, root: str) -> bool:
