@@ -348,19 +348,18 @@ def git_diff(ctx: RequestContext, roots: Roots, ref: str | None = None, staged: 
              path: str | None = None) -> ToolResult:
     repo, real = _repo_for(ctx, roots, path)
     with repo:
-        base = ["diff", *_DIFF_FLAGS, *repo.relative()]
-        if staged:
-            base.append("--cached")
+        options = [*_DIFF_FLAGS, *repo.relative(), *(["--cached"] if staged else [])]
+        revisions: list[str] = []  # after every option: once --end-of-options is given, nothing is one
         if ref is not None:
             revision = repo.revisions(ref)
             if staged and _RANGE.search(revision):
                 raise ToolError("staged compares the index with one revision; a range cannot be combined with it")
-            base += ["--end-of-options", revision]
-        elif not repo.has_commits() and staged:
-            base += ["--end-of-options", _empty_tree(repo)]
+            revisions = ["--end-of-options", revision]
+        elif staged and not repo.has_commits():
+            revisions = ["--end-of-options", _empty_tree(repo)]
         spec = repo.pathspec(real)
-        numstat = repo.check([*base, "--numstat", "-z", *spec])
-        patch = repo.check([*base, "--patch", *spec], limit=MAX_PATCH_BYTES)
+        numstat = repo.check(["diff", *options, "--numstat", "-z", *revisions, *spec])
+        patch = repo.check(["diff", *options, "--patch", *revisions, *spec], limit=MAX_PATCH_BYTES)
         files = _parse_numstat(repo, numstat.stdout)
     diff = cut_output(patch.stdout, patch.truncated)
     what = _diff_subject(ref, staged)

@@ -85,12 +85,8 @@ def open_parent(roots: Roots, real: str, shown: str, *, create: bool = False) ->
     if not parts:
         raise ToolError(f"{shown} is a workspace root folder")
     fd = _open_root(root, shown)
-    try:
-        for name in parts[:-1]:
-            fd = _step(fd, name, shown, create)
-    except BaseException:
-        os.close(fd)
-        raise
+    for name in parts[:-1]:
+        fd = _step(fd, name, shown, create)  # closes the folder above, even when it fails
     return fd, parts[-1]
 
 
@@ -102,7 +98,7 @@ def _open_root(root: str, shown: str) -> int:
 
 
 def _step(fd: int, name: str, shown: str, create: bool) -> int:
-    """Descend from folder `fd` into `name` (closing `fd`), making it first if asked and missing."""
+    """Descend from folder `fd` into `name`, making it first if asked and missing; `fd` is closed."""
     try:
         try:
             return os.open(name, _DIR_FLAGS, dir_fd=fd)
@@ -115,18 +111,27 @@ def _step(fd: int, name: str, shown: str, create: bool) -> int:
                 pass  # made by someone else meanwhile: open whatever is there, still without following
             return os.open(name, _DIR_FLAGS, dir_fd=fd)
     except OSError as err:
+        if err.errno == errno.ENOTDIR and _is_link(fd, name):  # O_DIRECTORY|O_NOFOLLOW on a link: ENOTDIR
+            err = OSError(errno.ELOOP, "symbolic link")
         raise os_error(err, shown) from None
     finally:
         os.close(fd)
+
+
+def _is_link(fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def open_dir(roots: Roots, real: str, shown: str) -> int:
     """A descriptor of the folder `real` (a root or any folder inside one)."""
     root, parts = _parts(roots, real)
     fd = _open_root(root, shown)
+    for name in parts:
+        fd = _step(fd, name, shown, False)  # closes the folder above, even when it fails
     try:
-        for name in parts:
-            fd = _step(fd, name, shown, False)
         verify(roots, fd)
     except BaseException:
         os.close(fd)

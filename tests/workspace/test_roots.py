@@ -1,0 +1,364 @@
+"""The confinement attack suite: hostile paths and refs against Roots, safe_open and every tool.
+
+Outside the roots lies a folder holding a canary string; whatever the input, no answer may contain
+it, no call may hang, and with --allow-write nothing outside may change.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import threading
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from shipcode_mcp.primitives import ToolError
+from shipcode_mcp.workspace import safe_open
+from shipcode_mcp.workspace.roots import OutsideRoots, Roots
+from workspace_support import CANARY, Tools, make_outside, make_repo, snapshot
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A root (a git repository) full of traps, a sibling whose name extends the root's, and an outside."""
+    base = tmp_path_factory.mktemp("attack")
+    outside = make_outside(base / "outside")
+    root = make_repo(base / "root")
+    sibling = base / "root-sibling"  # "root" is a string prefix of it: a naive startswith check lets it in
+    sibling.mkdir()
+    (sibling / "secret.txt").write_text(f"{CANARY} sibling\n")
+    (root / "link-out-file").symlink_to(outside / "secret.txt")
+    (root / "link-out-dir").symlink_to(outside)
+    (root / "link-dangling-out").symlink_to(outside / "does-not-exist")
+    (root / "link-relative-out").symlink_to("../outside/secret.txt")
+    (root / "link-sibling").symlink_to(sibling)
+    (root / "loop-a").symlink_to(root / "loop-b")
+    (root / "loop-b").symlink_to(root / "loop-a")
+    (root / "link-in").symlink_to(root / "README.md")
+    (root / "nested").mkdir()
+    (root / "nested" / "up").symlink_to("../..")  # the parent of the root, through a relative link
+    os.mkfifo(root / "fifo")
+    return {"base": base, "root": root, "outside": outside, "sibling": sibling}
+
+
+def hostile_paths(world: dict[str, Path]) -> list[str]:
+    root, outside = world["root"], world["outside"]
+    rel_out = os.path.relpath(outside, root)
+    return [
+        "..", "../", "../outside/secret.txt", f"{rel_out}/secret.txt", "src/../../outside/secret.txt",
+        "./../outside", "src/./../../outside/sub/deeper.txt", "a/b/../../../outside/secret.txt",
+        "/", "/etc/passwd", "/etc", str(outside / "secret.txt"), f"{root}/../outside/secret.txt",
+        str(world["sibling"] / "secret.txt"), str(world["sibling"]),
+        "link-out-file", "link-out-dir", "link-out-dir/secret.txt", "link-out-dir/sub/deeper.txt",
+        "link-dangling-out", "link-relative-out", "link-sibling/secret.txt", "nested/up",
+        "nested/up/outside/secret.txt",
+        f"file://{outside}/secret.txt", f"file://{root}/../outside/secret.txt",
+        f"file://{quote(str(root))}/%2e%2e/outside/secret.txt", f"file://{root}/%2E%2E%2Foutside%2Fsecret.txt",
+        f"file://localhost{outside}/secret.txt", f"FILE://{outside}/secret.txt", "file:///etc/passwd",
+        f"file://{root}/link-out-file", "file://evil.example/share/secret.txt", "file:secret.txt",
+        f"file://{root}/README.md?x=1", f"file://{root}/README.md#frag", f"file://{root}/%00README.md",
+        f"file://{root}/%ff%fe", "README.md\x00/../../outside/secret.txt", "\x00", "a" * 5000,
+        "x/" * 2100, "/" + "../" * 50 + str(outside)[1:] + "/secret.txt",
+    ]
+
+
+# -- Roots.resolve, directly -------------------------------------------------------------------------
+def test_resolve_refuses_every_way_out(world: dict[str, Path]) -> None:
+    roots = Roots([str(world["root"])])
+    for given in hostile_paths(world):
+        with pytest.raises(OutsideRoots) as caught:
+            roots.resolve(given)
+        message = str(caught.value)
+        assert CANARY not in message and str(world["outside"]) not in message.replace(given, ""), given
+        assert "\x00" not in message and len(message) < 300, given
+
+
+def test_resolve_keeps_what_is_inside(world: dict[str, Path]) -> None:
+    root = world["root"]
+    roots = Roots([str(root)])
+    assert roots.resolve("") == str(root)
+    assert roots.resolve(".") == str(root)
+    assert roots.resolve("src/../README.md") == str(root / "README.md")
+    assert roots.resolve(str(root / "src")) == str(root / "src")
+    assert roots.resolve(f"file://{quote(str(root))}/src/app.py") == str(root / "src" / "app.py")
+    assert roots.resolve(f"file://localhost{root}/docs") == str(root / "docs")
+    assert roots.resolve("link-in") == str(root / "README.md")  # a link inside, to inside, is fine
+    assert roots.resolve("%2e%2e") == str(root / "%2e%2e")  # plain paths are not percent-decoded
+    assert roots.resolve("~") == str(root / "~")  # nor expanded
+    assert roots.resolve("does/not/exist") == str(root / "does" / "not" / "exist")
+    assert roots.resolve("loop-a") == str(root / "loop-a")  # a loop stays inside; opening it fails cleanly
+    assert roots.display(roots.resolve("src/app.py")) == "src/app.py"
+
+
+def refusal(roots: Roots, given: object) -> str:
+    with pytest.raises(OutsideRoots) as caught:
+        roots.resolve(given)
+    return str(caught.value)
+
+
+def test_resolve_messages_say_nothing_about_the_outside(world: dict[str, Path]) -> None:
+    roots = Roots([str(world["root"])])
+    for given in ("link-out-file", "link-dangling-out", "link-out-dir/secret.txt"):
+        assert refusal(roots, given) == f"Access denied: {given} is not inside the workspace roots"
+    # The same answer whether or not the outside target exists.
+    assert refusal(roots, "/nonexistent/x") == "Access denied: /nonexistent/x is not inside the workspace roots"
+    assert refusal(roots, "/etc/passwd") == "Access denied: /etc/passwd is not inside the workspace roots"
+    assert refusal(roots, "a\nb/../../../x") == "Access denied: a?b/../../../x is not inside the workspace roots"
+    assert refusal(roots, "a" * 5000).startswith("Invalid path: longer than")
+    assert "NUL" in refusal(roots, "a\x00b")
+    assert "string" in refusal(roots, 42)
+
+
+def test_several_roots_and_the_root_prefix_trap(world: dict[str, Path]) -> None:
+    roots = Roots([str(world["root"]), str(world["outside"] / "sub")])
+    assert roots.resolve(str(world["outside"] / "sub" / "deeper.txt")) == str(world["outside"] / "sub" / "deeper.txt")
+    assert roots.display(str(world["outside"] / "sub" / "deeper.txt")) == str(world["outside"] / "sub" / "deeper.txt")
+    with pytest.raises(OutsideRoots):
+        roots.resolve(str(world["outside"] / "secret.txt"))
+    with pytest.raises(OutsideRoots):
+        roots.resolve(str(world["outside"] / "sub-not"))
+    with pytest.raises(OutsideRoots):
+        Roots([str(world["root"])]).resolve(str(world["sibling"]))
+
+
+# -- safe_open: the race between resolving and opening -----------------------------------------------
+def test_a_folder_swapped_for_a_link_after_resolving_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "dir").mkdir(parents=True)
+    (root / "dir" / "file.txt").write_text("inside\n")
+    outside = make_outside(tmp_path / "outside")
+    (outside / "file.txt").write_text(CANARY)
+    roots = Roots([str(root)])
+    real = roots.resolve("dir/file.txt")
+    (root / "dir").rename(root / "dir-old")
+    (root / "dir").symlink_to(outside)  # the attacker wins the race
+    with pytest.raises(ToolError, match=r"changed while it was being opened"):
+        safe_open.open_file(roots, real, "dir/file.txt")
+    with pytest.raises(ToolError):
+        safe_open.open_dir(roots, str(root / "dir"), "dir")
+    with pytest.raises(ToolError):
+        safe_open.open_parent(roots, real, "dir/file.txt", create=True)
+
+
+def test_a_file_swapped_for_a_link_or_a_fifo_after_resolving_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = make_outside(tmp_path / "outside")
+    roots = Roots([str(root)])
+    (root / "f").write_text("inside\n")
+    real = roots.resolve("f")
+    (root / "f").unlink()
+    (root / "f").symlink_to(outside / "secret.txt")
+    with pytest.raises(ToolError, match="symbolic link"):
+        safe_open.open_file(roots, real, "f")
+    (root / "f").unlink()
+    os.mkfifo(root / "f")
+    started = time.monotonic()
+    with pytest.raises(ToolError, match="FIFO"):
+        safe_open.open_file(roots, real, "f")
+    assert time.monotonic() - started < 1
+
+
+def test_the_opened_descriptor_is_checked_against_the_roots(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = make_outside(tmp_path / "outside")
+    fd = os.open(outside / "secret.txt", os.O_RDONLY)
+    try:
+        with pytest.raises(OutsideRoots):
+            safe_open.verify(Roots([str(root)]), fd)
+        safe_open.verify(Roots([str(outside)]), fd)
+    finally:
+        os.close(fd)
+
+
+def test_device_files_are_refused_without_being_opened(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    try:
+        os.mknod(root / "zero", stat.S_IFCHR | 0o600, os.makedev(1, 5))
+    except (PermissionError, OSError):
+        pytest.skip("cannot make device nodes here")
+    with pytest.raises(ToolError, match="character device"):
+        safe_open.open_file(Roots([str(root)]), str(root / "zero"), "zero")
+
+
+# -- every tool, through the real process -------------------------------------------------------------
+PATH_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
+    ("list_files", {}, "path"),
+    ("read_file", {}, "path"),
+    ("search_code", {"pattern": "CANARY"}, "path"),
+    ("git_log", {}, "path"),
+    ("git_diff", {}, "path"),
+    ("git_show", {"ref": "HEAD"}, "path"),
+    ("write_file", {"content": "pwned\n"}, "path"),
+    ("edit_file", {"old_text": "CANARY", "new_text": "pwned"}, "path"),
+]
+
+
+@pytest.fixture(scope="module")
+def attacked(world: dict[str, Path]) -> Any:
+    with Tools(world["root"], write=True) as tools:
+        yield tools
+
+
+def _no_canary(tools: Tools) -> None:
+    text = repr(tools.last)
+    assert CANARY not in text and "pwned" not in text, text[:500]
+
+
+@pytest.mark.parametrize(("tool", "base", "key"), PATH_ARGUMENTS, ids=[p[0] for p in PATH_ARGUMENTS])
+def test_every_path_argument_refuses_every_way_out(world: dict[str, Path], attacked: Tools, tool: str,
+                                                   base: dict[str, Any], key: str) -> None:
+    before = snapshot(world["outside"]), snapshot(world["sibling"])
+    parent_before = sorted(os.listdir(world["base"]))
+    for given in hostile_paths(world):
+        if "\x00" in given and tool != "read_file":
+            continue  # the same check for all; keeps the suite quick
+        message = attacked.error(tool, {**base, key: given})
+        assert message.startswith(("Access denied", "Invalid path", "Invalid arguments")), (given, message)
+        _no_canary(attacked)
+    assert (snapshot(world["outside"]), snapshot(world["sibling"])) == before
+    assert sorted(os.listdir(world["base"])) == parent_before
+
+
+def test_special_files_do_not_hang_any_tool(world: dict[str, Path], attacked: Tools) -> None:
+    started = time.monotonic()
+    assert "named pipe" in attacked.error("read_file", {"path": "fifo"})
+    assert "named pipe" in attacked.error("search_code", {"pattern": "x", "path": "fifo"})
+    assert "named pipe" in attacked.error("write_file", {"path": "fifo", "content": "x"})
+    assert "named pipe" in attacked.error("edit_file", {"path": "fifo", "old_text": "x", "new_text": "y"})
+    assert "fifo" not in attacked.data("list_files", {})["files"]
+    assert attacked.data("search_code", {"pattern": "."})["match_count"] > 0  # the walk skips it too
+    for loop in ("loop-a", "loop-a/x"):
+        attacked.error("read_file", {"path": loop})
+        attacked.error("write_file", {"path": loop, "content": "x"})
+    assert time.monotonic() - started < 10
+    assert stat.S_ISFIFO(os.lstat(world["root"] / "fifo").st_mode)
+
+
+def test_symlinks_inside_the_root_are_never_listed_or_searched_out(world: dict[str, Path], attacked: Tools) -> None:
+    files = attacked.data("list_files", {})["files"]
+    assert not any(name.startswith(("link-", "loop-", "nested/up")) for name in files)
+    assert attacked.data("search_code", {"pattern": "CANARY"})["match_count"] == 0
+    _no_canary(attacked)
+
+
+def test_a_link_to_inside_is_written_through_and_stays_a_link(world: dict[str, Path], attacked: Tools) -> None:
+    readme = world["root"] / "README.md"
+    original = readme.read_text()
+    try:
+        attacked.data("write_file", {"path": "link-in", "content": "# Demo\n\nRewritten.\n"})
+        assert (world["root"] / "link-in").is_symlink()
+        assert readme.read_text() == "# Demo\n\nRewritten.\n"
+    finally:
+        readme.write_text(original)
+
+
+HOSTILE_REFS = [
+    "--output=/tmp/shipcode-written-by-git", "-p", "--all", "-", "--end-of-options", "HEAD..--all", "--all..HEAD",
+    "HEAD...-x", "HEAD:../outside/secret.txt", "HEAD:README.md", ":/Initial", "v1.0:src", "HEAD\n--all", "HEAD\x00",
+    "HEAD\t", "main@{upstream}:x", "a" * 300, "",
+]
+
+
+@pytest.mark.parametrize("tool", ["git_log", "git_diff", "git_show"])
+def test_refs_cannot_become_options_or_reach_paths(world: dict[str, Path], attacked: Tools, tool: str) -> None:
+    for ref in HOSTILE_REFS:
+        message = attacked.error(tool, {"ref": ref})
+        assert message.startswith(("Refused", "A ref", "Invalid arguments", "Unknown revision")), (ref, message)
+        _no_canary(attacked)
+    assert not Path("/tmp/shipcode-written-by-git").exists()
+    # What a ref may legitimately hold still works.
+    assert attacked.data("git_log", {"ref": "HEAD@{0}", "limit": 1})["commits"]
+    assert attacked.data("git_log", {"ref": "v1.0..HEAD"})["commits"][0]["subject"] == "Rename util to helpers"
+
+
+def test_git_show_path_cannot_read_outside_the_root_from_the_repository(tmp_path: Path) -> None:
+    """The root is a folder inside a larger repository: files of the repository outside the root
+    are as unreachable through git as through the file system."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / "src" / "secret.txt").write_text(f"{CANARY}\n")
+    from workspace_support import git
+
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", f"Add {CANARY}")
+    with Tools(repo / "docs") as tools:
+        assert tools.error("git_show", {"ref": "HEAD", "path": "../src/secret.txt"}).startswith("Access denied")
+        assert tools.error("git_show", {"ref": "HEAD:src/secret.txt"}).startswith("Refused")
+        shown = tools.text("git_show", {"ref": "HEAD~1"})  # the rename commit touches only src/
+        assert "src" not in shown.split("\n\n", 2)[-1]
+        _no_canary(tools)
+        head = tools.text("git_show", {"ref": "HEAD"})
+        assert "secret" not in head.split("\n\n", 2)[-1]
+        status_log = [tools.text("git_status"), tools.text("git_log"), tools.text("git_diff", {"ref": "HEAD~3"})]
+        assert all(CANARY not in text and "secret.txt" not in text for text in status_log)
+
+
+def test_nothing_is_written_inside_git_folders(world: dict[str, Path], attacked: Tools) -> None:
+    hooks = world["root"] / ".git" / "hooks"
+    for path in (".git/hooks/pre-commit", ".git/config", "src/../.git/HEAD", ".GIT/x", "sub/.git/config"):
+        assert attacked.error("write_file", {"path": path, "content": "#!/bin/sh\necho pwned\n"}).startswith("Refused")
+    assert not (hooks / "pre-commit").exists()
+    assert "pwned" not in (world["root"] / ".git" / "config").read_text()
+    assert attacked.error("write_file", {"path": ".", "content": "x"}).endswith("folder; write_file writes files")
+
+
+def test_racing_symlink_swaps_never_leak_the_outside(tmp_path: Path) -> None:
+    """A thread swaps a folder and a link to the outside back and forth while the server reads,
+    lists, searches and writes through that path: whatever wins each race, the canary never shows
+    and nothing outside changes."""
+    root = tmp_path / "root"
+    (root / "dir").mkdir(parents=True)
+    (root / "dir" / "secret.txt").write_text("inside\n")
+    outside = make_outside(tmp_path / "outside")
+    before = snapshot(outside)
+    stop = threading.Event()
+
+    swaps = [0]
+
+    def swap() -> None:
+        def clear() -> None:  # write_file may make the missing folder anew in a gap: fine, it is inside
+            if (root / "dir").is_symlink():
+                os.unlink(root / "dir")
+            elif (root / "dir").exists():
+                shutil.rmtree(root / "dir", ignore_errors=True)
+
+        def retry(step: Any) -> None:  # the server may recreate "dir" between clear() and the step
+            while True:
+                clear()
+                try:
+                    return step()
+                except OSError:
+                    continue
+
+        while not stop.is_set():
+            os.rename(root / "dir", root / "dir-real")
+            retry(lambda: os.symlink(outside, root / "dir"))
+            time.sleep(0.0005)
+            retry(lambda: os.rename(root / "dir-real", root / "dir"))
+            swaps[0] += 1
+
+    with Tools(root, write=True) as tools:
+        swapper = threading.Thread(target=swap)
+        swapper.start()
+        try:
+            deadline = time.monotonic() + 2.0
+            calls = 0
+            while time.monotonic() < deadline:
+                for name, arguments in (("read_file", {"path": "dir/secret.txt"}), ("list_files", {"path": "dir"}),
+                                        ("search_code", {"pattern": "CANARY", "path": "dir"}),
+                                        ("write_file", {"path": "dir/secret.txt", "content": "inside\n"})):
+                    result = tools.process.call_tool(name, arguments)
+                    assert CANARY not in repr(result)
+                    calls += 1
+        finally:
+            stop.set()
+            swapper.join()
+        assert calls > 10 and swaps[0] > 100 and swapper.is_alive() is False
+    assert snapshot(outside) == before

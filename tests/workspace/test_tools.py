@@ -1,0 +1,189 @@
+"""The workspace tools as MCP sees them: tools/list, schemas, annotations, protocol errors, start-up cost,
+and the official SDK client using them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import jsonschema
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from support import REPO
+from workspace_support import Tools, make_repo
+
+READ_ONLY = ["list_files", "read_file", "search_code", "git_status", "git_log", "git_diff", "git_show"]
+WRITING = ["write_file", "edit_file"]
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_repo(tmp_path_factory.mktemp("tools") / "repo")
+
+
+@pytest.fixture(scope="module")
+def tools(repo: Path) -> Any:
+    with Tools(repo, write=True) as server:
+        yield server
+
+
+def test_tools_are_listed_in_a_stable_order_and_writing_needs_allow_write(repo: Path, tools: Tools) -> None:
+    assert tools.order == READ_ONLY + WRITING
+    with Tools(repo) as read_only:
+        assert read_only.order == READ_ONLY
+        for name in WRITING:
+            reply = read_only.process.request("tools/call", {"name": name, "arguments": {"path": "x", "content": ""}})
+            assert reply["error"] == {"code": -32602, "message": f"Unknown tool: {name}"}
+        assert not (repo / "x").exists()
+
+
+def test_every_tool_is_fully_described(tools: Tools) -> None:
+    meta = jsonschema.Draft202012Validator.META_SCHEMA
+    for name, tool in tools.tools.items():
+        assert list(tool) == ["name", "title", "description", "inputSchema", "outputSchema", "annotations"]
+        assert tool["title"] and len(tool["description"]) > 150, name
+        for key in ("inputSchema", "outputSchema"):
+            schema = tool[key]
+            jsonschema.Draft202012Validator(meta).validate(schema)
+            assert schema["type"] == "object"
+        inputs = tool["inputSchema"]
+        assert inputs["additionalProperties"] is False
+        for prop, spec in inputs["properties"].items():
+            assert spec.get("description"), (name, prop)
+            if spec["type"] == "integer":
+                assert {"default", "minimum", "maximum"} <= set(spec), (name, prop)
+            if spec["type"] == "boolean":
+                assert spec["default"] is False
+        hints = tool["annotations"]
+        assert set(hints) == {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+        assert hints["openWorldHint"] is False
+        assert hints["readOnlyHint"] is (name in READ_ONLY)
+        assert hints["destructiveHint"] is (name not in READ_ONLY)
+    assert tools.tools["edit_file"]["annotations"]["idempotentHint"] is False
+    assert tools.tools["write_file"]["annotations"]["idempotentHint"] is True
+    assert tools.tools["read_file"]["inputSchema"]["required"] == ["path"]
+    assert tools.tools["search_code"]["inputSchema"]["properties"]["context"]["maximum"] == 10
+    assert tools.tools["git_status"]["inputSchema"] == {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+def test_cursor_is_accepted_and_a_bad_one_is_invalid_params(tools: Tools) -> None:
+    assert "nextCursor" not in tools.process.request("tools/list", {})["result"]
+    assert tools.process.request("tools/list", {"cursor": "bogus"})["error"]["code"] == -32602
+    assert tools.process.request("tools/list", {"cursor": 7})["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize("arguments", [[], "path", 3, True])
+def test_arguments_that_are_not_an_object_are_invalid_params(tools: Tools, arguments: Any) -> None:
+    reply = tools.process.request("tools/call", {"name": "read_file", "arguments": arguments})
+    assert reply["error"]["code"] == -32602
+
+
+def test_unknown_tool(tools: Tools) -> None:
+    reply = tools.process.request("tools/call", {"name": "rm_rf", "arguments": {}})
+    assert reply["error"] == {"code": -32602, "message": "Unknown tool: rm_rf"}
+
+
+@pytest.mark.parametrize(("name", "arguments", "named"), [
+    ("read_file", {}, "path"),
+    ("read_file", {"path": "README.md", "limit": 0}, "limit"),
+    ("read_file", {"path": "README.md", "offset": "2"}, "offset"),
+    ("read_file", {"path": "README.md", "bogus": 1}, "bogus"),
+    ("list_files", {"limit": 10001}, "limit"),
+    ("search_code", {"pattern": ""}, "pattern"),
+    ("search_code", {"pattern": "x", "context": 11}, "context"),
+    ("search_code", {"pattern": "x", "ignore_case": "yes"}, "ignore_case"),
+    ("git_log", {"limit": -1}, "limit"),
+    ("git_status", {"path": "."}, "path"),
+    ("git_show", {}, "ref"),
+    ("edit_file", {"path": "README.md", "old_text": "", "new_text": "x"}, "old_text"),
+    ("write_file", {"path": "x.txt"}, "content"),
+])
+def test_arguments_failing_the_schema_are_an_error_result_naming_the_argument(
+        tools: Tools, name: str, arguments: dict[str, Any], named: str) -> None:
+    message = tools.error(name, arguments)
+    assert message.startswith(f"Invalid arguments for tool {name}: ")
+    assert named in message
+
+
+def test_results_carry_the_same_data_as_text_and_structured_content(tools: Tools) -> None:
+    result = tools.call("list_files", {"pattern": "*.md"})
+    assert list(result) == ["content", "structuredContent", "isError"]
+    assert result["structuredContent"]["files"] == ["README.md", "docs/guide.md"]
+    assert result["content"][0]["text"].splitlines() == ["README.md", "docs/guide.md"]
+
+
+def test_start_up_imports_none_of_the_tools_work(repo: Path) -> None:
+    """Building the server (what start-up does) must not load subprocess, difflib, the validator, or
+    the modules that do the work: they load on the first call."""
+    code = (
+        "import sys; from shipcode_mcp.cli import build_server; "
+        f"build_server([{str(repo)!r}], allow_write=True); print(' '.join(sorted(sys.modules)))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={"PYTHONPATH": str(REPO / "src")}).stdout.split()
+    for heavy in ("subprocess", "difflib", "selectors", "secrets", "jsonschema_rs", "typing", "dataclasses",
+                  "shipcode_mcp.workspace.files", "shipcode_mcp.workspace.search", "shipcode_mcp.workspace.git",
+                  "shipcode_mcp.workspace.writes", "shipcode_mcp.workspace.process"):
+        assert heavy not in loaded, heavy
+    assert "shipcode_mcp.workspace.tools" in loaded
+
+
+def _params(root: Path) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "shipcode_mcp", str(root)],
+                                 env={"PYTHONPATH": str(REPO / "src")})
+
+
+def test_official_sdk_client_lists_tools_and_calls_search_code_and_read_file(repo: Path) -> None:
+    async def main() -> None:
+        async with stdio_client(_params(repo)) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            assert [tool.name for tool in listed.tools] == READ_ONLY
+            search = next(tool for tool in listed.tools if tool.name == "search_code")
+            assert search.annotations is not None and search.annotations.read_only_hint is True
+            assert search.output_schema is not None
+
+            found = await session.call_tool("search_code", {"pattern": "def \\w+", "path": "src"})
+            assert found.is_error is False
+            assert found.structured_content is not None
+            assert found.structured_content["match_count"] == 3
+            text = found.content[0].text  # type: ignore[union-attr]
+            assert "src/app.py:4:def main():" in text.splitlines()
+
+            progress: list[tuple[float, float | None, str | None]] = []
+
+            async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                progress.append((value, total, message))
+
+            found = await session.call_tool("search_code", {"pattern": "answer"}, progress_callback=on_progress)
+            assert found.structured_content is not None and found.structured_content["match_count"] == 2
+            values = [value for value, _, _ in progress]
+            assert values == sorted(set(values)) and progress[-1][0] == progress[-1][1]  # rising, then done
+
+            page = await session.call_tool("read_file", {"path": "src/app.py", "offset": 4, "limit": 2})
+            assert page.is_error is False
+            assert page.structured_content is not None
+            assert page.structured_content["text"] == "def main():\n    return util.answer()"
+            assert page.structured_content["next_offset"] == 6
+            assert page.content[0].text.startswith("     4\tdef main():\n     5\t    return util.answer()\n")  # type: ignore[union-attr]
+
+            failed = await session.call_tool("read_file", {"path": "/etc/passwd"})
+            assert failed.is_error is True
+
+    anyio.run(main)
+
+
+def test_structured_content_text_is_valid_json_only_where_promised(tools: Tools) -> None:
+    """The text block is what a model reads (numbered lines, path:line:text); structuredContent holds
+    the data. Both describe the same result."""
+    result = tools.call("read_file", {"path": "README.md"})
+    data = result["structuredContent"]
+    numbered = result["content"][0]["text"].splitlines()
+    assert [line.split("\t", 1)[1] for line in numbered] == data["text"].splitlines()
+    json.dumps(data)

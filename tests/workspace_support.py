@@ -1,0 +1,129 @@
+"""Support for the workspace tool tests: real git repositories made by the test, and a client that
+checks every tool result against the tool's own outputSchema (McpProcess already checks every line
+against the official schema)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from support import McpProcess, validate_definition
+
+CANARY = "CANARY-outside-the-roots-7f3a"
+"""Written into files outside the roots: it must never appear in anything the server says."""
+
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Ada Lovelace",
+    "GIT_AUTHOR_EMAIL": "ada@example.com",
+    "GIT_COMMITTER_NAME": "Ada Lovelace",
+    "GIT_COMMITTER_EMAIL": "ada@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+
+def git(cwd: Path, *args: str, date: str = "2024-01-02T10:00:00+00:00") -> str:
+    env = {**os.environ, **_GIT_ENV, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=True)
+    return done.stdout.decode()
+
+
+def make_repo(path: Path) -> Path:
+    """A small project with three commits and a tag:
+
+    1 "Initial commit": README.md, src/app.py, src/util.py, docs/guide.md, .gitignore
+    2 "Add greeting" (tagged v1.0): src/app.py changed
+    3 "Rename util to helpers": src/util.py -> src/helpers.py
+    """
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    (path / "README.md").write_text("# Demo\n\nA demo project.\n")
+    (path / "src").mkdir()
+    (path / "src" / "app.py").write_text("import util\n\n\ndef main():\n    return util.answer()\n")
+    (path / "src" / "util.py").write_text("def answer():\n    return 42\n")
+    (path / "docs").mkdir()
+    (path / "docs" / "guide.md").write_text("Guide\n=====\n\nRun `main()`.\n")
+    (path / ".gitignore").write_text("build/\n*.log\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "Initial commit\n\nThe first version.", date="2024-01-01T09:00:00+00:00")
+    (path / "src" / "app.py").write_text(
+        "import util\n\n\ndef main():\n    return util.answer()\n\n\ndef greet(name):\n    return f'Hello, {name}!'\n")
+    git(path, "commit", "-q", "-am", "Add greeting", date="2024-01-02T09:00:00+00:00")
+    git(path, "tag", "-a", "v1.0", "-m", "Release 1.0", date="2024-01-02T09:30:00+00:00")
+    git(path, "mv", "src/util.py", "src/helpers.py")
+    git(path, "commit", "-q", "-m", "Rename util to helpers", date="2024-01-03T09:00:00+00:00")
+    return path
+
+
+def make_outside(path: Path) -> Path:
+    """A folder outside the roots, holding the canary."""
+    path.mkdir(parents=True)
+    (path / "secret.txt").write_text(f"{CANARY}\n")
+    (path / "sub").mkdir()
+    (path / "sub" / "deeper.txt").write_text(f"{CANARY} deeper\n")
+    return path
+
+
+def snapshot(path: Path) -> dict[str, tuple[int, bytes]]:
+    """Every entry under `path` with its mode and content: to prove nothing changed there."""
+    out: dict[str, tuple[int, bytes]] = {}
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            info = os.lstat(full)
+            data = Path(full).read_bytes() if os.path.isfile(full) and not os.path.islink(full) else b""
+            out[os.path.relpath(full, path)] = (info.st_mode, data)
+    return out
+
+
+class Tools:
+    """A started, initialized server and the output schemas of its tools."""
+
+    def __init__(self, *roots: Path | str, write: bool = False, env: dict[str, str] | None = None,
+                 cwd: Path | None = None) -> None:
+        args = (["--allow-write"] if write else []) + [str(root) for root in roots]
+        self.process = McpProcess(*args, env=env, cwd=cwd)
+        self.process.initialize()
+        listed = self.process.request("tools/list")["result"]["tools"]
+        self.tools = {tool["name"]: tool for tool in listed}
+        self.order = [tool["name"] for tool in listed]
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None, *, error: bool = False,
+             timeout: float = 30.0) -> dict[str, Any]:
+        """tools/call; asserts isError is `error`, and that a success fits the tool's outputSchema."""
+        result = self.process.call_tool(name, arguments if arguments is not None else {}, timeout)
+        validate_definition("CallToolResult", result)
+        assert result["isError"] is error, result
+        assert result["content"] and result["content"][0]["type"] == "text", result
+        schema = self.tools[name].get("outputSchema")
+        if not error and schema is not None:
+            assert "structuredContent" in result, result
+            jsonschema.Draft202012Validator(schema).validate(result["structuredContent"])
+        self.last = result
+        return result
+
+    def data(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        structured: dict[str, Any] = self.call(name, arguments)["structuredContent"]
+        return structured
+
+    def text(self, name: str, arguments: dict[str, Any] | None = None) -> str:
+        text: str = self.call(name, arguments)["content"][0]["text"]
+        return text
+
+    def error(self, name: str, arguments: dict[str, Any] | None = None) -> str:
+        text: str = self.call(name, arguments, error=True)["content"][0]["text"]
+        return text
+
+    def close(self) -> None:
+        assert self.process.close() == 0
+
+    def __enter__(self) -> Tools:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process.proc.poll() is None:
+            self.process.close()
