@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from shipcode_mcp.context import RequestContext
-from shipcode_mcp.primitives import Resource, Tool
+from shipcode_mcp.primitives import Prompt, Resource, Tool
 from shipcode_mcp.server import Server
 from shipcode_mcp.session import ClientRequestError, Job, Session
 
@@ -340,3 +340,326 @@ def test_a_request_to_the_client_times_out_and_is_cancelled() -> None:
     assert h.sent[1] == {"jsonrpc": "2.0", "method": "notifications/cancelled",
                          "params": {"requestId": request_id, "reason": "Timed out after 0.05 s"}}
     assert h.receive({"jsonrpc": "2.0", "id": request_id, "result": {}}) == []  # a late reply is ignored
+
+
+# -- issue 5: routing, stateless sessions, client requests from handlers, roots, logging, list changes --------
+class Routed(Harness):
+    """A harness whose transport also takes messages related to a request (as Streamable HTTP does)."""
+
+    def __init__(self, server: Server | None = None, **options: Any) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.related: list[tuple[Any, dict[str, Any]]] = []
+        self.jobs: list[Job] = []
+        self.background: list[Any] = []
+        self.session = Session(server or make_server(), send=self.sent.append, spawn=self.jobs.append,
+                               send_related=lambda message, related: self.related.append((related, message)),
+                               background=self.background.append, **options)
+
+    def ready(self, capabilities: dict[str, Any] | None = None) -> None:
+        self.receive(req(1, "initialize", {"capabilities": capabilities or {}}))
+        self.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def answer_client_requests(h: Harness, results: dict[str, Any], stop: threading.Event) -> threading.Thread:
+    """A fake client: answers every request the server sends (through `sent` or `related`) from `results`."""
+    def run() -> None:
+        answered: set[Any] = set()
+        while not stop.is_set():
+            outgoing = list(h.sent) + [m for _, m in getattr(h, "related", [])]
+            for message in outgoing:
+                if "method" in message and "id" in message and message["id"] not in answered:
+                    answered.add(message["id"])
+                    result = results[message["method"]]
+                    reply = {"jsonrpc": "2.0", "id": message["id"]}
+                    reply.update({"error": result} if "code" in result else {"result": result})
+                    h.receive(reply)
+            stop.wait(0.005)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_progress_logs_requests_and_the_response_of_a_request_are_routed_to_it() -> None:
+    server = Server("s", "1", logging=True)
+
+    def work(ctx: RequestContext, args: dict[str, Any]) -> str:
+        ctx.report_progress(1, 2)
+        ctx.info("halfway")
+        return ctx.sample("hi", max_tokens=5)["content"]["text"]
+
+    server.add_tool(Tool("work", work))
+    h = Routed(server)
+    h.ready({"sampling": {}})
+    h.receive(req(7, "tools/call", {"name": "work", "_meta": {"progressToken": "p"}}))
+    stop = threading.Event()
+    answer_client_requests(h, {"sampling/createMessage": {"role": "assistant", "content": {"type": "text", "text": "yo"},
+                                                          "model": "m"}}, stop)
+    h.jobs[0].run()
+    stop.set()
+    assert h.sent == []  # nothing of request 7 took the session-wide way
+    methods = [m.get("method", "response") for _, m in h.related]
+    assert methods == ["notifications/progress", "notifications/message", "sampling/createMessage", "response"]
+    assert {related for related, _ in h.related} == {7}
+    assert h.related[2][1]["params"] == {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                                         "maxTokens": 5}
+    assert h.related[-1][1]["result"]["content"] == [{"type": "text", "text": "yo"}]
+
+
+def test_messages_of_no_request_take_the_session_wide_way() -> None:
+    server = make_server()
+    server.tools_list_changed = True
+    h = Routed(server)
+    h.ready()
+    server.add_tool(Tool("new", lambda ctx, args: None))
+    assert h.sent == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}] and h.related == []
+
+
+def test_list_changes_go_only_to_sessions_whose_initialize_declared_them() -> None:
+    server = make_server()
+    before = Routed(server)
+    before.ready()  # initialized while listChanged was not offered
+    server.tools_list_changed = server.prompts_list_changed = True
+    after = Routed(server)
+    after.ready()
+    not_ready = Routed(server)
+    not_ready.receive(INIT)
+    assert after.session.capabilities["tools"] == {"listChanged": True}
+    server.remove_tool("later")
+    server.remove_tool("missing")  # no change, no notification
+    server.add_prompt(Prompt("p", lambda ctx, args: "x"))  # prompts was not declared at initialize
+    assert after.sent == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]
+    assert before.sent == [] and not_ready.sent == []
+
+
+def test_resource_updates_reach_subscribers_only() -> None:
+    server = make_server()
+    server.resources_subscribe = True
+    one, two = Routed(server), Routed(server)
+    one.ready()
+    two.ready()
+    assert one.receive(req(2, "resources/subscribe", {"uri": "test://a"}))[0]["result"] == {}
+    assert two.receive(req(2, "resources/subscribe", {"uri": "test://dir"}))[0]["result"] == {}
+    server.resource_updated("test://a")
+    server.resource_updated("test://dir/file")
+    server.resource_updated("test://directory")  # not inside test://dir
+    assert one.sent == [{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "test://a"}}]
+    assert two.sent == [{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "test://dir/file"}}]
+    one.receive(req(3, "resources/unsubscribe", {"uri": "test://a"}))
+    server.resource_updated("test://a")
+    assert len(one.sent) == 1
+
+
+def test_log_messages_need_the_capability_and_pass_the_level_threshold() -> None:
+    quiet = Routed(make_server())
+    assert quiet.session.log("emergency", "x") is False and quiet.sent == []
+    server = make_server()
+    server.logging_enabled = True
+    h = Routed(server)
+    h.ready()
+    assert h.session.log("debug", "hidden") is False  # below the default threshold, info
+    assert h.session.log("info", {"k": 1}, "db") is True
+    assert h.receive(req(2, "logging/setLevel", {"level": "error"}))[0]["result"] == {}
+    assert h.session.log("warning", "hidden") is False
+    assert h.session.log("critical", "shown") is True
+    assert h.session.log("nonsense", "x") is False
+    assert h.sent == [
+        {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "logger": "db", "data": {"k": 1}}},
+        {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "critical", "data": "shown"}},
+    ]
+    assert h.receive(req(3, "logging/setLevel", {"level": "loud"}))[0]["error"]["code"] == -32602
+
+
+def test_a_stateless_session_serves_without_a_handshake_and_cannot_ask_the_client() -> None:
+    h = Routed(make_server(), stateless=True)
+    assert h.session.ready
+    assert h.receive(req(1, "tools/call", {"name": "echo", "arguments": {"text": "x"}}))[0]["result"]["isError"] is False
+    with pytest.raises(ClientRequestError) as caught:
+        h.session.request("roots/list")
+    assert "stateless" in caught.value.error.message
+    assert h.sent == [] and h.related == []
+
+
+def test_an_inline_handler_cannot_wait_on_the_client() -> None:
+    server = make_server()
+
+    def ask(ctx: RequestContext, args: dict[str, Any]) -> str:
+        try:
+            ctx.list_roots()
+        except ClientRequestError as err:
+            return err.error.message
+        return "asked"
+
+    server.add_tool(Tool("ask", ask, inline=True))
+    h = Routed(server)
+    h.ready({"roots": {}})
+    text = h.receive(req(2, "tools/call", {"name": "ask"}))[0]["result"]["content"][0]["text"]
+    assert "inline" in text and h.sent == [] and h.related == []
+
+
+def test_cancelling_a_request_that_waits_on_the_client_cancels_our_request_too() -> None:
+    server = make_server()
+    asked = threading.Event()
+
+    def ask(ctx: RequestContext, args: dict[str, Any]) -> str:
+        asked.set()
+        ctx.elicit("name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        return "answered"
+
+    server.add_tool(Tool("ask", ask))
+    h = Routed(server)
+    h.ready({"elicitation": {}})
+    h.receive(req(5, "tools/call", {"name": "ask"}))
+    worker = threading.Thread(target=h.jobs[0].run)
+    worker.start()
+    assert asked.wait(5)
+    for _ in range(500):
+        if h.related:
+            break
+        threading.Event().wait(0.01)
+    ours = h.related[0][1]
+    assert ours["method"] == "elicitation/create"
+    h.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}})
+    worker.join(5)
+    assert not worker.is_alive()
+    assert [m for _, m in h.related][1:] == [{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
+        "requestId": ours["id"], "reason": "The request that needed it was cancelled"}}]  # and no response to 5
+    h.receive({"jsonrpc": "2.0", "id": ours["id"], "result": {"action": "decline"}})  # a late answer is ignored
+    assert len(h.related) == 2 and h.session.in_flight() == []
+
+
+def test_client_errors_and_a_closed_session_fail_requests_clearly() -> None:
+    h = Routed()
+    h.ready({"roots": {}, "sampling": {}})
+    stop = threading.Event()
+    answer_client_requests(h, {"sampling/createMessage": {"code": -1, "message": "User rejected sampling"}}, stop)
+    with pytest.raises(ClientRequestError) as caught:
+        h.session.request("sampling/createMessage", {"messages": [], "maxTokens": 1}, timeout=5)
+    stop.set()
+    assert (caught.value.error.code, caught.value.error.message) == (-1, "User rejected sampling")
+    failures: list[ClientRequestError] = []
+
+    def ask() -> None:
+        try:
+            h.session.request("roots/list", timeout=30)
+        except ClientRequestError as err:
+            failures.append(err)
+
+    worker = threading.Thread(target=ask)
+    worker.start()
+    for _ in range(500):
+        if any(m.get("method") == "roots/list" for m in h.sent):
+            break
+        threading.Event().wait(0.01)
+    h.session.close()  # the client went away: nobody will answer
+    worker.join(5)
+    assert failures and failures[0].error.message == "The client is gone"
+    with pytest.raises(ClientRequestError):
+        h.session.request("roots/list")
+
+
+def test_elicit_checks_the_answer_against_the_schema() -> None:
+    server = make_server()
+    outcomes: list[Any] = []
+    schema = {"type": "object", "properties": {"age": {"type": "integer"}}, "required": ["age"]}
+
+    def ask(ctx: RequestContext, args: dict[str, Any]) -> str:
+        try:
+            outcomes.append(ctx.elicit("age?", schema, timeout=5))
+        except ClientRequestError as err:
+            outcomes.append(err.error.message)
+        return "done"
+
+    server.add_tool(Tool("ask", ask))
+    for answer in ({"action": "accept", "content": {"age": 3}}, {"action": "accept", "content": {"age": "old"}},
+                   {"action": "cancel"}, {"action": "maybe"}):
+        h = Routed(server)
+        h.ready({"elicitation": {}})
+        h.receive(req(2, "tools/call", {"name": "ask"}))
+        stop = threading.Event()
+        answer_client_requests(h, {"elicitation/create": answer}, stop)
+        h.jobs[0].run()
+        stop.set()
+    assert outcomes[0] == {"action": "accept", "content": {"age": 3}}
+    assert "does not fit the schema" in outcomes[1]
+    assert outcomes[2] == {"action": "cancel"}
+    assert "valid action" in outcomes[3]
+
+
+def race_progress_against_the_response() -> list[dict[str, Any]]:
+    """A thread reports progress as fast as it can while the handler returns; what was sent, in order."""
+    server = make_server()
+    running = threading.Event()
+    contexts: list[RequestContext] = []
+
+    def work(ctx: RequestContext, args: dict[str, Any]) -> str:
+        contexts.append(ctx)
+        running.set()
+        return "ok"
+
+    def spam() -> None:
+        running.wait(5)
+        for value in range(1, 2000):
+            contexts[0].report_progress(value)
+
+    server.add_tool(Tool("work", work))
+    h = Routed(server)
+    h.receive(req(1, "tools/call", {"name": "work", "_meta": {"progressToken": 1}}))
+    spammer = threading.Thread(target=spam)
+    spammer.start()
+    h.jobs[0].run()
+    spammer.join(5)
+    return [message for _, message in h.related]
+
+
+def test_progress_never_follows_the_response_even_when_racing_it() -> None:
+    for _round in range(20):
+        sent = race_progress_against_the_response()
+        kinds = [m.get("method", "response") for m in sent]
+        assert kinds[-1] == "response" and kinds.count("response") == 1
+        values = [m["params"]["progress"] for m in sent[:-1]]
+        assert values == sorted(set(values))
+
+
+def test_the_client_roots_are_listed_after_initialized_and_after_each_change() -> None:
+    server = make_server()
+    seen: list[list[dict[str, Any]]] = []
+    server.on_roots(lambda session, roots: seen.append(roots))
+    h = Routed(server)
+    h.ready({"roots": {"listChanged": True}})
+    assert len(h.background) == 1  # the listing runs off the reading loop
+    stop = threading.Event()
+    answer_client_requests(h, {"roots/list": {"roots": [{"uri": "file:///a", "name": "a"}, {"name": "no uri"}, "junk"]}}, stop)
+    h.background.pop()()
+    h.receive({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+    h.background.pop()()
+    stop.set()
+    assert seen == [[{"uri": "file:///a", "name": "a"}]] * 2
+    assert h.session.roots == [{"uri": "file:///a", "name": "a"}]
+
+
+def test_roots_are_not_asked_for_when_nobody_follows_them_or_the_client_has_none() -> None:
+    follower = make_server()
+    follower.on_roots(lambda session, roots: None)
+    for server, capabilities in ((make_server(), {"roots": {}}), (follower, {}), (follower, {"sampling": {}})):
+        h = Routed(server)
+        h.ready(capabilities)
+        h.receive({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+        assert h.background == []
+    early = Routed(follower)
+    early.receive(req(1, "initialize", {"capabilities": {"roots": {}}}))
+    early.receive({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})  # before initialized
+    assert early.background == []
+
+
+def test_a_failed_roots_listing_keeps_what_was_known(capsys: pytest.CaptureFixture[str]) -> None:
+    server = make_server()
+    seen: list[Any] = []
+    server.on_roots(lambda session, roots: seen.append(roots))
+    h = Routed(server)
+    h.ready({"roots": {}})
+    stop = threading.Event()
+    answer_client_requests(h, {"roots/list": {"code": -32601, "message": "Method not found"}}, stop)
+    h.background.pop()()
+    stop.set()
+    assert seen == [] and h.session.roots is None
