@@ -445,6 +445,61 @@ def test_stale_cursor_is_refused(tmp_path: Path) -> None:
         assert page["resources"][0]["name"] == names[101]
 
 
+def test_paging_walks_the_tree_once_per_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process: a listing's later pages reuse its walk; a new listing, or an expired walk, walks again."""
+    from shipcode_mcp import jsonrpc
+    from shipcode_mcp.server import Server
+    from shipcode_mcp.session import Session
+    from shipcode_mcp.workspace import resource_tree
+    from shipcode_mcp.workspace.resources import install_resources
+    from shipcode_mcp.workspace.roots import Roots
+
+    make_files(tmp_path, 1_000)
+    walks: list[str] = []
+
+    def counting(directory: str) -> list[str]:
+        walks.append(directory)
+        return list_files(directory)
+
+    monkeypatch.setattr(resource_tree, "list_files", counting)
+    server = Server("t", "1")
+    install_resources(server, Roots([str(tmp_path)]))
+    session = Session(server)
+    session.receive(json.loads(HANDSHAKE))
+    session.receive(json.loads(INITIALIZED))
+
+    def page(number: int, cursor: str | None) -> dict[str, Any]:
+        params = {"cursor": cursor} if cursor is not None else {}
+        [reply] = session.receive(jsonrpc.request(number, "resources/list", params))
+        return reply["result"]  # type: ignore[no-any-return]
+
+    cursor: str | None = None
+    for number in range(10):
+        cursor = page(number + 2, cursor).get("nextCursor")
+    assert cursor is None and len(walks) == 1
+    second = page(20, None)["nextCursor"]
+    assert len(walks) == 2
+    page(21, second)
+    assert len(walks) == 2
+    monkeypatch.setattr(resource_tree, "SNAPSHOT_SECONDS", 0.0)  # the walk is now too old for a later page
+    page(22, second)
+    assert len(walks) == 3
+
+
+def test_a_huge_folder_reads_as_its_first_entries_and_a_note(tmp_path: Path) -> None:
+    from shipcode_mcp.workspace.resources import MAX_DIRECTORY_ENTRIES
+
+    for index in range(MAX_DIRECTORY_ENTRIES + 5):
+        os.close(os.open(tmp_path / f"f{index:05d}.txt", os.O_CREAT | os.O_WRONLY, 0o644))
+    uri = file_uri(str(tmp_path.resolve())) + "/"
+    with start(tmp_path) as process:
+        items = read(process, uri)["result"]["contents"]
+    assert len(items) == MAX_DIRECTORY_ENTRIES + 1
+    assert [item["text"] for item in items[:3]] == ["f00000.txt", "f00001.txt", "f00002.txt"]
+    assert items[-1]["uri"] == uri and items[-1]["mimeType"] == "text/plain"
+    assert "5 more entries" in items[-1]["text"]
+
+
 # -- the official SDK as the client ---------------------------------------------------------------------
 def test_official_sdk_lists_every_file_once_and_reads(tmp_path: Path) -> None:
     from mcp import ClientSession, types

@@ -173,3 +173,29 @@ def test_watch_without_the_extra_fails_at_start(tmp_path: Path) -> None:
     done = subprocess.run([*SERVER, str(tmp_path)], input=HANDSHAKE.encode() + b"\n",
                           capture_output=True, env=env, timeout=30)
     assert done.returncode == 0 and b'"capabilities":{"tools":{},"resources":{}}' in done.stdout
+
+
+def test_following_the_clients_roots(tmp_path: Path) -> None:
+    """Without ROOT the workspace becomes the client's roots; the watcher follows and says the list changed."""
+    start_dir, client_root = tmp_path / "cwd", tmp_path / "client root"
+    (start_dir).mkdir()
+    (start_dir / "cwd.txt").write_text("cwd")
+    client_root.mkdir()
+    (client_root / "mine.txt").write_text("mine")
+    with McpProcess("--watch", cwd=start_dir) as process:
+        process.notifications = []
+        process.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {"roots": {"listChanged": True}},
+            "clientInfo": {"name": "tests", "version": "1"}}})
+        assert "result" in process.read()
+        process.send(INITIALIZED)
+        ask = process.read()
+        assert ask["method"] == "roots/list"
+        process.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": file_uri(str(client_root))}]}})
+        assert process.read() == LIST_CHANGED
+        names = [r["name"] for r in process.request("resources/list")["result"]["resources"]]
+        assert names == ["mine.txt"]
+        (client_root / "new.txt").write_text("new")
+        assert process.read() == LIST_CHANGED
+        (start_dir / "other.txt").write_text("no longer watched")
+        process.no_output(QUIET)
