@@ -127,3 +127,17 @@ class Tools:
     def __exit__(self, *exc: object) -> None:
         if self.process.proc.poll() is None:
             self.process.close()
+
+
+def context(progress_token: str | int | None = None) -> Any:
+    """A real RequestContext (of a session with no transport) for calling tool functions in-process."""
+    from shipcode_mcp.context import RequestContext
+    from shipcode_mcp.server import Server
+    from shipcode_mcp.session import Session
+
+    sent: list[dict[str, Any]] = []
+    session = Session(Server("tests", "1"), send=sent.append)
+    params: dict[str, Any] = {"_meta": {"progressToken": progress_token}} if progress_token is not None else {}
+    ctx = RequestContext(session, 1, "tools/call", params)
+    ctx.sent = sent  # type: ignore[attr-defined]
+    return ctx

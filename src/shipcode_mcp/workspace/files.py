@@ -20,9 +20,6 @@ if TYPE_CHECKING:
     from ..primitives import ToolResult
     from .roots import Roots
 
-MAX_LISTING_BYTES = 64 * 1024 * 1024
-"""More file names than this (about a million) is not a listing anyone can use: narrow it."""
-
 READ_BYTES = 256 * 1024
 """read_file returns at most this much text per call; the rest is a call with the next offset away."""
 MAX_LINE_CHARS = 2000
@@ -34,8 +31,7 @@ _CHUNK = 1 << 16
 
 def list_files(ctx: RequestContext, roots: Roots, path: str = ".", pattern: str | None = None,
                limit: int = 1000) -> ToolResult:
-    from .listing import walk_command, walk_names
-    from .process import run
+    from .listing import GlobFilter, walk
 
     real = roots.resolve(path)
     shown = roots.display(real)
@@ -43,13 +39,10 @@ def list_files(ctx: RequestContext, roots: Roots, path: str = ".", pattern: str 
         raise ToolError(f"{shown} is a file, not a folder; read it with read_file")
     fd = safe_open.open_dir(roots, real, shown)
     try:
-        done = run(ctx, walk_command([pattern] if pattern else ()), cwd=safe_open.proc_path(fd, real),
-                   pass_fds=(fd,), limit=MAX_LISTING_BYTES, what="listing")
+        with GlobFilter([pattern] if pattern else []) as flags:
+            names = walk(ctx, safe_open.proc_path(fd, real), flags, pass_fds=(fd,))
     finally:
         os.close(fd)
-    if done.truncated:
-        raise ToolError(f"{shown} holds too many files to list; pass a narrower path or a pattern")
-    names = walk_names(done.returncode, done.stdout, done.stderr)
     files = [join_display(shown, name) for name in names[:limit]]
     truncated = len(names) > limit
     lines = list(files)
@@ -167,6 +160,7 @@ def _render(shown: str, size: int, page: _Page, total: int | None) -> ToolResult
     numbered: list[str] = []
     texts: list[str] = []
     invalid = False
+    cut = 0
     for index, raw in enumerate(page.lines):
         number = page.first + index
         if raw.endswith(b"\r"):
@@ -175,6 +169,7 @@ def _render(shown: str, size: int, page: _Page, total: int | None) -> ToolResult
         line = codecs.getincrementaldecoder("utf-8")("replace").decode(raw, final=number not in page.long)
         invalid = invalid or ("\ufffd" in line and "\ufffd".encode() not in raw)
         if number in page.long or len(line) > MAX_LINE_CHARS:
+            cut += 1
             line = line[:MAX_LINE_CHARS] + f"… [line cut: {size_text(page.long.get(number, len(raw)))} in all]"
         texts.append(line)
         numbered.append(f"{number:>{width}}\t{line}")
@@ -188,8 +183,8 @@ def _render(shown: str, size: int, page: _Page, total: int | None) -> ToolResult
         of = f"of {total}" if total is not None else (
             f"of a file larger than {size_text(MAX_SCAN_BYTES)}, which is as far as read_file reads")
         notes.append(f"[Lines {page.first}-{end} {of} in {shown}. Call read_file with offset={next_offset} to read on.]")
-    if page.long:
-        notes.append(f"[{plural(len(page.long), 'line')} longer than {MAX_LINE_CHARS} characters cut; "
+    if cut:
+        notes.append(f"[{plural(cut, 'line')} longer than {MAX_LINE_CHARS} characters cut; "
                      "search_code finds text inside them.]")
     if invalid:
         notes.append("[Not valid UTF-8: undecodable bytes are shown as \ufffd.]")

@@ -15,6 +15,9 @@ from ..primitives import ToolError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
+
+    from ..context import RequestContext
 
 # Flags every ripgrep walk uses, so that listing and search see the same files.
 RG_WALK_FLAGS = ("--hidden", "--no-require-git", "--glob", "!.git", "--no-config")
@@ -41,12 +44,66 @@ def rg_executable() -> str:
     return _rg_path
 
 
-def walk_command(globs: Sequence[str] = ()) -> list[str]:
-    """The rg command that lists the files of its working directory: the one walk all features share.
+MAX_LISTING_BYTES = 64 * 1024 * 1024
+"""More file names than this (about a million) is not a listing anyone can use."""
 
-    Globs go as `--glob=G`, one argument each, so a glob can never be read as an option.
+
+def walk_command(flags: Sequence[str] = ()) -> list[str]:
+    """The rg command that lists the files of its working directory: the one walk all features share."""
+    return [rg_executable(), "--files", "--null", *RG_WALK_FLAGS, *flags]
+
+
+class GlobFilter:
+    """Narrows a walk (or a search) to files matching globs, under the ignore rules rather than over them.
+
+    rg's --glob overrides .gitignore (a glob of '*.log' would bring ignored logs back), so the globs
+    become rg's lowest-precedence ignore file instead: everything but matching files is ignored, and
+    .gitignore and .ignore keep the last word. A glob starting with '!' excludes what it matches. Use
+    as a context manager; it gives the rg flags to add.
     """
-    return [rg_executable(), "--files", "--null", *RG_WALK_FLAGS, *(f"--glob={glob}" for glob in globs)]
+
+    def __init__(self, globs: Sequence[str]) -> None:
+        for glob in globs:
+            if any(c in glob for c in "\n\r\0"):
+                raise ToolError("A glob cannot contain line breaks or NUL characters")
+        keep = [_rule(glob) for glob in globs if not glob.startswith("!")]
+        drop = [_rule(glob[1:]) for glob in globs if glob.startswith("!")]
+        lines = (["*", "!*/", *(f"!{rule}" for rule in keep)] if keep else []) + drop
+        self.rules = "".join(f"{line}\n" for line in lines)
+        self._file: Any = None
+
+    def __enter__(self) -> list[str]:
+        if not self.rules:
+            return []
+        import tempfile
+
+        self._file = tempfile.NamedTemporaryFile("w", prefix="shipcode-glob-", suffix=".ignore", encoding="utf-8",
+                                                 errors="surrogateescape")
+        self._file.write(self.rules)
+        self._file.flush()
+        return [f"--ignore-file={self._file.name}"]
+
+    def __exit__(self, *exc: object) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+def _rule(glob: str) -> str:
+    """A glob as a gitignore line: a leading '#' or '!' and trailing spaces would mean something else."""
+    if glob.startswith(("#", "!")):
+        glob = "\\" + glob
+    stripped = glob.rstrip(" ")
+    return stripped + "\\ " * (len(glob) - len(stripped))
+
+
+def walk(ctx: RequestContext, cwd: str, flags: Sequence[str] = (), pass_fds: Sequence[int] = ()) -> list[str]:
+    """The walk as a cancellable child of a request: the sorted files under `cwd`."""
+    from .process import run
+
+    done = run(ctx, walk_command(flags), cwd=cwd, pass_fds=pass_fds, limit=MAX_LISTING_BYTES, what="listing")
+    if done.truncated:
+        raise ToolError("There are too many files to list here; pass a narrower path or a pattern")
+    return walk_names(done.returncode, done.stdout, done.stderr)
 
 
 def walk_names(returncode: int, stdout: bytes, stderr: bytes | str) -> list[str]:
@@ -68,9 +125,10 @@ def walk_names(returncode: int, stdout: bytes, stderr: bytes | str) -> list[str]
 def list_files(directory: str, globs: Sequence[str] = ()) -> list[str]:
     """Files under `directory` (a resolved path), relative to it, '/'-separated, sorted.
 
-    `globs` are ripgrep globs (gitignore syntax, e.g. "**/*.py"); ignore rules apply on top of them.
+    `globs` are gitignore-syntax globs (e.g. "**/*.py", "!*.min.js"); ignore rules apply on top of them.
     """
     import subprocess
 
-    done = subprocess.run(walk_command(globs), cwd=directory, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    with GlobFilter(globs) as flags:
+        done = subprocess.run(walk_command(flags), cwd=directory, stdin=subprocess.DEVNULL, capture_output=True, check=False)
     return walk_names(done.returncode, done.stdout, done.stderr)

@@ -125,7 +125,7 @@ def _strip_dot(raw: bytes) -> bytes:
 def search_code(ctx: RequestContext, roots: Roots, pattern: str, path: str = ".", glob: str | None = None,
                 ignore_case: bool = False, fixed_strings: bool = False, context: int = 0,
                 limit: int = 200) -> ToolResult:
-    from .listing import RG_WALK_FLAGS, rg_executable
+    from .listing import RG_WALK_FLAGS, GlobFilter, rg_executable, walk
 
     if "\x00" in pattern or (glob and "\x00" in glob):
         raise ToolError("pattern and glob cannot contain NUL characters")
@@ -136,8 +136,6 @@ def search_code(ctx: RequestContext, roots: Roots, pattern: str, path: str = "."
         options.append("--fixed-strings")
     if context:
         options.append(f"--context={context}")
-    if glob:
-        options.append(f"--glob={glob}")
     is_dir = os.path.isdir(real)
     if is_dir:
         fd = safe_open.open_dir(roots, real, shown)
@@ -153,25 +151,18 @@ def search_code(ctx: RequestContext, roots: Roots, pattern: str, path: str = "."
     try:
         if not is_dir and is_binary(os.pread(fd, SNIFF_BYTES, 0)):
             raise ToolError(f"{shown} is a binary file; search_code searches text")
-        progress = None
-        if ctx.progress_token is not None:
-            progress = _Progress(ctx, _walk(ctx, cwd, fd, [glob] if glob else []) if is_dir else [shown])
-        command = [rg_executable(), "--json", *RG_WALK_FLAGS, "--sort=path", *options, f"--regexp={pattern}", "--", target]
-        problems = _run(ctx, command, cwd, fd, collector, progress, display)
+        with GlobFilter([glob] if glob else []) as narrow:
+            progress = None
+            if ctx.progress_token is not None:
+                progress = _Progress(ctx, walk(ctx, cwd, narrow, pass_fds=(fd,)) if is_dir else [shown])
+            command = [rg_executable(), "--json", *RG_WALK_FLAGS, *narrow, "--sort=path", *options,
+                       f"--regexp={pattern}", "--", target]
+            problems = _run(ctx, command, cwd, fd, collector, progress, display)
         if progress is not None:
             progress.finish(collector)
     finally:
         os.close(fd)
     return _render(pattern, shown, collector, context, problems)
-
-
-def _walk(ctx: RequestContext, cwd: str, fd: int, globs: list[str]) -> list[str]:
-    from .files import MAX_LISTING_BYTES
-    from .listing import walk_command, walk_names
-    from .process import run
-
-    done = run(ctx, walk_command(globs), cwd=cwd, pass_fds=(fd,), limit=MAX_LISTING_BYTES, what="listing")
-    return walk_names(done.returncode, done.stdout, done.stderr)
 
 
 def _run(ctx: RequestContext, command: list[str], cwd: str, fd: int, collector: _Collector,
