@@ -200,7 +200,10 @@ class Server:
     # registered with inline=True. `inspect`/`typing` load here, at registration, never at start-up.
     if TYPE_CHECKING:
         @overload
-        def tool(self, fn: F, /) -> F: ...
+        def tool(self, fn: F, /, *, name: str | None = None, title: str | None = None,
+                 description: str | None = None, input_schema: dict[str, Any] | None = None,
+                 output_schema: dict[str, Any] | None = None, annotations: dict[str, Any] | None = None,
+                 meta: dict[str, Any] | None = None, inline: bool = False) -> F: ...
         @overload
         def tool(self, fn: None = None, /, *, name: str | None = None, title: str | None = None,
                  description: str | None = None, input_schema: dict[str, Any] | None = None,
@@ -276,7 +279,8 @@ class Server:
 
     if TYPE_CHECKING:
         @overload
-        def prompt(self, fn: F, /) -> F: ...
+        def prompt(self, fn: F, /, *, name: str | None = None, title: str | None = None,
+                   description: str | None = None, meta: dict[str, Any] | None = None, inline: bool = False) -> F: ...
         @overload
         def prompt(self, fn: None = None, /, *, name: str | None = None, title: str | None = None,
                    description: str | None = None, meta: dict[str, Any] | None = None,
