@@ -189,7 +189,11 @@ class WorkspaceResources:
             if current is not None and not current.expired and current.taken >= asked:
                 return current  # another thread walked while we waited: that walk is fresh enough
             taken = time.monotonic()
-            fresh = Snapshot(self.roots, root, list_files(root), taken, current)
+            try:
+                names = list_files(root)
+            except ToolError as err:  # no ripgrep, or the root went away: say so rather than "Internal error"
+                raise jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR, f"Listing the workspace failed: {err}") from None
+            fresh = Snapshot(self.roots, root, names, taken, current)
             self._snapshots[root] = fresh
             return fresh
 
