@@ -16,12 +16,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-OURS = ("shipcode-echo", "shipcode-mcp")
+OURS = ("shipcode-echo", "shipcode-mcp", "shipcode-explicit")
 COLOURS = {"ours": "#1f77b4", "floor": "#7f7f7f", "python": "#bdbdbd", "peer": "#ff7f0e"}
 
 # (metric, title, scale to the unit shown, log scale)
 PANELS = (
-    ("cold_start", "cold start, ms (lower is better)", 1e3, False),
+    ("cold_start", "cold start, ms (lower is better)", 1e3, True),
     ("ping_rps", "pipelined pings per second (higher is better)", 1, True),
     ("call_rps", "pipelined tools/call per second (higher is better)", 1, True),
     ("latency_p50", "ping latency p50, µs (lower is better)", 1e6, True),

@@ -799,6 +799,12 @@ def our_env(src: Path) -> dict[str, str]:
     return {"PYTHONPATH": str(src)}
 
 
+def cli_command(python: str) -> list[str]:
+    """The `shipcode-mcp` command as installed beside `python`, else `python -m shipcode_mcp`."""
+    script = Path(python).parent / "shipcode-mcp"
+    return [str(script)] if script.exists() else [python, "-m", "shipcode_mcp"]
+
+
 def python_version(python: str) -> str:
     return output_of([python, "-c", "import platform; print(platform.python_version())"])
 
@@ -808,8 +814,7 @@ def make_targets(python: str, src: Path, cache: Path, wanted: set[str], install:
     """The servers of the issue, in the order of the table; peers are installed (or found) here."""
     ours = our_env(src)
     version = output_of([python, "-c", "import shipcode_mcp; print(shipcode_mcp.__version__)"], ours)
-    script = Path(python).parent / "shipcode-mcp"
-    cli = [str(script)] if script.exists() else [python, "-m", "shipcode_mcp"]
+    cli = cli_command(python)
     plain = f"Python {python_version(python)}"
     targets = [
         Target("python", "python -c 'import json'", [python, "-c", "import json"], server=False, version=plain),
@@ -817,6 +822,8 @@ def make_targets(python: str, src: Path, cache: Path, wanted: set[str], install:
         Target("shipcode-echo", "shipcode-mcp echo example", [python, str(REPO / "examples" / "echo_server.py")], Echo(),
                env=ours, version=version),
         Target("shipcode-mcp", "shipcode-mcp (CLI)", [*cli, str(REPO)], env=ours, version=version),
+        Target("shipcode-explicit", "echo, explicit Tool", [python, str(BENCH / "echo_explicit.py")], Echo(),
+               env=ours, version=version),
     ]
     peers: list[tuple[str, str, str, Callable[[], list[str]]]] = [
         ("mcp-sdk", f"official SDK {MCP_PIN.split('==')[1]}", MCP_PIN,
@@ -843,7 +850,7 @@ def make_targets(python: str, src: Path, cache: Path, wanted: set[str], install:
     return [t for t in targets if t.key in wanted]
 
 
-ALL_KEYS = ("python", "floor", "shipcode-echo", "shipcode-mcp", "mcp-sdk", "fastmcp", "node-everything")
+ALL_KEYS = ("python", "floor", "shipcode-echo", "shipcode-mcp", "shipcode-explicit", "mcp-sdk", "fastmcp", "node-everything")
 PEER_KEYS = ("mcp-sdk", "fastmcp", "node-everything")
 
 
@@ -885,11 +892,10 @@ WORDS = ("return", "value", "index", "buffer", "client", "server", "request", "h
          "config", "parse", "render", "update", "cache", "token", "stream", "offset", "length", "count")
 
 
-def make_tree(root: Path, log: Callable[[str], None]) -> int:
+def make_tree(root: Path, stamp: Path, log: Callable[[str], None]) -> int:
     """A generated source tree (same seed, same tree); made once and kept in the cache. Returns its size."""
     import random
 
-    stamp = root / ".tree"
     recipe = f"{TREE_FILES} {TREE_LINES} {NEEDLE} {NEEDLE_FILES} 1"
     if stamp.exists() and stamp.read_text() == recipe:
         return sum(path.stat().st_size for path in root.rglob("*") if path.is_file())
@@ -915,12 +921,112 @@ def make_tree(root: Path, log: Callable[[str], None]) -> int:
     return size
 
 
+def executable_beside(python: str, name: str) -> str | None:
+    """A command installed next to `python` (a venv's scripts), else on PATH."""
+    beside = Path(python).parent / name
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
+def timed_command(command: list[str], cwd: Path) -> tuple[float, bytes]:
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise BenchError(f"{' '.join(command)} exited with {done.returncode}")
+    return elapsed, done.stdout
+
+
+def timed_call(child: Child, samples: Samples, tool: str, arguments: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """One tools/call, end to end through the server: write to response read; the result is checked."""
+    (request_id,) = child.ids(1)
+    line = encode({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+    samples.sent[tool] += 1
+    started = time.perf_counter()
+    child.send(line)
+    message = child.read_response()
+    elapsed = time.perf_counter() - started
+    samples.checker.response(tool, message, request_id)
+    result = message["result"]
+    if result.get("isError") or not isinstance(result.get("structuredContent"), dict):
+        raise BenchError(f"{tool} failed: {json.dumps(result)[:300]}")
+    return elapsed, result["structuredContent"]
+
+
+def same_search(ours: dict[str, Any], rg_output: bytes) -> None:
+    """search_code found exactly the lines `rg -n` printed."""
+    found = {(entry["path"], entry["line"]) for entry in ours["lines"] if entry["match"]}
+    expected = set()
+    for line in rg_output.decode().splitlines():
+        path, number, _ = line.split(":", 2)
+        expected.add((path, int(number)))
+    if found != expected or ours["truncated"]:
+        raise BenchError(f"search_code found {len(found)} matches, rg {len(expected)}")
+
+
+def same_listing(ours: dict[str, Any], rg_output: bytes) -> None:
+    """list_files counted the files `rg --files` printed, and shows the first of them in order."""
+    expected = sorted(rg_output.decode().splitlines())
+    if ours["total"] != len(expected) or ours["files"] != expected[:len(ours["files"])]:
+        raise BenchError(f"list_files has {ours['total']} files, rg --files {len(expected)}")
+
+
 def workspace_figures(python: str, src: Path, cache: Path, config: Config, log: Callable[[str], None]) -> dict[str, Any]:
-    return {}
+    """search_code and list_files through a running shipcode-mcp against rg alone, on the generated tree.
+
+    The server is started once, as a client would have it; each round times rg and the tool call
+    (alternating which goes first), after an untimed round that fills the page cache for both.
+    """
+    root = cache / "tree"
+    size = make_tree(root, cache / "tree.recipe", log)
+    rg = executable_beside(python, "rg")
+    if rg is None:
+        return {"errors": ["rg is not installed"]}
+    target = Target("shipcode-mcp", "shipcode-mcp (CLI)", [*cli_command(python), str(root)], env=our_env(src))
+    cases = (
+        ("search_code", {"pattern": NEEDLE}, [rg, "-n", NEEDLE], same_search),
+        ("list_files", {}, [rg, "--files"], same_listing),
+    )
+    times: dict[str, dict[str, list[float]]] = {tool: {"ours": [], "rg": []} for tool, *_ in cases}
+    samples = Samples()
+    child = Child(target, stderr_log(cache, target))
+    try:
+        child.arm(config.timeout)
+        child.initialize(samples)
+        for round_number in range(config.repetitions + 1):
+            for tool, arguments, command, same in cases:
+                runs = [("rg", lambda command=command: timed_command(command, root)),
+                        ("ours", lambda tool=tool, arguments=arguments: timed_call(child, samples, tool, arguments))]
+                outputs: dict[str, Any] = {}
+                for who, run in runs if round_number % 2 else runs[::-1]:
+                    elapsed, outputs[who] = run()
+                    if round_number:  # round 0 only warms the page cache
+                        times[tool][who].append(elapsed)
+                same(outputs["ours"], outputs["rg"])
+        child.close(config.shutdown_timeout)
+    except (BenchError, OSError, subprocess.SubprocessError) as err:
+        log(f"workspace figures failed: {err}")
+        return {"errors": [str(err)]}
+    finally:
+        child.kill()
+    out: dict[str, Any] = {"files": TREE_FILES, "bytes": size, "pattern": NEEDLE, "matches": NEEDLE_FILES,
+                           "rg": output_of([rg, "--version"]).splitlines()[0], "errors": []}
+    for tool, figures in times.items():
+        ours, alone = median(figures["ours"]), median(figures["rg"])
+        out[tool] = {"ours": ours, "rg": alone, "ratio": ours / alone, "samples": figures}
+    return out
 
 
 def workspace_table(workspace: dict[str, Any]) -> str:
-    return ""
+    rows = []
+    for tool, alone in (("search_code", f"rg -n {workspace['pattern']}"), ("list_files", "rg --files")):
+        figures = workspace.get(tool)
+        if figures:
+            rows.append([f"{tool} via shipcode-mcp vs `{alone}`", f"{figures['ours'] * 1e3:.1f} ms",
+                         f"{figures['rg'] * 1e3:.1f} ms", f"{figures['ratio']:.2f}x"])
+    header = [f"workspace: {workspace['files']:,} files, {workspace['bytes'] / 1e6:.0f} MB (median)", "through MCP",
+              "rg alone", "ratio"]
+    return markdown_table(header, rows)
 
 
 # -- main ---------------------------------------------------------------------------------------------------
@@ -970,7 +1076,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"unknown server(s): {', '.join(sorted(unknown))}")
             return 2
     else:
-        wanted = set(ALL_KEYS) - (set(PEER_KEYS) | {"shipcode-mcp"} if args.smoke else set())
+        wanted = set(ALL_KEYS) - (set(PEER_KEYS) | {"shipcode-mcp", "shipcode-explicit"} if args.smoke else set())
     if args.no_peers:
         wanted -= set(PEER_KEYS)
     cache = args.cache.resolve()
@@ -990,7 +1096,7 @@ def main(argv: list[str] | None = None) -> int:
     servers = summary(targets, results)
     workspace: dict[str, Any] = {}
     if not args.smoke and not args.no_workspace and "shipcode-mcp" in wanted:
-        workspace = workspace_figures(args.python, cache, config, log)
+        workspace = workspace_figures(args.python, args.src.resolve(), cache, config, log)
     report = {
         "date": started.strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(), "config": config.__dict__,
         "load_average": {"before": load_before, "after": load_average()},
@@ -1015,8 +1121,9 @@ def render(report: dict[str, Any]) -> str:
         "",
         results_table(report["servers"]),
     ]
-    if report["workspace"]:
+    if report["workspace"].get("search_code") or report["workspace"].get("list_files"):
         lines += ["", workspace_table(report["workspace"])]
+    lines += [f"workspace: {error}" for error in report["workspace"].get("errors", [])]
     lines += ["", targets_table(report["targets"])]
     for key, server in report["servers"].items():
         if server["unavailable"]:
