@@ -1,0 +1,72 @@
+"""Child processes of tools: cancellation kills the whole process group, deadlines and output bounds hold."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from shipcode_mcp.context import Cancelled
+from shipcode_mcp.primitives import ToolError
+from shipcode_mcp.workspace.process import Child, run
+from workspace_support import context
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    return state != "Z"
+
+
+def test_cancelling_kills_the_child_and_everything_it_started() -> None:
+    ctx = context()
+    script = "import subprocess, sys, time; p = subprocess.Popen(['sleep', '30']); print(p.pid, flush=True); time.sleep(30)"
+    with Child(ctx, [sys.executable, "-c", script], cwd="/") as child:
+        lines = child.lines()
+        grandchild = int(next(lines))
+        assert _alive(grandchild)
+        threading.Timer(0.1, ctx.cancel).start()
+        started = time.monotonic()
+        with pytest.raises(Cancelled):
+            list(lines)
+        assert time.monotonic() - started < 2
+        assert child.proc.wait(5) == -signal.SIGKILL
+    deadline = time.monotonic() + 2
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _alive(grandchild)
+
+
+def test_a_request_cancelled_before_the_start_kills_at_once() -> None:
+    ctx = context()
+    ctx.cancel()
+    with pytest.raises(Cancelled):
+        run(ctx, ["sleep", "30"], cwd="/", limit=100)
+
+
+def test_deadline() -> None:
+    started = time.monotonic()
+    with pytest.raises(ToolError, match=r"took longer than 0\.3 s"):
+        run(context(), ["sleep", "30"], cwd="/", limit=100, timeout=0.3, what="sleep")
+    assert time.monotonic() - started < 3
+
+
+def test_output_is_bounded_and_stderr_kept() -> None:
+    done = run(context(), ["sh", "-c", "echo oops >&2; yes"], cwd="/", limit=1000)
+    assert done.truncated and len(done.stdout) == 1000 and done.stdout.startswith(b"y\ny\n")
+    assert done.stderr == "oops\n"
+    whole = run(context(), ["printf", "a\\nb"], cwd="/", limit=1000)
+    assert (whole.stdout, whole.truncated, whole.returncode) == (b"a\nb", False, 0)
+
+
+def test_lines_split_across_chunks() -> None:
+    script = "import sys; sys.stdout.write('x' * 200000 + '\\n' + 'y\\n\\nz')"
+    with Child(context(), [sys.executable, "-c", script], cwd="/") as child:
+        assert [len(line) for line in child.lines()] == [200000, 1, 0, 1]
