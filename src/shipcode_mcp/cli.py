@@ -111,13 +111,10 @@ def _serve_http(server: Server, args: argparse.Namespace, argv: list[str]) -> in
     if args.workers == 1:
         return http.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
                                allowed_hosts=args.allow_host, log_level=args.log_level)
-    import uvicorn
-
     os.environ[ARGV_VARIABLE] = json.dumps(argv)  # each worker builds its own server from it: see http_app
     log.info(f"serving MCP over Streamable HTTP at http://{host}:{port}/mcp with {args.workers} stateless workers")
-    uvicorn.run(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
-                **http.uvicorn_options(args.log_level))
-    return 0
+    return http.run_uvicorn(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
+                            log_level=args.log_level)
 
 
 def http_app() -> Any:

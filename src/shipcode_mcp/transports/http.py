@@ -449,19 +449,21 @@ async def _nothing() -> AsyncIterator[bytes]:
 
 def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, allowed_origins: Iterable[str] = (),
                allowed_hosts: Iterable[str] | None = None, host: str | None = None, session_idle_timeout: float = 3600.0,
-               max_workers: int = 64) -> Starlette:
+               max_workers: int = 64, max_body_bytes: int = MAX_BODY_BYTES, keepalive: float = 15.0) -> Starlette:
     """A Starlette app serving `server` at `path`.
 
     `allowed_hosts` None accepts loopback Host names only (DNS-rebinding protection for a local
     server), or any name if `host`, the address the server listens on, is not a loopback one; else
     give the names a proxy or load balancer uses, or ["*"]. `allowed_origins` lists the browser
     origins allowed besides loopback ones ("*" for any). Sessions unused for `session_idle_timeout`
-    seconds end (0: never).
+    seconds end (0: never). `max_workers` threads run handlers; a body over `max_body_bytes` gets
+    413; an idle GET stream carries a comment every `keepalive` seconds.
     """
     if allowed_hosts is None and host is not None and not is_loopback(host):
         allowed_hosts = ["*"]
     endpoint = StreamableHttp(server, stateless=stateless, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts,
-                              session_idle_timeout=session_idle_timeout, max_workers=max_workers)
+                              session_idle_timeout=session_idle_timeout, max_workers=max_workers,
+                              max_body_bytes=max_body_bytes, keepalive=keepalive)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -485,28 +487,43 @@ def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, pat
     A server bound to a non-loopback address accepts any Host name unless `allowed_hosts` says
     otherwise; Origin is checked either way. For several worker processes, see `create_app`.
     """
-    import uvicorn
-
     app = create_app(server, path=path, stateless=stateless, allowed_origins=allowed_origins,
                      allowed_hosts=allowed_hosts, host=host, session_idle_timeout=session_idle_timeout)
     log.info(f"serving MCP over Streamable HTTP at http://{_url_host(host)}:{port}{path}"
              f"{' (stateless)' if stateless else ''}")
-    uvicorn.run(app, host=host, port=port, **uvicorn_options(log_level))
-    return 0
+    return run_uvicorn(app, host=host, port=port, log_level=log_level)
 
 
-def uvicorn_options(log_level: str) -> dict[str, Any]:
-    """Logging to stderr only (uvicorn's access log would go to stdout), and a prompt shutdown even
-    with GET streams open."""
+def run_uvicorn(app: Any, *, log_level: str, **options: Any) -> int:
+    """uvicorn.run with logging on stderr only (its access log would go to stdout), a prompt shutdown
+    even with GET streams open, and exit status 0 after a graceful shutdown on SIGINT or SIGTERM
+    (uvicorn raises the signal again once done; it finds a handler that lets the process end normally)."""
     import copy
+    import signal
 
+    import uvicorn
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
     config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     level = {"off": "critical"}.get(log_level, log_level)
-    return {"log_config": config, "log_level": level, "access_log": level in ("debug", "info"),
-            "timeout_graceful_shutdown": 3, "server_header": False}
+    handled = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, _stopped) for sig in handled} if _main_thread() else {}
+    try:
+        uvicorn.run(app, log_config=config, log_level=level, access_log=level in ("debug", "info"),
+                    timeout_graceful_shutdown=3, server_header=False, **options)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    """uvicorn has shut down gracefully and raises the signal again: nothing more to do."""
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
 
 def _url_host(host: str) -> str:
