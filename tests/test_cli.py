@@ -1,0 +1,104 @@
+"""The command line: without ROOT, the stdio workspace follows the client's roots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shipcode_mcp.cli import _host_port, build_parser
+from support import McpProcess
+
+
+def handshake(server: McpProcess, capabilities: dict[str, Any]) -> None:
+    server.notifications = []
+    server.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}})
+    assert "result" in server.read()
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def answer_roots(server: McpProcess, *folders: Path | str) -> None:
+    asked = server.read()
+    assert asked["method"] == "roots/list" and "params" not in asked
+    roots = [{"uri": f if isinstance(f, str) else f.as_uri(), "name": str(f)} for f in folders]
+    server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": roots}})
+
+
+def listed(server: McpProcess) -> str:
+    return json.dumps(server.call_tool("list_files", {}))
+
+
+def wait_for_files(server: McpProcess, name: str) -> str:
+    """list_files until `name` shows (the roots are applied off the reading loop)."""
+    for _ in range(100):
+        text = listed(server)
+        if name in text:
+            return text
+    raise AssertionError(f"{name} never listed: {text}")
+
+
+@pytest.fixture
+def folders(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    for name in ("cwd", "one", "two"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / f"in-{name}.txt").write_text(name)
+        out[name] = folder
+    return out
+
+
+def test_without_root_the_workspace_follows_the_clients_roots(folders: dict[str, Path]) -> None:
+    with McpProcess(cwd=folders["cwd"]) as server:
+        handshake(server, {"roots": {"listChanged": True}})
+        answer_roots(server, folders["one"])
+        text = wait_for_files(server, "in-one.txt")
+        assert "in-cwd.txt" not in text
+        templates = server.request("resources/templates/list")["result"]["resourceTemplates"]
+        assert [t["uriTemplate"] for t in templates] == [folders["one"].resolve().as_uri() + "/{+path}"]
+        outside = server.call_tool("read_file", {"path": str(folders["cwd"] / "in-cwd.txt")})
+        assert outside["isError"] is True and "Access denied" in outside["content"][0]["text"]
+        server.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+        answer_roots(server, folders["two"], folders["one"], "https://example.com/not-local")
+        text = wait_for_files(server, "in-two.txt")
+        read = server.call_tool("read_file", {"path": str(folders["one"] / "in-one.txt")})
+        assert read["isError"] is False
+        assert server.close() == 0
+
+
+def test_roots_that_are_not_local_folders_leave_the_current_directory(folders: dict[str, Path]) -> None:
+    with McpProcess(cwd=folders["cwd"]) as server:
+        handshake(server, {"roots": {}})
+        answer_roots(server, "file:///no/such/folder", "https://example.com/")
+        assert "in-cwd.txt" in listed(server)
+        assert server.close() == 0
+
+
+@pytest.mark.parametrize("capabilities", [{}, {"sampling": {}}])
+def test_a_client_without_roots_gets_the_current_directory(folders: dict[str, Path], capabilities: dict[str, Any]) -> None:
+    with McpProcess(cwd=folders["cwd"]) as server:
+        handshake(server, capabilities)
+        assert "in-cwd.txt" in listed(server)
+        server.no_output(0.2)
+        assert server.close() == 0
+
+
+def test_roots_given_on_the_command_line_win(folders: dict[str, Path]) -> None:
+    with McpProcess(str(folders["two"]), cwd=folders["cwd"]) as server:
+        handshake(server, {"roots": {"listChanged": True}})
+        assert "in-two.txt" in listed(server)
+        server.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+        server.no_output(0.3)  # never asked
+        assert server.close() == 0
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("8765", ("127.0.0.1", 8765)), ("0.0.0.0:80", ("0.0.0.0", 80)), ("[::1]:9000", ("::1", 9000)),
+    ("localhost:1", ("localhost", 1)), (":8080", ("127.0.0.1", 8080)),
+])
+def test_http_addresses(text: str, expected: tuple[str, int]) -> None:
+    assert _host_port(text) == expected
+    assert build_parser().parse_args(["--http", text]).http == expected
