@@ -155,7 +155,8 @@ class Repo:
         done = self.run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{{peel}}}"])
         object_id = done.stdout.decode("ascii", "replace").strip()
         if done.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40,64}", object_id):
-            raise ToolError(f"Unknown revision: {ref!r} does not name a {peel} in this repository")
+            what = "an object" if peel == "object" else f"a {peel}"
+            raise ToolError(f"Unknown revision: {ref!r} does not name {what} in this repository")
         return object_id
 
     def revisions(self, ref: str) -> str:
@@ -338,7 +339,7 @@ def git_log(ctx: RequestContext, roots: Roots, limit: int = 20, path: str | None
     if not commits:
         lines.append("No commits match.")
     elif truncated:
-        lines.append(f"[The {plural(len(commits), 'commit')} shown are the most recent; there are more. "
+        lines.append(f"[Showing the {plural(len(commits), 'most recent commit')}; there are more. "
                      "Raise limit, or narrow with path or a ref range such as main..HEAD.]")
     return result("\n".join(lines), {"commits": commits, "truncated": truncated})
 
