@@ -484,3 +484,16 @@ def test_the_official_python_sdk_client_uses_every_feature_over_http() -> None:
         uvicorn_thread.stop()
     assert progress == [0, 50, 100]
     assert logs == ["Tool execution started", "Tool processing data", "Tool execution completed"]
+
+
+def test_idle_sessions_end_but_an_open_stream_keeps_its_session() -> None:
+    uvicorn_thread = UvicornThread(build_server().http_app(session_idle_timeout=0.5, keepalive=0.2))
+    try:
+        idle, listening = McpHttpClient(uvicorn_thread.port), McpHttpClient(uvicorn_thread.port)
+        stream = listening.get()
+        time.sleep(2.5)  # the reaper looks every second
+        assert idle.call("ping").status == 404
+        assert listening.call("ping").status == 200
+        stream.response.close()
+    finally:
+        uvicorn_thread.stop()
