@@ -1,0 +1,178 @@
+"""write_file and edit_file (with --allow-write): atomic, mode-keeping, parent-making, diff-returning."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shipcode_mcp.primitives import ToolError
+from shipcode_mcp.workspace import writes
+from shipcode_mcp.workspace.roots import Roots
+from workspace_support import Tools, context, make_repo
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def tools(repo: Path) -> Any:
+    with Tools(repo, write=True) as server:
+        yield server
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return [name for name in os.listdir(folder) if name.endswith(".tmp")]
+
+
+# -- write_file ----------------------------------------------------------------------------------------
+def test_write_creates_a_file_and_its_folders(tools: Tools, repo: Path) -> None:
+    result = tools.call("write_file", {"path": "pkg/sub/new.py", "content": "print('hi')\n"})
+    assert result["content"][0]["text"] == (
+        "Created pkg/sub/new.py (12 bytes).\n--- /dev/null\n+++ b/pkg/sub/new.py\n@@ -0,0 +1 @@\n+print('hi')")
+    assert result["structuredContent"] == {"path": "pkg/sub/new.py", "created": True, "size": 12,
+                                           "diff": "--- /dev/null\n+++ b/pkg/sub/new.py\n@@ -0,0 +1 @@\n+print('hi')\n"}
+    assert (repo / "pkg" / "sub" / "new.py").read_text() == "print('hi')\n"
+    assert stat.S_IMODE((repo / "pkg" / "sub" / "new.py").stat().st_mode) == 0o666 & ~_umask()
+    assert tools.text("write_file", {"path": "empty.txt", "content": ""}) == "Created empty.txt (0 bytes)."
+    assert _leftovers(repo / "pkg" / "sub") == [] and _leftovers(repo) == []
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_write_replaces_keeping_the_mode_and_returns_the_diff(tools: Tools, repo: Path) -> None:
+    script = repo / "run.sh"
+    script.write_text("#!/bin/sh\necho one\n")
+    script.chmod(0o750)
+    inode = script.stat().st_ino
+    result = tools.call("write_file", {"path": "run.sh", "content": "#!/bin/sh\necho two\n"})
+    assert result["structuredContent"]["created"] is False
+    assert result["structuredContent"]["diff"] == (
+        "--- a/run.sh\n+++ b/run.sh\n@@ -1,2 +1,2 @@\n #!/bin/sh\n-echo one\n+echo two\n")
+    assert script.read_text() == "#!/bin/sh\necho two\n"
+    assert stat.S_IMODE(script.stat().st_mode) == 0o750
+    assert script.stat().st_ino != inode  # a new file renamed into place: never half-written
+    assert tools.text("write_file", {"path": "run.sh", "content": "#!/bin/sh\necho two\n"}) == (
+        "Wrote run.sh (19 bytes); the content is unchanged.")
+    no_newline = tools.data("write_file", {"path": "run.sh", "content": "#!/bin/sh\necho three"})["diff"]
+    assert no_newline.endswith("-echo two\n+echo three\n\\ No newline at end of file\n")
+    assert _leftovers(repo) == []
+
+
+def test_write_text_exactly_as_given(tools: Tools, repo: Path) -> None:
+    content = "crlf\r\nünïcödé ✓\n\ttabs\n"
+    tools.call("write_file", {"path": "exact.txt", "content": content})
+    assert (repo / "exact.txt").read_bytes() == content.encode()
+    assert "unpaired surrogate" in tools.error("write_file", {"path": "bad.txt", "content": "\ud800"})
+    assert not (repo / "bad.txt").exists()
+
+
+def test_write_refusals(tools: Tools, repo: Path) -> None:
+    assert tools.error("write_file", {"path": "src", "content": "x"}) == "src is a folder; write_file writes files"
+    assert tools.error("write_file", {"path": "README.md/x", "content": "x"}) == (
+        "Not found: README.md/x (a part of the path is not a folder)")
+    assert tools.error("write_file", {"path": ".git/config", "content": "x"}) == (
+        "Refused: write_file does not write inside .git folders (.git/config)")
+    assert (repo / "README.md").read_text().startswith("# Demo")
+
+
+def test_without_allow_write_nothing_can_be_written(repo: Path) -> None:
+    with Tools(repo) as tools:
+        for name in ("write_file", "edit_file"):
+            reply = tools.process.request("tools/call", {"name": name, "arguments": {
+                "path": "README.md", "content": "x", "old_text": "Demo", "new_text": "x"}})
+            assert reply["error"] == {"code": -32602, "message": f"Unknown tool: {name}"}
+    assert (repo / "README.md").read_text() == "# Demo\n\nA demo project.\n"
+
+
+# -- edit_file -----------------------------------------------------------------------------------------
+def test_edit_replaces_one_occurrence_and_returns_the_diff(tools: Tools, repo: Path) -> None:
+    (repo / "src" / "app.py").chmod(0o640)
+    result = tools.call("edit_file", {"path": "src/helpers.py", "old_text": "return 42", "new_text": "return 43"})
+    assert result["content"][0]["text"] == (
+        "Replaced 1 occurrence in src/helpers.py.\n--- a/src/helpers.py\n+++ b/src/helpers.py\n"
+        "@@ -1,2 +1,2 @@\n def answer():\n-    return 42\n+    return 43")
+    assert result["structuredContent"]["replacements"] == 1
+    assert (repo / "src" / "helpers.py").read_text() == "def answer():\n    return 43\n"
+    tools.call("edit_file", {"path": "src/app.py", "old_text": "import util\n", "new_text": ""})
+    assert (repo / "src" / "app.py").read_text().startswith("\n\ndef main()")
+    assert stat.S_IMODE((repo / "src" / "app.py").stat().st_mode) == 0o640
+    assert _leftovers(repo / "src") == []
+
+
+def test_edit_needs_a_unique_match_unless_replace_all(tools: Tools, repo: Path) -> None:
+    (repo / "dup.txt").write_text("x = 1\ny = 2\nx = 1\nz = 3\nx = 1\n")
+    message = tools.error("edit_file", {"path": "dup.txt", "old_text": "x = 1", "new_text": "x = 9"})
+    assert message == ("old_text occurs 3 times in dup.txt (at lines 1, 3, 5). Include more of the surrounding lines "
+                       "to make it unique, or set replace_all to replace every occurrence.")
+    assert (repo / "dup.txt").read_text() == "x = 1\ny = 2\nx = 1\nz = 3\nx = 1\n"
+    tools.call("edit_file", {"path": "dup.txt", "old_text": "x = 1\nz", "new_text": "x = 2\nz"})
+    assert (repo / "dup.txt").read_text() == "x = 1\ny = 2\nx = 2\nz = 3\nx = 1\n"
+    assert tools.data("edit_file", {"path": "dup.txt", "old_text": "x = 1", "new_text": "x = 0",
+                                    "replace_all": True})["replacements"] == 2
+    assert (repo / "dup.txt").read_text() == "x = 0\ny = 2\nx = 2\nz = 3\nx = 0\n"
+
+
+def test_edit_errors_help_the_next_try(tools: Tools, repo: Path) -> None:
+    missing = tools.error("edit_file", {"path": "src/helpers.py", "old_text": "def answer():\n  return 42",
+                                        "new_text": "x"})
+    assert missing == ("old_text was not found in src/helpers.py. It must match the file exactly, whitespace and "
+                       "indentation included; read the file again and copy the text. Its first line, ignoring "
+                       "surrounding whitespace, appears at line(s) 1.")
+    assert tools.error("edit_file", {"path": "src/helpers.py", "old_text": "nowhere", "new_text": "x"}).endswith(
+        "read the file again and copy the text.")
+    assert tools.error("edit_file", {"path": "src/helpers.py", "old_text": "a", "new_text": "a"}) == (
+        "old_text and new_text are the same: there is nothing to change")
+    assert tools.error("edit_file", {"path": "nope.py", "old_text": "a", "new_text": "b"}) == "Not found: nope.py"
+    (repo / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    assert "not valid UTF-8" in tools.error("edit_file", {"path": "latin1.txt", "old_text": "caf", "new_text": "x"})
+    (repo / "blob.bin").write_bytes(b"abc\x00def")
+    assert "binary" in tools.error("edit_file", {"path": "blob.bin", "old_text": "abc", "new_text": "x"})
+    assert (repo / "blob.bin").read_bytes() == b"abc\x00def"
+
+
+def test_edit_of_a_crlf_file_accepts_plain_newlines(tools: Tools, repo: Path) -> None:
+    (repo / "win.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    tools.call("edit_file", {"path": "win.txt", "old_text": "one\ntwo", "new_text": "uno\ndos"})
+    assert (repo / "win.txt").read_bytes() == b"uno\r\ndos\r\nthree\r\n"
+
+
+def test_edit_refuses_when_the_file_changed_meanwhile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between reading and renaming, someone else writes the file: nothing is overwritten."""
+    (tmp_path / "f.txt").write_text("original\n")
+    def racing_replace(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("must not get here")
+
+    original_lstat = writes.safe_open.lstat_in
+    calls = []
+
+    def lstat_then_change(parent: int, name: str, shown: str) -> os.stat_result | None:
+        calls.append(name)
+        if len(calls) == 2:  # the check just before the rename
+            (tmp_path / "f.txt").write_text("someone else's change, longer\n")
+        return original_lstat(parent, name, shown)
+
+    monkeypatch.setattr(writes.safe_open, "lstat_in", lstat_then_change)
+    monkeypatch.setattr(os, "replace", racing_replace)
+    with pytest.raises(ToolError, match="changed while it was being written"):
+        writes.edit_file(context(), Roots([str(tmp_path)]), "f.txt", "original", "mine")
+    assert (tmp_path / "f.txt").read_text() == "someone else's change, longer\n"
+    assert _leftovers(tmp_path) == []
+
+
+def test_large_files_get_a_summary_instead_of_a_diff(tools: Tools, repo: Path) -> None:
+    big = "start\n" + "x\n" * (writes.MAX_DIFF_INPUT // 2 + 10)
+    data = tools.data("write_file", {"path": "big.txt", "content": big})
+    assert data["diff"] == "(no diff: big.txt is larger than 1.0 MiB)\n" and data["size"] == len(big)
+    edited = tools.data("edit_file", {"path": "big.txt", "old_text": "start\n", "new_text": "begin\n"})
+    assert edited["diff"] == "(no diff: big.txt is larger than 1.0 MiB)\n"
+    assert (repo / "big.txt").read_text().startswith("begin\nx\n")
