@@ -279,12 +279,18 @@ def test_without_the_capability_the_handler_is_told_at_once(port: int) -> None:
     assert result["isError"] is True and "does not support sampling/createMessage" in result["content"][0]["text"]
 
 
-def test_cancellation_ends_the_exchange_without_a_response(port: int) -> None:
-    client = McpHttpClient(port)
+def call_wait_tool(client: McpHttpClient) -> tuple[threading.Thread, list[Any]]:
+    """POST a call of `wait` on a thread; returns the thread and where its reply will be."""
     outcome: list[Any] = []
     waiting = threading.Thread(target=lambda: outcome.append(client.call("tools/call", {"name": "wait"})))
     waiting.start()
-    time.sleep(0.3)
+    time.sleep(0.3)  # the handler is waiting now
+    return waiting, outcome
+
+
+def test_cancellation_ends_the_exchange_without_a_response(port: int) -> None:
+    client = McpHttpClient(port)
+    waiting, outcome = call_wait_tool(client)
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "enough"}}
     assert client.post(cancel).status == 202
     waiting.join(10)
@@ -293,10 +299,7 @@ def test_cancellation_ends_the_exchange_without_a_response(port: int) -> None:
 
 def test_deleting_a_session_ends_its_open_exchanges(port: int) -> None:
     client = McpHttpClient(port)
-    outcome: list[Any] = []
-    waiting = threading.Thread(target=lambda: outcome.append(client.call("tools/call", {"name": "wait"})))
-    waiting.start()
-    time.sleep(0.3)
+    waiting, outcome = call_wait_tool(client)
     assert client.delete().status == 204
     waiting.join(10)
     assert outcome and outcome[0].status == 404
