@@ -75,7 +75,7 @@ def test_list_files_under_a_folder_with_a_pattern(tools: Tools, repo: Path) -> N
     assert "line breaks" in tools.error("list_files", {"pattern": "*.md\n!*"})
     none = tools.call("list_files", {"pattern": "*.nothing"})
     assert none["structuredContent"]["files"] == [] and none["structuredContent"]["total"] == 0
-    assert none["content"][0]["text"] == "No files under . matching *.nothing."
+    assert none["content"][0]["text"] == "No files under the workspace root matching *.nothing."
 
 
 def test_list_files_says_when_the_list_was_cut(tools: Tools) -> None:
@@ -85,7 +85,7 @@ def test_list_files_says_when_the_list_was_cut(tools: Tools) -> None:
     assert data["files"] == full[:3] and data["total"] == len(full) and data["truncated"] is True
     lines = result["content"][0]["text"].splitlines()
     assert lines[:3] == full[:3]
-    assert lines[3] == (f"[Showing the first 3 of {len(full)} files under .. Pass a deeper path or a pattern to narrow "
+    assert lines[3] == (f"[Showing the first 3 of {len(full)} files under the workspace root. Pass a deeper path or a pattern to narrow "
                         "the list, or raise limit.]")
 
 

@@ -112,7 +112,7 @@ def test_long_lines_are_cut_around_the_match(tools: Tools) -> None:
 
 def test_no_match_is_not_an_error(tools: Tools) -> None:
     result = tools.call("search_code", {"pattern": "zzzz-nowhere"})
-    assert result["content"][0]["text"] == "No matches for 'zzzz-nowhere' in .."
+    assert result["content"][0]["text"] == "No matches for 'zzzz-nowhere' in the workspace root."
     assert result["structuredContent"]["lines"] == [] and result["structuredContent"]["truncated"] is False
 
 

@@ -12,7 +12,7 @@ import os
 from ..primitives import ToolError
 from . import safe_open
 from .roots import join_display
-from .text import is_binary, plural, result, size_text
+from .text import is_binary, place, plural, result, size_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def list_files(ctx: RequestContext, roots: Roots, path: str = ".", pattern: str 
     files = [join_display(shown, name) for name in names[:limit]]
     truncated = len(names) > limit
     lines = list(files)
-    what = f"under {shown}" + (f" matching {pattern}" if pattern else "")
+    what = f"under {place(shown)}" + (f" matching {pattern}" if pattern else "")
     if not names:
         lines.append(f"No files {what}.")
     elif truncated:

@@ -88,7 +88,7 @@ class Repo:
         while directory != root and not os.path.isdir(directory):  # a path that is gone: its nearest folder
             directory = os.path.dirname(directory)
         self.directory = directory
-        self._fd = safe_open.open_dir(roots, directory, _shown(roots, directory))
+        self._fd = safe_open.open_dir(roots, directory, roots.display(directory))
         self.cwd = safe_open.proc_path(self._fd, directory)
         self._env = _env()
         try:
@@ -101,7 +101,7 @@ class Repo:
             message = done.stderr.strip().splitlines()
             if message and "not a git repository" not in message[-1]:
                 raise ToolError(f"git failed: {message[-1].removeprefix('fatal: ')}")
-            raise ToolError(f"{_shown(roots, directory)} is not in a git repository")
+            raise ToolError(f"{roots.display(directory)} is not in a git repository")
         self.top = os.path.realpath(done.stdout.decode("utf-8", "surrogateescape").strip())
         self.confined = roots.root_of(self.top) is None
         # Diff paths (--relative) are relative to the root when confined, else to the repository top.
@@ -169,12 +169,12 @@ class Repo:
         return f"{self.resolve(left or 'HEAD')}{separator.group()}{self.resolve(right or 'HEAD')}"
 
     def display(self, base: str, name: str) -> str:
-        """A path git printed relative to `base` (the top, or diff_base), as the roots show it."""
-        return _shown(self.roots, os.path.join(base, name))
+        """A path git printed relative to `base` (the top, or diff_base), as the roots show it.
 
-
-def _shown(roots: Roots, real: str) -> str:
-    return roots.display(real) if roots.root_of(real) is not None else real
+        Only a rename's old name can lie outside the roots (git confines the rest): it is not shown.
+        """
+        real = os.path.join(base, name)
+        return self.roots.display(real) if self.roots.root_of(real) is not None else "(outside the workspace roots)"
 
 
 def check_ref(ref: str) -> None:
@@ -183,9 +183,8 @@ def check_ref(ref: str) -> None:
         raise ToolError("A ref must be 1 to 256 characters long")
     if any(ord(c) < 32 or ord(c) == 127 for c in ref):
         raise ToolError("A ref cannot contain control characters")
-    for side in _RANGE.split(ref) if not ref.startswith("-") else [ref]:
-        if side.startswith("-"):
-            raise ToolError(f"Refused: the ref {ref!r} starts with '-' and would be read as an option")
+    if any(side.startswith("-") for side in _RANGE.split(ref)):
+        raise ToolError(f"Refused: the ref {ref!r} starts with '-' and would be read as an option")
     if ":" in _SIDE.sub("", ref):
         raise ToolError(f"Refused: the ref {ref!r} contains ':'. To see a file as of a revision, "
                         "call git_show with that revision as ref and the file as path")

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 from ..primitives import ToolError
 from . import safe_open
 from .roots import join_display
-from .text import SNIFF_BYTES, cut_line, is_binary, plural, result
+from .text import SNIFF_BYTES, cut_line, is_binary, place, plural, result
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,30 +68,26 @@ class _Collector:
             self._last_match = (path, number)
             submatches = data.get("submatches") or []
             if submatches:
-                focus = len(_text(data.get("lines", {})).encode("utf-8")[: submatches[0].get("start", 0)].decode("utf-8", "ignore"))
+                focus = len(_raw(data.get("lines", {}))[: submatches[0].get("start", 0)].decode("utf-8", "ignore"))
         self.lines.append({"path": path, "line": number, "text": cut_line(text, MAX_LINE_CHARS, focus), "match": kind == "match"})
         return True
 
 
-def _text(value: dict[str, Any]) -> str:
-    """rg's {"text": ...} or, for bytes that are not UTF-8, {"bytes": base64}."""
-    if "text" in value:
-        return str(value["text"])
-    import base64
-
-    return base64.b64decode(value.get("bytes", "")).decode("utf-8", "replace")
-
-
-def _line_text(data: dict[str, Any]) -> str:
-    return _text(data.get("lines", {})).rstrip("\n").rstrip("\r")
-
-
-def _raw_path(value: dict[str, Any]) -> bytes:
+def _raw(value: dict[str, Any]) -> bytes:
+    """rg's {"text": ...}, or {"bytes": base64} for what is not UTF-8, as bytes."""
     if "text" in value:
         return str(value["text"]).encode("utf-8", "surrogateescape")
     import base64
 
     return base64.b64decode(value.get("bytes", ""))
+
+
+def _text(value: dict[str, Any]) -> str:
+    return str(value["text"]) if "text" in value else _raw(value).decode("utf-8", "replace")
+
+
+def _line_text(data: dict[str, Any]) -> str:
+    return _text(data.get("lines", {})).rstrip("\n").rstrip("\r")
 
 
 class _Progress:
@@ -181,11 +178,11 @@ def _run(ctx: RequestContext, command: list[str], cwd: str, fd: int, collector: 
             data = message.get("data") or {}
             saw_output = True
             if kind in ("match", "context"):
-                raw = _raw_path(data.get("path", {}))
+                raw = _raw(data.get("path", {}))
                 if not collector.add(kind, display(raw), data):
                     break
             elif kind == "begin" and progress is not None:
-                progress.at(_raw_path(data.get("path", {})), collector)
+                progress.at(_raw(data.get("path", {})), collector)
         child.kill()
         code = child.wait()
         stderr = child.stderr
@@ -196,7 +193,8 @@ def _run(ctx: RequestContext, command: list[str], cwd: str, fd: int, collector: 
 
 def _rg_error(stderr: str) -> str:
     """rg's complaint about the pattern, without its advice about flags this tool does not have."""
-    lines = [line.removeprefix("rg: ") for line in stderr.strip().splitlines() if "--" not in line and "PCRE2" not in line]
+    advice = re.compile(r"--[a-z]|pcre2", re.IGNORECASE)
+    lines = [line.removeprefix("rg: ") for line in stderr.strip().splitlines() if not advice.search(line)]
     message = "\n".join(lines[:20]) or "ripgrep failed"
     return f"The search failed: {message}"
 
@@ -212,7 +210,7 @@ def _render(pattern: str, shown: str, collector: _Collector, context: int, probl
         previous = (entry["path"], entry["line"])
     found = f"{plural(collector.matches, 'match')} in {plural(len(collector.files), 'file')}"
     if not collector.matches:
-        out.append(f"No matches for {pattern!r} in {shown}.")
+        out.append(f"No matches for {pattern!r} in {place(shown)}.")
     elif collector.truncated:
         out.append(f"[Showing the first {found}; there are more. Narrow the search with path or glob, or raise limit.]")
     else:

@@ -50,6 +50,11 @@ def size_text(size: int) -> str:
     return f"{value:.1f} GiB"
 
 
+def place(shown: str) -> str:
+    """A display path as a place in a sentence: '.' reads badly before a full stop."""
+    return "the workspace root" if shown == "." else shown
+
+
 def plural(count: int, word: str) -> str:
     """'1 file', '2 files', '2 matches'."""
     if count == 1:

@@ -14,7 +14,7 @@ import stat
 
 from ..primitives import ToolError
 from . import safe_open
-from .text import plural, result, size_text
+from .text import is_binary, plural, result, size_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,12 +63,11 @@ def edit_file(ctx: RequestContext, roots: Roots, path: str, old_text: str, new_t
     try:
         fd, before = safe_open.open_in(roots, parent, name, shown)
         try:
-            if before.st_size > MAX_EDIT_BYTES:
-                raise ToolError(f"{shown} is {size_text(before.st_size)}; edit_file edits files up to {size_text(MAX_EDIT_BYTES)}")
             raw = _read_all(fd, before.st_size, MAX_EDIT_BYTES)
         finally:
             os.close(fd)
-        assert raw is not None
+        if raw is None:
+            raise ToolError(f"{shown} is {size_text(before.st_size)}; edit_file edits files up to {size_text(MAX_EDIT_BYTES)}")
         text = _decode(raw, shown)
         old, new, count = _occurrences(text, old_text, new_text, shown, replace_all)
         updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
@@ -102,7 +101,7 @@ def _encode(content: str) -> bytes:
 
 
 def _decode(raw: bytes, shown: str) -> str:
-    if b"\x00" in raw:
+    if is_binary(raw):
         raise ToolError(f"{shown} is a binary file; edit_file edits text only")
     try:
         return raw.decode("utf-8")
