@@ -58,9 +58,7 @@ _RENAMED = {"Context": "RequestContext"}
 def __getattr__(name: str) -> object:
     if name not in __all__ or name == "__version__":
         raise AttributeError(f"module 'shipcode_mcp' has no attribute {name!r}")
-    import importlib
-
-    module = importlib.import_module(f".{_MODULE_OF.get(name, 'primitives')}", __name__)
+    module = __import__(f"{__name__}.{_MODULE_OF.get(name, 'primitives')}", fromlist=["_"])  # importlib costs 0.4 ms
     value = getattr(module, _RENAMED.get(name, name))
     globals()[name] = value  # later look-ups skip this function
     return value
