@@ -4,7 +4,6 @@ need big files, in-process with smaller limits)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -36,12 +35,6 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (repo / "wide.txt").write_text("".join(f"{n:05d} " + "w" * 1000 + "\n" for n in range(1, 401)))
     (repo / "spaced name ünïcode.txt").write_text("hi\n")
     return repo
-
-
-@pytest.fixture(scope="module")
-def tools(repo: Path) -> Any:
-    with Tools(repo) as server:
-        yield server
 
 
 # -- list_files ---------------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ import os
 import random
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,12 +29,6 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (repo / "regex.txt").write_text("a.b\naxb\n(paren)\n-dash-leading\n")
     (repo / "latin1.txt").write_bytes("caf\xe9 answer\n".encode("latin-1"))
     return repo
-
-
-@pytest.fixture(scope="module")
-def tools(repo: Path) -> Any:
-    with Tools(repo) as server:
-        yield server
 
 
 def test_matches_as_path_line_text(tools: Tools) -> None:
