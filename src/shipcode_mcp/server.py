@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import threading
 import weakref
 
 from . import jsonrpc, log
@@ -108,7 +109,8 @@ class Server:
         self.notification_handlers: dict[str, list[NotificationHandler]] = {}
         self.completers: dict[tuple[str, str, str], Completer] = {}  # (ref type, prompt name or URI template, argument)
         self.roots_callbacks: list[RootsCallback] = []
-        self.sessions: weakref.WeakSet[Session] = weakref.WeakSet()
+        self.sessions: weakref.WeakSet[Session] = weakref.WeakSet()  # initialized ones; use add_session/ready_sessions
+        self._sessions_lock = threading.Lock()  # sessions start on the reading loop, notices go out from any thread
 
     # -- registration ---------------------------------------------------------------------------
     def add_tool(self, tool: Tool) -> Tool:
@@ -177,21 +179,29 @@ class Server:
 
     def _changed(self, registry: str) -> None:
         """Tell the sessions whose initialize result declared `listChanged` for this registry."""
-        for session in list(self.sessions):
-            if session.ready and session.capabilities.get(registry, {}).get("listChanged"):
+        for session in self.ready_sessions():
+            if session.capabilities.get(registry, {}).get("listChanged"):
                 session.notify(f"notifications/{registry}/list_changed")
 
     def resource_updated(self, uri: str) -> None:
         """Send notifications/resources/updated to the sessions subscribed to `uri` or to a resource containing it."""
-        for session in list(self.sessions):
-            if session.ready and any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in list(session.subscriptions)):
+        for session in self.ready_sessions():
+            if any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in list(session.subscriptions)):
                 session.notify("notifications/resources/updated", {"uri": uri})
 
     def broadcast(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification to every initialized session."""
-        for session in list(self.sessions):
-            if session.ready:
-                session.notify(method, params)
+        for session in self.ready_sessions():
+            session.notify(method, params)
+
+    def add_session(self, session: Session) -> None:
+        with self._sessions_lock:
+            self.sessions.add(session)
+
+    def ready_sessions(self) -> list[Session]:
+        """The sessions that sent notifications/initialized (and are still referenced)."""
+        with self._sessions_lock:
+            return [session for session in self.sessions if session.ready]
 
     # -- the library API: decorators --------------------------------------------------------------
     # A handler's parameters are filled by name from the request (tool arguments, template
@@ -438,7 +448,7 @@ def _string(params: dict[str, Any], key: str) -> str:
 
 
 def _initialize(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    server.sessions.add(session)
+    server.add_session(session)
     return session.negotiate(params)
 
 
