@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
         "newline-delimited JSON-RPC on stdin/stdout; diagnostics go to stderr.",
     )
     parser.add_argument("roots", nargs="*", metavar="ROOT",
-                        help="workspace folder(s) to serve; every path is confined to them (default: the current directory)")
+                        help="workspace folder(s) to serve; every path is confined to them (default: over stdio, the "
+                        "client's roots if it offers them, else the current directory)")
     parser.add_argument("--allow-write", action="store_true", help="also offer the tools that change files")
     parser.add_argument("--watch", action="store_true",
                         help="watch the roots and notify subscribed clients of changes (needs the 'watch' extra)")
