@@ -102,3 +102,13 @@ def test_roots_given_on_the_command_line_win(folders: dict[str, Path]) -> None:
 def test_http_addresses(text: str, expected: tuple[str, int]) -> None:
     assert _host_port(text) == expected
     assert build_parser().parse_args(["--http", text]).http == expected
+
+
+def test_a_call_made_before_the_roots_arrive_runs_in_them(folders: dict[str, Path]) -> None:
+    with McpProcess(cwd=folders["cwd"]) as server:
+        handshake(server, {"roots": {}})
+        server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "list_files", "arguments": {}}})
+        answer_roots(server, folders["one"])
+        reply = server.read()
+        assert reply["id"] == 7 and "in-one.txt" in json.dumps(reply["result"])
+        assert server.close() == 0

@@ -663,3 +663,21 @@ def test_a_failed_roots_listing_keeps_what_was_known(capsys: pytest.CaptureFixtu
     h.background.pop()()
     stop.set()
     assert seen == [] and h.session.roots is None
+
+
+def test_deferred_work_waits_for_a_roots_listing_under_way() -> None:
+    server = make_server()
+    server.on_roots(lambda session, roots: None)
+    h = Routed(server)
+    h.ready({"roots": {}})
+    h.receive(req(2, "tools/call", {"name": "later"}))
+    worker = threading.Thread(target=h.jobs[0].run)
+    worker.start()
+    worker.join(0.2)
+    assert worker.is_alive() and h.related == []  # waiting for the roots
+    stop = threading.Event()
+    answer_client_requests(h, {"roots/list": {"roots": []}}, stop)
+    h.background.pop()()
+    stop.set()
+    worker.join(5)
+    assert [m["id"] for _, m in h.related] == [2]

@@ -27,6 +27,9 @@ PROTOCOL_VERSION = "2025-06-18"
 # RFC 5424 severities, least to most severe, as MCP names them.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
+ROOTS_WAIT = 5.0
+"""How long deferred work waits for a roots/list under way, so it runs in the roots the client gave."""
+
 # Which client capability each server->client request needs.
 _CLIENT_CAPABILITY_FOR = {
     "roots/list": "roots",
@@ -116,6 +119,7 @@ class Session:
         self.subscriptions: set[str] = set()  # resource URIs this client subscribed to
         self.roots: list[dict[str, Any]] | None = None  # the client's roots, once listed
         self._roots_lock = threading.Lock()
+        self._roots_listing: threading.Event | None = None  # set once a listing under way is over
 
     # -- input ----------------------------------------------------------------------------------
     def receive(self, message: Any) -> list[Message]:
@@ -167,6 +171,9 @@ class Session:
 
     def complete(self, context: RequestContext, work: Callable[[], dict[str, Any]]) -> Message | None:
         """Run deferred work and build its response (None when it was cancelled)."""
+        listing = self._roots_listing
+        if listing is not None:  # work that follows the client's roots waits for them, briefly
+            listing.wait(ROOTS_WAIT)
         try:
             return jsonrpc.result(context.request_id, work())
         except Cancelled:
@@ -232,7 +239,18 @@ class Session:
     def _follow_roots(self) -> None:
         """List the client's roots in the background, if anything on the server follows them."""
         if self.server.roots_callbacks and "roots" in self.client_capabilities and not self.stateless:
-            self._background(self.refresh_roots)
+            listing = threading.Event()
+            self._roots_listing = listing
+
+            def refresh() -> None:
+                try:
+                    self.refresh_roots()
+                finally:
+                    listing.set()
+                    if self._roots_listing is listing:
+                        self._roots_listing = None
+
+            self._background(refresh)
 
     def refresh_roots(self) -> None:
         """Ask the client for its roots and hand them to the server's roots callbacks.
