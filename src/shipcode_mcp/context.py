@@ -35,7 +35,7 @@ class _Flag:
     when somebody waits, which a request answered on the reading loop never does. Allocating two
     Events per request took a third of the reading loop's time in a pipelined ping benchmark."""
 
-    __slots__ = ("_set", "_event")
+    __slots__ = ("_event", "_set")
     _creating = threading.Lock()
 
     def __init__(self) -> None:
