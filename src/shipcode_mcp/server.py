@@ -9,6 +9,7 @@ import base64
 import binascii
 import threading
 import weakref
+from functools import partial
 
 from . import jsonrpc, log
 from .jsonrpc import JsonRpcError
@@ -412,7 +413,7 @@ class Server:
         handler, capability = entry
         if capability is not None and not capability(self):
             return None
-        return lambda session, context, params: handler(self, session, context, params)
+        return partial(handler, self)  # not a lambda: no extra Python frame on every request
 
     def notification_handler(self, method: str) -> NotificationHandler | None:
         handlers = self.notification_handlers.get(method)
