@@ -70,3 +70,8 @@ def test_lines_split_across_chunks() -> None:
     script = "import sys; sys.stdout.write('x' * 200000 + '\\n' + 'y\\n\\nz')"
     with Child(context(), [sys.executable, "-c", script], cwd="/") as child:
         assert [len(line) for line in child.lines()] == [200000, 1, 0, 1]
+
+
+def test_a_program_that_cannot_start_is_a_clean_error() -> None:
+    with pytest.raises(ToolError, match="Could not start nothing-here: No such file or directory"):
+        run(context(), ["/nonexistent/nothing-here"], cwd="/", limit=10)

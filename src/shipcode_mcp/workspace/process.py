@@ -36,10 +36,13 @@ class Child:
         self.timeout = timeout
         self._ctx = ctx
         self._stderr = bytearray()
-        self.proc: subprocess.Popen[bytes] = subprocess.Popen(
-            list(argv), cwd=cwd, env=env, pass_fds=tuple(pass_fds), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-        )
+        try:
+            self.proc: subprocess.Popen[bytes] = subprocess.Popen(
+                list(argv), cwd=cwd, env=env, pass_fds=tuple(pass_fds), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            )
+        except OSError as err:
+            raise ToolError(f"Could not start {self.what}: {os.strerror(err.errno) if err.errno else err}") from None
         self._deadline = time.monotonic() + timeout
         ctx.on_cancel(self.kill)
 
