@@ -362,3 +362,17 @@ def test_racing_symlink_swaps_never_leak_the_outside(tmp_path: Path) -> None:
             swapper.join()
         assert calls > 10 and swaps[0] > 100 and swapper.is_alive() is False
     assert snapshot(outside) == before
+
+
+def test_a_hard_link_to_an_outside_file_is_replaced_not_written_through(world: dict[str, Path], attacked: Tools) -> None:
+    """A hard link is a file of the workspace like any other, but writing replaces it with a new file
+    (temporary file and rename), so the outside file it shares an inode with never changes."""
+    link = world["root"] / "hard-link.txt"
+    os.link(world["outside"] / "secret.txt", link)
+    try:
+        attacked.call("edit_file", {"path": "hard-link.txt", "old_text": "CANARY", "new_text": "replaced"})
+        attacked.call("write_file", {"path": "hard-link.txt", "content": "rewritten\n"})
+        assert link.read_text() == "rewritten\n" and link.stat().st_nlink == 1
+        assert (world["outside"] / "secret.txt").read_text() == f"{CANARY}\n"
+    finally:
+        link.unlink()
