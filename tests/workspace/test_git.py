@@ -280,3 +280,36 @@ def test_git_runs_nothing_the_repository_asks_for(repo: Path, tmp_path: Path) ->
     git(repo, "status")
     git(repo, "diff")
     assert {line.split()[1] for line in marker.read_text().splitlines()} == {"2", "README.md"}  # fsmonitor, diff.external
+
+
+def test_bounds_of_status_log_and_show(repo: Path) -> None:
+    (repo / "many").mkdir()
+    for n in range(2005):
+        (repo / "many" / f"f{n:04d}.txt").write_text("x\n")
+    body = "\n".join(f"Line {n} of a long message." for n in range(200))
+    (repo / "huge.txt").write_text("".join(f"{n} {'y' * 70}\n" for n in range(5000)))
+    git(repo, "add", "huge.txt")
+    git(repo, "commit", "-qm", f"A huge file\n\n{body}")
+    with Tools(repo) as tools:
+        status = tools.call("git_status")
+        report = status["structuredContent"]["repositories"][0]
+        assert report["files"] == [{"path": "many/", "index": "?", "worktree": "?", "kind": "untracked"}]
+        git(repo, "add", "many")
+        staged = tools.call("git_status")
+        report = staged["structuredContent"]["repositories"][0]
+        assert len(report["files"]) == 2000 and report["truncated"] is True
+        assert staged["content"][0]["text"].endswith("[Only the first 2000 entries are shown.]")
+        log = tools.call("git_log", {"limit": 1})
+        commit = log["structuredContent"]["commits"][0]
+        assert commit["subject"] == "A huge file" and len(commit["body"]) == 4001 and commit["body"].endswith("…")
+        lines = log["content"][0]["text"].splitlines()
+        assert lines[1:11] == [f"    Line {n} of a long message." for n in range(10)]
+        assert lines[11] == "    … (190 more lines; git_show shows the whole message)"
+        shown = tools.call("git_show", {"ref": "HEAD"})
+        assert shown["structuredContent"]["truncated"] is True and len(shown["structuredContent"]["text"]) <= 256 * 1024
+        assert shown["content"][0]["text"].endswith(
+            "[Cut at 256.0 KiB; pass path to see one file as of this revision, or use git_diff with a path.]")
+        blob = tools.call("git_show", {"ref": "HEAD", "path": "huge.txt"})
+        assert blob["structuredContent"]["truncated"] is True
+        assert blob["content"][0]["text"].endswith("[Cut at 256.0 KiB; read_file on the working copy, or search_code, can reach the rest.]")
+        assert tools.error("git_show", {"ref": "HEAD~1..HEAD"}).startswith("Unknown revision")

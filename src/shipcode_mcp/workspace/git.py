@@ -173,8 +173,11 @@ class Repo:
 
         Only a rename's old name can lie outside the roots (git confines the rest): it is not shown.
         """
-        real = os.path.join(base, name)
-        return self.roots.display(real) if self.roots.root_of(real) is not None else "(outside the workspace roots)"
+        real = os.path.normpath(os.path.join(base, name))
+        if self.roots.root_of(real) is None:
+            return "(outside the workspace roots)"
+        return self.roots.display(real) + ("/" if name.endswith("/") else "")  # an untracked folder keeps its '/'
+
 
 
 def check_ref(ref: str) -> None:
@@ -314,8 +317,11 @@ def git_log(ctx: RequestContext, roots: Roots, limit: int = 20, path: str | None
                            "--end-of-options", revision, *repo.pathspec(real)])
     fields = done.stdout.decode("utf-8", "replace").split("\0")[1:]
     commits: list[dict[str, Any]] = []
+    lines: list[str] = []
     for start in range(0, len(fields) - len(_LOG_FIELDS) + 1, len(_LOG_FIELDS)):
         record = dict(zip(_LOG_FIELDS, fields[start:start + len(_LOG_FIELDS)], strict=True))
+        if len(commits) == limit:  # the one asked for beyond the limit: it only tells that there are more
+            break
         body = record["body"].strip()
         commits.append({
             "commit": record["commit"],
@@ -326,15 +332,12 @@ def git_log(ctx: RequestContext, roots: Roots, limit: int = 20, path: str | None
             "subject": record["subject"],
             "body": body[:MAX_BODY_CHARS] + ("…" if len(body) > MAX_BODY_CHARS else ""),
         })
-    truncated = len(commits) > limit or done.truncated
-    commits = commits[:limit]
-    lines: list[str] = []
-    for commit in commits:
-        lines.append(f"{commit['commit'][:12]} {commit['date'][:16].replace('T', ' ')} {commit['author']}: {commit['subject']}")
-        body_lines = commit["body"].splitlines()
+        lines.append(f"{record['commit'][:12]} {record['date'][:16].replace('T', ' ')} {record['author']}: {record['subject']}")
+        body_lines = body.splitlines()
         lines.extend(f"    {line}" for line in body_lines[:10])
         if len(body_lines) > 10:
             lines.append(f"    … ({len(body_lines) - 10} more lines; git_show shows the whole message)")
+    truncated = len(fields) // len(_LOG_FIELDS) > limit or done.truncated
     if not commits:
         lines.append("No commits match.")
     elif truncated:
