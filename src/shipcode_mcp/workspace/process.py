@@ -135,12 +135,13 @@ def run(ctx: RequestContext, argv: Sequence[str], *, cwd: str, limit: int, env: 
         size = 0
         truncated = False
         for chunk in child.chunks():
+            if truncated:
+                continue  # killed: read on to the end, so that what it said on stderr is kept
             parts.append(chunk)
             size += len(chunk)
             if size > limit:
                 truncated = True
                 child.kill()
-                break
         code = child.wait()
         stdout = b"".join(parts)
         return Completed(stdout[:limit] if truncated else stdout, code, child.stderr, truncated)
