@@ -28,6 +28,7 @@ _ARRAYS = {list: False, tuple: False, set: True, frozenset: True}  # type -> uni
 _ABC_ARRAYS = ("Sequence", "MutableSequence", "Iterable", "Collection", "Set", "MutableSet", "AbstractSet")
 _ABC_MAPPINGS = ("Mapping", "MutableMapping")
 _UNION_TYPES: tuple[Any, ...] = (typing.Union, types.UnionType)
+_SCALARS = frozenset({str, int, float, bool, type(None)})  # exact types: a str Enum is not one
 
 
 class Signature:
@@ -123,6 +124,8 @@ class Signature:
 
 def jsonable(value: Any) -> Any:
     """Dataclasses, pydantic models, Enums, tuples and sets as the JSON values they stand for."""
+    if type(value) in _SCALARS:  # most results: returned as they are, without the checks below
+        return value
     if isinstance(value, enum.Enum):
         return jsonable(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
