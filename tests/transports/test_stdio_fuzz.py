@@ -21,7 +21,7 @@ from support import HANDSHAKE, INITIALIZED, McpProcess
 METHODS = ["initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/read",
            "resources/templates/list", "prompts/list", "logging/setLevel", "completion/complete",
            "notifications/initialized", "notifications/cancelled", "server/discover", "x", ""]
-_ids = itertools.count(1)
+_sentinels = itertools.count(1)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-2**63, 2**63) | st.floats(allow_nan=False, allow_infinity=False)
@@ -45,10 +45,10 @@ def messages(draw: st.DrawFn) -> Any:
         if choice == 0:
             message["id"] = draw(json_values)
         else:
-            unique = next(_ids)
-            message["id"] = unique if choice % 2 else f"id-{unique}"
+            number = draw(st.integers(0, 2**53))
+            message["id"] = number if choice % 2 else f"id-{number}"
     if kind == "response":
-        message["id"] = next(_ids)
+        message["id"] = draw(st.integers(0, 2**53))
         message["result" if draw(st.booleans()) else "error"] = draw(json_values)
     else:
         message["method"] = draw(st.sampled_from(METHODS) | json_values)
@@ -161,7 +161,7 @@ def test_fuzzed_lines(server: McpProcess, data: st.DataObject) -> None:
         cancelled |= cancelled_ids(line)
     required = [msg_id for msg_id in expected_ids if msg_id not in cancelled]
     _optional.update(msg_id for msg_id in expected_ids if msg_id in cancelled)
-    sentinel = f"sentinel-{next(_ids)}"
+    sentinel = f"sentinel-{next(_sentinels)}"
     server.write(b"".join(line + b"\n" for line in lines) + json.dumps(
         {"jsonrpc": "2.0", "id": sentinel, "method": "ping"}).encode() + b"\n")
     replies: list[dict[str, Any]] = []
