@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from workspace_support import Tools, make_repo
+from shipcode_mcp.primitives import ToolResult
+from shipcode_mcp.workspace import process as process_module
+from shipcode_mcp.workspace import search
+from shipcode_mcp.workspace.roots import Roots
+from workspace_support import Tools, context, make_repo
 
 # Slow for ripgrep's regex engine (Unicode word boundaries rule out its fastest paths) and without a
 # literal to skip by: well under 100 MB/s, so the tree below keeps rg busy long enough to cancel.
@@ -170,18 +176,31 @@ def test_progress_rises_through_the_files_and_ends_at_the_total(big: Path) -> No
         assert not [n for n in process.notifications if n["method"] == "notifications/progress"]
 
 
-def test_cancel_kills_rg_and_sends_no_response_while_ping_still_answers(big: Path) -> None:
-    with Tools(big) as tools:
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []
+
+
+def _cancel_while_searching(root: Path, sorted_phase: bool) -> None:
+    """Cancel a slow search while rg runs the phase asked for: rg dies at once and no response is sent."""
+    with Tools(root) as tools:
         process = tools.process
+
+        def searching() -> list[int]:  # the search's rg (not the walk's) in that phase
+            return [pid for pid in _children(process.proc.pid, "rg")
+                    if "--json" in _cmdline(pid) and ("--sort=path" in _cmdline(pid)) == sorted_phase]
+
         process.send({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
                       "params": {"name": "search_code", "arguments": {"pattern": SLOW_PATTERN, "limit": 2000},
                                  "_meta": {"progressToken": 7}}})
         first = process.read(timeout=30)
         assert first["method"] == "notifications/progress" and first["params"]["progressToken"] == 7
         deadline = time.monotonic() + 10
-        while not _children(process.proc.pid, "rg") and time.monotonic() < deadline:
+        while not searching() and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert _children(process.proc.pid, "rg"), "rg should be running"
+        assert searching(), "rg should be running"
         started = time.monotonic()
         process.send({"jsonrpc": "2.0", "id": "ping", "method": "ping"})
         while True:
@@ -191,7 +210,7 @@ def test_cancel_kills_rg_and_sends_no_response_while_ping_still_answers(big: Pat
             assert message.get("method") == "notifications/progress"  # the search goes on meanwhile
         assert message == {"jsonrpc": "2.0", "id": "ping", "result": {}}
         assert time.monotonic() - started < 1.0
-        assert _children(process.proc.pid, "rg"), "rg should still be searching"
+        assert searching(), "rg should still be searching"
         process.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "slow"}})
         deadline = time.monotonic() + 0.3
         while _children(process.proc.pid, "rg") and time.monotonic() < deadline:
@@ -202,3 +221,179 @@ def test_cancel_kills_rg_and_sends_no_response_while_ping_still_answers(big: Pat
         assert all(n.get("id") != "slow" for n in process.notifications)
         process.no_output(0.5)
         assert process.close() == 0
+
+
+def test_cancel_kills_rg_and_sends_no_response_while_ping_still_answers(big: Path) -> None:
+    _cancel_while_searching(big, sorted_phase=False)  # 480 matches: the parallel search does it all
+
+
+@pytest.fixture(scope="module")
+def crowded(big: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The big tree (hard links) plus, sorting last, a file of 6000 quick matches: more than the parallel
+    search takes (FALLBACK_MATCHES), so the sorted search runs, slowly, through the big tree first."""
+    root = tmp_path_factory.mktemp("crowded")
+    for source in big.rglob("*.txt"):
+        (root / source.parent.name).mkdir(exist_ok=True)
+        os.link(source, root / source.parent.name / source.name)
+    (root / "zz").mkdir()
+    (root / "zz" / "hits.txt").write_text("alpha gamma delta 1\n" * 6000)
+    return root
+
+
+def test_cancel_kills_rg_in_the_sorted_search_too(crowded: Path) -> None:
+    assert search.FALLBACK_MATCHES < 6000 + 480
+    _cancel_while_searching(crowded, sorted_phase=True)
+
+
+# -- the parallel search and its sorted fallback give the same answers ------------------------------------
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Files whose order by path component is not their order as strings (a/x.txt before a.txt, a.b/
+    and a-b/ after a/, Z before a, é last), with a rare word, a frequent one, an empty file, a binary
+    file and an ignored folder."""
+    root = tmp_path_factory.mktemp("tree")
+    rng = random.Random(11)
+    words = ["alpha", "beta", "gamma", "common", "delta", "common", "omega"]
+    names = ["a.txt", "a-b.txt", "a0.py", "x.py", "Z.txt", "\u00e9.py", *(f"f{n:02d}.txt" for n in range(14))]
+    for folder in ("", "a", "a/x", "a.b", "a-b", "Z", "b/c/d", "\u00e9"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        for name in names:
+            lines = []
+            for _ in range(rng.randrange(40)):
+                line = " ".join(rng.choice(words) for _ in range(rng.randrange(1, 5)))
+                lines.append(f"{line} needle" if rng.random() < 0.04 else line)
+            (root / folder / name).write_text("".join(f"{line}\n" for line in lines))
+    (root / "empty.txt").write_text("")
+    (root / "blob.bin").write_bytes(b"\x00needle common\n")
+    (root / ".gitignore").write_text("ignored/\n")
+    (root / "ignored").mkdir()
+    (root / "ignored" / "n.txt").write_text("needle common\n")
+    return root
+
+
+def _expected(root: Path, pattern: str) -> list[tuple[str, int]]:
+    """Every (path, line) matching `pattern` in the order rg --sort=path gives, worked out in Python."""
+    found = []
+    for path in root.rglob("*"):
+        relative = path.relative_to(root).as_posix()
+        if path.is_file() and not relative.startswith("ignored/") and b"\0" not in path.read_bytes():
+            lines = path.read_bytes().decode().split("\n")[:-1]
+            found += [(relative, n) for n, line in enumerate(lines, 1) if re.search(pattern, line)]
+    return sorted(found, key=lambda hit: (hit[0].encode().split(b"/"), hit[1]))
+
+
+def _search(root: Path, monkeypatch: pytest.MonkeyPatch, fallback: int | None = None, token: str | None = None,
+            **arguments: Any) -> tuple[ToolResult, list[bool], list[dict[str, Any]]]:
+    """search_code in-process: the result, for each rg search run whether it was sorted, and what was sent."""
+    searches: list[bool] = []
+
+    class Recorded(process_module.Child):
+        def __init__(self, ctx: Any, argv: Any, **options: Any) -> None:
+            if "--json" in argv:
+                searches.append("--sort=path" in argv)
+            super().__init__(ctx, argv, **options)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(process_module, "Child", Recorded)
+        if fallback is not None:
+            patch.setattr(search, "FALLBACK_MATCHES", fallback)
+        ctx = context(token)
+        found = search.search_code(ctx, Roots([str(root)]), **arguments)
+    return found, searches, ctx.sent
+
+
+@pytest.mark.parametrize("arguments", [
+    {"pattern": "needle"},
+    {"pattern": "needle", "limit": 1},
+    {"pattern": "needle", "limit": 7, "context": 2},
+    {"pattern": "needle", "limit": 30, "context": 10},
+    {"pattern": "common", "limit": 50, "context": 1},
+    {"pattern": "common", "limit": 2000},
+    {"pattern": "NEEDLE", "ignore_case": True, "glob": "*.py"},
+    {"pattern": "needle", "path": "a", "context": 1},
+    {"pattern": "common", "path": "a.txt", "limit": 3, "context": 3},
+    {"pattern": "zzz-nowhere"},
+])
+def test_the_parallel_search_answers_exactly_as_the_sorted_one(
+        tree: Path, monkeypatch: pytest.MonkeyPatch, arguments: dict[str, Any]) -> None:
+    parallel, ran, _ = _search(tree, monkeypatch, **arguments)
+    assert ran == [False]
+    fallback, ran, _ = _search(tree, monkeypatch, fallback=-1, **arguments)  # gives way at once
+    assert ran == [False, True]
+    assert parallel.to_dict() == fallback.to_dict()
+
+
+@pytest.mark.parametrize("pattern", ["needle", "common"])
+def test_matches_are_the_first_in_path_order_at_any_limit(tree: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            pattern: str) -> None:
+    expected = _expected(tree, pattern)
+    total = len(expected)
+    assert total > 20
+    for limit in (1, 2, 5, 20, total - 1, total, total + 1):
+        if limit > 2000:
+            continue
+        for fallback in (None, -1):
+            data = _search(tree, monkeypatch, fallback, pattern=pattern, limit=limit)[0].structured
+            assert data is not None
+            assert [(line["path"], line["line"]) for line in data["lines"]] == expected[:limit], (limit, fallback)
+            assert data["truncated"] is (total > limit)
+            assert data["match_count"] == min(total, limit)
+            assert data["file_count"] == len({path for path, _ in expected[:limit]})
+
+
+@pytest.fixture(scope="module")
+def frequent(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """6000 matches in 250 files: more than the parallel search reads before it gives way."""
+    root = tmp_path_factory.mktemp("frequent")
+    for n in range(250):
+        folder = root / f"p{n % 10}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"f{n:03d}.{'py' if n % 5 else 'txt'}").write_text("".join(f"hit {n} {i}\nmiss\n" for i in range(24)))
+    return root
+
+
+def test_a_frequent_pattern_falls_back_to_the_sorted_search(frequent: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert 6000 > search.FALLBACK_MATCHES >= 2000  # more than the largest limit
+    expected = _expected(frequent, "hit")
+    for limit, context_lines in ((1, 0), (200, 1), (2000, 0)):
+        found, ran, _ = _search(frequent, monkeypatch, pattern="hit", limit=limit, context=context_lines)
+        assert ran == [False, True]
+        data = found.structured
+        assert data is not None and data["truncated"] is True and data["match_count"] == limit
+        assert [(line["path"], line["line"]) for line in data["lines"] if line["match"]] == expected[:limit]
+    # 200 files, 4800 matches: few enough for the parallel search to see them all.
+    found, ran, _ = _search(frequent, monkeypatch, pattern="hit", glob="*.py")
+    assert ran == [False]
+    assert found.structured is not None and found.structured["truncated"] is True
+    with Tools(frequent) as tools:  # and through the server
+        data = tools.data("search_code", {"pattern": "hit", "limit": 10})
+        assert [(line["path"], line["line"]) for line in data["lines"]] == expected[:10] and data["truncated"]
+
+
+def _progress(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [message["params"] for message in sent if message.get("method") == "notifications/progress"]
+
+
+@pytest.mark.parametrize("fallback", [None, 100])
+def test_progress_rises_in_either_search(big: Path, monkeypatch: pytest.MonkeyPatch, fallback: int | None) -> None:
+    found, ran, sent = _search(big, monkeypatch, fallback, token="p", pattern=SLOW_PATTERN, limit=2000)
+    assert ran == ([False] if fallback is None else [False, True])
+    progress = _progress(sent)
+    values = [p["progress"] for p in progress]
+    assert values == sorted(set(values)) and values[0] == 0 and values[-1] == 480 and len(values) >= 3
+    assert all(p["total"] == 480 for p in progress) and all(value < 480 for value in values[:-1])
+    assert progress[-1]["message"] == "done: 480 matches"
+    so_far = [int(p["message"].split()[0]) for p in progress[1:-1]]
+    assert so_far == sorted(so_far) and all(count <= 480 for count in so_far)
+    assert found.structured is not None and found.structured["match_count"] == 480
+
+
+def test_progress_counts_files_where_nothing_matches(big: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rg prints nothing for files without a match; progress still rises, from the bytes rg has read."""
+    slow_and_rare = SLOW_PATTERN + "{4}"  # no line has four digits in a row
+    found, ran, sent = _search(big, monkeypatch, token="p", pattern=slow_and_rare)
+    values = [p["progress"] for p in _progress(sent)]
+    assert ran == [False] and found.structured is not None and found.structured["match_count"] == 0
+    assert values[0] == 0 and values[-1] == 480 and values == sorted(set(values))
+    if os.path.exists("/proc/self/io"):
+        assert len(values) >= 3

@@ -113,11 +113,13 @@ def walk_names(returncode: int, stdout: bytes, stderr: bytes | str) -> list[str]
         text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
         message = text.strip().splitlines()
         raise ToolError(f"listing failed: {message[-1] if message else 'rg exited with ' + str(returncode)}")
-    names = [
-        name[2:] if name.startswith("./") else name
-        for name in stdout.decode("utf-8", "surrogateescape").split("\0")
-        if name
-    ]
+    names = stdout.decode("utf-8", "surrogateescape").split("\0")
+    if names[-1] == "":
+        names.pop()  # every name ends with a NUL
+    if names and names[0].startswith("./"):
+        # rg writes "./" before every name or before none (it depends on how the folder was given):
+        # looking at each of 20 000 names would cost more than the sort.
+        names = [name[2:] for name in names]
     names.sort()
     return names
 

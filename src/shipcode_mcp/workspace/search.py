@@ -1,17 +1,29 @@
 """search_code: ripgrep's `--json` output, read as it streams, bounded, with progress and cancellation.
 
-rg walks with the same flags as the listing (so search and list_files agree on which files exist)
-and sorts by path, so the same question always gets the same answer and the first `limit` matches
-are the first in path order. With a progress token, a quick walk first counts the files, and every
-file rg reports tells how far along the sorted list it is. Cancelling kills rg at once.
+rg walks with the same flags as the listing (so search and list_files agree on which files exist).
+The answer is always the first `limit` matches in path order (rg's `--sort=path` order: by path
+component, bytewise), so the same question always gets the same answer. But rg searches with a single
+thread when it sorts, so a search runs in up to two phases:
+
+1. rg unsorted, on every core. rg writes all messages of one file together, so the output is taken
+   a file at a time and only the files holding the first `limit` matches in path order are kept
+   (`_Smallest`); the others are only counted. They are put in order at the end.
+2. Unsorted, rg cannot stop once `limit` matches are found. A pattern so frequent that the first
+   phase sees more than FALLBACK_MATCHES matches is better served by the sorted search, which stops
+   right after `limit`: the first rg is killed and a sorted one runs instead.
+
+With a progress token, a quick walk first counts the files, and a thread reports how far rg is (see
+`_Progress`). Cancelling kills rg at once, in either phase.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 import json
 import os
 import re
-import time
+import threading
 
 from ..primitives import ToolError
 from . import safe_open
@@ -20,7 +32,7 @@ from .text import SNIFF_BYTES, cut_line, is_binary, place, plural, result
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     from ..context import RequestContext
@@ -32,14 +44,23 @@ MAX_LINE_CHARS = 500
 PROGRESS_INTERVAL = 0.1
 """At most this often (seconds) a progress notification goes out."""
 SEARCH_TIMEOUT = 120.0
+"""Each phase's deadline."""
+FALLBACK_MATCHES = 5000
+"""The unsorted search gives way to the sorted one once it has seen more matches than this (well above
+the largest `limit`, 2000). Reading on would cost more than searching again: rg prints every match of
+a frequent pattern, while the sorted search stops after `limit` of them."""
+SIZE_SAMPLE = 1000
+"""Progress estimates the bytes to search from the sizes of about this many of the files."""
+_IO_STATS = os.path.exists("/proc/self/io")  # Linux: a process's bytes read, for progress
 
 
 class _Collector:
     """The lines to report: matches up to `limit`, their context, and whether more matches exist."""
 
-    def __init__(self, limit: int, context: int) -> None:
+    def __init__(self, limit: int, context: int, display: Callable[[bytes], str]) -> None:
         self.limit = limit
         self.context = context
+        self.display = display
         self.lines: list[dict[str, Any]] = []
         self.matches = 0
         self.files: set[str] = set()
@@ -50,8 +71,11 @@ class _Collector:
     def full(self) -> bool:
         return self.matches >= self.limit
 
-    def add(self, kind: str, path: str, data: dict[str, Any]) -> bool:
-        """Take one rg message; False once nothing more is wanted."""
+    def add(self, kind: str, data: dict[str, Any]) -> bool:
+        """Take one rg message (in path order); False once nothing more is wanted."""
+        if kind not in ("match", "context"):
+            return True
+        path = self.display(_raw(data.get("path", {})))
         number = data.get("line_number") or 0
         if self.full:
             # Only the trailing context of the last match still belongs; any other match means "more".
@@ -90,33 +114,167 @@ def _line_text(data: dict[str, Any]) -> str:
     return _text(data.get("lines", {})).rstrip("\n").rstrip("\r")
 
 
-class _Progress:
-    """How far through the sorted file list rg is; sent at most every PROGRESS_INTERVAL seconds."""
+def _message(line: bytes) -> tuple[str, dict[str, Any]] | None:
+    """One line of rg's output as (type, data); None if it is not a message."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(message, dict):
+        return None
+    data = message.get("data")
+    return str(message.get("type")), data if isinstance(data, dict) else {}
 
-    def __init__(self, ctx: RequestContext, names: list[str]) -> None:
-        self.ctx = ctx
-        # rg --sort path orders by path components, bytewise: a/x before a.txt.
-        self.keys = sorted(name.encode("utf-8", "surrogateescape").split(b"/") for name in names)
-        self.total = len(self.keys)
-        self._sent = 0.0
-        ctx.report_progress(0, self.total, f"searching {plural(self.total, 'file')}")
 
-    def at(self, raw: bytes, collector: _Collector) -> None:
-        now = time.monotonic()
-        if now - self._sent < PROGRESS_INTERVAL:
-            return
-        import bisect
+_TYPE = b'{"type":"'
 
-        done = bisect.bisect_right(self.keys, _strip_dot(raw).split(b"/"))
-        if done and self.ctx.report_progress(done, self.total, f"{plural(collector.matches, 'match')} so far"):
-            self._sent = now
 
-    def finish(self, collector: _Collector) -> None:
-        self.ctx.report_progress(self.total, self.total, f"done: {plural(collector.matches, 'match')}")
+def _kind(line: bytes) -> bytes:
+    """A message's type without parsing the whole line: rg writes the type first."""
+    if line.startswith(_TYPE):
+        return line[len(_TYPE):line.find(b'"', len(_TYPE))]
+    message = _message(line)
+    return message[0].encode() if message is not None else b""
 
 
 def _strip_dot(raw: bytes) -> bytes:
     return raw[2:] if raw.startswith(b"./") else raw
+
+
+def _path_key(raw: bytes) -> list[bytes]:
+    """Where a path sorts in rg --sort=path order: by path components, bytewise (a/x before a.txt)."""
+    return _strip_dot(raw).split(b"/")
+
+
+class _Smallest:
+    """From rg's unsorted output, the files holding the first `limit` matches in path order.
+
+    Each file's messages come together, from "begin" to "end". Kept files stay sorted by path; once
+    they hold `limit` matches, a file that sorts after all of them cannot be among the first and is
+    only counted, and the last kept file goes as soon as the others hold `limit` matches without it.
+    A kept file's lines stay unparsed until they are known to be needed.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.keys: list[list[bytes]] = []
+        self.groups: list[tuple[int, list[bytes]]] = []  # with keys: (matches, match and context lines)
+        self.kept = 0  # matches in the kept files
+        self.matches = 0  # matches seen
+        self.files = 0  # files rg has finished with
+        self._key: list[bytes] = []
+        self._lines: list[bytes] | None = None  # the current file's lines, if it may be kept
+        self._count = 0  # the current file's matches
+
+    def take(self, line: bytes) -> None:
+        kind = _kind(line)
+        if kind == b"match":
+            self.matches += 1
+            self._count += 1
+        if kind in (b"match", b"context"):
+            if self._lines is not None:
+                self._lines.append(line)
+        elif kind == b"begin":
+            message = _message(line)
+            self._key = _path_key(_raw(message[1].get("path", {}))) if message is not None else []
+            self._count = 0
+            self._lines = [] if self.kept < self.limit or self._key < self.keys[-1] else None
+        elif kind == b"end":
+            self.files += 1
+            if self._lines is not None and self._count:
+                self._keep(self._key, self._count, self._lines)
+            self._lines = None
+
+    def _keep(self, key: list[bytes], count: int, lines: list[bytes]) -> None:
+        at = bisect.bisect(self.keys, key)
+        self.keys.insert(at, key)
+        self.groups.insert(at, (count, lines))
+        self.kept += count
+        while self.kept - self.groups[-1][0] >= self.limit:
+            self.kept -= self.groups.pop()[0]
+            self.keys.pop()
+
+    def messages(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The kept files' messages, in path order: what the sorted search would have printed first."""
+        for _, lines in self.groups:
+            for line in lines:
+                message = _message(line)
+                if message is not None:
+                    yield message
+
+
+class _Progress:
+    """How far the search is, in files, sent from a thread at most every PROGRESS_INTERVAL seconds.
+
+    A thread, because rg prints nothing for files without matches, so a search for a rare pattern
+    would otherwise report nothing for a long time. Two measures, the larger wins: the files known to
+    be done (files rg finished; for the sorted search, the place in the sorted list of the file it is
+    in), and, on Linux, the bytes rg has read against the estimated size of all the files. rg has
+    searched every file only when it exits, so progress stays below the total until `finish`.
+    """
+
+    def __init__(self, ctx: RequestContext, names: list[str], size: int | None) -> None:
+        self.ctx = ctx
+        self.names = names
+        self.total = len(names)
+        self.size = size
+        self.done = 0
+        self.matches = 0  # for the message; at most `limit`, as in the result
+        self.pid: int | None = None  # the running rg
+        self._stop = threading.Event()
+        ctx.report_progress(0, self.total, f"searching {plural(self.total, 'file')}")
+        self._thread = threading.Thread(target=self._run, name="shipcode-mcp-progress", daemon=True)
+        self._thread.start()
+
+    @functools.cached_property
+    def _keys(self) -> list[list[bytes]]:
+        """The files in rg --sort=path order; only the sorted search needs them."""
+        return sorted(_path_key(name.encode("utf-8", "surrogateescape")) for name in self.names)
+
+    def place(self, raw: bytes) -> int:
+        """How many files of the sorted list come up to and including this one."""
+        return bisect.bisect_right(self._keys, _path_key(raw))
+
+    def _run(self) -> None:
+        while not self._stop.wait(PROGRESS_INTERVAL):
+            value = min(max(self.done, self._read()), self.total - 1)
+            if value > 0:  # the context drops values that do not rise
+                self.ctx.report_progress(value, self.total, f"{plural(self.matches, 'match')} so far")
+
+    def _read(self) -> int:
+        """The files' worth of bytes rg has read so far (its rchar in /proc); 0 when unknown."""
+        pid = self.pid
+        if not self.size or pid is None:
+            return 0
+        try:
+            with open(f"/proc/{pid}/io", "rb") as stats:
+                for line in stats:
+                    if line.startswith(b"rchar:"):
+                        return self.total * int(line.split()[1]) // self.size
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def finish(self, matches: int) -> None:
+        self.stop()
+        self.ctx.report_progress(self.total, self.total, f"done: {plural(matches, 'match')}")
+
+
+def _estimate_size(fd: int, names: list[str]) -> int | None:
+    """The total size of the files under the folder `fd`, from a sample of them; None without /proc."""
+    if not _IO_STATS or not names:
+        return None
+    sizes = []
+    for name in names[::max(1, len(names) // SIZE_SAMPLE)]:
+        try:
+            sizes.append(os.stat(name, dir_fd=fd, follow_symlinks=False).st_size)
+        except OSError:
+            pass
+    return sum(sizes) * len(names) // len(sizes) if sizes else None
 
 
 def search_code(ctx: RequestContext, roots: Roots, pattern: str, path: str = ".", glob: str | None = None,
@@ -144,45 +302,80 @@ def search_code(ctx: RequestContext, roots: Roots, pattern: str, path: str = "."
     def display(raw: bytes) -> str:
         return join_display(shown, _strip_dot(raw).decode("utf-8", "surrogateescape")) if is_dir else shown
 
-    collector = _Collector(limit, context)
+    collector = _Collector(limit, context, display)
+    progress = None
     try:
         if not is_dir and is_binary(os.pread(fd, SNIFF_BYTES, 0)):
             raise ToolError(f"{shown} is a binary file; search_code searches text")
         with GlobFilter([glob] if glob else []) as narrow:
-            progress = None
             if ctx.progress_token is not None:
-                progress = _Progress(ctx, walk(ctx, cwd, narrow, pass_fds=(fd,)) if is_dir else [shown])
-            command = [rg_executable(), "--json", *RG_WALK_FLAGS, *narrow, "--sort=path", *options,
-                       f"--regexp={pattern}", "--", target]
-            problems = _run(ctx, command, cwd, fd, collector, progress, display)
+                names = walk(ctx, cwd, narrow, pass_fds=(fd,)) if is_dir else [shown]
+                progress = _Progress(ctx, names, _estimate_size(fd, names) if is_dir else None)
+            command = [rg_executable(), "--json", *RG_WALK_FLAGS, *narrow, *options, f"--regexp={pattern}"]
+            problems = _search(ctx, command, ["--", target], cwd, fd, collector, progress)
         if progress is not None:
-            progress.finish(collector)
+            progress.finish(collector.matches)
     finally:
+        if progress is not None:
+            progress.stop()
         os.close(fd)
     return _render(pattern, shown, collector, context, problems)
 
 
-def _run(ctx: RequestContext, command: list[str], cwd: str, fd: int, collector: _Collector,
-         progress: _Progress | None, display: Callable[[bytes], str]) -> bool:
-    """Drive rg; returns whether some files could not be searched."""
+def _search(ctx: RequestContext, command: list[str], target: list[str], cwd: str, fd: int, collector: _Collector,
+            progress: _Progress | None) -> bool:
+    """Fill `collector` with the first matches in path order, in parallel if it pays (see the module's
+    docstring); returns whether some files could not be searched."""
+    kept = _Smallest(collector.limit)
+
+    def take_unsorted(line: bytes) -> bool:
+        kept.take(line)
+        if progress is not None:
+            progress.done, progress.matches = kept.files, min(kept.matches, collector.limit)
+        return kept.matches <= FALLBACK_MATCHES
+
+    problems = _drive(ctx, [*command, *target], cwd, fd, progress, take_unsorted)
+    if kept.matches <= FALLBACK_MATCHES:
+        for kind, data in kept.messages():
+            if not collector.add(kind, data):
+                break
+        collector.truncated = collector.truncated or kept.matches > collector.matches
+        return problems
+    ctx.check_cancelled()
+
+    def take_sorted(line: bytes) -> bool:
+        message = _message(line)
+        if message is None:
+            return True
+        kind, data = message
+        if kind == "begin" and progress is not None:
+            progress.done = progress.place(_raw(data.get("path", {})))
+        more = collector.add(kind, data)
+        if progress is not None:
+            progress.matches = max(progress.matches, collector.matches)
+        return more
+
+    return _drive(ctx, [*command, "--sort=path", *target], cwd, fd, progress, take_sorted)
+
+
+def _drive(ctx: RequestContext, command: list[str], cwd: str, fd: int, progress: _Progress | None,
+           take: Callable[[bytes], bool]) -> bool:
+    """Run rg, giving `take` each line it prints until it returns False (rg is then killed); returns
+    whether some files could not be searched."""
     from .process import Child
 
     saw_output = False
     with Child(ctx, command, cwd=cwd, pass_fds=(fd,), timeout=SEARCH_TIMEOUT, what="the search") as child:
-        for line in child.lines():
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            kind = message.get("type")
-            data = message.get("data") or {}
-            saw_output = True
-            if kind in ("match", "context"):
-                raw = _raw(data.get("path", {}))
-                if not collector.add(kind, display(raw), data):
+        if progress is not None:
+            progress.pid = child.proc.pid
+        try:
+            for line in child.lines():
+                saw_output = True
+                if not take(line):
                     break
-            elif kind == "begin" and progress is not None:
-                progress.at(_raw(data.get("path", {})), collector)
+        finally:
+            if progress is not None:
+                progress.pid = None  # before the pid is reaped and can be reused
         child.kill()
         code = child.wait()
         stderr = child.stderr
