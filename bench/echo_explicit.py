@@ -1,8 +1,8 @@
 """The echo server with an explicit `Tool` and schema: our core without type-hint introspection.
 
-examples/echo_server.py registers its tool with the decorator, whose schema-from-type-hints loads
-`inspect`, `typing` and `dataclasses` at start-up; this variant, measured in the same run, shows how
-much of the cold start that is. Not a target of the issue: a diagnostic column.
+examples/echo_server.py registers its tool with the decorator, which derives the schema from the type
+hints at start-up; this variant, measured in the same run, shows how much of the cold start that
+costs. Not a target of the issue: a diagnostic column.
 """
 
 from __future__ import annotations

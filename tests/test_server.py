@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import subprocess
 import sys
 from typing import Any, TypedDict
@@ -361,3 +362,52 @@ def test_importing_the_library_loads_nothing_it_does_not_use() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={"PYTHONPATH": str(REPO / "src")})
     assert done.stdout.strip() == "[]"
+
+
+def test_plain_decorated_handlers_start_without_typing_inspect_or_dataclasses() -> None:
+    """They cost 11 ms of a 20 ms start (docs/performance.md): plain functions are read without them."""
+    code = """
+import sys
+from shipcode_mcp import Context, Server
+
+server = Server("s", "1")
+
+@server.tool(inline=True)
+def echo(text: str) -> str:
+    "Return the text you send."
+    return text
+
+@server.tool
+async def pick(ctx: Context, items: list[int], limit: int | None = None, *, tags: dict[str, float] = {}) -> list[int]:
+    "Pick items.\\n\\n    Args:\\n        items: the items\\n    "
+    return items
+
+@server.resource("notes://{name}")
+def note(name: str) -> str:
+    return name
+
+@server.prompt
+def review(code: str, style: str = "short") -> str:
+    return code
+
+assert server.tools["pick"].input_schema["properties"]["items"] == {"type": "array", "items": {"type": "integer"},
+                                                                    "description": "the items"}
+print(sorted(m for m in ("typing", "inspect", "dataclasses") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={"PYTHONPATH": str(REPO / "src")})
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_echo_example_answers_without_typing_inspect_or_dataclasses() -> None:
+    requests = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}]
+    done = subprocess.run([sys.executable, "-X", "importtime", str(REPO / "examples" / "echo_server.py")],
+                          input="".join(json.dumps(r) + "\n" for r in requests), capture_output=True, text=True,
+                          check=True, env={"PYTHONPATH": str(REPO / "src")}, timeout=30)
+    assert json.loads(done.stdout.splitlines()[-1])["result"]["content"] == [{"type": "text", "text": "hi"}]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "shipcode_mcp.signature" in imported
+    assert not imported & {"typing", "inspect", "dataclasses"}

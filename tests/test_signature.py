@@ -5,11 +5,14 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import enum
+import functools
 import threading
 from typing import Annotated, Any, Literal, Optional, TypedDict, Union
 
 import pydantic
 import pytest
+from hypothesis import assume, event, given, settings
+from hypothesis import strategies as st
 
 from shipcode_mcp import Cancelled, Context, Server
 from shipcode_mcp.context import RequestContext
@@ -256,3 +259,199 @@ def test_cancelling_the_request_cancels_the_coroutine() -> None:
     worker.join(5)
     assert len(outcome) == 1 and isinstance(outcome[0], Cancelled)
     assert stopped.wait(5)  # the coroutine itself was cancelled, on its loop
+
+
+# -- the plain reading (no inspect, no typing) against the full one ------------------------------------
+# Signature reads plain functions from their attributes (`_read_plain`); everything else goes through
+# inspect and typing. Both must give the same Signature: these tests build each function both ways.
+PLAIN_HINTS = ["str", "int", "float", "bool", "None", "list", "dict", "tuple", "set", "list[int]", "dict[str, float]",
+               "tuple[int, ...]", "tuple[int, str]", "tuple[()]", "set[str]", "frozenset[int]", "int | None",
+               "None | str", "list[str] | None", "str | int | None", "dict[str, list[int | None]]", "Context",
+               "RequestContext"]
+OTHER_HINTS = ["Any", "object", "Optional[int]", "Annotated[int, 'how many']", "Literal['a', 'b']", "Color", "Box",
+               "Point", "List[int]", "list['int']", "'int'", "'Undefined'", "bytes", "int | Color", "list[Box]",
+               "collections.abc.Sequence[int]", "' int'", "f()"]
+DEFAULTS = ["1", "'a'", "None", "[1, 2]", "()", "object()", "1.5", "True", "Color.RED"]
+DOC_LINES = ["Add two numbers.", "Args:", "Arguments:", "Returns:", "Raises:", "text: the text", "n (int): how many",
+             "**rest: more", "continued here", "", "Notes", "x: y: z", "  ", "\t", "summary\twith a tab"]
+ODD_SPACE = ["\r", "\x0b", "\x0c", "\x1c", "\xa0", "\u2003", "\u3000"]
+
+
+def readings(fn: Any) -> tuple[Any, Any]:
+    """What Signature makes of `fn` (the plain reading when it applies) and what the full reading makes."""
+    from unittest import mock
+
+    from shipcode_mcp import signature
+
+    as_registered = outcome(lambda: described(Signature(fn, "tool t")))
+    with mock.patch.object(signature, "_read_plain", lambda fn: None):
+        return as_registered, outcome(lambda: described(Signature(fn, "tool t")))
+
+
+def outcome(make: Any) -> Any:
+    try:
+        return make()
+    except Exception as err:  # errors must agree too, message and all
+        return type(err), str(err)
+
+
+def described(sig: Signature) -> dict[str, Any]:
+    arguments = {name: "red" if i % 2 else [1, 2] for i, name in enumerate([*sig.params, "extra"])}
+    return {"is_async": sig.is_async, "hints": sig.hints, "summary": sig.summary, "param_docs": sig.param_docs,
+            "context": sig.context_param, "params": sig.params, "var_keyword": sig.var_keyword,
+            "required": sig.required(), "descriptions": {name: sig.description(name) for name in sig.params},
+            "input": outcome(sig.input_schema), "output": outcome(sig.output_schema),
+            "call": outcome(lambda: sig.call(None, arguments))}
+
+
+@st.composite
+def functions(draw: st.DrawFn) -> tuple[str, str | None, bool]:
+    """(source of a module defining `fn`, a docstring, whether the plain reading must take it)."""
+    hints = st.sampled_from(PLAIN_HINTS + OTHER_HINTS) | st.sampled_from(PLAIN_HINTS)
+    names = draw(st.lists(st.sampled_from(["ctx", "context", "text", "n", "uri", "items", "mode", "a", "b"]),
+                          unique=True, max_size=6))
+    kind = st.sampled_from(["posonly", "normal", "normal", "normal", "kwonly", "kwonly"])
+    kinds = sorted(draw(st.lists(kind, min_size=len(names), max_size=len(names))), key=["posonly", "normal", "kwonly"].index)
+    parts: list[str] = []
+    used: list[str] = []
+    positional_default = False
+    for name, kind in zip(names, kinds, strict=True):
+        if kind == "kwonly" and "*" not in parts and not any(p.startswith("*") for p in parts):
+            star, star_hint = draw(st.sampled_from([("*", None), ("*args", None), ("*args", "int"), ("*args", "Any")]))
+            parts.append(star + (f": {star_hint}" if star_hint else ""))
+            used += [star_hint] if star_hint else []
+        if kind != "posonly" and "/" not in parts and any(k == "posonly" for k in kinds):
+            parts.append("/")
+        hint = draw(st.none() | hints)
+        used += [hint] if hint else []
+        default = draw(st.none() | st.sampled_from(DEFAULTS))
+        if kind != "kwonly":
+            if positional_default and default is None:
+                default = "0"
+            positional_default = positional_default or default is not None
+        parts.append(name + (f": {hint}" if hint else "") + (f" = {default}" if default else ""))
+    if "/" not in parts and kinds and kinds[-1] == "posonly":
+        parts.append("/")
+    if draw(st.booleans()):
+        hint = draw(st.none() | hints)
+        used += [hint] if hint else []
+        parts.append("**rest" + (f": {hint}" if hint else ""))
+    returns = draw(st.none() | hints)
+    used += [returns] if returns else []
+    future = draw(st.booleans())
+    body = f"{'async ' if draw(st.booleans()) else ''}def fn({', '.join(parts)}){f' -> {returns}' if returns else ''}:"
+    where = draw(st.sampled_from(["module", "class", "function"]))
+    in_class = where == "class"
+    source = "\n".join([
+        "from __future__ import annotations" if future else "",
+        "import collections.abc",
+        "from typing import Annotated, Any, List, Literal, Optional",
+        "from shipcode_mcp import Context",
+        "from shipcode_mcp.context import RequestContext",
+        "from test_signature import Box, Color, Point",
+        "float = int" if draw(st.booleans()) else "",
+        "def f():\n    return int",
+        "class Base:\n    def fn(self):\n        'The base class says.'" if in_class else "",
+        {"module": f"{body}\n    return locals()",
+         "class": f"class K(Base):\n    {body}\n        return locals()",
+         "function": f"def outer():\n    {body}\n        return locals()\n    return fn\nfn = outer()"}[where],
+    ])
+    doc = draw(st.none() | st.lists(st.tuples(st.integers(0, 9), st.sampled_from(DOC_LINES)), max_size=8).map(
+        lambda lines: "\n".join(" " * indent + text for indent, text in lines)) | st.text(max_size=30))
+    if doc is not None and draw(st.integers(0, 9)) == 0:
+        doc += draw(st.sampled_from(ODD_SPACE))
+    # plain: what the plain reading must take; a string annotation with a call in it ("tuple[()]") it never evaluates
+    plain = (all(h in PLAIN_HINTS and not (future and "(" in h) for h in used) and (doc is not None or not in_class)
+             and not any(c.isspace() and c not in " \t\n" for c in doc or ""))
+    return source, doc, plain
+
+
+@settings(max_examples=500, deadline=None)
+@given(functions())
+def test_the_plain_reading_agrees_with_inspect_and_typing(case: tuple[str, str | None, bool]) -> None:
+    import sys
+    import types
+
+    from shipcode_mcp.signature import _read_plain
+
+    source, doc, plain = case
+    try:
+        code = compile(source, "<hypothesis>", "exec", dont_inherit=True)  # not this module's __future__
+    except SyntaxError:  # a default before a required parameter and the like
+        assume(False)
+        raise
+    module = types.ModuleType("hypothesis_handlers")
+    sys.modules[module.__name__] = module  # where inspect.getdoc looks for the class of a method
+    try:
+        exec(code, module.__dict__)
+        fn = module.K.fn if hasattr(module, "K") else module.fn
+        fn.__doc__ = doc
+        fast, full = readings(fn)
+        assert fast == full
+        event("read plainly" if _read_plain(fn) is not None else "read by inspect and typing")
+        if plain and (sys.version_info >= (3, 11) or "= None" not in source):
+            assert _read_plain(fn) is not None
+    finally:
+        del sys.modules[module.__name__]
+
+
+def plain_echo(text: str) -> str:
+    """Return the text you send."""
+    return text
+
+
+async def plain_async(ctx: Context, items: list[int], limit: int | None = None, *, unique: bool = False) -> list[int]:
+    """Pick items.
+
+    Args:
+        items: the items
+        limit: at most this many
+    """
+    return items[:limit]
+
+
+def plain_everything(context, n, /, *rest: int, tags: dict[str, float] = {}, **more: str) -> None:  # type: ignore[no-untyped-def]  # noqa: B006
+    """Nothing."""
+
+
+def not_plain_hint(mode: Literal["a", "b"]) -> None:
+    """A Literal needs typing."""
+
+
+def not_plain_method_without_docstring(self: Any, n: int) -> None:
+    pass
+
+
+not_plain_method_without_docstring.__qualname__ = "Somewhere.fn"
+
+
+def not_plain_wrapper(n: int) -> int:
+    """Its __wrapped__ says what it takes."""
+    return n
+
+
+not_plain_wrapper.__wrapped__ = plain_echo  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("fn", "plain"), [
+    (plain_echo, True), (plain_async, True), (plain_everything, True), (lambda ctx, text: text, True),
+    (not_plain_hint, False), (not_plain_method_without_docstring, False), (not_plain_wrapper, False),
+    (print, False), (functools.partial(plain_echo), False), (Box, False),
+])
+def test_which_functions_are_read_plainly_and_that_both_readings_agree(fn: Any, plain: bool) -> None:
+    from shipcode_mcp.signature import _read_plain
+
+    assert (_read_plain(fn) is not None) == plain
+    fast, full = readings(fn)
+    assert fast == full
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(" \t\na:\r\x0c\xa0")) | st.text())
+def test_cleandoc_is_inspects_for_the_docstrings_it_reads(doc: str) -> None:
+    import inspect
+
+    from shipcode_mcp.signature import _ODD_SPACE, _cleandoc
+
+    if not _ODD_SPACE.search(doc):
+        assert _cleandoc(doc) == inspect.cleandoc(doc)

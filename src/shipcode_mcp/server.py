@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import threading
 import weakref
 from functools import partial
@@ -55,6 +53,9 @@ def paginate(items: Sequence[T], cursor: Any, page_size: int, key: Callable[[T],
     A cursor is an offset plus a fingerprint of the item just before it, so it stays valid while the
     list is unchanged and a stale or forged one is refused (-32602) rather than silently skipping.
     """
+    import base64  # here: with struct and binascii, 0.8 ms of start-up
+    import binascii
+
     start = 0
     if cursor is not None:
         if not isinstance(cursor, str):
@@ -76,6 +77,8 @@ def paginate(items: Sequence[T], cursor: Any, page_size: int, key: Callable[[T],
 
 def _fingerprint(text: str) -> str:
     # crc32, not hash(): cursors must mean the same in every process of a stateless deployment.
+    import binascii
+
     return format(binascii.crc32(text.encode("utf-8", "surrogatepass")), "08x")
 
 
@@ -208,7 +211,8 @@ class Server:
     # A handler's parameters are filled by name from the request (tool arguments, template
     # variables, prompt arguments); one annotated `Context` (or named ctx/context) gets the request
     # context. Handlers may be plain or async functions; they run off the reading loop unless
-    # registered with inline=True. `inspect`/`typing` load here, at registration, never at start-up.
+    # registered with inline=True. Plain functions are read without `inspect`/`typing` (signature.py),
+    # so a server whose handlers have plain hints starts without them.
     if TYPE_CHECKING:
         @overload
         def tool(self, fn: F, /, *, name: str | None = None, title: str | None = None,

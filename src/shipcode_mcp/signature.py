@@ -1,34 +1,47 @@
 """Python functions as MCP handlers: a JSON Schema from the type hints, a description from the
 docstring, and a call that binds arguments by name.
 
-Used by the `Server` decorators at registration time only, so `inspect` and `typing` load when a
-library server registers its first handler, never on the start-up path of the core.
+Used by the `Server` decorators at registration, that is at a library server's start-up. A plain
+function (builtin scalar and container hints, `X | None`, the Context type) is read from its own
+attributes, without `inspect`, `typing` or `dataclasses` (11 ms of imports); anything else goes
+through `inspect.signature` and `typing.get_type_hints`, imported then. Both readings give the same
+`Signature`: tests/test_signature.py compares them.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-import inspect
+import enum  # free: `re`, which the core imports, imports it
 import re
+import sys
 import threading
 import types
-import typing
-from typing import Any
 
 from .context import Cancelled, RequestContext
 
-if typing.TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable, Coroutine
+    from typing import Any
 
 _CONTEXT_NAMES = ("ctx", "context")
 _PRIMITIVES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
 _ARRAYS = {list: False, tuple: False, set: True, frozenset: True}  # type -> uniqueItems
 _ABC_ARRAYS = ("Sequence", "MutableSequence", "Iterable", "Collection", "Set", "MutableSet", "AbstractSet")
 _ABC_MAPPINGS = ("Mapping", "MutableMapping")
-_UNION_TYPES: tuple[Any, ...] = (typing.Union, types.UnionType)
 _SCALARS = frozenset({str, int, float, bool, type(None)})  # exact types: a str Enum is not one
+# get_origin of unions, Literal and Annotated, named without importing typing (see _origin_and_args)
+_UNION, _LITERAL, _ANNOTATED = "union", "literal", "annotated"
+
+
+class _Required:
+    """The default of a parameter that has none (inspect's `Parameter.empty`, without inspect)."""
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+_REQUIRED: Any = _Required()
 
 
 class Signature:
@@ -37,24 +50,35 @@ class Signature:
     def __init__(self, fn: Callable[..., Any], what: str) -> None:
         self.fn = fn
         self.what = what  # for error messages: "tool add"
-        self.is_async = inspect.iscoroutinefunction(fn)
-        self.hints = _hints(fn)
-        self.summary, self.param_docs = _parse_docstring(inspect.getdoc(fn))
+        self.hints: dict[str, Any]
+        parameters: list[tuple[str, str, Any]]  # (name, inspect's kind name, default or _REQUIRED)
+        plain = _read_plain(fn)
+        if plain is not None:
+            self.is_async, self.hints, doc, parameters = plain
+        else:
+            import inspect
+
+            self.is_async = inspect.iscoroutinefunction(fn)
+            self.hints = _hints(fn)
+            doc = inspect.getdoc(fn)
+            parameters = [(p.name, p.kind.name, _REQUIRED if p.default is p.empty else p.default)
+                          for p in inspect.signature(fn).parameters.values()]
+        self.summary, self.param_docs = _parse_docstring(doc)
         self.context_param: str | None = None
-        self.params: dict[str, inspect.Parameter] = {}
+        self.params: dict[str, Any] = {}  # name -> default, or _REQUIRED
         self.var_keyword = False
-        for param in inspect.signature(fn).parameters.values():
-            if param.kind is param.VAR_KEYWORD:
+        for name, kind, default in parameters:
+            if kind == "VAR_KEYWORD":
                 self.var_keyword = True
-            elif param.kind is param.VAR_POSITIONAL:
+            elif kind == "VAR_POSITIONAL":
                 continue
-            elif self.context_param is None and _is_context(param, self.hints.get(param.name, param.empty)):
-                self.context_param = param.name
-            elif param.kind is param.POSITIONAL_ONLY:
-                raise TypeError(f"{what}: parameter {param.name!r} is positional-only; arguments are passed by name")
+            elif self.context_param is None and _is_context(name, self.hints):
+                self.context_param = name
+            elif kind == "POSITIONAL_ONLY":
+                raise TypeError(f"{what}: parameter {name!r} is positional-only; arguments are passed by name")
             else:
-                self.params[param.name] = param
-        self._converters = {name: _converter(self.hints.get(name)) for name in self.params}
+                self.params[name] = default
+        self._converters = {name: _converter(self.hints.get(name, object)) for name in self.params}
 
     # -- calling ----------------------------------------------------------------------------------
     def call(self, context: RequestContext | None, arguments: dict[str, Any]) -> Any:
@@ -74,23 +98,23 @@ class Signature:
         return self.fn(**kwargs)
 
     def required(self) -> list[str]:
-        return [name for name, p in self.params.items() if p.default is p.empty]
+        return [name for name, default in self.params.items() if default is _REQUIRED]
 
     def description(self, name: str) -> str | None:
-        return _annotated_description(self.hints.get(name)) or self.param_docs.get(name)
+        return _annotated_description(self.hints.get(name, object)) or self.param_docs.get(name)
 
     # -- schemas ----------------------------------------------------------------------------------
     def input_schema(self) -> dict[str, Any]:
         """The tool's inputSchema: one property per parameter, required when it has no default."""
         builder = _SchemaBuilder(self.what)
         properties: dict[str, Any] = {}
-        for name, param in self.params.items():
-            prop = builder.schema(self.hints.get(name, Any))
+        for name, default in self.params.items():
+            prop = builder.schema(self.hints.get(name, object))  # no hint: like Any, no constraint
             description = self.description(name)
             if description and "description" not in prop:
                 prop = {**prop, "description": description}
-            if param.default is not param.empty and _is_json(param.default):
-                prop = {**prop, "default": param.default}
+            if default is not _REQUIRED and _is_json(default):
+                prop = {**prop, "default": default}
             properties[name] = prop
         schema: dict[str, Any] = {"type": "object"}
         if properties:
@@ -109,7 +133,7 @@ class Signature:
         the like are wrapped as {"result": ...}, since structuredContent must be an object. str, None,
         dicts (content blocks are dicts), bare lists and Any promise no shape: those stay plain content.
         """
-        returned = self.hints.get("return", Any)
+        returned = self.hints.get("return", object)
         if not _is_structured(returned):
             return None, False
         builder = _SchemaBuilder(self.what)
@@ -128,7 +152,9 @@ def jsonable(value: Any) -> Any:
         return value
     if isinstance(value, enum.Enum):
         return jsonable(value.value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if not isinstance(value, type) and hasattr(type(value), "__dataclass_fields__"):  # dataclasses.is_dataclass
+        import dataclasses  # loaded already: the value's class is a dataclass
+
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if hasattr(value, "model_dump") and not isinstance(value, type):
         return value.model_dump(mode="json")
@@ -174,31 +200,161 @@ def run_coroutine(coroutine: Coroutine[Any, Any, Any], context: RequestContext |
         raise Cancelled() from None
 
 
+# -- reading a plain function without inspect and typing ---------------------------------------------
+_CO_VARARGS, _CO_VARKEYWORDS, _CO_COROUTINE = 0x04, 0x08, 0x80  # code flags, as in inspect
+_PLAIN_CLASSES = frozenset({str, int, float, bool, type(None), list, tuple, set, frozenset, dict})
+_PLAIN_ANNOTATION = re.compile(r"[\w\s.,|\[\]]+")  # names, subscripts, unions: evaluated with no call
+_ODD_SPACE = re.compile(r"[^\S \t\n]")  # whitespace that inspect.cleandoc strips differently across versions
+
+
+def _read_plain(fn: Callable[..., Any]) -> tuple[bool, dict[str, Any], str | None, list[tuple[str, str, Any]]] | None:
+    """(is_async, hints, docstring, parameters) of a plain function, exactly as `inspect` and
+    `typing.get_type_hints` give them, or None when `fn` is not one this can read exactly: another
+    callable, a wrapper (its `__dict__` holds `__wrapped__` or `__signature__`), or hints beyond `_is_plain`."""
+    if type(fn) is not types.FunctionType or fn.__dict__:
+        return None
+    doc = fn.__doc__
+    if isinstance(doc, str):
+        if _ODD_SPACE.search(doc):
+            return None
+        doc = _cleandoc(doc)
+    elif doc is None and "." in fn.__qualname__ and "<locals>" not in fn.__qualname__.split(".")[:-1]:
+        return None  # perhaps a method: inspect.getdoc would look for a docstring in its class's bases
+    else:
+        doc = None
+    hints = _plain_hints(fn)
+    if hints is None:
+        return None
+    code = fn.__code__
+    names, positional, keyword_only = code.co_varnames, code.co_argcount, code.co_kwonlyargcount
+    defaults, kwdefaults = fn.__defaults__ or (), fn.__kwdefaults__ or {}
+    first_default = positional - len(defaults)
+    if first_default < 0:
+        return None
+    parameters = [(names[i], "POSITIONAL_ONLY" if i < code.co_posonlyargcount else "POSITIONAL_OR_KEYWORD",
+                   defaults[i - first_default] if i >= first_default else _REQUIRED) for i in range(positional)]
+    index = positional + keyword_only
+    if code.co_flags & _CO_VARARGS:
+        parameters.append((names[index], "VAR_POSITIONAL", _REQUIRED))
+        index += 1
+    parameters += [(name, "KEYWORD_ONLY", kwdefaults.get(name, _REQUIRED)) for name in names[positional:positional + keyword_only]]
+    if code.co_flags & _CO_VARKEYWORDS:
+        parameters.append((names[index], "VAR_KEYWORD", _REQUIRED))
+    if sys.version_info < (3, 11) and any(default is None and name in hints for name, _, default in parameters):
+        return None  # get_type_hints of Python 3.10 makes the hint of a None default Optional
+    return bool(code.co_flags & _CO_COROUTINE), hints, doc, parameters
+
+
+def _plain_hints(fn: Callable[..., Any]) -> dict[str, Any] | None:
+    """typing.get_type_hints(fn) when every annotation is plain, written or as a string; else None."""
+    hints: dict[str, Any] = {}
+    for name, hint in fn.__annotations__.items():
+        if isinstance(hint, str):  # as get_type_hints evaluates it: in the function's globals
+            if not _PLAIN_ANNOTATION.fullmatch(hint):
+                return None
+            try:
+                hint = eval(compile(hint, "<string>", "eval"), fn.__globals__)  # compiled as ForwardRef does
+            except Exception:
+                return None
+        if hint is None:
+            hint = type(None)
+        if not _is_plain(hint, outermost=True):
+            return None
+        hints[name] = hint
+    return hints
+
+
+def _is_plain(hint: Any, outermost: bool = False) -> bool:
+    """Whether get_type_hints returns `hint` as it is and its schema needs nothing from typing: the
+    builtin scalars and containers, list[...], dict[...], tuple[..., ...] and X | Y of those, and
+    (outermost) the Context type."""
+    if type(hint) is type:
+        return hint in _PLAIN_CLASSES or (outermost and issubclass(hint, RequestContext))
+    if type(hint) is types.GenericAlias and _is_plain(hint.__origin__) and not getattr(hint, "__unpacked__", False):
+        args = hint.__args__
+        if hint.__origin__ is tuple and len(args) == 2 and args[1] is Ellipsis:
+            args = args[:1]
+        return all(_is_plain(a) for a in args)
+    if type(hint) is types.UnionType:
+        return all(_is_plain(a) for a in hint.__args__)
+    return False
+
+
+def _cleandoc(doc: str) -> str:
+    """inspect.cleandoc, for docstrings whose only whitespace is spaces, tabs and newlines."""
+    lines = doc.expandtabs().split("\n")
+    margin = min((len(line) - len(line.lstrip()) for line in lines[1:] if line.lstrip()), default=None)
+    lines[0] = lines[0].lstrip()
+    if margin is not None:
+        lines[1:] = [line[margin:] for line in lines[1:]]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return "\n".join(lines)
+
+
 # -- type hints ---------------------------------------------------------------------------------------
 def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    import typing
+
     try:
         return typing.get_type_hints(fn, include_extras=True)
     except Exception:  # an unresolvable forward reference: fall back to what is written
         return dict(getattr(fn, "__annotations__", {}))
 
 
-def _is_context(param: inspect.Parameter, hint: Any) -> bool:
+def _is_context(name: str, hints: dict[str, Any]) -> bool:
+    if name not in hints:
+        return name in _CONTEXT_NAMES
+    hint = hints[name]
     if hint is RequestContext or (isinstance(hint, type) and issubclass(hint, RequestContext)):
         return True
     if isinstance(hint, str):
         return hint.rsplit(".", 1)[-1] in ("Context", "RequestContext")
-    return hint is param.empty and param.name in _CONTEXT_NAMES
+    return False
+
+
+def _origin_and_args(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    """typing.get_origin and get_args, but _UNION, _LITERAL and _ANNOTATED for the origins of unions,
+    Literal and Annotated. typing is imported only for hints that are not classes, list[int] or X | Y."""
+    if type(hint) is types.GenericAlias:
+        return hint.__origin__, hint.__args__
+    if isinstance(hint, types.UnionType):
+        return _UNION, hint.__args__
+    if isinstance(hint, type) and hint.__module__ != "typing":  # typing.get_origin(Generic) is Generic
+        return None, ()
+    import typing
+
+    origin = typing.get_origin(hint)
+    special = {typing.Union: _UNION, types.UnionType: _UNION, typing.Literal: _LITERAL, typing.Annotated: _ANNOTATED}
+    return special.get(origin, origin), typing.get_args(hint)
+
+
+def _is_any(hint: Any) -> bool:
+    """`hint is typing.Any`, without importing typing: until it is imported, nothing can be typing.Any."""
+    typing = sys.modules.get("typing")
+    return typing is not None and hint is typing.Any
+
+
+def _constrains_nothing(hint: Any) -> bool:
+    """Any, object or inspect's `empty` (looked up like typing.Any in `_is_any`)."""
+    inspect = sys.modules.get("inspect")
+    return hint is object or _is_any(hint) or (inspect is not None and hint is inspect.Parameter.empty)
 
 
 def _strip_annotated(hint: Any) -> Any:
-    while typing.get_origin(hint) is typing.Annotated:
-        hint = typing.get_args(hint)[0]
+    origin, args = _origin_and_args(hint)
+    while origin is _ANNOTATED:
+        hint = args[0]
+        origin, args = _origin_and_args(hint)
     return hint
 
 
 def _annotated_description(hint: Any) -> str | None:
-    if typing.get_origin(hint) is typing.Annotated:
-        return next((m for m in typing.get_args(hint)[1:] if isinstance(m, str)), None)
+    origin, args = _origin_and_args(hint)
+    if origin is _ANNOTATED:
+        return next((m for m in args[1:] if isinstance(m, str)), None)
     return None
 
 
@@ -215,21 +371,25 @@ def _is_model(hint: Any) -> bool:
 
 
 def _is_object_type(hint: Any) -> bool:
-    return _is_typeddict(hint) or _is_model(hint) or (isinstance(hint, type) and dataclasses.is_dataclass(hint))
+    return _is_typeddict(hint) or _is_model(hint) or _is_dataclass(hint)
+
+
+def _is_dataclass(hint: Any) -> bool:
+    """dataclasses.is_dataclass for a class, without importing dataclasses."""
+    return isinstance(hint, type) and hasattr(hint, "__dataclass_fields__")
 
 
 def _is_structured(hint: Any) -> bool:
     """Whether a return type names a shape precise enough to promise an outputSchema."""
     hint = _strip_annotated(hint)
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
+    origin, args = _origin_and_args(hint)
     if hint in (int, float, bool) or _is_object_type(hint):
         return True
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return True
-    if origin is typing.Literal:
+    if origin is _LITERAL:
         return True
-    if origin in _UNION_TYPES:
+    if origin is _UNION:
         options = [a for a in args if a is not type(None)]
         return bool(options) and all(_is_structured(a) or a is str for a in options) and any(_is_structured(a) for a in options)
     if origin in _ARRAYS or _abc_name(origin) in _ABC_ARRAYS:
@@ -240,8 +400,9 @@ def _is_structured(hint: Any) -> bool:
 def _converter(hint: Any) -> Callable[[Any], Any] | None:
     """How to turn a JSON argument into what the parameter's type asks for, if anything."""
     hint = _strip_annotated(hint)
-    if typing.get_origin(hint) in _UNION_TYPES:
-        options = [a for a in typing.get_args(hint) if a is not type(None)]
+    origin, args = _origin_and_args(hint)
+    if origin is _UNION:
+        options = [a for a in args if a is not type(None)]
         if len(options) != 1:
             return None
         inner = _converter(options[0])
@@ -251,10 +412,9 @@ def _converter(hint: Any) -> Callable[[Any], Any] | None:
             return hint
         if _is_model(hint):
             return hint.model_validate  # type: ignore[attr-defined, no-any-return]
-        if dataclasses.is_dataclass(hint):
+        if _is_dataclass(hint):
             cls = hint
             return lambda value: cls(**value) if isinstance(value, dict) else value
-    origin = typing.get_origin(hint)
     if origin in (tuple, set, frozenset):
         return lambda value: origin(value) if isinstance(value, list) else value
     return None
@@ -286,15 +446,14 @@ class _SchemaBuilder:
         return out
 
     def _schema(self, hint: Any) -> dict[str, Any]:
-        if hint is Any or hint is inspect.Parameter.empty or hint is object:
+        if _constrains_nothing(hint):
             return {}
         if hint in _PRIMITIVES:
             return {"type": _PRIMITIVES[hint]}
-        origin = typing.get_origin(hint)
-        args = typing.get_args(hint)
-        if origin in _UNION_TYPES:
+        origin, args = _origin_and_args(hint)
+        if origin is _UNION:
             return {"anyOf": [self.schema(a) for a in args]}
-        if origin is typing.Literal:
+        if origin is _LITERAL:
             return _enum_schema(list(args))
         if isinstance(hint, type) and issubclass(hint, enum.Enum):
             return _enum_schema([member.value for member in hint])
@@ -302,7 +461,7 @@ class _SchemaBuilder:
             return self._array(origin or hint, args)
         if hint is dict or origin is dict or _abc_name(origin) in _ABC_MAPPINGS:
             out: dict[str, Any] = {"type": "object"}
-            if len(args) == 2 and args[1] is not Any:
+            if len(args) == 2 and not _is_any(args[1]):
                 out["additionalProperties"] = self.schema(args[1])
             return out
         if _is_object_type(hint):
@@ -321,7 +480,7 @@ class _SchemaBuilder:
             out["prefixItems"] = [self.schema(a) for a in args]
             out["minItems"] = out["maxItems"] = len(args)
             return out
-        if args and args[0] is not Any:
+        if args and not _is_any(args[0]):
             out["items"] = self.schema(args[0])
         if _ARRAYS.get(origin) or _abc_name(origin) in ("Set", "MutableSet", "AbstractSet"):
             out["uniqueItems"] = True
@@ -332,6 +491,9 @@ class _SchemaBuilder:
             schema = dict(hint.model_json_schema())  # type: ignore[attr-defined]
             self.defs.update(schema.pop("$defs", {}))
             return schema
+        import dataclasses
+        import typing
+
         properties: dict[str, Any] = {}
         required: list[str] = []
         hints = typing.get_type_hints(hint, include_extras=True)
@@ -341,7 +503,7 @@ class _SchemaBuilder:
             required = [name for name in hints if name in hint.__required_keys__]  # type: ignore[attr-defined]
         else:
             for field in dataclasses.fields(hint):
-                properties[field.name] = self.schema(hints.get(field.name, Any))
+                properties[field.name] = self.schema(hints.get(field.name, typing.Any))
                 if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
                     required.append(field.name)
         out: dict[str, Any] = {"type": "object", "properties": properties}
