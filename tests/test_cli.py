@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import subprocess
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from shipcode_mcp.cli import _host_port, build_parser
-from support import McpProcess
+from shipcode_mcp.cli import _host_port, build_parser, parse_args
+from support import REPO, McpProcess
 
 
 def handshake(server: McpProcess, capabilities: dict[str, Any]) -> None:
@@ -112,3 +119,37 @@ def test_a_call_made_before_the_roots_arrive_runs_in_them(folders: dict[str, Pat
         reply = server.read()
         assert reply["id"] == 7 and "in-one.txt" in json.dumps(reply["result"])
         assert server.close() == 0
+
+
+def parsed(parse: Any, argv: list[str]) -> Any:
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            return vars(parse(argv))
+    except SystemExit as stop:  # help, version, a usage error
+        return "exit", stop.code
+
+
+@given(st.lists(st.sampled_from(["one", "two words", "", "-", "--", "--watch", "--allow-write", "--allow", "--watc",
+                                 "--log-level", "debug", "--log-level=info", "--http", "8765", "-h", "--version", "-1"]),
+                max_size=6))
+def test_the_command_line_reads_as_argparse_reads_it(argv: list[str]) -> None:
+    assert parsed(parse_args, argv) == parsed(build_parser().parse_args, argv)
+
+
+@pytest.mark.parametrize("argv", [[], ["/src"], ["/a", "/b"], ["--allow-write", "/src"], ["/src", "--watch", "--allow-write"]])
+def test_the_usual_command_lines_are_read_without_argparse(argv: list[str]) -> None:
+    assert isinstance(parse_args(argv), types.SimpleNamespace)
+    assert parsed(parse_args, argv) == parsed(build_parser().parse_args, argv)
+
+
+def test_serving_a_root_over_stdio_does_not_import_argparse(tmp_path: Path) -> None:
+    """argparse, and the shutil and gettext it imports, are 4 ms of a 25 ms start (docs/performance.md)."""
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "shipcode_mcp", str(tmp_path)],
+                          input=json.dumps(initialize) + "\n", capture_output=True, text=True, check=True,
+                          env={"PYTHONPATH": str(REPO / "src")}, timeout=30)
+    assert json.loads(done.stdout)["result"]["serverInfo"]["name"] == "shipcode-mcp"
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "shipcode_mcp.cli" in imported
+    assert not imported & {"argparse", "shutil", "gettext", "typing", "inspect", "dataclasses"}

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
+import types
 
 from . import __version__, log
 from .server import Server
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Sequence
     from typing import Any
 
@@ -22,6 +23,8 @@ ARGV_VARIABLE = "SHIPCODE_MCP_ARGV"  # how `--workers` hands the command line to
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="shipcode-mcp",
         description="An MCP server (protocol 2025-06-18) that gives AI assistants fast, exact and "
@@ -34,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--allow-write", action="store_true", help="also offer the tools that change files")
     parser.add_argument("--watch", action="store_true",
                         help="watch the roots and notify subscribed clients of changes (needs the 'watch' extra)")
-    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error", "off"), default="warning",
+    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error", "off"),
                         help="what to write to stderr (default: warning)")
     http = parser.add_argument_group("Streamable HTTP (needs the 'http' extra)")
     http.add_argument("--http", metavar="[HOST:]PORT", type=_host_port,
@@ -42,14 +45,35 @@ def build_parser() -> argparse.ArgumentParser:
     http.add_argument("--stateless", action="store_true",
                       help="no sessions: every POST stands alone, so several workers or machines can serve one "
                       "deployment (no GET stream, no requests to the client)")
-    http.add_argument("--workers", type=int, default=1, metavar="N",
+    http.add_argument("--workers", type=int, metavar="N",
                       help="worker processes (uvicorn); more than one needs --stateless")
-    http.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+    http.add_argument("--allow-origin", action="append", metavar="ORIGIN",
                       help="a browser origin allowed besides loopback ones, e.g. https://app.example.com ('*': any)")
-    http.add_argument("--allow-host", action="append", default=None, metavar="HOST",
+    http.add_argument("--allow-host", action="append", metavar="HOST",
                       help="a Host name to accept (default: loopback names when bound to loopback, any otherwise)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.set_defaults(**_option_defaults())
     return parser
+
+
+def _option_defaults() -> dict[str, Any]:
+    """What the options mean when left out: the parser's defaults, and those of `parse_args` without it."""
+    return {"log_level": "warning", "http": None, "stateless": False, "workers": 1, "allow_origin": [], "allow_host": None}
+
+
+_SWITCHES = {"--allow-write": "allow_write", "--watch": "watch"}
+
+
+def parse_args(argv: Sequence[str]) -> Any:
+    """The command line as argparse reads it. The usual one, root folders and the switches
+    --allow-write and --watch, is read without argparse, which with the shutil and gettext it
+    imports is 4 ms of a 25 ms start; anything else (help, errors too) goes to argparse."""
+    roots = [arg for arg in argv if arg not in _SWITCHES]
+    first = next((i for i, arg in enumerate(argv) if arg not in _SWITCHES), 0)
+    if any(arg.startswith("-") for arg in roots) or list(argv[first:first + len(roots)]) != roots:
+        return build_parser().parse_args(argv)  # an option, or roots on both sides of a switch (argparse: an error)
+    switches = {dest: arg in argv for arg, dest in _SWITCHES.items()}
+    return types.SimpleNamespace(roots=roots, **switches, **_option_defaults())
 
 
 def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool = False,
@@ -81,7 +105,7 @@ def _follow_client_roots(server: Server, workspace: Roots) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     log.set_level(args.log_level)
     if args.http is None and (args.stateless or args.workers != 1 or args.allow_origin or args.allow_host):
         print("shipcode-mcp: --stateless, --workers, --allow-origin and --allow-host need --http", file=sys.stderr)
@@ -102,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _serve_http(server, args, list(sys.argv[1:] if argv is None else argv))
 
 
-def _serve_http(server: Server, args: argparse.Namespace, argv: list[str]) -> int:
+def _serve_http(server: Server, args: Any, argv: list[str]) -> int:
     try:
         from .transports import http
     except ImportError as err:
@@ -131,6 +155,8 @@ def http_app() -> Any:
 
 def _host_port(text: str) -> tuple[str, int]:
     """'8765' -> ('127.0.0.1', 8765); 'HOST:8765'; '[::1]:8765' -> ('::1', 8765)."""
+    import argparse  # loaded already: argparse is what calls this
+
     host, _, port = text.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     try:
