@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..server import Server
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-"""A line longer than this is refused (-32600) and skipped without being held in memory."""
+"""A line longer than this is refused (-32600) and the rest of it skipped: memory stays bounded by the limit."""
 
 READ_SIZE = 1 << 16
 
