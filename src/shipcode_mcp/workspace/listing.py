@@ -50,7 +50,16 @@ MAX_LISTING_BYTES = 64 * 1024 * 1024
 
 def walk_command(flags: Sequence[str] = ()) -> list[str]:
     """The rg command that lists the files of its working directory: the one walk all features share."""
-    return [rg_executable(), "--files", "--null", *RG_WALK_FLAGS, *flags]
+    return [rg_executable(), "--files", "--null", *RG_WALK_FLAGS, f"--threads={_walk_threads()}", *flags]
+
+
+def _walk_threads() -> int:
+    """rg's own choice (one thread a core, at most 12), but never fewer than 4.
+
+    A walk without a search waits on the kernel (getdents, stat), not on a core: on a 2-core machine,
+    4 threads list 20 000 files about 10% faster than 2 (bench/run.py's workspace figures).
+    """
+    return max(4, min(os.cpu_count() or 1, 12))
 
 
 class GlobFilter:
