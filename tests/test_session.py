@@ -681,3 +681,51 @@ def test_deferred_work_waits_for_a_roots_listing_under_way() -> None:
     stop.set()
     worker.join(5)
     assert [m["id"] for _, m in h.related] == [2]
+
+
+def test_a_flood_of_roots_changes_lists_once_more_not_once_each() -> None:
+    server = make_server()
+    seen: list[Any] = []
+    server.on_roots(lambda session, roots: seen.append(roots))
+    h = Routed(server)
+    h.ready({"roots": {"listChanged": True}})
+    for _ in range(1000):
+        h.receive({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+    assert len(h.background) == 1  # one refresh under way, no thread per notification
+    stop = threading.Event()
+    answer_client_requests(h, {"roots/list": {"roots": []}}, stop)
+    h.background.pop()()
+    stop.set()
+    assert len(seen) == 2  # the listing under way, then one more for every change that came meanwhile
+    h.receive({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+    assert len(h.background) == 1  # a later change starts a new refresh
+
+
+def test_work_cancelled_while_it_waits_for_the_roots_never_runs() -> None:
+    server = make_server()
+    server.on_roots(lambda session, roots: None)
+    ran: list[str] = []
+    server.add_tool(Tool("write", lambda ctx, args: ran.append("ran") or "written"))
+    h = Routed(server)
+    h.ready({"roots": {}})
+    h.receive(req(2, "tools/call", {"name": "write"}))
+    worker = threading.Thread(target=h.jobs[0].run)
+    worker.start()
+    worker.join(0.2)
+    h.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+    worker.join(2)
+    assert not worker.is_alive() and ran == [] and h.related == []
+
+
+def test_negotiated_capabilities_hold_for_the_whole_session() -> None:
+    server = Server("s", "1", list_changed=True)
+    server.add_tool(Tool("a", lambda ctx, args: "a", inline=True))
+    h = Harness(server)
+    h.receive(INIT)
+    h.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    server.remove_tool("a")
+    assert h.receive(req(2, "tools/list")) == [{"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}]
+    assert h.receive(req(3, "tools/call", {"name": "a"}))[0]["error"]["message"] == "Unknown tool: a"
+    server.add_prompt(Prompt("p", lambda ctx, args: "hello"))
+    assert h.receive(req(4, "prompts/list"))[0]["error"]["code"] == -32601  # never declared to this client
+    assert Harness(server).receive(req(5, "prompts/list"))[0]["result"]["prompts"][0]["name"] == "p"  # a new one

@@ -99,7 +99,7 @@ def encode_or_substitute(message: Message) -> bytes | None:
     -32603, anything else such is dropped (None). Output never fails because a handler returned junk."""
     try:
         return encode(message)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         from . import log
 
         log.error(f"unencodable message dropped: {message.get('method') or message.get('id')!r}")

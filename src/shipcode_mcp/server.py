@@ -409,14 +409,21 @@ class Server:
         return out
 
     # -- dispatch ---------------------------------------------------------------------------------
-    def request_handler(self, method: str) -> RequestHandler | None:
-        """The handler of `method`, or None when it is unknown or its capability is not offered."""
+    def request_handler(self, method: str, capabilities: dict[str, Any] | None = None) -> RequestHandler | None:
+        """The handler of `method`, or None when it is unknown or its capability is not offered.
+
+        `capabilities` are those a session negotiated: once declared, a capability stays (tools/list
+        of an emptied registry is an empty list) and one not declared stays out, as the spec requires.
+        Without them (before initialize, or stateless), what is registered now decides.
+        """
         entry = REQUEST_HANDLERS.get(method)
         if entry is None:
             return None
-        handler, capability = entry
-        if capability is not None and not capability(self):
-            return None
+        handler, needs = entry
+        if needs:
+            offered = (capabilities if capabilities is not None else self.capabilities()).get(needs[0])
+            if offered is None or (len(needs) > 1 and not offered.get(needs[1])):
+                return None
         return partial(handler, self)  # not a lambda: no extra Python frame on every request
 
     def notification_handler(self, method: str) -> NotificationHandler | None:
@@ -621,19 +628,19 @@ def _completion(values: list[str]) -> dict[str, Any]:
     return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
 
 
-REQUEST_HANDLERS: dict[str, tuple[MethodHandler, Callable[[Server], bool] | None]] = {
-    "initialize": (_initialize, None),
-    "ping": (_ping, None),
-    "tools/list": (_list_tools, lambda s: bool(s.tools)),
-    "tools/call": (_call_tool, lambda s: bool(s.tools)),
-    "resources/list": (_list_resources, lambda s: s.has_resources),
-    "resources/templates/list": (_list_resource_templates, lambda s: s.has_resources),
-    "resources/read": (_read_resource, lambda s: s.has_resources),
-    "resources/subscribe": (_subscribe, lambda s: s.resources_subscribe),
-    "resources/unsubscribe": (_subscribe, lambda s: s.resources_subscribe),
-    "prompts/list": (_list_prompts, lambda s: bool(s.prompts)),
-    "prompts/get": (_get_prompt, lambda s: bool(s.prompts)),
-    "logging/setLevel": (_set_log_level, lambda s: s.logging_enabled),
-    "completion/complete": (_complete, lambda s: s.has_completions),
+REQUEST_HANDLERS: dict[str, tuple[MethodHandler, tuple[str, ...]]] = {
+    "initialize": (_initialize, ()),
+    "ping": (_ping, ()),
+    "tools/list": (_list_tools, ("tools",)),
+    "tools/call": (_call_tool, ("tools",)),
+    "resources/list": (_list_resources, ("resources",)),
+    "resources/templates/list": (_list_resource_templates, ("resources",)),
+    "resources/read": (_read_resource, ("resources",)),
+    "resources/subscribe": (_subscribe, ("resources", "subscribe")),
+    "resources/unsubscribe": (_subscribe, ("resources", "subscribe")),
+    "prompts/list": (_list_prompts, ("prompts",)),
+    "prompts/get": (_get_prompt, ("prompts",)),
+    "logging/setLevel": (_set_log_level, ("logging",)),
+    "completion/complete": (_complete, ("completions",)),
 }
-"""Every MCP request method: (handler, the condition under which its capability is offered)."""
+"""Every MCP request method: (handler, the capability, and sub-capability, that must be offered for it)."""

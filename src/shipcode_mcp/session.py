@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 
 from . import jsonrpc, log
 from .context import Cancelled, ClientRequestError, RequestContext
@@ -58,7 +59,12 @@ class Job:
         self._work = work
 
     def run(self) -> None:
-        self.context.finish(self._session.complete(self.context, self._work))
+        """Never leaves the request unanswered, whatever the work raised (SystemExit included)."""
+        message: Message | None = jsonrpc.error(self.context.request_id, JsonRpcError(jsonrpc.INTERNAL_ERROR))
+        try:
+            message = self._session.complete(self.context, self._work)
+        finally:
+            self.context.finish(message)  # None only when the request was cancelled
 
 
 def _run_inline(job: Job) -> None:
@@ -120,6 +126,7 @@ class Session:
         self.roots: list[dict[str, Any]] | None = None  # the client's roots, once listed
         self._roots_lock = threading.Lock()
         self._roots_listing: threading.Event | None = None  # set once a listing under way is over
+        self._roots_stale = False  # roots changed again while a listing was under way
 
     # -- input ----------------------------------------------------------------------------------
     def receive(self, message: Any) -> list[Message]:
@@ -146,7 +153,8 @@ class Session:
         return [] if reply is None else [reply]
 
     def _receive_request(self, msg_id: jsonrpc.Id, method: str, params: dict[str, Any]) -> Message | None:
-        handler = self.server.request_handler(method)
+        negotiated = self.capabilities if self.initialized and not self.stateless else None
+        handler = self.server.request_handler(method, negotiated)
         if handler is None:
             return jsonrpc.error(msg_id, JsonRpcError(jsonrpc.METHOD_NOT_FOUND))
         context = RequestContext(self, msg_id, method, params)
@@ -158,7 +166,7 @@ class Session:
             outcome = handler(self, context, params)
         except JsonRpcError as err:
             return jsonrpc.error(msg_id, err)
-        except Exception:
+        except (Exception, SystemExit):  # a handler's sys.exit() is a bug, not a shutdown
             self.log_exception(f"{method} failed")
             return jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INTERNAL_ERROR))
         if isinstance(outcome, Deferred):
@@ -171,16 +179,20 @@ class Session:
 
     def complete(self, context: RequestContext, work: Callable[[], dict[str, Any]]) -> Message | None:
         """Run deferred work and build its response (None when it was cancelled)."""
-        listing = self._roots_listing
-        if listing is not None:  # work that follows the client's roots waits for them, briefly
-            listing.wait(ROOTS_WAIT)
         try:
+            listing = self._roots_listing
+            if listing is not None:  # work that follows the client's roots waits for them, briefly
+                deadline = time.monotonic() + ROOTS_WAIT
+                while not listing.wait(0.05) and not context.cancelled and time.monotonic() < deadline:
+                    pass
+            if context.cancelled:  # cancelled while it waited for a worker or for the roots
+                return None
             return jsonrpc.result(context.request_id, work())
         except Cancelled:
             return None
         except JsonRpcError as err:
             return jsonrpc.error(context.request_id, err)
-        except Exception:
+        except (Exception, SystemExit):  # a handler's sys.exit() is a bug, not a shutdown
             self.log_exception(f"{context.method} failed")
             return jsonrpc.error(context.request_id, JsonRpcError(jsonrpc.INTERNAL_ERROR))
         finally:
@@ -238,19 +250,30 @@ class Session:
 
     def _follow_roots(self) -> None:
         """List the client's roots in the background, if anything on the server follows them."""
-        if self.server.roots_callbacks and "roots" in self.client_capabilities and not self.stateless:
-            listing = threading.Event()
-            self._roots_listing = listing
+        if not (self.server.roots_callbacks and "roots" in self.client_capabilities and not self.stateless):
+            return
+        with self._lock:
+            if self._roots_listing is not None:
+                # One refresh at a time: a flood of list_changed costs one more listing, not a thread each.
+                self._roots_stale = True
+                return
+            listing = self._roots_listing = threading.Event()
 
-            def refresh() -> None:
-                try:
+        def refresh() -> None:
+            try:
+                while True:
                     self.refresh_roots()
-                finally:
-                    listing.set()
-                    if self._roots_listing is listing:
-                        self._roots_listing = None
+                    with self._lock:
+                        if not self._roots_stale:
+                            return
+                        self._roots_stale = False
+            finally:
+                with self._lock:
+                    self._roots_listing = None
+                    self._roots_stale = False
+                listing.set()
 
-            self._background(refresh)
+        self._background(refresh)
 
     def refresh_roots(self) -> None:
         """Ask the client for its roots and hand them to the server's roots callbacks.

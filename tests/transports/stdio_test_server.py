@@ -32,6 +32,13 @@ def progress(ctx: RequestContext, args: dict[str, Any]) -> str:
     return "progressed"
 
 
+def deep(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    value: list[Any] = []
+    for _ in range(100_000):  # deeper than any JSON encoder recurses
+        value = [value]
+    return {"v": value}
+
+
 def main() -> int:
     server = Server("stdio-test", "0.0.1")
     server.add_tool(Tool("sleep", sleep, {"type": "object", "properties": {"seconds": {"type": "number"}}}))
@@ -39,6 +46,10 @@ def main() -> int:
     server.add_tool(Tool("big", lambda ctx, args: "x" * int(args["size"])))
     server.add_tool(Tool("noisy", noisy))
     server.add_tool(Tool("progress", progress))
+    server.add_tool(Tool("exit", lambda ctx, args: sys.exit(2)))
+    server.add_tool(Tool("exit_inline", lambda ctx, args: sys.exit(2), inline=True))
+    server.add_tool(Tool("deep", deep))
+    server.add_tool(Tool("deep_inline", deep, inline=True))
     return serve_stdio(server)
 
 

@@ -180,3 +180,34 @@ def test_the_real_command_handshake_and_flags(tmp_path: Path) -> None:
         server.send(ping(2))
         assert server.read_raw() == b'{"jsonrpc":"2.0","id":2,"result":{}}\n'
         assert server.close() == 0
+
+
+@pytest.mark.parametrize("tool", ["exit", "exit_inline", "deep", "deep_inline"])
+def test_a_handler_that_exits_or_returns_the_unencodable_is_an_internal_error(tool: str) -> None:
+    lines = [call(1, tool), call(2, "echo", {"text": "after"}), call(3, "sleep", {"seconds": 0.01}), ping(4)]
+    done = subprocess.run(SERVER, input=("\n".join(lines) + "\n").encode(), capture_output=True, timeout=30,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}
+    assert replies[1] == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "Internal error"}}
+    assert replies[2]["result"]["content"][0]["text"] == "after"
+    assert "result" in replies[3] and replies[4]["result"] == {}
+    assert done.returncode == 0
+
+
+def test_the_line_limit_holds_for_lines_inside_one_read() -> None:
+    from shipcode_mcp.server import Server
+    from shipcode_mcp.transports.stdio import StdioTransport
+
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    transport = StdioTransport(Server("t", "1"), max_message_bytes=100)
+    os.write(in_write, (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * 200}}) + "\n"
+                        + ping(2) + "\n").encode())
+    os.close(in_write)
+    assert transport.serve(in_read, out_write) == 0
+    os.close(out_write)
+    with os.fdopen(out_read, "rb") as out:
+        replies = [json.loads(line) for line in out.read().splitlines()]
+    assert replies[0]["id"] is None and replies[0]["error"]["code"] == -32600
+    assert replies[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    os.close(in_read)

@@ -63,6 +63,8 @@ class _WorkerPool:
             job = self._jobs.get()
             try:
                 job.run()
+            except BaseException:  # the request was answered already; the worker must live on
+                log.error(f"worker: {job.context.method} escaped its handler")
             finally:
                 with self._lock:
                     self._pending -= 1
@@ -190,14 +192,17 @@ class StdioTransport:
                     lines[0] = b""
                     self._too_long()
             for line in lines:
-                handle(line)
+                if len(line) > limit:
+                    self._too_long()
+                else:
+                    handle(line)
             if tail:
                 parts, size = [tail], len(tail)
                 if size > limit:
                     parts, size, skipping = [], 0, True
                     self._too_long()
         if parts and not skipping:
-            handle(b"".join(parts))  # a last message without its newline still counts
+            handle(b"".join(parts))  # a last message without its newline still counts (size checked above)
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
