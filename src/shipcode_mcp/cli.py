@@ -110,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.http is None and (args.stateless or args.workers != 1 or args.allow_origin or args.allow_host):
         print("shipcode-mcp: --stateless, --workers, --allow-origin and --allow-host need --http", file=sys.stderr)
         return 2
+    if args.workers < 1:
+        print("shipcode-mcp: --workers takes a number of processes, 1 or more", file=sys.stderr)
+        return 2
     if args.workers > 1 and not args.stateless:
         print("shipcode-mcp: --workers above 1 needs --stateless (a session lives in one process)", file=sys.stderr)
         return 2

@@ -211,7 +211,10 @@ def test_allowed_origins_and_hosts_can_be_configured() -> None:
         assert status({"Host": "mcp.example.com", "Origin": "https://app.example.com"}) == 200
         assert status({"Host": "mcp.example.com:443"}) == 200
         assert status({"Host": "mcp.example.com", "Origin": "https://other.example.com"}) == 403
-        assert status({"Host": "127.0.0.1"}) == 403  # the configured names replace the loopback default
+        assert status({"Host": "evil.example"}) == 403
+        # On loopback the configured names widen the default: a rebinding attack never uses a loopback name.
+        assert status({"Host": "127.0.0.1"}) == 200
+        assert status({"Host": "localhost", "Origin": "http://localhost:3000"}) == 200
     finally:
         uvicorn_thread.stop()
 
@@ -286,6 +289,22 @@ def call_wait_tool(client: McpHttpClient) -> tuple[threading.Thread, list[Any]]:
     waiting.start()
     time.sleep(0.3)  # the handler is waiting now
     return waiting, outcome
+
+
+def test_an_id_still_in_progress_is_refused(port: int) -> None:
+    client = McpHttpClient(port)
+    waiting, _outcome = call_wait_tool(client)
+    again = client.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}})
+    assert again.status == 200 and again.json()["error"]["code"] == -32600
+    client.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+    waiting.join(10)
+
+
+def test_a_failed_initialize_hands_out_no_session(port: int) -> None:
+    reply = request(port, "POST", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": []}},
+                    MCP_HEADERS)
+    assert reply.status == 200 and reply.json()["error"]["code"] == -32602
+    assert "mcp-session-id" not in reply.headers
 
 
 def test_cancellation_ends_the_exchange_without_a_response(port: int) -> None:
@@ -426,7 +445,8 @@ def test_the_command_line_serves_sessions_over_http(tmp_path: Any) -> None:
 
 
 @pytest.mark.parametrize("args", [["--stateless"], ["--http", "8000", "--workers", "2"], ["--http", "nope"],
-                                  ["--http", "70000"]])
+                                  ["--http", "70000"], ["--http", "8000", "--workers", "0"],
+                                  ["--http", "8000", "--stateless", "--workers", "-1"]])
 def test_the_command_line_refuses_inconsistent_http_flags(args: list[str]) -> None:
     import subprocess
     import sys

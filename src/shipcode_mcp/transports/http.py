@@ -213,8 +213,9 @@ class StreamableHttp:
         normalized = origin.rstrip("/").lower()
         if "*" in self.allowed_origins or normalized in self.allowed_origins:
             return None
-        if self.allowed_hosts is None and _hostname(urlsplit(normalized).netloc) in LOOPBACK_NAMES:
-            return None
+        origin_host = _hostname(urlsplit(normalized).netloc)
+        if origin_host in LOOPBACK_NAMES and (self.allowed_hosts is None or origin_host in self.allowed_hosts):
+            return None  # a page served from this machine, to a server that accepts loopback names
         return _error(403, f"Forbidden: Origin {origin!r} is not allowed")
 
     def _session_for(self, request: Request, *, creating: bool = False) -> HttpSession | Response:
@@ -282,16 +283,21 @@ class StreamableHttp:
     async def _answer(self, http_session: HttpSession, message: Message, wants_json: bool, wants_sse: bool) -> Response:
         request_id = message["id"]
         session = http_session.session
-        if request_id in http_session.requests:  # the session answers this duplicate itself
-            return _json(200, session.receive(message)[0], self._session_headers(http_session))
+        if request_id in http_session.requests:  # still streaming its answer: the id is taken
+            in_use = JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")
+            return _json(200, jsonrpc.error(request_id, in_use), self._session_headers(http_session))
         queue: asyncio.Queue[Any] = asyncio.Queue()
         http_session.requests[request_id] = queue
         replies = session.receive(message)
         if replies:  # answered on the loop (inline): anything it sent on the way is in the queue
             del http_session.requests[request_id]
-            if message["method"] == "initialize" and http_session.id is not None and "result" in replies[0]:
-                self.sessions[http_session.id] = http_session
             headers = self._session_headers(http_session)
+            new_id = http_session.id if message["method"] == "initialize" and http_session.id not in self.sessions else None
+            if new_id is not None:
+                if "result" in replies[0]:
+                    self.sessions[new_id] = http_session
+                else:
+                    headers = {}  # a failed initialize creates no session: no id to hand out
             if wants_sse and (not queue.empty() or not wants_json):
                 return _sse(_drain(queue, replies[0]), headers)
             self._reroute(http_session, queue)
@@ -454,13 +460,16 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
 
     `allowed_hosts` None accepts loopback Host names only (DNS-rebinding protection for a local
     server), or any name if `host`, the address the server listens on, is not a loopback one; else
-    give the names a proxy or load balancer uses, or ["*"]. `allowed_origins` lists the browser
+    give the names a proxy or load balancer uses, or ["*"]: on a loopback address they widen the
+    loopback names rather than replace them. `allowed_origins` lists the browser
     origins allowed besides loopback ones ("*" for any). Sessions unused for `session_idle_timeout`
     seconds end (0: never). `max_workers` threads run handlers; a body over `max_body_bytes` gets
     413; an idle GET stream carries a comment every `keepalive` seconds.
     """
     if allowed_hosts is None and host is not None and not is_loopback(host):
         allowed_hosts = ["*"]
+    elif allowed_hosts is not None and (host is None or is_loopback(host)):
+        allowed_hosts = [*allowed_hosts, *LOOPBACK_NAMES]
     endpoint = StreamableHttp(server, stateless=stateless, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts,
                               session_idle_timeout=session_idle_timeout, max_workers=max_workers,
                               max_body_bytes=max_body_bytes, keepalive=keepalive)
