@@ -14,10 +14,6 @@ def set_level(name: str) -> None:
     _threshold = LEVELS[name]
 
 
-def enabled(level: str) -> bool:
-    return LEVELS[level] >= _threshold
-
-
 def _write(level: str, message: str) -> None:
     if LEVELS[level] >= _threshold:
         stamp = time.strftime("%H:%M:%S")
