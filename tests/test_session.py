@@ -729,3 +729,15 @@ def test_negotiated_capabilities_hold_for_the_whole_session() -> None:
     server.add_prompt(Prompt("p", lambda ctx, args: "hello"))
     assert h.receive(req(4, "prompts/list"))[0]["error"]["code"] == -32601  # never declared to this client
     assert Harness(server).receive(req(5, "prompts/list"))[0]["result"]["prompts"][0]["name"] == "p"  # a new one
+
+
+def test_a_tool_whose_request_to_the_client_fails_is_a_tool_error() -> None:
+    server = make_server()
+    server.add_tool(Tool("sample", lambda ctx, args: ctx.sample("hi", max_tokens=5)))
+    h = Harness(server)
+    h.receive(INIT)  # the client declared no sampling capability
+    h.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    h.receive(req(2, "tools/call", {"name": "sample"}))
+    h.jobs[0].run()
+    result = h.sent[0]["result"]
+    assert result["isError"] is True and "sampling/createMessage" in result["content"][0]["text"]

@@ -10,6 +10,7 @@ import weakref
 from functools import partial
 
 from . import jsonrpc, log
+from .context import ClientRequestError
 from .jsonrpc import JsonRpcError
 from .primitives import (
     Prompt,
@@ -499,6 +500,8 @@ def _call_tool(server: Server, session: Session, context: RequestContext, params
             result = tool.result(tool.handler(context, arguments))
         except ToolError as err:
             return ToolResult.error(str(err)).to_dict()
+        except ClientRequestError as err:  # the client refused, failed or never answered: the model should know
+            return ToolResult.error(f"Tool {tool.name} needed the client, which could not answer: {err}").to_dict()
         if tool.output_schema is not None and not result.get("isError"):
             problem = tool.check_output(result.get("structuredContent"))
             if problem is not None:
