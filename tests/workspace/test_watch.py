@@ -197,3 +197,50 @@ def test_following_the_clients_roots(tmp_path: Path) -> None:
         assert process.read() == LIST_CHANGED
         (start_dir / "other.txt").write_text("no longer watched")
         process.no_output(QUIET)
+
+
+def _inotify_watches(pid: int) -> int:
+    count = 0
+    for info in Path(f"/proc/{pid}/fdinfo").iterdir():
+        try:
+            count += info.read_text().count("inotify wd:")
+        except OSError:
+            pass
+    return count
+
+
+def test_links_out_of_the_root_are_not_watched(tree: Path, tmp_path: Path) -> None:
+    """A link to a big tree outside (say to /) must not cost a watch per folder out there, nor be news."""
+    outside = tmp_path / "outside"
+    for number in range(300):
+        (outside / f"d{number}").mkdir(parents=True)
+    (tree / "lnk").symlink_to(outside)
+    (tree / "src" / "inner link").symlink_to(outside / "d1")
+    with start(tree) as process:
+        # The root, src, and nothing more (a watch per folder of the root, none beyond a link).
+        assert _inotify_watches(process.proc.pid) <= 4
+        (outside / "d1" / "new.txt").write_text("outside")
+        (outside / "new.txt").write_text("outside")
+        process.no_output(QUIET)
+        (tree / "src" / "new.py").write_text("")  # still watching what is inside
+        assert process.read() == LIST_CHANGED
+        process.no_output(QUIET)
+
+
+def test_files_appearing_in_new_and_empty_folders(tree: Path) -> None:
+    """Folders are watched one by one: empty ones, and folders created later at any depth, are watched too."""
+    (tree / "empty").mkdir()
+    with start(tree) as process:
+        (tree / "empty" / "first.txt").write_text("1")
+        assert process.read() == LIST_CHANGED
+        process.no_output(QUIET)
+        (tree / "a" / "b" / "c").mkdir(parents=True)
+        process.no_output(QUIET)  # empty folders are not listed
+        (tree / "a" / "b" / "c" / "deep.txt").write_text("deep")
+        assert process.read() == LIST_CHANGED
+        process.no_output(QUIET)
+        (tree / "a" / "b" / "c" / "deeper.txt").write_text("deeper")
+        assert process.read() == LIST_CHANGED
+        process.no_output(QUIET)
+        names = [r["name"] for r in process.request("resources/list")["result"]["resources"]]
+        assert {"empty/first.txt", "a/b/c/deep.txt", "a/b/c/deeper.txt"} <= set(names)

@@ -8,11 +8,17 @@ each burst of changes (grouped until STEP_MS pass without a change, at most DEBO
   changed (or appeared, or disappeared), or to a folder whose entries changed, with the URI the
   client subscribed with.
 Changes inside .git/ and to ignored files are not news: resources/list shows neither.
+
+Links are never followed (a link to / in a root would otherwise mean a watch on every folder of the
+machine): each folder is watched on its own, not recursively, and the folders are those the walk
+lists (it never follows links) with their direct sub-folders, plus folders created since; the set is
+rebuilt when it changes. An event reached through a link (its folder's real path differs) is ignored.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import threading
 
 from .. import log
@@ -39,7 +45,9 @@ READY_SECONDS = 60.0
 """How long resources/subscribe and resources/list wait for the watcher to start."""
 
 _SUBSCRIPTIONS = "shipcode_mcp.workspace.subscriptions"  # key in session.data: {uri: Subscription}
-_MODIFIED = 2  # watchfiles.Change.modified; added is 1, deleted 3
+_ADDED, _MODIFIED = 1, 2  # watchfiles.Change; deleted is 3
+REWATCH_ROUNDS = 5
+"""How often in a row the watched folders may be rebuilt for one burst (each rebuild walks again)."""
 
 
 def install_watch(server: Server, resources: WorkspaceResources) -> Watcher:
@@ -69,6 +77,10 @@ class Watcher:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._seen: dict[str, Snapshot] = {}  # per root, the walk the last notifications were based on
+        self._notify: RustNotify | None = None
+        self._watched: set[str] = set()  # the folders self._notify watches
+        self._created: set[str] = set()  # folders created since the start, maybe still holding no listed file
+        self._polling = False  # native notifications failed once: do not try them at every rebuild
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -108,25 +120,32 @@ class Watcher:
             while not self._stop.is_set():
                 following = self.paths != list(self.resources.roots.paths)
                 self.paths = list(self.resources.roots.paths)
-                notify = self._open()
-                if notify is None:
+                self._close()
+                self._created = set()
+                self._seen = {root: self.resources.snapshot(root, 0.0) for root in self.paths}
+                self._rewatch({})
+                if self._notify is None:
                     return
-                with notify:
-                    self._seen = {root: self.resources.snapshot(root, 0.0) for root in self.paths}
-                    self.ready.set()
-                    if following:
-                        self.server.broadcast("notifications/resources/list_changed")
-                    self._watch(notify)
+                self.ready.set()
+                if following:
+                    self.server.broadcast("notifications/resources/list_changed")
+                self._watch()
         except Exception:
             _log_failure("the watcher stopped")
         finally:
+            self._close()
             self.ready.set()  # never leave a client waiting on a watcher that is not coming
 
-    def _watch(self, notify: RustNotify) -> None:
+    def _close(self) -> None:
+        if self._notify is not None:
+            self._notify.close()
+            self._notify, self._watched = None, set()
+
+    def _watch(self) -> None:
         """Handle bursts until asked to stop or the roots change (RustNotify polls `interrupted` every step)."""
         interrupted = _Interrupted(self)
-        while not interrupted.is_set():
-            changes = notify.watch(DEBOUNCE_MS, STEP_MS, 60_000, interrupted)
+        while not interrupted.is_set() and self._notify is not None:
+            changes = self._notify.watch(DEBOUNCE_MS, STEP_MS, 60_000, interrupted)
             if isinstance(changes, str):  # "timeout", "stop" or "signal"
                 continue
             try:
@@ -134,34 +153,75 @@ class Watcher:
             except Exception:
                 _log_failure("handling changes failed")
 
-    def _open(self) -> RustNotify | None:
+    def _folders(self) -> set[str]:
+        """The folders to watch: each holding a listed file, each created since, and their direct sub-folders
+        (so that a file appearing in an empty one is seen). Never a link, nor anything inside .git."""
+        bases: set[str] = set()
+        for root, snapshot in self._seen.items():
+            prefix = root.rstrip("/") + "/"
+            bases.update(prefix + rel if rel else root for rel in snapshot.folders())
+        self._created = {folder for folder in self._created if _is_folder(folder)}
+        bases |= self._created
+        folders = set(bases)
+        for base in bases:
+            folders.update(_subfolders(base))
+        return folders
+
+    def _rewatch(self, before: dict[str, Snapshot | None]) -> None:
+        """Watch the folders the walks call for; after each rebuild walk again, since a file may have
+        appeared in a new folder before its watch began. Roots walked again are noted in `before`."""
+        for _ in range(REWATCH_ROUNDS):
+            folders = self._folders()
+            if self._notify is not None and folders == self._watched:
+                return
+            fresh = self._open(sorted(folders))
+            if fresh is None:
+                return  # keep the watches we have
+            old, self._notify, self._watched = self._notify, fresh, folders
+            if old is not None:
+                old.close()
+            for root in self.paths:
+                before.setdefault(root, self._seen.get(root))
+                self.resources.expire(root)
+                self._seen[root] = self.resources.snapshot(root, 0.0)
+
+    def _open(self, folders: list[str]) -> RustNotify | None:
         """Native notifications (inotify and friends), else polling, for instance when watches run out."""
         from watchfiles._rust_notify import RustNotify
 
-        polling = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower() not in ("", "false", "disable", "disabled")
-        try:
-            return RustNotify(self.paths, False, polling, POLL_DELAY_MS, True, True)
-        except Exception as err:
-            if polling:
-                log.error(f"--watch: cannot watch the roots: {err}")
-                return None
-            log.warning(f"--watch: native file notifications failed ({err}); polling every {POLL_DELAY_MS} ms instead")
-        try:
-            return RustNotify(self.paths, False, True, POLL_DELAY_MS, True, True)
-        except Exception as err:
-            log.error(f"--watch: cannot watch the roots: {err}")
-            return None
+        forced = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower() not in ("", "false", "disable", "disabled")
+        polling = forced or self._polling
+        for _ in range(REWATCH_ROUNDS):
+            try:
+                return RustNotify(folders, False, polling, POLL_DELAY_MS, False, True)
+            except FileNotFoundError:  # a folder went away since the walk: its parent's watch says so
+                folders = [folder for folder in folders if _is_folder(folder)]
+            except Exception as err:
+                if polling:
+                    log.error(f"--watch: cannot watch the roots: {err}")
+                    return None
+                log.warning(f"--watch: native file notifications failed ({err}); polling every {POLL_DELAY_MS} ms instead")
+                self._polling = polling = True
+        log.error("--watch: cannot watch the roots: folders keep disappearing")
+        return None
 
     def handle(self, changes: set[tuple[int, str]]) -> None:
         """React to one burst of (watchfiles.Change, path) pairs."""
         changed: set[str] = set()
         rewalk: set[str] = set()
+        real_folders: dict[str, str] = {}
         for kind, path in changes:
             roots = [root for root in self.resources.roots_containing(path) if not _in_git(path, root)]
-            if roots:
-                changed.add(path)
-                if kind != _MODIFIED or os.path.basename(path) in IGNORE_FILES:
-                    rewalk.update(roots)
+            folder = os.path.dirname(path)
+            if folder not in real_folders:
+                real_folders[folder] = os.path.realpath(folder)
+            if not roots or (real_folders[folder] != folder and path not in roots):
+                continue  # outside the roots, or reached through a link (swapped in since it was watched)
+            changed.add(path)
+            if kind != _MODIFIED or os.path.basename(path) in IGNORE_FILES:
+                rewalk.update(roots)
+            if kind == _ADDED and _is_folder(path):
+                self._created.update(_tree(path))
         if not changed:
             return
         before: dict[str, Snapshot | None] = {}
@@ -169,6 +229,8 @@ class Watcher:
             self.resources.expire(root)
             before[root] = self._seen.get(root)
             self._seen[root] = self.resources.snapshot(root, 0.0)
+        if rewalk:
+            self._rewatch(before)
         if any(old is None or old.files.keys() != self._seen[root].files.keys() for root, old in before.items()):
             self.server.broadcast("notifications/resources/list_changed")
         with self._lock:
@@ -210,6 +272,32 @@ def _log_failure(what: str) -> None:
 def _in_git(path: str, root: str) -> bool:
     """Inside a .git folder below `root`: resources/list hides those, as git's own bookkeeping."""
     return ".git" in path[len(root.rstrip("/")):].split("/")
+
+
+def _is_folder(path: str) -> bool:
+    """A real folder, not a link to one."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _tree(folder: str) -> list[str]:
+    """A new folder and every real folder below it (made before its watch began, as `mkdir -p` does)."""
+    found = []
+    for parent, names, _ in os.walk(folder):
+        names[:] = [name for name in names if name != ".git"]  # os.walk does not descend into links
+        found.append(parent)
+    return found
+
+
+def _subfolders(folder: str) -> list[str]:
+    """The real folders directly inside `folder` (links and .git left out)."""
+    try:
+        with os.scandir(folder) as entries:
+            return [entry.path for entry in entries if entry.name != ".git" and entry.is_dir(follow_symlinks=False)]
+    except (OSError, ValueError):
+        return []
 
 
 def _sessions(server: Server) -> list[Session]:
