@@ -307,8 +307,8 @@ class Session:
 
         Output still flows, so requests already read are answered.
         """
-        self.closed = True
-        with self._lock:
+        with self._lock:  # with `request`'s registration, so no request slips in after the sweep
+            self.closed = True
             outgoing, self._outgoing = self._outgoing, {}
         for waiting in outgoing.values():
             waiting.event.set()
@@ -366,6 +366,8 @@ class Session:
         related = parent.request_id if parent is not None else None
         waiting = _Outgoing()
         with self._lock:
+            if self.closed:
+                raise ClientRequestError(JsonRpcError(jsonrpc.INTERNAL_ERROR, "The client is gone"))
             self._outgoing[request_id] = waiting
         self.send(jsonrpc.request(request_id, method, params), related)
         if parent is not None:
