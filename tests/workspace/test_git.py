@@ -313,3 +313,79 @@ def test_bounds_of_status_log_and_show(repo: Path) -> None:
         assert blob["structuredContent"]["truncated"] is True
         assert blob["content"][0]["text"].endswith("[Cut at 256.0 KiB; read_file on the working copy, or search_code, can reach the rest.]")
         assert tools.error("git_show", {"ref": "HEAD~1..HEAD"}).startswith("Unknown revision")
+
+
+def _embed_bare_repository(repo: Path, marker: Path) -> None:
+    """Commit into `repo` a bare repository `emb` (HEAD, config, objects/, refs/, none named .git) whose
+    config runs `marker`-touching clean filter on its work tree `emb/wt` (info/attributes: `* filter=x`)."""
+    emb = repo / "emb"
+    git(repo, "init", "-q", "--bare", "-b", "main", "emb")
+    git(emb, "config", "core.bare", "false")
+    git(emb, "config", "core.worktree", "wt")
+    (emb / "wt").mkdir()
+    (emb / "wt" / "f.txt").write_text("one\n")
+    git(emb, "add", "f.txt")
+    git(emb, "commit", "-qm", "Inner")  # refs/heads/main: refs/ must hold a file to be committed
+    git(emb, "config", "filter.x.clean", f"sh -c 'echo ran >> {marker}; cat'")
+    (emb / "info" / "attributes").write_text("* filter=x\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "Vendor a bare repository")
+
+
+def test_an_embedded_bare_repository_is_never_used(repo: Path, tmp_path: Path) -> None:
+    """A bare repository committed inside a project survives a clone; git must not discover it (and run
+    the filter its config and attributes ask for) when a tool runs in its folder."""
+    marker = tmp_path / "ran"
+    _embed_bare_repository(repo, marker)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    (clone / "emb" / "wt" / "f.txt").write_text("two\n")
+    with Tools(clone) as tools:
+        for tool, arguments in (("git_diff", {"path": "emb"}), ("git_log", {"path": "emb"}),
+                                ("git_show", {"ref": "HEAD", "path": "emb/wt"}), ("git_diff", {"path": "emb/wt"})):
+            folder = arguments["path"]
+            assert tools.error(tool, arguments) == (
+                f"Refused: {folder} is in a bare repository (a folder holding HEAD, objects/ and refs/ that is not "
+                "a .git folder); git tools use only repositories with a .git folder"), tool
+        assert "?? emb/wt/f.txt" not in tools.text("git_status")  # the project's own repository still works
+        assert [f["path"] for f in tools.data("git_diff")["files"]] == ["emb/wt/f.txt"]
+    assert not marker.exists()
+    git(clone / "emb" / "wt", "diff")  # the trap is live: plain git walks into it
+    assert marker.exists()
+
+
+def test_the_repository_check_alone_refuses_a_bare_repository(repo: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on git older than 2.38, which ignores safe.bareRepository: the check of the git folder refuses."""
+    from shipcode_mcp.primitives import ToolError
+    from shipcode_mcp.workspace import git as git_module
+    from shipcode_mcp.workspace.roots import Roots
+    from workspace_support import context
+
+    marker = tmp_path / "ran"
+    _embed_bare_repository(repo, marker)
+    (repo / "emb" / "wt" / "f.txt").write_text("two\n")
+    config = list(git_module._SAFE_CONFIG)
+    if "safe.bareRepository=explicit" in config:
+        at = config.index("safe.bareRepository=explicit")
+        del config[at - 1:at + 1]
+    monkeypatch.setattr(git_module, "_SAFE_CONFIG", tuple(config))
+    with pytest.raises(ToolError, match=r"^Refused: the git repository of emb is not a \.git folder inside"):
+        git_module.git_diff(context(), Roots([str(repo)]), path="emb")
+    assert not marker.exists()
+
+
+def test_submodules_and_linked_worktrees_inside_the_root_work(repo: Path, tmp_path: Path) -> None:
+    """Their git folders live under the root's .git (.git/modules/…, .git/worktrees/…): allowed."""
+    library = make_repo(tmp_path / "library")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    git(repo, "commit", "-qm", "Add lib")
+    git(repo, "worktree", "add", "-q", "-b", "feature", "wt")
+    (repo / "lib" / "README.md").write_text("changed in the submodule\n")
+    with Tools(repo) as tools:
+        assert [c["subject"] for c in tools.data("git_log", {"path": "lib", "limit": 1})["commits"]] == [
+            "Rename util to helpers"]
+        assert tools.data("git_diff", {"path": "lib"})["files"] == [{"path": "lib/README.md", "added": 1, "deleted": 3}]
+        assert [c["subject"] for c in tools.data("git_log", {"path": "wt", "limit": 1})["commits"]] == ["Add lib"]
+        assert tools.text("git_show", {"ref": "HEAD", "path": "wt/src"}) == "app.py\nhelpers.py"
+        assert tools.text("git_status").splitlines() == ["## main", " M lib", "?? wt/"]

@@ -376,3 +376,115 @@ def test_a_hard_link_to_an_outside_file_is_replaced_not_written_through(world: d
         assert (world["outside"] / "secret.txt").read_text() == f"{CANARY}\n"
     finally:
         link.unlink()
+
+
+# -- repositories git must not use -------------------------------------------------------------------
+@pytest.fixture
+def outside_repo(tmp_path: Path) -> tuple[Path, str]:
+    """A repository outside the roots with the canary committed, and the id of that commit."""
+    from workspace_support import git
+
+    repo = make_repo(tmp_path / "outside-repo")
+    (repo / "secret.txt").write_text(f"{CANARY}\n")
+    git(repo, "add", "secret.txt")
+    git(repo, "commit", "-qm", f"Add {CANARY}")
+    return repo, git(repo, "rev-parse", "HEAD").strip()
+
+
+def _refused_repository(folder: str) -> str:
+    return (f"Refused: the git repository of {folder} is not a .git folder inside the workspace roots (a .git link "
+            "or file pointing elsewhere, a linked worktree of an outside repository, or a bare repository inside "
+            "the project)")
+
+
+def test_a_git_link_gitfile_or_worktree_pointing_outside_is_refused(tmp_path: Path,
+                                                                    outside_repo: tuple[Path, str]) -> None:
+    """A `.git` that is a symbolic link or a gitfile to an outside repository, or a linked worktree of one,
+    would let git read that repository: refused, saying nothing about it."""
+    from workspace_support import git
+
+    outside, _ = outside_repo
+    root = make_repo(tmp_path / "root")
+    for name in ("link", "gitfile"):
+        (root / name).mkdir()
+        (root / name / "a.txt").write_text("a\n")
+    (root / "link" / ".git").symlink_to(outside / ".git")
+    (root / "gitfile" / ".git").write_text(f"gitdir: {outside / '.git'}\n")
+    git(outside, "worktree", "add", "-q", str(root / "linked"))
+    for folder in ("link", "gitfile", "linked"):
+        with Tools(root / folder) as alone:
+            assert alone.error("git_status") == _refused_repository(".")
+        with Tools(root) as tools:
+            for tool, arguments in (("git_log", {"path": folder}), ("git_diff", {"path": folder}),
+                                    ("git_diff", {"path": folder, "ref": "HEAD~1"}),
+                                    ("git_show", {"ref": "HEAD", "path": f"{folder}/a.txt"}),
+                                    ("git_show", {"ref": "HEAD", "path": folder})):
+                assert tools.error(tool, arguments) == _refused_repository(folder), (folder, tool)
+                _no_canary(tools)
+            assert tools.data("git_log", {"limit": 1})["commits"][0]["subject"] == "Rename util to helpers"
+
+
+def test_a_repository_built_with_write_file_is_never_used(tmp_path: Path, outside_repo: tuple[Path, str]) -> None:
+    """write_file can make a folder that looks like a bare repository: HEAD, refs/, a config with
+    core.worktree and an [include] of any file, objects/info/alternates or a commondir pointing outside.
+    Git must not use it: no outside object is read, and the include is no oracle for outside files."""
+    outside, commit = outside_repo
+    root = make_repo(tmp_path / "root")
+    before = snapshot(outside)
+    targets = [outside / "secret.txt", outside / "nope.txt", Path("/etc/passwd"), outside / ".git" / "config"]
+    with Tools(root, write=True) as tools:
+        def write(path: str, content: str) -> None:
+            tools.call("write_file", {"path": path, "content": content})
+
+        write("common/HEAD", "ref: refs/heads/main\n")
+        write("common/commondir", f"{outside / '.git'}\n")
+        for n, target in enumerate(targets):
+            folder = f"evil{n}"
+            write(f"{folder}/HEAD", "ref: refs/heads/main\n")
+            write(f"{folder}/refs/heads/main", f"{commit}\n")
+            write(f"{folder}/objects/info/alternates", f"{outside / '.git' / 'objects'}\n")
+            write(f"{folder}/config", f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = "
+                                      f"{root / folder}\n[include]\n\tpath = {target}\n")
+        answers = set()
+        for folder in ["common"] + [f"evil{n}" for n in range(len(targets))]:
+            for tool, arguments in (("git_log", {"path": folder}), ("git_diff", {"path": folder}),
+                                    ("git_show", {"ref": commit[:7], "path": folder}),
+                                    ("git_show", {"ref": "HEAD", "path": f"{folder}/secret.txt"})):
+                answers.add(tools.error(tool, arguments).replace(folder, "FOLDER"))
+                _no_canary(tools)
+        assert len(answers) == 1, answers  # the same refusal whatever the include names
+        assert answers.pop().startswith("Refused: FOLDER is in a bare repository")
+        assert tools.error("git_show", {"ref": commit}).startswith("Unknown revision")
+        _no_canary(tools)
+        assert "?? evil0/" in tools.text("git_status")  # to the root's repository, only files
+    assert snapshot(outside) == before
+
+
+def test_git_show_in_a_root_inside_a_larger_repository_shows_only_commits(tmp_path: Path) -> None:
+    """Trees, blobs (by id or by a short prefix) and tags of them would print files outside the root:
+    confined, git_show accepts only commits (a tag peeled to its commit), shown through the root."""
+    from workspace_support import git
+
+    repo = make_repo(tmp_path / "repo")
+    (repo / "src" / "secret.txt").write_text(f"{CANARY}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "Add a secret")
+    blob = git(repo, "rev-parse", "HEAD:src/secret.txt").strip()
+    tree = git(repo, "rev-parse", "HEAD:src").strip()
+    git(repo, "tag", "blob-tag", blob)
+    git(repo, "tag", "-a", "-m", "A tree", "tree-tag", "HEAD^{tree}")
+    with Tools(repo / "docs") as tools:
+        for ref in ("HEAD^{tree}", "HEAD~0^{tree}", "v1.0^{tree}", blob, blob[:7], blob[:4], tree, tree[:6],
+                    "blob-tag", "tree-tag", "tree-tag^{}", "HEAD^{tree}^{}"):
+            assert tools.error("git_show", {"ref": ref}) == (
+                f"Unknown revision: {ref!r} does not name a commit in this repository"), ref
+            _no_canary(tools)
+        tag = tools.data("git_show", {"ref": "v1.0"})
+        assert tag["type"] == "commit" and tag["object"] == git(repo, "rev-parse", "v1.0^{commit}").strip()
+        assert "src/" not in tag["text"]
+        assert "Guide" in tools.text("git_show", {"ref": "HEAD~3"})  # the first commit, through the root only
+        assert "src/" not in tools.last["content"][0]["text"]
+        assert tools.text("git_show", {"ref": "HEAD", "path": "guide.md"}).startswith("Guide")
+    with Tools(repo) as whole:  # not confined: any object of the repository (all of it is in the root)
+        assert CANARY in whole.text("git_show", {"ref": blob})
+        assert whole.data("git_show", {"ref": "v1.0"})["type"] == "tag"

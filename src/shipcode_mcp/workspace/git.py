@@ -5,7 +5,10 @@ names) and resolved to a full object id with `rev-parse --verify --end-of-option
 command sees it; paths are resolved inside the roots and passed after `--` as literal pathspecs.
 Git runs without the environment's GIT_* variables, without optional locks, pagers, external diff
 programs, textconv filters, fsmonitor hooks or signature checks, with a deadline and bounded output.
-When a root is a folder inside a larger repository, output is confined to that folder.
+When a root is a folder inside a larger repository, output is confined to that folder (and git_show
+shows only commits there). The repository is checked once (`Repo.__init__`): git only uses a `.git`
+folder (never a bare repository it stumbled on), whose real path is inside the roots or is the `.git`
+of the larger repository holding the root; every later command is pinned to that repository.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ MAX_BODY_CHARS = 4000
 
 # Settings that keep git from running anything but itself, whatever the repository's config says.
 _SAFE_CONFIG = (
+    "-c", "safe.bareRepository=explicit",  # a bare repository committed inside a project is never used (git >= 2.38)
     "-c", "core.fsmonitor=false",
     "-c", "core.quotePath=false",
     "-c", "log.showSignature=false",
@@ -92,20 +96,52 @@ class Repo:
         self.cwd = safe_open.proc_path(self._fd, directory)
         self._env = _env()
         try:
-            done = self.run(["rev-parse", "--show-toplevel"], limit=64 * 1024)
+            self._discover()
         except BaseException:
             self.close()
             raise
-        if done.returncode != 0:
-            self.close()
-            message = done.stderr.strip().splitlines()
-            if message and "not a git repository" not in message[-1]:
-                raise ToolError(f"git failed: {message[-1].removeprefix('fatal: ')}")
-            raise ToolError(f"{roots.display(directory)} is not in a git repository")
-        self.top = os.path.realpath(done.stdout.decode("utf-8", "surrogateescape").strip())
         self.confined = roots.root_of(self.top) is None
         # Diff paths (--relative) are relative to the root when confined, else to the repository top.
         self.diff_base = root if self.confined else self.top
+
+    def _discover(self) -> None:
+        """Find the repository, refuse one that is not ours to read, and pin every later command to it.
+
+        Pinning (GIT_DIR, GIT_WORK_TREE) means a `.git` or bare repository appearing meanwhile is not used.
+        """
+        shown = self.roots.display(self.directory)
+        done = self.run(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"], limit=64 * 1024)
+        if done.returncode != 0:
+            message = done.stderr.strip().splitlines()
+            if message and "safe.bareRepository" in message[-1]:
+                raise ToolError(f"Refused: {shown} is in a bare repository (a folder holding HEAD, objects/ and refs/ "
+                                "that is not a .git folder); git tools use only repositories with a .git folder")
+            if message and "not a git repository" not in message[-1]:
+                raise ToolError(f"git failed: {message[-1].removeprefix('fatal: ')}")
+            raise ToolError(f"{shown} is not in a git repository")
+        lines = done.stdout.decode("utf-8", "surrogateescape").split("\n")
+        if len(lines) != 4 or lines[3]:
+            raise ToolError(f"git failed: unexpected output of rev-parse in {shown}")
+        self.top, git_dir, common_dir = (os.path.realpath(os.path.join(self.directory, line)) for line in lines[:3])
+        if (os.path.commonpath([self.top, self.directory]) != self.top
+                or not (self._trusted(git_dir) and self._trusted(common_dir))):
+            raise ToolError(f"Refused: the git repository of {shown} is not a .git folder inside the workspace roots "
+                            "(a .git link or file pointing elsewhere, a linked worktree of an outside repository, "
+                            "or a bare repository inside the project)")
+        self._env.update(GIT_DIR=git_dir, GIT_WORK_TREE=self.top)
+
+    def _trusted(self, real: str) -> bool:
+        """A git folder git may use: a `.git` folder (or one under it: submodules, worktrees) inside a root,
+        or `<top>/.git` itself, a real folder, when the root is inside that larger repository.
+
+        Only git makes `.git` folders (write_file refuses them), so a repository built by writing files, or
+        an embedded bare repository on git older than 2.38, is refused.
+        """
+        root = self.roots.root_of(real)
+        if root is not None:
+            return ".git" in os.path.relpath(real, root).split(os.sep)
+        own = os.path.join(self.top, ".git")
+        return real == own and not os.path.islink(own) and os.path.isdir(own)
 
     def __enter__(self) -> Repo:
         return self
@@ -428,7 +464,8 @@ def git_show(ctx: RequestContext, roots: Roots, ref: str, path: str | None = Non
     repo, real = _repo_for(ctx, roots, path)
     with repo:
         if real is None:
-            object_id = repo.resolve(ref, "object")
+            # Confined, only a commit (a tag peeled): a tree or blob would show files outside the root.
+            object_id = repo.resolve(ref, "commit" if repo.confined else "object")
             object_type = repo.check(["cat-file", "-t", object_id]).stdout.decode("ascii").strip()
             done = repo.check(["show", *_DIFF_FLAGS, "--format=medium", "--date=iso", "--stat", "--patch",
                                *repo.relative(), "--end-of-options", object_id, *repo.pathspec(None)],
