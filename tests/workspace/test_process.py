@@ -75,3 +75,17 @@ def test_lines_split_across_chunks() -> None:
 def test_a_program_that_cannot_start_is_a_clean_error() -> None:
     with pytest.raises(ToolError, match="Could not start nothing-here: No such file or directory"):
         run(context(), ["/nonexistent/nothing-here"], cwd="/", limit=10)
+
+
+def test_a_long_line_is_held_only_up_to_the_limit() -> None:
+    """Only the head of a line past the limit is kept (with its size and tail): memory follows the limit."""
+    from shipcode_mcp.workspace.process import TAIL_BYTES, CutLine
+
+    script = "import sys; w = sys.stdout.write; w('short\\n'); w('a' * 300000 + 'END\\n'); w('x' * 10); w('\\n\\nlast')"
+    with Child(context(), [sys.executable, "-c", script], cwd="/") as child:
+        lines = list(child.lines(1000))
+    assert lines[0] == b"short" and not isinstance(lines[0], CutLine)
+    cut = lines[1]
+    assert isinstance(cut, CutLine) and cut == b"a" * 1000 and cut.size == 300003
+    assert cut.tail == b"a" * (TAIL_BYTES - 3) + b"END"
+    assert lines[2:] == [b"x" * 10, b"", b"last"]

@@ -397,3 +397,53 @@ def test_progress_counts_files_where_nothing_matches(big: Path, monkeypatch: pyt
     assert values[0] == 0 and values[-1] == 480 and values == sorted(set(values))
     if os.path.exists("/proc/self/io"):
         assert len(values) >= 3
+
+
+def _peak_kib(pid: int) -> int:
+    """The most memory the process has held (VmHWM), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads VmHWM from /proc")
+def test_a_huge_matching_line_costs_memory_bounded_by_the_cap_not_the_line(tmp_path: Path) -> None:
+    root = tmp_path / "huge"
+    root.mkdir()
+    with open(root / "one line.txt", "wb") as out:
+        out.write(b"needle " + b"a" * (64 << 20) + b" needle\n")
+    (root / "small.txt").write_text("a needle here\n")
+    (root / "late.txt").write_bytes(b"b" * (4 << 20) + b" needle late\n")
+    with Tools(root) as server:
+        server.call("search_code", {"pattern": "not-there"})  # imports and the like, before measuring
+        before = _peak_kib(server.process.proc.pid)
+        result = server.call("search_code", {"pattern": "needle"})
+        grown = _peak_kib(server.process.proc.pid) - before
+    text = result["content"][0]["text"]
+    assert grown < 8 * process_module.MAX_LINE_BYTES // 1024, f"{grown} KiB more at the peak"
+    lines = text.splitlines()
+    assert lines[0].startswith("late.txt:1:bbbb") and lines[0].endswith("… [line cut: longer than 1023.9 KiB]")
+    assert lines[1].startswith("one line.txt:1:needle aaaa") and lines[1].endswith("… [line cut: longer than 1023.9 KiB]")
+    assert len(lines[1]) < search.MAX_LINE_CHARS + 100
+    assert lines[2:] == ["small.txt:1:a needle here", "[3 matches in 3 files.]"]
+    assert [(line["path"], line["line"]) for line in result["structuredContent"]["lines"]] == [
+        ("late.txt", 1), ("one line.txt", 1), ("small.txt", 1)]
+
+
+def test_cut_messages_are_rebuilt_from_head_and_tail(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Lines past the cap (made small here): number and match place from the tail, when it holds them."""
+    monkeypatch.setattr(process_module, "MAX_LINE_BYTES", 3000)
+    monkeypatch.setattr(process_module.Child.lines, "__defaults__", (3000,))
+    (tmp_path / "a.txt").write_text("x" * 2000 + "needle" + "y" * 2000 + "\n" + "z\n" * 5 + ("needle " * 3000) + "\n"
+                                    + "caf\u00e9 " * 700 + "\\ needle\n")
+    ctx = context()
+    result = search.search_code(ctx, Roots([str(tmp_path)]), "needle")
+    assert result.structured is not None
+    lines = result.structured["lines"]
+    # Thousands of matches in line 7: the tail holds only the last of them, not the number (0: unknown).
+    assert [line["line"] for line in lines] == [1, 0, 8]
+    assert "needle" in lines[0]["text"] and lines[0]["text"].endswith("… [line cut: longer than 2.9 KiB]")
+    assert lines[0]["text"].startswith("…xxx") and len(lines[0]["text"]) < search.MAX_LINE_CHARS + 50
+    assert lines[1]["text"].startswith("needle needle") and lines[1]["text"].endswith("… [line cut: longer than 2.9 KiB]")
+    assert lines[2]["text"].startswith("café café")

@@ -22,7 +22,24 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT = 60.0
 MAX_STDERR = 64 * 1024
+MAX_LINE_BYTES = 1 << 20
+"""At most this much of one output line is held (one 200 MB line must not cost 200 MB): the rest is
+dropped, but for its last TAIL_BYTES, and the line comes as a `CutLine`."""
+TAIL_BYTES = 1 << 16
 _CHUNK = 1 << 16
+
+
+class CutLine(bytes):
+    """The head of an output line longer than the limit; `size` is the whole line's length in bytes and
+    `tail` its last TAIL_BYTES (where rg's --json puts a match's line number)."""
+
+    size: int
+    tail: bytes
+
+    def __new__(cls, head: bytes, size: int, tail: bytes) -> CutLine:
+        line = super().__new__(cls, head)
+        line.size, line.tail = size, tail
+        return line
 
 
 class Child:
@@ -91,20 +108,34 @@ class Child:
                         yield data
         self._ctx.check_cancelled()
 
-    def lines(self) -> Iterator[bytes]:
-        """stdout line by line (without the newline)."""
-        partial: list[bytes] = []  # the start of a line not yet ended
+    def lines(self, limit: int = MAX_LINE_BYTES) -> Iterator[bytes]:
+        """stdout line by line (without the newline); a line longer than `limit` bytes comes as a CutLine
+        of its first `limit` bytes, so memory is bounded by the limit, not by the line."""
+        partial: list[bytes] = []  # the head (at most `limit` bytes) of a line not yet ended
+        held = size = 0  # bytes in `partial`; bytes of that line so far
+        tail = b""  # that line's last TAIL_BYTES so far
         for chunk in self.chunks():
-            pieces = chunk.split(b"\n")
-            if len(pieces) == 1:
-                partial.append(chunk)
-                continue
-            partial.append(pieces[0])
-            yield b"".join(partial)
-            yield from pieces[1:-1]
-            partial = [pieces[-1]] if pieces[-1] else []
-        if partial:
-            yield b"".join(partial)
+            *ended, rest = chunk.split(b"\n")
+            for piece in ended:
+                whole = size + len(piece)
+                if size:  # the end of a line begun in an earlier chunk
+                    partial.append(piece[:limit - held])
+                    tail, piece = tail + piece, b"".join(partial)
+                    partial, held, size = [], 0, 0
+                else:
+                    tail = piece
+                yield piece if whole <= limit else CutLine(piece[:limit], whole, tail[-TAIL_BYTES:])
+                tail = b""
+            if rest:
+                keep = rest[:limit - held]
+                if keep:
+                    partial.append(keep)
+                    held += len(keep)
+                size += len(rest)
+                tail = (tail + rest)[-TAIL_BYTES:]
+        if size:
+            head = b"".join(partial)
+            yield head if size <= limit else CutLine(head, size, tail)
 
     def wait(self) -> int:
         """The exit status (after stdout was read to its end, or the child was killed)."""

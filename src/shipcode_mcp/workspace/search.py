@@ -28,7 +28,7 @@ import threading
 from ..primitives import ToolError
 from . import safe_open
 from .roots import join_display
-from .text import SNIFF_BYTES, cut_line, is_binary, place, plural, result
+from .text import SNIFF_BYTES, cut_line, is_binary, place, plural, result, size_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,6 +49,9 @@ FALLBACK_MATCHES = 5000
 """The unsorted search gives way to the sorted one once it has seen more matches than this (well above
 the largest `limit`, 2000). Reading on would cost more than searching again: rg prints every match of
 a frequent pattern, while the sorted search stops after `limit` of them."""
+COMPACT_BYTES = 16 * 1024
+"""A match or context message longer than this is reduced at once to what the answer shows (a window
+of the line), so that kept files cost little; the longest are cut as they are read (MAX_LINE_BYTES)."""
 SIZE_SAMPLE = 1000
 """Progress estimates the bytes to search from the sizes of about this many of the files."""
 _IO_STATS = os.path.exists("/proc/self/io")  # Linux: a process's bytes read, for progress
@@ -84,17 +87,80 @@ class _Collector:
                 return kind != "match"
             if not self._last_match[1] < number <= self._last_match[1] + self.context:
                 return True  # before-context of a match that is not shown
-        text = _line_text(data)
-        focus = 0
         if kind == "match":
             self.matches += 1
             self.files.add(path)
             self._last_match = (path, number)
-            submatches = data.get("submatches") or []
-            if submatches:
-                focus = len(_raw(data.get("lines", {}))[: submatches[0].get("start", 0)].decode("utf-8", "ignore"))
-        self.lines.append({"path": path, "line": number, "text": cut_line(text, MAX_LINE_CHARS, focus), "match": kind == "match"})
+        shown = data.get("shown")
+        text = shown if isinstance(shown, str) else _shown(data)
+        self.lines.append({"path": path, "line": number, "text": text, "match": kind == "match"})
         return True
+
+
+def _shown(data: dict[str, Any], whole: bool = True) -> str:
+    """The line of a match or context message as shown: a window around the first match if it is long.
+    Not `whole`: only the line's head was read."""
+    raw = _raw(data.get("lines", {}))
+    submatches = data.get("submatches") or []
+    start = submatches[0].get("start", 0) if submatches else 0
+    focus = len(raw[:start].decode("utf-8", "ignore")) if start <= len(raw) else 0
+    text = _line_text(data)
+    return cut_line(text, MAX_LINE_CHARS, focus, None if whole else f"longer than {size_text(len(raw))}")
+
+
+_CUT_HEAD = re.compile(rb'\{"type":"(match|context)","data":\{"path":(\{"(?:text|bytes)":"[^"\\]*(?:\\.[^"\\]*)*"\}),'
+                       rb'"lines":\{"(text|bytes)":"')
+_STRING = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*')
+_NUMBER = re.compile(rb',"line_number":(\d+),"absolute_offset":\d+,"submatches":\[(?:\{"match":\{"(?:text|bytes)":'
+                     rb'"[^"\\]*(?:\\.[^"\\]*)*"\},"start":(\d+))?')
+
+
+def _compact(line: bytes) -> bytes:
+    """A long match or context message as a short one holding what the answer shows (`shown`), so the
+    answer costs the same whatever the line's length; a line cut as it was read (a CutLine) is rebuilt
+    from its head (type, path, the start of the line) and tail (line number, first match)."""
+    from .process import CutLine
+
+    if not isinstance(line, CutLine):
+        message = _message(line)
+        if message is None or message[0] not in ("match", "context"):
+            return line
+        kind, data = message
+        shown = _shown(data)
+    else:
+        head = _CUT_HEAD.match(line)
+        if head is None:
+            return b""  # not a line of a file (those are short): nothing to rebuild
+        kind, encoding = head.group(1).decode(), head.group(3).decode()
+        text, whole = _string_head(line[head.end():], encoding)
+        data = {"path": json.loads(head.group(2)), "lines": {encoding: text}}
+        numbers = list(_NUMBER.finditer(line.tail))
+        if numbers:
+            data["line_number"] = int(numbers[-1].group(1))
+            if numbers[-1].group(2) is not None:
+                data["submatches"] = [{"start": int(numbers[-1].group(2))}]
+        shown = _shown(data, whole)
+    small = {"path": data.get("path", {}), "line_number": data.get("line_number"), "shown": shown}
+    return json.dumps({"type": kind, "data": small}, separators=(",", ":")).encode()
+
+
+def _string_head(body: bytes, encoding: str) -> tuple[str, bool]:
+    """What was kept of a JSON string value, and whether that is all of it (else it was cut at a byte
+    count, maybe inside a character or an escape)."""
+    value = _STRING.match(body)
+    kept = value.group() if value is not None else b""
+    whole = len(kept) < len(body)  # the closing quote was kept
+    if encoding == "bytes":
+        return kept[: len(kept) // 4 * 4].decode("ascii", "replace"), whole
+    text = kept.decode("utf-8", "ignore")
+    for end in range(len(text), max(-1, len(text) - 12), -1):  # an escape such as \u00e9 may be cut
+        try:
+            decoded: str = json.loads(f'"{text[:end]}"')
+        except ValueError:
+            continue
+        if not decoded or not "\ud800" <= decoded[-1] <= "\udbff":  # half a surrogate pair cannot be encoded
+            return decoded, whole
+    return "", whole
 
 
 def _raw(value: dict[str, Any]) -> bytes:
@@ -362,7 +428,7 @@ def _drive(ctx: RequestContext, command: list[str], cwd: str, fd: int, progress:
            take: Callable[[bytes], bool]) -> bool:
     """Run rg, giving `take` each line it prints until it returns False (rg is then killed); returns
     whether some files could not be searched."""
-    from .process import Child
+    from .process import Child, CutLine
 
     saw_output = False
     with Child(ctx, command, cwd=cwd, pass_fds=(fd,), timeout=SEARCH_TIMEOUT, what="the search") as child:
@@ -371,6 +437,8 @@ def _drive(ctx: RequestContext, command: list[str], cwd: str, fd: int, progress:
         try:
             for line in child.lines():
                 saw_output = True
+                if len(line) > COMPACT_BYTES or isinstance(line, CutLine):
+                    line = _compact(line)
                 if not take(line):
                     break
         finally:

@@ -19,13 +19,16 @@ def is_binary(sample: bytes) -> bool:
     return b"\x00" in sample[:SNIFF_BYTES]
 
 
-def cut_line(line: str, limit: int, focus: int = 0) -> str:
-    """`line` if it has at most `limit` characters, else a `limit`-character window around `focus`."""
-    if len(line) <= limit:
+def cut_line(line: str, limit: int, focus: int = 0, size: str | None = None) -> str:
+    """`line` if it has at most `limit` characters, else a `limit`-character window around `focus`;
+    `size` says how long the line was when `line` is only its head."""
+    if len(line) <= limit and size is None:
         return line
     start = max(0, min(focus - limit // 4, len(line) - limit))
     head = "…" if start else ""
     tail = "…" if start + limit < len(line) else ""
+    if size is not None:
+        return f"{head}{line[start:start + limit]}… [line cut: {size}]"
     return f"{head}{line[start:start + limit]}{tail} [line cut: {len(line)} characters]"
 
 
