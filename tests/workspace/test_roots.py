@@ -488,3 +488,38 @@ def test_git_show_in_a_root_inside_a_larger_repository_shows_only_commits(tmp_pa
     with Tools(repo) as whole:  # not confined: any object of the repository (all of it is in the root)
         assert CANARY in whole.text("git_show", {"ref": blob})
         assert whole.data("git_show", {"ref": "v1.0"})["type"] == "tag"
+
+
+def test_a_way_through_the_outside_is_refused_whatever_is_there(tmp_path: Path) -> None:
+    """`probe/X/../../root/f`: the answer must not depend on X being a folder, a link, or missing."""
+    root, probe = tmp_path / "ws", tmp_path / "probe"
+    root.mkdir()
+    (root / "README.md").write_text("inside\n")
+    (probe / "realdir").mkdir(parents=True)
+    (probe / "linkdir").symlink_to(make_outside(tmp_path / "outside") / "sub")
+    roots = Roots([str(root)])
+    answers = set()
+    for name in ("realdir", "linkdir", "missing"):
+        for given in (f"{probe}/{name}/../../ws/README.md", f"file://{root}/../probe/{name}/../../ws/README.md",
+                      f"../probe/{name}/../../ws/README.md"):
+            answers.add(refusal(roots, given).replace(name, "X"))
+    assert len(answers) == 3  # one message per spelling, the same for the three kinds of X
+    # Going up to a folder above the root and down again stays fine.
+    assert roots.resolve(f"{root}/../ws/README.md") == str(root / "README.md")
+    assert roots.resolve("../ws/./README.md") == str(root / "README.md")
+
+
+def test_a_root_given_through_a_link_accepts_paths_through_that_link(tmp_path: Path) -> None:
+    """A root given as /home/u/proj -> /data/proj: the client may use either spelling."""
+    real = make_repo(tmp_path / "data" / "proj")
+    (tmp_path / "home").mkdir()
+    alias = tmp_path / "home" / "proj"
+    alias.symlink_to(real)
+    roots = Roots([str(alias)])
+    assert roots.paths == [str(real)]
+    for given in (str(alias / "README.md"), f"file://{alias}/README.md", str(real / "README.md"),
+                  f"{alias}/../proj/README.md", "README.md"):
+        assert roots.resolve(given) == str(real / "README.md"), given
+    assert roots.resolve(f"{alias}/../../data/proj/README.md") == str(real / "README.md")  # above a root: fine
+    with pytest.raises(OutsideRoots):
+        roots.resolve(f"{alias}/../other/../proj/README.md")  # through home/other: outside

@@ -2,7 +2,9 @@
 
 Every path a client sends (relative, absolute or a file:// URI) goes through `Roots.resolve`, which
 resolves it the way the kernel would (symlinks included) and refuses anything that does not land
-inside a root. Refusals say nothing about what lies outside. Resolving is only half of it: between
+inside a root. A path that, as written, passes through a place outside the roots (`probe/x/../../root`)
+is refused before anything is resolved, so what lies out there (a link or a folder, or nothing) never
+changes the answer. Refusals say nothing about what lies outside. Resolving is only half of it: between
 resolving and opening, a symlink could be swapped in, so `safe_open` opens what `resolve` returned
 component by component without following links.
 """
@@ -40,6 +42,7 @@ class Roots:
 
     def __init__(self, folders: list[str]) -> None:
         self.paths = _resolve_folders(folders)
+        self._lexical = _lexical_roots(folders, self.paths)
         self._listeners: list[Callable[[], None]] = []
 
     def update(self, folders: list[str]) -> None:
@@ -47,7 +50,9 @@ class Roots:
 
         `paths` is replaced in one assignment, so a concurrent `resolve` sees the old roots or the new.
         """
-        self.paths = _resolve_folders(folders)
+        paths = _resolve_folders(folders)
+        self._lexical = _lexical_roots(folders, paths)
+        self.paths = paths
         for listener in list(self._listeners):
             listener()
 
@@ -83,6 +88,8 @@ class Roots:
         if path == "":
             path = "."
         candidate = path if os.path.isabs(path) else os.path.join(self.first, path)
+        if not self._stays_inside(candidate):
+            raise OutsideRoots(given)
         try:
             real = os.path.realpath(candidate)
         except (OSError, ValueError):
@@ -90,6 +97,20 @@ class Roots:
         if self.root_of(real) is None:
             raise OutsideRoots(given)
         return real
+
+    def _stays_inside(self, candidate: str) -> bool:
+        """Whether `candidate`, read as written (`..` undoing the component before it), ends inside a root
+        and on its way only passes through the roots and the folders above them. Compared with each root
+        as given (an alias such as a symlinked home) and as resolved."""
+        lexical = self._lexical
+        here = "/"
+        for part in candidate.split("/"):
+            if part in ("", "."):
+                continue
+            here = os.path.dirname(here) if part == ".." else os.path.join(here, part)
+            if not any(_inside(here, root) or _inside(root, here) for root in lexical):
+                return False
+        return any(_inside(here, root) for root in lexical)
 
     def display(self, real: str) -> str:
         """How to show a resolved path: relative to the first root, absolute for the others."""
@@ -111,6 +132,16 @@ def _resolve_folders(folders: list[str]) -> list[str]:
         if real not in resolved:
             resolved.append(real)
     return resolved
+
+
+def _lexical_roots(folders: list[str], real: list[str]) -> list[str]:
+    """Each root as resolved and as given (absolute, normalised, links kept): a client may use either."""
+    given = [os.path.normpath(os.path.abspath(folder)) for folder in folders]
+    return [*real, *(folder for folder in given if folder not in real)]
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def client_root_folders(client_roots: list[dict[str, Any]]) -> list[str]:
