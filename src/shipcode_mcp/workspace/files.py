@@ -12,7 +12,7 @@ import os
 from ..primitives import ToolError
 from . import safe_open
 from .roots import join_display
-from .text import is_binary, place, plural, result, size_text
+from .text import is_binary, place, plural, printable, result, size_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,8 +45,8 @@ def list_files(ctx: RequestContext, roots: Roots, path: str = ".", pattern: str 
         os.close(fd)
     files = [join_display(shown, name) for name in names[:limit]]
     truncated = len(names) > limit
-    lines = list(files)
-    what = f"under {place(shown)}" + (f" matching {pattern}" if pattern else "")
+    lines = [printable(name) for name in files]
+    what = f"under {place(shown)}" + (f" matching {printable(pattern)}" if pattern else "")
     if not names:
         lines.append(f"No files {what}.")
     elif truncated:
@@ -178,11 +178,11 @@ def _render(shown: str, size: int, page: _Page, total: int | None) -> ToolResult
     next_offset = end + 1 if more and (page.lines or total is None) else None
     notes: list[str] = []
     if not page.lines and total == 0:
-        notes.append(f"({shown} is empty)")
+        notes.append(f"({printable(shown)} is empty)")
     if next_offset is not None:
         of = f"of {total}" if total is not None else (
             f"of a file larger than {size_text(MAX_SCAN_BYTES)}, which is as far as read_file reads")
-        notes.append(f"[Lines {page.first}-{end} {of} in {shown}. Call read_file with offset={next_offset} to read on.]")
+        notes.append(f"[Lines {page.first}-{end} {of} in {printable(shown)}. Call read_file with offset={next_offset} to read on.]")
     if cut:
         notes.append(f"[{plural(cut, 'line')} longer than {MAX_LINE_CHARS} characters cut; "
                      "search_code finds text inside them.]")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from ..primitives import ToolError
+from .text import printable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,9 +22,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAX_PATH_LENGTH = 4096
-
-# Characters that would let an echoed path forge lines or escape sequences in a message.
-_CONTROL = {code: "?" for code in [*range(32), 127]}
 
 
 class OutsideRoots(ToolError):
@@ -33,7 +31,7 @@ class OutsideRoots(ToolError):
         if reason is not None:
             super().__init__(f"Invalid path: {reason}")
             return
-        shown = given.translate(_CONTROL) if given is not None and len(given) <= 200 else "that path"
+        shown = printable(given) if given is not None and len(given) <= 200 else "that path"
         super().__init__(f"Access denied: {shown} is not inside the workspace roots")
 
 

@@ -28,7 +28,7 @@ import threading
 from ..primitives import ToolError
 from . import safe_open
 from .roots import join_display
-from .text import SNIFF_BYTES, cut_line, is_binary, place, plural, result, size_text
+from .text import SNIFF_BYTES, cut_line, is_binary, place, plural, printable, result, size_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -467,7 +467,7 @@ def _render(pattern: str, shown: str, collector: _Collector, context: int, probl
         if context and previous is not None and (entry["path"] != previous[0] or entry["line"] != previous[1] + 1):
             out.append("--")
         mark = ":" if entry["match"] else "-"
-        out.append(f"{entry['path']}{mark}{entry['line']}{mark}{entry['text']}")
+        out.append(f"{printable(entry['path'])}{mark}{entry['line']}{mark}{entry['text']}")
         previous = (entry["path"], entry["line"])
     found = f"{plural(collector.matches, 'match')} in {plural(len(collector.files), 'file')}"
     if not collector.matches:

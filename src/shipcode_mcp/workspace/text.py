@@ -53,9 +53,18 @@ def size_text(size: int) -> str:
     return f"{value:.1f} GiB"
 
 
+_CONTROL = {code: "?" for code in [*range(32), *range(127, 160), 0x2028, 0x2029]}
+
+
+def printable(text: str) -> str:
+    """`text` with control characters (line breaks, terminal escapes) shown as '?': a file name such as
+    'a\nb.txt' must not forge a line of a tool's text. structuredContent keeps the real names."""
+    return text.translate(_CONTROL)
+
+
 def place(shown: str) -> str:
-    """A display path as a place in a sentence: '.' reads badly before a full stop."""
-    return "the workspace root" if shown == "." else shown
+    """A display path as a place in a sentence ('.' reads badly before a full stop), made printable."""
+    return "the workspace root" if shown == "." else printable(shown)
 
 
 def plural(count: int, word: str) -> str:
