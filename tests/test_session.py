@@ -665,15 +665,20 @@ def test_a_failed_roots_listing_keeps_what_was_known(capsys: pytest.CaptureFixtu
     assert seen == [] and h.session.roots is None
 
 
-def test_deferred_work_waits_for_a_roots_listing_under_way() -> None:
-    server = make_server()
+def call_while_roots_are_listed(server: Server, tool: str) -> tuple[Routed, threading.Thread]:
+    """A client with roots is ready, a listing is under way, and a call of `tool` runs on a worker."""
     server.on_roots(lambda session, roots: None)
     h = Routed(server)
     h.ready({"roots": {}})
-    h.receive(req(2, "tools/call", {"name": "later"}))
+    h.receive(req(2, "tools/call", {"name": tool}))
     worker = threading.Thread(target=h.jobs[0].run)
     worker.start()
     worker.join(0.2)
+    return h, worker
+
+
+def test_deferred_work_waits_for_a_roots_listing_under_way() -> None:
+    h, worker = call_while_roots_are_listed(make_server(), "later")
     assert worker.is_alive() and h.related == []  # waiting for the roots
     stop = threading.Event()
     answer_client_requests(h, {"roots/list": {"roots": []}}, stop)
@@ -703,15 +708,10 @@ def test_a_flood_of_roots_changes_lists_once_more_not_once_each() -> None:
 
 def test_work_cancelled_while_it_waits_for_the_roots_never_runs() -> None:
     server = make_server()
-    server.on_roots(lambda session, roots: None)
     ran: list[str] = []
     server.add_tool(Tool("write", lambda ctx, args: ran.append("ran") or "written"))
-    h = Routed(server)
-    h.ready({"roots": {}})
-    h.receive(req(2, "tools/call", {"name": "write"}))
-    worker = threading.Thread(target=h.jobs[0].run)
-    worker.start()
-    worker.join(0.2)
+    h, worker = call_while_roots_are_listed(server, "write")
+    assert worker.is_alive()
     h.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
     worker.join(2)
     assert not worker.is_alive() and ran == [] and h.related == []
