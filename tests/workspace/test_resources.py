@@ -20,13 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shipcode_mcp.workspace.listing import list_files
-from shipcode_mcp.workspace.resources import (
-    MAX_READ_BYTES,
-    RESOURCE_TOO_LARGE,
-    encode_path,
-    file_uri,
-    uri_path,
-)
+from shipcode_mcp.workspace.resources import MAX_READ_BYTES, RESOURCE_TOO_LARGE
+from shipcode_mcp.workspace.uris import encode_path, file_uri, uri_path
 from support import HANDSHAKE, HANDSHAKE_REPLY, INITIALIZED, REPO, SERVER, McpProcess
 
 # RFC 3986 URI characters: unreserved, reserved and '%' of an escape; nothing else may appear raw.

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from shipcode_mcp.workspace.resources import file_uri
+from shipcode_mcp.workspace.uris import file_uri
 from shipcode_mcp.workspace.watch import DEBOUNCE_MS, STEP_MS
 from support import HANDSHAKE, INITIALIZED, REPO, SERVER, McpProcess
 

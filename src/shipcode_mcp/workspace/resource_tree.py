@@ -22,12 +22,10 @@ from .resources import (
     RESOURCE_TOO_LARGE,
     SNAPSHOT_SECONDS,
     display,
-    encode_path,
-    root_uri,
-    uri_path,
 )
 from .roots import OutsideRoots
 from .safe_open import open_file
+from .uris import encode_path, root_uri, uri_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

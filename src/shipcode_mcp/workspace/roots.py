@@ -15,13 +15,12 @@ import os
 
 from ..primitives import ToolError
 from .text import printable
+from .uris import MAX_PATH_LENGTH, uri_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
-
-MAX_PATH_LENGTH = 4096
 
 
 class OutsideRoots(ToolError):
@@ -79,8 +78,8 @@ class Roots:
             raise OutsideRoots(reason=f"longer than {MAX_PATH_LENGTH} characters")
         path = given
         if given[:5].lower() == "file:":
-            local = _file_uri_path(given)
-            if local is None:
+            local = uri_path(given)
+            if local is None or not _utf8(local):  # tool paths are text: no raw non-UTF-8 bytes
                 raise OutsideRoots(reason="only file:// URIs of local files are accepted")
             path = local
         if path == "":
@@ -146,7 +145,7 @@ def client_root_folders(client_roots: list[dict[str, Any]]) -> list[str]:
     """The local directories a client's roots (`[{"uri": "file:///...", ...}]`) name; others are skipped."""
     folders = []
     for root in client_roots:
-        path = _file_uri_path(root["uri"]) if isinstance(root.get("uri"), str) else None
+        path = uri_path(root["uri"]) if isinstance(root.get("uri"), str) else None
         if path is not None and os.path.isdir(path):
             folders.append(path)
     return folders
@@ -159,20 +158,10 @@ def join_display(shown_dir: str, relative: str) -> str:
     return f"{shown_dir.rstrip('/')}/{relative}"
 
 
-def _file_uri_path(uri: str) -> str | None:
-    """The local path of a file:// URI (RFC 8089), or None when it names no local file."""
-    from urllib.parse import unquote, urlsplit
-
+def _utf8(path: str) -> bool:
+    """Whether `path` is text (a non-UTF-8 byte decodes to a lone surrogate, which does not encode)."""
     try:
-        parts = urlsplit(uri)
-    except ValueError:
-        return None
-    if parts.scheme != "file" or parts.netloc.lower() not in ("", "localhost") or parts.query or parts.fragment:
-        return None
-    try:
-        path = unquote(parts.path, errors="strict")
-    except UnicodeDecodeError:
-        return None
-    if "\x00" in path or not path.startswith("/") or len(path) > MAX_PATH_LENGTH:
-        return None
-    return path
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
