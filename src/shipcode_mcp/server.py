@@ -120,21 +120,21 @@ class Server:
     # -- registration ---------------------------------------------------------------------------
     def add_tool(self, tool: Tool) -> Tool:
         self.tools[tool.name] = tool
-        self._changed("tools")
+        self.list_changed("tools")
         return tool
 
     def remove_tool(self, name: str) -> None:
         if self.tools.pop(name, None) is not None:
-            self._changed("tools")
+            self.list_changed("tools")
 
     def add_resource(self, resource: Resource) -> Resource:
         self.resources[resource.uri] = resource
-        self._changed("resources")
+        self.list_changed("resources")
         return resource
 
     def remove_resource(self, uri: str) -> None:
         if self.resources.pop(uri, None) is not None:
-            self._changed("resources")
+            self.list_changed("resources")
 
     def add_resource_source(self, source: ResourceSource, *, on_new_listing: Callable[[], None] | None = None) -> None:
         """A callable that lists resources when asked (a directory tree, say) rather than up front.
@@ -150,23 +150,23 @@ class Server:
     def add_resource_template(self, template: ResourceTemplate) -> ResourceTemplate:
         self.resource_templates = [t for t in self.resource_templates if t.uri_template != template.uri_template]
         self.resource_templates.append(template)
-        self._changed("resources")
+        self.list_changed("resources")
         return template
 
     def remove_resource_template(self, uri_template: str) -> None:
         kept = [t for t in self.resource_templates if t.uri_template != uri_template]
         if len(kept) != len(self.resource_templates):
             self.resource_templates = kept
-            self._changed("resources")
+            self.list_changed("resources")
 
     def add_prompt(self, prompt: Prompt) -> Prompt:
         self.prompts[prompt.name] = prompt
-        self._changed("prompts")
+        self.list_changed("prompts")
         return prompt
 
     def remove_prompt(self, name: str) -> None:
         if self.prompts.pop(name, None) is not None:
-            self._changed("prompts")
+            self.list_changed("prompts")
 
     def add_completer(self, ref_type: str, ref: str, argument: str, completer: Completer) -> None:
         """Complete `argument` of the prompt (ref_type "ref/prompt") or resource template ("ref/resource") `ref`."""
@@ -182,8 +182,10 @@ class Server:
         client is initialized and again whenever it says its roots changed (clients with `roots` only)."""
         self.roots_callbacks.append(callback)
 
-    def _changed(self, registry: str) -> None:
-        """Tell the sessions whose initialize result declared `listChanged` for this registry."""
+    def list_changed(self, registry: str) -> None:
+        """Send notifications/REGISTRY/list_changed ("tools", "resources" or "prompts") to the sessions
+        whose initialize result declared `listChanged` for it: registering calls it, and so may a
+        feature whose dynamic list changed (a resource source)."""
         for session in self.ready_sessions():
             if session.capabilities.get(registry, {}).get("listChanged"):
                 session.notify(f"notifications/{registry}/list_changed")
@@ -193,11 +195,6 @@ class Server:
         for session in self.ready_sessions():
             if any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in list(session.subscriptions)):
                 session.notify("notifications/resources/updated", {"uri": uri})
-
-    def broadcast(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Send a notification to every initialized session."""
-        for session in self.ready_sessions():
-            session.notify(method, params)
 
     def add_session(self, session: Session) -> None:
         with self._sessions_lock:

@@ -128,7 +128,7 @@ class Watcher:
                     return
                 self.ready.set()
                 if following:
-                    self.server.broadcast("notifications/resources/list_changed")
+                    self.server.list_changed("resources")
                 self._watch()
         except Exception:
             _log_failure("the watcher stopped")
@@ -232,7 +232,7 @@ class Watcher:
         if rewalk:
             self._rewatch(before)
         if any(old is None or old.files.keys() != self._seen[root].files.keys() for root, old in before.items()):
-            self.server.broadcast("notifications/resources/list_changed")
+            self.server.list_changed("resources")
         with self._lock:
             subscribed = [(session, list(subs.items())) for session in _sessions(self.server)
                           if (subs := session.data.get(_SUBSCRIPTIONS))]
