@@ -1,4 +1,8 @@
-"""Child processes of tools: cancellation kills the whole process group, deadlines and output bounds hold."""
+"""Child processes of tools: cancellation kills the whole process group, deadlines and output bounds hold.
+
+The children here are Python itself, which the sandbox lets read its own installation (PYTHON_HOME)
+and start only itself.
+"""
 
 from __future__ import annotations
 
@@ -25,10 +29,14 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+PYTHON_HOME = sorted({sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))})
+
+
 def test_cancelling_kills_the_child_and_everything_it_started() -> None:
     ctx = context()
-    script = "import subprocess, sys, time; p = subprocess.Popen(['sleep', '30']); print(p.pid, flush=True); time.sleep(30)"
-    with Child(ctx, [sys.executable, "-c", script], cwd="/") as child:
+    script = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); "
+              "print(p.pid, flush=True); time.sleep(30)")
+    with Child(ctx, [sys.executable, "-c", script], cwd="/", readable=PYTHON_HOME) as child:
         lines = child.lines()
         grandchild = int(next(lines))
         assert _alive(grandchild)
@@ -48,33 +56,33 @@ def test_a_request_cancelled_before_the_start_kills_at_once() -> None:
     ctx = context()
     ctx.cancel()
     with pytest.raises(Cancelled):
-        run(ctx, ["sleep", "30"], cwd="/", limit=100)
+        run(ctx, ["sleep", "30"], cwd="/", readable=[], limit=100)
 
 
 def test_deadline() -> None:
     started = time.monotonic()
     with pytest.raises(ToolError, match=r"took longer than 0\.3 s"):
-        run(context(), ["sleep", "30"], cwd="/", limit=100, timeout=0.3, what="sleep")
+        run(context(), ["sleep", "30"], cwd="/", readable=[], limit=100, timeout=0.3, what="sleep")
     assert time.monotonic() - started < 3
 
 
 def test_output_is_bounded_and_stderr_kept() -> None:
-    done = run(context(), ["sh", "-c", "echo oops >&2; yes"], cwd="/", limit=1000)
+    done = run(context(), ["sh", "-c", "echo oops >&2; while :; do echo y; done"], cwd="/", readable=[], limit=1000)
     assert done.truncated and len(done.stdout) == 1000 and done.stdout.startswith(b"y\ny\n")
     assert done.stderr == "oops\n"
-    whole = run(context(), ["printf", "a\\nb"], cwd="/", limit=1000)
+    whole = run(context(), ["printf", "a\\nb"], cwd="/", readable=[], limit=1000)
     assert (whole.stdout, whole.truncated, whole.returncode) == (b"a\nb", False, 0)
 
 
 def test_lines_split_across_chunks() -> None:
     script = "import sys; sys.stdout.write('x' * 200000 + '\\n' + 'y\\n\\nz')"
-    with Child(context(), [sys.executable, "-c", script], cwd="/") as child:
+    with Child(context(), [sys.executable, "-c", script], cwd="/", readable=PYTHON_HOME) as child:
         assert [len(line) for line in child.lines()] == [200000, 1, 0, 1]
 
 
 def test_a_program_that_cannot_start_is_a_clean_error() -> None:
     with pytest.raises(ToolError, match="Could not start nothing-here: No such file or directory"):
-        run(context(), ["/nonexistent/nothing-here"], cwd="/", limit=10)
+        run(context(), ["/nonexistent/nothing-here"], cwd="/", readable=[], limit=10)
 
 
 def test_a_long_line_is_held_only_up_to_the_limit() -> None:
@@ -82,7 +90,7 @@ def test_a_long_line_is_held_only_up_to_the_limit() -> None:
     from shipcode_mcp.workspace.process import TAIL_BYTES, CutLine
 
     script = "import sys; w = sys.stdout.write; w('short\\n'); w('a' * 300000 + 'END\\n'); w('x' * 10); w('\\n\\nlast')"
-    with Child(context(), [sys.executable, "-c", script], cwd="/") as child:
+    with Child(context(), [sys.executable, "-c", script], cwd="/", readable=PYTHON_HOME) as child:
         lines = list(child.lines(1000))
     assert lines[0] == b"short" and not isinstance(lines[0], CutLine)
     cut = lines[1]

@@ -31,7 +31,7 @@ _CHUNK = 1 << 16
 
 def list_files(ctx: RequestContext, roots: Roots, path: str = ".", pattern: str | None = None,
                limit: int = 1000) -> ToolResult:
-    from .listing import GlobFilter, walk
+    from .listing import GlobFilter, walk, walk_readable
 
     real = roots.resolve(path)
     shown = roots.display(real)
@@ -39,8 +39,10 @@ def list_files(ctx: RequestContext, roots: Roots, path: str = ".", pattern: str 
         raise ToolError(f"{shown} is a file, not a folder; read it with read_file")
     fd = safe_open.open_dir(roots, real, shown)
     try:
-        with GlobFilter([pattern] if pattern else []) as flags:
-            names = walk(ctx, safe_open.proc_path(fd, real), flags, pass_fds=(fd,))
+        narrow = GlobFilter([pattern] if pattern else [])
+        with narrow as flags:
+            names = walk(ctx, safe_open.proc_path(fd, real), flags, readable=[*walk_readable(roots.paths), *narrow.files],
+                         pass_fds=(fd,))
     finally:
         os.close(fd)
     files = [join_display(shown, name) for name in names[:limit]]

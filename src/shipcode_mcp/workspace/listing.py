@@ -2,7 +2,9 @@
 
 Shared by the tools (list_files, search_code) and the resources, so that they always agree.
 `.git/` is hidden, hidden dotfiles are shown, symlinks are not followed (a link that points
-outside a root must not become a way out) and are left out of listings.
+outside a root must not become a way out) and are left out of listings. rg runs in the kernel
+sandbox (sandbox.py), which lets it read only beneath the roots (and the ignore files above them):
+a folder swapped for a symlink to the outside while rg walks leads it nowhere it can read.
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ class GlobFilter:
         lines = (["*", "!*/", *(f"!{rule}" for rule in keep)] if keep else []) + drop
         self.rules = "".join(f"{line}\n" for line in lines)
         self._file: Any = None
+        self.files: list[str] = []
+        """The file rg must be allowed to read (its sandbox), while the filter is entered."""
 
     def __enter__(self) -> list[str]:
         if not self.rules:
@@ -90,6 +94,7 @@ class GlobFilter:
                                                  errors="surrogateescape")
         self._file.write(self.rules)
         self._file.flush()
+        self.files = [self._file.name]
         return [f"--ignore-file={self._file.name}"]
 
     def __exit__(self, *exc: object) -> None:
@@ -105,11 +110,49 @@ def _rule(glob: str) -> str:
     return stripped + "\\ " * (len(glob) - len(stripped))
 
 
-def walk(ctx: RequestContext, cwd: str, flags: Sequence[str] = (), pass_fds: Sequence[int] = ()) -> list[str]:
-    """The walk as a cancellable child of a request: the sorted files under `cwd`."""
+IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
+
+
+def walk_readable(roots: Sequence[str]) -> list[str]:
+    """What rg may read when it walks or searches the roots: the roots themselves, and the ignore files of
+    the folders above them, whose rules decide what is listed too (a root inside a larger repository
+    must not list that repository's ignored node_modules). Only regular files there, never a link."""
+    import stat
+
+    readable = list(roots)
+    seen: set[str] = set()
+    for root in roots:
+        folder = os.path.dirname(root.rstrip(os.sep))
+        while folder not in seen:
+            seen.add(folder)
+            for name in (*IGNORE_FILES, os.path.join(".git", "info", "exclude")):
+                path = os.path.join(folder, name)
+                try:
+                    if stat.S_ISREG(os.lstat(path).st_mode) and (name in IGNORE_FILES or not _through_link(folder, name)):
+                        readable.append(path)
+                except OSError:
+                    pass
+            up = os.path.dirname(folder)
+            if up == folder:
+                break
+            folder = up
+    return readable
+
+
+def _through_link(folder: str, name: str) -> bool:
+    """Whether a path below `folder` passes through a symbolic link on its way."""
+    parts = name.split(os.sep)
+    return any(os.path.islink(os.path.join(folder, *parts[:count])) for count in range(1, len(parts)))
+
+
+def walk(ctx: RequestContext | None, cwd: str, flags: Sequence[str] = (), *, readable: Sequence[str],
+         pass_fds: Sequence[int] = ()) -> list[str]:
+    """The walk as a child of a request (cancellable), in the sandbox: the sorted files under `cwd`.
+    `readable` is what rg may read (walk_readable of the roots, and a GlobFilter's files)."""
     from .process import run
 
-    done = run(ctx, walk_command(flags), cwd=cwd, pass_fds=pass_fds, limit=MAX_LISTING_BYTES, what="listing")
+    done = run(ctx, walk_command(flags), cwd=cwd, readable=readable, pass_fds=pass_fds, limit=MAX_LISTING_BYTES,
+               what="listing")
     if done.truncated:
         raise ToolError("There are too many files to list here; pass a narrower path or a pattern")
     return walk_names(done.returncode, done.stdout, done.stderr)
@@ -137,9 +180,8 @@ def list_files(directory: str, globs: Sequence[str] = ()) -> list[str]:
     """Files under `directory` (a resolved path), relative to it, '/'-separated, sorted.
 
     `globs` are gitignore-syntax globs (e.g. "**/*.py", "!*.min.js"); ignore rules apply on top of them.
+    Not a request's child: it cannot be cancelled (it has the deadline of every child).
     """
-    import subprocess
-
-    with GlobFilter(globs) as flags:
-        done = subprocess.run(walk_command(flags), cwd=directory, stdin=subprocess.DEVNULL, capture_output=True, check=False)
-    return walk_names(done.returncode, done.stdout, done.stderr)
+    narrow = GlobFilter(globs)
+    with narrow as flags:
+        return walk(None, directory, flags, readable=[*walk_readable([directory]), *narrow.files])

@@ -1,12 +1,15 @@
-"""Child processes for tools (rg, git): bounded output, a deadline, killed when the request is cancelled.
+"""Child processes for tools (rg, git): sandboxed, bounded output, a deadline, killed when cancelled.
 
-A child runs in its own session and is killed with its whole process group, so nothing it started
-outlives the request. stdout is read as it comes (search streams it); stderr is kept, bounded, for
-error messages.
+Every child of the workspace starts here and nowhere else, inside the kernel sandbox (sandbox.py):
+it reads only beneath the paths its caller names, writes nothing, runs nothing but itself, and has
+resource limits. A child runs in its own session and is killed with its whole process group, so
+nothing it started outlives the request. stdout is read as it comes (search streams it); stderr is
+kept, bounded, for error messages.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import time
@@ -43,25 +46,47 @@ class CutLine(bytes):
 
 
 class Child:
-    """One running command. Use as a context manager: leaving it kills the child if still running."""
+    """One running command. Use as a context manager: leaving it kills the child if still running.
 
-    def __init__(self, ctx: RequestContext, argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None = None,
-                 pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None) -> None:
+    `readable` lists the folders (and files) the child may read beneath: the roots it works in, and
+    whatever else its caller vouches for. Nothing else outside the system's libraries is readable to it.
+    Without a request context (`ctx` None) it cannot be cancelled but still has its deadline.
+    """
+
+    def __init__(self, ctx: RequestContext | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str],
+                 env: Mapping[str, str] | None = None, pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT,
+                 what: str | None = None) -> None:
+        import shutil
         import subprocess
+
+        from . import sandbox
 
         self.what = what or os.path.basename(argv[0])
         self.timeout = timeout
         self._ctx = ctx
         self._stderr = bytearray()
+        # The program granted in the sandbox is the one run: found once, on PATH if need be, then named absolutely.
+        binary = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0])
+        if binary is None or not os.path.isfile(binary):
+            raise ToolError(f"Could not start {self.what}: {os.strerror(errno.ENOENT)}")
+        argv = [binary, *argv[1:]]
         try:
-            self.proc: subprocess.Popen[bytes] = subprocess.Popen(
-                list(argv), cwd=cwd, env=env, pass_fds=tuple(pass_fds), stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            )
+            confined = sandbox.confine(binary, readable)
+        except OSError as err:
+            raise ToolError(f"Could not prepare the sandbox of {self.what}: {err.strerror or err}") from None
+        try:
+            with confined:
+                self.proc: subprocess.Popen[bytes] = subprocess.Popen(
+                    list(argv), cwd=cwd, env=env, pass_fds=tuple(pass_fds), stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=confined,
+                )
         except OSError as err:
             raise ToolError(f"Could not start {self.what}: {os.strerror(err.errno) if err.errno else err}") from None
+        except subprocess.SubprocessError:  # the sandbox could not be entered: the child never ran
+            raise ToolError(f"Could not start {self.what} in its sandbox") from None
         self._deadline = time.monotonic() + timeout
-        ctx.on_cancel(self.kill)
+        if ctx is not None:
+            ctx.on_cancel(self.kill)
 
     def __enter__(self) -> Child:
         return self
@@ -106,7 +131,8 @@ class Child:
                             self._stderr += data[: MAX_STDERR - len(self._stderr)]
                     else:
                         yield data
-        self._ctx.check_cancelled()
+        if self._ctx is not None:
+            self._ctx.check_cancelled()
 
     def lines(self, limit: int = MAX_LINE_BYTES) -> Iterator[bytes]:
         """stdout line by line (without the newline); a line longer than `limit` bytes comes as a CutLine
@@ -140,8 +166,13 @@ class Child:
     def wait(self) -> int:
         """The exit status (after stdout was read to its end, or the child was killed)."""
         code = self.proc.wait()
-        self._ctx.check_cancelled()
+        if self._ctx is not None:
+            self._ctx.check_cancelled()
         return code
+
+    def stopped(self, code: int) -> str | None:
+        """Why the child was stopped by one of its limits (memory, CPU time), in words; None otherwise."""
+        return limit_message(self.what, code, self.stderr)
 
     @property
     def stderr(self) -> str:
@@ -158,10 +189,25 @@ class Completed:
         self.truncated = truncated
 
 
-def run(ctx: RequestContext, argv: Sequence[str], *, cwd: str, limit: int, env: Mapping[str, str] | None = None,
-        pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None) -> Completed:
-    """Run to completion, keeping at most `limit` bytes of stdout (the child is stopped past that)."""
-    with Child(ctx, argv, cwd=cwd, env=env, pass_fds=pass_fds, timeout=timeout, what=what) as child:
+def limit_message(what: str, code: int, stderr: str) -> str | None:
+    """A child killed by a resource limit, said plainly: the answer it gave is not to be trusted."""
+    if code == -signal.SIGXCPU:
+        return f"{what} stopped: it used up its CPU time limit"
+    if code == -signal.SIGXFSZ:
+        return f"{what} stopped: it tried to write a file, which it may not"
+    lowered = stderr.lower()
+    if code != 0 and ("memory allocation" in lowered or "out of memory" in lowered or "cannot allocate" in lowered):
+        return (f"{what} stopped: it reached its memory limit (a file with a very long line, or a very large "
+                "object); narrow the request with path or glob")
+    return None
+
+
+def run(ctx: RequestContext | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str], limit: int,
+        env: Mapping[str, str] | None = None, pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT,
+        what: str | None = None) -> Completed:
+    """Run to completion, keeping at most `limit` bytes of stdout (the child is stopped past that).
+    A child stopped by one of its resource limits is a ToolError that says so."""
+    with Child(ctx, argv, cwd=cwd, readable=readable, env=env, pass_fds=pass_fds, timeout=timeout, what=what) as child:
         parts: list[bytes] = []
         size = 0
         truncated = False
@@ -174,5 +220,9 @@ def run(ctx: RequestContext, argv: Sequence[str], *, cwd: str, limit: int, env: 
                 truncated = True
                 child.kill()
         code = child.wait()
+        if not truncated:
+            stopped = child.stopped(code)
+            if stopped is not None:
+                raise ToolError(stopped)
         stdout = b"".join(parts)
         return Completed(stdout[:limit] if truncated else stdout, code, child.stderr, truncated)

@@ -346,7 +346,7 @@ def _estimate_size(fd: int, names: list[str]) -> int | None:
 def search_code(ctx: RequestContext, roots: Roots, pattern: str, path: str = ".", glob: str | None = None,
                 ignore_case: bool = False, fixed_strings: bool = False, context: int = 0,
                 limit: int = 200) -> ToolResult:
-    from .listing import RG_WALK_FLAGS, GlobFilter, rg_executable, walk
+    from .listing import RG_WALK_FLAGS, GlobFilter, rg_executable, walk, walk_readable
 
     if "\x00" in pattern or (glob and "\x00" in glob):
         raise ToolError("pattern and glob cannot contain NUL characters")
@@ -373,12 +373,14 @@ def search_code(ctx: RequestContext, roots: Roots, pattern: str, path: str = "."
     try:
         if not is_dir and is_binary(os.pread(fd, SNIFF_BYTES, 0)):
             raise ToolError(f"{shown} is a binary file; search_code searches text")
-        with GlobFilter([glob] if glob else []) as narrow:
+        glob_filter = GlobFilter([glob] if glob else [])
+        with glob_filter as narrow:
+            readable = [*walk_readable(roots.paths), *glob_filter.files]
             if ctx.progress_token is not None:
-                names = walk(ctx, cwd, narrow, pass_fds=(fd,)) if is_dir else [shown]
+                names = walk(ctx, cwd, narrow, readable=readable, pass_fds=(fd,)) if is_dir else [shown]
                 progress = _Progress(ctx, names, _estimate_size(fd, names) if is_dir else None)
             command = [rg_executable(), "--json", *RG_WALK_FLAGS, *narrow, *options, f"--regexp={pattern}"]
-            problems = _search(ctx, command, ["--", target], cwd, fd, collector, progress)
+            problems = _search(ctx, command, ["--", target], cwd, fd, readable, collector, progress)
         if progress is not None:
             progress.finish(collector.matches)
     finally:
@@ -388,8 +390,8 @@ def search_code(ctx: RequestContext, roots: Roots, pattern: str, path: str = "."
     return _render(pattern, shown, collector, context, problems)
 
 
-def _search(ctx: RequestContext, command: list[str], target: list[str], cwd: str, fd: int, collector: _Collector,
-            progress: _Progress | None) -> bool:
+def _search(ctx: RequestContext, command: list[str], target: list[str], cwd: str, fd: int, readable: list[str],
+            collector: _Collector, progress: _Progress | None) -> bool:
     """Fill `collector` with the first matches in path order, in parallel if it pays (see the module's
     docstring); returns whether some files could not be searched."""
     kept = _Smallest(collector.limit)
@@ -400,7 +402,7 @@ def _search(ctx: RequestContext, command: list[str], target: list[str], cwd: str
             progress.done, progress.matches = kept.files, min(kept.matches, collector.limit)
         return kept.matches <= FALLBACK_MATCHES
 
-    problems = _drive(ctx, [*command, *target], cwd, fd, progress, take_unsorted)
+    problems = _drive(ctx, [*command, *target], cwd, fd, readable, progress, take_unsorted)
     if kept.matches <= FALLBACK_MATCHES:
         for kind, data in kept.messages():
             if not collector.add(kind, data):
@@ -421,17 +423,17 @@ def _search(ctx: RequestContext, command: list[str], target: list[str], cwd: str
             progress.matches = max(progress.matches, collector.matches)
         return more
 
-    return _drive(ctx, [*command, "--sort=path", *target], cwd, fd, progress, take_sorted)
+    return _drive(ctx, [*command, "--sort=path", *target], cwd, fd, readable, progress, take_sorted)
 
 
-def _drive(ctx: RequestContext, command: list[str], cwd: str, fd: int, progress: _Progress | None,
+def _drive(ctx: RequestContext, command: list[str], cwd: str, fd: int, readable: list[str], progress: _Progress | None,
            take: Callable[[bytes], bool]) -> bool:
     """Run rg, giving `take` each line it prints until it returns False (rg is then killed); returns
     whether some files could not be searched."""
     from .process import Child, CutLine
 
     saw_output = False
-    with Child(ctx, command, cwd=cwd, pass_fds=(fd,), timeout=SEARCH_TIMEOUT, what="the search") as child:
+    with Child(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,), timeout=SEARCH_TIMEOUT, what="the search") as child:
         if progress is not None:
             progress.pid = child.proc.pid
         try:
@@ -447,6 +449,9 @@ def _drive(ctx: RequestContext, command: list[str], cwd: str, fd: int, progress:
         child.kill()
         code = child.wait()
         stderr = child.stderr
+        stopped = child.stopped(code)
+    if stopped is not None:
+        raise ToolError(stopped.replace("the search stopped", "search stopped", 1))
     if code == 2 and not saw_output:
         raise ToolError(_rg_error(stderr))
     return code == 2

@@ -1,0 +1,286 @@
+"""The kernel sandbox every child process (rg, git) runs in: Landlock rules and resource limits.
+
+A hostile repository can name programs for git to run (filters, hooks, fsmonitor, textconv, a pager)
+under names we cannot list in advance, and a folder swapped for a symlink while rg walks can lead it
+outside the roots. Checks in our own code cannot win those games; the kernel can. Between fork and
+exec (`preexec`), the child gets resource limits and a Landlock domain that allows:
+
+- reading files and listing folders only beneath the paths the caller names (the roots; for git in a
+  larger repository also its `.git`), the system library folders the binary loads from, the user's
+  own git configuration files and the time zone data;
+- executing only the binary itself, its ELF interpreter and, for git, git's own exec-path;
+- writing nothing but /dev/null; no TCP bind or connect; no signals or abstract unix sockets
+  outside the child's own domain (where the kernel's Landlock ABI has those rights).
+
+The ruleset is built in the parent, where errors are easy to report, and only enforced in the child:
+the code that runs between fork and exec is a few system calls on objects made beforehand (no
+imports, no locks taken), which is what makes `preexec_fn` safe enough with threads around.
+Where Landlock is missing (an older kernel, not Linux) children run with the limits alone, and the
+server says so once at start (`--require-sandbox` makes that fatal).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from landlockpy import Ruleset
+
+LIBRARY_FOLDERS = ("/lib", "/lib32", "/lib64", "/libx32", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32",
+                   "/usr/local/lib", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
+"""What the dynamic loader reads to start a binary: system code and its index, no user data."""
+SYSTEM_DATA = ("/etc/localtime", "/usr/share/zoneinfo")
+"""Public data a child may want: the time zone (git prints dates)."""
+
+MIB = 1024 * 1024
+
+
+class Limits:
+    """Resource limits of one child (setrlimit): memory (address space), CPU seconds and open files.
+    File size is always 0 (a reader writes no file) and core dumps are off."""
+
+    __slots__ = ("address_space", "cpu_seconds", "open_files")
+
+    def __init__(self, address_space: int, cpu_seconds: int = 300, open_files: int = 1024) -> None:
+        self.address_space = address_space
+        self.cpu_seconds = cpu_seconds
+        self.open_files = open_files
+
+
+RG_LIMITS = Limits(address_space=2048 * MIB)
+"""rg holds a whole line in memory to search it: a 100 MB line with no newline made it reach 10 GB.
+2 GiB of address space leaves room for its threads' stacks and arenas and a line of hundreds of MB."""
+GIT_LIMITS = Limits(address_space=4096 * MIB)
+"""git maps pack files in windows (core.packedGitWindowSize, core.packedGitLimit are lowered to fit)."""
+
+
+_abi: int | None = None
+_disabled = False
+
+
+def abi() -> int:
+    """The kernel's Landlock ABI version, 0 where there is none (or the binding is not installed)."""
+    global _abi
+    if _abi is None:
+        if not sys.platform.startswith("linux"):
+            _abi = 0
+        else:
+            try:
+                import landlockpy
+            except ImportError:
+                _abi = 0
+            else:
+                _abi = landlockpy.abi_version()
+    return _abi
+
+
+def unavailable_reason() -> str | None:
+    """Why children run without the kernel sandbox, or None when they run in it."""
+    if _disabled:
+        return "the sandbox was turned off for this process"
+    if not sys.platform.startswith("linux"):
+        return f"Landlock is a Linux feature and this is {sys.platform}"
+    try:
+        import landlockpy  # noqa: F401
+    except ImportError:
+        return "the landlockpy package is not installed"
+    if abi() == 0:
+        return "this kernel does not offer Landlock (Linux 5.13 or later, with landlock among its LSMs)"
+    return None
+
+
+def set_enabled(enabled: bool) -> None:
+    """Turn the kernel sandbox off or on for children started from now on (the benchmark measures its
+    cost this way). Resource limits stay either way. There is no command-line switch for this."""
+    global _disabled
+    _disabled = not enabled
+
+
+class Confinement:
+    """Called in the child between fork and exec: the limits, then the Landlock domain (if any).
+
+    Everything it needs is made beforehand, in the parent: in the child it only makes system calls.
+    `close()` releases the ruleset's descriptor in the parent once the child has started.
+    """
+
+    __slots__ = ("_limits", "_restrict", "_ruleset", "_setrlimit")
+
+    def __init__(self, limits: list[tuple[int, tuple[int, int]]], ruleset: Ruleset | None) -> None:
+        import resource
+
+        self._limits = limits
+        self._setrlimit = resource.setrlimit
+        self._ruleset = ruleset
+        self._restrict = ruleset.restrict if ruleset is not None else None
+
+    def __call__(self) -> None:
+        for kind, pair in self._limits:
+            self._setrlimit(kind, pair)
+        if self._restrict is not None:
+            self._restrict()
+
+    def close(self) -> None:
+        if self._ruleset is not None:
+            self._ruleset.close()
+
+    def __enter__(self) -> Confinement:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def confine(binary: str, readable: Sequence[str]) -> Confinement:
+    """The confinement of a child about to run `binary` (an absolute path), which may read beneath
+    `readable` (folders and files). Raises OSError if a rule cannot be made, so a child never starts
+    with less confinement than asked."""
+    limits, executable = _program(binary)
+    ruleset = None if unavailable_reason() is not None else _ruleset(binary, readable, executable)
+    return Confinement(_limit_pairs(limits), ruleset)
+
+
+_exec_paths: dict[str, str] = {}
+
+
+def _program(binary: str) -> tuple[Limits, list[str]]:
+    """The limits of a program, and the folders of helpers it may run besides itself (git's exec-path)."""
+    if os.path.basename(binary) not in ("git", "git.exe"):
+        return RG_LIMITS, []
+    exec_path = _exec_paths.get(binary)
+    if exec_path is None:
+        import subprocess
+
+        # git itself says where its helpers are; asked in its sandbox, with nothing to read.
+        with _bare(binary) as confined:
+            done = subprocess.run([binary, "--exec-path"], stdin=subprocess.DEVNULL, capture_output=True, check=False,
+                                  env={"PATH": os.defpath, "LC_ALL": "C"}, preexec_fn=confined)
+        exec_path = os.fsdecode(done.stdout).strip()
+        if done.returncode != 0 or not os.path.isabs(exec_path):
+            raise OSError(f"git --exec-path failed: {os.fsdecode(done.stderr).strip()}")
+        _exec_paths[binary] = exec_path
+    return GIT_LIMITS, [exec_path]
+
+
+def _bare(binary: str) -> Confinement:
+    """The confinement of a question to a trusted binary that needs nothing but itself."""
+    return Confinement([], None if unavailable_reason() is not None else _ruleset(binary, (), ()))
+
+
+def _limit_pairs(limits: Limits) -> list[tuple[int, tuple[int, int]]]:
+    """(RLIMIT_*, (soft, hard)) pairs, never above the hard limits this process already has."""
+    import resource as rlimits
+
+    wanted = [
+        (rlimits.RLIMIT_AS, limits.address_space),
+        (rlimits.RLIMIT_CPU, limits.cpu_seconds),
+        (rlimits.RLIMIT_NOFILE, limits.open_files),
+        (rlimits.RLIMIT_FSIZE, 0),
+        (rlimits.RLIMIT_CORE, 0),
+    ]
+    pairs = []
+    for kind, value in wanted:
+        _, hard = rlimits.getrlimit(kind)
+        if hard != rlimits.RLIM_INFINITY:
+            value = min(value, hard)
+        pairs.append((kind, (value, value)))
+    return pairs
+
+
+def _ruleset(binary: str, readable: Sequence[str], executable: Sequence[str]) -> Ruleset:
+    from landlockpy import AccessFS, Ruleset, Scope
+
+    read = AccessFS.READ_FILE | AccessFS.READ_DIR
+    run = AccessFS.EXECUTE | AccessFS.READ_FILE
+    ruleset = Ruleset(scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL)  # every fs and net right handled: denied
+    try:
+        for path in readable:
+            _allow(ruleset, path, read, required=True)
+        for path in (*LIBRARY_FOLDERS, *SYSTEM_DATA, *_git_config_files()):
+            _allow(ruleset, path, read, required=False)
+        real = os.path.realpath(binary)
+        _allow(ruleset, real, run, required=True)
+        interpreter = _interpreters.get(real) or _interpreters.setdefault(real, elf_interpreter(real))
+        if interpreter is not None:
+            _allow(ruleset, interpreter, run, required=True)
+        for path in executable:
+            _allow(ruleset, path, run | AccessFS.READ_DIR, required=True)
+        _allow(ruleset, os.devnull, AccessFS.READ_FILE | AccessFS.WRITE_FILE, required=False)
+    except BaseException:
+        ruleset.close()
+        raise
+    return ruleset
+
+
+def _allow(ruleset: Ruleset, path: str, access: int, *, required: bool) -> None:
+    """A rule for `path` (followed to what it names: the kernel checks real paths); a missing
+    optional path is skipped. File-only rights on a file, folder rights on a folder."""
+    from landlockpy import AccessFS
+
+    try:
+        is_dir = os.path.isdir(path)
+        granted = AccessFS(access) if is_dir else AccessFS(access) & ~AccessFS.READ_DIR
+        if not is_dir and not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+        ruleset.allow_path(path, granted)
+    except FileNotFoundError:
+        if required:
+            raise
+
+
+def _git_config_files() -> list[str]:
+    """The user's own git configuration (global and system): trusted, read by git and, for the global
+    ignore file, by rg. Programs they name still cannot run."""
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    return [
+        "/etc/gitconfig", "/etc/gitattributes",
+        os.path.join(home, ".gitconfig"),
+        *(os.path.join(config_home, "git", name) for name in ("config", "ignore", "attributes")),
+    ]
+
+
+_interpreters: dict[str, str | None] = {}
+
+
+def elf_interpreter(path: str) -> str | None:
+    """The real path of the program interpreter (PT_INTERP) an ELF binary names, None if it names none.
+
+    The kernel opens it for execution when it starts the binary, so it needs the execute right too.
+    """
+    import struct
+
+    try:
+        with open(path, "rb") as file:
+            header = file.read(64)
+            if len(header) < 64 or header[:4] != b"\x7fELF":
+                return None
+            is64, order = header[4] == 2, "<" if header[5] == 1 else ">"
+            if is64:
+                phoff, = struct.unpack_from(order + "Q", header, 0x20)
+                phentsize, phnum = struct.unpack_from(order + "HH", header, 0x36)
+            else:
+                phoff, = struct.unpack_from(order + "I", header, 0x1C)
+                phentsize, phnum = struct.unpack_from(order + "HH", header, 0x2A)
+            file.seek(phoff)
+            table = file.read(phentsize * phnum)
+            for index in range(phnum):
+                entry = table[index * phentsize:(index + 1) * phentsize]
+                if len(entry) < 4 or struct.unpack_from(order + "I", entry, 0)[0] != 3:  # PT_INTERP
+                    continue
+                if is64:
+                    offset, = struct.unpack_from(order + "Q", entry, 8)
+                    size, = struct.unpack_from(order + "Q", entry, 32)
+                else:
+                    offset, = struct.unpack_from(order + "I", entry, 4)
+                    size, = struct.unpack_from(order + "I", entry, 16)
+                file.seek(offset)
+                name = file.read(min(size, 4096)).split(b"\0", 1)[0]
+                return os.path.realpath(os.fsdecode(name)) if name else None
+    except (OSError, struct.error):
+        return None
+    return None
