@@ -1,0 +1,183 @@
+"""The kernel sandbox of every child process, tried directly: each attack first works without it.
+
+A child made by `process.run` may read beneath the paths it is given (and system libraries), and
+nothing else; it writes nothing, runs no other program, connects nowhere and signals no one outside
+its own domain. Its memory is bounded: a search that would take gigabytes stops with a clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from shipcode_mcp.primitives import ToolError
+from shipcode_mcp.workspace import sandbox
+from shipcode_mcp.workspace.listing import rg_executable
+from shipcode_mcp.workspace.process import run
+from workspace_support import Tools, context
+
+BASH = shutil.which("bash") or "/bin/bash"
+
+
+@pytest.fixture
+def places(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A root with a file, and an outside folder holding a random secret."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "inside.txt").write_text("inside needle\n")
+    secret = secrets.token_hex(16)
+    (outside / "secret.txt").write_text(f"needle {secret}\n")
+    return root, outside, secret
+
+
+def test_this_machine_has_the_sandbox() -> None:
+    """CI runs on a kernel with Landlock: if this fails, every attack test below would be meaningless."""
+    assert sandbox.unavailable_reason() is None
+    assert sandbox.abi() >= 4  # TCP rules; signal and abstract-socket scoping come with ABI 6
+
+
+def test_a_child_cannot_read_outside_even_when_asked_directly(places: tuple[Path, Path, str]) -> None:
+    root, outside, secret = places
+    argv = [rg_executable(), "--no-config", "needle", str(outside / "secret.txt"), str(outside), "inside.txt"]
+    plain = subprocess.run(argv, cwd=root, capture_output=True, check=False)
+    assert secret.encode() in plain.stdout  # the attack works without the sandbox
+    done = run(context(), argv, cwd=str(root), readable=[str(root)], limit=1 << 20)
+    assert secret not in done.stdout.decode() + done.stderr
+    assert done.stdout == b"inside.txt:inside needle\n"  # what is inside is still read
+    assert "Permission denied" in done.stderr
+    listing = run(context(), [rg_executable(), "--files", str(outside)], cwd=str(root), readable=[str(root)], limit=1 << 20)
+    assert b"secret" not in listing.stdout and listing.returncode == 2
+
+
+def test_a_link_inside_the_root_to_the_outside_leads_nowhere(places: tuple[Path, Path, str]) -> None:
+    root, outside, secret = places
+    (root / "door").symlink_to(outside)
+    argv = [rg_executable(), "--no-config", "--follow", "needle"]
+    assert secret.encode() in subprocess.run(argv, cwd=root, capture_output=True, check=False).stdout
+    done = run(context(), argv, cwd=str(root), readable=[str(root)], limit=1 << 20)
+    assert secret not in done.stdout.decode() and b"inside needle" in done.stdout
+
+
+def test_a_child_writes_nothing_and_runs_no_other_program(places: tuple[Path, Path, str]) -> None:
+    root, outside, _ = places
+    canary, written = outside / "canary", root / "written.txt"
+    script = f"/usr/bin/touch {canary}; echo data > {written}"
+    subprocess.run([BASH, "-c", script], check=True)
+    assert canary.exists() and written.exists()  # the attack works without the sandbox
+    canary.unlink()
+    written.unlink()
+    done = run(context(), [BASH, "-c", script], cwd=str(root), readable=[str(root)], limit=1 << 20)
+    assert not canary.exists() and not written.exists()
+    assert "Permission denied" in done.stderr
+    # Not even through an interpreter the child could start itself with: only its own binary runs.
+    done = run(context(), [BASH, "-c", f"{sys.executable} -c 'open(\"{canary}\", \"w\")'"], cwd=str(root),
+               readable=[str(root)], limit=1 << 20)
+    assert not canary.exists() and done.returncode != 0
+
+
+def test_a_child_connects_nowhere() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(4)
+        server.settimeout(5)
+        port = server.getsockname()[1]
+        script = f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
+        plain = subprocess.run([BASH, "-c", script], capture_output=True, check=False, timeout=10)
+        assert plain.stdout == b"connected\n"  # the attack works without the sandbox
+        server.accept()[0].close()
+        done = run(context(), [BASH, "-c", script], cwd="/", readable=[], limit=1 << 20)
+        assert done.stdout == b"" and "Permission denied" in done.stderr
+        server.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            server.accept()
+
+
+def test_a_child_signals_no_process_outside_its_domain() -> None:
+    if sandbox.abi() < 6:
+        pytest.skip("signal scoping needs Landlock ABI 6")
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        script = f"kill -0 {victim.pid} && echo reached"
+        assert subprocess.run([BASH, "-c", script], capture_output=True, check=False).stdout == b"reached\n"
+        done = run(context(), [BASH, "-c", f"kill -TERM {victim.pid} && echo reached"], cwd="/", readable=[], limit=1 << 20)
+        assert done.stdout == b"" and "not permitted" in done.stderr
+        time.sleep(0.1)
+        assert victim.poll() is None
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def test_a_child_that_cannot_get_its_rules_never_starts(tmp_path: Path) -> None:
+    """A readable path that is gone cannot become a rule: the child does not start with less confinement."""
+    with pytest.raises(ToolError, match="Could not prepare the sandbox of bash"):
+        run(context(), [BASH, "-c", "true"], cwd="/", readable=[str(tmp_path / "gone")], limit=10)
+
+
+def test_the_interpreter_is_found_as_the_loader_reports_it() -> None:
+    ldd = subprocess.run(["ldd", rg_executable()], capture_output=True, text=True, check=True).stdout
+    named = [line.split()[0] for line in ldd.splitlines() if line.strip().startswith("/") and "=>" not in line]
+    assert named and sandbox.elf_interpreter(rg_executable()) == os.path.realpath(named[0])
+    assert sandbox.elf_interpreter(__file__) is None
+
+
+def _rss_of_tree(pid: int) -> int:
+    """Resident memory (bytes) of a process and all its descendants."""
+    total = 0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            with open(f"/proc/{current}/status") as status:
+                total += next((int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:")), 0)
+            with open(f"/proc/{current}/task/{current}/children") as children:
+                pending.extend(int(child) for child in children.read().split())
+        except OSError:
+            continue
+    return total
+
+
+def test_a_search_that_would_take_gigabytes_stops_with_a_clear_error(tmp_path: Path) -> None:
+    """One 100 MB line of a frequent character: rg's JSON of its matches grows past 4 GiB when nothing
+    bounds it. In its sandbox it stops at its limit and the tool says so; the machine never notices."""
+    root = tmp_path / "root"
+    root.mkdir()
+    with open(root / "huge.txt", "wb") as huge:
+        huge.write(b"a" * 100_000_000 + b"\n")
+    unbounded = 4096 * 1024 * 1024
+    plain = subprocess.run([rg_executable(), "--no-config", "--json", "a"], cwd=root, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, check=False, timeout=120,
+                           preexec_fn=lambda: __import__("resource").setrlimit(
+                               __import__("resource").RLIMIT_AS, (unbounded, unbounded)))
+    assert plain.returncode != 0 and b"memory allocation" in plain.stderr  # it needs more than 4 GiB
+    with Tools(root) as tools:
+        peak = 0
+        stop = threading.Event()
+
+        def watch() -> None:
+            nonlocal peak
+            while not stop.is_set():
+                peak = max(peak, _rss_of_tree(tools.process.proc.pid))
+                time.sleep(0.02)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            message = tools.error("search_code", {"pattern": "a"})
+        finally:
+            stop.set()
+            watcher.join()
+        assert message.startswith("search stopped: it reached its memory limit")
+        assert peak < sandbox.RG_LIMITS.address_space + 512 * 1024 * 1024, peak
+        assert tools.data("search_code", {"pattern": "^a{3}"})["match_count"] == 1  # the server is fine
+
