@@ -189,7 +189,7 @@ def test_paths_of_a_second_root_are_absolute(repo: Path, tmp_path: Path) -> None
 
 
 def test_control_characters_in_names_cannot_forge_lines(tmp_path: Path) -> None:
-    """A name such as 'new\\nline.txt' shows as one masked entry; structuredContent keeps the real name."""
+    """A name such as 'new\\nline.txt' shows as one escaped entry; structuredContent keeps the real name."""
     root = tmp_path / "names"
     root.mkdir()
     for name in ("new\nline.txt", "esc\x1b[31mred.txt", "cr\rname.txt", "nel\x85.txt", "plain.txt"):
@@ -197,13 +197,14 @@ def test_control_characters_in_names_cannot_forge_lines(tmp_path: Path) -> None:
     with Tools(root) as server:
         listed = server.call("list_files")
         assert listed["content"][0]["text"].splitlines() == [
-            "cr?name.txt", "esc?[31mred.txt", "nel?.txt", "new?line.txt", "plain.txt"]
+            "cr\\rname.txt", "esc\\x1b[31mred.txt", "nel\\x85.txt", "new\\nline.txt", "plain.txt"]
         assert "new\nline.txt" in listed["structuredContent"]["files"]
         found = server.call("search_code", {"pattern": "needle"})
         assert found["content"][0]["text"].splitlines() == [
-            "cr?name.txt:1:a needle", "esc?[31mred.txt:1:a needle", "nel?.txt:1:a needle", "new?line.txt:1:a needle",
+            "cr\\rname.txt:1:a needle", "esc\\x1b[31mred.txt:1:a needle", "nel\\x85.txt:1:a needle",
+            "new\\nline.txt:1:a needle",
             "plain.txt:1:a needle", "[5 matches in 5 files.]"]
         assert {line["path"] for line in found["structuredContent"]["lines"]} >= {"new\nline.txt", "esc\x1b[31mred.txt"}
         (root / "new\nline.txt").write_text("one\ntwo\n")
         read = server.call("read_file", {"path": "new\nline.txt", "limit": 1})
-        assert read["content"][0]["text"].splitlines()[-1].startswith("[Lines 1-1 of 2 in new?line.txt.")
+        assert read["content"][0]["text"].splitlines()[-1].startswith("[Lines 1-1 of 2 in new\\nline.txt.")

@@ -108,7 +108,7 @@ def test_resolve_messages_say_nothing_about_the_outside(world: dict[str, Path]) 
     # The same answer whether or not the outside target exists.
     assert refusal(roots, "/nonexistent/x") == "Access denied: /nonexistent/x is not inside the workspace roots"
     assert refusal(roots, "/etc/passwd") == "Access denied: /etc/passwd is not inside the workspace roots"
-    assert refusal(roots, "a\nb/../../../x") == "Access denied: a?b/../../../x is not inside the workspace roots"
+    assert refusal(roots, "a\nb/../../../x") == "Access denied: a\\nb/../../../x is not inside the workspace roots"
     assert refusal(roots, "a" * 5000).startswith("Invalid path: longer than")
     assert "NUL" in refusal(roots, "a\x00b")
     assert "string" in refusal(roots, 42)
@@ -425,16 +425,18 @@ def test_a_git_link_gitfile_or_worktree_pointing_outside_is_refused(tmp_path: Pa
 
 
 def test_a_repository_built_with_write_file_is_never_used(tmp_path: Path, outside_repo: tuple[Path, str]) -> None:
-    """write_file can make a folder that looks like a bare repository: HEAD, refs/, a config with
-    core.worktree and an [include] of any file, objects/info/alternates or a commondir pointing outside.
-    Git must not use it: no outside object is read, and the include is no oracle for outside files."""
+    """A folder that looks like a bare repository: HEAD, refs/, a config with core.worktree and an
+    [include] of any file, objects/info/alternates or a commondir pointing outside. write_file refuses to
+    complete one (test_write_attacks.py), so here the files are written directly, as a checkout could
+    bring them. Git must not use it: no outside object is read, and the include is no oracle for outside files."""
     outside, commit = outside_repo
     root = make_repo(tmp_path / "root")
     before = snapshot(outside)
     targets = [outside / "secret.txt", outside / "nope.txt", Path("/etc/passwd"), outside / ".git" / "config"]
     with Tools(root, write=True) as tools:
         def write(path: str, content: str) -> None:
-            tools.call("write_file", {"path": path, "content": content})
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(content)
 
         write("common/HEAD", "ref: refs/heads/main\n")
         write("common/commondir", f"{outside / '.git'}\n")

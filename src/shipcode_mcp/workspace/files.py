@@ -36,7 +36,7 @@ def list_files(ctx: RequestContext, roots: Roots, path: str = ".", pattern: str 
     real = roots.resolve(path)
     shown = roots.display(real)
     if os.path.isfile(real):
-        raise ToolError(f"{shown} is a file, not a folder; read it with read_file")
+        raise ToolError(f"{printable(shown)} is a file, not a folder; read it with read_file")
     fd = safe_open.open_dir(roots, real, shown)
     try:
         narrow = GlobFilter([pattern] if pattern else [])
@@ -108,16 +108,16 @@ def read_file(ctx: RequestContext, roots: Roots, path: str, offset: int = 1, lim
     real = roots.resolve(path)
     shown = roots.display(real)
     if os.path.isdir(real):
-        raise ToolError(f"{shown} is a folder; use list_files to see what it holds")
+        raise ToolError(f"{printable(shown)} is a folder; use list_files to see what it holds")
     fd, info = safe_open.open_file(roots, real, shown)
     try:
         page, total, complete = _read_page(ctx, fd, shown, info.st_size, offset, limit)
     finally:
         os.close(fd)
     if offset > max(total, 1) and complete:
-        raise ToolError(f"offset {offset} is past the end of {shown}, which has {plural(total, 'line')}")
+        raise ToolError(f"offset {offset} is past the end of {printable(shown)}, which has {plural(total, 'line')}")
     if not page.lines and not complete:
-        raise ToolError(f"offset {offset} is beyond the first {size_text(MAX_SCAN_BYTES)} of {shown} "
+        raise ToolError(f"offset {offset} is beyond the first {size_text(MAX_SCAN_BYTES)} of {printable(shown)} "
                         f"({size_text(info.st_size)}), which is as far as read_file reads; search_code can still search it")
     return _render(shown, info.st_size, page, total if complete else None)
 
@@ -136,7 +136,7 @@ def _read_page(ctx: RequestContext, fd: int, shown: str, size: int, offset: int,
         if not chunk:
             break
         if seen == 0 and is_binary(chunk):
-            raise ToolError(f"{shown} is a binary file ({size_text(size)}); read_file shows text only")
+            raise ToolError(f"{printable(shown)} is a binary file ({size_text(size)}); read_file shows text only")
         seen += len(chunk)
         last_byte = chunk[-1:]
         if page.done:

@@ -16,6 +16,7 @@ import stat
 
 from ..primitives import ToolError
 from .roots import OutsideRoots
+from .text import printable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,8 +49,9 @@ def kind_of(mode: int) -> str:
 
 
 def os_error(err: OSError, shown: str) -> ToolError:
-    """A message about `shown` (a display path) that never repeats the absolute path the OS named."""
+    """A message about `shown` (a display path, masked here) that never repeats the absolute path the OS named."""
     code = err.errno
+    shown = printable(shown)
     if code == errno.ENOENT:
         return ToolError(f"Not found: {shown}")
     if code in (errno.EACCES, errno.EPERM):
@@ -83,7 +85,7 @@ def open_parent(roots: Roots, real: str, shown: str, *, create: bool = False) ->
     """
     root, parts = _parts(roots, real)
     if not parts:
-        raise ToolError(f"{shown} is a workspace root folder")
+        raise ToolError(f"{printable(shown)} is a workspace root folder")
     fd = _open_root(root, shown)
     for name in parts[:-1]:
         fd = _step(fd, name, shown, create)  # closes the folder above, even when it fails
@@ -162,9 +164,9 @@ def open_in(roots: Roots, parent: int, name: str, shown: str, flags: int = READ_
     """Open the regular file `name` in folder `parent` without following a link; anything else is refused."""
     before = lstat_in(parent, name, shown)  # a FIFO or a device is refused without ever being opened
     if before is None:
-        raise ToolError(f"Not found: {shown}")
+        raise ToolError(f"Not found: {printable(shown)}")
     if not stat.S_ISREG(before.st_mode):
-        raise ToolError(f"{shown} is {kind_of(before.st_mode)}, not a regular file")
+        raise ToolError(f"{printable(shown)} is {kind_of(before.st_mode)}, not a regular file")
     try:
         fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC, dir_fd=parent)
     except OSError as err:
@@ -172,7 +174,7 @@ def open_in(roots: Roots, parent: int, name: str, shown: str, flags: int = READ_
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):  # swapped between the lstat and the open
-            raise ToolError(f"{shown} is {kind_of(info.st_mode)}, not a regular file")
+            raise ToolError(f"{printable(shown)} is {kind_of(info.st_mode)}, not a regular file")
         verify(roots, fd)
     except BaseException:
         os.close(fd)

@@ -53,13 +53,36 @@ def size_text(size: int) -> str:
     return f"{value:.1f} GiB"
 
 
-_CONTROL = {code: "?" for code in [*range(32), *range(127, 160), 0x2028, 0x2029]}
+def _escape(code: int) -> str:
+    named = {9: "\\t", 10: "\\n", 13: "\\r"}
+    return named.get(code) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+MASKED = frozenset([
+    *range(0x20), *range(0x7F, 0xA0),  # C0 controls, DEL, C1 controls (NEL is a line break to some readers)
+    0x2028, 0x2029,  # the Unicode line and paragraph separators
+    0x200E, 0x200F, 0x061C,  # bidi marks (LRM, RLM, ALM)
+    *range(0x202A, 0x202F), *range(0x2066, 0x206A),  # bidi embeddings, overrides and isolates
+])
+"""The code points `printable` shows escaped: whatever can break a line or reorder what a reader sees."""
+
+_ESCAPES = {code: _escape(code) for code in MASKED}
 
 
 def printable(text: str) -> str:
-    """`text` with control characters (line breaks, terminal escapes) shown as '?': a file name such as
-    'a\nb.txt' must not forge a line of a tool's text. structuredContent keeps the real names."""
-    return text if text.isprintable() else text.translate(_CONTROL)  # the test alone is 20x cheaper
+    """`text` with control characters and bidi controls escaped, for the text a model reads.
+
+    One rule everywhere (file names, paths, refs, error messages, diff headers): a file named
+    'a<LF>b.txt' must not forge a second line of a listing, and a U+202E in a name must not reverse
+    what follows it on screen. Each masked code point becomes a readable escape: \\t, \\n and \\r by
+    name, the other C0 and C1 controls and DEL as \\xHH, the line separators and bidi controls as
+    \\uHHHH. A backslash already in the text is left as it is, on purpose, so that printable(printable(x)) ==
+    printable(x) (a message built from text masked earlier is unchanged) and regex patterns and commit
+    subjects stay readable. The price: a name that really holds a backslash and an 'n' reads like one
+    holding a line break; the exact name is always in structuredContent. Other invisible characters
+    (joiners inside emoji, non-breaking spaces) are kept: they neither break nor reorder a line.
+    """
+    return text if text.isprintable() else text.translate(_ESCAPES)  # the test alone is 20x cheaper
 
 
 def place(shown: str) -> str:
