@@ -3,53 +3,93 @@
 A write never lands outside the roots and never leaves a half-written file: the new content goes
 to a temporary file in the same folder, reached through folder descriptors opened without
 following links, and is renamed over the target (a rename replaces a symlink, it never follows
-one). An existing file keeps its mode (and its owner, where we may set it). `.git` folders are
-not written: a hook or a config there would run code.
+one). Where the filesystem offers O_TMPFILE the temporary file has no name until it is complete,
+so a killed server leaves nothing behind; elsewhere it has a name only we use, and a later write to
+the same folder removes such names left by a killed writer.
+
+A write must not plant code that git would run later: nothing is written inside `.git` (in any
+case or spelling a filesystem treats alike), nor inside, nor so as to complete, a folder git would
+take for a repository (`HEAD` with `objects/` and `refs/`, or `HEAD` with `commondir`: git's own
+test); its config could name a pager or a hook that the user's next git command runs.
+
+A replaced file keeps its mode and its owner: one its owner may not write (no owner write bit), or
+one whose owner or group this server could not give back, is refused rather than silently changed.
+Every result is bounded: neither tool leaves a file larger than MAX_WRITE_BYTES.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import stat
+import time
+from contextlib import contextmanager
 
 from ..primitives import ToolError
 from . import safe_open
-from .text import is_binary, plural, result, size_text
+from .roots import OutsideRoots
+from .text import is_binary, place, plural, printable, result, size_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ..context import RequestContext
     from ..primitives import ToolResult
     from .roots import Roots
 
-MAX_EDIT_BYTES = 16 * 1024 * 1024
+MAX_WRITE_BYTES = 16 * 1024 * 1024
+"""The largest file either tool leaves behind (UTF-8 bytes): write_file's content, edit_file's result."""
+MAX_EDIT_BYTES = MAX_WRITE_BYTES
 """edit_file works on text files up to this size."""
 MAX_DIFF_INPUT = 1024 * 1024
 """Above this size (either side), the diff is summarised rather than computed."""
 MAX_DIFF_CHARS = 100_000
 """The returned diff is cut after this many characters."""
+STALE_TEMP_SECONDS = 300
+"""A temporary file of ours untouched for this long belongs to a writer that died: the next write there removes it."""
+LOCK_WAIT_SECONDS = 30.0
+"""How long a write waits for another write under the same root to finish."""
+
+USE_TMPFILE = hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd")
+"""Write through an unnamed O_TMPFILE, linked under a name only once complete (Linux)."""
+_TEMP_NAME = re.compile(r"\.shipcode-[0-9a-f]{16}\.tmp")
+"""Our temporary names, and only ours: what the clean-up may remove."""
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+
+_IGNORED = dict.fromkeys([0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
+"""Code points HFS+ ignores in names (git's is_hfs_dotgit list): '.g\u200cit' is '.git' there."""
+_SIGNATURE = ("HEAD", "objects", "refs", "commondir")
+"""The entries git's is_git_directory looks for (commondir stands in for objects and refs)."""
 
 
 def write_file(ctx: RequestContext, roots: Roots, path: str, content: str) -> ToolResult:
     real, shown = _target(roots, path, "write_file")
     data = _encode(content)
-    parent, name = safe_open.open_parent(roots, real, shown, create=True)
-    try:
-        before = safe_open.lstat_in(parent, name, shown)
-        old: bytes | None = None
-        if before is not None:
-            fd, before = safe_open.open_in(roots, parent, name, shown)
-            try:
-                old = _read_all(fd, before.st_size, MAX_DIFF_INPUT)
-            finally:
-                os.close(fd)
-        safe_open.verify(roots, parent)
-        _replace(parent, name, shown, data, before)
-    finally:
-        os.close(parent)
+    if len(data) > MAX_WRITE_BYTES:
+        raise ToolError(f"The content is {size_text(len(data))} as UTF-8; write_file writes files up to "
+                        f"{size_text(MAX_WRITE_BYTES)} (and edit_file leaves none larger)")
+    with _guarded(ctx, roots, real, shown, "write_file"):
+        parent, name = safe_open.open_parent(roots, real, shown, create=True)
+        try:
+            before = safe_open.lstat_in(parent, name, shown)
+            old: bytes | None = None
+            if before is not None:
+                fd, before = safe_open.open_in(roots, parent, name, shown)
+                try:
+                    old = _read_all(fd, before.st_size, MAX_DIFF_INPUT)
+                finally:
+                    os.close(fd)
+            safe_open.verify(roots, parent)
+            _replace(parent, name, shown, data, before, "write_file")
+        finally:
+            os.close(parent)
     created = before is None
     diff = _write_diff(not created, old, data, shown)
-    done = f"{'Created' if created else 'Wrote'} {shown} ({size_text(len(data))})"
+    done = f"{'Created' if created else 'Wrote'} {printable(shown)} ({size_text(len(data))})"
     text = f"{done}.\n{diff}".rstrip("\n") if diff or created else f"{done}; the content is unchanged."
     return result(text, {"path": shown, "created": created, "size": len(data), "diff": diff})
 
@@ -59,26 +99,39 @@ def edit_file(ctx: RequestContext, roots: Roots, path: str, old_text: str, new_t
     real, shown = _target(roots, path, "edit_file")
     if old_text == new_text:
         raise ToolError("old_text and new_text are the same: there is nothing to change")
-    parent, name = safe_open.open_parent(roots, real, shown)
-    try:
-        fd, before = safe_open.open_in(roots, parent, name, shown)
+    with _guarded(ctx, roots, real, shown, "edit_file"):
+        parent, name = safe_open.open_parent(roots, real, shown)
         try:
-            raw = _read_all(fd, before.st_size, MAX_EDIT_BYTES)
+            fd, before = safe_open.open_in(roots, parent, name, shown)
+            try:
+                raw = _read_all(fd, before.st_size, MAX_EDIT_BYTES)
+            finally:
+                os.close(fd)
+            if raw is None:
+                raise ToolError(f"{printable(shown)} is {size_text(before.st_size)}; edit_file edits files up to "
+                                f"{size_text(MAX_EDIT_BYTES)}")
+            text = _decode(raw, shown)
+            old, new, count = _occurrences(text, old_text, new_text, shown, replace_all)
+            _check_result_size(len(raw), _encode(old), _encode(new), count, shown)
+            updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+            data = _encode(updated)
+            safe_open.verify(roots, parent)
+            _replace(parent, name, shown, data, before, "edit_file")
         finally:
-            os.close(fd)
-        if raw is None:
-            raise ToolError(f"{shown} is {size_text(before.st_size)}; edit_file edits files up to {size_text(MAX_EDIT_BYTES)}")
-        text = _decode(raw, shown)
-        old, new, count = _occurrences(text, old_text, new_text, shown, replace_all)
-        updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-        data = _encode(updated)
-        safe_open.verify(roots, parent)
-        _replace(parent, name, shown, data, before)
-    finally:
-        os.close(parent)
+            os.close(parent)
     diff = _write_diff(True, raw if len(raw) <= MAX_DIFF_INPUT else None, data, shown)
     replaced = plural(count, "occurrence")
-    return result(f"Replaced {replaced} in {shown}.\n{diff}".rstrip("\n"), {"path": shown, "replacements": count, "diff": diff})
+    return result(f"Replaced {replaced} in {printable(shown)}.\n{diff}".rstrip("\n"),
+                  {"path": shown, "replacements": count, "diff": diff})
+
+
+def _check_result_size(size: int, old: bytes, new: bytes, count: int, shown: str) -> None:
+    """Refuse, before building it, an edit whose result would exceed MAX_WRITE_BYTES (replace_all can multiply)."""
+    after = size + count * (len(new) - len(old))
+    if after > MAX_WRITE_BYTES:
+        raise ToolError(f"Refused: replacing {plural(count, 'occurrence')} would make {printable(shown)} "
+                        f"{size_text(after)}; edit_file leaves files of at most {size_text(MAX_WRITE_BYTES)} "
+                        "(the limit of write_file too). Nothing was written.")
 
 
 def _target(roots: Roots, path: str, tool: str) -> tuple[str, str]:
@@ -86,11 +139,109 @@ def _target(roots: Roots, path: str, tool: str) -> tuple[str, str]:
     shown = roots.display(real)
     root = roots.root_of(real) or real
     parts = real[len(root):].split(os.sep)
-    if any(part.lower() == ".git" for part in parts):
-        raise ToolError(f"Refused: {tool} does not write inside .git folders ({shown})")
+    if any(_is_dotgit(part) for part in parts):
+        raise ToolError(f"Refused: {tool} does not write inside .git folders ({printable(shown)})")
     if os.path.isdir(real):
-        raise ToolError(f"{shown} is a folder; {tool} writes files")
+        raise ToolError(f"{printable(shown)} is a folder; {tool} writes files")
     return real, shown
+
+
+def _plain(name: str) -> str:
+    """`name` as a case-insensitive filesystem (NTFS, HFS+) would compare it."""
+    return name.translate(_IGNORED).lower()
+
+
+def _is_dotgit(name: str) -> bool:
+    """`.git` in any case, and the spellings NTFS and HFS+ take for it ('.git.', '.git ', 'git~1', '.g\u200cit')."""
+    plain = _plain(name)
+    return plain.rstrip(" .") == ".git" or plain == "git~1"
+
+
+def _signature_name(name: str) -> str | None:
+    """Which of git's repository entries `name` is (or would be on a case-insensitive filesystem)."""
+    plain = _plain(name)
+    return next((entry for entry in _SIGNATURE if entry.lower() == plain), None)
+
+
+@contextmanager
+def _guarded(ctx: RequestContext, roots: Roots, real: str, shown: str, tool: str) -> Iterator[None]:
+    """Hold the root's write lock, and refuse a write that would plant a git repository, for the whole write.
+
+    The lock (flock on the root folder, so also between server processes) makes the check and the write
+    one step: two concurrent writes, one making `objects/` and the other `refs/` next to a `HEAD`,
+    cannot each see the other's half missing.
+    """
+    import fcntl
+
+    root = roots.root_of(real)
+    if root is None:
+        raise OutsideRoots(reason="it is not inside the workspace roots")
+    try:
+        fd = os.open(root, _DIR_FLAGS)
+    except OSError as err:
+        raise safe_open.os_error(err, shown) from None
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ToolError(f"Another write under {place(roots.display(root))} has not finished after "
+                                    f"{LOCK_WAIT_SECONDS:.0f} s; nothing was written. Retry later") from None
+                ctx.check_cancelled()
+                time.sleep(0.01)
+        parts = [part for part in real[len(root):].split(os.sep) if part]
+        _refuse_planting(roots, fd, root, parts, tool)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _refuse_planting(roots: Roots, root_fd: int, root: str, parts: list[str], tool: str) -> None:
+    """Refuse when a folder on the way to the target is a git repository, or would be one after the write.
+
+    Only folders that exist can be one: a folder the write creates holds one entry, and git needs two.
+    """
+    fd = root_fd
+    try:
+        for depth, name in enumerate(parts):
+            present = {entry for entry in _SIGNATURE if _exists(fd, entry)}
+            added = _signature_name(name)
+            if _is_repository(present) or (added and _is_repository(present | {added})):
+                folder = place(roots.display(os.path.join(root, *parts[:depth])))
+                if _is_repository(present):
+                    raise ToolError(f"Refused: git takes {folder} for a repository (it holds HEAD with objects/ and "
+                                    f"refs/, or with commondir), and {tool} does not write inside one: its config "
+                                    "could name programs git would run")
+                raise ToolError(f"Refused: writing {printable(name)} would make {folder} a git repository (HEAD with "
+                                "objects/ and refs/, or with commondir, is what git takes for one), whose config could "
+                                f"name programs the next git command there runs; {tool} does not plant repositories")
+            if depth == len(parts) - 1:
+                return
+            try:
+                below = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                return  # missing (made empty by the write) or not a plain folder (the write itself refuses it)
+            if fd != root_fd:
+                os.close(fd)
+            fd = below
+    finally:
+        if fd != root_fd:
+            os.close(fd)
+
+
+def _is_repository(entries: set[str]) -> bool:
+    return "HEAD" in entries and ({"objects", "refs"} <= entries or "commondir" in entries)
+
+
+def _exists(fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
 
 
 def _encode(content: str) -> bytes:
@@ -102,11 +253,12 @@ def _encode(content: str) -> bytes:
 
 def _decode(raw: bytes, shown: str) -> str:
     if is_binary(raw):
-        raise ToolError(f"{shown} is a binary file; edit_file edits text only")
+        raise ToolError(f"{printable(shown)} is a binary file; edit_file edits text only")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ToolError(f"{shown} is not valid UTF-8; edit_file edits UTF-8 text only (write_file can replace it whole)") from None
+        raise ToolError(f"{printable(shown)} is not valid UTF-8; edit_file edits UTF-8 text only "
+                        "(write_file can replace it whole)") from None
 
 
 def _read_all(fd: int, size: int, limit: int) -> bytes | None:
@@ -130,11 +282,11 @@ def _occurrences(text: str, old: str, new: str, shown: str, replace_all: bool) -
         old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
         count = text.count(old)
     if count == 0:
-        raise ToolError(f"old_text was not found in {shown}. It must match the file exactly, whitespace and "
+        raise ToolError(f"old_text was not found in {printable(shown)}. It must match the file exactly, whitespace and "
                         f"indentation included; read the file again and copy the text.{_near_misses(text, old)}")
     if count > 1 and not replace_all:
         lines = _line_numbers(text, old)
-        raise ToolError(f"old_text occurs {count} times in {shown} (at lines {lines}). Include more of the "
+        raise ToolError(f"old_text occurs {count} times in {printable(shown)} (at lines {lines}). Include more of the "
                         "surrounding lines to make it unique, or set replace_all to replace every occurrence.")
     return old, new, count
 
@@ -159,38 +311,39 @@ def _near_misses(text: str, old: str) -> str:
     return f" Its first line, ignoring surrounding whitespace, appears at line(s) {', '.join(numbers)}."
 
 
-def _replace(parent: int, name: str, shown: str, data: bytes, before: os.stat_result | None) -> None:
-    """Atomically make `name` in folder `parent` hold `data`: a temporary file, then a rename."""
-    import secrets
-
-    temp = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
+def _replace(parent: int, name: str, shown: str, data: bytes, before: os.stat_result | None, tool: str) -> None:
+    """Atomically make `name` in folder `parent` hold `data`: a complete temporary file, then a rename."""
+    if before is not None:
+        _refuse_foreign(before, shown, tool)
+    _remove_stale_temps(parent)
     mode = stat.S_IMODE(before.st_mode) if before is not None else 0o666
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(temp, flags, mode, dir_fd=parent)
-    except OSError as err:
-        raise safe_open.os_error(err, shown) from None
+    fd, temp = _open_temp(parent, shown, mode)
     try:
         try:
             if before is not None:
+                _keep_owner(fd, before, shown, tool)  # first: a chown clears the set-user-ID and set-group-ID bits
                 os.fchmod(fd, mode)  # the umask applied at creation; an existing file keeps its exact mode
-                _keep_owner(fd, before)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
             os.fsync(fd)
+            if before is not None:
+                now = safe_open.lstat_in(parent, name, shown)
+                if now is None or (now.st_ino, now.st_size, now.st_mtime_ns) != (
+                        before.st_ino, before.st_size, before.st_mtime_ns):
+                    raise ToolError(f"{printable(shown)} changed while it was being written; nothing was written. "
+                                    "Read it again and retry")
+            if temp is None:
+                temp = _link_temp(fd, parent)
         finally:
             os.close(fd)
-        if before is not None:
-            now = safe_open.lstat_in(parent, name, shown)
-            if now is None or (now.st_ino, now.st_size, now.st_mtime_ns) != (before.st_ino, before.st_size, before.st_mtime_ns):
-                raise ToolError(f"{shown} changed while it was being written; nothing was written. Read it again and retry")
         os.replace(temp, name, src_dir_fd=parent, dst_dir_fd=parent)
     except BaseException as err:
-        try:
-            os.unlink(temp, dir_fd=parent)
-        except OSError:
-            pass
+        if temp is not None:
+            try:
+                os.unlink(temp, dir_fd=parent)
+            except OSError:
+                pass
         if isinstance(err, OSError):
             raise safe_open.os_error(err, shown) from None
         raise
@@ -200,17 +353,90 @@ def _replace(parent: int, name: str, shown: str, data: bytes, before: os.stat_re
         pass
 
 
-def _keep_owner(fd: int, before: os.stat_result) -> None:
-    if hasattr(os, "fchown") and (before.st_uid, before.st_gid) != (os.geteuid(), os.getegid()):
+def _refuse_foreign(before: os.stat_result, shown: str, tool: str) -> None:
+    """Refuse to replace what its owner could not change in place: a read-only file, or another user's file
+    whose owner we could not give back (only root can); replacing either would silently defeat the owner."""
+    mode = stat.S_IMODE(before.st_mode)
+    if not mode & stat.S_IWUSR:
+        raise ToolError(f"Refused: {printable(shown)} is read-only (mode {mode:04o}: not even its owner may write "
+                        f"it), and {tool} does not replace such a file. Make it writable first if it should change.")
+    euid = os.geteuid()
+    if before.st_uid != euid and euid != 0:
+        raise ToolError(f"Refused: {printable(shown)} belongs to another user (uid {before.st_uid}); replacing it would "
+                        f"make it this server's (uid {euid}), so {tool} does not write it.")
+
+
+def _keep_owner(fd: int, before: os.stat_result, shown: str, tool: str) -> None:
+    """Give the new file the old one's owner and group, or refuse the write."""
+    uid = before.st_uid if before.st_uid != os.geteuid() else -1
+    gid = before.st_gid if before.st_gid != os.getegid() else -1
+    if uid == -1 and gid == -1:
+        return
+    try:
+        os.fchown(fd, uid, gid)
+    except OSError as err:
+        if err.errno not in (errno.EPERM, errno.EINVAL):
+            raise
+        owner = f"owner (uid {before.st_uid})" if uid != -1 else f"group (gid {before.st_gid})"
+        raise ToolError(f"Refused: {printable(shown)} could not keep its {owner} if replaced, so {tool} does not "
+                        "write it.") from None
+
+
+def _open_temp(parent: int, shown: str, mode: int) -> tuple[int, str | None]:
+    """A new file to write in folder `parent`, and its name (None: unnamed, O_TMPFILE, until `_link_temp`)."""
+    if USE_TMPFILE:
         try:
-            os.fchown(fd, before.st_uid, before.st_gid)
-        except PermissionError:
-            pass  # only root may give a file away; the content is what matters
+            return os.open(".", os.O_TMPFILE | os.O_WRONLY | _CLOEXEC, mode, dir_fd=parent), None
+        except OSError as err:
+            if err.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+                raise safe_open.os_error(err, shown) from None
+            # this filesystem has no O_TMPFILE: a named file, which a later write cleans up if we die
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+    for _ in range(3):
+        temp = _temp_name()
+        try:
+            return os.open(temp, flags, mode, dir_fd=parent), temp
+        except FileExistsError:
+            continue
+        except OSError as err:
+            raise safe_open.os_error(err, shown) from None
+    raise ToolError(f"Could not create a temporary file next to {printable(shown)}")
+
+
+def _link_temp(fd: int, parent: int) -> str:
+    """Give the complete O_TMPFILE file `fd` a temporary name in `parent` (to rename over the target)."""
+    for _ in range(3):
+        temp = _temp_name()
+        try:
+            os.link(f"/proc/self/fd/{fd}", temp, dst_dir_fd=parent, follow_symlinks=True)  # linkat AT_SYMLINK_FOLLOW
+            return temp
+        except FileExistsError:
+            continue
+    raise OSError(errno.EEXIST, "no free temporary name")
+
+
+def _temp_name() -> str:
+    import secrets
+
+    return f".shipcode-{secrets.token_hex(8)}.tmp"
+
+
+def _remove_stale_temps(parent: int) -> None:
+    """Remove our temporary files that a killed writer left in `parent` (named ones only: O_TMPFILE leaves none)."""
+    oldest = time.time() - STALE_TEMP_SECONDS
+    try:
+        with os.scandir(parent) as entries:
+            stale = [entry.name for entry in entries if _TEMP_NAME.fullmatch(entry.name)
+                     and entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < oldest]
+        for name in stale:
+            os.unlink(name, dir_fd=parent)
+    except OSError:
+        pass  # a clean-up: never a reason to fail the write
 
 
 def _write_diff(existed: bool, old: bytes | None, new: bytes, shown: str) -> str:
     if (existed and old is None) or len(new) > MAX_DIFF_INPUT:
-        return f"(no diff: {shown} is larger than {size_text(MAX_DIFF_INPUT)})\n"
+        return f"(no diff: {printable(shown)} is larger than {size_text(MAX_DIFF_INPUT)})\n"
     before = old.decode("utf-8", "replace") if old is not None else ""
     return unified_diff(before, new.decode("utf-8", "replace"), shown, created=not existed)
 
@@ -234,7 +460,8 @@ def unified_diff(old: str, new: str, shown: str, *, created: bool) -> str:
 
 
 def _prefixed(side: str, shown: str) -> str:
-    return f"{side}{shown}" if shown.startswith("/") else f"{side}/{shown}"
+    """The ---/+++ name of a diff header, masked: a name with a line break must not forge a diff line."""
+    return f"{side}{printable(shown)}" if shown.startswith("/") else f"{side}/{printable(shown)}"
 
 
 def _lines(text: str) -> list[str]:
