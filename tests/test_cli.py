@@ -153,3 +153,31 @@ def test_serving_a_root_over_stdio_does_not_import_argparse(tmp_path: Path) -> N
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "shipcode_mcp.cli" in imported
     assert not imported & {"argparse", "shutil", "gettext", "typing", "inspect", "dataclasses"}
+
+
+INITIALIZE_LINE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}) + "\n"
+WITHOUT_BINDING = ("import sys; sys.modules['landlockpy'] = None; from shipcode_mcp.cli import main; "
+                   "sys.exit(main(sys.argv[1:]))")
+
+
+def test_require_sandbox_starts_where_the_kernel_sandbox_is(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "shipcode_mcp", "--require-sandbox", str(tmp_path)], input=INITIALIZE_LINE,
+                          capture_output=True, text=True, timeout=30, env={"PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout == ('{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{},'
+                           '"resources":{}},"serverInfo":{"name":"shipcode-mcp","version":"1.0.0"}}}\n')
+
+
+def test_without_the_sandbox_the_server_says_so_once_or_refuses_to_start(tmp_path: Path) -> None:
+    env = {"PYTHONPATH": str(REPO / "src")}
+    refused = subprocess.run([sys.executable, "-c", WITHOUT_BINDING, "--require-sandbox", str(tmp_path)],
+                             input=INITIALIZE_LINE, capture_output=True, text=True, timeout=30, env=env)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr == ("shipcode-mcp: --require-sandbox: child processes cannot be sandboxed: "
+                              "the landlockpy package is not installed\n")
+    served = subprocess.run([sys.executable, "-c", WITHOUT_BINDING, str(tmp_path)], input=INITIALIZE_LINE,
+                            capture_output=True, text=True, timeout=30, env=env)
+    assert served.returncode == 0 and json.loads(served.stdout)["id"] == 1
+    warnings = [line for line in served.stderr.splitlines() if "without the kernel sandbox" in line]
+    assert len(warnings) == 1 and "landlockpy package is not installed" in warnings[0], served.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import types
 
 from . import __version__, log
@@ -37,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--allow-write", action="store_true", help="also offer the tools that change files")
     parser.add_argument("--watch", action="store_true",
                         help="watch the roots and notify subscribed clients of changes (needs the 'watch' extra)")
+    parser.add_argument("--require-sandbox", action="store_true",
+                        help="refuse to start where the kernel sandbox of child processes (Landlock) is missing")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error", "off"),
                         help="what to write to stderr (default: warning)")
     http = parser.add_argument_group("Streamable HTTP (needs the 'http' extra)")
@@ -61,12 +64,12 @@ def _option_defaults() -> dict[str, Any]:
     return {"log_level": "warning", "http": None, "stateless": False, "workers": 1, "allow_origin": [], "allow_host": None}
 
 
-_SWITCHES = {"--allow-write": "allow_write", "--watch": "watch"}
+_SWITCHES = {"--allow-write": "allow_write", "--watch": "watch", "--require-sandbox": "require_sandbox"}
 
 
 def parse_args(argv: Sequence[str]) -> Any:
     """The command line as argparse reads it. The usual one, root folders and the switches
-    --allow-write and --watch, is read without argparse, which with the shutil and gettext it
+    --allow-write, --watch and --require-sandbox, is read without argparse, which with the shutil and gettext it
     imports is 4 ms of a 25 ms start; anything else (help, errors too) goes to argparse."""
     roots = [arg for arg in argv if arg not in _SWITCHES]
     first = next((i for i, arg in enumerate(argv) if arg not in _SWITCHES), 0)
@@ -116,17 +119,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.workers > 1 and not args.stateless:
         print("shipcode-mcp: --workers above 1 needs --stateless (a session lives in one process)", file=sys.stderr)
         return 2
+    if args.require_sandbox:
+        from .workspace.sandbox import unavailable_reason
+
+        missing = unavailable_reason()
+        if missing is not None:
+            print(f"shipcode-mcp: --require-sandbox: child processes cannot be sandboxed: {missing}", file=sys.stderr)
+            return 2
     try:
         server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch,
                               follow_client_roots=args.http is None)
     except ValueError as err:
         print(f"shipcode-mcp: {err}", file=sys.stderr)
         return 2
-    if args.http is None:
-        from .transports.stdio import serve_stdio
+    check = None if args.require_sandbox else _check_sandbox_soon()
+    try:
+        if args.http is None:
+            from .transports.stdio import serve_stdio
 
-        return serve_stdio(server)
-    return _serve_http(server, args, list(sys.argv[1:] if argv is None else argv))
+            return serve_stdio(server)
+        return _serve_http(server, args, list(sys.argv[1:] if argv is None else argv))
+    finally:
+        if check is not None:
+            check.join(1.0)  # a server that stopped at once still says it, once
+
+
+def _check_sandbox_soon() -> threading.Thread:
+    """Say once on stderr if children will run without the kernel sandbox; the check (ctypes and a
+    system call, a few milliseconds) runs beside start-up, not in its way."""
+    def check() -> None:
+        from .workspace.sandbox import unavailable_reason
+
+        missing = unavailable_reason()
+        if missing is not None:
+            log.warning(f"child processes (rg, git) run without the kernel sandbox: {missing}; path checks and "
+                        "git's settings still confine them (--require-sandbox refuses to start like this)")
+
+    thread = threading.Thread(target=check, name="shipcode-mcp-sandbox-check", daemon=True)
+    thread.start()
+    return thread
 
 
 def _serve_http(server: Server, args: Any, argv: list[str]) -> int:
@@ -151,6 +182,12 @@ def http_app() -> Any:
 
     args = build_parser().parse_args(json.loads(os.environ[ARGV_VARIABLE]))
     log.set_level(args.log_level)
+    if args.require_sandbox:
+        from .workspace.sandbox import unavailable_reason
+
+        missing = unavailable_reason()
+        if missing is not None:
+            raise SystemExit(f"shipcode-mcp: --require-sandbox: child processes cannot be sandboxed: {missing}")
     server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch)
     return http.create_app(server, stateless=True, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
                            host=args.http[0])
