@@ -476,7 +476,7 @@ def _render(pattern: str, shown: str, collector: _Collector, context: int, probl
         previous = (entry["path"], entry["line"])
     found = f"{plural(collector.matches, 'match')} in {plural(len(collector.files), 'file')}"
     if not collector.matches:
-        out.append(f"No matches for {pattern!r} in {place(shown)}.")
+        out.append(f"No matches for '{printable(pattern)}' in {place(shown)}.")
     elif collector.truncated:
         out.append(f"[Showing the first {found}; there are more. Narrow the search with path or glob, or raise limit.]")
     else:

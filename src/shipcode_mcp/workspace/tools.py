@@ -280,11 +280,14 @@ WRITE_FILE = {
         "Create a file or replace its whole content. Missing parent folders are created; an existing file keeps "
         "its permissions. The write is atomic (a temporary file in the same folder, then a rename), so the file "
         "is never seen half-written. Returns a unified diff of the change. Prefer edit_file to change part of "
-        "an existing file. Writes only inside the workspace roots, never inside a .git folder."
+        "an existing file. Writes only inside the workspace roots, at most 16 MiB of UTF-8, never inside a .git "
+        "folder, never a file its owner could not write in place (read-only, or another user's), and never a file "
+        "that would make a folder a git repository (HEAD beside objects/ and refs/)."
     ),
     "input": _object({
         "path": _string(f"The file to write; {_PATH_HELP}.", minLength=1),
-        "content": _string("The complete new content of the file (UTF-8 text).", maxLength=MAX_CONTENT_CHARS),
+        "content": _string("The complete new content of the file (UTF-8 text, at most 16 MiB once encoded).",
+                           maxLength=MAX_CONTENT_CHARS),
     }, ("path", "content")),
     "output": _output({
         "path": _STR,
