@@ -1,0 +1,546 @@
+"""The cost of the kernel sandbox: git_status and search_code with and without Landlock, in one run.
+
+Every rg and git child runs under Landlock and resource limits (src/shipcode_mcp/workspace/sandbox.py).
+`sandbox.set_enabled(False)` leaves out the Landlock part (the ruleset built in the parent, the domain
+entered in the child, the kernel's checks on each file the child opens) for children started from then
+on; the limits stay. So "with / without" differs by exactly what Landlock costs.
+
+The tools are called in-process (the tool function, a real request context, real children) on a
+generated git repository the size of CPython's Lib (2 500 files, about 30 MB, a few files modified,
+deleted and untracked), and through two real servers over pipes, one with the sandbox and one without.
+The floor is plain `git status --porcelain=v2` and plain `rg -n PATTERN`. Rounds are interleaved (each
+visits every case, in an order rotated by one each round) and the table shows medians, so a burst of
+load from elsewhere lands on all cases alike; ratios are of medians of the same run. Every answer is
+checked: git_status names exactly the changed files, search_code finds exactly rg's lines.
+
+Separately, once: the first call of a fresh process, which loads the Landlock binding (`landlockpy`),
+with the sandbox and without, and what importing the binding alone takes.
+
+    .venv/bin/python bench/sandbox_cost.py               # 25 rounds; JSON in .bench-cache/sandbox_cost.json
+    .venv/bin/python bench/sandbox_cost.py --smoke       # a small repository, 2 rounds: a few seconds
+
+Standard library only, like bench/run.py, whose server driver it uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import run as harness  # bench/run.py: the server driver, medians, tables, machine facts
+from run import BenchError
+
+REPO = harness.REPO
+DEFAULT_CACHE = harness.DEFAULT_CACHE
+
+
+# -- the repository ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Recipe:
+    """What the generated repository is made of; the same recipe makes the same repository."""
+
+    files: int = 2_500
+    lines: int = 260  # per file on average: about 12 KB, 30 MB in all (CPython's Lib: 2 000 .py files, 35 MB)
+    needle_files: int = 60  # below search_code's default limit of 200 matches: both sides scan everything
+    modified: int = 5
+    deleted: int = 1
+    untracked: int = 3
+    seed: int = 9
+
+    def text(self) -> str:
+        return " ".join(str(value) for value in self.__dict__.values()) + " 1"
+
+
+SMOKE_RECIPE = Recipe(files=200, lines=40, needle_files=12)
+NEEDLE = "sandbox_cost_needle"
+WORDS = harness.WORDS
+EXTENSIONS = (".py", ".py", ".py", ".py", ".txt", ".c", ".h", ".rst")  # mostly Python, like Lib
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com", "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+
+@dataclass
+class Workspace:
+    root: Path
+    bytes: int
+    changed: list[str]  # the paths git status reports (relative, sorted)
+
+
+def git(root: Path, *args: str) -> None:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
+    subprocess.run(["git", *args], cwd=root, env={**env, **GIT_ENV}, stdin=subprocess.DEVNULL, capture_output=True,
+                   check=True, timeout=300)
+
+
+def make_repository(root: Path, recipe: Recipe, log: Callable[[str], None]) -> Workspace:
+    """A generated git repository (same recipe, same repository); made once and kept in the cache."""
+    import random
+    import shutil
+
+    stamp = root.with_name(root.name + ".recipe")
+    rng = random.Random(recipe.seed)
+    names = []
+    for index in range(recipe.files):  # packages of 25 modules, some with a subpackage, like Lib
+        folder = f"pkg{index // 100:02d}/" + (f"sub{index // 25 % 4}/" if index // 25 % 4 else "")
+        names.append(f"{folder}mod{index:04d}{EXTENSIONS[index % len(EXTENSIONS)]}")
+    changes = rng.sample(range(recipe.files), recipe.modified + recipe.deleted)
+    modified, deleted = [names[i] for i in changes[:recipe.modified]], [names[i] for i in changes[recipe.modified:]]
+    untracked = [f"pkg{i % max(1, recipe.files // 100):02d}/scratch_{i}.py" for i in range(recipe.untracked)]
+    changed = sorted([*modified, *deleted, *untracked])
+    if stamp.exists() and stamp.read_text() == recipe.text():
+        size = sum(path.stat().st_size for path in root.rglob("*") if path.is_file() and ".git" not in path.parts)
+        return Workspace(root, size, changed)
+    log(f"generating a git repository of {recipe.files} files under {root}")
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    pool = []  # distinct lines drawn from for every file: fast to write, varied to search
+    for number in range(4000):
+        words = rng.choices(WORDS, k=rng.randint(2, 7))
+        pool.append(f"{'    ' * rng.randint(0, 3)}{words[0]}_{number} = {' + '.join(words[1:])}({rng.randint(0, 9999)})\n")
+    needles = set(rng.sample(range(recipe.files), recipe.needle_files))
+    size = 0
+    for index, name in enumerate(names):
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = rng.choices(pool, k=rng.randint(recipe.lines // 2, recipe.lines * 3 // 2))
+        if index in needles:
+            lines.insert(rng.randrange(len(lines)), f"call_{NEEDLE}(x)  # the benchmark's needle\n")
+        data = "".join(lines).encode()
+        path.write_bytes(data)
+        size += len(data)
+    (root / ".gitignore").write_text("build/\n*.pyc\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "The generated tree")
+    for name in modified:
+        with open(root / name, "a") as file:
+            file.write("edited = True\n")
+    for name in deleted:
+        (root / name).unlink()
+    for name in untracked:
+        (root / name).write_text("draft = 1\n")
+    (root / "build").mkdir()
+    (root / "build" / "ignored.pyc").write_bytes(b"\0" * 64)
+    git(root, "update-index", "-q", "--refresh")  # the index knows every file's stat: status re-reads none
+    git(root, "status", "-s")
+    stamp.write_text(recipe.text())
+    return Workspace(root, sum(path.stat().st_size for path in root.rglob("*") if path.is_file() and ".git" not in path.parts),
+                     changed)
+
+
+# -- the checks ---------------------------------------------------------------------------------------
+def same_status(report: dict[str, Any], workspace: Workspace) -> None:
+    """git_status named exactly the files the generator changed."""
+    (repository,) = report["repositories"]
+    found = sorted(entry["path"] for entry in repository["files"])
+    if found != workspace.changed or repository["truncated"]:
+        raise BenchError(f"git_status reported {found}, expected {workspace.changed}")
+
+
+def porcelain_paths(output: bytes) -> list[str]:
+    """The paths of `git status --porcelain=v2` (without -z: no renames in this repository)."""
+    paths = []
+    for line in output.decode().splitlines():
+        if line.startswith(("1 ", "u ")):
+            paths.append(line.split(" ", 8)[-1])
+        elif line.startswith("? "):
+            paths.append(line[2:])
+    return sorted(paths)
+
+
+# -- in-process calls -------------------------------------------------------------------------------
+class InProcess:
+    """The tool functions called directly, each call with a fresh request context of one session."""
+
+    def __init__(self, root: Path) -> None:
+        from shipcode_mcp.server import Server
+        from shipcode_mcp.session import Session
+        from shipcode_mcp.workspace import git, sandbox, search
+        from shipcode_mcp.workspace.roots import Roots
+
+        self.sandbox = sandbox
+        self.git, self.search = git, search
+        self.roots = Roots([str(root)])
+        self.session = Session(Server("sandbox-cost", "1"), send=lambda message: None)
+        self.next_id = 1
+
+    def call(self, tool: str, sandboxed: bool) -> tuple[float, dict[str, Any]]:
+        from shipcode_mcp.context import RequestContext
+        from shipcode_mcp.primitives import ToolError
+
+        self.sandbox.set_enabled(sandboxed)
+        ctx = RequestContext(self.session, self.next_id, "tools/call", {})
+        self.next_id += 1
+        try:
+            started = time.perf_counter()
+            if tool == "git_status":
+                result = self.git.git_status(ctx, self.roots)
+            else:
+                result = self.search.search_code(ctx, self.roots, NEEDLE)
+            elapsed = time.perf_counter() - started
+        except ToolError as err:
+            raise BenchError(f"{tool} failed: {err}") from None
+        finally:
+            self.sandbox.set_enabled(True)
+        if result.is_error or result.structured is None:
+            raise BenchError(f"{tool} failed: {result.to_dict()!r:.300}")
+        return elapsed, result.structured
+
+    def children(self, tool: str) -> list[str]:
+        """The children one call starts (program names), counted by wrapping sandbox.confine once."""
+        started: list[str] = []
+        confine = self.sandbox.confine
+
+        def counting(binary: str, readable: Any) -> Any:
+            started.append(os.path.basename(binary))
+            return confine(binary, readable)
+
+        self.sandbox.confine = counting
+        try:
+            self.call(tool, True)
+        finally:
+            self.sandbox.confine = confine
+        return started
+
+    def ruleset_seconds(self, binary: str, readable: list[str], count: int) -> float:
+        """The median time to build one child's confinement in the parent (limits and Landlock ruleset)."""
+        samples = []
+        for _ in range(count):
+            started = time.perf_counter()
+            with self.sandbox.confine(binary, readable):
+                pass
+            samples.append(time.perf_counter() - started)
+        return harness.median(samples)
+
+
+# -- servers ----------------------------------------------------------------------------------------
+SERVER_PROGRAM = """\
+import sys
+from shipcode_mcp.workspace import sandbox
+sandbox.set_enabled(sys.argv[1] == "on")
+from shipcode_mcp.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+"""shipcode-mcp ROOT, with the sandbox turned on or off first (the command line has no switch for it)."""
+
+
+def server_target(python: str, src: Path, root: Path, sandboxed: bool) -> harness.Target:
+    mode = "on" if sandboxed else "off"
+    return harness.Target(f"server-{mode}", f"server, sandbox {mode}", [python, "-c", SERVER_PROGRAM, mode, str(root)],
+                          env=harness.our_env(src))
+
+
+# -- the first call of a process ----------------------------------------------------------------------
+FIRST_CALL_PROGRAM = """\
+import json, sys, time
+mode, tool, root, needle = sys.argv[1:5]
+if tool == "import":
+    started = time.perf_counter()
+    import landlockpy
+    print(json.dumps({"seconds": time.perf_counter() - started}))
+    sys.exit(0)
+from shipcode_mcp.context import RequestContext
+from shipcode_mcp.server import Server
+from shipcode_mcp.session import Session
+from shipcode_mcp.workspace import git, sandbox, search
+from shipcode_mcp.workspace.roots import Roots
+sandbox.set_enabled(mode == "on")
+session = Session(Server("first-call", "1"), send=lambda message: None)
+roots = Roots([root])
+times = []
+for request_id in (1, 2):
+    ctx = RequestContext(session, request_id, "tools/call", {})
+    started = time.perf_counter()
+    result = git.git_status(ctx, roots) if tool == "git_status" else search.search_code(ctx, roots, needle)
+    times.append(time.perf_counter() - started)
+    assert not result.is_error, result.to_dict()
+print(json.dumps({"first": times[0], "second": times[1], "landlockpy": "landlockpy" in sys.modules}))
+"""
+"""A fresh interpreter: the first and second call of one tool (or the import of the binding alone)."""
+
+
+def first_calls(python: str, src: Path, root: Path, repetitions: int) -> dict[str, Any]:
+    """Fresh processes, interleaved: the first call with and without the sandbox, the second for reference."""
+    cases = [(tool, mode) for tool in ("git_status", "search_code") for mode in ("on", "off")] + [("import", "on")]
+    samples: dict[str, dict[str, list[float]]] = {f"{tool} {mode}": {} for tool, mode in cases}
+    loaded: dict[str, bool] = {}
+    for repetition in range(repetitions):
+        for tool, mode in cases[repetition % len(cases):] + cases[:repetition % len(cases)]:
+            done = subprocess.run([python, "-c", FIRST_CALL_PROGRAM, mode, tool, str(root), NEEDLE], capture_output=True,
+                                  text=True, timeout=120, check=False, env={**harness.clean_environment(), **harness.our_env(src)})
+            if done.returncode != 0:
+                raise BenchError(f"first call of {tool} ({mode}) failed: {done.stderr.strip()[-500:]}")
+            figures = json.loads(done.stdout)
+            if "landlockpy" in figures:
+                loaded[f"{tool} {mode}"] = figures.pop("landlockpy")
+            for name, value in figures.items():
+                samples[f"{tool} {mode}"].setdefault(name, []).append(value)
+    out: dict[str, Any] = {"repetitions": repetitions, "samples": samples, "landlockpy_loaded": loaded}
+    out["median"] = {key: {name: harness.median(values) for name, values in figures.items()} for key, figures in samples.items()}
+    for tool in ("git_status", "search_code"):
+        on, off = out["median"][f"{tool} on"], out["median"][f"{tool} off"]
+        out[tool] = {"first_on": on["first"], "first_off": off["first"], "second_on": on["second"], "second_off": off["second"],
+                     "first_difference": on["first"] - off["first"],
+                     "first_call_extra": (on["first"] - on["second"]) - (off["first"] - off["second"])}
+    out["import_landlockpy"] = out["median"]["import on"]["seconds"]
+    return out
+
+
+# -- the rounds -----------------------------------------------------------------------------------------
+@dataclass
+class Case:
+    key: str
+    label: str
+    run: Callable[[], float]  # one timed run, its answer checked; returns seconds
+
+
+@dataclass
+class Config:
+    rounds: int = 25
+    first_call_repetitions: int = 7
+    recipe: Recipe = field(default_factory=Recipe)
+    servers: bool = True
+    timeout: float = 300.0
+
+
+SMOKE = Config(rounds=2, first_call_repetitions=1, recipe=SMOKE_RECIPE)
+
+PAIRS = (  # (what, with the sandbox, without it, the floor)
+    ("git_status, in-process", "git_status on", "git_status off", "git status"),
+    ("search_code, in-process", "search_code on", "search_code off", "rg"),
+    ("git_status via the server", "server git_status on", "server git_status off", "git status"),
+    ("search_code via the server", "server search_code on", "server search_code off", "rg"),
+)
+
+
+def rounds(cases: list[Case], count: int) -> dict[str, list[float]]:
+    """An untimed round (page cache, first-call costs), then `count` timed ones in rotated order."""
+    times: dict[str, list[float]] = {case.key: [] for case in cases}
+    for number in range(count + 1):
+        shift = number % len(cases)
+        for case in cases[shift:] + cases[:shift]:
+            elapsed = case.run()
+            if number:
+                times[case.key].append(elapsed)
+    return times
+
+
+def timed_command(command: list[str], cwd: Path) -> tuple[float, bytes]:
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          check=False, timeout=120)
+    elapsed = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise BenchError(f"{' '.join(command)} exited with {done.returncode}")
+    return elapsed, done.stdout
+
+
+def measure(python: str, src: Path, cache: Path, config: Config, log: Callable[[str], None]) -> dict[str, Any]:
+    workspace = make_repository(cache / ("sandbox-repo-smoke" if config.recipe == SMOKE_RECIPE else "sandbox-repo"),
+                                config.recipe, log)
+    root = workspace.root
+    ours = InProcess(root)
+    reason = ours.sandbox.unavailable_reason()
+    if reason is not None:
+        raise BenchError(f"nothing to measure: children run without the kernel sandbox here ({reason})")
+    from shipcode_mcp.workspace.listing import rg_executable
+
+    rg = rg_executable()
+    rg_expected = timed_command([rg, "-n", NEEDLE], root)[1]
+    samples = harness.Samples()  # the server calls sent and checked
+
+    def check(tool: str, data: dict[str, Any]) -> None:
+        if tool == "git_status":
+            same_status(data, workspace)
+        else:
+            harness.same_search(data, rg_expected)
+
+    def in_process(tool: str, sandboxed: bool) -> Callable[[], float]:
+        def one() -> float:
+            elapsed, data = ours.call(tool, sandboxed)
+            check(tool, data)
+            return elapsed
+        return one
+
+    def through(child: harness.Child, tool: str) -> Callable[[], float]:
+        def one() -> float:
+            elapsed, data = harness.timed_call(child, samples, tool, {"pattern": NEEDLE} if tool == "search_code" else {})
+            check(tool, data)
+            return elapsed
+        return one
+
+    def plain_git() -> float:
+        elapsed, output = timed_command(["git", "status", "--porcelain=v2"], root)
+        if porcelain_paths(output) != workspace.changed:
+            raise BenchError(f"git status printed {porcelain_paths(output)}")
+        return elapsed
+
+    def plain_rg() -> float:
+        elapsed, output = timed_command([rg, "-n", NEEDLE], root)
+        if sorted(output.splitlines()) != sorted(rg_expected.splitlines()):  # rg's threads print in any order
+            raise BenchError("rg printed something else this time")
+        return elapsed
+
+    cases = [
+        Case("git_status on", "git_status, sandbox on", in_process("git_status", True)),
+        Case("git_status off", "git_status, sandbox off", in_process("git_status", False)),
+        Case("search_code on", "search_code, sandbox on", in_process("search_code", True)),
+        Case("search_code off", "search_code, sandbox off", in_process("search_code", False)),
+        Case("git status", "git status --porcelain=v2", plain_git),
+        Case("rg", f"rg -n {NEEDLE}", plain_rg),
+    ]
+    children = {tool: ours.children(tool) for tool in ("git_status", "search_code")}
+    servers: list[harness.Child] = []
+    try:
+        if config.servers:
+            for sandboxed in (True, False):
+                target = server_target(python, src, root, sandboxed)
+                child = harness.Child(target, harness.stderr_log(cache, target))
+                servers.append(child)
+                child.arm(config.timeout)
+                child.initialize(samples)
+                mode = "on" if sandboxed else "off"
+                for tool in ("git_status", "search_code"):
+                    cases.append(Case(f"server {tool} {mode}", f"{tool} via the server, sandbox {mode}", through(child, tool)))
+        log(f"{config.rounds} interleaved rounds of {len(cases)} cases")
+        load_before = harness.load_average()
+        times = rounds(cases, config.rounds)
+        load_after = harness.load_average()
+        for child in servers:
+            child.close(10.0)
+    finally:
+        for child in servers:
+            child.kill()
+    log(f"the first call of a fresh process, {config.first_call_repetitions} times each")
+    first = first_calls(python, src, root, config.first_call_repetitions)
+    git_binary = ours.git._git()
+    from shipcode_mcp.workspace.listing import walk_readable
+
+    confinement = {
+        "git": ours.ruleset_seconds(git_binary, [str(root)], 50 if config.rounds > 2 else 3),
+        "rg": ours.ruleset_seconds(rg, walk_readable([str(root)]), 50 if config.rounds > 2 else 3),
+    }
+    medians = {key: harness.median(values) for key, values in times.items()}
+    pairs = {}
+    for what, on, off, floor in PAIRS:
+        if on in medians and off in medians:
+            differences = [a - b for a, b in zip(times[on], times[off], strict=True)]
+            pairs[what] = {"on": medians[on], "off": medians[off], "floor": medians[floor], "ratio": medians[on] / medians[off],
+                           "cost": harness.median(differences), "on_floor": medians[on] / medians[floor],
+                           "off_floor": medians[off] / medians[floor],
+                           "quartiles": {key: quartiles(times[key]) for key in (on, off, floor)}}
+    return {
+        "repository": {"files": config.recipe.files, "bytes": workspace.bytes, "changed": workspace.changed,
+                       "needle": NEEDLE, "matches": config.recipe.needle_files},
+        "versions": {"git": harness.output_of(["git", "--version"]), "rg": harness.output_of([rg, "--version"]).splitlines()[0],
+                     "landlock_abi": ours.sandbox.abi()},
+        "rounds": config.rounds, "load_average": {"before": load_before, "after": load_after},
+        "children_per_call": children, "confinement_build": confinement,
+        "labels": {case.key: case.label for case in cases}, "samples": times, "median": medians, "pairs": pairs,
+        "first_call": first,
+    }
+
+
+def quartiles(values: list[float]) -> list[float]:
+    """The first and third quartiles (nearest rank): how noisy a median is."""
+    return [harness.percentile(values, 0.25), harness.percentile(values, 0.75)]
+
+
+# -- the report -------------------------------------------------------------------------------------------
+def ms(seconds: float) -> str:
+    value = seconds * 1e3
+    return f"{value:.0f} ms" if abs(value) >= 100 else f"{value:.1f} ms" if abs(value) >= 10 else f"{value:.2f} ms"
+
+
+def render(report: dict[str, Any]) -> str:
+    host, figures = report["machine"], report["figures"]
+    repository = figures["repository"]
+    lines = [
+        f"{report['date']} · {host['cpu']}, {host['cores']} cores · {host['system']} · Python {host['python']} · "
+        f"commit {host['commit']} · load average {figures['load_average']['before']} -> {figures['load_average']['after']}",
+        f"{figures['versions']['git']}; {figures['versions']['rg']}; Landlock ABI {figures['versions']['landlock_abi']}; "
+        f"repository: {repository['files']:,} files, {repository['bytes'] / 1e6:.0f} MB, {len(repository['changed'])} changed; "
+        f"{figures['rounds']} interleaved rounds",
+        "",
+    ]
+    rows = []
+    for what, pair in figures["pairs"].items():
+        floor = "`git status --porcelain=v2`" if what.startswith("git") else f"`rg -n {repository['needle']}`"
+        rows.append([what, ms(pair["on"]), ms(pair["off"]), f"{pair['ratio']:.2f}x", ms(pair["cost"]),
+                     f"{ms(pair['floor'])} ({floor})"])
+    header = ["median of the rounds", "sandbox on", "sandbox off", "on / off", "on - off, paired", "floor"]
+    lines.append(harness.markdown_table(header, rows))
+    children = figures["children_per_call"]
+    build = figures["confinement_build"]
+    lines += ["", "children per call: " + "; ".join(f"{tool}: {len(names)} ({', '.join(names)})" for tool, names in children.items()),
+              f"building one child's confinement in the parent (limits + ruleset): git {ms(build['git'])}, rg {ms(build['rg'])}"]
+    first = figures["first_call"]
+    rows = []
+    for tool in ("git_status", "search_code"):
+        pair = first[tool]
+        rows.append([tool, ms(pair["first_on"]), ms(pair["first_off"]), ms(pair["first_difference"]), ms(pair["second_on"]),
+                     ms(pair["second_off"]), ms(pair["first_call_extra"])])
+    lines += ["", harness.markdown_table(
+        [f"fresh process ({first['repetitions']} each, median)", "1st call, on", "1st call, off", "on - off", "2nd call, on",
+         "2nd call, off", "1st-call extra: (1st - 2nd) on - (1st - 2nd) off"], rows),
+        f"import landlockpy alone, fresh process: {ms(first['import_landlockpy'])}"]
+    return "\n".join(lines)
+
+
+# -- main ---------------------------------------------------------------------------------------------------
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="The cost of the kernel sandbox on git_status and search_code: "
+                                     "with and without Landlock, in one run; prints a table and writes JSON.")
+    parser.add_argument("--smoke", action="store_true", help="a small repository, 2 rounds: proves the benchmark works")
+    parser.add_argument("--rounds", type=int, help=f"interleaved rounds (default {Config.rounds})")
+    parser.add_argument("--first-calls", type=int, help=f"fresh processes per case (default {Config.first_call_repetitions})")
+    parser.add_argument("--no-servers", action="store_true", help="in-process calls only")
+    parser.add_argument("--python", default=sys.executable, help="interpreter of the servers and fresh processes")
+    parser.add_argument("--src", type=Path, default=REPO / "src", help="the shipcode_mcp source tree (default: this checkout's)")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="the generated repository and logs (default .bench-cache/)")
+    parser.add_argument("--json", type=Path, help="results file (default CACHE/sandbox_cost.json)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    config = SMOKE if args.smoke else Config()
+    config = Config(rounds=args.rounds or config.rounds, first_call_repetitions=args.first_calls or config.first_call_repetitions,
+                    recipe=config.recipe, servers=not args.no_servers)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    src, cache = args.src.resolve(), args.cache.resolve()
+    sys.path.insert(0, str(src))  # the in-process calls measure the same tree as the servers
+    (cache / "logs").mkdir(parents=True, exist_ok=True)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    try:
+        figures = measure(args.python, src, cache, config, log)
+    except (BenchError, OSError, subprocess.SubprocessError) as err:
+        log(f"sandbox_cost: {err}")
+        return 1
+    report = {"date": started.strftime("%Y-%m-%d %H:%M UTC"), "machine": harness.machine(), "config": {
+        "rounds": config.rounds, "first_call_repetitions": config.first_call_repetitions, "servers": config.servers,
+        "recipe": config.recipe.__dict__}, "figures": figures}
+    json_path = args.json or cache / "sandbox_cost.json"
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    print(render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
