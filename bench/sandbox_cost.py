@@ -198,6 +198,21 @@ class InProcess:
             raise BenchError(f"{tool} failed: {result.to_dict()!r:.300}")
         return elapsed, result.structured
 
+    def trivial_child(self, sandboxed: bool) -> float:
+        """One child that does nothing (`git --version`) through process.run: the fixed cost of a child."""
+        from shipcode_mcp.workspace.process import run
+
+        self.sandbox.set_enabled(sandboxed)
+        try:
+            started = time.perf_counter()
+            done = run(None, [self.git._git(), "--version"], cwd=self.roots.first, readable=self.roots.paths, limit=4096)
+            elapsed = time.perf_counter() - started
+        finally:
+            self.sandbox.set_enabled(True)
+        if done.returncode != 0 or not done.stdout.startswith(b"git version"):
+            raise BenchError(f"git --version failed: {done.stderr.strip()}")
+        return elapsed
+
     def children(self, tool: str) -> list[str]:
         """The children one call starts (program names), counted by wrapping sandbox.confine once."""
         started: list[str] = []
@@ -291,9 +306,12 @@ def first_calls(python: str, src: Path, root: Path, repetitions: int) -> dict[st
     out["median"] = {key: {name: harness.median(values) for name, values in figures.items()} for key, figures in samples.items()}
     for tool in ("git_status", "search_code"):
         on, off = out["median"][f"{tool} on"], out["median"][f"{tool} off"]
+        paired = list(zip(samples[f"{tool} on"]["first"], samples[f"{tool} on"]["second"], samples[f"{tool} off"]["first"],
+                          samples[f"{tool} off"]["second"], strict=True))
         out[tool] = {"first_on": on["first"], "first_off": off["first"], "second_on": on["second"], "second_off": off["second"],
-                     "first_difference": on["first"] - off["first"],
-                     "first_call_extra": (on["first"] - on["second"]) - (off["first"] - off["second"])}
+                     # medians of the differences within each repetition (its processes ran one after the other)
+                     "first_difference": harness.median([first_on - first_off for first_on, _, first_off, _ in paired]),
+                     "first_call_extra": harness.median([(a - b) - (c - d) for a, b, c, d in paired])}
     out["import_landlockpy"] = out["median"]["import on"]["seconds"]
     return out
 
@@ -309,7 +327,7 @@ class Case:
 @dataclass
 class Config:
     rounds: int = 25
-    first_call_repetitions: int = 7
+    first_call_repetitions: int = 11
     recipe: Recipe = field(default_factory=Recipe)
     servers: bool = True
     timeout: float = 300.0
@@ -322,6 +340,7 @@ PAIRS = (  # (what, with the sandbox, without it, the floor)
     ("search_code, in-process", "search_code on", "search_code off", "rg"),
     ("git_status via the server", "server git_status on", "server git_status off", "git status"),
     ("search_code via the server", "server search_code on", "server search_code off", "rg"),
+    ("one child doing nothing", "child on", "child off", "git --version"),
 )
 
 
@@ -337,10 +356,10 @@ def rounds(cases: list[Case], count: int) -> dict[str, list[float]]:
     return times
 
 
-def timed_command(command: list[str], cwd: Path) -> tuple[float, bytes]:
+def timed_command(command: list[str], cwd: Path, preexec_fn: Callable[[], None] | None = None) -> tuple[float, bytes]:
     started = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                          check=False, timeout=120)
+                          check=False, timeout=120, preexec_fn=preexec_fn)
     elapsed = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise BenchError(f"{' '.join(command)} exited with {done.returncode}")
@@ -387,6 +406,15 @@ def measure(python: str, src: Path, cache: Path, config: Config, log: Callable[[
             raise BenchError(f"git status printed {porcelain_paths(output)}")
         return elapsed
 
+    def plain_child(preexec_fn: Callable[[], None] | None = None) -> float:
+        elapsed, output = timed_command(["git", "--version"], root, preexec_fn)
+        if not output.startswith(b"git version"):
+            raise BenchError("git --version printed something else")
+        return elapsed
+
+    def nothing() -> None:
+        """A preexec_fn that does nothing: what applying the limits in preexec_fn costs before any limit."""
+
     def plain_rg() -> float:
         elapsed, output = timed_command([rg, "-n", NEEDLE], root)
         if sorted(output.splitlines()) != sorted(rg_expected.splitlines()):  # rg's threads print in any order
@@ -400,6 +428,10 @@ def measure(python: str, src: Path, cache: Path, config: Config, log: Callable[[
         Case("search_code off", "search_code, sandbox off", in_process("search_code", False)),
         Case("git status", "git status --porcelain=v2", plain_git),
         Case("rg", f"rg -n {NEEDLE}", plain_rg),
+        Case("child on", "git --version via process.run, sandbox on", lambda: ours.trivial_child(True)),
+        Case("child off", "git --version via process.run, sandbox off", lambda: ours.trivial_child(False)),
+        Case("git --version", "git --version", plain_child),
+        Case("git --version, preexec_fn", "git --version with a preexec_fn that does nothing", lambda: plain_child(nothing)),
     ]
     children = {tool: ours.children(tool) for tool in ("git_status", "search_code")}
     servers: list[harness.Child] = []
@@ -441,7 +473,10 @@ def measure(python: str, src: Path, cache: Path, config: Config, log: Callable[[
                            "cost": harness.median(differences), "on_floor": medians[on] / medians[floor],
                            "off_floor": medians[off] / medians[floor],
                            "quartiles": {key: quartiles(times[key]) for key in (on, off, floor)}}
+    # subprocess forks instead of using vfork when there is a preexec_fn: paid with the sandbox on or off
+    preexec_fn_cost = harness.median([a - b for a, b in zip(times["git --version, preexec_fn"], times["git --version"], strict=True)])
     return {
+        "preexec_fn_cost": preexec_fn_cost,
         "repository": {"files": config.recipe.files, "bytes": workspace.bytes, "changed": workspace.changed,
                        "needle": NEEDLE, "matches": config.recipe.needle_files},
         "versions": {"git": harness.output_of(["git", "--version"]), "rg": harness.output_of([rg, "--version"]).splitlines()[0],
@@ -477,7 +512,8 @@ def render(report: dict[str, Any]) -> str:
     ]
     rows = []
     for what, pair in figures["pairs"].items():
-        floor = "`git status --porcelain=v2`" if what.startswith("git") else f"`rg -n {repository['needle']}`"
+        floor = ("`git --version`" if what.startswith("one child") else "`git status --porcelain=v2`" if what.startswith("git")
+                 else f"`rg -n {repository['needle']}`")
         rows.append([what, ms(pair["on"]), ms(pair["off"]), f"{pair['ratio']:.2f}x", ms(pair["cost"]),
                      f"{ms(pair['floor'])} ({floor})"])
     header = ["median of the rounds", "sandbox on", "sandbox off", "on / off", "on - off, paired", "floor"]
@@ -485,7 +521,9 @@ def render(report: dict[str, Any]) -> str:
     children = figures["children_per_call"]
     build = figures["confinement_build"]
     lines += ["", "children per call: " + "; ".join(f"{tool}: {len(names)} ({', '.join(names)})" for tool, names in children.items()),
-              f"building one child's confinement in the parent (limits + ruleset): git {ms(build['git'])}, rg {ms(build['rg'])}"]
+              f"building one child's confinement in the parent (limits + ruleset): git {ms(build['git'])}, rg {ms(build['rg'])}",
+              f"a preexec_fn alone (subprocess forks instead of vfork; both sides pay it, the limits need it): "
+              f"{ms(figures['preexec_fn_cost'])} per child (`git --version` with a no-op preexec_fn minus without)"]
     first = figures["first_call"]
     rows = []
     for tool in ("git_status", "search_code"):
@@ -493,8 +531,8 @@ def render(report: dict[str, Any]) -> str:
         rows.append([tool, ms(pair["first_on"]), ms(pair["first_off"]), ms(pair["first_difference"]), ms(pair["second_on"]),
                      ms(pair["second_off"]), ms(pair["first_call_extra"])])
     lines += ["", harness.markdown_table(
-        [f"fresh process ({first['repetitions']} each, median)", "1st call, on", "1st call, off", "on - off", "2nd call, on",
-         "2nd call, off", "1st-call extra: (1st - 2nd) on - (1st - 2nd) off"], rows),
+        [f"fresh process ({first['repetitions']} each, median)", "1st call, on", "1st call, off", "on - off, paired", "2nd call, on",
+         "2nd call, off", "extra: (1st - 2nd) on - (1st - 2nd) off, paired"], rows),
         f"import landlockpy alone, fresh process: {ms(first['import_landlockpy'])}"]
     return "\n".join(lines)
 

@@ -54,11 +54,12 @@ def test_every_figure_is_measured_with_and_without_the_sandbox(smoke: tuple[dict
     rounds = report["config"]["rounds"]
     assert rounds >= 2
     for key in ("git_status on", "git_status off", "search_code on", "search_code off", "git status", "rg",
-                "server git_status on", "server git_status off", "server search_code on", "server search_code off"):
+                "server git_status on", "server git_status off", "server search_code on", "server search_code off",
+                "child on", "child off", "git --version", "git --version, preexec_fn"):
         assert len(figures["samples"][key]) == rounds, key
         assert figures["median"][key] > 0, key
     assert set(figures["pairs"]) == {"git_status, in-process", "search_code, in-process", "git_status via the server",
-                                     "search_code via the server"}
+                                     "search_code via the server", "one child doing nothing"}
     for what, pair in figures["pairs"].items():
         assert pair["ratio"] == pytest.approx(pair["on"] / pair["off"]), what
         assert what in printed  # the table shows it
@@ -66,6 +67,7 @@ def test_every_figure_is_measured_with_and_without_the_sandbox(smoke: tuple[dict
     assert figures["children_per_call"]["search_code"] == ["rg"]
     assert figures["children_per_call"]["git_status"] and set(figures["children_per_call"]["git_status"]) == {"git"}
     assert figures["confinement_build"]["git"] > 0 and figures["confinement_build"]["rg"] > 0
+    assert isinstance(figures["preexec_fn_cost"], float) and "a preexec_fn alone" in printed
 
 
 def test_the_first_call_is_measured_with_and_without_the_sandbox(smoke: tuple[dict[str, Any], str]) -> None:
