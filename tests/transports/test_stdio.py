@@ -211,3 +211,43 @@ def test_the_line_limit_holds_for_lines_inside_one_read() -> None:
     assert replies[0]["id"] is None and replies[0]["error"]["code"] == -32600
     assert replies[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
     os.close(in_read)
+
+
+def _flood_then_ping(server: McpProcess, lines: list[str]) -> float:
+    """Write `lines` and a ping in one go; seconds until the ping's answer (other replies are skipped)."""
+    server.send(ping("warm"))
+    assert server.read()["id"] == "warm"
+    started = time.monotonic()
+    server.write("".join(line + "\n" for line in lines) + ping("p") + "\n")
+    while True:
+        reply = server.read(timeout=60)
+        if reply.get("id") == "p":
+            return time.monotonic() - started
+
+
+def test_ping_and_cancel_are_not_held_up_by_500_queued_slow_calls() -> None:
+    """Waiting up to 50 ms for each queued call (the old order grace) held this ping back 25 s."""
+    with McpProcess(command=SERVER) as server:
+        took = _flood_then_ping(server, [call(i, "sleep", {"seconds": 60}) for i in range(500)])
+        print(f"ping behind 500 queued 60 s calls: answered in {took * 1000:.0f} ms")
+        assert took < 1.0
+        # Cancelling all of them is as quick: the ping after the 500 notifications is answered at once.
+        started = time.monotonic()
+        server.write("".join(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                         "params": {"requestId": i}}) + "\n" for i in range(500)) + ping("q") + "\n")
+        assert server.read(timeout=10) == {"jsonrpc": "2.0", "id": "q", "result": {}}
+        print(f"500 cancellations and a ping: {(time.monotonic() - started) * 1000:.0f} ms")
+        assert time.monotonic() - started < 1.0
+        server.no_output(0.5)  # no response for a cancelled request
+        started = time.monotonic()
+        assert server.close() == 0  # nothing is left running: EOF ends the server at once
+        assert time.monotonic() - started < 5
+
+
+def test_a_stream_of_medium_calls_holds_a_ping_back_by_the_order_budget_at_most() -> None:
+    """Calls that each finish within the grace, one after another: waiting for each in turn would cost
+    the ping 100 x 40 ms = 4 s; the budget bounds the waiting to a fraction of a second."""
+    with McpProcess(command=SERVER) as server:
+        took = _flood_then_ping(server, [call(i, "sleep", {"seconds": 0.04}) for i in range(100)])
+        print(f"ping behind 100 calls of 40 ms: answered in {took * 1000:.0f} ms")
+        assert took < 1.0

@@ -1,10 +1,12 @@
 """Newline-delimited JSON-RPC over stdin/stdout: a thin shell around the sans-IO session.
 
 The reading loop parses each line and hands it to the session; quick handlers answer inline (no
-thread hand-off, which would cost more than the work), deferred ones run on worker threads. After
-handing work to a thread the loop waits briefly (`order_grace`) for it, so a request that finishes
-quickly is answered before anything read after it, while a slow one lets `ping`, cancellation and
-other requests through.
+thread hand-off, which would cost more than the work), deferred ones run on worker threads. The loop
+never waits on work for long: after handing a job to a thread it waits briefly (`order_grace`) for
+it, so that a request that finishes quickly is answered before anything read after it, but only
+when no other job is under way (a slow one ahead has given up the order already) and only while a
+small budget lasts (`order_budget`, refilled as time passes). So 500 queued slow calls cost `ping`
+one grace, not 500 of them, and nothing the client sends waits behind work.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from .. import jsonrpc, log
 from ..jsonrpc import JsonRpcError
@@ -20,8 +23,10 @@ from ..session import Job, Session
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
+    from ..context import RequestContext
     from ..jsonrpc import Message
     from ..server import Server
 
@@ -29,6 +34,12 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """A line longer than this is refused (-32600) and the rest of it skipped: memory stays bounded by the limit."""
 
 READ_SIZE = 1 << 16
+
+ORDER_GRACE = 0.05
+"""How long the loop waits for a job handed to a thread when nothing else is under way."""
+ORDER_BUDGET = 0.2
+"""The most the loop spends waiting for jobs in a row; it refills at this many seconds per second
+(a fifth of the time), so a stream of medium jobs cannot hold back what follows them either."""
 
 
 class _Terminated(Exception):
@@ -38,9 +49,10 @@ class _Terminated(Exception):
 class _WorkerPool:
     """Threads for deferred handlers; grows on demand so a slow handler never starves the others."""
 
-    def __init__(self, max_workers: int) -> None:
+    def __init__(self, max_workers: int, done: Callable[[Job], None]) -> None:
         import queue  # here, not at start-up: servers whose handlers are all inline never need it
 
+        self._done = done  # told of each job that has finished
         self._max = max_workers
         self._jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
         self._lock = threading.Condition()
@@ -66,6 +78,7 @@ class _WorkerPool:
             except BaseException:  # the request was answered already; the worker must live on
                 log.error(f"worker: {job.context.method} escaped its handler")
             finally:
+                self._done(job)
                 with self._lock:
                     self._pending -= 1
                     self._lock.notify_all()
@@ -78,10 +91,15 @@ class _WorkerPool:
 
 
 class StdioTransport:
-    def __init__(self, server: Server, *, order_grace: float = 0.05, max_workers: int = 32,
-                 max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+    def __init__(self, server: Server, *, order_grace: float = ORDER_GRACE, order_budget: float = ORDER_BUDGET,
+                 max_workers: int = 32, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
         self.server = server
         self.order_grace = order_grace
+        self.order_budget = order_budget
+        self._budget = order_budget  # what is left of it: see _spawn
+        self._budget_at = time.monotonic()
+        self._unsettled: set[RequestContext] = set()  # jobs handed to threads and not yet answered
+        self._unsettled_lock = threading.Lock()
         self.max_message_bytes = max_message_bytes
         self.max_workers = max_workers
         self._pool: _WorkerPool | None = None
@@ -112,11 +130,30 @@ class StdioTransport:
 
     # -- work -----------------------------------------------------------------------------------
     def _spawn(self, job: Job) -> None:
+        """Hand `job` to a thread; wait a little for it only when that keeps order cheaply (see the module)."""
         if self._pool is None:
-            self._pool = _WorkerPool(self.max_workers)
+            self._pool = _WorkerPool(self.max_workers, self._job_done)
+        context = job.context
+        with self._unsettled_lock:
+            busy = bool(self._unsettled)
+            self._unsettled.add(context)
         self._pool.submit(job)
-        if self.order_grace > 0:
-            job.context.settled.wait(self.order_grace)
+        if busy or self.order_grace <= 0:
+            return
+        now = time.monotonic()
+        self._budget = min(self.order_budget, self._budget + (now - self._budget_at) * self.order_budget)
+        self._budget_at = now
+        wait = min(self.order_grace, self._budget)
+        if wait <= 0:
+            return
+        settled = context.settled.wait(wait)
+        self._budget -= time.monotonic() - now
+        if settled:  # answered (or waiting on the client): the next job may wait its turn
+            self._job_done(job)
+
+    def _job_done(self, job: Job) -> None:
+        with self._unsettled_lock:
+            self._unsettled.discard(job.context)
 
     def _handle_line(self, line: bytes) -> None:
         if line.endswith(b"\r"):
