@@ -233,6 +233,22 @@ def test_a_root_inside_a_larger_repository_sees_only_itself(repo: Path) -> None:
         assert tools.text("git_show", {"ref": "HEAD~1", "path": "guide.md"}).startswith("Guide\n=====")
 
 
+def test_a_root_inside_a_larger_repository_keeps_the_rules_from_above(repo: Path) -> None:
+    """The ignore and attribute files between the larger repository's top and the root apply to the root's
+    files (git reads them even in its sandbox): debug.log is ignored by the top .gitignore, and *.dat is
+    binary by the top .gitattributes (not committed: git reads it from the work tree only)."""
+    (repo / "docs" / "table.dat").write_text("one\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "Data")
+    (repo / ".gitattributes").write_text("*.dat binary\n")
+    (repo / "docs" / "table.dat").write_text("two\n")
+    (repo / "docs" / "debug.log").write_text("ignored\n")
+    (repo / "docs" / "notes.txt").write_text("untracked\n")
+    with Tools(repo / "docs") as tools:
+        assert tools.text("git_status") == "## main\n M table.dat\n?? notes.txt"
+        assert tools.data("git_diff")["files"] == [{"path": "table.dat", "added": None, "deleted": None}]
+
+
 def test_a_root_holding_several_repositories(tmp_path: Path) -> None:
     first = make_repo(tmp_path / "work" / "first")
     second = tmp_path / "work" / "second"

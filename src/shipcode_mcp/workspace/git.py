@@ -9,19 +9,36 @@ When a root is a folder inside a larger repository, output is confined to that f
 shows only commits there). The repository is checked once (`Repo.__init__`): git only uses a `.git`
 folder (never a bare repository it stumbled on), whose real path is inside the roots or is the `.git`
 of the larger repository holding the root; every later command is pinned to that repository.
+
+That check does not depend on the kernel sandbox (which is the backstop, not the only defence):
+- What git reads lies where the repository is: every entry of the git folder (objects, refs,
+  packed-refs, shallow, index, logs, commondir, worktree and submodule metadata) is looked at without
+  following links, and one that leads outside the roots (for a larger repository: outside its `.git`),
+  or is a FIFO or device, refuses the repository; so does an alternate object store outside the roots.
+- Nothing the repository names runs: hooks point at /dev/null, the index is never refreshed and
+  rewritten, mailmap files are not read, no transport may start (a partial clone's lazy fetch), and
+  every filter the configuration declares (names are arbitrary, so they are read from git's own view
+  of the configuration, includes and all) is replaced by a "required" filter with no program. A file
+  that needs one makes git stop, and the tool says that the repository names a program shipcode-mcp
+  does not run; so does any other sign on stderr that git could not run a program (in the sandbox, a
+  filter of a submodule), since git then exits 0 with an answer that may be wrong.
+- File names, refs and commit metadata reach the model's text only through `printable`; diff and show
+  output keeps its content lines as they are and has every other line masked.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 
 from ..primitives import ToolError
 from . import safe_open
-from .text import cut_output, is_binary, plural, result, size_text
+from .text import cut_output, is_binary, plural, printable, result, size_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from ..context import RequestContext
@@ -41,8 +58,13 @@ MAX_BODY_CHARS = 4000
 _SAFE_CONFIG = (
     "-c", "safe.bareRepository=explicit",  # a bare repository committed inside a project is never used (git >= 2.38)
     "-c", "core.fsmonitor=false",
+    "-c", "core.hooksPath=/dev/null",  # git looks for /dev/null/<hook>, which cannot exist: no hook runs
+    "-c", "diff.autoRefreshIndex=false",  # `git diff` refreshes and rewrites a stale index, even without optional locks
     "-c", "core.quotePath=false",
     "-c", "log.showSignature=false",
+    "-c", "log.mailmap=false", "-c", "mailmap.file=", "-c", "mailmap.blob=",  # mailmap.file may name an outside file
+    "-c", "diff.submodule=short",  # `log` would print a submodule's commit subjects, read through its .git file
+    "-c", "protocol.allow=never",  # a partial clone's lazy fetch runs a transport (GIT_NO_LAZY_FETCH is git 2.44+)
     "-c", "color.ui=false",
     "-c", "core.pager=cat",
     "-c", "diff.external=",
@@ -50,6 +72,24 @@ _SAFE_CONFIG = (
 _DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv")
 _SIDE = re.compile(r"@\{[^}]*\}")  # reflog and upstream syntax (HEAD@{1}, main@{upstream}) may hold ':'
 _RANGE = re.compile(r"\.\.\.?")
+
+_GIT_PATHS = ("objects", "refs", "packed-refs", "shallow", "index", "HEAD", "logs", "info", "commondir", "config",
+              "objects/info/alternates", "modules", "worktrees")
+"""Where git reads a repository's state (`rev-parse --git-path`, git's own rules for worktrees and the
+common folder): each must lie in the git folders `Repo` checks."""
+MAX_GIT_ENTRIES = 500_000
+"""The git folders are walked entry by entry (a microsecond each); more than this is refused, not walked."""
+MAX_FILTERS = 256
+"""Filters and transports a configuration may name: each costs an override in every git command's environment."""
+_CONFIG_KEYS = r"^(filter\..+\.(clean|smudge|process)|protocol\..+\.allow|core\.(attributesfile|excludesfile)|diff\.orderfile)$"
+"""The configuration `Repo` reads to neutralise: programs (filters, transports) and files read from outside."""
+_PROGRAM_FAILED = re.compile(
+    r"^(?:error|fatal|warning): (?:.*: )?(?:(?:clean|smudge) filter '.*' failed"
+    r"|external filter '.*' (?:failed|is not available)|cannot (?:exec|run|fork to run|feed the input to external filter) "
+    r"|initialization for subprocess '.*' failed|read from external filter '.*' failed"
+    r"|could not fetch .* from promisor remote|transport '.*' not allowed)",
+    re.MULTILINE)
+"""git's words for a program it could not run: a filter, a hook, a transport. git may still exit 0."""
 
 _git_path: str | None = None
 
@@ -95,12 +135,16 @@ class Repo:
         self._fd = safe_open.open_dir(roots, directory, roots.display(directory))
         self.cwd = safe_open.proc_path(self._fd, directory)
         self._env = _env()
+        # What git may read in its sandbox: the roots and, for finding a larger repository that holds a
+        # root, the .git folders above the roots.
+        self.readable = [*roots.paths, *_enclosing_git_dirs(roots.paths)]
         try:
             self._discover()
         except BaseException:
             self.close()
             raise
         self.confined = roots.root_of(self.top) is None
+        self.readable = self._readable()
         # Diff paths (--relative) are relative to the root when confined, else to the repository top.
         self.diff_base = root if self.confined else self.top
 
@@ -110,27 +154,164 @@ class Repo:
         Pinning (GIT_DIR, GIT_WORK_TREE) means a `.git` or bare repository appearing meanwhile is not used.
         """
         shown = self.roots.display(self.directory)
-        done = self.run(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"], limit=64 * 1024)
+        refused = ToolError(f"Refused: the git repository of {shown} is not a .git folder inside the workspace roots "
+                            "(a .git link or file pointing elsewhere, a linked worktree of an outside repository, "
+                            "or a bare repository inside the project)")
+        # The `.git` git would use is the nearest one up from here. In its sandbox git cannot read one that
+        # leads outside and would go on up to another: decide on the nearest one ourselves, first.
+        found = _nearest_git(self.directory)
+        nearest = found[1] if found is not None else None
+        if found is not None and not self._trusted(found[1], found[0]):
+            raise refused
+        # Its `commondir` file (linked worktrees have one; any git folder may) moves objects, refs and config
+        # elsewhere: judged here too, as git in its sandbox could not even read the config there.
+        common = _common_dir(nearest) if nearest is not None and found is not None else None
+        if found is not None and common is not None and not self._trusted(common, found[0]):
+            raise refused
+        paths = [option for name in _GIT_PATHS for option in ("--git-path", name)]
+        done = self.run(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", *paths],
+                        limit=64 * 1024)
         if done.returncode != 0:
             message = done.stderr.strip().splitlines()
             if message and "safe.bareRepository" in message[-1]:
-                raise ToolError(f"Refused: {shown} is in a bare repository (a folder holding HEAD, objects/ and refs/ "
-                                "that is not a .git folder); git tools use only repositories with a .git folder")
+                raise ToolError(f"Refused: {printable(shown)} is in a bare repository (a folder holding HEAD, objects/ "
+                                "and refs/ that is not a .git folder); git tools use only repositories with a .git folder")
             if message and "not a git repository" not in message[-1]:
-                raise ToolError(f"git failed: {message[-1].removeprefix('fatal: ')}")
-            raise ToolError(f"{shown} is not in a git repository")
+                raise ToolError(f"git failed: {printable(message[-1].removeprefix('fatal: '))}")
+            raise ToolError(f"{printable(shown)} is not in a git repository")
         lines = done.stdout.decode("utf-8", "surrogateescape").split("\n")
-        if len(lines) != 4 or lines[3]:
-            raise ToolError(f"git failed: unexpected output of rev-parse in {shown}")
+        if len(lines) != 4 + len(_GIT_PATHS) or lines[-1]:
+            raise ToolError(f"git failed: unexpected output of rev-parse in {printable(shown)}")
         self.top, git_dir, common_dir = (os.path.realpath(os.path.join(self.directory, line)) for line in lines[:3])
-        if (os.path.commonpath([self.top, self.directory]) != self.top
-                or not (self._trusted(git_dir) and self._trusted(common_dir))):
-            raise ToolError(f"Refused: the git repository of {shown} is not a .git folder inside the workspace roots "
-                            "(a .git link or file pointing elsewhere, a linked worktree of an outside repository, "
-                            "or a bare repository inside the project)")
+        where = [os.path.normpath(os.path.join(self.directory, line)) for line in lines[3:-1]]  # links: judged below
+        if (os.path.commonpath([self.top, self.directory]) != self.top or nearest is None or git_dir != nearest
+                or not (self._trusted(git_dir, self.top) and self._trusted(common_dir, self.top))):
+            raise refused
+        if self.roots.root_of(self.top) is None and not git_dir == common_dir == os.path.join(self.top, ".git"):
+            raise refused  # a larger repository is only used through its own .git (no core.worktree from inside the roots)
+        # git's own view of where it reads objects, refs and the rest: inside the folders checked below.
+        if not all(_within(path, git_dir) or _within(path, common_dir) for path in where):
+            raise refused
+        self.git_dir, self.common_dir = git_dir, common_dir
+        self._check_git_folders(shown)
         self._env.update(GIT_DIR=git_dir, GIT_WORK_TREE=self.top)
+        self._neutralise_config(shown)
 
-    def _trusted(self, real: str) -> bool:
+    def _check_git_folders(self, shown: str) -> None:
+        """Refuse a repository whose git folders lead elsewhere: a symbolic link (packed-refs, shallow, objects,
+        refs, index, a loose object...) that leads outside the roots, or for a larger repository outside its own
+        .git; a FIFO or device git would block on or read; an alternate object store outside the roots (none at
+        all for a larger repository). Only the hooks folder is not looked at: no hook runs."""
+        confined = self.roots.root_of(self.top) is None
+        own = self.common_dir
+
+        def inside(real: str) -> bool:
+            return _within(real, own) if confined else self.roots.root_of(real) is not None
+
+        where = "its own .git folder" if confined else "the workspace roots"
+        budget = [MAX_GIT_ENTRIES]
+        alternates: list[str] = []
+        folders = [own] if _within(self.git_dir, own) else [own, self.git_dir]
+        problems = [_scan(folder, inside, alternates, budget, store=False) for folder in folders]
+        seen: set[str] = set()  # each store once: this ends, and goes deeper than git (which stops at 5)
+        while not any(problems) and alternates:
+            files, alternates = alternates, []
+            for file in files:
+                for store in _read_alternates(file, self._show(file)):
+                    if confined:
+                        raise ToolError(f"Refused: the git repository of {printable(shown)} borrows objects from another "
+                                        f"store ({printable(self._show(file))}); a larger repository holding a root is "
+                                        "used only when everything git reads is in its own .git folder")
+                    real = os.path.realpath(store)
+                    if not inside(real):
+                        raise ToolError(f"Refused: the git repository of {printable(shown)} reads objects from outside "
+                                        f"the workspace roots ({printable(self._show(file))} lists an object store there)")
+                    if real not in seen and os.path.isdir(real):
+                        seen.add(real)
+                        problems.append(_scan(real, inside, alternates, budget, store=True))
+        for problem in problems:
+            if problem is not None:
+                path, what = problem
+                if what is None:
+                    raise ToolError(f"Refused: the git folders of {printable(shown)} hold more than {MAX_GIT_ENTRIES} "
+                                    "entries, too many to check for links that lead outside (`git gc` packs loose objects)")
+                raise ToolError(f"Refused: the git repository of {printable(shown)} reads outside {where}: "
+                                f"{printable(self._show(path))} is {what}")
+
+    def _readable(self) -> list[str]:
+        """What git may read in its sandbox once the repository is known: the roots (its git folders and
+        alternates are in them); for a larger repository holding the root, also its .git, and the ignore and
+        attributes files on the way from its top down to the root (their rules apply to the root's files)."""
+        readable = list(self.roots.paths)
+        if not self.confined:
+            return readable
+        readable.append(self.common_dir)
+        folder = self.top
+        for part in ["", *os.path.relpath(self.root, self.top).split(os.sep)[:-1]]:
+            folder = os.path.join(folder, part) if part else folder
+            for name in (".gitignore", ".gitattributes", ".gitmodules") if folder == self.top else (".gitignore", ".gitattributes"):
+                path = os.path.join(folder, name)
+                if not os.path.islink(path) and os.path.isfile(path):
+                    readable.append(path)
+        return readable
+
+    def _show(self, path: str) -> str:
+        """A path in the git folders, for messages: as the roots show it, or from the larger repository's .git."""
+        if self.roots.root_of(path) is not None:
+            return self.roots.display(path)
+        return os.path.relpath(path, self.top)
+
+    def _neutralise_config(self, shown: str) -> None:
+        """Override, for every later command, what the configuration (git's own view: all scopes, includes
+        and conditional includes resolved) names that git would run or read from outside.
+
+        - Each filter that can run on reading (clean, process) becomes a required filter with no program: a
+          file that needs it makes git stop with "clean filter 'NAME' failed", which `run` turns into a clear
+          refusal. Filter names are arbitrary, hence the environment's GIT_CONFIG_KEY_n, which takes any.
+        - Each transport the configuration allows is not allowed (protocol.allow=never is the default).
+        - An attributes, excludes or diff order file set by the repository's own configuration and lying
+          outside the roots is not read (the user's own global settings stay).
+        """
+        done = self.run(["config", "-z", "--show-scope", "--get-regexp", _CONFIG_KEYS], limit=1024 * 1024)
+        if done.truncated:
+            raise ToolError(f"Refused: the git configuration of {printable(shown)} is too large to check")
+        if done.returncode not in (0, 1):  # 1: no key matched
+            lines = done.stderr.strip().splitlines()
+            why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {done.returncode}"
+            raise ToolError(f"git config failed: {printable(why)}")
+        fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]  # each field ends with NUL
+        if len(fields) % 2:
+            raise ToolError(f"git failed: unexpected output of git config in {printable(shown)}")
+        overrides: dict[str, str] = {}
+        for scope, entry in zip(fields[0::2], fields[1::2], strict=True):
+            key, _, value = entry.partition("\n")
+            section, _, rest = key.partition(".")
+            name, _, variable = rest.rpartition(".")
+            if section == "filter":
+                overrides[f"filter.{name}.smudge"] = ""  # git_show and git_diff never check out; to be sure
+                if variable in ("clean", "process") and value:
+                    overrides.update({f"filter.{name}.clean": "", f"filter.{name}.process": "",
+                                      f"filter.{name}.required": "true"})
+            elif section == "protocol":
+                overrides[f"protocol.{name}.allow"] = "never"
+            elif scope in ("local", "worktree") and not self._inside_roots(value):
+                overrides[key] = "/dev/null"
+        if len(overrides) > 4 * MAX_FILTERS:
+            raise ToolError(f"Refused: the git configuration of {printable(shown)} names more than {MAX_FILTERS} "
+                            "filters or transports")
+        self._env["GIT_CONFIG_COUNT"] = str(len(overrides))
+        for number, (key, value) in enumerate(overrides.items()):
+            self._env[f"GIT_CONFIG_KEY_{number}"] = key
+            self._env[f"GIT_CONFIG_VALUE_{number}"] = value
+
+    def _inside_roots(self, value: str) -> bool:
+        """Whether a path-valued setting (as git reads it: `~` expanded, relative to the work tree) is in a root."""
+        if value.startswith("%(prefix)/"):
+            return False
+        path = os.path.join(self.top, os.path.expanduser(value))
+        return self.roots.root_of(os.path.realpath(path)) is not None
+
+    def _trusted(self, real: str, top: str) -> bool:
         """A git folder git may use: a `.git` folder (or one under it: submodules, worktrees) inside a root,
         or `<top>/.git` itself, a real folder, when the root is inside that larger repository.
 
@@ -140,7 +321,7 @@ class Repo:
         root = self.roots.root_of(real)
         if root is not None:
             return ".git" in os.path.relpath(real, root).split(os.sep)
-        own = os.path.join(self.top, ".git")
+        own = os.path.join(top, ".git")
         return real == own and not os.path.islink(own) and os.path.isdir(own)
 
     def __enter__(self) -> Repo:
@@ -155,10 +336,16 @@ class Repo:
             self._fd = -1
 
     def run(self, args: list[str], *, limit: int = MAX_DATA_BYTES) -> Completed:
+        """Run git; a sign on stderr that it could not run a program the repository names is a ToolError,
+        whatever the exit status (git exits 0 when a filter fails, with an answer that may be wrong)."""
         from .process import run
 
-        return run(self.ctx, [_git(), *_SAFE_CONFIG, *args], cwd=self.cwd, env=self._env, pass_fds=(self._fd,),
-                   limit=limit, timeout=GIT_TIMEOUT, what="git")
+        done = run(self.ctx, [_git(), *_SAFE_CONFIG, *args], cwd=self.cwd, readable=self.readable, env=self._env,
+                   pass_fds=(self._fd,), limit=limit, timeout=GIT_TIMEOUT, what="git")
+        failed = list(dict.fromkeys(match.group(0) for match in _PROGRAM_FAILED.finditer(done.stderr)))
+        if failed:
+            raise _program_refused(args[0], failed)
+        return done
 
     def check(self, args: list[str], *, limit: int = MAX_DATA_BYTES) -> Completed:
         """Run and fail with git's own message (the last line of it) when git fails."""
@@ -166,7 +353,7 @@ class Repo:
         if done.returncode != 0 and not done.truncated:
             lines = done.stderr.strip().splitlines()
             why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {done.returncode}"
-            raise ToolError(f"git {args[0]} failed: {why}")
+            raise ToolError(f"git {args[0]} failed: {printable(why)}")
         return done
 
     def pathspec(self, real: str | None) -> list[str]:
@@ -216,6 +403,180 @@ class Repo:
 
 
 
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _scan(top: str, inside: Callable[[str], bool], alternates: list[str], budget: list[int], *,
+          store: bool) -> tuple[str, str | None] | None:
+    """Look at every entry under the git folder (or, `store`, the object store) `top` without following
+    links, and at what each link leads to: the first entry that is a link leading where `inside` says no,
+    or a FIFO, socket or device, as (path, what it is); (top, None) when more entries than `budget` allows.
+    A link to a folder that stays inside is followed (that folder is looked at too, once). The
+    `info/alternates` files of object stores are added to `alternates` (by their real path). The hooks
+    folder of the git folder is skipped: no hook runs (a submodule's, under modules/, is looked at)."""
+    from .safe_open import kind_of
+
+    pending = [(top, "")]  # (real folder, its path from top as git names it: links kept)
+    visited = {top}
+    while pending:
+        folder, logical = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            continue
+        except OSError as err:
+            return folder, f"a folder that cannot be read ({os.strerror(err.errno) if err.errno else err})"
+        budget[0] -= len(entries)
+        if budget[0] < 0:
+            return top, None
+        for entry in entries:
+            name = f"{logical}/{entry.name}" if logical else entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if store or name != "hooks":
+                    pending.append((entry.path, name))
+                continue
+            if entry.is_symlink():
+                real = os.path.realpath(entry.path)
+                if not inside(real):
+                    return entry.path, "a symbolic link that leads there"
+                try:
+                    mode = os.stat(real).st_mode
+                except OSError:
+                    continue  # a dangling link: git finds nothing there either
+                if stat.S_ISDIR(mode):
+                    if real not in visited:
+                        visited.add(real)
+                        pending.append((real, name))
+                    continue
+            else:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            if not stat.S_ISREG(mode):
+                return entry.path, kind_of(mode)
+            wanted = "info/alternates" if store else "objects/info/alternates"  # submodules': modules/*/objects/...
+            if name == wanted or (not store and name.endswith(f"/{wanted}")):
+                alternates.append(os.path.realpath(entry.path))
+    return None
+
+
+def _read_alternates(file: str, shown: str) -> list[str]:
+    """The object stores an `info/alternates` file lists, as git reads it: a path a line ("#" comments and
+    empty lines skipped, C-quoted when it starts with '"'), relative ones from the store holding the file."""
+    base = os.path.dirname(os.path.dirname(file))
+    try:
+        with open(file, "rb") as handle:
+            data = handle.read(1024 * 1024 + 1)
+    except OSError as err:
+        raise ToolError(f"Refused: cannot read {printable(shown)}: {os.strerror(err.errno) if err.errno else err}") from None
+    if len(data) > 1024 * 1024:
+        raise ToolError(f"Refused: {printable(shown)} is too large to check")
+    stores = []
+    for raw in data.split(b"\n"):
+        if not raw or raw.startswith(b"#"):
+            continue
+        line = _unquote(raw) if raw.startswith(b'"') else raw
+        if line is None:
+            raise ToolError(f"Refused: {printable(shown)} holds a line that cannot be read")
+        stores.append(os.path.join(base, os.fsdecode(line)))
+    return stores
+
+
+_C_ESCAPES = {ord(k): v for k, v in {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92, '"': 34}.items()}
+
+
+def _unquote(quoted: bytes) -> bytes | None:
+    """A C-quoted name as git writes one ("a\\tb\\303\\251"), or None when it is not one."""
+    out = bytearray()
+    at = 1
+    while at < len(quoted):
+        char = quoted[at]
+        if char == ord('"'):
+            return bytes(out) if at == len(quoted) - 1 else None
+        if char != ord("\\"):
+            out.append(char)
+            at += 1
+            continue
+        code = quoted[at + 1:at + 2]
+        if code and code[0] in _C_ESCAPES:
+            out.append(_C_ESCAPES[code[0]])
+            at += 2
+        elif re.fullmatch(rb"[0-3][0-7][0-7]", quoted[at + 1:at + 4]):
+            out.append(int(quoted[at + 1:at + 4], 8))
+            at += 4
+        else:
+            return None
+    return None
+
+
+def _program_refused(command: str, failed: list[str]) -> ToolError:
+    """What to say when git could not run a program the repository names: which one (git's words, masked),
+    that shipcode-mcp runs none, and that an answer without it is not given."""
+    said = "; ".join(printable(line[:300]) for line in failed[:3])
+    if any("promisor remote" in line or "not allowed" in line for line in failed):
+        return ToolError(f"git {command} needs objects this partial clone does not have; fetching them would run a "
+                         f"transport program, and shipcode-mcp runs no program a repository names. git said: {said}")
+    return ToolError(
+        f"Refused: git {command} needs a program that this repository configures (a filter, or a hook), and "
+        "shipcode-mcp does not run programs a repository names; git's answer without it could be wrong, so none "
+        f"is given. git said: {said}. A clean filter runs on each file git must read again: changed files, or all "
+        "of them after their timestamps changed (as when an archive is extracted). If you trust this repository, "
+        "running `git status` in it yourself refreshes git's index, after which only changed files need it.")
+
+
+def _nearest_git(directory: str) -> tuple[str, str] | None:
+    """The folder holding the nearest `.git` entry at or above `directory`, and the real path of the git
+    folder that entry leads to (a folder, a link, or a gitfile `gitdir: PATH` as submodules and
+    worktrees have); None if there is none."""
+    folder = directory
+    while True:
+        candidate = os.path.join(folder, ".git")
+        if os.path.lexists(candidate):
+            if os.path.isfile(candidate) and not os.path.islink(candidate):
+                try:
+                    with open(candidate, "rb") as gitfile:
+                        first = gitfile.read(4096).split(b"\n", 1)[0].rstrip(b"\r")
+                except OSError:
+                    return folder, candidate
+                if first.startswith(b"gitdir: "):
+                    return folder, os.path.realpath(os.path.join(folder, os.fsdecode(first[len(b"gitdir: "):])))
+            return folder, os.path.realpath(candidate)
+        up = os.path.dirname(folder)
+        if up == folder:
+            return None
+        folder = up
+
+
+def _common_dir(git_dir: str) -> str | None:
+    """The real path of the folder `<git_dir>/commondir` names (relative to git_dir), as git reads it; None
+    when there is no such file."""
+    path = os.path.join(git_dir, "commondir")
+    try:
+        with open(path, "rb") as handle:
+            named = handle.read(4096).rstrip()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return path  # unreadable: judged as what it is, a file in the git folder
+    return os.path.realpath(os.path.join(git_dir, os.fsdecode(named)))
+
+
+def _enclosing_git_dirs(roots: list[str]) -> list[str]:
+    """The real `.git` folders (not links) of the folders above the roots: where git looks for the
+    repository of a root that is a folder inside a larger one."""
+    found: list[str] = []
+    for root in roots:
+        folder = os.path.dirname(root.rstrip(os.sep))
+        while True:
+            candidate = os.path.join(folder, ".git")
+            if not os.path.islink(candidate) and os.path.isdir(candidate) and candidate not in found:
+                found.append(candidate)
+            up = os.path.dirname(folder)
+            if up == folder:
+                break
+            folder = up
+    return found
+
+
 def check_ref(ref: str) -> None:
     """Refuse what could be an option, or an object name that reaches a path (`rev:path`)."""
     if not ref or len(ref) > 256:
@@ -247,7 +608,7 @@ def git_status(ctx: RequestContext, roots: Roots) -> ToolResult:
                 raise
             reports.append({"root": root, "repository": False, "branch": None, "commit": None, "upstream": None,
                             "ahead": 0, "behind": 0, "files": [], "truncated": False})
-            texts.append(f"# {root}\n{err}")
+            texts.append(f"# {printable(root)}\n{err}")
             continue
         with repo:
             done = repo.check(["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal", *repo.pathspec(None)])
@@ -255,7 +616,7 @@ def git_status(ctx: RequestContext, roots: Roots) -> ToolResult:
         report["root"] = root
         reports.append(report)
         text = _status_text(report)
-        texts.append(f"# {root}\n{text}" if len(roots.paths) > 1 else text)
+        texts.append(f"# {printable(root)}\n{text}" if len(roots.paths) > 1 else text)
     if not any(report["repository"] for report in reports):
         raise ToolError("None of the workspace roots is in a git repository")
     return result("\n\n".join(texts), {"repositories": reports})
@@ -315,11 +676,11 @@ def _status_text(report: dict[str, Any]) -> str:
     if report["branch"] is None:
         head = "HEAD (detached at " + (report["commit"] or "?")[:12] + ")"
     elif report["commit"] is None:
-        head = f"No commits yet on {report['branch']}"
+        head = f"No commits yet on {printable(report['branch'])}"
     else:
-        head = report["branch"]
+        head = printable(report["branch"])
     if report["upstream"]:
-        head += f"...{report['upstream']}"
+        head += f"...{printable(report['upstream'])}"
         counts = [f"{word} {n}" for word, n in (("ahead", report["ahead"]), ("behind", report["behind"])) if n]
         if counts:
             head += f" [{', '.join(counts)}]"
@@ -327,8 +688,8 @@ def _status_text(report: dict[str, Any]) -> str:
     for entry in report["files"]:
         code = "??" if entry["kind"] == "untracked" else "!!" if entry["kind"] == "ignored" else (
             entry["index"] + entry["worktree"]).replace(".", " ")
-        moved = f"{entry['orig_path']} -> " if "orig_path" in entry else ""
-        lines.append(f"{code} {moved}{entry['path']}")
+        moved = f"{printable(entry['orig_path'])} -> " if "orig_path" in entry else ""
+        lines.append(f"{code} {moved}{printable(entry['path'])}")
     if not report["files"]:
         lines.append("nothing to commit, working tree clean")
     if report["truncated"]:
@@ -368,9 +729,10 @@ def git_log(ctx: RequestContext, roots: Roots, limit: int = 20, path: str | None
             "subject": record["subject"],
             "body": body[:MAX_BODY_CHARS] + ("…" if len(body) > MAX_BODY_CHARS else ""),
         })
-        lines.append(f"{record['commit'][:12]} {record['date'][:16].replace('T', ' ')} {record['author']}: {record['subject']}")
+        lines.append(f"{record['commit'][:12]} {printable(record['date'][:16].replace('T', ' '))} "
+                     f"{printable(record['author'])}: {printable(record['subject'])}")
         body_lines = body.splitlines()
-        lines.extend(f"    {line}" for line in body_lines[:10])
+        lines.extend(f"    {printable(line)}" for line in body_lines[:10])
         if len(body_lines) > 10:
             lines.append(f"    … ({len(body_lines) - 10} more lines; git_show shows the whole message)")
     truncated = len(fields) // len(_LOG_FIELDS) > limit or done.truncated
@@ -410,9 +772,9 @@ def git_diff(ctx: RequestContext, roots: Roots, ref: str | None = None, staged: 
         summary = [f"{plural(len(files), 'file')} changed ({what}), +{added} -{deleted}:"]
         for entry in files:
             counts = "binary" if entry["added"] is None else f"+{entry['added']} -{entry['deleted']}"
-            moved = f"{entry['old_path']} -> " if "old_path" in entry else ""
-            summary.append(f"  {moved}{entry['path']} ({counts})")
-        text = "\n".join(summary) + "\n\n" + diff
+            moved = f"{printable(entry['old_path'])} -> " if "old_path" in entry else ""
+            summary.append(f"  {moved}{printable(entry['path'])} ({counts})")
+        text = "\n".join(summary) + "\n\n" + _mask_patch(diff)
         if patch.truncated:
             text += (f"\n[The diff is longer than {size_text(MAX_PATCH_BYTES)} and was cut here. The file list "
                      "above is complete; pass path to see one file's changes.]")
@@ -467,38 +829,72 @@ def git_show(ctx: RequestContext, roots: Roots, ref: str, path: str | None = Non
             # Confined, only a commit (a tag peeled): a tree or blob would show files outside the root.
             object_id = repo.resolve(ref, "commit" if repo.confined else "object")
             object_type = repo.check(["cat-file", "-t", object_id]).stdout.decode("ascii").strip()
-            done = repo.check(["show", *_DIFF_FLAGS, "--format=medium", "--date=iso", "--stat", "--patch",
-                               *repo.relative(), "--end-of-options", object_id, *repo.pathspec(None)],
-                              limit=MAX_PATCH_BYTES)
-            text, truncated, shown = cut_output(done.stdout, done.truncated), done.truncated, None
+            shown = None
+            if object_type == "tree":  # as `git show` prints one, each name masked on its own (a name may hold a line break)
+                names, truncated = _tree_names(repo, object_id)
+                text = f"tree {object_id}\n\n" + "".join(f"{name}\n" for name in names)
+                masked = f"tree {object_id}\n\n" + "".join(f"{printable(name)}\n" for name in names)
+            else:
+                done = repo.check(["show", *_DIFF_FLAGS, "--format=medium", "--date=iso", "--stat", "--patch",
+                                   *repo.relative(), "--end-of-options", object_id, *repo.pathspec(None)],
+                                  limit=MAX_PATCH_BYTES)
+                text, truncated = cut_output(done.stdout, done.truncated), done.truncated
+                # A blob is file content, shown as it is; a commit or tag is names and metadata around a patch.
+                masked = text if object_type == "blob" else _mask_patch(text)
         else:
             object_id = repo.resolve(ref)
             shown = roots.display(real)
-            object_type, text, truncated = _file_at(repo, object_id, real, shown, ref)
+            object_type, text, masked, truncated = _file_at(repo, object_id, real, shown, ref)
     note = ""
     if truncated:
         hint = ("pass path to see one file as of this revision, or use git_diff with a path" if shown is None
                 else "read_file on the working copy, or search_code, can reach the rest")
         note = f"\n[Cut at {size_text(MAX_PATCH_BYTES)}; {hint}.]"
     data = {"ref": ref, "object": object_id, "type": object_type, "path": shown, "text": text, "truncated": truncated}
-    return result((text.rstrip("\n") + note) or "(empty)", data)
+    return result((masked.rstrip("\n") + note) or "(empty)", data)
 
 
-def _file_at(repo: Repo, commit: str, real: str, shown: str, ref: str) -> tuple[str, str, bool]:
-    """A file's text, or a folder's entries, as of `commit`: (type, text, cut)."""
+def _mask_patch(text: str) -> str:
+    """git's diff or show output with every line but the content lines of hunks made printable: file names
+    in `diff --git`, ---/+++, rename, copy and mode lines, the --stat lines, commit and tag headers and
+    messages. A content line (' ', '+', '-', '\\', or empty where diff.suppressBlankEmpty is set) follows
+    an `@@` line and is file content, as read_file would show it."""
+    lines = text.split("\n")
+    in_hunk = False
+    for number, line in enumerate(lines):
+        if in_hunk and (not line or line[0] in " +-\\"):
+            continue
+        in_hunk = line.startswith("@@")
+        lines[number] = printable(line)
+    return "\n".join(lines)
+
+
+def _file_at(repo: Repo, commit: str, real: str, shown: str, ref: str) -> tuple[str, str, str, bool]:
+    """A file's text, or a folder's entries, as of `commit`: (type, text, text for the model, cut). A file's
+    text is its content, as it is; a folder's names are masked one by one."""
     relative = os.path.relpath(real, repo.top).replace(os.sep, "/")
     name = f"{commit}:{relative}" if relative != "." else f"{commit}^{{tree}}"
     kind = repo.run(["cat-file", "-t", "--end-of-options", name], limit=1024)
     object_type = kind.stdout.decode("ascii", "replace").strip()
     if kind.returncode != 0 or object_type not in ("blob", "tree"):
-        raise ToolError(f"{shown} does not exist in {ref}")
+        raise ToolError(f"{printable(shown)} does not exist in {printable(ref)}")
     if object_type == "tree":
-        done = repo.check(["ls-tree", "-z", "--full-tree", "--end-of-options", name], limit=MAX_PATCH_BYTES)
-        entries = [entry.decode("utf-8", "replace").split("\t", 1) for entry in done.stdout.split(b"\0") if b"\t" in entry]
-        listing = [f"{name}/" if " tree " in meta else name for meta, name in entries]
-        return object_type, "\n".join(listing) + "\n", done.truncated
+        names, truncated = _tree_names(repo, name)
+        return (object_type, "".join(f"{name}\n" for name in names), "".join(f"{printable(name)}\n" for name in names),
+                truncated)
     done = repo.check(["cat-file", "blob", "--end-of-options", name], limit=MAX_PATCH_BYTES)
     if is_binary(done.stdout):
         size = repo.check(["cat-file", "-s", "--end-of-options", name]).stdout.decode("ascii").strip()
-        raise ToolError(f"{shown} is a binary file in {ref} ({size_text(int(size or 0))}); git_show shows text only")
-    return object_type, cut_output(done.stdout, done.truncated), done.truncated
+        raise ToolError(f"{printable(shown)} is a binary file in {printable(ref)} ({size_text(int(size or 0))}); "
+                        "git_show shows text only")
+    text = cut_output(done.stdout, done.truncated)
+    return object_type, text, text, done.truncated
+
+
+def _tree_names(repo: Repo, tree: str) -> tuple[list[str], bool]:
+    """The entries of a tree object, folders with a trailing '/', and whether the listing was cut."""
+    done = repo.check(["ls-tree", "-z", "--full-tree", "--end-of-options", tree], limit=MAX_PATCH_BYTES)
+    entries = [entry.decode("utf-8", "replace").split("\t", 1) for entry in done.stdout.split(b"\0") if b"\t" in entry]
+    if done.truncated:
+        entries = entries[:-1]  # the last one may be partial
+    return [f"{name}/" if " tree " in meta else name for meta, name in entries], done.truncated

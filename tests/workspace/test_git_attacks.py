@@ -1,0 +1,592 @@
+"""The git attack suite: hostile repositories, as an untrusted clone or tarball delivers them, against
+git_status, git_log, git_diff and git_show.
+
+Families: programs the repository names (clean, process and smudge filters, hooks through
+core.hooksPath and .git/hooks, filters pulled in by include.path and includeIf, a submodule's config,
+a partial clone's lazy fetch); git metadata that leads outside (packed-refs, shallow, objects, refs,
+a loose object, the index, alternates, commondir, a .git file, a linked worktree, core.worktree, a
+FIFO, mailmap.file, attributes and excludes files, a submodule's .git file); a larger repository
+holding the root; forged names (control and bidi characters in file names, refs and commit metadata).
+
+Each test first proves its attack works with plain git (a secret from outside the roots in git's
+output, or the canary written by a program git ran), so it cannot pass because its setup failed.
+Then the server (with the kernel sandbox where the machine has one) and, where it matters, the tool
+called in this process with the sandbox off (shipcode-mcp's own confinement of git alone) must refuse
+or neutralise it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from attack_support import (
+    ALL_TOOLS,
+    Canary,
+    Outside,
+    direct,
+    everything,
+    index_state,
+    plain_git,
+    refused_everywhere,
+    refused_without_sandbox,
+    sandbox_off,
+    stale,
+    victim,
+)
+
+from shipcode_mcp.primitives import ToolError
+from shipcode_mcp.workspace import git as git_tools
+from shipcode_mcp.workspace.roots import Roots
+from shipcode_mcp.workspace.text import printable
+from workspace_support import Tools, context, git, make_repo, snapshot
+
+NOT_RUN = "does not run programs a repository names"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return victim(tmp_path / "repo")
+
+
+@pytest.fixture
+def canary(tmp_path: Path) -> Canary:
+    return Canary(tmp_path)
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Outside:
+    return Outside(tmp_path / "outside")
+
+
+# -- programs the repository names ------------------------------------------------------------------
+def _needs_the_filter(tools: Tools, repo: Path, canary: Canary, filter_name: str) -> None:
+    """git_status and git_diff (work tree) refuse, naming the filter; what needs no filter still works."""
+    for name, arguments in (("git_status", {}), ("git_diff", {}), ("git_diff", {"ref": "HEAD"})):
+        message = tools.error(name, arguments)
+        assert NOT_RUN in message and f"filter '{filter_name}'" in message, (name, message)
+    assert tools.data("git_log")["commits"][0]["subject"] == "Rename util to helpers"
+    assert tools.text("git_show", {"ref": "HEAD", "path": "README.md"}) == "# Demo\n\nA demo project."
+    assert "Rename util" in tools.text("git_show", {"ref": "HEAD"})
+    assert tools.text("git_diff", {"staged": True}) == "No changes (staged, against HEAD)."
+    assert not canary.ran(), canary.path.read_text()
+
+
+def _refused_without_sandbox(repo: Path, canary: Canary, filter_name: str) -> None:
+    stale(repo)
+    for name, arguments in (("git_status", {}), ("git_diff", {})):
+        failed, text = direct(repo, name, arguments)
+        assert failed and NOT_RUN in text and f"filter '{filter_name}'" in text, (name, text)
+    assert not canary.ran(), canary.path.read_text()
+
+
+def test_a_clean_filter_never_runs(repo: Path, canary: Canary) -> None:
+    git(repo, "config", "filter.x.clean", str(canary.script))
+    (repo / ".git" / "info" / "attributes").write_text("* filter=x\n")
+    stale(repo)
+    plain_git(repo, "status")
+    assert canary.ran()  # the attack works: plain git status runs the filter
+    canary.reset()
+    stale(repo)
+    with Tools(repo) as tools:
+        _needs_the_filter(tools, repo, canary, "x")
+    _refused_without_sandbox(repo, canary, "x")
+
+
+def test_a_process_filter_never_runs(repo: Path, canary: Canary) -> None:
+    """A long-running filter process, applied by a committed .gitattributes, under a name that no -c
+    could spell (it holds '=' and a space)."""
+    (repo / ".gitattributes").write_text("*.md filter=we=ird\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-qm", "Attributes")
+    git(repo, "config", "filter.we=ird.process", str(canary.script))
+    stale(repo)
+    plain_git(repo, "status")
+    assert canary.ran()
+    canary.reset()
+    stale(repo)
+    with Tools(repo) as tools:
+        for name in ("git_status", "git_diff"):
+            message = tools.error(name)
+            assert NOT_RUN in message and "filter 'we=ird'" in message, message
+        assert tools.text("git_show", {"ref": "HEAD", "path": "README.md"}) == "# Demo\n\nA demo project."
+    assert not canary.ran()
+    _refused_without_sandbox(repo, canary, "we=ird")
+
+
+def test_a_smudge_filter_is_never_needed(repo: Path, canary: Canary) -> None:
+    """Smudge runs on checkout only: no tool checks out, so every answer is whole and nothing runs."""
+    git(repo, "config", "filter.x.smudge", str(canary.script))
+    (repo / ".git" / "info" / "attributes").write_text("* filter=x\n")
+    (repo / "README.md").unlink()
+    plain_git(repo, "checkout", "--", "README.md")
+    assert canary.ran()  # the attack works on checkout
+    canary.reset()
+    (repo / "README.md").write_text("changed\n")
+    stale(repo)
+    with Tools(repo) as tools:
+        assert tools.text("git_status") == "## main\n M README.md"
+        assert tools.data("git_diff")["files"] == [{"path": "README.md", "added": 1, "deleted": 3}]
+        assert tools.text("git_show", {"ref": "HEAD", "path": "README.md"}) == "# Demo\n\nA demo project."
+        assert "Rename util" in tools.text("git_show", {"ref": "HEAD"})
+    assert not direct(repo, "git_diff")[0] and not direct(repo, "git_status")[0]
+    assert not canary.ran()
+
+
+@pytest.mark.parametrize("include", ["include.path", "includeIf.gitdir:**.path", "includeIf.onbranch:main.path"])
+def test_a_filter_pulled_in_by_an_include(repo: Path, canary: Canary, tmp_path: Path, include: str) -> None:
+    """The filter is declared in a file the repository's config includes (kept inside .git, as a
+    tarball would carry it): git's own reading of the configuration finds it."""
+    (repo / ".git" / "extra.cfg").write_text(f'[filter "inc"]\n\tclean = {canary.script}\n')
+    git(repo, "config", include, "extra.cfg")
+    (repo / ".git" / "info" / "attributes").write_text("* filter=inc\n")
+    stale(repo)
+    plain_git(repo, "status")
+    assert canary.ran()
+    canary.reset()
+    stale(repo)
+    with Tools(repo) as tools:
+        _needs_the_filter(tools, repo, canary, "inc")
+    _refused_without_sandbox(repo, canary, "inc")
+
+
+def test_a_filter_in_a_submodules_config(repo: Path, canary: Canary, tmp_path: Path) -> None:
+    """git_status recurses into a submodule (a child git with the submodule's own config): its filter
+    names are not the superproject's. Only the kernel sandbox stops this one; git then says the filter
+    failed, and the tool says so."""
+    library = make_repo(tmp_path / "library")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    git(repo, "commit", "-qm", "Add lib")
+    git(repo / "lib", "config", "filter.sub.clean", str(canary.script))
+    (repo / ".git" / "modules" / "lib" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "modules" / "lib" / "info" / "attributes").write_text("* filter=sub\n")
+    stale(repo)
+    plain_git(repo, "status")
+    assert canary.ran()
+    canary.reset()
+    stale(repo)
+    with Tools(repo) as tools:
+        message = tools.error("git_status")
+        assert NOT_RUN in message and "evil.sh" in message, message
+        assert tools.text("git_show", {"ref": "HEAD", "path": "lib/README.md"}) == "# Demo\n\nA demo project."
+    assert not canary.ran(), canary.path.read_text()
+
+
+def test_a_partial_clones_lazy_fetch_runs_no_transport(tmp_path: Path, canary: Canary) -> None:
+    """A blob missing from a partial clone makes git fetch it, running the configured upload-pack
+    (remote.origin.uploadpack: any command). GIT_NO_LAZY_FETCH is git 2.44+; the repository also tries
+    to allow the file transport again (protocol.file.allow=always)."""
+    upstream = make_repo(tmp_path / "upstream")
+    git(upstream, "config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--no-local", "--filter=blob:none", "--no-checkout", f"file://{upstream}", str(clone))
+    git(clone, "config", "remote.origin.url", str(upstream))
+    git(clone, "config", "remote.origin.uploadpack", str(canary.command))
+    git(clone, "config", "protocol.file.allow", "always")
+    plain_git(clone, "show", "HEAD:README.md")
+    assert canary.ran()
+    canary.reset()
+    with Tools(clone) as tools:
+        message = tools.error("git_show", {"ref": "HEAD", "path": "README.md"})
+        assert "partial clone" in message and "shipcode-mcp runs no program a repository names" in message, message
+        assert tools.data("git_log")["commits"][0]["subject"] == "Rename util to helpers"
+    failed, text = direct(clone, "git_show", {"ref": "HEAD", "path": "README.md"})
+    assert failed and "partial clone" in text
+    assert not canary.ran()
+
+
+def _hook(folder: Path, canary: Canary) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("post-index-change", "reference-transaction", "post-checkout", "pre-auto-gc", "post-rewrite"):
+        hook = folder / name
+        hook.write_text(f"#!/bin/sh\necho \"hook {name}\" >> '{canary.path}'\n")
+        hook.chmod(0o755)
+
+
+@pytest.mark.parametrize("where", ["core.hooksPath", ".git/hooks"])
+def test_no_hook_runs_and_the_index_is_never_rewritten(repo: Path, canary: Canary, tmp_path: Path, where: str) -> None:
+    """With a stale index, plain git status and git diff refresh and rewrite it (GIT_OPTIONAL_LOCKS=0 does
+    not stop git diff), which runs post-index-change. No tool may write the index, so no hook runs."""
+    if where == "core.hooksPath":
+        _hook(tmp_path / "hooks", canary)
+        git(repo, "config", "core.hooksPath", str(tmp_path / "hooks"))
+    else:
+        _hook(repo / ".git" / "hooks", canary)
+    (repo / "README.md").write_text("changed\n")
+    stale(repo)
+    before = index_state(repo / ".git")
+    plain_git(repo, "diff")
+    assert canary.ran() and index_state(repo / ".git") != before  # the attack works: git diff rewrote the index
+    canary.reset()
+    stale(repo)
+    before = index_state(repo / ".git")
+    with Tools(repo) as tools:
+        for name, arguments in ALL_TOOLS:
+            tools.call(name, arguments)
+        assert tools.data("git_diff")["files"] == [{"path": "README.md", "added": 1, "deleted": 3}]
+        assert tools.text("git_status") == "## main\n M README.md"
+    for name, arguments in ALL_TOOLS:
+        assert not direct(repo, name, arguments)[0], name
+    assert not canary.ran(), canary.path.read_text()
+    assert index_state(repo / ".git") == before
+
+
+def test_nothing_in_the_git_folder_changes(repo: Path) -> None:
+    """A stale index, with settings that make git write when it reads (untracked cache, split index,
+    index version 4): after every tool the git folder is exactly as it was."""
+    for key, value in (("core.untrackedCache", "true"), ("core.splitIndex", "true"), ("feature.manyFiles", "true"),
+                       ("index.version", "4")):
+        git(repo, "config", key, value)
+    git(repo, "update-index", "--split-index")
+    (repo / "src" / "app.py").write_text("changed\n")
+    (repo / "new.txt").write_text("untracked\n")
+    stale(repo)
+    before = snapshot(repo / ".git")
+    with Tools(repo) as tools:
+        for name, arguments in ALL_TOOLS:
+            tools.call(name, arguments)
+    for name, arguments in ALL_TOOLS:
+        direct(repo, name, arguments)
+    assert snapshot(repo / ".git") == before
+    plain_git(repo, "status")
+    assert snapshot(repo / ".git") != before  # plain git does write here
+
+
+# -- metadata that leads outside ----------------------------------------------------------------------
+def _link(path: Path, target: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        import shutil
+
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+    path.symlink_to(target)
+
+
+LEADS_OUT = "is a symbolic link that leads there"
+
+
+@pytest.mark.parametrize("name", ["packed-refs", "shallow"])
+def test_a_linked_packed_refs_or_shallow_file(repo: Path, outside: Outside, name: str) -> None:
+    """git puts the first line of a malformed packed-refs or shallow file in its error message."""
+    _link(repo / ".git" / name, outside.secret_file)
+    assert outside.secret in plain_git(repo, "for-each-ref" if name == "packed-refs" else "log").stderr
+    with Tools(repo) as tools:
+        refused_everywhere(tools, f".git/{name} {LEADS_OUT}", outside.secret)
+    refused_without_sandbox(repo, f".git/{name} {LEADS_OUT}", outside.secret)
+
+
+def test_a_linked_object_store(repo: Path, outside: Outside) -> None:
+    _link(repo / ".git" / "objects", outside.git_dir / "objects")
+    (repo / ".git" / "refs" / "heads" / "main").write_text(f"{outside.commit}\n")
+    assert outside.secret in plain_git(repo, "log", "-1").stdout
+    with Tools(repo) as tools:
+        refused_everywhere(tools, f".git/objects {LEADS_OUT}", outside.secret)
+    refused_without_sandbox(repo, f".git/objects {LEADS_OUT}", outside.secret)
+
+
+def test_linked_refs_and_a_linked_loose_object(repo: Path, outside: Outside) -> None:
+    """refs/ linked to an outside repository's refs; then one loose object linked to an outside one."""
+    _link(repo / ".git" / "refs", outside.git_dir / "refs")
+    assert plain_git(repo, "rev-parse", "main").stdout.strip() == outside.commit
+    with Tools(repo) as tools:
+        refused_everywhere(tools, f".git/refs {LEADS_OUT}", outside.commit)
+    refused_without_sandbox(repo, f".git/refs {LEADS_OUT}", outside.commit)
+    (repo / ".git" / "refs").unlink()  # back to a folder of its own, whose main is the outside commit
+    (repo / ".git" / "refs" / "heads").mkdir(parents=True)
+    (repo / ".git" / "refs" / "tags").mkdir()
+    (repo / ".git" / "refs" / "heads" / "main").write_text(f"{outside.commit}\n")
+    loose = f"{outside.commit[:2]}/{outside.commit[2:]}"
+    (repo / ".git" / "objects" / outside.commit[:2]).mkdir(exist_ok=True)
+    _link(repo / ".git" / "objects" / loose, outside.git_dir / "objects" / loose)
+    assert outside.secret in plain_git(repo, "cat-file", "-p", outside.commit).stdout
+    with Tools(repo) as tools:
+        refused_everywhere(tools, f".git/objects/{loose} {LEADS_OUT}", outside.secret)
+
+
+def test_a_linked_index(repo: Path, outside: Outside) -> None:
+    """Another repository's index lists its file names (here one holds the secret)."""
+    (outside.repo / f"notes-{outside.secret}.txt").write_text("x\n")
+    git(outside.repo, "add", ".")
+    _link(repo / ".git" / "index", outside.git_dir / "index")
+    assert outside.secret in plain_git(repo, "ls-files").stdout
+    with Tools(repo) as tools:
+        refused_everywhere(tools, f".git/index {LEADS_OUT}", outside.secret)
+    refused_without_sandbox(repo, f".git/index {LEADS_OUT}", outside.secret)
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_alternates_outside_the_roots(repo: Path, outside: Outside, relative: bool) -> None:
+    store = outside.git_dir / "objects"
+    line = os.path.relpath(store, repo / ".git" / "objects") if relative else str(store)
+    (repo / ".git" / "objects" / "info" / "alternates").write_text(f"# borrowed\n{line}\n")
+    assert outside.secret in plain_git(repo, "show", outside.commit).stdout
+    (repo / ".git" / "refs" / "heads" / "stolen").write_text(f"{outside.commit}\n")
+    expected = "reads objects from outside the workspace roots (.git/objects/info/alternates lists an object store there)"
+    with Tools(repo) as tools:
+        refused_everywhere(tools, expected, outside.secret)
+    refused_without_sandbox(repo, expected, outside.secret)
+
+
+def test_alternates_of_alternates(tmp_path: Path, outside: Outside) -> None:
+    """The store an alternate names may itself borrow from outside: git follows that too."""
+    work = tmp_path / "work"
+    repo = make_repo(work / "repo")
+    middle = work / "middle-objects"
+    (middle / "info").mkdir(parents=True)
+    (middle / "info" / "alternates").write_text(f"{outside.git_dir / 'objects'}\n")
+    (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{middle}\n")
+    assert outside.secret in plain_git(repo, "show", outside.commit).stdout
+    with Tools(work) as tools:
+        for name, arguments in (("git_log", {"path": "repo"}), ("git_show", {"ref": "HEAD", "path": "repo/README.md"})):
+            message = tools.error(name, arguments)
+            assert "middle-objects/info/alternates lists an object store there" in message, message
+
+
+def test_a_linked_object_store_inside_the_roots_is_looked_at_too(tmp_path: Path, outside: Outside) -> None:
+    """.git/objects is a link to a folder inside the root: allowed, and looked at as git reads it (its
+    info/alternates is the repository's, wherever the link leads)."""
+    work = tmp_path / "work"
+    repo = make_repo(work / "repo")
+    (repo / ".git" / "objects").rename(work / "store")
+    (repo / ".git" / "objects").symlink_to(work / "store")
+    with Tools(work) as tools:
+        assert tools.data("git_log", {"path": "repo", "limit": 1})["commits"][0]["subject"] == "Rename util to helpers"
+    (work / "store" / "info" / "alternates").write_text(f"{outside.git_dir / 'objects'}\n")
+    assert outside.secret in plain_git(repo, "show", outside.commit).stdout
+    with Tools(work) as tools:
+        message = tools.error("git_log", {"path": "repo"})
+        assert message.endswith("reads objects from outside the workspace roots (store/info/alternates lists an "
+                                "object store there)"), message
+
+
+def test_alternates_inside_the_roots_work(tmp_path: Path) -> None:
+    """A repository cloned with --shared from one beside it: both inside the root, so allowed."""
+    work = tmp_path / "work"
+    origin = make_repo(work / "origin")
+    git(work, "clone", "-q", "--shared", str(origin), "shared")
+    assert (work / "shared" / ".git" / "objects" / "info" / "alternates").exists()
+    with Tools(work) as tools:
+        assert [c["subject"] for c in tools.data("git_log", {"path": "shared", "limit": 1})["commits"]] == [
+            "Rename util to helpers"]
+        assert tools.text("git_show", {"ref": "HEAD", "path": "shared/src/helpers.py"}) == "def answer():\n    return 42"
+
+
+def test_a_commondir_outside(repo: Path, outside: Outside) -> None:
+    (repo / ".git" / "commondir").write_text(f"{outside.git_dir}\n")
+    assert outside.secret in plain_git(repo, "log", "-1").stdout
+    with Tools(repo) as tools:
+        refused_everywhere(tools, "is not a .git folder inside the workspace roots", outside.secret)
+    refused_without_sandbox(repo, "is not a .git folder inside the workspace roots", outside.secret)
+
+
+def test_a_git_file_pointing_outside(tmp_path: Path, outside: Outside) -> None:
+    """The root's .git is a file (`gitdir: PATH`), as submodules and worktrees have, naming an outside repository."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "README.md").write_text("# Demo\n\nA demo project.\n")
+    (root / ".git").write_text(f"gitdir: {outside.git_dir}\n")
+    assert outside.secret in plain_git(root, "log", "-1").stdout
+    with Tools(root) as tools:
+        refused_everywhere(tools, "is not a .git folder inside the workspace roots", outside.secret)
+    refused_without_sandbox(root, "is not a .git folder inside the workspace roots", outside.secret)
+
+
+def test_a_linked_worktree_of_an_outside_repository(repo: Path, outside: Outside) -> None:
+    git(outside.repo, "worktree", "add", "-q", "-b", "side", str(outside.path / "side"))
+    (repo / "wt").mkdir()
+    (repo / "wt" / ".git").write_text((outside.path / "side" / ".git").read_text())
+    assert outside.secret in plain_git(repo / "wt", "log", "-1").stdout
+    with Tools(repo) as tools:
+        for name, arguments in (("git_log", {"path": "wt"}), ("git_diff", {"path": "wt"}),
+                                ("git_show", {"ref": "HEAD", "path": "wt"})):
+            result = tools.call(name, arguments, error=True)
+            assert "is not a .git folder inside the workspace roots" in result["content"][0]["text"]
+            assert outside.secret not in everything(result)
+
+
+def test_a_work_tree_configured_outside(repo: Path, outside: Outside) -> None:
+    """core.worktree makes git list and diff another folder's files."""
+    git(repo, "config", "core.worktree", str(outside.path))
+    assert "secret.txt" in plain_git(repo, "status", "--porcelain").stdout
+    with Tools(repo) as tools:
+        for name, arguments in ALL_TOOLS:
+            result = tools.call(name, arguments, error=True)
+            assert "secret.txt" not in everything(result) and outside.secret not in everything(result)
+
+
+def test_a_fifo_in_the_git_folder(repo: Path) -> None:
+    """git blocks reading a FIFO packed-refs (until our deadline): refused at once instead."""
+    (repo / ".git" / "packed-refs").unlink(missing_ok=True)
+    os.mkfifo(repo / ".git" / "packed-refs")
+    with pytest.raises(subprocess.TimeoutExpired):
+        plain_git(repo, "for-each-ref", timeout=2)
+    with Tools(repo) as tools:
+        for name, arguments in ALL_TOOLS:
+            message = tools.call(name, arguments, error=True, timeout=10)["content"][0]["text"]
+            assert ".git/packed-refs is a named pipe (FIFO)" in message, message
+
+
+def test_a_mailmap_file_outside(repo: Path, outside: Outside) -> None:
+    """mailmap.file names an outside file; git show would put its names on Author lines."""
+    (outside.path / "mailmap").write_text(f"{outside.secret} <ada@example.com>\n")
+    git(repo, "config", "mailmap.file", str(outside.path / "mailmap"))
+    git(repo, "config", "mailmap.blob", "HEAD:README.md")
+    assert outside.secret in plain_git(repo, "show", "-s", "HEAD").stdout
+    with Tools(repo) as tools:
+        for name, arguments in (*ALL_TOOLS, ("git_show", {"ref": "v1.0"})):
+            result = tools.call(name, arguments)
+            assert outside.secret not in everything(result), name
+        assert "Author: Ada Lovelace <ada@example.com>" in tools.text("git_show", {"ref": "HEAD"})
+
+
+def test_attributes_and_excludes_files_outside(repo: Path, outside: Outside) -> None:
+    """The repository's config points core.attributesFile and core.excludesFile at outside files: git
+    echoes bad attribute lines (their content) on stderr, and an excludes file decides what is listed."""
+    (outside.path / "attributes").write_text(f"* {outside.secret}$\n")
+    (outside.path / "ignore").write_text("guess.txt\n")
+    git(repo, "config", "core.attributesFile", str(outside.path / "attributes"))
+    git(repo, "config", "core.excludesFile", str(outside.path / "ignore"))
+    (repo / "guess.txt").write_text("untracked\n")
+    assert outside.secret in plain_git(repo, "check-attr", "-a", "README.md").stderr
+    assert "guess.txt" not in plain_git(repo, "status", "--porcelain").stdout
+    with Tools(repo) as tools:
+        assert tools.text("git_status") == "## main\n?? guess.txt"
+    with sandbox_off(), git_tools.Repo(context(), Roots([str(repo)]), str(repo)) as ours:
+        done = ours.run(["check-attr", "-a", "--", "README.md"])
+    assert outside.secret not in done.stderr and outside.secret not in done.stdout.decode()
+
+
+def test_a_submodules_git_file_pointing_outside(repo: Path, outside: Outside, tmp_path: Path) -> None:
+    """The submodule's .git file names an outside repository; with diff.submodule=log (set by the
+    repository) plain git diff prints that repository's commit subjects."""
+    first = git(outside.repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(outside.repo), "lib")
+    git(repo / "lib", "checkout", "-q", first)
+    git(repo, "commit", "-qam", "Add lib")
+    (outside.repo / "more.txt").write_text("more\n")
+    git(outside.repo, "add", "more.txt")
+    git(outside.repo, "commit", "-qm", f"Later work {outside.secret}")
+    git(repo, "config", "diff.submodule", "log")
+    (repo / "lib" / ".git").write_text(f"gitdir: {outside.git_dir}\n")
+    assert outside.secret in plain_git(repo, "diff").stdout
+    with Tools(repo) as tools:
+        for name, arguments in ALL_TOOLS:  # an answer, or (in the sandbox) an error: never the subjects
+            result = tools.process.call_tool(name, arguments, 30)
+            assert outside.secret not in everything(result), name
+        assert tools.error("git_log", {"path": "lib"}).endswith("(a .git link or file pointing elsewhere, a linked "
+                                                                "worktree of an outside repository, or a bare "
+                                                                "repository inside the project)")
+
+
+# -- a root inside a larger repository ------------------------------------------------------------------
+def test_a_larger_repository_is_used_only_through_its_own_git_folder(repo: Path, outside: Outside) -> None:
+    """The root is a folder of a larger repository: its .git lies outside the roots, legitimately, but
+    what git reads must be that .git's own: no link out of it, no alternates at all."""
+    (repo / "docs" / "guide.md").write_text("changed\n")
+    with Tools(repo / "docs") as tools:
+        assert tools.text("git_status") == "## main\n M guide.md"
+    own = repo / ".git" / "info" / "exclude"
+    own.unlink()
+    own.symlink_to("../description")  # a link that stays inside the .git: fine
+    with Tools(repo / "docs") as tools:
+        assert tools.text("git_status") == "## main\n M guide.md"
+    (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{outside.git_dir / 'objects'}\n")
+    assert outside.secret in plain_git(repo / "docs", "show", outside.commit).stdout
+    with Tools(repo / "docs") as tools:
+        for name, arguments in ALL_TOOLS[:3]:
+            message = tools.error(name, arguments)
+            assert "borrows objects from another store (.git/objects/info/alternates)" in message, message
+    (repo / ".git" / "objects" / "info" / "alternates").unlink()
+    _link(repo / ".git" / "packed-refs", outside.secret_file)
+    with Tools(repo / "docs") as tools:
+        message = tools.error("git_log")
+        assert message.endswith("reads outside its own .git folder: .git/packed-refs is a symbolic link that leads there")
+        assert outside.secret not in message
+
+
+def test_a_larger_repository_whose_work_tree_is_elsewhere(tmp_path: Path, outside: Outside) -> None:
+    """A .git inside the root whose core.worktree is a folder above the root: git would treat the root
+    as a folder of a larger work tree. Refused: a larger repository is only used through its own .git."""
+    root = tmp_path / "root"
+    repo = make_repo(root)
+    git(repo, "config", "core.worktree", str(tmp_path))
+    assert plain_git(root, "rev-parse", "--show-toplevel").stdout.strip() == str(tmp_path)
+    with Tools(root) as tools:
+        assert "is not a .git folder inside the workspace roots" in tools.error("git_status")
+
+
+# -- forged names ---------------------------------------------------------------------------------------
+FORGED = "evil\n?? fake.txt\u202etxt.exe"
+SUBJECT = "Subject \x1b[2J\u202ereversed"
+AUTHOR = "Mallory\u202e"
+BRANCH = "ma\u202ein"
+
+
+def test_names_and_metadata_cannot_forge_lines(repo: Path) -> None:
+    """A file name with a line break and a bidi override, a branch and a commit whose subject and author
+    hold controls: tool text shows them masked (one line per entry), structuredContent keeps them."""
+    (repo / FORGED).write_text("content\twith a tab\n")
+    git(repo, "add", "--", FORGED)
+    git(repo, "commit", "-qm", SUBJECT, "--author", f"{AUTHOR} <m@example.com>")
+    git(repo, "branch", "-m", "main", BRANCH)
+    (repo / FORGED).write_text("content\twith a tab\nmore\n")
+    (repo / f"new{FORGED}").write_text("untracked\n")
+    shown = printable(FORGED)
+    with Tools(repo) as tools:
+        status = tools.call("git_status")
+        assert status["content"][0]["text"].split("\n") == [
+            f"## {printable(BRANCH)}", f" M {shown}", f"?? new{shown}"]
+        files = status["structuredContent"]["repositories"][0]["files"]
+        assert [f["path"] for f in files] == [FORGED, f"new{FORGED}"]
+
+        diff = tools.call("git_diff")
+        text = diff["content"][0]["text"]
+        assert "\u202e" not in text and "fake.txt" in text
+        assert text.split("\n")[:2] == ["1 file changed (unstaged, working tree against the index), +1 -0:",
+                                        f"  {shown} (+1 -0)"]
+        assert " content\twith a tab" in text.split("\n") and "+more" in text.split("\n")  # content lines as they are
+        assert not any(line.startswith("?? ") for line in text.split("\n"))
+        assert diff["structuredContent"]["files"][0]["path"] == FORGED
+
+        log = tools.text("git_log", {"limit": 1})
+        assert "\u202e" not in log and "\x1b" not in log and len(log.split("\n")) == 2
+        assert log.split("\n")[0].endswith(f"{printable(AUTHOR)}: {printable(SUBJECT)}")
+
+        show = tools.call("git_show", {"ref": "HEAD"})
+        text = show["content"][0]["text"]
+        assert "\u202e" not in text and "\x1b" not in text
+        assert not any(line.startswith("?? ") for line in text.split("\n"))
+        assert any("fake.txt" in line and line.endswith("| 1 +") for line in text.split("\n"))  # --stat
+        assert " content\twith a tab" not in text and "+content\twith a tab" in text
+        assert "fake.txt\u202etxt.exe" in show["structuredContent"]["text"]  # as git wrote it
+
+        listing = tools.text("git_show", {"ref": "HEAD", "path": "."})
+        assert shown in listing.split("\n") and "\u202e" not in listing
+
+        assert "\u202e" not in tools.error("git_show", {"ref": "v\u202e1"})
+        missing = tools.error("git_show", {"ref": "HEAD~1", "path": FORGED})
+        assert missing == f"{shown} does not exist in HEAD~1"
+
+
+def test_the_patch_masker_keeps_content_and_masks_headers() -> None:
+    patch = ("diff --git a/x\u202ey b/x\u202ey\nindex 1..2 100644\n--- a/x\u202ey\n+++ b/x\u202ey\n"
+             "@@ -1,2 +1,2 @@ def f(\u202e):\n \tkeep\u202e\n-old\x1b[0m\n+new\r\n\\ No newline at end of file\n\n"
+             " last\ndiff --git a/z b/z\nrename from z\u202e\n")
+    masked = git_tools._mask_patch(patch).split("\n")
+    assert masked[0] == printable("diff --git a/x\u202ey b/x\u202ey") and masked[3] == printable("+++ b/x\u202ey")
+    assert masked[4] == printable("@@ -1,2 +1,2 @@ def f(\u202e):")
+    assert masked[5:11] == [" \tkeep\u202e", "-old\x1b[0m", "+new\r", "\\ No newline at end of file", "", " last"]
+    assert masked[12] == printable("rename from z\u202e")
+
+
+def test_the_check_comes_before_any_command_reads_refs(repo: Path, outside: Outside) -> None:
+    """The check runs before any command that reads refs or objects: even a git that would print what it
+    read (the first line of packed-refs) is never started on such a repository."""
+    _link(repo / ".git" / "packed-refs", outside.secret_file)
+    with sandbox_off(), pytest.raises(ToolError, match="packed-refs is a symbolic link"):
+        git_tools.Repo(context(), Roots([str(repo)]), str(repo))
+    assert stat.S_ISLNK(os.lstat(repo / ".git" / "packed-refs").st_mode)
