@@ -8,13 +8,20 @@ on; the limits stay. So "with / without" differs by exactly what Landlock costs.
 The tools are called in-process (the tool function, a real request context, real children) on a
 generated git repository the size of CPython's Lib (2 500 files, about 30 MB, a few files modified,
 deleted and untracked), and through two real servers over pipes, one with the sandbox and one without.
-The floor is plain `git status --porcelain=v2` and plain `rg -n PATTERN`. Rounds are interleaved (each
-visits every case, in an order rotated by one each round) and the table shows medians, so a burst of
-load from elsewhere lands on all cases alike; ratios are of medians of the same run. Every answer is
-checked: git_status names exactly the changed files, search_code finds exactly rg's lines.
+The floor is plain `git status --porcelain=v2` and plain `rg -n PATTERN`. To tell a child's fixed cost
+from the cost of the files it opens, one child that does nothing (`git --version` through process.run)
+is timed too, with and without, beside plain `git --version` with and without a no-op `preexec_fn`
+(subprocess forks instead of using vfork when there is one: the limits pay that, on both sides).
+
+Rounds are interleaved (each visits every case, in an order rotated by one each round) and the table
+shows medians, so a burst of load from elsewhere lands on all cases alike; "on / off" is the ratio of
+the medians of the same run, "on - off" the median of the differences within each round (the two ran
+one after the other). Every answer is checked: git_status names exactly the changed files,
+search_code finds exactly rg's lines.
 
 Separately, once: the first call of a fresh process, which loads the Landlock binding (`landlockpy`),
-with the sandbox and without, and what importing the binding alone takes.
+with the sandbox and without (each fresh process also times a second call), and what importing the
+binding alone takes.
 
     .venv/bin/python bench/sandbox_cost.py               # 25 rounds; JSON in .bench-cache/sandbox_cost.json
     .venv/bin/python bench/sandbox_cost.py --smoke       # a small repository, 2 rounds: a few seconds
@@ -504,7 +511,7 @@ def render(report: dict[str, Any]) -> str:
     repository = figures["repository"]
     lines = [
         f"{report['date']} · {host['cpu']}, {host['cores']} cores · {host['system']} · Python {host['python']} · "
-        f"commit {host['commit']} · load average {figures['load_average']['before']} -> {figures['load_average']['after']}",
+        f"commit {host['commit']} · src {report['config']['src']} · load average {figures['load_average']['before']} -> {figures['load_average']['after']}",
         f"{figures['versions']['git']}; {figures['versions']['rg']}; Landlock ABI {figures['versions']['landlock_abi']}; "
         f"repository: {repository['files']:,} files, {repository['bytes'] / 1e6:.0f} MB, {len(repository['changed'])} changed; "
         f"{figures['rounds']} interleaved rounds",
@@ -570,9 +577,11 @@ def main(argv: list[str] | None = None) -> int:
     except (BenchError, OSError, subprocess.SubprocessError) as err:
         log(f"sandbox_cost: {err}")
         return 1
+    import shipcode_mcp
+
     report = {"date": started.strftime("%Y-%m-%d %H:%M UTC"), "machine": harness.machine(), "config": {
         "rounds": config.rounds, "first_call_repetitions": config.first_call_repetitions, "servers": config.servers,
-        "recipe": config.recipe.__dict__}, "figures": figures}
+        "recipe": config.recipe.__dict__, "src": os.path.dirname(os.path.dirname(shipcode_mcp.__file__ or ""))}, "figures": figures}
     json_path = args.json or cache / "sandbox_cost.json"
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
