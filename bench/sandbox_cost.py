@@ -511,7 +511,8 @@ def render(report: dict[str, Any]) -> str:
     repository = figures["repository"]
     lines = [
         f"{report['date']} · {host['cpu']}, {host['cores']} cores · {host['system']} · Python {host['python']} · "
-        f"commit {host['commit']} · src {report['config']['src']} · load average {figures['load_average']['before']} -> {figures['load_average']['after']}",
+        f"commit {host['commit']} · src {report['config']['src']} · "
+        f"load average {figures['load_average']['before']} -> {figures['load_average']['after']}",
         f"{figures['versions']['git']}; {figures['versions']['rg']}; Landlock ABI {figures['versions']['landlock_abi']}; "
         f"repository: {repository['files']:,} files, {repository['bytes'] / 1e6:.0f} MB, {len(repository['changed'])} changed; "
         f"{figures['rounds']} interleaved rounds",
