@@ -74,7 +74,7 @@ def test_the_first_call_is_measured_with_and_without_the_sandbox(smoke: tuple[di
     report, printed = smoke
     first = report["figures"]["first_call"]
     for tool in ("git_status", "search_code"):
-        for name in ("first_on", "first_off", "second_on", "second_off"):
+        for name in ("first_on", "first_off", "later_on", "later_off"):
             assert first[tool][name] > 0, (tool, name)
         # Only the sandboxed process loads the Landlock binding: the difference measured is its loading.
         assert first["landlockpy_loaded"][f"{tool} on"] is True
