@@ -741,3 +741,122 @@ def test_a_tool_whose_request_to_the_client_fails_is_a_tool_error() -> None:
     h.jobs[0].run()
     result = h.sent[0]["result"]
     assert result["isError"] is True and "sampling/createMessage" in result["content"][0]["text"]
+
+
+# -- work that may walk a tree runs off the reading loop; subscriptions keep the client's last word ----------
+class Subscriptions:
+    """A subscribe handler that records what it was asked and the changes made; it refuses URIs in `gone`."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, bool]] = []
+        self.kept: set[str] = set()
+        self.gone: set[str] = set()
+
+    def __call__(self, session: Session, uri: str, subscribe: bool) -> Any:
+        from shipcode_mcp.primitives import ResourceNotFound
+
+        self.asked.append((uri, subscribe))
+        if subscribe and uri in self.gone:
+            raise ResourceNotFound(uri)
+        return (lambda: self.kept.add(uri)) if subscribe else (lambda: self.kept.discard(uri))
+
+
+def subscribing_harness() -> tuple[Harness, Subscriptions]:
+    server = make_server()
+    server.resources_subscribe = True
+    handler = Subscriptions()
+    server.subscribe_handler = handler
+    h = Harness(server)
+    h.receive(INIT)
+    h.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return h, handler
+
+
+def test_subscribe_with_a_handler_runs_off_the_loop() -> None:
+    h, handler = subscribing_harness()
+    assert h.receive(req(2, "resources/subscribe", {"uri": "test://a"})) == []
+    assert handler.asked == [] and len(h.jobs) == 1  # nothing ran on the reading loop
+    h.jobs.pop().run()
+    assert h.sent == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
+    assert handler.kept == {"test://a"} and h.session.subscriptions == {"test://a"}
+
+
+def test_an_unsubscribe_that_overtakes_its_subscribe_wins() -> None:
+    h, handler = subscribing_harness()
+    h.receive(req(2, "resources/subscribe", {"uri": "test://a"}))
+    assert h.receive(req(3, "resources/unsubscribe", {"uri": "test://a"})) == [{"jsonrpc": "2.0", "id": 3, "result": {}}]
+    h.jobs.pop().run()  # the subscribe finishes last
+    assert h.sent == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
+    assert handler.kept == set() and h.session.subscriptions == set()
+    # Subscribing again afterwards works as usual.
+    h.receive(req(4, "resources/subscribe", {"uri": "test://a"}))
+    h.jobs.pop().run()
+    assert handler.kept == {"test://a"} and h.session.subscriptions == {"test://a"}
+
+
+@pytest.mark.parametrize("later_first", [True, False])
+def test_of_two_subscribes_the_later_decides_whatever_finishes_first(later_first: bool) -> None:
+    h, handler = subscribing_harness()
+    h.receive(req(2, "resources/subscribe", {"uri": "test://a"}))
+    h.receive(req(3, "resources/subscribe", {"uri": "test://a"}))
+    earlier, later = h.jobs
+    if later_first:  # the later one is kept; then the earlier is refused (the file went): it must not undo it
+        later.run()
+        handler.gone.add("test://a")
+        earlier.run()
+        assert handler.kept == {"test://a"} and h.session.subscriptions == {"test://a"}
+    else:  # the earlier one is kept; then the later is refused: the client's last word is "not found"
+        earlier.run()
+        handler.gone.add("test://a")
+        later.run()
+        assert handler.kept == set() and h.session.subscriptions == set()
+    errors = [m["id"] for m in h.sent if "error" in m]
+    assert errors == ([2] if later_first else [3])
+
+
+def test_a_refused_subscribe_leaves_no_subscription() -> None:
+    h, handler = subscribing_harness()
+    h.session.subscriptions.add("test://gone")  # subscribed earlier, and the file went since
+    handler.kept.add("test://gone")
+    handler.gone.add("test://gone")
+    h.receive(req(2, "resources/subscribe", {"uri": "test://gone"}))
+    h.jobs.pop().run()
+    assert h.sent[0]["error"] == {"code": -32002, "message": "Resource not found", "data": {"uri": "test://gone"}}
+    assert handler.kept == set() and h.session.subscriptions == set()
+
+
+def test_a_cancelled_subscribe_changes_nothing() -> None:
+    h, handler = subscribing_harness()
+    h.receive(req(2, "resources/subscribe", {"uri": "test://a"}))
+    h.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+    h.jobs.pop().run()
+    assert h.sent == [] and handler.kept == set() and h.session.subscriptions == set()
+
+
+def test_resources_list_with_a_source_runs_off_the_loop_and_carries_its_meta() -> None:
+    class Cut(list[Resource]):
+        meta = {"example.test/cut": True}
+
+    called: list[str] = []
+    server = make_server()
+
+    def source() -> Cut:
+        called.append("source")
+        return Cut([Resource("test://b", "b")])
+
+    server.add_resource_source(source, on_new_listing=lambda: called.append("hook"))
+    h = Harness(server)
+    h.receive(INIT)
+    assert h.receive(req(2, "resources/list")) == [] and called == []
+    h.jobs.pop().run()
+    assert called == ["hook", "source"]
+    assert h.sent == [{"jsonrpc": "2.0", "id": 2, "result": {
+        "resources": [{"uri": "test://a", "name": "a"}, {"uri": "test://b", "name": "b"}],
+        "_meta": {"example.test/cut": True}}}]
+
+
+def test_resources_list_without_a_source_stays_inline() -> None:
+    h = Harness()
+    h.receive(INIT)
+    assert h.receive(req(2, "resources/list")) == [{"jsonrpc": "2.0", "id": 2, "result": {
+        "resources": [{"uri": "test://a", "name": "a"}]}}]

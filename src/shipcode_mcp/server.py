@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     T = TypeVar("T")
     F = TypeVar("F", bound=Callable[..., Any])
     ResourceSource = Callable[[], Sequence[Resource]]
+    SubscribeHandler = Callable[[Session, str, bool], Callable[[], None] | None]
     RootsCallback = Callable[[Session, list[dict[str, Any]]], None]
     NotificationHandler = Callable[[Session, dict[str, Any]], None]
     RequestHandler = Callable[[Session, RequestContext, dict[str, Any]], dict[str, Any] | Deferred]
@@ -110,7 +111,7 @@ class Server:
         self.resources_list_changed = list_changed
         self.prompts_list_changed = list_changed
         self.resources_subscribe = subscribe
-        self.subscribe_handler: Callable[[Session, str, bool], None] | None = None
+        self.subscribe_handler: SubscribeHandler | None = None  # see _subscribe
         self.notification_handlers: dict[str, list[NotificationHandler]] = {}
         self.completers: dict[tuple[str, str, str], Completer] = {}  # (ref type, prompt name or URI template, argument)
         self.roots_callbacks: list[RootsCallback] = []
@@ -139,9 +140,11 @@ class Server:
     def add_resource_source(self, source: ResourceSource, *, on_new_listing: Callable[[], None] | None = None) -> None:
         """A callable that lists resources when asked (a directory tree, say) rather than up front.
 
-        It is called for every page of resources/list, and cursors index its result. `on_new_listing`
-        runs when a client starts a listing (no cursor), so a source that keeps its result between
-        pages (rather than walk a big tree once per page) knows when to look afresh.
+        It is called for every page of resources/list, off the reading loop, and cursors index its
+        result: any sequence, so a big one can make its resources only for the page asked for. A result
+        with a `meta` attribute (a dict, e.g. saying the list was cut) adds it to the page's `_meta`.
+        `on_new_listing` runs when a client starts a listing (no cursor), so a source that keeps its
+        result between pages (rather than walk a big tree once per page) knows when to look afresh.
         """
         self.resource_sources.append(source)
         if on_new_listing is not None:
@@ -435,11 +438,13 @@ class Server:
 
         return run_all
 
-    def all_resources(self) -> list[Resource]:
-        items = list(self.resources.values())
-        for source in self.resource_sources:
-            items.extend(source())
-        return items
+    def all_resources(self) -> Sequence[Resource]:
+        """The registered resources, then each source's: joined without copying, since a source may be big."""
+        parts: list[Sequence[Resource]] = [list(self.resources.values())] if self.resources else []
+        parts.extend(source() for source in self.resource_sources)
+        if len(parts) == 1:
+            return parts[0]
+        return _Joined(parts)
 
     def find_template(self, uri: str) -> tuple[ResourceTemplate, dict[str, str]] | None:
         for template in self.resource_templates:
@@ -447,6 +452,51 @@ class Server:
             if variables is not None:
                 return template, variables
         return None
+
+
+if TYPE_CHECKING:
+    _ResourceSequence = Sequence[Resource]
+else:
+    _ResourceSequence = object  # collections.abc stays out of start-up: paginate needs len, index and slice only
+
+
+class _Joined(_ResourceSequence):
+    """Several sequences read as one (length, index, slice), for `paginate`; nothing is copied but the page."""
+
+    __slots__ = ("_parts", "_starts", "meta")
+
+    def __init__(self, parts: list[Sequence[Resource]]) -> None:
+        self._parts = parts
+        self._starts: list[int] = []
+        total = 0
+        meta: dict[str, Any] = {}
+        for part in parts:
+            self._starts.append(total)
+            total += len(part)
+            meta.update(getattr(part, "meta", None) or {})
+        self._starts.append(total)
+        self.meta = meta or None
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    if TYPE_CHECKING:
+        @overload
+        def __getitem__(self, index: int) -> Resource: ...
+        @overload
+        def __getitem__(self, index: slice) -> Sequence[Resource]: ...
+
+    def __getitem__(self, index: int | slice) -> Resource | Sequence[Resource]:
+        import bisect
+
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        part = bisect.bisect_right(self._starts, index) - 1
+        return self._parts[part][index - self._starts[part]]
 
 
 # -- the MCP methods --------------------------------------------------------------------------------
@@ -509,12 +559,24 @@ def _call_tool(server: Server, session: Session, context: RequestContext, params
     return work() if tool.inline else Deferred(work)
 
 
-def _list_resources(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    if params.get("cursor") is None:
-        for hook in server.new_listing_hooks:
-            hook()
-    page, next_cursor = paginate(server.all_resources(), params.get("cursor"), server.page_size, lambda r: r.uri)
-    return _listed("resources", [resource.to_dict() for resource in page], next_cursor)
+def _list_resources(server: Server, session: Session, context: RequestContext,
+                    params: dict[str, Any]) -> dict[str, Any] | Deferred:
+    cursor = params.get("cursor")
+
+    def work() -> dict[str, Any]:
+        if cursor is None:
+            for hook in server.new_listing_hooks:
+                hook()
+        items = server.all_resources()
+        page, next_cursor = paginate(items, cursor, server.page_size, lambda r: r.uri)
+        out = _listed("resources", [resource.to_dict() for resource in page], next_cursor)
+        meta = getattr(items, "meta", None)
+        if meta:
+            out["_meta"] = meta
+        return out
+
+    # A source may walk a tree (a million files, say): that must never hold up the reading loop.
+    return Deferred(work) if server.resource_sources else work()
 
 
 def _list_resource_templates(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -539,16 +601,41 @@ def _read_resource(server: Server, session: Session, context: RequestContext, pa
     return read() if target is not None and target.inline else Deferred(read)
 
 
-def _subscribe(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+def _subscribe(server: Server, session: Session, context: RequestContext,
+               params: dict[str, Any]) -> dict[str, Any] | Deferred:
+    """resources/subscribe and unsubscribe. A `subscribe_handler` checks the URI (raising, e.g. ResourceNotFound,
+    to refuse) and returns the change to make, or None. Subscribing may take a walk of the tree, so it runs off
+    the reading loop; the change is made only if no later subscribe or unsubscribe of the URI came meanwhile,
+    so the client's last word stands whatever order the work finishes in. Unsubscribing is quick and inline."""
     uri = _string(params, "uri")
     subscribe = context.method == "resources/subscribe"
-    if subscribe:
-        session.subscriptions.add(uri)
-    else:
-        session.subscriptions.discard(uri)
-    if server.subscribe_handler is not None:
-        server.subscribe_handler(session, uri, subscribe)
-    return {}
+    handler = server.subscribe_handler
+    if handler is None:
+        if subscribe:
+            session.subscriptions.add(uri)
+        else:
+            session.subscriptions.discard(uri)
+        return {}
+    turn = session.subscription_turn(uri)
+    if not subscribe:
+        session.settle_subscription(uri, turn, False, handler(session, uri, False))
+        return {}
+
+    def cancelled() -> None:  # a cancelled subscribe changes nothing, and neither does anything it overtook
+        session.settle_subscription(uri, turn, None, None)
+
+    context.on_cancel(cancelled)
+
+    def work() -> dict[str, Any]:
+        try:
+            change = handler(session, uri, True)
+        except BaseException:
+            session.settle_subscription(uri, turn, False, handler(session, uri, False))
+            raise
+        session.settle_subscription(uri, turn, True, change)
+        return {}
+
+    return Deferred(work)
 
 
 def _list_prompts(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:

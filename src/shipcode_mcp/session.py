@@ -123,6 +123,8 @@ class Session:
         self._next_id = itertools.count(1)
         self.data: dict[str, Any] = {}  # per-session state that features keep (subscriptions, roots)
         self.subscriptions: set[str] = set()  # resource URIs this client subscribed to
+        self._subscription_turns: dict[str, int] = {}  # URI -> the turn of its latest subscribe/unsubscribe under way
+        self._turns = itertools.count(1)
         self.roots: list[dict[str, Any]] | None = None  # the client's roots, once listed
         self._roots_lock = threading.Lock()
         self._roots_listing: threading.Event | None = None  # set once a listing under way is over
@@ -297,6 +299,30 @@ class Session:
                     callback(self, roots)
                 except Exception:
                     self.log_exception("roots callback failed")
+
+    # -- subscriptions ----------------------------------------------------------------------------
+    def subscription_turn(self, uri: str) -> int:
+        """Note, on the reading loop, that a subscribe or unsubscribe of `uri` arrived: its turn."""
+        with self._lock:
+            turn = self._subscription_turns[uri] = next(self._turns)
+        return turn
+
+    def settle_subscription(self, uri: str, turn: int, subscribed: bool | None, change: Callable[[], None] | None) -> bool:
+        """End `turn`: if it is still the latest for `uri`, record the subscription (`subscribed`, None to
+        leave it as it is) and run `change`, atomically; a turn overtaken by a later one changes nothing."""
+        with self._lock:
+            if self._subscription_turns.get(uri) != turn:
+                return False
+            del self._subscription_turns[uri]
+            if subscribed is None:
+                return False
+            if subscribed:
+                self.subscriptions.add(uri)
+            else:
+                self.subscriptions.discard(uri)
+            if change is not None:
+                change()
+        return True
 
     def in_flight(self) -> list[RequestContext]:
         with self._lock:

@@ -459,13 +459,16 @@ def test_paging_walks_the_tree_once_per_listing(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(resource_tree, "list_files", counting)
     server = Server("t", "1")
     install_resources(server, Roots([str(tmp_path)]))
-    session = Session(server)
+    sent: list[dict[str, Any]] = []
+    session = Session(server, send=sent.append)  # listings are deferred: replies come through send
     session.receive(json.loads(HANDSHAKE))
     session.receive(json.loads(INITIALIZED))
 
     def page(number: int, cursor: str | None) -> dict[str, Any]:
         params = {"cursor": cursor} if cursor is not None else {}
-        [reply] = session.receive(jsonrpc.request(number, "resources/list", params))
+        assert session.receive(jsonrpc.request(number, "resources/list", params)) == []
+        reply = sent.pop()
+        assert reply["id"] == number and not sent
         return reply["result"]  # type: ignore[no-any-return]
 
     cursor: str | None = None

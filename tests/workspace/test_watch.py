@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +92,39 @@ def test_unsubscribe_then_modify_sends_nothing(tree: Path) -> None:
         (tree / "src" / "other.py").write_text("")
         assert process.read() == LIST_CHANGED
         process.no_output(QUIET)
+
+
+def test_subscribe_waits_for_the_watcher_off_the_loop_and_a_later_unsubscribe_wins(tree: Path) -> None:
+    """20 000 folders take the watcher about 2 s to watch. The first subscribe waits for it, on a worker:
+    a ping and an unsubscribe sent after it are answered meanwhile (on the reading loop the subscribe held
+    them for those 2 s), and the subscribe, done last, must not undo the unsubscribe."""
+    for number in range(20_000):
+        (tree / f"empty {number:05d}").mkdir()
+    uri = file_uri(str(tree.resolve() / "src" / "main.py"))
+
+    def message(msg_id: str, method: str, params: dict[str, Any] | None = None) -> str:
+        return json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, **({"params": params} if params else {})})
+
+    with McpProcess("--watch", str(tree)) as process:
+        process.initialize()
+        started = time.monotonic()
+        process.write("".join(line + "\n" for line in (
+            message("s", "resources/subscribe", {"uri": uri}), message("u", "resources/unsubscribe", {"uri": uri}),
+            message("p", "ping"))))
+        assert process.read() == {"jsonrpc": "2.0", "id": "u", "result": {}}
+        assert process.read() == {"jsonrpc": "2.0", "id": "p", "result": {}}
+        answered = time.monotonic() - started
+        assert process.read(timeout=60) == {"jsonrpc": "2.0", "id": "s", "result": {}}
+        ready = time.monotonic() - started
+        print(f"unsubscribe and ping answered after {answered * 1000:.0f} ms; the subscribe, once the watcher "
+              f"ran, after {ready:.2f} s")
+        assert answered < 0.5 < ready
+        (tree / "src" / "main.py").write_text("print('v4')\n")
+        process.no_output(QUIET)
+        # Subscribed last, it is heard.
+        assert subscribe(process, uri)["result"] == {}
+        (tree / "src" / "main.py").write_text("print('v5')\n")
+        assert process.read() == updated(uri)
 
 
 def test_files_appearing_and_disappearing_change_the_list(tree: Path) -> None:

@@ -10,17 +10,21 @@ import os
 import stat
 import threading
 import time
+from bisect import bisect_left
+from collections.abc import Sequence
 
-from .. import jsonrpc
+from .. import jsonrpc, log
 from ..primitives import Resource, ResourceNotFound, ToolError, blob_resource, text_resource
 from .listing import list_files
 from .mime import SNIFF_BYTES, as_text, guess_mime_type, mime_type
 from .resources import (
     DIRECTORY_MIME_TYPE,
     MAX_DIRECTORY_ENTRIES,
+    MAX_LISTED_FILES,
     MAX_READ_BYTES,
     RESOURCE_TOO_LARGE,
     SNAPSHOT_SECONDS,
+    TRUNCATED_META_KEY,
     display,
 )
 from .roots import OutsideRoots
@@ -30,7 +34,7 @@ from .uris import encode_path, root_uri, uri_path
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, overload
 
     from ..context import RequestContext
     from .roots import Roots
@@ -112,53 +116,150 @@ class FileResource(Resource):
 
 
 class Snapshot:
-    """One walk of one root: its files in listing order, and (computed when first asked) its folders."""
+    """One walk of one root: the names of its first MAX_LISTED_FILES files, in path order.
 
-    __slots__ = ("_children", "expired", "files", "resources", "root", "root_uri", "taken")
-    files: dict[str, FileResource]  # path relative to the root -> its resource, sorted by path
+    Only the names are kept (a str each: 120 to 150 bytes a file in all, measured): resources are
+    made for the page being rendered, and a folder's entries are a range of the sorted names, found by
+    bisection, so a snapshot costs no more than its names (the FileResource of every file, with its
+    URI, name and path, cost about 500 bytes).
+    """
 
-    def __init__(self, roots: Roots, root: str, names: list[str], taken: float, previous: Snapshot | None) -> None:
+    __slots__ = ("_folders", "expired", "names", "prefix", "root", "root_uri", "roots", "taken", "total")
+
+    def __init__(self, roots: Roots, root: str, names: list[str], taken: float) -> None:
+        self.roots = roots
         self.root = root
         self.taken = taken
         self.expired = False
         self.root_uri = root_uri(root)
-        prefix = root.rstrip("/") + "/"
-        reuse: dict[str, FileResource] = previous.files if previous is not None else {}
-        files: dict[str, FileResource] = {}
-        if names:
-            for name in names:
-                resource = reuse.get(name)
-                if resource is None:
-                    uri = self.root_uri + encode_path(name)
-                    resource = FileResource(uri, display(name), prefix + name, roots)
-                files[name] = resource
-        self.files = files
-        self.resources: list[Resource] = list(files.values())
-        self._children: dict[str, dict[str, bool]] | None = None
+        self.prefix = root.rstrip("/") + "/"
+        self.total = len(names)  # files the walk found; list_files sorts them, so the cut keeps the first
+        if self.total > MAX_LISTED_FILES:
+            while len(names) > MAX_LISTED_FILES:  # in steps: freeing a million names at once holds the GIL ~10 ms
+                del names[max(MAX_LISTED_FILES, len(names) - 65_536):]
+            # The names kept are scattered over the memory of all those freed, which then cannot go back to
+            # the system: made again, side by side, they leave it free (a million-file walk keeps 24 MB, not 41).
+            joined = "\0".join(names)
+            names.clear()
+            names = joined.split("\0")
+            del joined
+        names.sort()  # sorted already, so nearly free; bisection depends on it
+        self.names = names
+        self._folders: set[str] | None = None
 
-    def folders(self) -> dict[str, dict[str, bool]]:
-        """Every folder that holds a listed file, even deep down ("" is the root): entry name -> is a folder."""
-        if self._children is None:
-            children: dict[str, dict[str, bool]] = {"": {}}
-            for name in self.files:
-                parent, _, base = name.rpartition("/")
-                entries = children.get(parent)
-                if entries is None:
-                    children[parent] = entries = {}
-                    folder = parent  # new folder: link it, and any new ancestors, to their parents
-                    while folder:
-                        up, _, folder_name = folder.rpartition("/")
-                        known = up in children
-                        children.setdefault(up, {})[folder_name] = True
-                        if known:
-                            break
-                        folder = up
-                entries[base] = False
-            self._children = children
-        return self._children
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.names)
+
+    def resource(self, rel: str) -> FileResource:
+        return FileResource(self.root_uri + encode_path(rel), display(rel), self.prefix + rel, self.roots)
+
+    def has_file(self, rel: str) -> bool:
+        names = self.names
+        at = bisect_left(names, rel)
+        return at < len(names) and names[at] == rel
+
+    def _inside(self, rel: str) -> tuple[int, int]:
+        """The range of names below the folder `rel` ("" is the root): sorted, they are contiguous, and
+        every one that starts with 'rel/' sorts before 'rel0', since '0' follows '/'."""
+        if not rel:
+            return 0, len(self.names)
+        return bisect_left(self.names, rel + "/"), bisect_left(self.names, rel + "0")
+
+    def has_folder(self, rel: str) -> bool:
+        low, high = self._inside(rel)
+        return low < high
+
+    def entries(self, rel: str) -> dict[str, bool]:
+        """The direct entries of the folder `rel` that hold listed files: name -> is a folder."""
+        names = self.names
+        at, end = self._inside(rel)
+        cut = len(rel) + 1 if rel else 0
+        out: dict[str, bool] = {}
+        while at < end:
+            head, slash, _ = names[at][cut:].partition("/")
+            out[head] = bool(slash)
+            if slash:  # skip the sub-folder's files in one step
+                at = bisect_left(names, names[at][:cut] + head + "0", at, end)
+            else:
+                at += 1
+        return out
+
+    def folders(self) -> set[str]:
+        """Every folder that holds a listed file, even deep down ("" is the root); computed once."""
+        if self._folders is None:
+            found = {""}
+            last = None
+            for name in self.names:
+                parent = name.rpartition("/")[0]
+                if parent == last:
+                    continue
+                last = parent
+                while parent not in found:
+                    found.add(parent)
+                    parent = parent.rpartition("/")[0]
+            self._folders = found
+        return self._folders
 
     def shows(self, rel: str, directory: bool) -> bool:
-        return rel in self.folders() if directory else rel in self.files
+        return (rel == "" or self.has_folder(rel)) if directory else self.has_file(rel)
+
+
+class Listing(Sequence[Resource]):
+    """What resources/list pages through: the roots' names in order, a file once (under the first root
+    that lists it), at most MAX_LISTED_FILES in all; resources are made only for the page asked for."""
+
+    def __init__(self, snapshots: Sequence[Snapshot]) -> None:
+        self.snapshots = tuple(snapshots)
+        self._parts: list[tuple[Snapshot, list[str]]] = []
+        self._starts: list[int] = []
+        room = MAX_LISTED_FILES
+        cut = False
+        for number, snap in enumerate(snapshots):
+            names = snap.names
+            nested = [other for other in snapshots[:number]
+                      if other.prefix.startswith(snap.prefix) or snap.prefix.startswith(other.prefix)]
+            if nested:  # nested roots: drop what an earlier root lists already
+                names = [name for name in names if not any(
+                    (snap.prefix + name).startswith(other.prefix) and other.has_file((snap.prefix + name)[len(other.prefix):])
+                    for other in nested)]
+            if len(names) > room:
+                names, cut = names[:room], True
+            cut = cut or snap.truncated
+            self._starts.append(MAX_LISTED_FILES - room)
+            self._parts.append((snap, names))
+            room -= len(names)
+        self._length = MAX_LISTED_FILES - room
+        self._starts.append(self._length)
+        self.meta: dict[str, Any] | None = None
+        if cut:
+            self.meta = {TRUNCATED_META_KEY: {"listed": self._length, "limit": MAX_LISTED_FILES,
+                                              "files": sum(snap.total for snap in snapshots)}}
+
+    def __len__(self) -> int:
+        return self._length
+
+    if TYPE_CHECKING:
+        @overload
+        def __getitem__(self, index: int) -> Resource: ...
+        @overload
+        def __getitem__(self, index: slice) -> Sequence[Resource]: ...
+
+    def __getitem__(self, index: int | slice) -> Resource | Sequence[Resource]:
+        if isinstance(index, slice):
+            return [self._at(at) for at in range(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(index)
+        return self._at(index)
+
+    def _at(self, index: int) -> Resource:
+        part = 0
+        while self._starts[part + 1] <= index:  # a part per root: a handful
+            part += 1
+        snap, names = self._parts[part]
+        return snap.resource(names[index - self._starts[part]])
 
 
 class WorkspaceResources:
@@ -169,6 +270,8 @@ class WorkspaceResources:
         self._snapshots: dict[str, Snapshot] = {}
         self._walking: dict[str, threading.Lock] = {}  # one walk of a root at a time
         self._lock = threading.Lock()
+        self._listing: Listing | None = None  # the last one made, kept while its snapshots are current
+        self._warned: set[str] = set()  # roots said to be cut, on stderr, once each
         self.before_listing: list[Callable[[], None]] = []  # run when a client starts a listing (--watch waits here)
 
     # -- snapshots ---------------------------------------------------------------------------------
@@ -191,7 +294,11 @@ class WorkspaceResources:
                 names = list_files(root)
             except ToolError as err:  # no ripgrep, or the root went away: say so rather than "Internal error"
                 raise jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR, f"Listing the workspace failed: {err}") from None
-            fresh = Snapshot(self.roots, root, names, taken, current)
+            fresh = Snapshot(self.roots, root, names, taken)
+            if fresh.truncated and root not in self._warned:
+                self._warned.add(root)
+                log.warning(f"resources: {display(root)} holds {fresh.total} files; resources/list lists the first "
+                            f"{MAX_LISTED_FILES} in path order and serves only those (the tools see every file)")
             self._snapshots[root] = fresh
             return fresh
 
@@ -215,19 +322,13 @@ class WorkspaceResources:
         for root in paths:
             self.snapshot(root, 0.0)
 
-    def listed(self) -> list[Resource]:
-        """Every listed file of every root, roots in order, each root's files sorted by path."""
-        paths = self.roots.paths
-        if len(paths) == 1:
-            return self.snapshot(paths[0], SNAPSHOT_SECONDS).resources
-        out: list[Resource] = []
-        seen: set[str] = set()  # nested roots list a file once, under the first
-        for root in paths:
-            for resource in self.snapshot(root, SNAPSHOT_SECONDS).resources:
-                if resource.uri not in seen:
-                    seen.add(resource.uri)
-                    out.append(resource)
-        return out
+    def listed(self) -> Listing:
+        """Every listed file of every root, roots in order, each root's files sorted by path (see Listing)."""
+        snapshots = [self.snapshot(root, SNAPSHOT_SECONDS) for root in self.roots.paths]
+        listing = self._listing
+        if listing is None or listing.snapshots != tuple(snapshots):  # snapshots compare by identity
+            listing = self._listing = Listing(snapshots)
+        return listing
 
     # -- resources/read ----------------------------------------------------------------------------
     def locate(self, uri: str) -> tuple[str, Snapshot, str, bool]:
@@ -274,7 +375,7 @@ class WorkspaceResources:
 
     def _read_folder(self, uri: str, snap: Snapshot, rel: str) -> list[Content]:
         """One item per direct entry, in name order; the item's text is the entry's name, not its content."""
-        entries = sorted(snap.folders().get(rel, {}).items())
+        entries = sorted(snap.entries(rel).items())
         prefix = f"{rel}/" if rel else ""
         items: list[Content] = []
         for name, folder in entries[:MAX_DIRECTORY_ENTRIES]:
@@ -282,7 +383,7 @@ class WorkspaceResources:
                 child_uri = snap.root_uri + encode_path(prefix + name) + "/"
                 items.append(text_resource(child_uri, display(name) + "/", DIRECTORY_MIME_TYPE))
             else:
-                child = snap.files[prefix + name]
+                child = snap.resource(prefix + name)
                 items.append(text_resource(child.uri, child.name.rpartition("/")[2], child.describe()[0]))
         left_out = len(entries) - MAX_DIRECTORY_ENTRIES
         if left_out > 0:

@@ -9,6 +9,12 @@ A listing is a snapshot: one walk per root. The first page of resources/list alw
 its later pages reuse that walk for SNAPSHOT_SECONDS (or until --watch sees a change), so paging
 through 10 000 files walks once rather than a hundred times. After that the tree is walked again,
 and a cursor that no longer fits it is refused (-32602) by the server's fingerprinted cursors.
+Listing, reading and subscribing run off the reading loop (the server defers them), so a walk of
+a million files never holds up `ping` or cancellation.
+
+A root of more than MAX_LISTED_FILES files is cut: its first MAX_LISTED_FILES files in path order
+are listed and served, every page of resources/list says so in `_meta` (TRUNCATED_META_KEY), and
+stderr says so once. The tools still see every file.
 
 This module is on the start-up path, so it only registers; the work is in resource_tree.py (and
 mime.py), imported on the first listing or read.
@@ -23,7 +29,7 @@ from .uris import root_uri
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
     from ..context import RequestContext
     from ..primitives import ReadResult, Resource, TemplateReader
@@ -39,6 +45,13 @@ RESOURCE_TOO_LARGE = -32003
 
 MAX_DIRECTORY_ENTRIES = 10_000
 """A folder reads as at most this many entries, then one item that says how many were left out."""
+
+MAX_LISTED_FILES = 100_000
+"""The most files a root's snapshot keeps, and resources/list lists in all (a thousand pages). Kept as
+names only, they cost 120 to 150 bytes each, so a cut listing holds about 15 MB whatever the tree holds."""
+
+TRUNCATED_META_KEY = "shipcode-mcp/truncated"
+"""The `_meta` key of a resources/list result whose listing was cut: {"listed", "limit", "files"}."""
 
 SNAPSHOT_SECONDS = 5.0
 """How long the later pages of a listing may reuse the walk its first page made."""
@@ -107,7 +120,7 @@ class _OnFirstUse:
                     self._feature = WorkspaceResources(self.roots)
         return self._feature
 
-    def listed(self) -> list[Resource]:
+    def listed(self) -> Sequence[Resource]:
         return self.get().listed()
 
     def start_listing(self) -> None:

@@ -22,11 +22,12 @@ import stat
 import threading
 
 from .. import log
-from ..primitives import ResourceNotFound
 from .resources import IGNORE_FILES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from watchfiles._rust_notify import RustNotify
 
     from ..server import Server
@@ -98,20 +99,24 @@ class Watcher:
             log.warning(f"--watch: the watcher has not started after {READY_SECONDS:g} s; changes may go unreported")
 
     # -- subscriptions ------------------------------------------------------------------------------
-    def subscribe(self, session: Session, uri: str, subscribe: bool) -> None:
-        """resources/subscribe of a listed file or folder (else -32002), or resources/unsubscribe of any URI."""
+    def subscribe(self, session: Session, uri: str, subscribe: bool) -> Callable[[], None]:
+        """Check resources/subscribe of a listed file or folder (else -32002; it may walk the tree, so the
+        server calls this off the reading loop), or resources/unsubscribe of any URI; return the change,
+        which the server makes unless a later subscribe or unsubscribe of `uri` overtook this one."""
         if not subscribe:
-            with self._lock:
-                session.data.get(_SUBSCRIPTIONS, {}).pop(uri, None)
-            return
+            def forget() -> None:
+                with self._lock:
+                    session.data.get(_SUBSCRIPTIONS, {}).pop(uri, None)
+
+            return forget
         self.wait_ready()
-        try:
-            real, snapshot, rel, directory = self.resources.locate(uri)
-        except ResourceNotFound:
-            session.subscriptions.discard(uri)  # the server noted the subscription before asking us
-            raise
-        with self._lock:
-            session.data.setdefault(_SUBSCRIPTIONS, {})[uri] = (real, snapshot.root, rel, directory)
+        real, snapshot, rel, directory = self.resources.locate(uri)
+
+        def keep() -> None:
+            with self._lock:
+                session.data.setdefault(_SUBSCRIPTIONS, {})[uri] = (real, snapshot.root, rel, directory)
+
+        return keep
 
     # -- the thread ------------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -231,7 +236,7 @@ class Watcher:
             self._seen[root] = self.resources.snapshot(root, 0.0)
         if rewalk:
             self._rewatch(before)
-        if any(old is None or old.files.keys() != self._seen[root].files.keys() for root, old in before.items()):
+        if any(old is None or old.names != self._seen[root].names for root, old in before.items()):
             self.server.list_changed("resources")
         with self._lock:
             subscribed = [(session, list(subs.items())) for session in _sessions(self.server)
@@ -249,8 +254,8 @@ class Watcher:
             return False
         old, new = before[root], self._seen[root]
         if directory:  # its entries, not their contents
-            return old is None or old.folders().get(rel) != new.folders().get(rel)
-        return old is None or (rel in old.files) != (rel in new.files)
+            return old is None or old.entries(rel) != new.entries(rel)
+        return old is None or old.has_file(rel) != new.has_file(rel)
 
 
 class _Interrupted:
