@@ -430,33 +430,43 @@ def _scan(top: str, inside: Callable[[str], bool], alternates: list[str], budget
         budget[0] -= len(entries)
         if budget[0] < 0:
             return top, None
-        for entry in entries:
+        for entry in entries:  # the kind comes with the entry (d_type): a syscall only for links and oddities
+            if entry.is_file(follow_symlinks=False):
+                if entry.name == "alternates":
+                    _alternates_file(entry.path, f"{logical}/{entry.name}", store, alternates)
+                continue
             name = f"{logical}/{entry.name}" if logical else entry.name
             if entry.is_dir(follow_symlinks=False):
                 if store or name != "hooks":
                     pending.append((entry.path, name))
                 continue
-            if entry.is_symlink():
-                real = os.path.realpath(entry.path)
-                if not inside(real):
-                    return entry.path, "a symbolic link that leads there"
-                try:
-                    mode = os.stat(real).st_mode
-                except OSError:
-                    continue  # a dangling link: git finds nothing there either
-                if stat.S_ISDIR(mode):
-                    if real not in visited:
-                        visited.add(real)
-                        pending.append((real, name))
-                    continue
-            else:
-                mode = entry.stat(follow_symlinks=False).st_mode
-            if not stat.S_ISREG(mode):
+            if not entry.is_symlink():
+                return entry.path, kind_of(entry.stat(follow_symlinks=False).st_mode)
+            real = os.path.realpath(entry.path)
+            if not inside(real):
+                return entry.path, "a symbolic link that leads there"
+            try:
+                mode = os.stat(real).st_mode
+            except OSError:
+                continue  # a dangling link: git finds nothing there either
+            if stat.S_ISDIR(mode):
+                if real not in visited:
+                    visited.add(real)
+                    pending.append((real, name))
+            elif not stat.S_ISREG(mode):
                 return entry.path, kind_of(mode)
-            wanted = "info/alternates" if store else "objects/info/alternates"  # submodules': modules/*/objects/...
-            if name == wanted or (not store and name.endswith(f"/{wanted}")):
-                alternates.append(os.path.realpath(entry.path))
+            elif entry.name == "alternates":
+                _alternates_file(real, name, store, alternates)
     return None
+
+
+def _alternates_file(path: str, name: str, store: bool, alternates: list[str]) -> None:
+    """Add `path` to `alternates` if its name in the scanned folder is that of an object store's list of
+    alternates (a submodule's too: modules/NAME/objects/info/alternates)."""
+    name = name.lstrip("/")
+    wanted = "info/alternates" if store else "objects/info/alternates"
+    if name == wanted or (not store and name.endswith(f"/{wanted}")):
+        alternates.append(os.path.realpath(path))
 
 
 def _read_alternates(file: str, shown: str) -> list[str]:
