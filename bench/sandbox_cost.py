@@ -6,8 +6,8 @@ entered in the child, the kernel's checks on each file the child opens) for chil
 on; the limits stay. So "with / without" differs by exactly what Landlock costs.
 
 The tools are called in-process (the tool function, a real request context, real children) on a
-generated git repository the size of CPython's Lib (2 500 files, about 30 MB, a few files modified,
-deleted and untracked), and through two real servers over pipes, one with the sandbox and one without.
+generated git repository the size of CPython's Lib (2 500 files, about 35 MB, packed like a clone, a
+few files modified, deleted and untracked), and through two real servers over pipes, one with the sandbox and one without.
 The floor is plain `git status --porcelain=v2` and plain `rg -n PATTERN`. To tell a child's fixed cost
 from the cost of the files it opens, one child that does nothing (`git --version` through process.run)
 is timed too, with and without, beside plain `git --version` with and without a no-op `preexec_fn`
@@ -56,7 +56,7 @@ class Recipe:
     """What the generated repository is made of; the same recipe makes the same repository."""
 
     files: int = 2_500
-    lines: int = 260  # per file on average: about 12 KB, 30 MB in all (CPython's Lib: 2 000 .py files, 35 MB)
+    lines: int = 260  # per file on average: about 14 KB, 35 MB in all
     needle_files: int = 60  # below search_code's default limit of 200 matches: both sides scan everything
     modified: int = 5
     deleted: int = 1
@@ -64,7 +64,7 @@ class Recipe:
     seed: int = 9
 
     def text(self) -> str:
-        return " ".join(str(value) for value in self.__dict__.values()) + " 1"
+        return " ".join(str(value) for value in self.__dict__.values()) + " 2"
 
 
 SMOKE_RECIPE = Recipe(files=200, lines=40, needle_files=12)
@@ -131,6 +131,7 @@ def make_repository(root: Path, recipe: Recipe, log: Callable[[str], None]) -> W
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "The generated tree")
+    git(root, "gc", "-q")  # packed, as a cloned repository is
     for name in modified:
         with open(root / name, "a") as file:
             file.write("edited = True\n")
