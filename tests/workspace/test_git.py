@@ -298,6 +298,17 @@ def test_git_runs_nothing_the_repository_asks_for(repo: Path, tmp_path: Path) ->
     assert {line.split()[1] for line in marker.read_text().splitlines()} == {"2", "README.md"}  # fsmonitor, diff.external
 
 
+def test_diff_paths_are_read_as_given_whatever_the_config(repo: Path) -> None:
+    """diff.relative=true in the repository's config would make git print paths relative to the folder it
+    runs in (src/), which the tool reads as relative to the top."""
+    git(repo, "config", "diff.relative", "true")
+    (repo / "src" / "app.py").write_text("x\n")
+    with Tools(repo) as tools:
+        assert tools.data("git_diff", {"path": "src"})["files"] == [{"path": "src/app.py", "added": 1, "deleted": 9}]
+        assert "diff --git a/src/app.py b/src/app.py" in tools.text("git_diff", {"path": "src"})
+        assert [f["path"] for f in tools.data("git_diff", {"ref": "HEAD~2", "path": "src/app.py"})["files"]] == ["src/app.py"]
+
+
 def test_bounds_of_status_log_and_show(repo: Path) -> None:
     (repo / "many").mkdir()
     for n in range(2005):

@@ -364,9 +364,10 @@ class Repo:
         return ["--", relative.replace(os.sep, "/")]
 
     def relative(self) -> list[str]:
-        """The diff option that keeps diff output inside the root when confined."""
+        """The diff option that keeps diff output inside the root when confined, and otherwise keeps paths
+        relative to the top whatever diff.relative says (they are read that way)."""
         if not self.confined:
-            return []
+            return ["--no-relative"]
         return [f"--relative={os.path.relpath(self.root, self.top).replace(os.sep, '/')}"]
 
     def has_commits(self) -> bool:
