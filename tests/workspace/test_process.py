@@ -97,3 +97,24 @@ def test_a_long_line_is_held_only_up_to_the_limit() -> None:
     assert isinstance(cut, CutLine) and cut == b"a" * 1000 and cut.size == 300003
     assert cut.tail == b"a" * (TAIL_BYTES - 3) + b"END"
     assert lines[2:] == [b"x" * 10, b"", b"last"]
+
+
+def test_at_most_max_children_run_at_once_and_a_waiting_one_can_be_cancelled() -> None:
+    """A flood of requests does not become a flood of processes: the rest wait, cancellable."""
+    from shipcode_mcp.workspace.process import MAX_CHILDREN
+
+    held = [Child(context(), [sys.executable, "-c", "import time; time.sleep(30)"], cwd="/", readable=PYTHON_HOME)
+            for _ in range(MAX_CHILDREN)]
+    try:
+        waiting = context()
+        threading.Timer(0.3, waiting.cancel).start()
+        started = time.monotonic()
+        with pytest.raises(Cancelled):
+            run(waiting, ["true"], cwd="/", readable=[], limit=10)
+        assert 0.25 < time.monotonic() - started < 3  # it waited for a slot until it was cancelled
+        with pytest.raises(ToolError, match=r"waited longer than 0\.2 s for its turn"):
+            run(context(), ["true"], cwd="/", readable=[], limit=10, timeout=0.2)
+    finally:
+        for child in held:
+            child.__exit__()
+    assert run(context(), ["true"], cwd="/", readable=[], limit=10).returncode == 0  # the slots came back

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import threading
 import time
 
 from ..primitives import ToolError
@@ -30,6 +31,11 @@ MAX_LINE_BYTES = 1 << 20
 dropped, but for its last TAIL_BYTES, and the line comes as a `CutLine`."""
 TAIL_BYTES = 1 << 16
 _CHUNK = 1 << 16
+MAX_CHILDREN = max(4, 2 * (os.cpu_count() or 1))
+"""Children running at once, whatever the number of requests: 500 queued searches would otherwise be
+hundreds of rg processes (each with its threads) on a few cores, and every start is a fork that holds
+the interpreter's lock, so the reading loop itself would wait. The others wait for a slot, cancellable."""
+_slots = threading.BoundedSemaphore(MAX_CHILDREN)
 
 
 class CutLine(bytes):
@@ -74,19 +80,42 @@ class Child:
             confined = sandbox.confine(binary, readable)
         except OSError as err:
             raise ToolError(f"Could not prepare the sandbox of {self.what}: {err.strerror or err}") from None
+        self._deadline = time.monotonic() + timeout
+        self._slot = False
         try:
+            self._take_slot()
             with confined:
                 self.proc: subprocess.Popen[bytes] = subprocess.Popen(
                     list(argv), cwd=cwd, env=env, pass_fds=tuple(pass_fds), stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=confined,
                 )
         except OSError as err:
+            self._give_slot()
             raise ToolError(f"Could not start {self.what}: {os.strerror(err.errno) if err.errno else err}") from None
         except subprocess.SubprocessError:  # the sandbox could not be entered: the child never ran
+            self._give_slot()
             raise ToolError(f"Could not start {self.what} in its sandbox") from None
-        self._deadline = time.monotonic() + timeout
+        except BaseException:
+            self._give_slot()
+            confined.close()
+            raise
         if ctx is not None:
             ctx.on_cancel(self.kill)
+
+    def _take_slot(self) -> None:
+        """Wait for one of the MAX_CHILDREN slots; the request's cancellation and deadline still hold."""
+        while not _slots.acquire(timeout=0.05):
+            if self._ctx is not None:
+                self._ctx.check_cancelled()
+            if time.monotonic() > self._deadline:
+                raise ToolError(f"{self.what} waited longer than {self.timeout:g} s for its turn (too many requests "
+                                "at once) and was not started")
+        self._slot = True
+
+    def _give_slot(self) -> None:
+        if self._slot:
+            self._slot = False
+            _slots.release()
 
     def __enter__(self) -> Child:
         return self
@@ -94,6 +123,7 @@ class Child:
     def __exit__(self, *exc: object) -> None:
         self.kill()
         self.proc.wait()
+        self._give_slot()
         for pipe in (self.proc.stdout, self.proc.stderr):
             if pipe is not None:
                 pipe.close()
