@@ -154,9 +154,8 @@ def test_a_filter_pulled_in_by_an_include(repo: Path, canary: Canary, tmp_path: 
 
 
 def test_a_filter_in_a_submodules_config(repo: Path, canary: Canary, tmp_path: Path) -> None:
-    """git_status recurses into a submodule (a child git with the submodule's own config): its filter
-    names are not the superproject's. Only the kernel sandbox stops this one; git then says the filter
-    failed, and the tool says so."""
+    """git status and git diff recurse into a submodule (a child git, with the submodule's own config):
+    its filter names are not the superproject's, and are neutralised as well."""
     library = make_repo(tmp_path / "library")
     git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
     git(repo, "commit", "-qm", "Add lib")
@@ -169,10 +168,13 @@ def test_a_filter_in_a_submodules_config(repo: Path, canary: Canary, tmp_path: P
     canary.reset()
     stale(repo)
     with Tools(repo) as tools:
-        message = tools.error("git_status")
-        assert NOT_RUN in message and "evil.sh" in message, message
+        for name in ("git_status", "git_diff"):
+            message = tools.error(name)
+            assert NOT_RUN in message and "filter 'sub'" in message, message
         assert tools.text("git_show", {"ref": "HEAD", "path": "lib/README.md"}) == "# Demo\n\nA demo project."
+        assert tools.data("git_log", {"path": "lib"})["commits"][0]["subject"] == "Rename util to helpers"
     assert not canary.ran(), canary.path.read_text()
+    _refused_without_sandbox(repo, canary, "sub")
 
 
 def test_a_partial_clones_lazy_fetch_runs_no_transport(tmp_path: Path, canary: Canary) -> None:

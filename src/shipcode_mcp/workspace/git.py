@@ -17,11 +17,11 @@ That check does not depend on the kernel sandbox (which is the backstop, not the
   or is a FIFO or device, refuses the repository; so does an alternate object store outside the roots.
 - Nothing the repository names runs: hooks point at /dev/null, the index is never refreshed and
   rewritten, mailmap files are not read, no transport may start (a partial clone's lazy fetch), and
-  every filter the configuration declares (names are arbitrary, so they are read from git's own view
-  of the configuration, includes and all) is replaced by a "required" filter with no program. A file
-  that needs one makes git stop, and the tool says that the repository names a program shipcode-mcp
-  does not run; so does any other sign on stderr that git could not run a program (in the sandbox, a
-  filter of a submodule), since git then exits 0 with an answer that may be wrong.
+  every filter the configuration declares, the submodules' included (names are arbitrary, so they are
+  read from git's own view of the configuration, includes and all), is replaced by a "required" filter
+  with no program. A file that needs one makes git stop, and the tool says that the repository names a
+  program shipcode-mcp does not run; so does any other sign on stderr that git could not run a program
+  (one the sandbox stopped), since git then exits 0 with an answer that may be wrong.
 - File names, refs and commit metadata reach the model's text only through `printable`; diff and show
   output keeps its content lines as they are and has every other line masked.
 """
@@ -135,6 +135,8 @@ class Repo:
         self._fd = safe_open.open_dir(roots, directory, roots.display(directory))
         self.cwd = safe_open.proc_path(self._fd, directory)
         self._env = _env()
+        self._overrides: dict[str, str] = {}
+        self._submodules: list[str] = []  # git folders under .git/modules whose filters are not neutralised yet
         # What git may read in its sandbox: the roots and, for finding a larger repository that holds a
         # root, the .git folders above the roots.
         self.readable = [*roots.paths, *_enclosing_git_dirs(roots.paths)]
@@ -209,13 +211,13 @@ class Repo:
             return _within(real, own) if confined else self.roots.root_of(real) is not None
 
         where = "its own .git folder" if confined else "the workspace roots"
-        budget = [MAX_GIT_ENTRIES]
-        alternates: list[str] = []
+        found = _Found()
         folders = [own] if _within(self.git_dir, own) else [own, self.git_dir]
-        problems = [_scan(folder, inside, alternates, budget, store=False) for folder in folders]
+        problems = [_scan(folder, inside, found, store=False) for folder in folders]
+        self._submodules = found.submodules
         seen: set[str] = set()  # each store once: this ends, and goes deeper than git (which stops at 5)
-        while not any(problems) and alternates:
-            files, alternates = alternates, []
+        while not any(problems) and found.alternates:
+            files, found.alternates = found.alternates, []
             for file in files:
                 for store in _read_alternates(file, self._show(file)):
                     if confined:
@@ -228,7 +230,7 @@ class Repo:
                                         f"the workspace roots ({printable(self._show(file))} lists an object store there)")
                     if real not in seen and os.path.isdir(real):
                         seen.add(real)
-                        problems.append(_scan(real, inside, alternates, budget, store=True))
+                        problems.append(_scan(real, inside, found, store=True))
         for problem in problems:
             if problem is not None:
                 path, what = problem
@@ -279,10 +281,15 @@ class Repo:
             lines = done.stderr.strip().splitlines()
             why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {done.returncode}"
             raise ToolError(f"git config failed: {printable(why)}")
-        fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]  # each field ends with NUL
+        self._override(done.stdout, shown, files=True)
+
+    def _override(self, output: bytes, shown: str, *, files: bool) -> None:
+        """Add the overrides for what `git config -z --show-scope --get-regexp` printed to every later command's
+        environment (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n); path settings only if `files`."""
+        fields = output.decode("utf-8", "surrogateescape").split("\0")[:-1]  # each field ends with NUL
         if len(fields) % 2:
             raise ToolError(f"git failed: unexpected output of git config in {printable(shown)}")
-        overrides: dict[str, str] = {}
+        overrides = self._overrides
         for scope, entry in zip(fields[0::2], fields[1::2], strict=True):
             key, _, value = entry.partition("\n")
             section, _, rest = key.partition(".")
@@ -294,7 +301,7 @@ class Repo:
                                       f"filter.{name}.required": "true"})
             elif section == "protocol":
                 overrides[f"protocol.{name}.allow"] = "never"
-            elif scope in ("local", "worktree") and not self._inside_roots(value):
+            elif files and scope in ("local", "worktree") and not self._inside_roots(value):
                 overrides[key] = "/dev/null"
         if len(overrides) > 4 * MAX_FILTERS:
             raise ToolError(f"Refused: the git configuration of {printable(shown)} names more than {MAX_FILTERS} "
@@ -303,6 +310,21 @@ class Repo:
         for number, (key, value) in enumerate(overrides.items()):
             self._env[f"GIT_CONFIG_KEY_{number}"] = key
             self._env[f"GIT_CONFIG_VALUE_{number}"] = value
+
+    def _neutralise_submodules(self) -> None:
+        """The filters of the submodules' own configurations, neutralised like the repository's own: git status
+        and git diff run `git status` in each submodule, where those filters would apply. Our overrides reach
+        those children through the environment. (A submodule whose git folder is not under .git/modules, an
+        old layout, is left to the kernel sandbox.)"""
+        submodules, self._submodules = self._submodules, []
+        for git_dir in submodules:
+            if not os.path.isfile(os.path.join(git_dir, "HEAD")):
+                continue  # a file named config under modules/ that is not a git folder's
+            env = {key: value for key, value in self._env.items() if key != "GIT_WORK_TREE"}
+            env["GIT_DIR"] = git_dir
+            done = self._run(["config", "-z", "--show-scope", "--get-regexp", _CONFIG_KEYS], env, 1024 * 1024)
+            if done.returncode == 0 and not done.truncated:  # else git in the submodule fails the same way, and says so
+                self._override(done.stdout, self._show(git_dir), files=False)
 
     def _inside_roots(self, value: str) -> bool:
         """Whether a path-valued setting (as git reads it: `~` expanded, relative to the work tree) is in a root."""
@@ -338,9 +360,14 @@ class Repo:
     def run(self, args: list[str], *, limit: int = MAX_DATA_BYTES) -> Completed:
         """Run git; a sign on stderr that it could not run a program the repository names is a ToolError,
         whatever the exit status (git exits 0 when a filter fails, with an answer that may be wrong)."""
+        if args[0] in ("status", "diff") and self._submodules:
+            self._neutralise_submodules()
+        return self._run(args, self._env, limit)
+
+    def _run(self, args: list[str], env: dict[str, str], limit: int) -> Completed:
         from .process import run
 
-        done = run(self.ctx, [_git(), *_SAFE_CONFIG, *args], cwd=self.cwd, readable=self.readable, env=self._env,
+        done = run(self.ctx, [_git(), *_SAFE_CONFIG, *args], cwd=self.cwd, readable=self.readable, env=env,
                    pass_fds=(self._fd,), limit=limit, timeout=GIT_TIMEOUT, what="git")
         failed = list(dict.fromkeys(match.group(0) for match in _PROGRAM_FAILED.finditer(done.stderr)))
         if failed:
@@ -408,14 +435,25 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def _scan(top: str, inside: Callable[[str], bool], alternates: list[str], budget: list[int], *,
-          store: bool) -> tuple[str, str | None] | None:
+class _Found:
+    """What a walk of the git folders found that needs a closer look, and how many entries it may still see."""
+
+    __slots__ = ("alternates", "budget", "submodules")
+
+    def __init__(self) -> None:
+        self.alternates: list[str] = []
+        self.submodules: list[str] = []
+        self.budget = MAX_GIT_ENTRIES
+
+
+def _scan(top: str, inside: Callable[[str], bool], found: _Found, *, store: bool) -> tuple[str, str | None] | None:
     """Look at every entry under the git folder (or, `store`, the object store) `top` without following
     links, and at what each link leads to: the first entry that is a link leading where `inside` says no,
-    or a FIFO, socket or device, as (path, what it is); (top, None) when more entries than `budget` allows.
+    or a FIFO, socket or device, as (path, what it is); (top, None) when more entries than the budget allows.
     A link to a folder that stays inside is followed (that folder is looked at too, once). The
-    `info/alternates` files of object stores are added to `alternates` (by their real path). The hooks
-    folder of the git folder is skipped: no hook runs (a submodule's, under modules/, is looked at)."""
+    `info/alternates` files of object stores (by their real path) and the submodules' git folders (those
+    under modules/ holding a config) are added to `found`. The hooks folder of the git folder is skipped:
+    no hook runs (a submodule's, under modules/, is looked at)."""
     from .safe_open import kind_of
 
     pending = [(top, "")]  # (real folder, its path from top as git names it: links kept)
@@ -428,13 +466,15 @@ def _scan(top: str, inside: Callable[[str], bool], alternates: list[str], budget
             continue
         except OSError as err:
             return folder, f"a folder that cannot be read ({os.strerror(err.errno) if err.errno else err})"
-        budget[0] -= len(entries)
-        if budget[0] < 0:
+        found.budget -= len(entries)
+        if found.budget < 0:
             return top, None
         for entry in entries:  # the kind comes with the entry (d_type): a syscall only for links and oddities
             if entry.is_file(follow_symlinks=False):
                 if entry.name == "alternates":
-                    _alternates_file(entry.path, f"{logical}/{entry.name}", store, alternates)
+                    _alternates_file(entry.path, f"{logical}/{entry.name}", store, found.alternates)
+                elif entry.name == "config" and not store and logical.startswith("modules/"):
+                    found.submodules.append(folder)
                 continue
             name = f"{logical}/{entry.name}" if logical else entry.name
             if entry.is_dir(follow_symlinks=False):
@@ -457,7 +497,7 @@ def _scan(top: str, inside: Callable[[str], bool], alternates: list[str], budget
             elif not stat.S_ISREG(mode):
                 return entry.path, kind_of(mode)
             elif entry.name == "alternates":
-                _alternates_file(real, name, store, alternates)
+                _alternates_file(real, name, store, found.alternates)
     return None
 
 
