@@ -19,9 +19,10 @@ the medians of the same run, "on - off" the median of the differences within eac
 one after the other). Every answer is checked: git_status names exactly the changed files,
 search_code finds exactly rg's lines.
 
-Separately, once: the first call of a fresh process, which loads the Landlock binding (`landlockpy`),
-with the sandbox and without (each fresh process then times three more calls: the steady state), and what importing the
-binding alone takes.
+Separately: the first call of a fresh process, which loads the Landlock binding (`landlockpy`), with
+the sandbox and without (each process then times three more calls: the steady state), in a fresh
+interpreter calling the tool function and through a fresh server (initialize, then the call at once;
+the server starts loading the binding beside its start-up), and what importing the binding alone takes.
 
     .venv/bin/python bench/sandbox_cost.py               # 25 rounds; JSON in .bench-cache/sandbox_cost.json
     .venv/bin/python bench/sandbox_cost.py --smoke       # a small repository, 2 rounds: a few seconds
@@ -295,25 +296,52 @@ print(json.dumps({"first": times[0], "later": later, "landlockpy": "landlockpy" 
 """A fresh interpreter: the first call of one tool and the median of the next three (or the import of the binding alone)."""
 
 
-def first_calls(python: str, src: Path, root: Path, repetitions: int) -> dict[str, Any]:
-    """Fresh processes, interleaved: the first call with and without the sandbox, later calls for reference."""
-    cases = [(tool, mode) for tool in ("git_status", "search_code") for mode in ("on", "off")] + [("import", "on")]
+def fresh_server(python: str, src: Path, root: Path, cache: Path, tool: str, sandboxed: bool,
+                 check: Callable[[str, dict[str, Any]], None]) -> dict[str, float]:
+    """A server started for one measure: initialize, then the tool at once (the first call), then three more."""
+    target = server_target(python, src, root, sandboxed)
+    child = harness.Child(target, harness.stderr_log(cache, target))
+    samples = harness.Samples()
+    try:
+        child.arm(120.0)
+        child.initialize(samples)
+        times = []
+        for _ in range(4):
+            elapsed, data = harness.timed_call(child, samples, tool, {"pattern": NEEDLE} if tool == "search_code" else {})
+            check(tool, data)
+            times.append(elapsed)
+        child.close(10.0)
+    finally:
+        child.kill()
+    return {"first": times[0], "later": harness.median(times[1:])}
+
+
+def first_calls(python: str, src: Path, root: Path, cache: Path, repetitions: int, servers: bool,
+                check: Callable[[str, dict[str, Any]], None]) -> dict[str, Any]:
+    """Fresh processes, interleaved: the first call with and without the sandbox, later calls for reference;
+    in-process (a fresh interpreter calling the tool function) and, with `servers`, through a fresh server."""
+    tools = ["git_status", "search_code"] + (["server git_status", "server search_code"] if servers else [])
+    cases = [(tool, mode) for tool in tools for mode in ("on", "off")] + [("import", "on")]
     samples: dict[str, dict[str, list[float]]] = {f"{tool} {mode}": {} for tool, mode in cases}
     loaded: dict[str, bool] = {}
     for repetition in range(repetitions):
         for tool, mode in cases[repetition % len(cases):] + cases[:repetition % len(cases)]:
-            done = subprocess.run([python, "-c", FIRST_CALL_PROGRAM, mode, tool, str(root), NEEDLE], capture_output=True,
-                                  text=True, timeout=120, check=False, env={**harness.clean_environment(), **harness.our_env(src)})
-            if done.returncode != 0:
-                raise BenchError(f"first call of {tool} ({mode}) failed: {done.stderr.strip()[-500:]}")
-            figures = json.loads(done.stdout)
+            if tool.startswith("server "):
+                figures: dict[str, Any] = fresh_server(python, src, root, cache, tool.split()[1], mode == "on", check)
+            else:
+                done = subprocess.run([python, "-c", FIRST_CALL_PROGRAM, mode, tool, str(root), NEEDLE], capture_output=True,
+                                      text=True, timeout=120, check=False,
+                                      env={**harness.clean_environment(), **harness.our_env(src)})
+                if done.returncode != 0:
+                    raise BenchError(f"first call of {tool} ({mode}) failed: {done.stderr.strip()[-500:]}")
+                figures = json.loads(done.stdout)
             if "landlockpy" in figures:
                 loaded[f"{tool} {mode}"] = figures.pop("landlockpy")
             for name, value in figures.items():
                 samples[f"{tool} {mode}"].setdefault(name, []).append(value)
-    out: dict[str, Any] = {"repetitions": repetitions, "samples": samples, "landlockpy_loaded": loaded}
+    out: dict[str, Any] = {"repetitions": repetitions, "tools": tools, "samples": samples, "landlockpy_loaded": loaded}
     out["median"] = {key: {name: harness.median(values) for name, values in figures.items()} for key, figures in samples.items()}
-    for tool in ("git_status", "search_code"):
+    for tool in tools:
         on, off = out["median"][f"{tool} on"], out["median"][f"{tool} off"]
         paired = list(zip(samples[f"{tool} on"]["first"], samples[f"{tool} on"]["later"], samples[f"{tool} off"]["first"],
                           samples[f"{tool} off"]["later"], strict=True))
@@ -465,7 +493,7 @@ def measure(python: str, src: Path, cache: Path, config: Config, log: Callable[[
         for child in servers:
             child.kill()
     log(f"the first call of a fresh process, {config.first_call_repetitions} times each")
-    first = first_calls(python, src, root, config.first_call_repetitions)
+    first = first_calls(python, src, root, cache, config.first_call_repetitions, config.servers, check)
     git_binary = ours.git._git()
     from shipcode_mcp.workspace.listing import walk_readable
 
@@ -536,14 +564,14 @@ def render(report: dict[str, Any]) -> str:
               f"{ms(figures['preexec_fn_cost'])} per child (`git --version` with a no-op preexec_fn minus without)"]
     first = figures["first_call"]
     rows = []
-    for tool in ("git_status", "search_code"):
+    for tool in first["tools"]:
         pair = first[tool]
-        rows.append([tool, ms(pair["first_on"]), ms(pair["first_off"]), ms(pair["first_difference"]), ms(pair["later_on"]),
+        shown = f"{tool.split()[1]}, fresh server" if tool.startswith("server ") else f"{tool}, fresh interpreter"
+        rows.append([shown, ms(pair["first_on"]), ms(pair["first_off"]), ms(pair["first_difference"]), ms(pair["later_on"]),
                      ms(pair["later_off"]), ms(pair["first_call_extra"])])
-    lines += ["", harness.markdown_table(
-        [f"fresh process ({first['repetitions']} each, median)", "1st call, on", "1st call, off", "on - off, paired", "later calls, on",
-         "later calls, off", "extra: (1st - later) on - (1st - later) off, paired"], rows),
-        f"import landlockpy alone, fresh process: {ms(first['import_landlockpy'])}"]
+    header = [f"first call ({first['repetitions']} processes each, median)", "1st call, on", "1st call, off", "on - off, paired",
+              "later calls, on", "later calls, off", "extra: (1st - later) on - (1st - later) off, paired"]
+    lines += ["", harness.markdown_table(header, rows), f"import landlockpy alone, fresh process: {ms(first['import_landlockpy'])}"]
     return "\n".join(lines)
 
 

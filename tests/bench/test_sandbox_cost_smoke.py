@@ -73,9 +73,11 @@ def test_every_figure_is_measured_with_and_without_the_sandbox(smoke: tuple[dict
 def test_the_first_call_is_measured_with_and_without_the_sandbox(smoke: tuple[dict[str, Any], str]) -> None:
     report, printed = smoke
     first = report["figures"]["first_call"]
-    for tool in ("git_status", "search_code"):
+    assert first["tools"] == ["git_status", "search_code", "server git_status", "server search_code"]
+    for tool in first["tools"]:
         for name in ("first_on", "first_off", "later_on", "later_off"):
             assert first[tool][name] > 0, (tool, name)
+    for tool in ("git_status", "search_code"):
         # Only the sandboxed process loads the Landlock binding: the difference measured is its loading.
         assert first["landlockpy_loaded"][f"{tool} on"] is True
         assert first["landlockpy_loaded"][f"{tool} off"] is False
