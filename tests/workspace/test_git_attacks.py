@@ -177,6 +177,29 @@ def test_a_filter_in_a_submodules_config(repo: Path, canary: Canary, tmp_path: P
     _refused_without_sandbox(repo, canary, "sub")
 
 
+def test_a_filter_in_a_submodule_of_the_old_layout(repo: Path, canary: Canary, tmp_path: Path) -> None:
+    """A gitlink whose submodule keeps its .git folder in its work tree (the layout before git 1.7.8, or
+    a crafted tarball): its config is not under .git/modules, so its filter names are not neutralised.
+    The kernel sandbox stops the filter; git says so on stderr, and the tool refuses."""
+    library = make_repo(tmp_path / "library")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    git(repo, "commit", "-qm", "Add lib")
+    (repo / "lib" / ".git").unlink()
+    (repo / ".git" / "modules" / "lib").rename(repo / "lib" / ".git")
+    git(repo, "config", "--file", "lib/.git/config", "--unset", "core.worktree")
+    git(repo / "lib", "config", "filter.old.clean", str(canary.script))
+    (repo / "lib" / ".git" / "info" / "attributes").write_text("* filter=old\n")
+    stale(repo)
+    plain_git(repo, "status")
+    assert canary.ran()
+    canary.reset()
+    stale(repo)
+    with Tools(repo) as tools:
+        message = tools.error("git_status")
+        assert NOT_RUN in message and "evil.sh" in message, message
+    assert not canary.ran(), canary.path.read_text()
+
+
 def test_a_partial_clones_lazy_fetch_runs_no_transport(tmp_path: Path, canary: Canary) -> None:
     """A blob missing from a partial clone makes git fetch it, running the configured upload-pack
     (remote.origin.uploadpack: any command). GIT_NO_LAZY_FETCH is git 2.44+; the repository also tries

@@ -87,7 +87,7 @@ _PROGRAM_FAILED = re.compile(
     r"^(?:error|fatal|warning): (?:.*: )?(?:(?:clean|smudge) filter '.*' failed"
     r"|external filter '.*' (?:failed|is not available)|cannot (?:exec|run|fork to run|feed the input to external filter) "
     r"|initialization for subprocess '.*' failed|read from external filter '.*' failed"
-    r"|could not fetch .* from promisor remote|transport '.*' not allowed)",
+    r"|could not fetch .* from promisor remote|transport '.*' not allowed).*",
     re.MULTILINE)
 """git's words for a program it could not run: a filter, a hook, a transport. git may still exit 0."""
 
@@ -314,8 +314,9 @@ class Repo:
     def _neutralise_submodules(self) -> None:
         """The filters of the submodules' own configurations, neutralised like the repository's own: git status
         and git diff run `git status` in each submodule, where those filters would apply. Our overrides reach
-        those children through the environment. (A submodule whose git folder is not under .git/modules, an
-        old layout, is left to the kernel sandbox.)"""
+        those children through the environment. (A submodule whose git folder is not under .git/modules, as in
+        the old layout with a .git folder in its work tree, is left to the kernel sandbox: listing the index's
+        gitlinks would cost a git process on every call.)"""
         submodules, self._submodules = self._submodules, []
         for git_dir in submodules:
             if not os.path.isfile(os.path.join(git_dir, "HEAD")):
