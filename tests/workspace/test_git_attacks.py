@@ -455,6 +455,17 @@ def test_a_fifo_in_the_git_folder(repo: Path) -> None:
             assert ".git/packed-refs is a named pipe (FIFO)" in message, message
 
 
+def test_a_fifo_where_git_starts(repo: Path) -> None:
+    """A FIFO config is read before anything else: refused before git starts, not after its deadline."""
+    (repo / ".git" / "config").unlink()
+    os.mkfifo(repo / ".git" / "config")
+    with pytest.raises(subprocess.TimeoutExpired):
+        plain_git(repo, "status", timeout=2)
+    with Tools(repo) as tools:
+        message = tools.call("git_status", error=True, timeout=10)["content"][0]["text"]
+        assert message.endswith("is not one git can read: .git/config is a named pipe (FIFO)"), message
+
+
 def test_a_mailmap_file_outside(repo: Path, outside: Outside) -> None:
     """mailmap.file names an outside file; git show would put its names on Author lines."""
     (outside.path / "mailmap").write_text(f"{outside.secret} <ada@example.com>\n")

@@ -170,6 +170,16 @@ class Repo:
         common = _common_dir(nearest) if nearest is not None and found is not None else None
         if found is not None and common is not None and not self._trusted(common, found[0]):
             raise refused
+        # What git reads to start (before the walk below): a FIFO there would hold it until the deadline.
+        holder = found[0] if found is not None else self.directory
+        for folder in dict.fromkeys(folder for folder in (nearest, common) if folder is not None):
+            for name in ("HEAD", "config", "config.worktree", "commondir"):
+                start = os.path.join(folder, name)
+                odd = _special(start)
+                if odd is not None:
+                    named = self.roots.display(start) if self.roots.root_of(start) else os.path.relpath(start, holder)
+                    raise ToolError(f"Refused: the git repository of {printable(shown)} is not one git can read: "
+                                    f"{printable(named)} is {odd}")
         paths = [option for name in _GIT_PATHS for option in ("--git-path", name)]
         done = self.run(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", *paths],
                         limit=64 * 1024)
@@ -596,6 +606,17 @@ def _nearest_git(directory: str) -> tuple[str, str] | None:
         if up == folder:
             return None
         folder = up
+
+
+def _special(path: str) -> str | None:
+    """What `path` is in words if it is (or a link leads to) a FIFO, socket or device; None otherwise."""
+    from .safe_open import kind_of
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else kind_of(mode)
 
 
 def _common_dir(git_dir: str) -> str | None:
