@@ -156,7 +156,7 @@ class Repo:
         Pinning (GIT_DIR, GIT_WORK_TREE) means a `.git` or bare repository appearing meanwhile is not used.
         """
         shown = self.roots.display(self.directory)
-        refused = ToolError(f"Refused: the git repository of {shown} is not a .git folder inside the workspace roots "
+        refused = ToolError(f"Refused: the git repository of {printable(shown)} is not a .git folder inside the workspace roots "
                             "(a .git link or file pointing elsewhere, a linked worktree of an outside repository, "
                             "or a bare repository inside the project)")
         # The `.git` git would use is the nearest one up from here. In its sandbox git cannot read one that
@@ -609,14 +609,15 @@ def _nearest_git(directory: str) -> tuple[str, str] | None:
 
 
 def _special(path: str) -> str | None:
-    """What `path` is in words if it is (or a link leads to) a FIFO, socket or device; None otherwise."""
+    """What `path` is in words if it is a FIFO, socket or device; None otherwise (a link is judged later,
+    where it leads: looking at its target here would tell what lies outside)."""
     from .safe_open import kind_of
 
     try:
-        mode = os.stat(path).st_mode
+        mode = os.lstat(path).st_mode
     except OSError:
         return None
-    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else kind_of(mode)
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode) else kind_of(mode)
 
 
 def _common_dir(git_dir: str) -> str | None:
