@@ -22,6 +22,10 @@ That check does not depend on the kernel sandbox (which is the backstop, not the
   with no program. A file that needs one makes git stop, and the tool says that the repository names a
   program shipcode-mcp does not run; so does any other sign on stderr that git could not run a program
   (one the sandbox stopped), since git then exits 0 with an answer that may be wrong.
+- What only the kernel sandbox stops: a filter declared in the config of a submodule whose .git folder
+  sits in its own work tree (the old layout; under .git/modules they are neutralised), and what git
+  reads through a submodule's .git file that leads outside (status and diff run git there; only its
+  dirty bit and commit id could come back).
 - File names, refs and commit metadata reach the model's text only through `printable`; diff and show
   output keeps its content lines as they are and has every other line masked.
 """
