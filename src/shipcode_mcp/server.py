@@ -460,22 +460,16 @@ else:
     _ResourceSequence = object  # collections.abc stays out of start-up: paginate needs len, index and slice only
 
 
-class _Joined(_ResourceSequence):
-    """Several sequences read as one (length, index, slice), for `paginate`; nothing is copied but the page."""
+class ResourceParts(_ResourceSequence):
+    """Resources kept in parts and read as one sequence (length, index and slice: what `paginate` needs),
+    so that a page makes only its own resources. `_starts` holds where each part starts, then the total;
+    a subclass says how to get an item of a part (`_item`). `meta` is what a listing result carries."""
 
-    __slots__ = ("_parts", "_starts", "meta")
+    __slots__ = ("_starts", "meta")
 
-    def __init__(self, parts: list[Sequence[Resource]]) -> None:
-        self._parts = parts
-        self._starts: list[int] = []
-        total = 0
-        meta: dict[str, Any] = {}
-        for part in parts:
-            self._starts.append(total)
-            total += len(part)
-            meta.update(getattr(part, "meta", None) or {})
-        self._starts.append(total)
-        self.meta = meta or None
+    def __init__(self) -> None:
+        self._starts: list[int] = [0]
+        self.meta: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         return self._starts[-1]
@@ -496,7 +490,32 @@ class _Joined(_ResourceSequence):
         if not 0 <= index < len(self):
             raise IndexError(index)
         part = bisect.bisect_right(self._starts, index) - 1
-        return self._parts[part][index - self._starts[part]]
+        return self._item(part, index - self._starts[part])
+
+    def _item(self, part: int, offset: int) -> Resource:
+        raise NotImplementedError
+
+
+class _Joined(ResourceParts):
+    """Several sequences read as one, for `paginate`; nothing is copied but the page."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, parts: list[Sequence[Resource]]) -> None:
+        super().__init__()
+        self._parts = parts
+        self._starts = []
+        total = 0
+        meta: dict[str, Any] = {}
+        for part in parts:
+            self._starts.append(total)
+            total += len(part)
+            meta.update(getattr(part, "meta", None) or {})
+        self._starts.append(total)
+        self.meta = meta or None
+
+    def _item(self, part: int, offset: int) -> Resource:
+        return self._parts[part][offset]
 
 
 # -- the MCP methods --------------------------------------------------------------------------------

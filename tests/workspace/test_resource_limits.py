@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from shipcode_mcp.workspace.resources import MAX_LISTED_FILES, TRUNCATED_META_KEY
 from shipcode_mcp.workspace.uris import file_uri
 from support import McpProcess
+from workspace_support import tree_rss
 
 FILES = 1_000_000
 PER_FOLDER = 1_000
@@ -59,21 +60,6 @@ def million() -> Iterator[Path]:
             started = time.monotonic()
             subprocess.run(["rm", "-rf", str(root)], check=False, timeout=120)  # faster than rmtree, by half
             print(f"removed in {time.monotonic() - started:.1f} s")
-
-
-def tree_rss(pid: int) -> int:
-    """Resident bytes of `pid` and all its descendants, now."""
-    total = 0
-    todo = [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-            total += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")) * 1024
-            todo += [int(child) for child in Path(f"/proc/{current}/task/{current}/children").read_text().split()]
-        except (OSError, StopIteration):
-            pass  # gone meanwhile
-    return total
 
 
 def peak_rss(pid: int) -> int:

@@ -23,7 +23,7 @@ from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import sandbox
 from shipcode_mcp.workspace.listing import rg_executable
 from shipcode_mcp.workspace.process import run
-from workspace_support import Tools, context
+from workspace_support import Tools, context, tree_rss
 
 BASH = shutil.which("bash") or "/bin/bash"
 
@@ -131,22 +131,6 @@ def test_the_interpreter_is_found_as_the_loader_reports_it() -> None:
     assert sandbox.elf_interpreter(__file__) is None
 
 
-def _rss_of_tree(pid: int) -> int:
-    """Resident memory (bytes) of a process and all its descendants."""
-    total = 0
-    pending = [pid]
-    while pending:
-        current = pending.pop()
-        try:
-            with open(f"/proc/{current}/status") as status:
-                total += next((int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:")), 0)
-            with open(f"/proc/{current}/task/{current}/children") as children:
-                pending.extend(int(child) for child in children.read().split())
-        except OSError:
-            continue
-    return total
-
-
 def test_a_search_that_would_take_gigabytes_stops_with_a_clear_error(tmp_path: Path) -> None:
     """One 100 MB line of a frequent character: rg's JSON of its matches grows past 4 GiB when nothing
     bounds it. In its sandbox it stops at its limit and the tool says so; the machine never notices."""
@@ -167,7 +151,7 @@ def test_a_search_that_would_take_gigabytes_stops_with_a_clear_error(tmp_path: P
         def watch() -> None:
             nonlocal peak
             while not stop.is_set():
-                peak = max(peak, _rss_of_tree(tools.process.proc.pid))
+                peak = max(peak, tree_rss(tools.process.proc.pid))
                 time.sleep(0.02)
 
         watcher = threading.Thread(target=watch)

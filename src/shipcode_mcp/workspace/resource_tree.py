@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from .. import jsonrpc, log
 from ..primitives import Resource, ResourceNotFound, ToolError, blob_resource, text_resource
+from ..server import ResourceParts
 from .listing import list_files
 from .mime import SNIFF_BYTES, as_text, guess_mime_type, mime_type
 from .resources import (
@@ -34,7 +35,7 @@ from .uris import encode_path, root_uri, uri_path
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, overload
+    from typing import Any
 
     from ..context import RequestContext
     from .roots import Roots
@@ -205,14 +206,15 @@ class Snapshot:
         return (rel == "" or self.has_folder(rel)) if directory else self.has_file(rel)
 
 
-class Listing(Sequence[Resource]):
+class Listing(ResourceParts):
     """What resources/list pages through: the roots' names in order, a file once (under the first root
     that lists it), at most MAX_LISTED_FILES in all; resources are made only for the page asked for."""
 
     def __init__(self, snapshots: Sequence[Snapshot]) -> None:
+        super().__init__()
         self.snapshots = tuple(snapshots)
         self._parts: list[tuple[Snapshot, list[str]]] = []
-        self._starts: list[int] = []
+        self._starts = []
         room = MAX_LISTED_FILES
         cut = False
         for number, snap in enumerate(snapshots):
@@ -229,37 +231,14 @@ class Listing(Sequence[Resource]):
             self._starts.append(MAX_LISTED_FILES - room)
             self._parts.append((snap, names))
             room -= len(names)
-        self._length = MAX_LISTED_FILES - room
-        self._starts.append(self._length)
-        self.meta: dict[str, Any] | None = None
+        self._starts.append(MAX_LISTED_FILES - room)
         if cut:
-            self.meta = {TRUNCATED_META_KEY: {"listed": self._length, "limit": MAX_LISTED_FILES,
+            self.meta = {TRUNCATED_META_KEY: {"listed": len(self), "limit": MAX_LISTED_FILES,
                                               "files": sum(snap.total for snap in snapshots)}}
 
-    def __len__(self) -> int:
-        return self._length
-
-    if TYPE_CHECKING:
-        @overload
-        def __getitem__(self, index: int) -> Resource: ...
-        @overload
-        def __getitem__(self, index: slice) -> Sequence[Resource]: ...
-
-    def __getitem__(self, index: int | slice) -> Resource | Sequence[Resource]:
-        if isinstance(index, slice):
-            return [self._at(at) for at in range(*index.indices(self._length))]
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError(index)
-        return self._at(index)
-
-    def _at(self, index: int) -> Resource:
-        part = 0
-        while self._starts[part + 1] <= index:  # a part per root: a handful
-            part += 1
+    def _item(self, part: int, offset: int) -> Resource:
         snap, names = self._parts[part]
-        return snap.resource(names[index - self._starts[part]])
+        return snap.resource(names[offset])
 
 
 class WorkspaceResources:
