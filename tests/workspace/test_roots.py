@@ -424,7 +424,7 @@ def test_a_git_link_gitfile_or_worktree_pointing_outside_is_refused(tmp_path: Pa
             assert tools.data("git_log", {"limit": 1})["commits"][0]["subject"] == "Rename util to helpers"
 
 
-def test_a_repository_built_with_write_file_is_never_used(tmp_path: Path, outside_repo: tuple[Path, str]) -> None:
+def test_a_bare_repository_planted_in_the_project_is_never_used(tmp_path: Path, outside_repo: tuple[Path, str]) -> None:
     """A folder that looks like a bare repository: HEAD, refs/, a config with core.worktree and an
     [include] of any file, objects/info/alternates or a commondir pointing outside. write_file refuses to
     complete one (test_write_attacks.py), so here the files are written directly, as a checkout could
