@@ -162,6 +162,6 @@ def test_a_search_that_would_take_gigabytes_stops_with_a_clear_error(tmp_path: P
             stop.set()
             watcher.join()
         assert message.startswith("search stopped: it reached its memory limit")
-        assert peak < sandbox.RG_LIMITS.address_space + 512 * 1024 * 1024, peak
+        assert peak < sandbox.CHILD_LIMITS.address_space + 512 * 1024 * 1024, peak
         assert tools.data("search_code", {"pattern": "^a{3}"})["match_count"] == 1  # the server is fine
 

@@ -72,6 +72,8 @@ _SAFE_CONFIG = (
     "-c", "color.ui=false",
     "-c", "core.pager=cat",
     "-c", "diff.external=",
+    # Pack windows that fit the address space of GIT_LIMITS (sandbox.py), whatever the repository's config says.
+    "-c", "core.packedGitWindowSize=256m", "-c", "core.packedGitLimit=1g",
 )
 _DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv")
 _SIDE = re.compile(r"@\{[^}]*\}")  # reflog and upstream syntax (HEAD@{1}, main@{upstream}) may hold ':'
@@ -108,6 +110,24 @@ def _git() -> str:
             raise ToolError("git is not installed")
         _git_path = found
     return _git_path
+
+
+_exec_path: str | None = None
+
+
+def _git_exec_path() -> str:
+    """Where git's own helpers are: the one folder besides git itself whose programs it may run."""
+    global _exec_path
+    if _exec_path is None:
+        from .process import run
+        from .sandbox import GIT_LIMITS
+
+        done = run(None, [_git(), "--exec-path"], cwd="/", readable=[], limits=GIT_LIMITS, limit=64 * 1024, what="git")
+        found = os.fsdecode(done.stdout).strip()
+        if done.returncode != 0 or not os.path.isabs(found):
+            raise ToolError(f"git --exec-path failed: {printable(done.stderr.strip())}")
+        _exec_path = found
+    return _exec_path
 
 
 def _env() -> dict[str, str]:
@@ -381,9 +401,11 @@ class Repo:
 
     def _run(self, args: list[str], env: dict[str, str], limit: int) -> Completed:
         from .process import run
+        from .sandbox import GIT_LIMITS
 
-        done = run(self.ctx, [_git(), *_SAFE_CONFIG, *args], cwd=self.cwd, readable=self.readable, env=env,
-                   pass_fds=(self._fd,), limit=limit, timeout=GIT_TIMEOUT, what="git")
+        done = run(self.ctx, [_git(), *_SAFE_CONFIG, *args], cwd=self.cwd, readable=self.readable,
+                   executable=[_git_exec_path()], limits=GIT_LIMITS, env=env, pass_fds=(self._fd,), limit=limit,
+                   timeout=GIT_TIMEOUT, what="git")
         failed = list(dict.fromkeys(match.group(0) for match in _PROGRAM_FAILED.finditer(done.stderr)))
         if failed:
             raise _program_refused(args[0], failed)

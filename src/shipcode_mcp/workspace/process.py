@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
     from ..context import RequestContext
+    from .sandbox import Limits
 
 DEFAULT_TIMEOUT = 60.0
 MAX_STDERR = 64 * 1024
@@ -60,8 +61,8 @@ class Child:
     """
 
     def __init__(self, ctx: RequestContext | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str],
-                 env: Mapping[str, str] | None = None, pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT,
-                 what: str | None = None) -> None:
+                 executable: Sequence[str] = (), limits: Limits | None = None, env: Mapping[str, str] | None = None,
+                 pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None) -> None:
         import shutil
         import subprocess
 
@@ -77,7 +78,7 @@ class Child:
             raise ToolError(f"Could not start {self.what}: {os.strerror(errno.ENOENT)}")
         argv = [binary, *argv[1:]]
         try:
-            confined = sandbox.confine(binary, readable)
+            confined = sandbox.confine(binary, readable, limits or sandbox.CHILD_LIMITS, executable)
         except OSError as err:
             raise ToolError(f"Could not prepare the sandbox of {self.what}: {err.strerror or err}") from None
         self._deadline = time.monotonic() + timeout
@@ -233,11 +234,12 @@ def limit_message(what: str, code: int, stderr: str) -> str | None:
 
 
 def run(ctx: RequestContext | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str], limit: int,
-        env: Mapping[str, str] | None = None, pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT,
-        what: str | None = None) -> Completed:
+        executable: Sequence[str] = (), limits: Limits | None = None, env: Mapping[str, str] | None = None,
+        pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None) -> Completed:
     """Run to completion, keeping at most `limit` bytes of stdout (the child is stopped past that).
     A child stopped by one of its resource limits is a ToolError that says so."""
-    with Child(ctx, argv, cwd=cwd, readable=readable, env=env, pass_fds=pass_fds, timeout=timeout, what=what) as child:
+    with Child(ctx, argv, cwd=cwd, readable=readable, executable=executable, limits=limits, env=env, pass_fds=pass_fds,
+               timeout=timeout, what=what) as child:
         parts: list[bytes] = []
         size = 0
         truncated = False

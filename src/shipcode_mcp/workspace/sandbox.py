@@ -52,11 +52,12 @@ class Limits:
         self.open_files = open_files
 
 
-RG_LIMITS = Limits(address_space=2048 * MIB)
-"""rg holds a whole line in memory to search it: a 100 MB line with no newline made it reach 10 GB.
-2 GiB of address space leaves room for its threads' stacks and arenas and a line of hundreds of MB."""
+CHILD_LIMITS = Limits(address_space=2048 * MIB)
+"""Every child's, unless its caller says otherwise. rg holds a line and the JSON of its matches in memory:
+one 100 MB line of matches took it to 10 GB. 2 GiB of address space leaves room for its threads' stacks
+and arenas and for lines of hundreds of MB."""
 GIT_LIMITS = Limits(address_space=4096 * MIB)
-"""git maps pack files in windows (core.packedGitWindowSize, core.packedGitLimit are lowered to fit)."""
+"""git maps pack files in windows; git.py sets their size and total (1 GiB) to fit in this."""
 
 
 _abi: int | None = None
@@ -144,40 +145,14 @@ class Confinement:
         self.close()
 
 
-def confine(binary: str, readable: Sequence[str]) -> Confinement:
+def confine(binary: str, readable: Sequence[str], limits: Limits = CHILD_LIMITS,
+            executable: Sequence[str] = ()) -> Confinement:
     """The confinement of a child about to run `binary` (an absolute path), which may read beneath
-    `readable` (folders and files). Raises OSError if a rule cannot be made, so a child never starts
-    with less confinement than asked."""
-    limits, executable = _program(binary)
+    `readable` (folders and files) and run, besides itself, the programs beneath `executable` (git's
+    exec-path). Raises OSError if a rule cannot be made, so a child never starts with less
+    confinement than asked."""
     ruleset = None if unavailable_reason() is not None else _ruleset(binary, readable, executable)
     return Confinement(_limit_pairs(limits), ruleset)
-
-
-_exec_paths: dict[str, str] = {}
-
-
-def _program(binary: str) -> tuple[Limits, list[str]]:
-    """The limits of a program, and the folders of helpers it may run besides itself (git's exec-path)."""
-    if os.path.basename(binary) not in ("git", "git.exe"):
-        return RG_LIMITS, []
-    exec_path = _exec_paths.get(binary)
-    if exec_path is None:
-        import subprocess
-
-        # git itself says where its helpers are; asked in its sandbox, with nothing to read.
-        with _bare(binary) as confined:
-            done = subprocess.run([binary, "--exec-path"], stdin=subprocess.DEVNULL, capture_output=True, check=False,
-                                  env={"PATH": os.defpath, "LC_ALL": "C"}, preexec_fn=confined)
-        exec_path = os.fsdecode(done.stdout).strip()
-        if done.returncode != 0 or not os.path.isabs(exec_path):
-            raise OSError(f"git --exec-path failed: {os.fsdecode(done.stderr).strip()}")
-        _exec_paths[binary] = exec_path
-    return GIT_LIMITS, [exec_path]
-
-
-def _bare(binary: str) -> Confinement:
-    """The confinement of a question to a trusted binary that needs nothing but itself."""
-    return Confinement([], None if unavailable_reason() is not None else _ruleset(binary, (), ()))
 
 
 def _limit_pairs(limits: Limits) -> list[tuple[int, tuple[int, int]]]:

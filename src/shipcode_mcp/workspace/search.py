@@ -433,7 +433,7 @@ def _drive(ctx: RequestContext, command: list[str], cwd: str, fd: int, readable:
     from .process import Child, CutLine
 
     saw_output = False
-    with Child(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,), timeout=SEARCH_TIMEOUT, what="the search") as child:
+    with Child(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,), timeout=SEARCH_TIMEOUT, what="search") as child:
         if progress is not None:
             progress.pid = child.proc.pid
         try:
@@ -451,7 +451,7 @@ def _drive(ctx: RequestContext, command: list[str], cwd: str, fd: int, readable:
         stderr = child.stderr
         stopped = child.stopped(code)
     if stopped is not None:
-        raise ToolError(stopped.replace("the search stopped", "search stopped", 1))
+        raise ToolError(stopped)
     if code == 2 and not saw_output:
         raise ToolError(_rg_error(stderr))
     return code == 2
