@@ -227,9 +227,9 @@ class InProcess:
         started: list[str] = []
         confine = self.sandbox.confine
 
-        def counting(binary: str, readable: Any) -> Any:
+        def counting(binary: str, readable: Any, *rest: Any) -> Any:
             started.append(os.path.basename(binary))
-            return confine(binary, readable)
+            return confine(binary, readable, *rest)
 
         self.sandbox.confine = counting
         try:
