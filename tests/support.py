@@ -202,3 +202,18 @@ def run_transcript(input_bytes: bytes, *args: str, cwd: str | os.PathLike[str] |
     for line in done.stdout.splitlines():
         validate_server_message(json.loads(line))
     return done.stdout, done.stderr, done.returncode
+
+
+def load_script(path: Path, name: str) -> Any:
+    """A script that is not a package module (bench/*.py), imported under `name`; its own folder is on
+    sys.path as when it runs, so it can import its neighbours."""
+    import importlib.util
+
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module

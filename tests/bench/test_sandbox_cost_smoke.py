@@ -7,7 +7,6 @@ sandboxed, and that the answer checks reject a wrong answer.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -17,19 +16,14 @@ from typing import Any
 
 import pytest
 
+from support import load_script
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench" / "sandbox_cost.py"
 
 
 def driver() -> ModuleType:
-    if str(SCRIPT.parent) not in sys.path:
-        sys.path.insert(0, str(SCRIPT.parent))  # it imports bench/run.py as `run`, as when run as a script
-    spec = importlib.util.spec_from_file_location("bench_sandbox_cost", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_sandbox_cost"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "bench_sandbox_cost")
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ responses.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -17,17 +16,14 @@ from typing import Any
 
 import pytest
 
+from support import load_script
+
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "bench" / "run.py"
 
 
 def driver() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_run", RUN)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_run"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_script(RUN, "bench_run")
 
 
 @pytest.fixture(scope="module")
