@@ -161,9 +161,7 @@ class Repo:
         self._env = _env()
         self._overrides: dict[str, str] = {}
         self._submodules: list[str] = []  # git folders under .git/modules whose filters are not neutralised yet
-        # What git may read in its sandbox: the roots and, for finding a larger repository that holds a
-        # root, the .git folders above the roots.
-        self.readable = [*roots.paths, *_enclosing_git_dirs(roots.paths)]
+        self.readable = list(roots.paths)  # what git may read in its sandbox; _discover adds the repository's
         try:
             self._discover()
         except BaseException:
@@ -189,6 +187,8 @@ class Repo:
         nearest = found[1] if found is not None else None
         if found is not None and not self._trusted(found[1], found[0]):
             raise refused
+        if nearest is not None and self.roots.root_of(nearest) is None:
+            self.readable.append(nearest)  # the .git of a larger repository holding the root
         # Its `commondir` file (linked worktrees have one; any git folder may) moves objects, refs and config
         # elsewhere: judged here too, as git in its sandbox could not even read the config there.
         common = _common_dir(nearest) if nearest is not None and found is not None else None
@@ -658,23 +658,6 @@ def _common_dir(git_dir: str) -> str | None:
     except OSError:
         return path  # unreadable: judged as what it is, a file in the git folder
     return os.path.realpath(os.path.join(git_dir, os.fsdecode(named)))
-
-
-def _enclosing_git_dirs(roots: list[str]) -> list[str]:
-    """The real `.git` folders (not links) of the folders above the roots: where git looks for the
-    repository of a root that is a folder inside a larger one."""
-    found: list[str] = []
-    for root in roots:
-        folder = os.path.dirname(root.rstrip(os.sep))
-        while True:
-            candidate = os.path.join(folder, ".git")
-            if not os.path.islink(candidate) and os.path.isdir(candidate) and candidate not in found:
-                found.append(candidate)
-            up = os.path.dirname(folder)
-            if up == folder:
-                break
-            folder = up
-    return found
 
 
 def check_ref(ref: str) -> None:
