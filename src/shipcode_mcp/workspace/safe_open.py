@@ -22,10 +22,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .roots import Roots
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | NOFOLLOW | CLOEXEC
+"""For a folder on the way: never through a link."""
 READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 """For reading a file: never blocks on open and never acquires a controlling terminal."""
 
@@ -94,7 +94,7 @@ def open_parent(roots: Roots, real: str, shown: str, *, create: bool = False) ->
 
 def _open_root(root: str, shown: str) -> int:
     try:
-        return os.open(root, _DIR_FLAGS)
+        return os.open(root, DIR_FLAGS)
     except OSError as err:
         raise os_error(err, shown) from None
 
@@ -103,7 +103,7 @@ def _step(fd: int, name: str, shown: str, create: bool) -> int:
     """Descend from folder `fd` into `name`, making it first if asked and missing; `fd` is closed."""
     try:
         try:
-            return os.open(name, _DIR_FLAGS, dir_fd=fd)
+            return os.open(name, DIR_FLAGS, dir_fd=fd)
         except FileNotFoundError:
             if not create:
                 raise
@@ -111,7 +111,7 @@ def _step(fd: int, name: str, shown: str, create: bool) -> int:
                 os.mkdir(name, 0o777, dir_fd=fd)
             except FileExistsError:
                 pass  # made by someone else meanwhile: open whatever is there, still without following
-            return os.open(name, _DIR_FLAGS, dir_fd=fd)
+            return os.open(name, DIR_FLAGS, dir_fd=fd)
     except OSError as err:
         if err.errno == errno.ENOTDIR and _is_link(fd, name):  # O_DIRECTORY|O_NOFOLLOW on a link: ENOTDIR
             err = OSError(errno.ELOOP, "symbolic link")
@@ -168,7 +168,7 @@ def open_in(roots: Roots, parent: int, name: str, shown: str, flags: int = READ_
     if not stat.S_ISREG(before.st_mode):
         raise ToolError(f"{printable(shown)} is {kind_of(before.st_mode)}, not a regular file")
     try:
-        fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC, dir_fd=parent)
+        fd = os.open(name, flags | NOFOLLOW | CLOEXEC, dir_fd=parent)
     except OSError as err:
         raise os_error(err, shown) from None
     try:

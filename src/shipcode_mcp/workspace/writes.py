@@ -4,8 +4,8 @@ A write never lands outside the roots and never leaves a half-written file: the 
 to a temporary file in the same folder, reached through folder descriptors opened without
 following links, and is renamed over the target (a rename replaces a symlink, it never follows
 one). Where the filesystem offers O_TMPFILE the temporary file has no name until it is complete,
-so a killed server leaves nothing behind; elsewhere it has a name only we use, and a later write to
-the same folder removes such names left by a killed writer.
+and then only for the instant before the rename; elsewhere it has a name for the whole write. Such
+names are only ours, and a later write to the same folder removes those a killed writer left.
 
 A write must not plant code that git would run later: nothing is written inside `.git` (in any
 case or spelling a filesystem treats alike), nor inside, nor so as to complete, a folder git would
@@ -28,7 +28,6 @@ from contextlib import contextmanager
 
 from ..primitives import ToolError
 from . import safe_open
-from .roots import OutsideRoots
 from .text import is_binary, place, plural, printable, result, size_text
 
 TYPE_CHECKING = False
@@ -41,14 +40,13 @@ if TYPE_CHECKING:
 
 MAX_WRITE_BYTES = 16 * 1024 * 1024
 """The largest file either tool leaves behind (UTF-8 bytes): write_file's content, edit_file's result."""
-MAX_EDIT_BYTES = MAX_WRITE_BYTES
-"""edit_file works on text files up to this size."""
 MAX_DIFF_INPUT = 1024 * 1024
 """Above this size (either side), the diff is summarised rather than computed."""
 MAX_DIFF_CHARS = 100_000
 """The returned diff is cut after this many characters."""
 STALE_TEMP_SECONDS = 300
-"""A temporary file of ours untouched for this long belongs to a writer that died: the next write there removes it."""
+"""A temporary file of ours untouched for this long belongs to a writer that died: a later write there
+removes it. A folder is looked through at most once in this time (a large folder takes milliseconds)."""
 LOCK_WAIT_SECONDS = 30.0
 """How long a write waits for another write under the same root to finish."""
 
@@ -56,9 +54,8 @@ USE_TMPFILE = hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd")
 """Write through an unnamed O_TMPFILE, linked under a name only once complete (Linux)."""
 _TEMP_NAME = re.compile(r"\.shipcode-[0-9a-f]{16}\.tmp")
 """Our temporary names, and only ours: what the clean-up may remove."""
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+_swept: dict[tuple[int, int], float] = {}
+"""Folders (device, inode) looked through for stale temporary files, and when."""
 
 _IGNORED = dict.fromkeys([0x200C, 0x200D, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF])
 """Code points HFS+ ignores in names (git's is_hfs_dotgit list): '.g\u200cit' is '.git' there."""
@@ -104,12 +101,12 @@ def edit_file(ctx: RequestContext, roots: Roots, path: str, old_text: str, new_t
         try:
             fd, before = safe_open.open_in(roots, parent, name, shown)
             try:
-                raw = _read_all(fd, before.st_size, MAX_EDIT_BYTES)
+                raw = _read_all(fd, before.st_size, MAX_WRITE_BYTES)
             finally:
                 os.close(fd)
             if raw is None:
                 raise ToolError(f"{printable(shown)} is {size_text(before.st_size)}; edit_file edits files up to "
-                                f"{size_text(MAX_EDIT_BYTES)}")
+                                f"{size_text(MAX_WRITE_BYTES)}")
             text = _decode(raw, shown)
             old, new, count = _occurrences(text, old_text, new_text, shown, replace_all)
             _check_result_size(len(raw), _encode(old), _encode(new), count, shown)
@@ -167,17 +164,15 @@ def _signature_name(name: str) -> str | None:
 def _guarded(ctx: RequestContext, roots: Roots, real: str, shown: str, tool: str) -> Iterator[None]:
     """Hold the root's write lock, and refuse a write that would plant a git repository, for the whole write.
 
-    The lock (flock on the root folder, so also between server processes) makes the check and the write
+    The lock (flock on the root folder, so also between server processes serving the same root) makes the check and the write
     one step: two concurrent writes, one making `objects/` and the other `refs/` next to a `HEAD`,
     cannot each see the other's half missing.
     """
     import fcntl
 
-    root = roots.root_of(real)
-    if root is None:
-        raise OutsideRoots(reason="it is not inside the workspace roots")
+    root = roots.root_of(real) or real  # `real` was resolved inside a root by _target
     try:
-        fd = os.open(root, _DIR_FLAGS)
+        fd = os.open(root, safe_open.DIR_FLAGS)
     except OSError as err:
         raise safe_open.os_error(err, shown) from None
     try:
@@ -221,7 +216,7 @@ def _refuse_planting(roots: Roots, root_fd: int, root: str, parts: list[str], to
             if depth == len(parts) - 1:
                 return
             try:
-                below = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                below = os.open(name, safe_open.DIR_FLAGS, dir_fd=fd)
             except OSError:
                 return  # missing (made empty by the write) or not a plain folder (the write itself refuses it)
             if fd != root_fd:
@@ -386,12 +381,12 @@ def _open_temp(parent: int, shown: str, mode: int) -> tuple[int, str | None]:
     """A new file to write in folder `parent`, and its name (None: unnamed, O_TMPFILE, until `_link_temp`)."""
     if USE_TMPFILE:
         try:
-            return os.open(".", os.O_TMPFILE | os.O_WRONLY | _CLOEXEC, mode, dir_fd=parent), None
+            return os.open(".", os.O_TMPFILE | os.O_WRONLY | safe_open.CLOEXEC, mode, dir_fd=parent), None
         except OSError as err:
             if err.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
                 raise safe_open.os_error(err, shown) from None
             # this filesystem has no O_TMPFILE: a named file, which a later write cleans up if we die
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | safe_open.NOFOLLOW | safe_open.CLOEXEC
     for _ in range(3):
         temp = _temp_name()
         try:
@@ -408,7 +403,7 @@ def _link_temp(fd: int, parent: int) -> str:
     for _ in range(3):
         temp = _temp_name()
         try:
-            os.link(f"/proc/self/fd/{fd}", temp, dst_dir_fd=parent, follow_symlinks=True)  # linkat AT_SYMLINK_FOLLOW
+            os.link(safe_open.proc_path(fd, ""), temp, dst_dir_fd=parent, follow_symlinks=True)  # linkat AT_SYMLINK_FOLLOW
             return temp
         except FileExistsError:
             continue
@@ -422,9 +417,19 @@ def _temp_name() -> str:
 
 
 def _remove_stale_temps(parent: int) -> None:
-    """Remove our temporary files that a killed writer left in `parent` (named ones only: O_TMPFILE leaves none)."""
-    oldest = time.time() - STALE_TEMP_SECONDS
+    """Remove our temporary files that a killed writer left in `parent`, at most once every STALE_TEMP_SECONDS
+    a folder: looking through a folder of 50 000 entries on every write would cost 30 ms a write."""
+    now = time.time()
+    oldest = now - STALE_TEMP_SECONDS
     try:
+        info = os.fstat(parent)
+        folder = (info.st_dev, info.st_ino)
+        if _swept.get(folder, 0.0) > oldest:
+            return
+        if len(_swept) > 4096:
+            for key in [key for key, when in _swept.items() if when <= oldest]:
+                del _swept[key]
+        _swept[folder] = now
         with os.scandir(parent) as entries:
             stale = [entry.name for entry in entries if _TEMP_NAME.fullmatch(entry.name)
                      and entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < oldest]
