@@ -217,3 +217,49 @@ def load_script(path: Path, name: str) -> Any:
     sys.modules[name] = module  # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)
     return module
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of `pid` and all its descendants, now."""
+    total = 0
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            total += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")) * 1024
+            todo += [int(child) for child in Path(f"/proc/{current}/task/{current}/children").read_text().split()]
+        except (OSError, StopIteration):
+            pass  # gone meanwhile
+    return total
+
+
+def peak_rss(pid: int) -> int:
+    """The most resident memory the process has held (VmHWM), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+class TreeSampler:
+    """The highest resident size of a process tree (`tree_rss`), sampled every 10 ms while in use."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, tree_rss(self.pid))
+            self._stop.wait(0.01)
+
+    def __enter__(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)

@@ -141,18 +141,3 @@ def context(progress_token: str | int | None = None) -> Any:
     ctx = RequestContext(session, 1, "tools/call", params)
     ctx.sent = sent  # type: ignore[attr-defined]
     return ctx
-
-
-def tree_rss(pid: int) -> int:
-    """Resident bytes of `pid` and all its descendants, now."""
-    total = 0
-    todo = [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-            total += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")) * 1024
-            todo += [int(child) for child in Path(f"/proc/{current}/task/{current}/children").read_text().split()]
-        except (OSError, StopIteration):
-            pass  # gone meanwhile
-    return total

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,8 +21,7 @@ from hypothesis import strategies as st
 
 from shipcode_mcp.workspace.resources import MAX_LISTED_FILES, TRUNCATED_META_KEY
 from shipcode_mcp.workspace.uris import file_uri
-from support import McpProcess
-from workspace_support import tree_rss
+from support import McpProcess, TreeSampler, peak_rss, tree_rss
 
 FILES = 1_000_000
 PER_FOLDER = 1_000
@@ -62,34 +60,6 @@ def million() -> Iterator[Path]:
             print(f"removed in {time.monotonic() - started:.1f} s")
 
 
-def peak_rss(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")) * 1024
-
-
-class Sampler:
-    """The highest resident size of a process tree, sampled every 10 ms while in use."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, tree_rss(self.pid))
-            self._stop.wait(0.01)
-
-    def __enter__(self) -> Sampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-
 def list_while_pinging(process: McpProcess, params: dict[str, Any]) -> tuple[dict[str, Any], float, list[float]]:
     """Send resources/list, then a ping every 10 ms until it is answered: (its reply, seconds, ping latencies)."""
     sent: dict[int, float] = {}
@@ -118,7 +88,7 @@ def test_a_million_files_list_off_the_loop_cut_and_in_bounded_memory(million: Pa
     with McpProcess(str(million)) as process:
         process.initialize()
         assert process.request("ping")["result"] == {}
-        with Sampler(process.proc.pid) as sampler:
+        with TreeSampler(process.proc.pid) as sampler:
             reply, took, latencies = list_while_pinging(process, {})
         retained = tree_rss(process.proc.pid)
         server_peak = peak_rss(process.proc.pid)

@@ -13,7 +13,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -23,7 +22,8 @@ from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import sandbox
 from shipcode_mcp.workspace.listing import rg_executable
 from shipcode_mcp.workspace.process import run
-from workspace_support import Tools, context, tree_rss
+from support import TreeSampler
+from workspace_support import Tools, context
 
 BASH = shutil.which("bash") or "/bin/bash"
 
@@ -145,22 +145,9 @@ def test_a_search_that_would_take_gigabytes_stops_with_a_clear_error(tmp_path: P
                                __import__("resource").RLIMIT_AS, (unbounded, unbounded)))
     assert plain.returncode != 0 and b"memory allocation" in plain.stderr  # it needs more than 4 GiB
     with Tools(root) as tools:
-        peak = 0
-        stop = threading.Event()
-
-        def watch() -> None:
-            nonlocal peak
-            while not stop.is_set():
-                peak = max(peak, tree_rss(tools.process.proc.pid))
-                time.sleep(0.02)
-
-        watcher = threading.Thread(target=watch)
-        watcher.start()
-        try:
+        with TreeSampler(tools.process.proc.pid) as sampler:
             message = tools.error("search_code", {"pattern": "a"})
-        finally:
-            stop.set()
-            watcher.join()
+        peak = sampler.peak
         assert message.startswith("search stopped: it reached its memory limit")
         assert peak < sandbox.CHILD_LIMITS.address_space + 512 * 1024 * 1024, peak
         assert tools.data("search_code", {"pattern": "^a{3}"})["match_count"] == 1  # the server is fine

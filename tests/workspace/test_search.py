@@ -15,6 +15,7 @@ from shipcode_mcp.primitives import ToolResult
 from shipcode_mcp.workspace import process as process_module
 from shipcode_mcp.workspace import search
 from shipcode_mcp.workspace.roots import Roots
+from support import peak_rss
 from workspace_support import Tools, context, make_repo
 
 # Slow for ripgrep's regex engine (Unicode word boundaries rule out its fastest paths) and without a
@@ -399,14 +400,6 @@ def test_progress_counts_files_where_nothing_matches(big: Path, monkeypatch: pyt
         assert len(values) >= 3
 
 
-def _peak_kib(pid: int) -> int:
-    """The most memory the process has held (VmHWM), in KiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmHWM")
-
-
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads VmHWM from /proc")
 def test_a_huge_matching_line_costs_memory_bounded_by_the_cap_not_the_line(tmp_path: Path) -> None:
     root = tmp_path / "huge"
@@ -417,11 +410,11 @@ def test_a_huge_matching_line_costs_memory_bounded_by_the_cap_not_the_line(tmp_p
     (root / "late.txt").write_bytes(b"b" * (4 << 20) + b" needle late\n")
     with Tools(root) as server:
         server.call("search_code", {"pattern": "not-there"})  # imports and the like, before measuring
-        before = _peak_kib(server.process.proc.pid)
+        before = peak_rss(server.process.proc.pid)
         result = server.call("search_code", {"pattern": "needle"})
-        grown = _peak_kib(server.process.proc.pid) - before
+        grown = peak_rss(server.process.proc.pid) - before
     text = result["content"][0]["text"]
-    assert grown < 8 * process_module.MAX_LINE_BYTES // 1024, f"{grown} KiB more at the peak"
+    assert grown < 8 * process_module.MAX_LINE_BYTES, f"{grown} bytes more at the peak"
     lines = text.splitlines()
     assert lines[0].startswith("late.txt:1:bbbb") and lines[0].endswith("… [line cut: longer than 1023.9 KiB]")
     assert lines[1].startswith("one line.txt:1:needle aaaa") and lines[1].endswith("… [line cut: longer than 1023.9 KiB]")

@@ -28,7 +28,7 @@ import pytest
 from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import writes
 from shipcode_mcp.workspace.roots import Roots
-from support import REPO, McpProcess
+from support import REPO, McpProcess, peak_rss
 from workspace_support import Tools, context
 
 
@@ -256,14 +256,6 @@ def test_a_write_waits_for_the_root_lock(tmp_path: Path) -> None:
 
 
 # -- bounded results --------------------------------------------------------------------------------
-def _peak_memory(pid: int) -> int:
-    """The process's peak resident memory in bytes (VmHWM)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM")
-
-
 def test_replace_all_cannot_grow_a_file_without_bound(tools: Tools, root: Path) -> None:
     """The issue's case: 200 KB of short lines, each 'a' replaced by 10,000 characters, would be 2 GB.
     Refused from the predicted size, before the result is built: the server's memory stays small."""
@@ -275,7 +267,7 @@ def test_replace_all_cannot_grow_a_file_without_bound(tools: Tools, root: Path) 
     assert message == ("Refused: replacing 100000 occurrences would make small.txt 953.8 MiB; edit_file leaves files "
                        "of at most 16.0 MiB (the limit of write_file too). Nothing was written.")
     assert time.monotonic() - started < 5
-    assert _peak_memory(tools.process.proc.pid) < 300 * 1024 * 1024
+    assert peak_rss(tools.process.proc.pid) < 300 * 1024 * 1024
     assert (root / "small.txt").read_text() == original
 
 
