@@ -148,15 +148,27 @@ def listing_of(roots: list[Path], monkeypatch: pytest.MonkeyPatch, limit: int) -
     return resources.listed()
 
 
-def test_the_cut_counts_every_root_and_nested_roots_list_a_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cut_is_per_root_what_is_listed_is_served_and_nested_roots_list_a_file_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     one, two = tmp_path / "one", tmp_path / "two"
     make_tree(one, 30, 10)
     make_tree(two, 30, 10)
-    listing = listing_of([one, two], monkeypatch, 40)
-    names = [resource.uri for resource in listing]
-    assert names == ([file_uri(str(one / f"d{d:04d}" / f"f{f:04d}.txt")) for d in range(3) for f in range(10)]
-                     + [file_uri(str(two / "d0000" / f"f{f:04d}.txt")) for f in range(10)])
-    assert listing.meta == {TRUNCATED_META_KEY: {"listed": 40, "limit": 40, "files": 60}}
+    listing = listing_of([one, two], monkeypatch, 25)
+
+    def first_25(root: Path) -> list[str]:
+        return [file_uri(str(root / f"d{d:04d}" / f"f{f:04d}.txt")) for d in range(3) for f in range(10)][:25]
+
+    assert [resource.uri for resource in listing] == first_25(one) + first_25(two)
+    assert listing.meta == {TRUNCATED_META_KEY: {"listed": 50, "limit": 25, "files": 60}}
+    from shipcode_mcp.jsonrpc import JsonRpcError
+    from shipcode_mcp.workspace import resource_tree
+    from shipcode_mcp.workspace.roots import Roots
+
+    resources = resource_tree.WorkspaceResources(Roots([str(one), str(two)]))
+    for root in (one, two):  # what is listed is served, and what was cut is not, in every root
+        resources.locate(file_uri(str(root / "d0002" / "f0004.txt")))
+        with pytest.raises(JsonRpcError):
+            resources.locate(file_uri(str(root / "d0002" / "f0005.txt")))
     # A root inside another: its files are listed under the first root only, and nothing is cut.
     listing = listing_of([one, one / "d0001"], monkeypatch, 40)
     assert len(listing) == 30 and len({resource.uri for resource in listing}) == 30 and listing.meta is None

@@ -208,15 +208,15 @@ class Snapshot:
 
 class Listing(ResourceParts):
     """What resources/list pages through: the roots' names in order, a file once (under the first root
-    that lists it), at most MAX_LISTED_FILES in all; resources are made only for the page asked for."""
+    that lists it); each root's snapshot holds at most MAX_LISTED_FILES names, and what a snapshot
+    holds is exactly what resources/read serves. Resources are made only for the page asked for."""
 
     def __init__(self, snapshots: Sequence[Snapshot]) -> None:
         super().__init__()
         self.snapshots = tuple(snapshots)
         self._parts: list[tuple[Snapshot, list[str]]] = []
         self._starts = []
-        room = MAX_LISTED_FILES
-        cut = False
+        total = 0
         for number, snap in enumerate(snapshots):
             names = snap.names
             nested = [other for other in snapshots[:number]
@@ -225,15 +225,12 @@ class Listing(ResourceParts):
                 names = [name for name in names if not any(
                     (snap.prefix + name).startswith(other.prefix) and other.has_file((snap.prefix + name)[len(other.prefix):])
                     for other in nested)]
-            if len(names) > room:
-                names, cut = names[:room], True
-            cut = cut or snap.truncated
-            self._starts.append(MAX_LISTED_FILES - room)
+            self._starts.append(total)
             self._parts.append((snap, names))
-            room -= len(names)
-        self._starts.append(MAX_LISTED_FILES - room)
-        if cut:
-            self.meta = {TRUNCATED_META_KEY: {"listed": len(self), "limit": MAX_LISTED_FILES,
+            total += len(names)
+        self._starts.append(total)
+        if any(snap.truncated for snap in snapshots):
+            self.meta = {TRUNCATED_META_KEY: {"listed": total, "limit": MAX_LISTED_FILES,
                                               "files": sum(snap.total for snap in snapshots)}}
 
     def _item(self, part: int, offset: int) -> Resource:

@@ -47,11 +47,12 @@ MAX_DIRECTORY_ENTRIES = 10_000
 """A folder reads as at most this many entries, then one item that says how many were left out."""
 
 MAX_LISTED_FILES = 100_000
-"""The most files a root's snapshot keeps, and resources/list lists in all (a thousand pages). Kept as
-names only, they cost 120 to 150 bytes each, so a cut listing holds about 15 MB whatever the tree holds."""
+"""The most files a root's snapshot keeps, lists and serves (a thousand pages). Kept as names only, they
+cost 120 to 150 bytes each, so a cut root holds about 15 MB whatever its tree holds."""
 
 TRUNCATED_META_KEY = "shipcode-mcp/truncated"
-"""The `_meta` key of a resources/list result whose listing was cut: {"listed", "limit", "files"}."""
+"""The `_meta` key of a resources/list result whose listing was cut: {"listed", "limit", "files"}, where
+`limit` is per root and `files` counts every root's files."""
 
 SNAPSHOT_SECONDS = 5.0
 """How long the later pages of a listing may reuse the walk its first page made."""
