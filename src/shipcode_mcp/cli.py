@@ -140,14 +140,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve_stdio(server)
         return _serve_http(server, args, list(sys.argv[1:] if argv is None else argv))
     finally:
-        if check is not None:
-            check.join(1.0)  # a server that stopped at once still says it, once
+        if check is not None:  # a server that stopped at once still says it, once
+            check.cancel()
+            check.function()
+            check.join(1.0)
 
 
-def _check_sandbox_soon() -> threading.Thread:
-    """Say once on stderr if children will run without the kernel sandbox; the check (ctypes and a
-    system call, a few milliseconds) runs beside start-up, not in its way."""
+def _check_sandbox_soon() -> threading.Timer:
+    """Say once on stderr if children will run without the kernel sandbox. The check (ctypes and a system
+    call, a few milliseconds of a 20 ms start) runs 100 ms after start, out of its way; calling the timer's
+    function again, as main does at the end, says nothing twice."""
+    said = threading.Lock()
+
     def check() -> None:
+        if not said.acquire(blocking=False):
+            return
         from .workspace.sandbox import unavailable_reason
 
         missing = unavailable_reason()
@@ -155,9 +162,10 @@ def _check_sandbox_soon() -> threading.Thread:
             log.warning(f"child processes (rg, git) run without the kernel sandbox: {missing}; path checks and "
                         "git's settings still confine them (--require-sandbox refuses to start like this)")
 
-    thread = threading.Thread(target=check, name="shipcode-mcp-sandbox-check", daemon=True)
-    thread.start()
-    return thread
+    timer = threading.Timer(0.1, check)
+    timer.name, timer.daemon = "shipcode-mcp-sandbox-check", True
+    timer.start()
+    return timer
 
 
 def _serve_http(server: Server, args: Any, argv: list[str]) -> int:
