@@ -466,6 +466,31 @@ def test_a_fifo_where_git_starts(repo: Path) -> None:
         assert message.endswith("is not one git can read: .git/config is a named pipe (FIFO)"), message
 
 
+def test_a_fifo_commondir(repo: Path) -> None:
+    """git reads commondir first, and so does the repository check: a FIFO there held git until its deadline
+    and the check's worker thread for ever (a plain open() waits for a writer). Refused at once instead."""
+    os.mkfifo(repo / ".git" / "commondir")
+    with pytest.raises(subprocess.TimeoutExpired):
+        plain_git(repo, "status", timeout=2)
+    with Tools(repo) as tools:
+        for name, arguments in ALL_TOOLS:
+            message = tools.call(name, arguments, error=True, timeout=5)["content"][0]["text"]
+            assert message.endswith("is not one git can read: .git/commondir is a named pipe (FIFO)"), message
+
+
+def test_a_fifo_git_file(repo: Path) -> None:
+    """A submodule's `.git` file swapped for a FIFO: git stats it and passes on, but reading it as a gitfile
+    (as the check did, after a racy isfile) waits for a writer for ever. Refused at once, naming it."""
+    (repo / "lib").mkdir()
+    os.mkfifo(repo / "lib" / ".git")
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run(["cat", str(repo / "lib" / ".git")], capture_output=True, timeout=2, check=False)
+    with Tools(repo) as tools:
+        message = tools.call("git_log", {"path": "lib"}, error=True, timeout=5)["content"][0]["text"]
+        assert message == "Refused: the git repository of lib is not one git can read: lib/.git is a named pipe (FIFO)"
+        assert tools.data("git_log", {"limit": 1})["commits"][0]["subject"] == "Rename util to helpers"
+
+
 def test_a_mailmap_file_outside(repo: Path, outside: Outside) -> None:
     """mailmap.file names an outside file; git show would put its names on Author lines."""
     (outside.path / "mailmap").write_text(f"{outside.secret} <ada@example.com>\n")

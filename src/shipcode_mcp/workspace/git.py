@@ -32,6 +32,7 @@ That check does not depend on the kernel sandbox (which is the backstop, not the
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -183,15 +184,26 @@ class Repo:
                             "or a bare repository inside the project)")
         # The `.git` git would use is the nearest one up from here. In its sandbox git cannot read one that
         # leads outside and would go on up to another: decide on the nearest one ourselves, first.
-        found = _nearest_git(self.directory)
-        nearest = found[1] if found is not None else None
-        if found is not None and not self._trusted(found[1], found[0]):
-            raise refused
-        if nearest is not None and self.roots.root_of(nearest) is None:
-            self.readable.append(nearest)  # the .git of a larger repository holding the root
-        # Its `commondir` file (linked worktrees have one; any git folder may) moves objects, refs and config
-        # elsewhere: judged here too, as git in its sandbox could not even read the config there.
-        common = _common_dir(nearest) if nearest is not None and found is not None else None
+        found: tuple[str, str] | None = None
+        try:
+            found = _nearest_git(self.directory)
+            nearest = found[1] if found is not None else None
+            if found is not None and not self._trusted(found[1], found[0]):
+                raise refused
+            if nearest is not None and self.roots.root_of(nearest) is None:
+                self.readable.append(nearest)  # the .git of a larger repository holding the root
+            # Its `commondir` file (linked worktrees have one; any git folder may) moves objects, refs and config
+            # elsewhere: judged here too, as git in its sandbox could not even read the config there.
+            common = _common_dir(nearest) if nearest is not None and found is not None else None
+        except _NotRegular as err:
+            holder = found[0] if found is not None else os.path.dirname(err.path)
+            named = self.roots.display(err.path) if self.roots.root_of(err.path) else os.path.relpath(err.path, holder)
+            if err.mode is not None and stat.S_ISLNK(err.mode):
+                raise ToolError(f"Refused: the git repository of {printable(shown)} is not one shipcode-mcp reads: "
+                                f"{printable(named)} is a symbolic link (git writes a file there, and only a file "
+                                "is read)") from None
+            raise ToolError(f"Refused: the git repository of {printable(shown)} is not one git can read: "
+                            f"{printable(named)} is {err.what}") from None
         if found is not None and common is not None and not self._trusted(common, found[0]):
             raise refused
         # What git reads to start (before the walk below): a FIFO there would hold it until the deadline.
@@ -552,10 +564,11 @@ def _read_alternates(file: str, shown: str) -> list[str]:
     empty lines skipped, C-quoted when it starts with '"'), relative ones from the store holding the file."""
     base = os.path.dirname(os.path.dirname(file))
     try:
-        with open(file, "rb") as handle:
-            data = handle.read(1024 * 1024 + 1)
-    except OSError as err:
-        raise ToolError(f"Refused: cannot read {printable(shown)}: {os.strerror(err.errno) if err.errno else err}") from None
+        data = _read_regular(file, 1024 * 1024 + 1)
+    except _NotRegular as odd:
+        raise ToolError(f"Refused: cannot read {printable(shown)}: it is {odd.what}") from None
+    if data is None:
+        return []  # gone meanwhile: git finds no store there either
     if len(data) > 1024 * 1024:
         raise ToolError(f"Refused: {printable(shown)} is too large to check")
     stores = []
@@ -614,24 +627,65 @@ def _program_refused(command: str, failed: list[str]) -> ToolError:
 def _nearest_git(directory: str) -> tuple[str, str] | None:
     """The folder holding the nearest `.git` entry at or above `directory`, and the real path of the git
     folder that entry leads to (a folder, a link, or a gitfile `gitdir: PATH` as submodules and
-    worktrees have); None if there is none."""
+    worktrees have); None if there is none. _NotRegular if that entry is a FIFO, socket or device."""
     folder = directory
     while True:
         candidate = os.path.join(folder, ".git")
-        if os.path.lexists(candidate):
-            if os.path.isfile(candidate) and not os.path.islink(candidate):
-                try:
-                    with open(candidate, "rb") as gitfile:
-                        first = gitfile.read(4096).split(b"\n", 1)[0].rstrip(b"\r")
-                except OSError:
-                    return folder, candidate
-                if first.startswith(b"gitdir: "):
-                    return folder, os.path.realpath(os.path.join(folder, os.fsdecode(first[len(b"gitdir: "):])))
+        try:
+            first = _read_regular(candidate, 4096)
+        except _NotRegular as odd:
+            if odd.mode is None or not (stat.S_ISDIR(odd.mode) or stat.S_ISLNK(odd.mode)):
+                raise
+            return folder, os.path.realpath(candidate)  # a folder, or a link: judged where it leads
+        if first is not None:
+            line = first.split(b"\n", 1)[0].rstrip(b"\r")
+            if line.startswith(b"gitdir: "):
+                return folder, os.path.realpath(os.path.join(folder, os.fsdecode(line[len(b"gitdir: "):])))
             return folder, os.path.realpath(candidate)
         up = os.path.dirname(folder)
         if up == folder:
             return None
         folder = up
+
+
+class _NotRegular(Exception):
+    """A file git reads that is not a regular file (`mode`, None when it could not be opened at all), or
+    cannot be read: `what` it is, in words."""
+
+    def __init__(self, path: str, what: str, mode: int | None) -> None:
+        super().__init__(path, what)
+        self.path, self.what, self.mode = path, what, mode
+
+
+def _read_regular(path: str, limit: int) -> bytes | None:
+    """The first `limit` bytes of the regular file `path`; None if there is nothing there; else _NotRegular.
+
+    Opened without following a link and without blocking, then read only if fstat says it is a regular
+    file: a plain open() of a FIFO waits for a writer forever (and an isfile check before it is a race)."""
+    try:
+        fd = os.open(path, safe_open.READ_FLAGS | safe_open.NOFOLLOW | safe_open.CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise _NotRegular(path, "a symbolic link", stat.S_IFLNK) from None
+        why = os.strerror(err.errno) if err.errno else str(err)
+        raise _NotRegular(path, f"a file that cannot be read ({why})", None) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _NotRegular(path, safe_open.kind_of(mode), mode)
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _special(path: str) -> str | None:
@@ -647,17 +701,12 @@ def _special(path: str) -> str | None:
 
 
 def _common_dir(git_dir: str) -> str | None:
-    """The real path of the folder `<git_dir>/commondir` names (relative to git_dir), as git reads it; None
-    when there is no such file."""
-    path = os.path.join(git_dir, "commondir")
-    try:
-        with open(path, "rb") as handle:
-            named = handle.read(4096).rstrip()
-    except (FileNotFoundError, NotADirectoryError):
+    """The real path of the folder `<git_dir>/commondir` names (relative to git_dir), as git reads it (trailing
+    line ends dropped); None when there is no such file; _NotRegular when it is not a regular file."""
+    named = _read_regular(os.path.join(git_dir, "commondir"), 4096)
+    if named is None:
         return None
-    except OSError:
-        return path  # unreadable: judged as what it is, a file in the git folder
-    return os.path.realpath(os.path.join(git_dir, os.fsdecode(named)))
+    return os.path.realpath(os.path.join(git_dir, os.fsdecode(named.rstrip(b"\r\n"))))
 
 
 def check_ref(ref: str) -> None:
