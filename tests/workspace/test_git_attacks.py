@@ -466,6 +466,32 @@ def test_a_fifo_where_git_starts(repo: Path) -> None:
         assert message.endswith("is not one git can read: .git/config is a named pipe (FIFO)"), message
 
 
+def test_a_config_linked_to_a_fifo_inside_the_roots(repo: Path) -> None:
+    """The link stays inside the roots, so only where it leads tells: judged before git starts, not after
+    its deadline."""
+    (repo / ".git" / "config").unlink()
+    os.mkfifo(repo / "pipe")
+    (repo / ".git" / "config").symlink_to("../pipe")
+    with pytest.raises(subprocess.TimeoutExpired):
+        plain_git(repo, "status", timeout=2)
+    with Tools(repo) as tools:
+        message = tools.call("git_status", error=True, timeout=5)["content"][0]["text"]
+        assert message.endswith("is not one git can read: .git/config is a symbolic link to a named pipe (FIFO)"), message
+
+
+def test_a_fifo_named_head_on_the_way_to_the_git_folder(repo: Path) -> None:
+    """Walking up to the .git, git asks of each folder whether it is a bare repository and opens its HEAD."""
+    (repo / "docs" / "deep").mkdir()
+    os.mkfifo(repo / "docs" / "HEAD")
+    with pytest.raises(subprocess.TimeoutExpired):
+        plain_git(repo / "docs" / "deep", "status", timeout=2)
+    with Tools(repo) as tools:
+        message = tools.call("git_log", {"path": "docs/deep"}, error=True, timeout=5)["content"][0]["text"]
+        assert message == ("Refused: the git repository of docs/deep is not one git can read: "
+                           "docs/HEAD is a named pipe (FIFO)"), message
+        assert tools.data("git_log", {"limit": 1})["commits"][0]["subject"] == "Rename util to helpers"
+
+
 def test_a_fifo_commondir(repo: Path) -> None:
     """git reads commondir first, and so does the repository check: a FIFO there held git until its deadline
     and the check's worker thread for ever (a plain open() waits for a writer). Refused at once instead."""

@@ -183,39 +183,23 @@ class Repo:
                             "(a .git link or file pointing elsewhere, a linked worktree of an outside repository, "
                             "or a bare repository inside the project)")
         # The `.git` git would use is the nearest one up from here. In its sandbox git cannot read one that
-        # leads outside and would go on up to another: decide on the nearest one ourselves, first.
-        found: tuple[str, str] | None = None
+        # leads outside and would go on up to another: decide on the nearest one ourselves, first. Its
+        # `commondir` file (linked worktrees have one; any git folder may) moves objects, refs and config
+        # elsewhere: judged here too, as git in its sandbox could not even read the config there.
         try:
             found = _nearest_git(self.directory)
-            nearest = found[1] if found is not None else None
-            if found is not None and not self._trusted(found[1], found[0]):
-                raise refused
-            if nearest is not None and self.roots.root_of(nearest) is None:
-                self.readable.append(nearest)  # the .git of a larger repository holding the root
-            # Its `commondir` file (linked worktrees have one; any git folder may) moves objects, refs and config
-            # elsewhere: judged here too, as git in its sandbox could not even read the config there.
-            common = _common_dir(nearest) if nearest is not None and found is not None else None
+            holder, nearest = found if found is not None else (self.directory, None)
+            common = (_common_dir(nearest) or nearest) if nearest is not None else None
         except _NotRegular as err:
-            holder = found[0] if found is not None else os.path.dirname(err.path)
-            named = self.roots.display(err.path) if self.roots.root_of(err.path) else os.path.relpath(err.path, holder)
-            if err.mode is not None and stat.S_ISLNK(err.mode):
-                raise ToolError(f"Refused: the git repository of {printable(shown)} is not one shipcode-mcp reads: "
-                                f"{printable(named)} is a symbolic link (git writes a file there, and only a file "
-                                "is read)") from None
-            raise ToolError(f"Refused: the git repository of {printable(shown)} is not one git can read: "
-                            f"{printable(named)} is {err.what}") from None
-        if found is not None and common is not None and not self._trusted(common, found[0]):
-            raise refused
-        # What git reads to start (before the walk below): a FIFO there would hold it until the deadline.
-        holder = found[0] if found is not None else self.directory
-        for folder in dict.fromkeys(folder for folder in (nearest, common) if folder is not None):
-            for name in ("HEAD", "config", "config.worktree", "commondir"):
-                start = os.path.join(folder, name)
-                odd = _special(start)
-                if odd is not None:
-                    named = self.roots.display(start) if self.roots.root_of(start) else os.path.relpath(start, holder)
-                    raise ToolError(f"Refused: the git repository of {printable(shown)} is not one git can read: "
-                                    f"{printable(named)} is {odd}")
+            raise self._unreadable(shown, err.path, err.what, os.path.dirname(err.path)) from None
+        self.top = holder  # until rev-parse says; for a larger repository they must agree (checked below)
+        if nearest is not None and common is not None:
+            if not (self._trusted(nearest, holder) and self._trusted(common, holder)):
+                raise refused
+            if self.roots.root_of(nearest) is None:
+                self.readable.append(nearest)  # the .git of a larger repository holding the root
+            # Before git reads any of it: a FIFO where git starts (config, HEAD) would hold it until its deadline.
+            self._check_git_folders(shown, nearest, common, confined=self.roots.root_of(holder) is None)
         paths = [option for name in _GIT_PATHS for option in ("--git-path", name)]
         done = self.run(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", *paths],
                         limit=64 * 1024)
@@ -231,34 +215,35 @@ class Repo:
         if len(lines) != 4 + len(_GIT_PATHS) or lines[-1]:
             raise ToolError(f"git failed: unexpected output of rev-parse in {printable(shown)}")
         self.top, git_dir, common_dir = (os.path.realpath(os.path.join(self.directory, line)) for line in lines[:3])
-        where = [os.path.normpath(os.path.join(self.directory, line)) for line in lines[3:-1]]  # links: judged below
-        if (os.path.commonpath([self.top, self.directory]) != self.top or nearest is None or git_dir != nearest
+        where = [os.path.normpath(os.path.join(self.directory, line)) for line in lines[3:-1]]  # links: judged above
+        # git must use the folders checked above, as the repository they were checked for.
+        if (os.path.commonpath([self.top, self.directory]) != self.top or (git_dir, common_dir) != (nearest, common)
+                or (self.roots.root_of(self.top) is None) != (self.roots.root_of(holder) is None)
                 or not (self._trusted(git_dir, self.top) and self._trusted(common_dir, self.top))):
             raise refused
         if self.roots.root_of(self.top) is None and not git_dir == common_dir == os.path.join(self.top, ".git"):
             raise refused  # a larger repository is only used through its own .git (no core.worktree from inside the roots)
-        # git's own view of where it reads objects, refs and the rest: inside the folders checked below.
+        # git's own view of where it reads objects, refs and the rest: inside the folders checked above.
         if not all(_within(path, git_dir) or _within(path, common_dir) for path in where):
             raise refused
         self.git_dir, self.common_dir = git_dir, common_dir
-        self._check_git_folders(shown)
         self._env.update(GIT_DIR=git_dir, GIT_WORK_TREE=self.top)
         self._neutralise_config(shown)
 
-    def _check_git_folders(self, shown: str) -> None:
+    def _check_git_folders(self, shown: str, git_dir: str, common_dir: str, *, confined: bool) -> None:
         """Refuse a repository whose git folders lead elsewhere: a symbolic link (packed-refs, shallow, objects,
-        refs, index, a loose object...) that leads outside the roots, or for a larger repository outside its own
-        .git; a FIFO or device git would block on or read; an alternate object store outside the roots (none at
-        all for a larger repository). Only the hooks folder is not looked at: no hook runs."""
-        confined = self.roots.root_of(self.top) is None
-        own = self.common_dir
+        refs, index, a loose object...) that leads outside the roots, or for a larger repository (`confined`)
+        outside its own .git; a FIFO or device git would block on or read, or a link to one; an alternate
+        object store outside the roots (none at all for a larger repository). Only the hooks folder is not
+        looked at: no hook runs."""
+        own = common_dir
 
         def inside(real: str) -> bool:
             return _within(real, own) if confined else self.roots.root_of(real) is not None
 
         where = "its own .git folder" if confined else "the workspace roots"
         found = _Found()
-        folders = [own] if _within(self.git_dir, own) else [own, self.git_dir]
+        folders = [own] if _within(git_dir, own) else [own, git_dir]
         problems = [_scan(folder, inside, found, store=False) for folder in folders]
         self._submodules = found.submodules
         seen: set[str] = set()  # each store once: this ends, and goes deeper than git (which stops at 5)
@@ -283,6 +268,8 @@ class Repo:
                 if what is None:
                     raise ToolError(f"Refused: the git folders of {printable(shown)} hold more than {MAX_GIT_ENTRIES} "
                                     "entries, too many to check for links that lead outside (`git gc` packs loose objects)")
+                if what != _LEADS_OUT:
+                    raise self._unreadable(shown, path, what, self.top)
                 raise ToolError(f"Refused: the git repository of {printable(shown)} reads outside {where}: "
                                 f"{printable(self._show(path))} is {what}")
 
@@ -302,6 +289,16 @@ class Repo:
                 if not os.path.islink(path) and os.path.isfile(path):
                     readable.append(path)
         return readable
+
+    def _unreadable(self, shown: str, path: str, what: str, base: str) -> ToolError:
+        """The refusal of a repository git cannot read as it is: `path` (named from `base` when it is outside
+        the roots) is `what`, a FIFO, a device, or something else where git reads a regular file."""
+        named = self.roots.display(path) if self.roots.root_of(path) is not None else os.path.relpath(path, base)
+        if what == "a symbolic link":
+            return ToolError(f"Refused: the git repository of {printable(shown)} is not one shipcode-mcp reads: "
+                             f"{printable(named)} is a symbolic link (git writes a file there, and only a file is read)")
+        return ToolError(f"Refused: the git repository of {printable(shown)} is not one git can read: "
+                         f"{printable(named)} is {what}")
 
     def _show(self, path: str) -> str:
         """A path in the git folders, for messages: as the roots show it, or from the larger repository's .git."""
@@ -484,6 +481,9 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+_LEADS_OUT = "a symbolic link that leads there"
+
+
 class _Found:
     """What a walk of the git folders found that needs a closer look, and how many entries it may still see."""
 
@@ -534,7 +534,7 @@ def _scan(top: str, inside: Callable[[str], bool], found: _Found, *, store: bool
                 return entry.path, kind_of(entry.stat(follow_symlinks=False).st_mode)
             real = os.path.realpath(entry.path)
             if not inside(real):
-                return entry.path, "a symbolic link that leads there"
+                return entry.path, _LEADS_OUT
             try:
                 mode = os.stat(real).st_mode
             except OSError:
@@ -544,7 +544,7 @@ def _scan(top: str, inside: Callable[[str], bool], found: _Found, *, store: bool
                     visited.add(real)
                     pending.append((real, name))
             elif not stat.S_ISREG(mode):
-                return entry.path, kind_of(mode)
+                return entry.path, f"a symbolic link to {kind_of(mode)}"
             elif entry.name == "alternates":
                 _alternates_file(real, name, store, found.alternates)
     return None
@@ -565,8 +565,8 @@ def _read_alternates(file: str, shown: str) -> list[str]:
     base = os.path.dirname(os.path.dirname(file))
     try:
         data = _read_regular(file, 1024 * 1024 + 1)
-    except _NotRegular as odd:
-        raise ToolError(f"Refused: cannot read {printable(shown)}: it is {odd.what}") from None
+    except _NotRegular as err:
+        raise ToolError(f"Refused: cannot read {printable(shown)}: it is {err.what}") from None
     if data is None:
         return []  # gone meanwhile: git finds no store there either
     if len(data) > 1024 * 1024:
@@ -627,14 +627,15 @@ def _program_refused(command: str, failed: list[str]) -> ToolError:
 def _nearest_git(directory: str) -> tuple[str, str] | None:
     """The folder holding the nearest `.git` entry at or above `directory`, and the real path of the git
     folder that entry leads to (a folder, a link, or a gitfile `gitdir: PATH` as submodules and
-    worktrees have); None if there is none. _NotRegular if that entry is a FIFO, socket or device."""
+    worktrees have); None if there is none. _NotRegular if that entry is a FIFO, socket or device, or if a
+    folder on the way holds one named HEAD (git opens it, and would wait on a FIFO until its deadline)."""
     folder = directory
     while True:
         candidate = os.path.join(folder, ".git")
         try:
             first = _read_regular(candidate, 4096)
-        except _NotRegular as odd:
-            if odd.mode is None or not (stat.S_ISDIR(odd.mode) or stat.S_ISLNK(odd.mode)):
+        except _NotRegular as err:
+            if err.mode is None or not (stat.S_ISDIR(err.mode) or stat.S_ISLNK(err.mode)):
                 raise
             return folder, os.path.realpath(candidate)  # a folder, or a link: judged where it leads
         if first is not None:
@@ -642,6 +643,10 @@ def _nearest_git(directory: str) -> tuple[str, str] | None:
             if line.startswith(b"gitdir: "):
                 return folder, os.path.realpath(os.path.join(folder, os.fsdecode(line[len(b"gitdir: "):])))
             return folder, os.path.realpath(candidate)
+        head = os.path.join(folder, "HEAD")  # git asks whether this folder is a bare repository: it opens HEAD
+        kind = _special(head)
+        if kind is not None:
+            raise _NotRegular(head, kind, None)
         up = os.path.dirname(folder)
         if up == folder:
             return None
