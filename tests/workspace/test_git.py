@@ -416,3 +416,24 @@ def test_submodules_and_linked_worktrees_inside_the_root_work(repo: Path, tmp_pa
         assert [c["subject"] for c in tools.data("git_log", {"path": "wt", "limit": 1})["commits"]] == ["Add lib"]
         assert tools.text("git_show", {"ref": "HEAD", "path": "wt/src"}) == "app.py\nhelpers.py"
         assert tools.text("git_status").splitlines() == ["## main", " M lib", "?? wt/"]
+
+
+def test_folders_git_never_reads_are_not_walked(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .git/lfs folder (Git LFS keeps its objects there) with more entries than the check may walk: git
+    never reads it for these tools, so it is not walked and the repository is not refused. The same entries
+    in objects/, which git reads, are refused: the cap is live."""
+    from shipcode_mcp.primitives import ToolError
+    from shipcode_mcp.workspace import git as git_module
+    from shipcode_mcp.workspace.roots import Roots
+    from workspace_support import context
+
+    monkeypatch.setattr(git_module, "MAX_GIT_ENTRIES", 10_000)
+    lfs = repo / ".git" / "lfs" / "objects" / "ab" / "cd"
+    lfs.mkdir(parents=True)
+    for number in range(20_000):
+        (lfs / f"{number:064x}").touch()
+    with git_module.Repo(context(), Roots([str(repo)]), str(repo)) as ours:
+        assert ours.check(["rev-parse", "HEAD"]).stdout.decode().strip() == _head(repo)
+    (repo / ".git" / "lfs").rename(repo / ".git" / "objects" / "lfs")
+    with pytest.raises(ToolError, match="hold more than 10000 entries"):
+        git_module.Repo(context(), Roots([str(repo)]), str(repo))

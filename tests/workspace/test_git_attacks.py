@@ -231,15 +231,19 @@ def _hook(folder: Path, canary: Canary) -> None:
         hook.chmod(0o755)
 
 
-@pytest.mark.parametrize("where", ["core.hooksPath", ".git/hooks"])
+@pytest.mark.parametrize("where", ["core.hooksPath", ".git/hooks", ".git/hooks linked to a shared folder"])
 def test_no_hook_runs_and_the_index_is_never_rewritten(repo: Path, canary: Canary, tmp_path: Path, where: str) -> None:
     """With a stale index, plain git status and git diff refresh and rewrite it (GIT_OPTIONAL_LOCKS=0 does
-    not stop git diff), which runs post-index-change. No tool may write the index, so no hook runs."""
+    not stop git diff), which runs post-index-change. No tool may write the index, so no hook runs. A
+    hooks folder linked outside the roots is no reason to refuse the repository: git reads nothing there."""
     if where == "core.hooksPath":
         _hook(tmp_path / "hooks", canary)
         git(repo, "config", "core.hooksPath", str(tmp_path / "hooks"))
-    else:
+    elif where == ".git/hooks":
         _hook(repo / ".git" / "hooks", canary)
+    else:
+        _hook(tmp_path / "shared-hooks", canary)
+        _link(repo / ".git" / "hooks", tmp_path / "shared-hooks")
     (repo / "README.md").write_text("changed\n")
     stale(repo)
     before = index_state(repo / ".git")
@@ -443,16 +447,23 @@ def test_a_work_tree_configured_outside(repo: Path, outside: Outside) -> None:
             assert "secret.txt" not in everything(result) and outside.secret not in everything(result)
 
 
-def test_a_fifo_in_the_git_folder(repo: Path) -> None:
-    """git blocks reading a FIFO packed-refs (until our deadline): refused at once instead."""
-    (repo / ".git" / "packed-refs").unlink(missing_ok=True)
-    os.mkfifo(repo / ".git" / "packed-refs")
+@pytest.mark.parametrize(("fifo", "command"), [("packed-refs", "for-each-ref"), ("rebase-merge/head-name", "status"),
+                                               ("sequencer/todo", "status"), ("remotes/up", "status")])
+def test_a_fifo_in_the_git_folder(repo: Path, fifo: str, command: str) -> None:
+    """git blocks reading a FIFO packed-refs (until our deadline): refused at once instead. So in the folders
+    git status reads beyond rev-parse's list (a rebase's or a cherry-pick's state, a remote's file)."""
+    (repo / ".git" / fifo).parent.mkdir(exist_ok=True)
+    (repo / ".git" / fifo).unlink(missing_ok=True)
+    os.mkfifo(repo / ".git" / fifo)
+    if fifo.startswith("remotes/"):  # the upstream's remote has no config: git looks for .git/remotes/up
+        git(repo, "config", "branch.main.remote", "up")
+        git(repo, "config", "branch.main.merge", "refs/heads/main")
     with pytest.raises(subprocess.TimeoutExpired):
-        plain_git(repo, "for-each-ref", timeout=2)
+        plain_git(repo, command, timeout=2)
     with Tools(repo) as tools:
         for name, arguments in ALL_TOOLS:
             message = tools.call(name, arguments, error=True, timeout=10)["content"][0]["text"]
-            assert ".git/packed-refs is a named pipe (FIFO)" in message, message
+            assert f".git/{fifo} is a named pipe (FIFO)" in message, message
 
 
 def test_a_fifo_where_git_starts(repo: Path) -> None:

@@ -11,10 +11,12 @@ folder (never a bare repository it stumbled on), whose real path is inside the r
 of the larger repository holding the root; every later command is pinned to that repository.
 
 That check does not depend on the kernel sandbox (which is the backstop, not the only defence):
-- What git reads lies where the repository is: every entry of the git folder (objects, refs,
-  packed-refs, shallow, index, logs, commondir, worktree and submodule metadata) is looked at without
-  following links, and one that leads outside the roots (for a larger repository: outside its `.git`),
-  or is a FIFO or device, refuses the repository; so does an alternate object store outside the roots.
+- What git reads lies where the repository is: before git starts, each entry of the git folder (HEAD,
+  config, packed-refs, shallow, index, commondir...) and everything in the folders git reads there
+  (objects, refs, logs, info, worktree and submodule git folders, a rebase's state) is looked at without
+  following links; one that leads outside the roots (for a larger repository: outside its `.git`), or is
+  or leads to a FIFO or device, refuses the repository; so does an alternate object store outside the
+  roots. Folders git never reads for these tools (hooks, lfs, rr-cache) are not walked.
 - Nothing the repository names runs: hooks point at /dev/null, the index is never refreshed and
   rewritten, mailmap files are not read, no transport may start (a partial clone's lazy fetch), and
   every filter the configuration declares, the submodules' included (names are arbitrary, so they are
@@ -83,7 +85,12 @@ _RANGE = re.compile(r"\.\.\.?")
 _GIT_PATHS = ("objects", "refs", "packed-refs", "shallow", "index", "HEAD", "logs", "info", "commondir", "config",
               "objects/info/alternates", "modules", "worktrees")
 """Where git reads a repository's state (`rev-parse --git-path`, git's own rules for worktrees and the
-common folder): each must lie in the git folders `Repo` checks."""
+common folder): each must lie in the git folders `Repo` checks, and be an entry or a folder it walks."""
+_GIT_FOLDERS = frozenset(("objects", "refs", "logs", "info", "modules", "worktrees",
+                          "rebase-merge", "rebase-apply", "sequencer", "remotes", "branches", "reftable"))
+"""The folders of a git folder that git reads for the tools' commands: the folders of _GIT_PATHS, those
+`git status` reads (the state of a rebase, cherry-pick or revert; a remote defined by a file), and the
+ref store of git 2.45+. The check walks these; every other entry is looked at, never into."""
 MAX_GIT_ENTRIES = 500_000
 """The git folders are walked entry by entry (a microsecond each); more than this is refused, not walked."""
 MAX_FILTERS = 256
@@ -224,7 +231,7 @@ class Repo:
         if self.roots.root_of(self.top) is None and not git_dir == common_dir == os.path.join(self.top, ".git"):
             raise refused  # a larger repository is only used through its own .git (no core.worktree from inside the roots)
         # git's own view of where it reads objects, refs and the rest: inside the folders checked above.
-        if not all(_within(path, git_dir) or _within(path, common_dir) for path in where):
+        if not all(_walked(path, git_dir) or _walked(path, common_dir) for path in where):
             raise refused
         self.git_dir, self.common_dir = git_dir, common_dir
         self._env.update(GIT_DIR=git_dir, GIT_WORK_TREE=self.top)
@@ -234,8 +241,8 @@ class Repo:
         """Refuse a repository whose git folders lead elsewhere: a symbolic link (packed-refs, shallow, objects,
         refs, index, a loose object...) that leads outside the roots, or for a larger repository (`confined`)
         outside its own .git; a FIFO or device git would block on or read, or a link to one; an alternate
-        object store outside the roots (none at all for a larger repository). Only the hooks folder is not
-        looked at: no hook runs."""
+        object store outside the roots (none at all for a larger repository). Only what git reads is
+        walked (`_scan`): a shared hooks folder, or a large lfs/ one, is no reason to refuse."""
         own = common_dir
 
         def inside(real: str) -> bool:
@@ -484,6 +491,14 @@ def _within(path: str, folder: str) -> bool:
 _LEADS_OUT = "a symbolic link that leads there"
 
 
+def _walked(path: str, git_dir: str) -> bool:
+    """Whether `_scan` looked at `path`: an entry of the git folder, or anything in a folder it walks."""
+    if not _within(path, git_dir) or path == git_dir:
+        return False
+    first, _, rest = os.path.relpath(path, git_dir).partition(os.sep)
+    return not rest or first in _GIT_FOLDERS
+
+
 class _Found:
     """What a walk of the git folders found that needs a closer look, and how many entries it may still see."""
 
@@ -495,20 +510,28 @@ class _Found:
         self.budget = MAX_GIT_ENTRIES
 
 
+_GIT, _NEST, _ALL = 0, 1, 2
+"""What a folder met by `_scan` is: a git folder (only its entries and the folders git reads in it are
+looked at), a folder that holds git folders (modules/, worktrees/: each one below holding a HEAD is one),
+or a folder git reads all of."""
+
+
 def _scan(top: str, inside: Callable[[str], bool], found: _Found, *, store: bool) -> tuple[str, str | None] | None:
-    """Look at every entry under the git folder (or, `store`, the object store) `top` without following
-    links, and at what each link leads to: the first entry that is a link leading where `inside` says no,
-    or a FIFO, socket or device, as (path, what it is); (top, None) when more entries than the budget allows.
-    A link to a folder that stays inside is followed (that folder is looked at too, once). The
+    """Look, without following links, at the entries git reads under the git folder (or, `store`, the object
+    store) `top`, and at what each link leads to: the first entry that is a link leading where `inside` says
+    no, a FIFO, socket or device, or a link to one, as (path, what it is); (top, None) when more entries than
+    the budget allows. A link to a folder that stays inside is followed (that folder is looked at too, once).
+    In a git folder (the top, and each one under modules/ or worktrees/) every entry is looked at, but only
+    the folders git reads (_GIT_FOLDERS) are entered: not hooks (none runs), lfs, annex or rr-cache, which
+    can hold a link to a shared folder elsewhere, or more entries than anything git reads. The
     `info/alternates` files of object stores (by their real path) and the submodules' git folders (those
-    under modules/ holding a config) are added to `found`. The hooks folder of the git folder is skipped:
-    no hook runs (a submodule's, under modules/, is looked at)."""
+    under modules/ holding a config) are added to `found`."""
     from .safe_open import kind_of
 
-    pending = [(top, "")]  # (real folder, its path from top as git names it: links kept)
+    pending = [(top, "", _ALL if store else _GIT)]  # (real folder, its path from top as git names it: links kept, kind)
     visited = {top}
     while pending:
-        folder, logical = pending.pop()
+        folder, logical, kind = pending.pop()
         try:
             entries = list(os.scandir(folder))
         except FileNotFoundError:
@@ -518,6 +541,8 @@ def _scan(top: str, inside: Callable[[str], bool], found: _Found, *, store: bool
         found.budget -= len(entries)
         if found.budget < 0:
             return top, None
+        if kind == _NEST and any(entry.name == "HEAD" for entry in entries):
+            kind = _GIT  # a submodule's or a linked worktree's own git folder
         for entry in entries:  # the kind comes with the entry (d_type): a syscall only for links and oddities
             if entry.is_file(follow_symlinks=False):
                 if entry.name == "alternates":
@@ -526,12 +551,19 @@ def _scan(top: str, inside: Callable[[str], bool], found: _Found, *, store: bool
                     found.submodules.append(folder)
                 continue
             name = f"{logical}/{entry.name}" if logical else entry.name
+            inner = kind if kind != _GIT else _NEST if entry.name in ("modules", "worktrees") else (
+                _ALL if entry.name in _GIT_FOLDERS else None)
             if entry.is_dir(follow_symlinks=False):
-                if store or name != "hooks":
-                    pending.append((entry.path, name))
+                if inner is not None:
+                    pending.append((entry.path, name, inner))
                 continue
             if not entry.is_symlink():
                 return entry.path, kind_of(entry.stat(follow_symlinks=False).st_mode)
+            try:
+                if inner is None and entry.is_dir():
+                    continue  # a link to a folder git never enters (a shared hooks folder), wherever it leads
+            except OSError:
+                continue
             real = os.path.realpath(entry.path)
             if not inside(real):
                 return entry.path, _LEADS_OUT
@@ -540,9 +572,9 @@ def _scan(top: str, inside: Callable[[str], bool], found: _Found, *, store: bool
             except OSError:
                 continue  # a dangling link: git finds nothing there either
             if stat.S_ISDIR(mode):
-                if real not in visited:
+                if inner is not None and real not in visited:
                     visited.add(real)
-                    pending.append((real, name))
+                    pending.append((real, name, inner))
             elif not stat.S_ISREG(mode):
                 return entry.path, f"a symbolic link to {kind_of(mode)}"
             elif entry.name == "alternates":
