@@ -437,3 +437,21 @@ def test_folders_git_never_reads_are_not_walked(repo: Path, monkeypatch: pytest.
     (repo / ".git" / "lfs").rename(repo / ".git" / "objects" / "lfs")
     with pytest.raises(ToolError, match="hold more than 10000 entries"):
         git_module.Repo(context(), Roots([str(repo)]), str(repo))
+
+
+def test_a_configuration_naming_too_many_filters_or_transports_is_refused(repo: Path) -> None:
+    """Each filter or transport the configuration names costs overrides in every git command's environment:
+    up to MAX_FILTERS of them (counted as filters and transports, whatever each costs) are neutralised, more
+    are refused."""
+    from shipcode_mcp.workspace.git import MAX_FILTERS
+
+    config = repo / ".git" / "config"
+    base = config.read_text()
+    config.write_text(base + "".join(f'[filter "f{number}"]\n\tsmudge = cat\n' for number in range(MAX_FILTERS)))
+    with Tools(repo) as tools:
+        assert tools.data("git_log", {"limit": 1})["commits"][0]["subject"] == "Rename util to helpers"
+    config.write_text(base + "".join(f'[filter "f{number}"]\n\tsmudge = cat\n' for number in range(MAX_FILTERS - 10))
+                      + "".join(f'[protocol "p{number}"]\n\tallow = always\n' for number in range(11)))
+    with Tools(repo) as tools:
+        assert tools.error("git_log") == (f"Refused: the git configuration of . names more than {MAX_FILTERS} "
+                                          "filters or transports")

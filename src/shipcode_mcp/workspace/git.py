@@ -41,6 +41,7 @@ import stat
 
 from ..primitives import ToolError
 from . import safe_open
+from .roots import inside
 from .text import cut_output, is_binary, plural, printable, result, size_text
 
 TYPE_CHECKING = False
@@ -94,7 +95,8 @@ ref store of git 2.45+. The check walks these; every other entry is looked at, n
 MAX_GIT_ENTRIES = 500_000
 """The git folders are walked entry by entry (a microsecond each); more than this is refused, not walked."""
 MAX_FILTERS = 256
-"""Filters and transports a configuration may name: each costs an override in every git command's environment."""
+"""Filters and transports a configuration may name: each costs overrides (up to four for a filter) in every
+git command's environment."""
 _CONFIG_KEYS = r"^(filter\..+\.(clean|smudge|process)|protocol\..+\.allow|core\.(attributesfile|excludesfile)|diff\.orderfile)$"
 """The configuration `Repo` reads to neutralise: programs (filters, transports) and files read from outside."""
 _PROGRAM_FAILED = re.compile(
@@ -245,13 +247,13 @@ class Repo:
         walked (`_scan`): a shared hooks folder, or a large lfs/ one, is no reason to refuse."""
         own = common_dir
 
-        def inside(real: str) -> bool:
-            return _within(real, own) if confined else self.roots.root_of(real) is not None
+        def allowed(real: str) -> bool:
+            return inside(real, own) if confined else self.roots.root_of(real) is not None
 
         where = "its own .git folder" if confined else "the workspace roots"
         found = _Found()
-        folders = [own] if _within(git_dir, own) else [own, git_dir]
-        problems = [_scan(folder, inside, found, store=False) for folder in folders]
+        folders = [own] if inside(git_dir, own) else [own, git_dir]
+        problems = [_scan(folder, allowed, found, store=False) for folder in folders]
         self._submodules = found.submodules
         seen: set[str] = set()  # each store once: this ends, and goes deeper than git (which stops at 5)
         while not any(problems) and found.alternates:
@@ -263,12 +265,12 @@ class Repo:
                                         f"store ({printable(self._show(file))}); a larger repository holding a root is "
                                         "used only when everything git reads is in its own .git folder")
                     real = os.path.realpath(store)
-                    if not inside(real):
+                    if not allowed(real):
                         raise ToolError(f"Refused: the git repository of {printable(shown)} reads objects from outside "
                                         f"the workspace roots ({printable(self._show(file))} lists an object store there)")
                     if real not in seen and os.path.isdir(real):
                         seen.add(real)
-                        problems.append(_scan(real, inside, found, store=True))
+                        problems.append(_scan(real, allowed, found, store=True))
         for problem in problems:
             if problem is not None:
                 path, what = problem
@@ -283,19 +285,16 @@ class Repo:
     def _readable(self) -> list[str]:
         """What git may read in its sandbox once the repository is known: the roots (its git folders and
         alternates are in them); for a larger repository holding the root, also its .git, and the ignore and
-        attributes files on the way from its top down to the root (their rules apply to the root's files)."""
-        readable = list(self.roots.paths)
+        attributes files on the way from its top down to the root (their rules apply to the root's files),
+        and its top's .gitmodules."""
+        from .listing import walk_readable
+
         if not self.confined:
-            return readable
-        readable.append(self.common_dir)
-        folder = self.top
-        for part in ["", *os.path.relpath(self.root, self.top).split(os.sep)[:-1]]:
-            folder = os.path.join(folder, part) if part else folder
-            for name in (".gitignore", ".gitattributes", ".gitmodules") if folder == self.top else (".gitignore", ".gitattributes"):
-                path = os.path.join(folder, name)
-                if not os.path.islink(path) and os.path.isfile(path):
-                    readable.append(path)
-        return readable
+            return list(self.roots.paths)
+        above = walk_readable([self.root], (".gitignore", ".gitattributes", ".gitmodules"))[1:]
+        return [*self.roots.paths, self.common_dir,
+                *(path for path in above if inside(path, self.top) and (
+                    os.path.basename(path) != ".gitmodules" or os.path.dirname(path) == self.top))]
 
     def _unreadable(self, shown: str, path: str, what: str, base: str) -> ToolError:
         """The refusal of a repository git cannot read as it is: `path` (named from `base` when it is outside
@@ -353,7 +352,8 @@ class Repo:
                 overrides[f"protocol.{name}.allow"] = "never"
             elif files and scope in ("local", "worktree") and not self._inside_roots(value):
                 overrides[key] = "/dev/null"
-        if len(overrides) > 4 * MAX_FILTERS:
+        named = {key.rpartition(".")[0] for key in overrides if key.startswith(("filter.", "protocol."))}
+        if len(named) > MAX_FILTERS:
             raise ToolError(f"Refused: the git configuration of {printable(shown)} names more than {MAX_FILTERS} "
                             "filters or transports")
         self._env["GIT_CONFIG_COUNT"] = str(len(overrides))
@@ -484,16 +484,12 @@ class Repo:
 
 
 
-def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
 _LEADS_OUT = "a symbolic link that leads there"
 
 
 def _walked(path: str, git_dir: str) -> bool:
     """Whether `_scan` looked at `path`: an entry of the git folder, or anything in a folder it walks."""
-    if not _within(path, git_dir) or path == git_dir:
+    if not inside(path, git_dir) or path == git_dir:
         return False
     first, _, rest = os.path.relpath(path, git_dir).partition(os.sep)
     return not rest or first in _GIT_FOLDERS
@@ -516,9 +512,9 @@ looked at), a folder that holds git folders (modules/, worktrees/: each one belo
 or a folder git reads all of."""
 
 
-def _scan(top: str, inside: Callable[[str], bool], found: _Found, *, store: bool) -> tuple[str, str | None] | None:
+def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: bool) -> tuple[str, str | None] | None:
     """Look, without following links, at the entries git reads under the git folder (or, `store`, the object
-    store) `top`, and at what each link leads to: the first entry that is a link leading where `inside` says
+    store) `top`, and at what each link leads to: the first entry that is a link leading where `allowed` says
     no, a FIFO, socket or device, or a link to one, as (path, what it is); (top, None) when more entries than
     the budget allows. A link to a folder that stays inside is followed (that folder is looked at too, once).
     In a git folder (the top, and each one under modules/ or worktrees/) every entry is looked at, but only
@@ -565,7 +561,7 @@ def _scan(top: str, inside: Callable[[str], bool], found: _Found, *, store: bool
             except OSError:
                 continue
             real = os.path.realpath(entry.path)
-            if not inside(real):
+            if not allowed(real):
                 return entry.path, _LEADS_OUT
             try:
                 mode = os.stat(real).st_mode

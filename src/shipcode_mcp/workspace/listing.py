@@ -111,12 +111,15 @@ def _rule(glob: str) -> str:
 
 
 IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
+_RG_RULES = (*IGNORE_FILES, os.path.join(".git", "info", "exclude"))
+"""The files whose rules rg follows, in each folder above a root."""
 
 
-def walk_readable(roots: Sequence[str]) -> list[str]:
+def walk_readable(roots: Sequence[str], names: Sequence[str] = _RG_RULES) -> list[str]:
     """What rg may read when it walks or searches the roots: the roots themselves, and the ignore files of
     the folders above them, whose rules decide what is listed too (a root inside a larger repository
-    must not list that repository's ignored node_modules). Only regular files there, never a link."""
+    must not list that repository's ignored node_modules). Only regular files there, never a link, nor a
+    path through one. `names` are the files looked for in each folder (git wants its attributes too)."""
     import stat
 
     readable = list(roots)
@@ -125,10 +128,10 @@ def walk_readable(roots: Sequence[str]) -> list[str]:
         folder = os.path.dirname(root.rstrip(os.sep))
         while folder not in seen:
             seen.add(folder)
-            for name in (*IGNORE_FILES, os.path.join(".git", "info", "exclude")):
+            for name in names:
                 path = os.path.join(folder, name)
                 try:
-                    if stat.S_ISREG(os.lstat(path).st_mode) and (name in IGNORE_FILES or not _through_link(folder, name)):
+                    if stat.S_ISREG(os.lstat(path).st_mode) and (os.sep not in name or not _through_link(folder, name)):
                         readable.append(path)
                 except OSError:
                     pass

@@ -105,9 +105,9 @@ class Roots:
             if part in ("", "."):
                 continue
             here = os.path.dirname(here) if part == ".." else os.path.join(here, part)
-            if not any(_inside(here, root) or _inside(root, here) for root in lexical):
+            if not any(inside(here, root) or inside(root, here) for root in lexical):
                 return False
-        return any(_inside(here, root) for root in lexical)
+        return any(inside(here, root) for root in lexical)
 
     def display(self, real: str) -> str:
         """How to show a resolved path: relative to the first root, absolute for the others."""
@@ -137,8 +137,9 @@ def _lexical_roots(folders: list[str], real: list[str]) -> list[str]:
     return [*real, *(folder for folder in given if folder not in real)]
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
+def inside(path: str, folder: str) -> bool:
+    """Whether the absolute, normalised `path` is `folder` or lies beneath it (as written: no link is resolved)."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def client_root_folders(client_roots: list[dict[str, Any]]) -> list[str]:
