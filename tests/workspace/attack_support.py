@@ -1,8 +1,9 @@
 """Hostile git repositories for the attack suite, built the way an untrusted tarball would deliver them.
 
 Each attack has a secret (random, in files outside the roots) that must never reach the model, or a
-canary (a file a configured program would write) that must never appear. `plain_git` runs the real git
-as a user would in a shell, so that a test first proves its attack works without shipcode-mcp.
+canary (a file a configured program would write) that must never appear. `workspace_support.git_run`
+runs the real git as a user would in a shell, so that a test first proves its attack works without
+shipcode-mcp.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import itertools
 import json
 import os
 import secrets
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,23 +20,7 @@ from typing import Any
 from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import git as git_tools
 from shipcode_mcp.workspace.roots import Roots
-from workspace_support import Tools, context, git, make_repo
-
-PLAIN_TIMEOUT = 20.0
-
-_USER_ENV = {
-    "GIT_AUTHOR_NAME": "Ada Lovelace", "GIT_AUTHOR_EMAIL": "ada@example.com",
-    "GIT_COMMITTER_NAME": "Ada Lovelace", "GIT_COMMITTER_EMAIL": "ada@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-}
-
-
-def plain_git(cwd: Path, *args: str, timeout: float = PLAIN_TIMEOUT) -> subprocess.CompletedProcess[str]:
-    """git as a user runs it in a shell (no -c of ours, optional locks on): the attack's baseline."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
-    env.update(_USER_ENV)
-    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, errors="replace",
-                          timeout=timeout, check=False)
+from workspace_support import Tools, context, git
 
 
 class Outside:
@@ -102,11 +86,6 @@ def index_state(git_dir: Path) -> tuple[int, int, int, bytes]:
     return info.st_ino, info.st_size, info.st_mtime_ns, index.read_bytes()
 
 
-def victim(path: Path) -> Path:
-    """The demo project of workspace_support, the repository the attacks are planted in."""
-    return make_repo(path)
-
-
 ALL_TOOLS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("git_status", {}), ("git_log", {}), ("git_diff", {}), ("git_diff", {"staged": True}),
     ("git_show", {"ref": "HEAD"}), ("git_show", {"ref": "HEAD", "path": "README.md"}),
@@ -117,14 +96,6 @@ ALL_TOOLS: tuple[tuple[str, dict[str, Any]], ...] = (
 def everything(result: dict[str, Any]) -> str:
     """The whole of a tool result as the model could read it (text and structuredContent)."""
     return json.dumps(result, ensure_ascii=False)
-
-
-def refused_everywhere(tools: Tools, expected: str, secret: str) -> None:
-    """Every git tool answers isError with a message holding `expected`, and nothing holds `secret`."""
-    for name, arguments in ALL_TOOLS:
-        result = tools.call(name, arguments, error=True)
-        assert expected in result["content"][0]["text"], (name, result)
-        assert secret not in everything(result), (name, result)
 
 
 @contextmanager
@@ -155,8 +126,15 @@ def direct(root: Path, name: str, arguments: dict[str, Any] | None = None) -> tu
     return False, everything(outcome.to_dict())
 
 
-def refused_without_sandbox(root: Path, expected: str, secret: str) -> None:
-    """`refused_everywhere`, in this process with the kernel sandbox off."""
+def refused(root: Path, expected: str, secret: str) -> None:
+    """Every git tool answers isError with a message holding `expected`, and nothing holds `secret`: through
+    the server (with the kernel sandbox where the machine has one), then in this process with the sandbox
+    off (shipcode-mcp's own confinement of git, alone)."""
+    with Tools(root) as tools:
+        for name, arguments in ALL_TOOLS:
+            result = tools.call(name, arguments, error=True)
+            assert expected in result["content"][0]["text"], (name, result)
+            assert secret not in everything(result), (name, result)
     for name, arguments in ALL_TOOLS:
         failed, text = direct(root, name, arguments)
         assert failed and expected in text, (name, text)

@@ -23,33 +23,20 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from attack_support import (
-    ALL_TOOLS,
-    Canary,
-    Outside,
-    direct,
-    everything,
-    index_state,
-    plain_git,
-    refused_everywhere,
-    refused_without_sandbox,
-    sandbox_off,
-    stale,
-    victim,
-)
+from attack_support import ALL_TOOLS, Canary, Outside, direct, everything, index_state, refused, sandbox_off, stale
 
 from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import git as git_tools
 from shipcode_mcp.workspace.roots import Roots
 from shipcode_mcp.workspace.text import printable
-from workspace_support import Tools, context, git, make_repo, snapshot
+from workspace_support import Tools, context, git, git_run, make_repo, snapshot
 
 NOT_RUN = "does not run programs a repository names"
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return victim(tmp_path / "repo")
+    return make_repo(tmp_path / "repo")
 
 
 @pytest.fixture
@@ -63,37 +50,50 @@ def outside(tmp_path: Path) -> Outside:
 
 
 # -- programs the repository names ------------------------------------------------------------------
+def _attack_works(repo: Path, canary: Canary, *command: str) -> None:
+    """Plain git (`git status` unless `command` says otherwise) on a stale work tree runs the canary: the
+    attack works. Then the canary is reset and the work tree made stale again, for the tools."""
+    stale(repo)
+    git_run(repo, *(command or ("status",)))
+    assert canary.ran(), command
+    canary.reset()
+    stale(repo)
+
+
 def _needs_the_filter(tools: Tools, repo: Path, canary: Canary, filter_name: str) -> None:
     """git_status and git_diff (work tree) refuse, naming the filter; what needs no filter still works."""
     for name, arguments in (("git_status", {}), ("git_diff", {}), ("git_diff", {"ref": "HEAD"})):
         message = tools.error(name, arguments)
         assert NOT_RUN in message and f"filter '{filter_name}'" in message, (name, message)
-    assert tools.data("git_log")["commits"][0]["subject"] == "Rename util to helpers"
+    subject = git(repo, "log", "-1", "--format=%s").strip()
+    assert tools.data("git_log")["commits"][0]["subject"] == subject
     assert tools.text("git_show", {"ref": "HEAD", "path": "README.md"}) == "# Demo\n\nA demo project."
-    assert "Rename util" in tools.text("git_show", {"ref": "HEAD"})
+    assert subject in tools.text("git_show", {"ref": "HEAD"})
     assert tools.text("git_diff", {"staged": True}) == "No changes (staged, against HEAD)."
     assert not canary.ran(), canary.path.read_text()
 
 
 def _refused_without_sandbox(repo: Path, canary: Canary, filter_name: str) -> None:
     stale(repo)
-    for name, arguments in (("git_status", {}), ("git_diff", {})):
-        failed, text = direct(repo, name, arguments)
+    for name in ("git_status", "git_diff"):
+        failed, text = direct(repo, name)
         assert failed and NOT_RUN in text and f"filter '{filter_name}'" in text, (name, text)
     assert not canary.ran(), canary.path.read_text()
+
+
+def _filter_never_runs(repo: Path, canary: Canary, filter_name: str) -> None:
+    """Plain git status runs the filter; the tools that need it refuse, naming it, through the server and
+    in this process without the sandbox, and what needs no filter still works."""
+    _attack_works(repo, canary)
+    with Tools(repo) as tools:
+        _needs_the_filter(tools, repo, canary, filter_name)
+    _refused_without_sandbox(repo, canary, filter_name)
 
 
 def test_a_clean_filter_never_runs(repo: Path, canary: Canary) -> None:
     git(repo, "config", "filter.x.clean", str(canary.script))
     (repo / ".git" / "info" / "attributes").write_text("* filter=x\n")
-    stale(repo)
-    plain_git(repo, "status")
-    assert canary.ran()  # the attack works: plain git status runs the filter
-    canary.reset()
-    stale(repo)
-    with Tools(repo) as tools:
-        _needs_the_filter(tools, repo, canary, "x")
-    _refused_without_sandbox(repo, canary, "x")
+    _filter_never_runs(repo, canary, "x")
 
 
 def test_a_process_filter_never_runs(repo: Path, canary: Canary) -> None:
@@ -103,18 +103,7 @@ def test_a_process_filter_never_runs(repo: Path, canary: Canary) -> None:
     git(repo, "add", ".gitattributes")
     git(repo, "commit", "-qm", "Attributes")
     git(repo, "config", "filter.we=ird.process", str(canary.script))
-    stale(repo)
-    plain_git(repo, "status")
-    assert canary.ran()
-    canary.reset()
-    stale(repo)
-    with Tools(repo) as tools:
-        for name in ("git_status", "git_diff"):
-            message = tools.error(name)
-            assert NOT_RUN in message and "filter 'we=ird'" in message, message
-        assert tools.text("git_show", {"ref": "HEAD", "path": "README.md"}) == "# Demo\n\nA demo project."
-    assert not canary.ran()
-    _refused_without_sandbox(repo, canary, "we=ird")
+    _filter_never_runs(repo, canary, "we=ird")
 
 
 def test_a_smudge_filter_is_never_needed(repo: Path, canary: Canary) -> None:
@@ -122,7 +111,7 @@ def test_a_smudge_filter_is_never_needed(repo: Path, canary: Canary) -> None:
     git(repo, "config", "filter.x.smudge", str(canary.script))
     (repo / ".git" / "info" / "attributes").write_text("* filter=x\n")
     (repo / "README.md").unlink()
-    plain_git(repo, "checkout", "--", "README.md")
+    git_run(repo, "checkout", "--", "README.md")
     assert canary.ran()  # the attack works on checkout
     canary.reset()
     (repo / "README.md").write_text("changed\n")
@@ -143,14 +132,7 @@ def test_a_filter_pulled_in_by_an_include(repo: Path, canary: Canary, tmp_path: 
     (repo / ".git" / "extra.cfg").write_text(f'[filter "inc"]\n\tclean = {canary.script}\n')
     git(repo, "config", include, "extra.cfg")
     (repo / ".git" / "info" / "attributes").write_text("* filter=inc\n")
-    stale(repo)
-    plain_git(repo, "status")
-    assert canary.ran()
-    canary.reset()
-    stale(repo)
-    with Tools(repo) as tools:
-        _needs_the_filter(tools, repo, canary, "inc")
-    _refused_without_sandbox(repo, canary, "inc")
+    _filter_never_runs(repo, canary, "inc")
 
 
 def test_a_filter_in_a_submodules_config(repo: Path, canary: Canary, tmp_path: Path) -> None:
@@ -162,19 +144,11 @@ def test_a_filter_in_a_submodules_config(repo: Path, canary: Canary, tmp_path: P
     git(repo / "lib", "config", "filter.sub.clean", str(canary.script))
     (repo / ".git" / "modules" / "lib" / "info").mkdir(exist_ok=True)
     (repo / ".git" / "modules" / "lib" / "info" / "attributes").write_text("* filter=sub\n")
-    stale(repo)
-    plain_git(repo, "status")
-    assert canary.ran()
-    canary.reset()
-    stale(repo)
-    with Tools(repo) as tools:
-        for name in ("git_status", "git_diff"):
-            message = tools.error(name)
-            assert NOT_RUN in message and "filter 'sub'" in message, message
+    _filter_never_runs(repo, canary, "sub")
+    with Tools(repo) as tools:  # the submodule's own files and history, which need no filter
         assert tools.text("git_show", {"ref": "HEAD", "path": "lib/README.md"}) == "# Demo\n\nA demo project."
         assert tools.data("git_log", {"path": "lib"})["commits"][0]["subject"] == "Rename util to helpers"
     assert not canary.ran(), canary.path.read_text()
-    _refused_without_sandbox(repo, canary, "sub")
 
 
 def test_a_filter_in_a_submodule_of_the_old_layout(repo: Path, canary: Canary, tmp_path: Path) -> None:
@@ -189,11 +163,7 @@ def test_a_filter_in_a_submodule_of_the_old_layout(repo: Path, canary: Canary, t
     git(repo, "config", "--file", "lib/.git/config", "--unset", "core.worktree")
     git(repo / "lib", "config", "filter.old.clean", str(canary.script))
     (repo / "lib" / ".git" / "info" / "attributes").write_text("* filter=old\n")
-    stale(repo)
-    plain_git(repo, "status")
-    assert canary.ran()
-    canary.reset()
-    stale(repo)
+    _attack_works(repo, canary)
     with Tools(repo) as tools:
         message = tools.error("git_status")
         assert NOT_RUN in message and "evil.sh" in message, message
@@ -211,9 +181,7 @@ def test_a_partial_clones_lazy_fetch_runs_no_transport(tmp_path: Path, canary: C
     git(clone, "config", "remote.origin.url", str(upstream))
     git(clone, "config", "remote.origin.uploadpack", str(canary.command))
     git(clone, "config", "protocol.file.allow", "always")
-    plain_git(clone, "show", "HEAD:README.md")
-    assert canary.ran()
-    canary.reset()
+    _attack_works(clone, canary, "show", "HEAD:README.md")
     with Tools(clone) as tools:
         message = tools.error("git_show", {"ref": "HEAD", "path": "README.md"})
         assert "partial clone" in message and "shipcode-mcp runs no program a repository names" in message, message
@@ -247,7 +215,7 @@ def test_no_hook_runs_and_the_index_is_never_rewritten(repo: Path, canary: Canar
     (repo / "README.md").write_text("changed\n")
     stale(repo)
     before = index_state(repo / ".git")
-    plain_git(repo, "diff")
+    git_run(repo, "diff")
     assert canary.ran() and index_state(repo / ".git") != before  # the attack works: git diff rewrote the index
     canary.reset()
     stale(repo)
@@ -280,7 +248,7 @@ def test_nothing_in_the_git_folder_changes(repo: Path) -> None:
     for name, arguments in ALL_TOOLS:
         direct(repo, name, arguments)
     assert snapshot(repo / ".git") == before
-    plain_git(repo, "status")
+    git_run(repo, "status")
     assert snapshot(repo / ".git") != before  # plain git does write here
 
 
@@ -302,28 +270,22 @@ LEADS_OUT = "is a symbolic link that leads there"
 def test_a_linked_packed_refs_or_shallow_file(repo: Path, outside: Outside, name: str) -> None:
     """git puts the first line of a malformed packed-refs or shallow file in its error message."""
     _link(repo / ".git" / name, outside.secret_file)
-    assert outside.secret in plain_git(repo, "for-each-ref" if name == "packed-refs" else "log").stderr
-    with Tools(repo) as tools:
-        refused_everywhere(tools, f".git/{name} {LEADS_OUT}", outside.secret)
-    refused_without_sandbox(repo, f".git/{name} {LEADS_OUT}", outside.secret)
+    assert outside.secret in git_run(repo, "for-each-ref" if name == "packed-refs" else "log").stderr
+    refused(repo, f".git/{name} {LEADS_OUT}", outside.secret)
 
 
 def test_a_linked_object_store(repo: Path, outside: Outside) -> None:
     _link(repo / ".git" / "objects", outside.git_dir / "objects")
     (repo / ".git" / "refs" / "heads" / "main").write_text(f"{outside.commit}\n")
-    assert outside.secret in plain_git(repo, "log", "-1").stdout
-    with Tools(repo) as tools:
-        refused_everywhere(tools, f".git/objects {LEADS_OUT}", outside.secret)
-    refused_without_sandbox(repo, f".git/objects {LEADS_OUT}", outside.secret)
+    assert outside.secret in git_run(repo, "log", "-1").stdout
+    refused(repo, f".git/objects {LEADS_OUT}", outside.secret)
 
 
 def test_linked_refs_and_a_linked_loose_object(repo: Path, outside: Outside) -> None:
     """refs/ linked to an outside repository's refs; then one loose object linked to an outside one."""
     _link(repo / ".git" / "refs", outside.git_dir / "refs")
-    assert plain_git(repo, "rev-parse", "main").stdout.strip() == outside.commit
-    with Tools(repo) as tools:
-        refused_everywhere(tools, f".git/refs {LEADS_OUT}", outside.commit)
-    refused_without_sandbox(repo, f".git/refs {LEADS_OUT}", outside.commit)
+    assert git_run(repo, "rev-parse", "main").stdout.strip() == outside.commit
+    refused(repo, f".git/refs {LEADS_OUT}", outside.commit)
     (repo / ".git" / "refs").unlink()  # back to a folder of its own, whose main is the outside commit
     (repo / ".git" / "refs" / "heads").mkdir(parents=True)
     (repo / ".git" / "refs" / "tags").mkdir()
@@ -331,9 +293,8 @@ def test_linked_refs_and_a_linked_loose_object(repo: Path, outside: Outside) -> 
     loose = f"{outside.commit[:2]}/{outside.commit[2:]}"
     (repo / ".git" / "objects" / outside.commit[:2]).mkdir(exist_ok=True)
     _link(repo / ".git" / "objects" / loose, outside.git_dir / "objects" / loose)
-    assert outside.secret in plain_git(repo, "cat-file", "-p", outside.commit).stdout
-    with Tools(repo) as tools:
-        refused_everywhere(tools, f".git/objects/{loose} {LEADS_OUT}", outside.secret)
+    assert outside.secret in git_run(repo, "cat-file", "-p", outside.commit).stdout
+    refused(repo, f".git/objects/{loose} {LEADS_OUT}", outside.secret)
 
 
 def test_a_linked_index(repo: Path, outside: Outside) -> None:
@@ -341,10 +302,8 @@ def test_a_linked_index(repo: Path, outside: Outside) -> None:
     (outside.repo / f"notes-{outside.secret}.txt").write_text("x\n")
     git(outside.repo, "add", ".")
     _link(repo / ".git" / "index", outside.git_dir / "index")
-    assert outside.secret in plain_git(repo, "ls-files").stdout
-    with Tools(repo) as tools:
-        refused_everywhere(tools, f".git/index {LEADS_OUT}", outside.secret)
-    refused_without_sandbox(repo, f".git/index {LEADS_OUT}", outside.secret)
+    assert outside.secret in git_run(repo, "ls-files").stdout
+    refused(repo, f".git/index {LEADS_OUT}", outside.secret)
 
 
 @pytest.mark.parametrize("relative", [False, True])
@@ -352,12 +311,10 @@ def test_alternates_outside_the_roots(repo: Path, outside: Outside, relative: bo
     store = outside.git_dir / "objects"
     line = os.path.relpath(store, repo / ".git" / "objects") if relative else str(store)
     (repo / ".git" / "objects" / "info" / "alternates").write_text(f"# borrowed\n{line}\n")
-    assert outside.secret in plain_git(repo, "show", outside.commit).stdout
+    assert outside.secret in git_run(repo, "show", outside.commit).stdout
     (repo / ".git" / "refs" / "heads" / "stolen").write_text(f"{outside.commit}\n")
     expected = "reads objects from outside the workspace roots (.git/objects/info/alternates lists an object store there)"
-    with Tools(repo) as tools:
-        refused_everywhere(tools, expected, outside.secret)
-    refused_without_sandbox(repo, expected, outside.secret)
+    refused(repo, expected, outside.secret)
 
 
 def test_alternates_of_alternates(tmp_path: Path, outside: Outside) -> None:
@@ -368,7 +325,7 @@ def test_alternates_of_alternates(tmp_path: Path, outside: Outside) -> None:
     (middle / "info").mkdir(parents=True)
     (middle / "info" / "alternates").write_text(f"{outside.git_dir / 'objects'}\n")
     (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{middle}\n")
-    assert outside.secret in plain_git(repo, "show", outside.commit).stdout
+    assert outside.secret in git_run(repo, "show", outside.commit).stdout
     with Tools(work) as tools:
         for name, arguments in (("git_log", {"path": "repo"}), ("git_show", {"ref": "HEAD", "path": "repo/README.md"})):
             message = tools.error(name, arguments)
@@ -385,7 +342,7 @@ def test_a_linked_object_store_inside_the_roots_is_looked_at_too(tmp_path: Path,
     with Tools(work) as tools:
         assert tools.data("git_log", {"path": "repo", "limit": 1})["commits"][0]["subject"] == "Rename util to helpers"
     (work / "store" / "info" / "alternates").write_text(f"{outside.git_dir / 'objects'}\n")
-    assert outside.secret in plain_git(repo, "show", outside.commit).stdout
+    assert outside.secret in git_run(repo, "show", outside.commit).stdout
     with Tools(work) as tools:
         message = tools.error("git_log", {"path": "repo"})
         assert message.endswith("reads objects from outside the workspace roots (store/info/alternates lists an "
@@ -406,10 +363,8 @@ def test_alternates_inside_the_roots_work(tmp_path: Path) -> None:
 
 def test_a_commondir_outside(repo: Path, outside: Outside) -> None:
     (repo / ".git" / "commondir").write_text(f"{outside.git_dir}\n")
-    assert outside.secret in plain_git(repo, "log", "-1").stdout
-    with Tools(repo) as tools:
-        refused_everywhere(tools, "is not a .git folder inside the workspace roots", outside.secret)
-    refused_without_sandbox(repo, "is not a .git folder inside the workspace roots", outside.secret)
+    assert outside.secret in git_run(repo, "log", "-1").stdout
+    refused(repo, "is not a .git folder inside the workspace roots", outside.secret)
 
 
 def test_a_git_file_pointing_outside(tmp_path: Path, outside: Outside) -> None:
@@ -418,17 +373,15 @@ def test_a_git_file_pointing_outside(tmp_path: Path, outside: Outside) -> None:
     root.mkdir()
     (root / "README.md").write_text("# Demo\n\nA demo project.\n")
     (root / ".git").write_text(f"gitdir: {outside.git_dir}\n")
-    assert outside.secret in plain_git(root, "log", "-1").stdout
-    with Tools(root) as tools:
-        refused_everywhere(tools, "is not a .git folder inside the workspace roots", outside.secret)
-    refused_without_sandbox(root, "is not a .git folder inside the workspace roots", outside.secret)
+    assert outside.secret in git_run(root, "log", "-1").stdout
+    refused(root, "is not a .git folder inside the workspace roots", outside.secret)
 
 
 def test_a_linked_worktree_of_an_outside_repository(repo: Path, outside: Outside) -> None:
     git(outside.repo, "worktree", "add", "-q", "-b", "side", str(outside.path / "side"))
     (repo / "wt").mkdir()
     (repo / "wt" / ".git").write_text((outside.path / "side" / ".git").read_text())
-    assert outside.secret in plain_git(repo / "wt", "log", "-1").stdout
+    assert outside.secret in git_run(repo / "wt", "log", "-1").stdout
     with Tools(repo) as tools:
         for name, arguments in (("git_log", {"path": "wt"}), ("git_diff", {"path": "wt"}),
                                 ("git_show", {"ref": "HEAD", "path": "wt"})):
@@ -440,7 +393,7 @@ def test_a_linked_worktree_of_an_outside_repository(repo: Path, outside: Outside
 def test_a_work_tree_configured_outside(repo: Path, outside: Outside) -> None:
     """core.worktree makes git list and diff another folder's files."""
     git(repo, "config", "core.worktree", str(outside.path))
-    assert "secret.txt" in plain_git(repo, "status", "--porcelain").stdout
+    assert "secret.txt" in git_run(repo, "status", "--porcelain").stdout
     with Tools(repo) as tools:
         for name, arguments in ALL_TOOLS:
             result = tools.call(name, arguments, error=True)
@@ -459,35 +412,29 @@ def test_a_fifo_in_the_git_folder(repo: Path, fifo: str, command: str) -> None:
         git(repo, "config", "branch.main.remote", "up")
         git(repo, "config", "branch.main.merge", "refs/heads/main")
     with pytest.raises(subprocess.TimeoutExpired):
-        plain_git(repo, command, timeout=2)
+        git_run(repo, command, timeout=2)
     with Tools(repo) as tools:
         for name, arguments in ALL_TOOLS:
             message = tools.call(name, arguments, error=True, timeout=10)["content"][0]["text"]
             assert f".git/{fifo} is a named pipe (FIFO)" in message, message
 
 
-def test_a_fifo_where_git_starts(repo: Path) -> None:
-    """A FIFO config is read before anything else: refused before git starts, not after its deadline."""
-    (repo / ".git" / "config").unlink()
-    os.mkfifo(repo / ".git" / "config")
+@pytest.mark.parametrize(("name", "linked"), [("config", False), ("commondir", False), ("config", True)])
+def test_a_fifo_where_git_starts(repo: Path, name: str, linked: bool) -> None:
+    """git reads config and commondir before anything else, and so did the repository check (on commondir its
+    worker thread waited for ever: a plain open() waits for a writer). A FIFO there, or a link to one inside
+    the roots (only where it leads tells), is refused at once, before git starts, not after its deadline."""
+    (repo / ".git" / name).unlink(missing_ok=True)
+    os.mkfifo(repo / "pipe" if linked else repo / ".git" / name)
+    if linked:
+        (repo / ".git" / name).symlink_to("../pipe")
     with pytest.raises(subprocess.TimeoutExpired):
-        plain_git(repo, "status", timeout=2)
+        git_run(repo, "status", timeout=2)
+    what = "a symbolic link to a named pipe (FIFO)" if linked else "a named pipe (FIFO)"
     with Tools(repo) as tools:
-        message = tools.call("git_status", error=True, timeout=10)["content"][0]["text"]
-        assert message.endswith("is not one git can read: .git/config is a named pipe (FIFO)"), message
-
-
-def test_a_config_linked_to_a_fifo_inside_the_roots(repo: Path) -> None:
-    """The link stays inside the roots, so only where it leads tells: judged before git starts, not after
-    its deadline."""
-    (repo / ".git" / "config").unlink()
-    os.mkfifo(repo / "pipe")
-    (repo / ".git" / "config").symlink_to("../pipe")
-    with pytest.raises(subprocess.TimeoutExpired):
-        plain_git(repo, "status", timeout=2)
-    with Tools(repo) as tools:
-        message = tools.call("git_status", error=True, timeout=5)["content"][0]["text"]
-        assert message.endswith("is not one git can read: .git/config is a symbolic link to a named pipe (FIFO)"), message
+        for tool, arguments in ALL_TOOLS:
+            message = tools.call(tool, arguments, error=True, timeout=5)["content"][0]["text"]
+            assert message.endswith(f"is not one git can read: .git/{name} is {what}"), message
 
 
 def test_a_fifo_named_head_on_the_way_to_the_git_folder(repo: Path) -> None:
@@ -495,24 +442,12 @@ def test_a_fifo_named_head_on_the_way_to_the_git_folder(repo: Path) -> None:
     (repo / "docs" / "deep").mkdir()
     os.mkfifo(repo / "docs" / "HEAD")
     with pytest.raises(subprocess.TimeoutExpired):
-        plain_git(repo / "docs" / "deep", "status", timeout=2)
+        git_run(repo / "docs" / "deep", "status", timeout=2)
     with Tools(repo) as tools:
         message = tools.call("git_log", {"path": "docs/deep"}, error=True, timeout=5)["content"][0]["text"]
         assert message == ("Refused: the git repository of docs/deep is not one git can read: "
                            "docs/HEAD is a named pipe (FIFO)"), message
         assert tools.data("git_log", {"limit": 1})["commits"][0]["subject"] == "Rename util to helpers"
-
-
-def test_a_fifo_commondir(repo: Path) -> None:
-    """git reads commondir first, and so does the repository check: a FIFO there held git until its deadline
-    and the check's worker thread for ever (a plain open() waits for a writer). Refused at once instead."""
-    os.mkfifo(repo / ".git" / "commondir")
-    with pytest.raises(subprocess.TimeoutExpired):
-        plain_git(repo, "status", timeout=2)
-    with Tools(repo) as tools:
-        for name, arguments in ALL_TOOLS:
-            message = tools.call(name, arguments, error=True, timeout=5)["content"][0]["text"]
-            assert message.endswith("is not one git can read: .git/commondir is a named pipe (FIFO)"), message
 
 
 def test_a_fifo_git_file(repo: Path) -> None:
@@ -533,7 +468,7 @@ def test_a_mailmap_file_outside(repo: Path, outside: Outside) -> None:
     (outside.path / "mailmap").write_text(f"{outside.secret} <ada@example.com>\n")
     git(repo, "config", "mailmap.file", str(outside.path / "mailmap"))
     git(repo, "config", "mailmap.blob", "HEAD:README.md")
-    assert outside.secret in plain_git(repo, "show", "-s", "HEAD").stdout
+    assert outside.secret in git_run(repo, "show", "-s", "HEAD").stdout
     with Tools(repo) as tools:
         for name, arguments in (*ALL_TOOLS, ("git_show", {"ref": "v1.0"})):
             result = tools.call(name, arguments)
@@ -549,8 +484,8 @@ def test_attributes_and_excludes_files_outside(repo: Path, outside: Outside) -> 
     git(repo, "config", "core.attributesFile", str(outside.path / "attributes"))
     git(repo, "config", "core.excludesFile", str(outside.path / "ignore"))
     (repo / "guess.txt").write_text("untracked\n")
-    assert outside.secret in plain_git(repo, "check-attr", "-a", "README.md").stderr
-    assert "guess.txt" not in plain_git(repo, "status", "--porcelain").stdout
+    assert outside.secret in git_run(repo, "check-attr", "-a", "README.md").stderr
+    assert "guess.txt" not in git_run(repo, "status", "--porcelain").stdout
     with Tools(repo) as tools:
         assert tools.text("git_status") == "## main\n?? guess.txt"
     with sandbox_off(), git_tools.Repo(context(), Roots([str(repo)]), str(repo)) as ours:
@@ -570,7 +505,7 @@ def test_a_submodules_git_file_pointing_outside(repo: Path, outside: Outside, tm
     git(outside.repo, "commit", "-qm", f"Later work {outside.secret}")
     git(repo, "config", "diff.submodule", "log")
     (repo / "lib" / ".git").write_text(f"gitdir: {outside.git_dir}\n")
-    assert outside.secret in plain_git(repo, "diff").stdout
+    assert outside.secret in git_run(repo, "diff").stdout
     with Tools(repo) as tools:
         for name, arguments in ALL_TOOLS:  # an answer, or (in the sandbox) an error: never the subjects
             result = tools.process.call_tool(name, arguments, 30)
@@ -593,7 +528,7 @@ def test_a_larger_repository_is_used_only_through_its_own_git_folder(repo: Path,
     with Tools(repo / "docs") as tools:
         assert tools.text("git_status") == "## main\n M guide.md"
     (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{outside.git_dir / 'objects'}\n")
-    assert outside.secret in plain_git(repo / "docs", "show", outside.commit).stdout
+    assert outside.secret in git_run(repo / "docs", "show", outside.commit).stdout
     with Tools(repo / "docs") as tools:
         for name, arguments in ALL_TOOLS[:3]:
             message = tools.error(name, arguments)
@@ -612,7 +547,7 @@ def test_a_larger_repository_whose_work_tree_is_elsewhere(tmp_path: Path, outsid
     root = tmp_path / "root"
     repo = make_repo(root)
     git(repo, "config", "core.worktree", str(tmp_path))
-    assert plain_git(root, "rev-parse", "--show-toplevel").stdout.strip() == str(tmp_path)
+    assert git_run(root, "rev-parse", "--show-toplevel").stdout.strip() == str(tmp_path)
     with Tools(root) as tools:
         assert "is not a .git folder inside the workspace roots" in tools.error("git_status")
 
