@@ -24,10 +24,15 @@ That check does not depend on the kernel sandbox (which is the backstop, not the
   with no program. A file that needs one makes git stop, and the tool says that the repository names a
   program shipcode-mcp does not run; so does any other sign on stderr that git could not run a program
   (one the sandbox stopped), since git then exits 0 with an answer that may be wrong.
-- What only the kernel sandbox stops: a filter declared in the config of a submodule whose .git folder
-  sits in its own work tree (the old layout; under .git/modules they are neutralised), and what git
-  reads through a submodule's .git file that leads outside (status and diff run git there; only its
-  dirty bit and commit id could come back).
+- What only the kernel sandbox stops: a filter declared in the config of a submodule whose git folder
+  is not one of those under .git/modules (which are neutralised): the old layout, with the .git folder
+  in its own work tree, or a .git file leading into a folder the check does not walk (.git/hooks); and
+  what git reads through a submodule's .git file that leads outside (status and diff run git there;
+  only its dirty bit and commit id could come back).
+- The check looks at paths, before git opens them: someone who can write in the repository while the
+  server runs can swap an entry for a link to the outside after it was looked at, and git follows it.
+  Only the kernel sandbox closes that race (git may read nothing outside the roots and the one .git it
+  was granted).
 - File names, refs and commit metadata reach the model's text only through `printable`; diff and show
   output keeps its content lines as they are and has every other line masked.
 """
