@@ -455,3 +455,11 @@ def test_a_configuration_naming_too_many_filters_or_transports_is_refused(repo: 
     with Tools(repo) as tools:
         assert tools.error("git_log") == (f"Refused: the git configuration of . names more than {MAX_FILTERS} "
                                           "filters or transports")
+
+
+def test_a_git_file_git_cannot_read_gets_gits_own_answer(repo: Path) -> None:
+    """A .git file that is not `gitdir: PATH`: nothing to walk there; git says what is wrong with it."""
+    (repo / "lib").mkdir()
+    (repo / "lib" / ".git").write_text("not a gitfile\n")
+    with Tools(repo) as tools:
+        assert tools.error("git_log", {"path": "lib"}).startswith("git failed: invalid gitfile format: ")

@@ -535,8 +535,8 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
         folder, logical, kind = pending.pop()
         try:
             entries = list(os.scandir(folder))
-        except FileNotFoundError:
-            continue
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # gone, or a file (a .git file git will say it cannot read): nothing below to look at
         except OSError as err:
             return folder, f"a folder that cannot be read ({os.strerror(err.errno) if err.errno else err})"
         found.budget -= len(entries)
