@@ -19,7 +19,7 @@ import pytest
 
 from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import safe_open
-from shipcode_mcp.workspace.roots import OutsideRoots, Roots
+from shipcode_mcp.workspace.roots import OutsideRoots, Roots, inside
 from workspace_support import CANARY, Tools, make_outside, make_repo, snapshot
 
 
@@ -124,6 +124,28 @@ def test_several_roots_and_the_root_prefix_trap(world: dict[str, Path]) -> None:
         roots.resolve(str(world["outside"] / "sub-not"))
     with pytest.raises(OutsideRoots):
         Roots([str(world["root"])]).resolve(str(world["sibling"]))
+
+
+def test_inside_compares_whole_components(tmp_path: Path) -> None:
+    """The one "inside a root" test of the package: a string prefix is not enough, '/' holds everything,
+    and a trailing '/' changes nothing."""
+    cases = {
+        ("/a/b", "/a/b"): True, ("/a/b/c", "/a/b"): True, ("/a/b/c/d", "/a/b"): True,
+        ("/a/bc", "/a/b"): False, ("/a/b.c", "/a/b"): False, ("/a", "/a/b"): False, ("/x/a/b", "/a/b"): False,
+        ("/a/b", "/a/b/"): True, ("/a/b/", "/a/b"): True, ("/a/b/c", "/a/b/"): True, ("/a/bc", "/a/b/"): False,
+        ("/", "/"): True, ("/a", "/"): True, ("/a/b", "/"): True, ("/", "/a"): False,
+    }
+    assert {case: inside(*case) for case in cases} == cases
+    for folder in ("a", "a/b", "ab"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    a, ab, nested = str(tmp_path / "a"), str(tmp_path / "ab"), str(tmp_path / "a" / "b")
+    roots = Roots([a, nested, ab])
+    assert roots.containing(f"{nested}/x") == [a, nested] and roots.root_of(f"{nested}/x") == a
+    assert roots.containing(f"{ab}/x") == [ab] and roots.root_of(f"{ab}/x") == ab
+    assert roots.containing(str(tmp_path)) == [] and roots.root_of(str(tmp_path)) is None
+    everything = Roots(["/"])
+    assert everything.root_of("/etc") == "/" and everything.resolve("/etc") == os.path.realpath("/etc")
+    assert everything.display(os.path.realpath("/etc")) == os.path.realpath("/etc")[1:]
 
 
 # -- safe_open: the race between resolving and opening -----------------------------------------------

@@ -28,7 +28,7 @@ from .resources import (
     TRUNCATED_META_KEY,
     display,
 )
-from .roots import OutsideRoots
+from .roots import OutsideRoots, inside
 from .safe_open import open_file
 from .uris import encode_path, root_uri, uri_path
 
@@ -219,11 +219,10 @@ class Listing(ResourceParts):
         total = 0
         for number, snap in enumerate(snapshots):
             names = snap.names
-            nested = [other for other in snapshots[:number]
-                      if other.prefix.startswith(snap.prefix) or snap.prefix.startswith(other.prefix)]
+            nested = [other for other in snapshots[:number] if inside(other.root, snap.root) or inside(snap.root, other.root)]
             if nested:  # nested roots: drop what an earlier root lists already
                 names = [name for name in names if not any(
-                    (snap.prefix + name).startswith(other.prefix) and other.has_file((snap.prefix + name)[len(other.prefix):])
+                    inside(snap.prefix + name, other.root) and other.has_file((snap.prefix + name)[len(other.prefix):])
                     for other in nested)]
             self._starts.append(total)
             self._parts.append((snap, names))
@@ -285,7 +284,7 @@ class WorkspaceResources:
             current.expired = True
 
     def roots_containing(self, real: str) -> list[str]:
-        return [root for root in self.roots.paths if real == root or real.startswith(root.rstrip("/") + "/")]
+        return self.roots.containing(real)
 
     # -- resources/list ----------------------------------------------------------------------------
     def start_listing(self) -> None:
@@ -320,7 +319,7 @@ class WorkspaceResources:
             directory = stat.S_ISDIR(os.stat(real).st_mode)
         except (OutsideRoots, OSError, ValueError):
             raise ResourceNotFound(uri) from None
-        for root in self.roots_containing(real):
+        for root in self.roots.containing(real):
             rel = real[len(root.rstrip("/")) + 1:] if real != root else ""
             # A folder's entries must be current; a file missing from a recent walk may be new.
             for max_age in ((0.0,) if directory else (SNAPSHOT_SECONDS, 0.0)):

@@ -61,12 +61,13 @@ class Roots:
     def first(self) -> str:
         return self.paths[0]
 
+    def containing(self, real: str) -> list[str]:
+        """The roots that contain the resolved path `real` (several when roots nest), in order."""
+        return [root for root in self.paths if inside(real, root)]
+
     def root_of(self, real: str) -> str | None:
-        """The root that contains the resolved path `real`, or None."""
-        for root in self.paths:
-            if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
-                return root
-        return None
+        """The first root that contains the resolved path `real`, or None."""
+        return next(iter(self.containing(real)), None)
 
     def resolve(self, given: object) -> str:
         """The real absolute path `given` names, which is inside a root; else OutsideRoots."""
@@ -138,8 +139,14 @@ def _lexical_roots(folders: list[str], real: list[str]) -> list[str]:
 
 
 def inside(path: str, folder: str) -> bool:
-    """Whether the absolute, normalised `path` is `folder` or lies beneath it (as written: no link is resolved)."""
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
+    """Whether `path` is `folder` or lies beneath it: the one test of "inside a root" in the package.
+
+    Both are absolute and normalised ('..' already undone); they are compared as written, so no link is
+    resolved. Whole components only (/a/bc is not inside /a/b); everything is inside /; a trailing '/'
+    on either changes nothing.
+    """
+    base = folder.rstrip("/")
+    return path.rstrip("/") == base or path.startswith(base + "/")
 
 
 def client_root_folders(client_roots: list[dict[str, Any]]) -> list[str]:
