@@ -20,7 +20,7 @@ from shipcode_mcp import (
     image_content,
     text_content,
 )
-from shipcode_mcp.session import Job, Session
+from core_support import Driver
 from support import REPO, McpProcess, validate_definition
 
 
@@ -28,22 +28,15 @@ class Client:
     """A session driven like a client would, deferred work run at once."""
 
     def __init__(self, server: Server) -> None:
-        self.sent: list[dict[str, Any]] = []
-        self.session = Session(server, send=self.sent.append, spawn=Job.run)
+        self.driver = Driver(server)
+        self.session = self.driver.session
         self.next_id = 0
         self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})
-        self.session.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.driver.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         self.next_id += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        replies = self.session.receive(message)
-        if not replies:
-            replies = [m for m in self.sent if m.get("id") == self.next_id and "method" not in m]
-        assert len(replies) == 1, replies
-        return replies[0]
+        return self.driver.request(self.next_id, method, params)
 
     def result(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         reply = self.request(method, params)
@@ -219,7 +212,7 @@ def test_resources_templates_and_reads() -> None:
     assert client.result("resources/read", {"uri": "memo://logo"})["contents"][0]["blob"] == "iVBORw=="
     uri = "memo://users/a%20b/notes/x/y.txt"
     assert client.result("resources/read", {"uri": uri})["contents"][0]["text"] == f"a b:x/y.txt ({uri})"
-    assert len(client.session.receive({"jsonrpc": "2.0", "id": 99, "method": "resources/read",
+    assert len(client.driver.receive({"jsonrpc": "2.0", "id": 99, "method": "resources/read",
                                        "params": {"uri": "memo://many"}})[0]["result"]["contents"]) == 2  # inline
     missing = client.request("resources/read", {"uri": "memo://nothing"})
     assert missing["error"] == {"code": -32002, "message": "Resource not found", "data": {"uri": "memo://nothing"}}

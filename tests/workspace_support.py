@@ -146,12 +146,12 @@ class Tools:
 def context(progress_token: str | int | None = None) -> Any:
     """A real RequestContext (of a session with no transport) for calling tool functions in-process."""
     from shipcode_mcp.context import RequestContext
+    from shipcode_mcp.runner import ThreadRunner
     from shipcode_mcp.server import Server
-    from shipcode_mcp.session import Session
 
     sent: list[dict[str, Any]] = []
-    session = Session(Server("tests", "1"), send=sent.append)
+    runner = ThreadRunner(Server("tests", "1"), lambda message, related: sent.append(message))
     params: dict[str, Any] = {"_meta": {"progressToken": progress_token}} if progress_token is not None else {}
-    ctx = RequestContext(session, 1, "tools/call", params)
+    ctx = RequestContext(runner, 1, "tools/call", params)
     ctx.sent = sent  # type: ignore[attr-defined]
     return ctx

@@ -1,17 +1,23 @@
-"""What a handler sees of the request it serves: cancellation, progress, logging, asking the client."""
+"""What a handler sees of the request it serves: cancellation, progress, logging, asking the client.
+
+This is the runner's side of the core: handlers call it from worker threads or coroutines while the
+reading loop cancels, so it is thread-safe; the session only creates it.
+"""
 
 from __future__ import annotations
 
 import threading
 
-from . import jsonrpc
+from . import jsonrpc, log
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from concurrent.futures import Future
     from typing import Any
 
-    from .session import Session
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+"""RFC 5424 severities, least to most severe, as MCP names them."""
 
 
 class Cancelled(Exception):
@@ -63,18 +69,39 @@ class _Flag:
         return event.wait(timeout)
 
 
+class Channel:
+    """What a runner gives each request's context: the way out, and the way to ask the client.
+
+    A protocol, not a base class: runners implement these two methods.
+    """
+
+    def send(self, message: jsonrpc.Message, related: jsonrpc.Id | None) -> None:
+        raise NotImplementedError
+
+    def ask(self, method: str, params: dict[str, Any] | None, timeout: float,
+            parent: RequestContext | None) -> Future[dict[str, Any]]:
+        """Send our request to the client; the future resolves to its result (or raises ClientRequestError)."""
+        raise NotImplementedError
+
+
 class RequestContext:
-    """One in-flight request.
+    """One request in flight, with what it needs travelling with it: the client's capabilities, the log
+    threshold, its own progress and cancellation.
 
     The lock orders the response against progress: once `finish` has run, nothing more about this
     request goes out, so progress can never follow the response (a MUST of the spec).
     """
 
-    def __init__(self, session: Session, request_id: jsonrpc.Id, method: str, params: dict[str, Any]) -> None:
-        self.session = session
+    def __init__(self, channel: Channel | None, request_id: jsonrpc.Id, method: str, params: dict[str, Any], *,
+                 client_capabilities: dict[str, Any] | None = None, log_threshold: str | None = None,
+                 ready: bool = False) -> None:
+        self.channel = channel
         self.request_id = request_id
         self.method = method
         self.params = params
+        self.client_capabilities = client_capabilities or {}
+        self.log_threshold = log_threshold  # None: logging is not offered
+        self.ready = ready  # the session was initialized when the request came
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         self.progress_token: str | int | None = token if jsonrpc.is_valid_id(token) else None
@@ -87,6 +114,7 @@ class RequestContext:
         self._last_progress: float | None = None
         self._cancel_callbacks: list[Callable[[], None]] = []
         self.on_loop = False  # the handler runs on the reading loop (inline): it must not wait on the client
+        self.failure: str | None = None  # the traceback of a bug in the handler, for the operator
 
     # -- cancellation -------------------------------------------------------------------------
     @property
@@ -119,7 +147,9 @@ class RequestContext:
             try:
                 callback()
             except Exception:  # a failing cleanup must not take the reading loop down
-                self.session.log_exception("cancel callback failed")
+                import traceback
+
+                log.error(f"cancel callback failed\n{traceback.format_exc()}")
 
     # -- progress -----------------------------------------------------------------------------
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
@@ -140,13 +170,28 @@ class RequestContext:
                 params["total"] = total
             if message is not None:
                 params["message"] = message
-            self.session.send(jsonrpc.notification("notifications/progress", params), self.request_id)
+            self._send(jsonrpc.notification("notifications/progress", params))
         return True
+
+    def _send(self, message: jsonrpc.Message) -> None:
+        if self.channel is not None:
+            self.channel.send(message, self.request_id)
 
     # -- logging and requests to the client ------------------------------------------------------
     def log(self, level: str, data: Any, logger: str | None = None) -> bool:
         """Send notifications/message to the client, if logging is on and `level` passes its threshold."""
-        return self.session.log(level, data, logger, self.request_id)
+        threshold = self.log_threshold
+        if threshold is None or level not in LOG_LEVELS or LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
+            return False
+        params: dict[str, Any] = {"level": level}
+        if logger is not None:
+            params["logger"] = logger
+        params["data"] = data
+        with self._lock:
+            if self._done:
+                return False
+            self._send(jsonrpc.notification("notifications/message", params))
+        return True
 
     def debug(self, data: Any, logger: str | None = None) -> bool:
         return self.log("debug", data, logger)
@@ -165,9 +210,24 @@ class RequestContext:
 
         Raises `ClientRequestError` when the client lacks the capability, refuses or does not answer
         in time (it is then sent notifications/cancelled), and `Cancelled` if this request is.
+        An async handler awaits `arequest` instead, which does not block its event loop.
         """
+        return self._ask(method, params, timeout).result()
+
+    async def arequest(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
+        """`request` for an async handler: awaits the answer."""
+        import asyncio
+
+        return await asyncio.wrap_future(self._ask(method, params, timeout))
+
+    def _ask(self, method: str, params: dict[str, Any] | None, timeout: float) -> Future[dict[str, Any]]:
+        if self.on_loop:
+            raise ClientRequestError(jsonrpc.JsonRpcError(
+                jsonrpc.INTERNAL_ERROR, f"Cannot send {method} from an inline handler: it would block the reading loop"))
+        if self.channel is None:
+            raise ClientRequestError(jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR, f"Cannot send {method}: no client to ask"))
         self.settled.set()
-        return self.session.request(method, params, timeout=timeout, parent=self)
+        return self.channel.ask(method, params, timeout, self)
 
     def sample(self, messages: str | list[dict[str, Any]], *, max_tokens: int, system_prompt: str | None = None,
                temperature: float | None = None, stop_sequences: list[str] | None = None,
@@ -177,16 +237,18 @@ class RequestContext:
 
         Returns the CreateMessageResult: `{"role", "content", "model", "stopReason"?}`.
         """
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
-        params: dict[str, Any] = {"messages": messages}
-        optional: tuple[tuple[str, Any], ...] = (
-            ("modelPreferences", model_preferences), ("systemPrompt", system_prompt), ("includeContext", include_context),
-            ("temperature", temperature), ("maxTokens", max_tokens), ("stopSequences", stop_sequences), ("metadata", metadata))
-        for key, value in optional:  # in the schema's order
-            if value is not None:
-                params[key] = value
+        params = _sampling_params(messages, max_tokens, system_prompt, temperature, stop_sequences, model_preferences,
+                                  include_context, metadata)
         return self.request("sampling/createMessage", params, timeout)
+
+    async def asample(self, messages: str | list[dict[str, Any]], *, max_tokens: int, system_prompt: str | None = None,
+                      temperature: float | None = None, stop_sequences: list[str] | None = None,
+                      model_preferences: dict[str, Any] | None = None, include_context: str | None = None,
+                      metadata: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
+        """`sample` for an async handler."""
+        params = _sampling_params(messages, max_tokens, system_prompt, temperature, stop_sequences, model_preferences,
+                                  include_context, metadata)
+        return await self.arequest("sampling/createMessage", params, timeout)
 
     def elicit(self, message: str, schema: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:
         """elicitation/create: ask the user for input shaped by `schema` (flat primitive properties).
@@ -195,33 +257,79 @@ class RequestContext:
         checked against `schema`, so a handler can trust it. The long default timeout leaves a human
         time to answer.
         """
-        result = self.request("elicitation/create", {"message": message, "requestedSchema": schema}, timeout)
-        if result.get("action") not in ("accept", "decline", "cancel"):
-            raise _client_error("The client answered elicitation/create without a valid action")
-        if result["action"] == "accept":
-            import jsonschema_rs  # lazily, as for tool arguments
+        return _checked_elicitation(self.request("elicitation/create", {"message": message, "requestedSchema": schema},
+                                                 timeout), schema)
 
-            content = result.get("content", {})
-            problems = [err.message for err in jsonschema_rs.validator_for(schema).iter_errors(content)]
-            if problems:
-                raise _client_error("The client's elicitation content does not fit the schema: " + "; ".join(problems))
-        return result
+    async def aelicit(self, message: str, schema: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:
+        """`elicit` for an async handler."""
+        return _checked_elicitation(await self.arequest(
+            "elicitation/create", {"message": message, "requestedSchema": schema}, timeout), schema)
 
     def list_roots(self, timeout: float = 60.0) -> list[dict[str, Any]]:
         """roots/list: the client's roots, `[{"uri": "file:///...", "name"?: ...}]`."""
-        roots = self.request("roots/list", None, timeout).get("roots")
-        if not isinstance(roots, list):
-            raise _client_error("The client answered roots/list without a roots array")
-        return roots
+        return _roots_of(self.request("roots/list", None, timeout))
+
+    async def alist_roots(self, timeout: float = 60.0) -> list[dict[str, Any]]:
+        """`list_roots` for an async handler."""
+        return _roots_of(await self.arequest("roots/list", None, timeout))
 
     # -- completion ----------------------------------------------------------------------------
-    def finish(self, message: jsonrpc.Message | None) -> None:
-        """Send the response, unless the request was cancelled; later progress is dropped."""
+    def finish(self, send: Callable[[], None] | None = None) -> None:
+        """The request is over: call `send` (which sends its response) unless it was cancelled, and
+        drop anything reported about it later."""
         with self._lock:
             if self._done:
                 return
             self._done = True
             self._cancel_callbacks.clear()
-            if message is not None and not self._cancelled.is_set():
-                self.session.send(message, self.request_id)
+            if send is not None and not self._cancelled.is_set():
+                send()
         self.settled.set()
+
+
+def answer_of(method: str, response: jsonrpc.Message | None) -> dict[str, Any] | ClientRequestError:
+    """What the client's response to our request means for the handler that asked."""
+    if response is None:
+        return ClientRequestError(jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR, "The client is gone"))
+    if "error" in response:
+        err = response["error"] if isinstance(response["error"], dict) else {}
+        code = err.get("code")
+        return ClientRequestError(jsonrpc.JsonRpcError(
+            code if isinstance(code, int) else jsonrpc.INTERNAL_ERROR, str(err.get("message", "Error")), err.get("data")))
+    value = response.get("result")
+    return value if isinstance(value, dict) else {}
+
+
+def _sampling_params(messages: str | list[dict[str, Any]], max_tokens: int, system_prompt: str | None,
+                     temperature: float | None, stop_sequences: list[str] | None, model_preferences: dict[str, Any] | None,
+                     include_context: str | None, metadata: dict[str, Any] | None) -> dict[str, Any]:
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+    params: dict[str, Any] = {"messages": messages}
+    optional: tuple[tuple[str, Any], ...] = (
+        ("modelPreferences", model_preferences), ("systemPrompt", system_prompt), ("includeContext", include_context),
+        ("temperature", temperature), ("maxTokens", max_tokens), ("stopSequences", stop_sequences), ("metadata", metadata))
+    for key, value in optional:  # in the schema's order
+        if value is not None:
+            params[key] = value
+    return params
+
+
+def _checked_elicitation(result: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    if result.get("action") not in ("accept", "decline", "cancel"):
+        raise _client_error("The client answered elicitation/create without a valid action")
+    if result["action"] == "accept":
+        import jsonschema_rs  # an optional dependency's cost, paid by elicitation only
+
+        content = result.get("content", {})
+        problems = [err.message for err in jsonschema_rs.validator_for(schema).iter_errors(content)]
+        if problems:
+            raise _client_error("The client's elicitation content does not fit the schema: " + "; ".join(problems))
+    return result
+
+
+def _roots_of(result: dict[str, Any]) -> list[dict[str, Any]]:
+    roots = result.get("roots")
+    if not isinstance(roots, list):
+        raise _client_error("The client answered roots/list without a roots array")
+    return roots

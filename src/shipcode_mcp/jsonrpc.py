@@ -113,6 +113,32 @@ def is_valid_id(value: Any) -> TypeGuard[Id]:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
+def classify(message: Any) -> str:
+    """"request", "notification", "response" or "invalid": the one check of a message's shape.
+
+    A request or notification has jsonrpc "2.0", a string method and object params (when present); a
+    request's id is a string or an integer. A response has jsonrpc "2.0", a valid id and an object
+    result or error.
+    """
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return "invalid"
+    if "method" in message:
+        if not isinstance(message["method"], str) or not isinstance(message.get("params", {}), dict):
+            return "invalid"
+        if "id" not in message:
+            return "notification"
+        return "request" if is_valid_id(message["id"]) else "invalid"
+    if is_valid_id(message.get("id")) and (isinstance(message.get("result"), dict) or isinstance(message.get("error"), dict)):
+        return "response"
+    return "invalid"
+
+
+def invalid_request(message: Any) -> Message:
+    """The -32600 answer to an invalid message: its id is echoed when it is a valid one."""
+    msg_id = message.get("id") if isinstance(message, dict) else None
+    return error(msg_id if is_valid_id(msg_id) else None, JsonRpcError(INVALID_REQUEST))
+
+
 def result(id: Id, value: dict[str, Any]) -> Message:
     return {"jsonrpc": "2.0", "id": id, "result": value}
 

@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 import threading
+import types
 import weakref
 from functools import partial
 
 from . import jsonrpc, log
-from .context import ClientRequestError
+from .context import LOG_LEVELS, ClientRequestError
 from .jsonrpc import JsonRpcError
 from .primitives import (
     Prompt,
@@ -24,21 +25,23 @@ from .primitives import (
     read_contents,
     template_variables,
 )
-from .session import LOG_LEVELS, Deferred
+from .session import Deferred
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any, TypeVar, overload
 
     from .context import RequestContext
     from .primitives import Completer
+    from .runner import Runner
     from .session import Session
 
     T = TypeVar("T")
     F = TypeVar("F", bound=Callable[..., Any])
     ResourceSource = Callable[[], Sequence[Resource]]
-    SubscribeHandler = Callable[[Session, str, bool], Callable[[], None] | None]
+    TemplateSource = Callable[[], Sequence[ResourceTemplate]]
+    SubscribeCheck = Callable[[RequestContext, str], Any]
     RootsCallback = Callable[[Session, list[dict[str, Any]]], None]
     NotificationHandler = Callable[[Session, dict[str, Any]], None]
     RequestHandler = Callable[[Session, RequestContext, dict[str, Any]], dict[str, Any] | Deferred]
@@ -98,43 +101,61 @@ class Server:
         self.title = title
         self.instructions = instructions
         self.page_size = page_size
-        self.tools: dict[str, Tool] = {}
-        self.resources: dict[str, Resource] = {}
-        self.resource_sources: list[ResourceSource] = []
-        self.new_listing_hooks: list[Callable[[], None]] = []  # see add_resource_source
-        self.resource_templates: list[ResourceTemplate] = []
-        self.prompts: dict[str, Prompt] = {}
         self.logging_enabled = logging
         self.default_log_level = "info"
-        # Optional capability flags; a feature turns them on when it can honour them.
-        self.tools_list_changed = list_changed
-        self.resources_list_changed = list_changed
-        self.prompts_list_changed = list_changed
-        self.resources_subscribe = subscribe
-        self.subscribe_handler: SubscribeHandler | None = None  # see _subscribe
-        self.notification_handlers: dict[str, list[NotificationHandler]] = {}
-        self.completers: dict[tuple[str, str, str], Completer] = {}  # (ref type, prompt name or URI template, argument)
-        self.roots_callbacks: list[RootsCallback] = []
-        self.sessions: weakref.WeakSet[Session] = weakref.WeakSet()  # initialized ones; use add_session/ready_sessions
-        self._sessions_lock = threading.Lock()  # sessions start on the reading loop, notices go out from any thread
+        self._tools: dict[str, Tool] = {}
+        self._resources: dict[str, Resource] = {}
+        self._resource_sources: list[ResourceSource] = []
+        self._new_listing_hooks: list[Callable[[], None]] = []  # see add_resource_source
+        self._resource_templates: list[ResourceTemplate] = []
+        self._template_sources: list[TemplateSource] = []
+        self._prompts: dict[str, Prompt] = {}
+        self._completers: dict[tuple[str, str, str], Completer] = {}  # (ref type, prompt name or URI template, argument)
+        self._notification_handlers: dict[str, list[NotificationHandler]] = {}
+        self._roots_callbacks: list[RootsCallback] = []
+        self._list_changed = {"tools": list_changed, "resources": list_changed, "prompts": list_changed}
+        self._subscribe = subscribe
+        self._subscribe_check: SubscribeCheck | None = None
+        self._clients: weakref.WeakSet[Runner] = weakref.WeakSet()
+        self._clients_lock = threading.Lock()  # clients connect on the reading loop, notices go out from any thread
+
+    # -- what is registered (read-only views) -------------------------------------------------------
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        return types.MappingProxyType(self._tools)
+
+    @property
+    def resources(self) -> Mapping[str, Resource]:
+        return types.MappingProxyType(self._resources)
+
+    @property
+    def prompts(self) -> Mapping[str, Prompt]:
+        return types.MappingProxyType(self._prompts)
+
+    def resource_templates(self) -> list[ResourceTemplate]:
+        """The registered templates, then each template source's (which may follow the roots)."""
+        out = list(self._resource_templates)
+        for source in self._template_sources:
+            out.extend(source())
+        return out
 
     # -- registration ---------------------------------------------------------------------------
     def add_tool(self, tool: Tool) -> Tool:
-        self.tools[tool.name] = tool
+        self._tools[tool.name] = tool
         self.list_changed("tools")
         return tool
 
     def remove_tool(self, name: str) -> None:
-        if self.tools.pop(name, None) is not None:
+        if self._tools.pop(name, None) is not None:
             self.list_changed("tools")
 
     def add_resource(self, resource: Resource) -> Resource:
-        self.resources[resource.uri] = resource
+        self._resources[resource.uri] = resource
         self.list_changed("resources")
         return resource
 
     def remove_resource(self, uri: str) -> None:
-        if self.resources.pop(uri, None) is not None:
+        if self._resources.pop(uri, None) is not None:
             self.list_changed("resources")
 
     def add_resource_source(self, source: ResourceSource, *, on_new_listing: Callable[[], None] | None = None) -> None:
@@ -146,67 +167,112 @@ class Server:
         `on_new_listing` runs when a client starts a listing (no cursor), so a source that keeps its
         result between pages (rather than walk a big tree once per page) knows when to look afresh.
         """
-        self.resource_sources.append(source)
+        self._resource_sources.append(source)
         if on_new_listing is not None:
-            self.new_listing_hooks.append(on_new_listing)
+            self._new_listing_hooks.append(on_new_listing)
 
     def add_resource_template(self, template: ResourceTemplate) -> ResourceTemplate:
-        self.resource_templates = [t for t in self.resource_templates if t.uri_template != template.uri_template]
-        self.resource_templates.append(template)
+        self._resource_templates = [t for t in self._resource_templates if t.uri_template != template.uri_template]
+        self._resource_templates.append(template)
         self.list_changed("resources")
         return template
 
     def remove_resource_template(self, uri_template: str) -> None:
-        kept = [t for t in self.resource_templates if t.uri_template != uri_template]
-        if len(kept) != len(self.resource_templates):
-            self.resource_templates = kept
+        kept = [t for t in self._resource_templates if t.uri_template != uri_template]
+        if len(kept) != len(self._resource_templates):
+            self._resource_templates = kept
             self.list_changed("resources")
 
+    def add_template_source(self, source: TemplateSource) -> None:
+        """A callable that gives resource templates when asked: templates that follow the roots, say.
+        Call `list_changed("resources")` when what it gives changes."""
+        self._template_sources.append(source)
+
     def add_prompt(self, prompt: Prompt) -> Prompt:
-        self.prompts[prompt.name] = prompt
+        self._prompts[prompt.name] = prompt
         self.list_changed("prompts")
         return prompt
 
     def remove_prompt(self, name: str) -> None:
-        if self.prompts.pop(name, None) is not None:
+        if self._prompts.pop(name, None) is not None:
             self.list_changed("prompts")
 
     def add_completer(self, ref_type: str, ref: str, argument: str, completer: Completer) -> None:
         """Complete `argument` of the prompt (ref_type "ref/prompt") or resource template ("ref/resource") `ref`."""
         if ref_type not in ("ref/prompt", "ref/resource"):
             raise ValueError(f"ref_type must be ref/prompt or ref/resource, not {ref_type!r}")
-        self.completers[(ref_type, ref, argument)] = completer
+        self._completers[(ref_type, ref, argument)] = completer
 
     def on_notification(self, method: str, handler: NotificationHandler) -> None:
-        self.notification_handlers.setdefault(method, []).append(handler)
+        self._notification_handlers.setdefault(method, []).append(handler)
 
     def on_roots(self, callback: RootsCallback) -> None:
         """Follow the client's roots: `callback(session, roots)` runs, off the reading loop, once the
         client is initialized and again whenever it says its roots changed (clients with `roots` only)."""
-        self.roots_callbacks.append(callback)
+        self._roots_callbacks.append(callback)
+
+    def on_subscribe(self, check: SubscribeCheck) -> None:
+        """Offer resources/subscribe: `check(ctx, uri)` runs off the reading loop before anything is
+        recorded, raises (ResourceNotFound, say) to refuse the URI, and returns what to keep with the
+        subscription (see `subscriptions`). The client's last word on a URI stands whatever order the
+        checks finish in."""
+        self._subscribe = True
+        self._subscribe_check = check
+
+    def enable_list_changed(self, *registries: str) -> None:
+        """Announce changes of these lists ("tools", "resources", "prompts") to clients that connect from now on."""
+        for registry in registries:
+            if registry not in self._list_changed:
+                raise ValueError(f"no list named {registry!r}: use tools, resources or prompts")
+            self._list_changed[registry] = True
+
+    # -- telling clients ----------------------------------------------------------------------------
+    def connect(self, client: Runner) -> None:
+        """A runner of a session (not a stateless one) joins: list changes and updates reach it once ready."""
+        with self._clients_lock:
+            self._clients.add(client)
+
+    def clients(self) -> list[Runner]:
+        """The connected clients that sent notifications/initialized (and whose runner still lives)."""
+        with self._clients_lock:
+            return [client for client in self._clients if client.session.ready]
 
     def list_changed(self, registry: str) -> None:
-        """Send notifications/REGISTRY/list_changed ("tools", "resources" or "prompts") to the sessions
+        """Send notifications/REGISTRY/list_changed ("tools", "resources" or "prompts") to the clients
         whose initialize result declared `listChanged` for it: registering calls it, and so may a
         feature whose dynamic list changed (a resource source)."""
-        for session in self.ready_sessions():
-            if session.capabilities.get(registry, {}).get("listChanged"):
-                session.notify(f"notifications/{registry}/list_changed")
+        for client in self.clients():
+            if (client.session.capabilities or {}).get(registry, {}).get("listChanged"):
+                client.notify(f"notifications/{registry}/list_changed")
 
-    def resource_updated(self, uri: str) -> None:
-        """Send notifications/resources/updated to the sessions subscribed to `uri` or to a resource containing it."""
-        for session in self.ready_sessions():
-            if any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in list(session.subscriptions)):
-                session.notify("notifications/resources/updated", {"uri": uri})
+    def resource_updated(self, uri: str, *, within: bool = True) -> None:
+        """Send notifications/resources/updated to the clients subscribed to `uri` or (`within`) to a
+        resource containing it (a folder, a prefix of `uri` up to a '/')."""
+        for client in self.clients():
+            subscribed = list(client.session.subscriptions)
+            if uri in subscribed or (within and any(uri.startswith(s.rstrip("/") + "/") for s in subscribed)):
+                client.notify("notifications/resources/updated", {"uri": uri})
 
-    def add_session(self, session: Session) -> None:
-        with self._sessions_lock:
-            self.sessions.add(session)
+    def subscriptions(self) -> dict[str, Any]:
+        """Every URI a ready client subscribed to, with what the subscribe check kept for it."""
+        found: dict[str, Any] = {}
+        for client in self.clients():
+            found.update(client.session.subscriptions)
+        return found
 
-    def ready_sessions(self) -> list[Session]:
-        """The sessions that sent notifications/initialized (and are still referenced)."""
-        with self._sessions_lock:
-            return [session for session in self.sessions if session.ready]
+    def roots_changed(self, session: Session, roots: list[dict[str, Any]]) -> None:
+        """The client of `session` listed its roots: tell the callbacks, in the order the lists came."""
+        for callback in self._roots_callbacks:
+            try:
+                callback(session, roots)
+            except Exception:
+                import traceback
+
+                log.error(f"roots callback failed\n{traceback.format_exc()}")
+
+    @property
+    def follows_roots(self) -> bool:
+        return bool(self._roots_callbacks)
 
     # -- the library API: decorators --------------------------------------------------------------
     # A handler's parameters are filled by name from the request (tool arguments, template
@@ -372,28 +438,28 @@ class Server:
     # -- capabilities ---------------------------------------------------------------------------
     @property
     def has_resources(self) -> bool:
-        return bool(self.resources or self.resource_sources or self.resource_templates)
+        return bool(self._resources or self._resource_sources or self._resource_templates or self._template_sources)
 
     @property
     def has_completions(self) -> bool:
-        return bool(self.completers) or any(a.complete for p in self.prompts.values() for a in p.arguments) or any(
-            t.completers for t in self.resource_templates
+        return bool(self._completers) or any(a.complete for p in self._prompts.values() for a in p.arguments) or any(
+            t.completers for t in self.resource_templates()
         )
 
     def capabilities(self) -> dict[str, Any]:
         """Exactly what is registered and enabled, never more: the spec makes this a MUST."""
         caps: dict[str, Any] = {}
-        if self.tools:
-            caps["tools"] = {"listChanged": True} if self.tools_list_changed else {}
+        if self._tools:
+            caps["tools"] = {"listChanged": True} if self._list_changed["tools"] else {}
         if self.has_resources:
             resources: dict[str, Any] = {}
-            if self.resources_subscribe:
+            if self._subscribe:
                 resources["subscribe"] = True
-            if self.resources_list_changed:
+            if self._list_changed["resources"]:
                 resources["listChanged"] = True
             caps["resources"] = resources
-        if self.prompts:
-            caps["prompts"] = {"listChanged": True} if self.prompts_list_changed else {}
+        if self._prompts:
+            caps["prompts"] = {"listChanged": True} if self._list_changed["prompts"] else {}
         if self.logging_enabled:
             caps["logging"] = {}
         if self.has_completions:
@@ -427,27 +493,19 @@ class Server:
                 return None
         return partial(handler, self)  # not a lambda: no extra Python frame on every request
 
-    def notification_handler(self, method: str) -> NotificationHandler | None:
-        handlers = self.notification_handlers.get(method)
-        if not handlers:
-            return None
-
-        def run_all(session: Session, params: dict[str, Any]) -> None:
-            for handler in handlers:
-                handler(session, params)
-
-        return run_all
+    def notification_handlers(self, method: str) -> list[NotificationHandler]:
+        return self._notification_handlers.get(method, [])
 
     def all_resources(self) -> Sequence[Resource]:
         """The registered resources, then each source's: joined without copying, since a source may be big."""
-        parts: list[Sequence[Resource]] = [list(self.resources.values())] if self.resources else []
-        parts.extend(source() for source in self.resource_sources)
+        parts: list[Sequence[Resource]] = [list(self._resources.values())] if self._resources else []
+        parts.extend(source() for source in self._resource_sources)
         if len(parts) == 1:
             return parts[0]
         return _Joined(parts)
 
     def find_template(self, uri: str) -> tuple[ResourceTemplate, dict[str, str]] | None:
-        for template in self.resource_templates:
+        for template in self.resource_templates():
             variables = template.match(uri)
             if variables is not None:
                 return template, variables
@@ -527,7 +585,6 @@ def _string(params: dict[str, Any], key: str) -> str:
 
 
 def _initialize(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    server.add_session(session)
     return session.negotiate(params)
 
 
@@ -536,7 +593,7 @@ def _ping(server: Server, session: Session, context: RequestContext, params: dic
 
 
 def _list_tools(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    page, next_cursor = paginate(list(server.tools.values()), params.get("cursor"), server.page_size, lambda t: t.name)
+    page, next_cursor = paginate(list(server._tools.values()), params.get("cursor"), server.page_size, lambda t: t.name)
     return _listed("tools", [tool.to_dict() for tool in page], next_cursor)
 
 
@@ -549,7 +606,7 @@ def _listed(key: str, items: list[dict[str, Any]], next_cursor: str | None) -> d
 
 def _call_tool(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     name = _string(params, "name")
-    tool = server.tools.get(name)
+    tool = server._tools.get(name)
     if tool is None:
         raise _invalid(f"Unknown tool: {name}")
     arguments = params.get("arguments")
@@ -584,7 +641,7 @@ def _list_resources(server: Server, session: Session, context: RequestContext,
 
     def work() -> dict[str, Any]:
         if cursor is None:
-            for hook in server.new_listing_hooks:
+            for hook in server._new_listing_hooks:
                 hook()
         items = server.all_resources()
         page, next_cursor = paginate(items, cursor, server.page_size, lambda r: r.uri)
@@ -595,17 +652,17 @@ def _list_resources(server: Server, session: Session, context: RequestContext,
         return out
 
     # A source may walk a tree (a million files, say): that must never hold up the reading loop.
-    return Deferred(work) if server.resource_sources else work()
+    return Deferred(work) if server._resource_sources else work()
 
 
 def _list_resource_templates(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    page, next_cursor = paginate(server.resource_templates, params.get("cursor"), server.page_size, lambda t: t.uri_template)
+    page, next_cursor = paginate(server.resource_templates(), params.get("cursor"), server.page_size, lambda t: t.uri_template)
     return _listed("resourceTemplates", [template.to_dict() for template in page], next_cursor)
 
 
 def _read_resource(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     uri = _string(params, "uri")
-    resource = server.resources.get(uri)
+    resource = server._resources.get(uri)
     found = None if resource is not None and resource.reader is not None else server.find_template(uri)
 
     def read() -> dict[str, Any]:
@@ -622,49 +679,36 @@ def _read_resource(server: Server, session: Session, context: RequestContext, pa
 
 def _subscribe(server: Server, session: Session, context: RequestContext,
                params: dict[str, Any]) -> dict[str, Any] | Deferred:
-    """resources/subscribe and unsubscribe. A `subscribe_handler` checks the URI (raising, e.g. ResourceNotFound,
-    to refuse) and returns the change to make, or None. Subscribing may take a walk of the tree, so it runs off
-    the reading loop; the change is made only if no later subscribe or unsubscribe of the URI came meanwhile,
-    so the client's last word stands whatever order the work finishes in. Unsubscribing is quick and inline."""
+    """resources/subscribe and unsubscribe. The server's subscribe check (see `Server.on_subscribe`) may walk
+    a tree, so a subscribe runs off the reading loop; it is recorded only if no later subscribe or
+    unsubscribe of the URI came meanwhile, so the client's last word stands whatever order the work
+    finishes in. Unsubscribing is quick and inline."""
     uri = _string(params, "uri")
-    subscribe = context.method == "resources/subscribe"
-    handler = server.subscribe_handler
-    if handler is None:
-        if subscribe:
-            session.subscriptions.add(uri)
-        else:
-            session.subscriptions.discard(uri)
-        return {}
     turn = session.subscription_turn(uri)
-    if not subscribe:
-        session.settle_subscription(uri, turn, False, handler(session, uri, False))
+    check = server._subscribe_check
+    if context.method == "resources/unsubscribe" or check is None:
+        session.settle_subscription(uri, turn, context.method == "resources/subscribe")
         return {}
-
-    def cancelled() -> None:  # a cancelled subscribe changes nothing, and neither does anything it overtook
-        session.settle_subscription(uri, turn, None, None)
-
-    context.on_cancel(cancelled)
+    kept: list[Any] = []
 
     def work() -> dict[str, Any]:
-        try:
-            change = handler(session, uri, True)
-        except BaseException:
-            session.settle_subscription(uri, turn, False, handler(session, uri, False))
-            raise
-        session.settle_subscription(uri, turn, True, change)
+        kept.append(check(context, uri))
         return {}
 
-    return Deferred(work)
+    def settle(session: Session, ok: bool | None) -> None:  # refused: not subscribed; cancelled: as it was
+        session.settle_subscription(uri, turn, ok, kept[0] if ok else None)
+
+    return Deferred(work, settle)
 
 
 def _list_prompts(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    page, next_cursor = paginate(list(server.prompts.values()), params.get("cursor"), server.page_size, lambda p: p.name)
+    page, next_cursor = paginate(list(server._prompts.values()), params.get("cursor"), server.page_size, lambda p: p.name)
     return _listed("prompts", [prompt.to_dict() for prompt in page], next_cursor)
 
 
 def _get_prompt(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     name = _string(params, "name")
-    prompt = server.prompts.get(name)
+    prompt = server._prompts.get(name)
     if prompt is None:
         raise _invalid(f"Unknown prompt: {name}")
     arguments = params.get("arguments") or {}
@@ -704,16 +748,16 @@ def _complete(server: Server, session: Session, context: RequestContext, params:
     completer: Completer | None = None
     ref_type = ref.get("type")
     if ref_type == "ref/prompt":
-        prompt = server.prompts.get(str(ref.get("name")))
+        prompt = server._prompts.get(str(ref.get("name")))
         if prompt is None:
             raise _invalid(f"Unknown prompt: {ref.get('name')}")
-        completer = server.completers.get((ref_type, prompt.name, name)) or next(
+        completer = server._completers.get((ref_type, prompt.name, name)) or next(
             (a.complete for a in prompt.arguments if a.name == name), None)
     elif ref_type == "ref/resource":
-        template = next((t for t in server.resource_templates if t.uri_template == ref.get("uri")), None)
+        template = next((t for t in server.resource_templates() if t.uri_template == ref.get("uri")), None)
         if template is None:
             raise _invalid(f"Unknown resource template: {ref.get('uri')}")
-        completer = server.completers.get((ref_type, template.uri_template, name)) or template.completers.get(name)
+        completer = server._completers.get((ref_type, template.uri_template, name)) or template.completers.get(name)
     else:
         raise _invalid("Invalid params: ref.type must be ref/prompt or ref/resource")
     if completer is None:

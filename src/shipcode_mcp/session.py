@@ -1,32 +1,35 @@
-"""The sans-IO MCP session: takes parsed messages, returns the messages to send.
+"""The sans-IO MCP session: a state machine over plain data, in the spirit of h11.
 
-It never touches a pipe or a socket. Replies that are ready at once are returned by `receive`;
-work that a handler defers (a `Deferred`) is handed to the transport's `spawn` and its messages,
-like progress and requests to the client, leave through the `send` callable the transport gave.
+`Session.receive(message)` takes one parsed JSON value and returns what to do, as a list of actions
+(`Send`, `Start`, `Cancel`, `Answer`, `FollowRoots`, `Release`, `Report`); the other methods do the
+same for the runner's events: work that finished, a question for the client, the end of input. The
+session never waits, never starts a thread, never reads a clock and never writes: a runner
+(`runner.py`) performs the actions and serialises the calls.
+
+The lifecycle is one enum and one transition table (`TRANSITIONS`). Everything else a session holds
+is plain data: the negotiated capabilities, the client's capabilities and roots, the log level, the
+requests in flight, our own requests to the client awaiting their answers, and the subscriptions.
 """
 
 from __future__ import annotations
 
+import enum
 import itertools
-import threading
-import time
 
-from . import jsonrpc, log
+from . import jsonrpc
 from .context import Cancelled, ClientRequestError, RequestContext
 from .jsonrpc import JsonRpcError
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from .jsonrpc import Message
+    from .context import Channel
+    from .jsonrpc import Id, Message
     from .server import Server
 
 PROTOCOL_VERSION = "2025-06-18"
-
-# RFC 5424 severities, least to most severe, as MCP names them.
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 ROOTS_WAIT = 5.0
 """How long deferred work waits for a roots/list under way, so it runs in the roots the client gave."""
@@ -39,201 +42,269 @@ _CLIENT_CAPABILITY_FOR = {
 }
 
 
+class Phase(enum.Enum):
+    NEW = "new"  # nothing received yet but, perhaps, requests served leniently before initialize
+    INITIALIZING = "initializing"  # initialize answered; notifications/initialized not yet received
+    READY = "ready"  # the client said it is initialized: we may ask it things
+    CLOSED = "closed"  # no more input: requests to the client can no longer be answered
+    STATELESS = "stateless"  # one message alone, no handshake, no questions to the client
+
+
+TRANSITIONS: dict[tuple[Phase, str], Phase] = {
+    (Phase.NEW, "initialize"): Phase.INITIALIZING,
+    (Phase.NEW, "initialized"): Phase.READY,  # a client that skips initialize is served all the same
+    (Phase.INITIALIZING, "initialized"): Phase.READY,
+    (Phase.NEW, "close"): Phase.CLOSED,
+    (Phase.INITIALIZING, "close"): Phase.CLOSED,
+    (Phase.READY, "close"): Phase.CLOSED,
+    (Phase.STATELESS, "close"): Phase.CLOSED,
+}
+"""Every change of phase. An event not listed for a phase leaves it as it is (a second initialize)."""
+
+
+# -- actions: what a runner must do ------------------------------------------------------------------
+class Send:
+    """Write `message`; `related` is the id of the client request it belongs to, if any."""
+
+    __slots__ = ("message", "related")
+
+    def __init__(self, message: Message, related: Id | None = None) -> None:
+        self.message = message
+        self.related = related
+
+    def __repr__(self) -> str:
+        return f"Send({self.message!r}, related={self.related!r})"
+
+
+class Start:
+    """Run `job` off the reading loop, then give its outcome to `Session.finish`."""
+
+    __slots__ = ("job",)
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+
+
+class Cancel:
+    """The client cancelled `context`: run its cancel callbacks (kill a child, wake a wait)."""
+
+    __slots__ = ("context",)
+
+    def __init__(self, context: RequestContext) -> None:
+        self.context = context
+
+
+class Answer:
+    """The client answered our request `request_id` (`response` None: it never will)."""
+
+    __slots__ = ("request_id", "response")
+
+    def __init__(self, request_id: int, response: Message | None) -> None:
+        self.request_id = request_id
+        self.response = response
+
+
+class FollowRoots:
+    """Ask the client for its roots (`Session.ask_roots`), give them to the server, then `Session.roots_listed`."""
+
+    __slots__ = ()
+
+
+class Release:
+    """Work waits for the roots: call `Session.release_held` after `seconds`, whether or not they came."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+
+class Report:
+    """A failure of ours for the operator (stderr), never for the client."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+if TYPE_CHECKING:
+    Action = Send | Start | Cancel | Answer | FollowRoots | Release | Report
+
+
 class Deferred:
-    """Returned by a handler whose work must run off the reading loop (a tool that takes time)."""
+    """Returned by a handler whose work must run off the reading loop (a tool that takes time).
 
-    __slots__ = ("work",)
+    `settle(session, ok)` runs inside `Session.finish`, with the session's other calls, once the work
+    is over (`ok` True when it succeeded, False when it failed, None when it was cancelled): the place
+    to change session state.
+    """
 
-    def __init__(self, work: Callable[[], dict[str, Any]]) -> None:
+    __slots__ = ("settle", "work")
+
+    def __init__(self, work: Callable[[], dict[str, Any]],
+                 settle: Callable[[Session, bool | None], None] | None = None) -> None:
         self.work = work
+        self.settle = settle
 
 
 class Job:
-    """Deferred work bound to its request; the transport runs `run()` on a worker thread."""
+    """Deferred work bound to its request. A runner calls `run()` on a worker, then `Session.finish`."""
 
-    __slots__ = ("_session", "_work", "context")
+    __slots__ = ("context", "deferred")
 
-    def __init__(self, session: Session, context: RequestContext, work: Callable[[], dict[str, Any]]) -> None:
-        self._session = session
+    def __init__(self, context: RequestContext, deferred: Deferred) -> None:
         self.context = context
-        self._work = work
+        self.deferred = deferred
 
-    def run(self) -> None:
-        """Never leaves the request unanswered, whatever the work raised (SystemExit included)."""
-        message: Message | None = jsonrpc.error(self.context.request_id, JsonRpcError(jsonrpc.INTERNAL_ERROR))
+    def run(self) -> dict[str, Any] | JsonRpcError | None:
+        """The work's result, the error to answer with, or None when the request was cancelled.
+
+        Whatever the work raises (SystemExit included: a handler's sys.exit() is a bug) becomes an
+        answer; a bug's traceback is kept on the context for the runner to report.
+        """
+        context = self.context
+        if context.cancelled:
+            return None
         try:
-            message = self._session.complete(self.context, self._work)
-        finally:
-            self.context.finish(message)  # None only when the request was cancelled
-
-
-def _run_inline(job: Job) -> None:
-    job.run()
-
-
-def _start_thread(work: Callable[[], None]) -> None:
-    threading.Thread(target=work, name="shipcode-mcp-background", daemon=True).start()
+            return self.deferred.work()
+        except Cancelled:
+            return None
+        except JsonRpcError as err:
+            return err
+        except (Exception, SystemExit):
+            context.failure = _traceback(f"{context.method} failed")
+            return JsonRpcError(jsonrpc.INTERNAL_ERROR)
 
 
 class _Outgoing:
-    """A request we sent to the client, waiting for its answer."""
+    """A request we sent to the client: what it was and which client request it serves."""
 
-    __slots__ = ("event", "response")
+    __slots__ = ("method", "related")
 
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.response: Message | None = None
+    def __init__(self, method: str, related: Id | None) -> None:
+        self.method = method
+        self.related = related
 
 
 class Session:
-    """One client's view of a `Server`: lifecycle, negotiated state, in-flight requests."""
+    """One client's legacy (2025-06-18) session with a `Server`: lifecycle and plain data.
 
-    def __init__(
-        self,
-        server: Server,
-        send: Callable[[Message], None] | None = None,
-        spawn: Callable[[Job], None] = _run_inline,
-        *,
-        send_related: Callable[[Message, jsonrpc.Id], None] | None = None,
-        background: Callable[[Callable[[], None]], None] = _start_thread,
-        stateless: bool = False,
-    ) -> None:
-        """`send` takes every outgoing message; a transport that can say which request a message is
-        about (Streamable HTTP answers each POST on its own stream) also passes `send_related`, which
-        then takes progress, logs, requests to the client and responses of in-flight requests.
-        `background` runs the session's own work that must not block the reading loop (roots/list).
-        A `stateless` session serves one message alone: no handshake, no requests to the client.
-        """
+    Not thread-safe, like h11's Connection: the runner makes one call at a time.
+    """
+
+    def __init__(self, server: Server, channel: Channel | None = None, *, stateless: bool = False) -> None:
+        """`channel` is what the runner gives each request's context to send and ask through."""
         self.server = server
-        self._send = send
-        self._send_related = send_related
-        self._spawn = spawn
-        self._background = background
-        self.stateless = stateless
-        self.initialized = stateless  # initialize answered
-        self.ready = stateless  # notifications/initialized received
+        self.channel = channel
+        self.phase = Phase.STATELESS if stateless else Phase.NEW
         self.client_info: dict[str, Any] = {}
         self.client_capabilities: dict[str, Any] = {}
-        self.capabilities: dict[str, Any] = {}  # what our first initialize result declared
+        self.capabilities: dict[str, Any] | None = None  # what our first initialize result declared
         self.log_level: str | None = None
-        self.closed = False  # no more input: requests to the client can no longer be answered
-        self._lock = threading.Lock()
-        self._in_flight: dict[jsonrpc.Id, RequestContext] = {}
-        self._outgoing: dict[int, _Outgoing] = {}
+        self.in_flight: dict[Id, RequestContext] = {}
+        self.outgoing: dict[int, _Outgoing] = {}
         self._next_id = itertools.count(1)
-        self.data: dict[str, Any] = {}  # per-session state that features keep (subscriptions, roots)
-        self.subscriptions: set[str] = set()  # resource URIs this client subscribed to
-        self._subscription_turns: dict[str, int] = {}  # URI -> the turn of its latest subscribe/unsubscribe under way
+        self.subscriptions: dict[str, Any] = {}  # URI -> what the server's subscribe check kept for it
+        self._subscription_turns: dict[str, int] = {}  # URI -> turn of the latest subscribe/unsubscribe under way
         self._turns = itertools.count(1)
         self.roots: list[dict[str, Any]] | None = None  # the client's roots, once listed
-        self._roots_lock = threading.Lock()
-        self._roots_listing: threading.Event | None = None  # set once a listing under way is over
-        self._roots_stale = False  # roots changed again while a listing was under way
+        self.roots_listing = False  # a FollowRoots is under way
+        self._roots_stale = False  # the roots changed again while it was
+        self.held: list[Job] = []  # deferred work waiting for the roots listing under way
+
+    @property
+    def stateless(self) -> bool:
+        return self.phase is Phase.STATELESS
+
+    @property
+    def ready(self) -> bool:
+        return self.phase is Phase.READY
+
+    def _advance(self, event: str) -> None:
+        self.phase = TRANSITIONS.get((self.phase, event), self.phase)
 
     # -- input ----------------------------------------------------------------------------------
-    def receive(self, message: Any) -> list[Message]:
-        """Take one parsed JSON value; return the replies to send now, in order."""
-        if not isinstance(message, dict):
-            return [jsonrpc.error(None, JsonRpcError(jsonrpc.INVALID_REQUEST))]
-        if "method" not in message:
-            if "result" in message or "error" in message:
-                self._receive_response(message)
-                return []
-            msg_id = message.get("id")
-            return [jsonrpc.error(msg_id if jsonrpc.is_valid_id(msg_id) else None, JsonRpcError(jsonrpc.INVALID_REQUEST))]
-        if "id" not in message:
-            self._receive_notification(message)
-            return []
-        msg_id = message["id"]
-        if not jsonrpc.is_valid_id(msg_id):
-            return [jsonrpc.error(None, JsonRpcError(jsonrpc.INVALID_REQUEST))]
-        method = message["method"]
-        params = message.get("params", {})
-        if message.get("jsonrpc") != "2.0" or not isinstance(method, str) or not isinstance(params, dict):
-            return [jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INVALID_REQUEST))]
-        reply = self._receive_request(msg_id, method, params)
-        return [] if reply is None else [reply]
+    def receive(self, message: Any) -> list[Action]:
+        """Take one parsed JSON value; return what to do, replies in order."""
+        kind = jsonrpc.classify(message)
+        if kind == "invalid":
+            if isinstance(message, dict) and ("id" not in message if "method" in message else (
+                    "result" in message or "error" in message)):
+                return []  # a malformed notification or response: there is nobody to tell
+            return [Send(jsonrpc.invalid_request(message))]
+        if kind == "response":
+            return self._receive_response(message)
+        if kind == "notification":
+            return self._receive_notification(message["method"], message.get("params", {}))
+        return self._receive_request(message["id"], message["method"], message.get("params", {}))
 
-    def _receive_request(self, msg_id: jsonrpc.Id, method: str, params: dict[str, Any]) -> Message | None:
-        negotiated = self.capabilities if self.initialized and not self.stateless else None
-        handler = self.server.request_handler(method, negotiated)
+    def _receive_request(self, msg_id: Id, method: str, params: dict[str, Any]) -> list[Action]:
+        handler = self.server.request_handler(method, self.capabilities)
         if handler is None:
-            return jsonrpc.error(msg_id, JsonRpcError(jsonrpc.METHOD_NOT_FOUND))
-        context = RequestContext(self, msg_id, method, params)
-        with self._lock:
-            if msg_id in self._in_flight:
-                return jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress"))
+            return [Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.METHOD_NOT_FOUND)), msg_id)]
+        if msg_id in self.in_flight:
+            in_use = JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")
+            return [Send(jsonrpc.error(msg_id, in_use), msg_id)]
+        context = RequestContext(self.channel, msg_id, method, params, client_capabilities=self.client_capabilities,
+                                 log_threshold=self._log_threshold(), ready=self.ready)
         context.on_loop = True
         try:
             outcome = handler(self, context, params)
         except JsonRpcError as err:
-            return jsonrpc.error(msg_id, err)
+            return [Send(jsonrpc.error(msg_id, err), msg_id)]
         except (Exception, SystemExit):  # a handler's sys.exit() is a bug, not a shutdown
-            self.log_exception(f"{method} failed")
-            return jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INTERNAL_ERROR))
-        if isinstance(outcome, Deferred):
-            context.on_loop = False
-            with self._lock:
-                self._in_flight[msg_id] = context
-            self._spawn(Job(self, context, outcome.work))
-            return None
-        return jsonrpc.result(msg_id, outcome)
-
-    def complete(self, context: RequestContext, work: Callable[[], dict[str, Any]]) -> Message | None:
-        """Run deferred work and build its response (None when it was cancelled)."""
-        try:
-            listing = self._roots_listing
-            if listing is not None:  # work that follows the client's roots waits for them, briefly
-                deadline = time.monotonic() + ROOTS_WAIT
-                while not listing.wait(0.05) and not context.cancelled and time.monotonic() < deadline:
-                    pass
-            if context.cancelled:  # cancelled while it waited for a worker or for the roots
-                return None
-            return jsonrpc.result(context.request_id, work())
-        except Cancelled:
-            return None
-        except JsonRpcError as err:
-            return jsonrpc.error(context.request_id, err)
-        except (Exception, SystemExit):  # a handler's sys.exit() is a bug, not a shutdown
-            self.log_exception(f"{context.method} failed")
-            return jsonrpc.error(context.request_id, JsonRpcError(jsonrpc.INTERNAL_ERROR))
+            return [Report(_traceback(f"{method} failed")), Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INTERNAL_ERROR)), msg_id)]
         finally:
-            with self._lock:
-                self._in_flight.pop(context.request_id, None)
+            context.on_loop = False
+        if not isinstance(outcome, Deferred):
+            return [Send(jsonrpc.result(msg_id, outcome), msg_id)]
+        self.in_flight[msg_id] = context
+        job = Job(context, outcome)
+        if self.roots_listing:  # work that follows the client's roots waits for them, a little
+            self.held.append(job)
+            return [Release(ROOTS_WAIT)] if len(self.held) == 1 else []
+        return [Start(job)]
 
-    def _receive_notification(self, message: Message) -> None:
-        method = message.get("method")
-        params = message.get("params", {})
-        if message.get("jsonrpc") != "2.0" or not isinstance(method, str) or not isinstance(params, dict):
-            return  # malformed notifications are dropped: there is nobody to tell
+    def finish(self, job: Job, outcome: dict[str, Any] | JsonRpcError | None) -> list[Action]:
+        """The work of `job` is over (`outcome` from `Job.run`): its response, unless it was cancelled."""
+        context = job.context
+        self.in_flight.pop(context.request_id, None)
+        if job.deferred.settle is not None:
+            job.deferred.settle(self, None if outcome is None or context.cancelled else isinstance(outcome, dict))
+        actions: list[Action] = []
+        if context.failure is not None:
+            actions.append(Report(context.failure))
+        if outcome is None or context.cancelled:
+            return actions
+        message = jsonrpc.error(context.request_id, outcome) if isinstance(outcome, JsonRpcError) else (
+            jsonrpc.result(context.request_id, outcome))
+        actions.append(Send(message, context.request_id))
+        return actions
+
+    def _receive_notification(self, method: str, params: dict[str, Any]) -> list[Action]:
+        actions: list[Action] = []
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
-            if not jsonrpc.is_valid_id(request_id):
-                return
-            with self._lock:
-                context = self._in_flight.get(request_id)
-            if context is not None:
-                context.cancel()
-            return
+            context = self.in_flight.get(request_id) if jsonrpc.is_valid_id(request_id) else None
+            return [Cancel(context)] if context is not None and not context.cancelled else []
         if method == "notifications/initialized":
-            self.ready = True
-            self._follow_roots()
+            self._advance("initialized")
+            actions += self._follow_roots()
         elif method == "notifications/roots/list_changed" and self.ready:
-            self._follow_roots()
-        handler = self.server.notification_handler(method)
-        if handler is not None:
+            actions += self._follow_roots()
+        for handler in self.server.notification_handlers(method):
             try:
                 handler(self, params)
             except Exception:
-                self.log_exception(f"{method} failed")
+                actions.append(Report(_traceback(f"{method} failed")))
+        return actions
 
-    def _receive_response(self, message: Message) -> None:
-        msg_id = message.get("id")
-        with self._lock:
-            waiting = self._outgoing.pop(msg_id, None) if isinstance(msg_id, int) and not isinstance(msg_id, bool) else None
-        if waiting is not None:
-            waiting.response = message
-            waiting.event.set()
+    def _receive_response(self, message: Message) -> list[Action]:
+        msg_id = message["id"]
+        if not isinstance(msg_id, int) or self.outgoing.pop(msg_id, None) is None:
+            return []  # not ours, or answered already: nothing waits for it
+        return [Answer(msg_id, message)]
 
     # -- lifecycle ------------------------------------------------------------------------------
     def negotiate(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -243,185 +314,102 @@ class Session:
         if not isinstance(capabilities, dict) or not isinstance(client_info, dict):
             raise JsonRpcError(jsonrpc.INVALID_PARAMS)
         result = self.server.initialize_result(PROTOCOL_VERSION)
-        if not self.initialized:
+        if self.capabilities is None and not self.stateless:
             self.client_capabilities = capabilities
             self.client_info = client_info
             self.capabilities = result["capabilities"]
-            self.initialized = True
+            self._advance("initialize")
         return result
 
-    def _follow_roots(self) -> None:
-        """List the client's roots in the background, if anything on the server follows them."""
-        if not (self.server.roots_callbacks and "roots" in self.client_capabilities and not self.stateless):
-            return
-        with self._lock:
-            if self._roots_listing is not None:
-                # One refresh at a time: a flood of list_changed costs one more listing, not a thread each.
-                self._roots_stale = True
-                return
-            listing = self._roots_listing = threading.Event()
+    def close(self) -> list[Action]:
+        """No more input will come: fail our requests to the client, so no handler waits forever.
 
-        def refresh() -> None:
-            try:
-                while True:
-                    self.refresh_roots()
-                    with self._lock:
-                        if not self._roots_stale:
-                            return
-                        self._roots_stale = False
-            finally:
-                with self._lock:
-                    self._roots_listing = None
-                    self._roots_stale = False
-                listing.set()
-
-        self._background(refresh)
-
-    def refresh_roots(self) -> None:
-        """Ask the client for its roots and hand them to the server's roots callbacks.
-
-        Refreshes run one at a time, so callbacks see the lists in the order the client gave them.
+        Requests already read are still answered.
         """
-        with self._roots_lock:
-            try:
-                result = self.request("roots/list")
-            except ClientRequestError as err:
-                log.warning(f"roots/list failed: {err}")
-                return
-            listed = result.get("roots")
-            if not isinstance(listed, list):
-                log.warning("roots/list answered without a roots array; keeping the previous roots")
-                return
-            roots = [root for root in listed if isinstance(root, dict) and isinstance(root.get("uri"), str)]
-            self.roots = roots
-            for callback in self.server.roots_callbacks:
-                try:
-                    callback(self, roots)
-                except Exception:
-                    self.log_exception("roots callback failed")
+        self._advance("close")
+        outgoing, self.outgoing = self.outgoing, {}
+        return [Answer(request_id, None) for request_id in outgoing]
 
-    # -- subscriptions ----------------------------------------------------------------------------
-    def subscription_turn(self, uri: str) -> int:
-        """Note, on the reading loop, that a subscribe or unsubscribe of `uri` arrived: its turn."""
-        with self._lock:
-            turn = self._subscription_turns[uri] = next(self._turns)
-        return turn
+    def cancel_all(self) -> list[Action]:
+        return [Cancel(context) for context in self.in_flight.values() if not context.cancelled]
 
-    def settle_subscription(self, uri: str, turn: int, subscribed: bool | None, change: Callable[[], None] | None) -> bool:
-        """End `turn`: if it is still the latest for `uri`, record the subscription (`subscribed`, None to
-        leave it as it is) and run `change`, atomically; a turn overtaken by a later one changes nothing."""
-        with self._lock:
-            if self._subscription_turns.get(uri) != turn:
-                return False
-            del self._subscription_turns[uri]
-            if subscribed is None:
-                return False
-            if subscribed:
-                self.subscriptions.add(uri)
-            else:
-                self.subscriptions.discard(uri)
-            if change is not None:
-                change()
-        return True
-
-    def in_flight(self) -> list[RequestContext]:
-        with self._lock:
-            return list(self._in_flight.values())
-
-    def close(self) -> None:
-        """No more input will come: fail our pending requests so no handler waits forever.
-
-        Output still flows, so requests already read are answered.
-        """
-        with self._lock:  # with `request`'s registration, so no request slips in after the sweep
-            self.closed = True
-            outgoing, self._outgoing = self._outgoing, {}
-        for waiting in outgoing.values():
-            waiting.event.set()
-
-    def cancel_all(self) -> None:
-        for context in self.in_flight():
-            context.cancel()
-
-    # -- output ---------------------------------------------------------------------------------
-    def send(self, message: Message, related: jsonrpc.Id | None = None) -> None:
-        """Send `message`; `related` is the id of the client request it belongs to, if any."""
-        if related is not None and self._send_related is not None:
-            self._send_related(message, related)
-        elif self._send is not None:
-            self._send(message)
-
-    def log(self, level: str, data: Any, logger: str | None = None, related: jsonrpc.Id | None = None) -> bool:
-        if not self.server.logging_enabled or level not in LOG_LEVELS:
-            return False
-        threshold = self.log_level or self.server.default_log_level
-        if LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
-            return False
-        params: dict[str, Any] = {"level": level}
-        if logger is not None:
-            params["logger"] = logger
-        params["data"] = data
-        self.send(jsonrpc.notification("notifications/message", params), related)
-        return True
-
-    def notify(self, method: str, params: dict[str, Any] | None = None, related: jsonrpc.Id | None = None) -> None:
-        self.send(jsonrpc.notification(method, params), related)
-
-    def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        timeout: float = 60.0,
-        parent: RequestContext | None = None,
-    ) -> dict[str, Any]:
-        """Send a request to the client and block until it answers; call it off the reading loop."""
+    # -- requests to the client -----------------------------------------------------------------
+    def ask(self, method: str, params: dict[str, Any] | None, parent: RequestContext | None) -> Message:
+        """Our request to the client, registered to await its answer; ClientRequestError if we may not ask."""
         if self.stateless:
             raise ClientRequestError(JsonRpcError(
                 jsonrpc.INVALID_REQUEST, f"Cannot send {method}: a stateless server has no session to carry the answer"))
-        if parent is not None and parent.on_loop:
-            raise ClientRequestError(JsonRpcError(
-                jsonrpc.INTERNAL_ERROR, f"Cannot send {method} from an inline handler: it would block the reading loop"))
         needed = _CLIENT_CAPABILITY_FOR.get(method)
         if needed is not None and needed not in self.client_capabilities:
             raise ClientRequestError(JsonRpcError(jsonrpc.METHOD_NOT_FOUND, f"The client does not support {method}"))
+        if self.phase is Phase.CLOSED:
+            raise ClientRequestError(JsonRpcError(jsonrpc.INTERNAL_ERROR, "The client is gone"))
         if method != "ping" and not self.ready:
             raise ClientRequestError(JsonRpcError(jsonrpc.INVALID_REQUEST, "The client has not finished initialization"))
-        if self.closed or self._send is None:
-            raise ClientRequestError(JsonRpcError(jsonrpc.INTERNAL_ERROR, "The client is gone"))
         request_id = next(self._next_id)
-        related = parent.request_id if parent is not None else None
-        waiting = _Outgoing()
-        with self._lock:
-            if self.closed:
-                raise ClientRequestError(JsonRpcError(jsonrpc.INTERNAL_ERROR, "The client is gone"))
-            self._outgoing[request_id] = waiting
-        self.send(jsonrpc.request(request_id, method, params), related)
-        if parent is not None:
-            parent.on_cancel(waiting.event.set)
-        waiting.event.wait(timeout)
-        with self._lock:
-            self._outgoing.pop(request_id, None)
-        response = waiting.response
-        if response is None:
-            if parent is not None and parent.cancelled:
-                self.notify("notifications/cancelled", {"requestId": request_id, "reason": "The request that needed it was cancelled"},
-                            related)
-                raise Cancelled()
-            if self.closed:
-                raise ClientRequestError(JsonRpcError(jsonrpc.INTERNAL_ERROR, "The client is gone"))
-            self.notify("notifications/cancelled", {"requestId": request_id, "reason": f"Timed out after {timeout:g} s"}, related)
-            raise ClientRequestError(JsonRpcError(jsonrpc.REQUEST_TIMEOUT, f"The client did not answer {method} within {timeout:g} s"))
-        if "error" in response:
-            err = response["error"] if isinstance(response["error"], dict) else {}
-            code = err.get("code")
-            raise ClientRequestError(
-                JsonRpcError(code if isinstance(code, int) else jsonrpc.INTERNAL_ERROR, str(err.get("message", "Error")), err.get("data"))
-            )
-        value = response.get("result")
-        return value if isinstance(value, dict) else {}
+        self.outgoing[request_id] = _Outgoing(method, parent.request_id if parent is not None else None)
+        return jsonrpc.request(request_id, method, params)
 
-    def log_exception(self, what: str) -> None:
-        """Tracebacks go to stderr, never to the client."""
-        import traceback
+    def give_up(self, request_id: int, reason: str) -> list[Action]:
+        """We stopped waiting for our request (timeout, cancellation): tell the client, if it is still ours."""
+        outgoing = self.outgoing.pop(request_id, None)
+        if outgoing is None or self.phase is Phase.CLOSED:
+            return []
+        return [Send(jsonrpc.notification("notifications/cancelled", {"requestId": request_id, "reason": reason}),
+                     outgoing.related)]
 
-        log.error(f"{what}\n{traceback.format_exc()}")
+    # -- the client's roots ---------------------------------------------------------------------
+    def _follow_roots(self) -> list[Action]:
+        """List the client's roots in the background, if anything on the server follows them."""
+        if not (self.server.follows_roots and "roots" in self.client_capabilities and not self.stateless):
+            return []
+        if self.roots_listing:  # one refresh at a time: a flood of list_changed costs one more listing
+            self._roots_stale = True
+            return []
+        self.roots_listing = True
+        return [FollowRoots()]
+
+    def roots_listed(self, roots: list[dict[str, Any]] | None) -> list[Action]:
+        """A FollowRoots is over (`roots` None: the listing failed, so keep what was known)."""
+        if roots is not None:
+            self.roots = roots
+        if self._roots_stale:
+            self._roots_stale = False
+            return [FollowRoots()]
+        self.roots_listing = False
+        return self.release_held()
+
+    def release_held(self) -> list[Action]:
+        """Start the work that waited for the roots (they came, or it waited long enough)."""
+        held, self.held = self.held, []
+        return [Start(job) for job in held]
+
+    # -- subscriptions --------------------------------------------------------------------------
+    def subscription_turn(self, uri: str) -> int:
+        """Note that a subscribe or unsubscribe of `uri` arrived; returns its turn."""
+        turn = self._subscription_turns[uri] = next(self._turns)
+        return turn
+
+    def settle_subscription(self, uri: str, turn: int, subscribed: bool | None, data: Any = None) -> bool:
+        """End `turn`: if it is still the latest for `uri`, record the subscription (`subscribed`, None to
+        leave it as it is); a turn overtaken by a later one changes nothing."""
+        if self._subscription_turns.get(uri) != turn:
+            return False
+        del self._subscription_turns[uri]
+        if subscribed:
+            self.subscriptions[uri] = data
+        elif subscribed is not None:
+            self.subscriptions.pop(uri, None)
+        return subscribed is not None
+
+    # -- output ---------------------------------------------------------------------------------
+    def _log_threshold(self) -> str | None:
+        if not self.server.logging_enabled:
+            return None
+        return self.log_level or self.server.default_log_level
+
+
+def _traceback(what: str) -> str:
+    import traceback
+
+    return f"{what}\n{traceback.format_exc()}"

@@ -442,9 +442,9 @@ def test_stale_cursor_is_refused(tmp_path: Path) -> None:
 
 def test_paging_walks_the_tree_once_per_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """In process: a listing's later pages reuse its walk; a new listing, or an expired walk, walks again."""
+    from core_support import Driver
     from shipcode_mcp import jsonrpc
     from shipcode_mcp.server import Server
-    from shipcode_mcp.session import Session
     from shipcode_mcp.workspace import resource_tree
     from shipcode_mcp.workspace.resources import install_resources
     from shipcode_mcp.workspace.roots import Roots
@@ -459,16 +459,15 @@ def test_paging_walks_the_tree_once_per_listing(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(resource_tree, "list_files", counting)
     server = Server("t", "1")
     install_resources(server, Roots([str(tmp_path)]))
-    sent: list[dict[str, Any]] = []
-    session = Session(server, send=sent.append)  # listings are deferred: replies come through send
-    session.receive(json.loads(HANDSHAKE))
-    session.receive(json.loads(INITIALIZED))
+    driver = Driver(server)
+    driver.receive(json.loads(HANDSHAKE))
+    driver.receive(json.loads(INITIALIZED))
 
     def page(number: int, cursor: str | None) -> dict[str, Any]:
         params = {"cursor": cursor} if cursor is not None else {}
-        assert session.receive(jsonrpc.request(number, "resources/list", params)) == []
-        reply = sent.pop()
-        assert reply["id"] == number and not sent
+        assert driver.receive(jsonrpc.request(number, "resources/list", params)) == []  # listings are deferred
+        [reply] = driver.run_all()
+        assert reply["id"] == number
         return reply["result"]  # type: ignore[no-any-return]
 
     cursor: str | None = None

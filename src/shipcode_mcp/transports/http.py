@@ -36,28 +36,31 @@ from starlette.routing import Route
 
 from .. import jsonrpc, log
 from ..jsonrpc import JsonRpcError
-from ..session import PROTOCOL_VERSION, Job, Session
+from ..runner import Runner
+from ..session import PROTOCOL_VERSION
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable, Sequence
+    from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 
     from starlette.types import Receive, Scope, Send
 
     from ..jsonrpc import Id, Message
     from ..server import Server
+    from ..session import Job
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 MAX_BODY_BYTES = 64 * 1024 * 1024
 STANDALONE_BUFFER = 1000  # messages kept for a session's GET stream while none is open
 _DONE = object()  # a request's work has finished (after its response, if any)
 
 
-class HttpSession:
-    """One MCP session over HTTP: the sans-IO session, its open POST streams and its GET stream."""
+class HttpSession(Runner):
+    """One MCP session over HTTP, the asyncio runner of the sans-IO session: the event loop receives,
+    routes and writes; handlers run on worker threads. It holds the open POST streams and the GET stream."""
 
     def __init__(self, transport: StreamableHttp, session_id: str | None) -> None:
+        super().__init__(transport.server, stateless=session_id is None)
         self.transport = transport
         self.id = session_id
         self.requests: dict[Id, asyncio.Queue[Any]] = {}  # open POST exchanges, by request id
@@ -66,23 +69,35 @@ class HttpSession:
         self.get_open = False
         self.closed = False
         self.last_seen = time.monotonic()
-        stateless = session_id is None
-        self.session = Session(transport.server, send=None if stateless else self.send, spawn=self.spawn,
-                               send_related=self.send_related, stateless=stateless)
 
-    # Called from any thread: the session's messages are routed on the event loop.
-    def send(self, message: Message) -> None:
-        self.transport.on_loop(self.route, message, None)
-
-    def send_related(self, message: Message, related: Id) -> None:
+    # -- the runner's duties: messages are routed on the event loop, whichever thread sends them ---------
+    def write(self, message: Message, related: Id | None) -> None:
         self.transport.on_loop(self.route, message, related)
 
-    def spawn(self, job: Job) -> None:
+    def start(self, job: Job) -> None:
         self.transport.executor().submit(self._run, job)
+
+    def background(self, work: Callable[[], None]) -> None:
+        self.transport.executor().submit(work)
+
+    def later(self, seconds: float, call: Callable[[], None]) -> Callable[[], None]:
+        handles: list[asyncio.TimerHandle] = []
+        cancelled: list[bool] = []
+
+        def schedule() -> None:
+            if not cancelled and self.transport.loop is not None:
+                handles.append(self.transport.loop.call_later(seconds, lambda: self.transport.executor().submit(call)))
+
+        def cancel() -> None:
+            cancelled.append(True)
+            self.transport.on_loop(_cancel_all, handles)
+
+        self.transport.on_loop(schedule)
+        return cancel
 
     def _run(self, job: Job) -> None:
         try:
-            job.run()
+            self.run_job(job)
         finally:
             self.transport.on_loop(self.route, _DONE, job.context.request_id)
 
@@ -98,11 +113,11 @@ class HttpSession:
             self.standalone.append(message)
             self.wake.set()
 
-    def close(self) -> None:
+    def end(self) -> None:
         """End the session: cancel its work, fail its requests to the client, end its streams."""
         self.closed = True
-        self.session.cancel_all()
-        self.session.close()
+        self.cancel_all()
+        self.close()
         for queue in self.requests.values():
             queue.put_nowait(_DONE)
         self.wake.set()
@@ -112,36 +127,40 @@ class StreamableHttp:
     """The ASGI endpoint: validation, sessions, and the mapping of MCP exchanges onto HTTP."""
 
     def __init__(self, server: Server, *, stateless: bool = False, allowed_origins: Iterable[str] = (),
-                 allowed_hosts: Iterable[str] | None = None, session_idle_timeout: float = 3600.0,
-                 keepalive: float = 15.0, max_workers: int = 64, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+                 allowed_hosts: Iterable[str] | None = None, allow_loopback: bool | None = None,
+                 session_idle_timeout: float = 3600.0, keepalive: float = 15.0, max_workers: int = 64,
+                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
+        """`allowed_hosts` None accepts loopback Host names only; `allow_loopback` (default: when
+        `allowed_hosts` is None) also accepts loopback names and origins beside `allowed_hosts`."""
         self.server = server
         self.stateless = stateless
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
+        self.allow_loopback = allowed_hosts is None if allow_loopback is None else allow_loopback
         self.session_idle_timeout = session_idle_timeout
         self.keepalive = keepalive
         self.max_workers = max_workers
         self.max_body_bytes = max_body_bytes
         self.sessions: dict[str, HttpSession] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._reaper: asyncio.Task[None] | None = None
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _bind_loop(self) -> None:
-        if self._loop is None:
-            self._loop = asyncio.get_running_loop()
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
             self._loop_thread = threading.get_ident()
             if not self.stateless and self.session_idle_timeout > 0:
-                self._reaper = self._loop.create_task(self._reap_idle())
+                self._reaper = self.loop.create_task(self._reap_idle())
 
     def on_loop(self, fn: Any, *args: Any) -> None:
         """Run `fn(*args)` on the event loop: now if called there (keeping order), else soon."""
         if threading.get_ident() == self._loop_thread:
             fn(*args)
             return
-        loop = self._loop
+        loop = self.loop
         if loop is not None:
             try:
                 loop.call_soon_threadsafe(fn, *args)
@@ -168,7 +187,7 @@ class StreamableHttp:
     def _end(self, session_id: str) -> None:
         http_session = self.sessions.pop(session_id, None)
         if http_session is not None:
-            http_session.close()
+            http_session.end()
 
     def shutdown(self) -> None:
         for session_id in list(self.sessions):
@@ -201,10 +220,8 @@ class StreamableHttp:
         """DNS-rebinding protection: a web page must not reach a local server through a name it controls."""
         host = request.headers.get("host", "").lower()
         hostname = _hostname(host)
-        if self.allowed_hosts is None:
-            host_ok = hostname in LOOPBACK_NAMES
-        else:
-            host_ok = "*" in self.allowed_hosts or host in self.allowed_hosts or hostname in self.allowed_hosts
+        host_ok = (self.allow_loopback and is_loopback(hostname)) or (self.allowed_hosts is not None and (
+            "*" in self.allowed_hosts or host in self.allowed_hosts or hostname in self.allowed_hosts))
         if not host_ok:
             return _error(403, f"Forbidden: Host {host!r} is not allowed")
         origin = request.headers.get("origin")
@@ -214,7 +231,7 @@ class StreamableHttp:
         if "*" in self.allowed_origins or normalized in self.allowed_origins:
             return None
         origin_host = _hostname(urlsplit(normalized).netloc)
-        if origin_host in LOOPBACK_NAMES and (self.allowed_hosts is None or origin_host in self.allowed_hosts):
+        if self.allow_loopback and is_loopback(origin_host):
             return None  # a page served from this machine, to a server that accepts loopback names
         return _error(403, f"Forbidden: Origin {origin!r} is not allowed")
 
@@ -251,16 +268,16 @@ class StreamableHttp:
             message = jsonrpc.parse(body)
         except JsonRpcError as err:
             return _json(400, jsonrpc.error(None, err))
-        problem = _invalid_message(message)
-        if problem is not None:
-            return _json(400, problem)
-        is_request = "method" in message and "id" in message
+        kind = jsonrpc.classify(message)
+        if kind == "invalid":
+            return _json(400, jsonrpc.invalid_request(message))
+        is_request = kind == "request"
         found = self._session_for(request, creating=is_request and message["method"] == "initialize")
         if isinstance(found, Response):
             return found
         http_session = found
         if not is_request:
-            http_session.session.receive(message)
+            http_session.receive(message)
             return Response(status_code=202, headers=self._session_headers(http_session))
         return await self._answer(http_session, message, wants_json, wants_sse)
 
@@ -282,26 +299,30 @@ class StreamableHttp:
 
     async def _answer(self, http_session: HttpSession, message: Message, wants_json: bool, wants_sse: bool) -> Response:
         request_id = message["id"]
-        session = http_session.session
         if request_id in http_session.requests:  # still streaming its answer: the id is taken
             in_use = JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")
             return _json(200, jsonrpc.error(request_id, in_use), self._session_headers(http_session))
         queue: asyncio.Queue[Any] = asyncio.Queue()
         http_session.requests[request_id] = queue
-        replies = session.receive(message)
-        if replies:  # answered on the loop (inline): anything it sent on the way is in the queue
+        http_session.receive(message)
+        early = [queue.get_nowait() for _ in range(queue.qsize())]
+        if early and _is_response(early[-1]):  # answered on the loop (inline), with what it sent on the way
             del http_session.requests[request_id]
+            response = early.pop()
             headers = self._session_headers(http_session)
             new_id = http_session.id if message["method"] == "initialize" and http_session.id not in self.sessions else None
             if new_id is not None:
-                if "result" in replies[0]:
+                if "result" in response:
                     self.sessions[new_id] = http_session
                 else:
                     headers = {}  # a failed initialize creates no session: no id to hand out
-            if wants_sse and (not queue.empty() or not wants_json):
-                return _sse(_drain(queue, replies[0]), headers)
-            self._reroute(http_session, queue)
-            return _json(200, replies[0], headers)
+            if wants_sse and (early or not wants_json):
+                return _sse(_events([*early, response]), headers)
+            for item in early:
+                http_session.route(item, None)
+            return _json(200, response, headers)
+        for item in early:
+            queue.put_nowait(item)
         headers = self._session_headers(http_session)
         while True:
             first = await queue.get()
@@ -331,10 +352,6 @@ class StreamableHttp:
         finally:
             if http_session.requests.get(request_id) is queue:
                 del http_session.requests[request_id]
-
-    def _reroute(self, http_session: HttpSession, queue: asyncio.Queue[Any]) -> None:
-        while not queue.empty():
-            http_session.route(queue.get_nowait(), None)
 
     def _session_headers(self, http_session: HttpSession) -> dict[str, str]:
         return {} if http_session.id is None else {"Mcp-Session-Id": http_session.id}
@@ -399,20 +416,9 @@ def _accepts(header: str | None) -> tuple[bool, bool]:
             anything or "text/event-stream" in types or "text/*" in types)
 
 
-def _invalid_message(message: Any) -> Message | None:
-    """The error to answer with 400 when the body is not one JSON-RPC request, notification or response."""
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        return jsonrpc.error(None, JsonRpcError(jsonrpc.INVALID_REQUEST))
-    msg_id = message.get("id")
-    if "method" in message:
-        valid = isinstance(message["method"], str) and isinstance(message.get("params", {}), dict) and (
-            "id" not in message or jsonrpc.is_valid_id(msg_id))
-    else:
-        valid = jsonrpc.is_valid_id(msg_id) and (
-            isinstance(message.get("result"), dict) or isinstance(message.get("error"), dict))
-    if valid:
-        return None
-    return jsonrpc.error(msg_id if jsonrpc.is_valid_id(msg_id) else None, JsonRpcError(jsonrpc.INVALID_REQUEST))
+def _cancel_all(handles: list[asyncio.TimerHandle]) -> None:
+    for handle in handles:
+        handle.cancel()
 
 
 def _is_response(message: Any) -> bool:
@@ -439,12 +445,9 @@ def _sse(body: AsyncIterator[bytes], headers: dict[str, str]) -> StreamingRespon
                              headers={**headers, "Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"})
 
 
-async def _drain(queue: asyncio.Queue[Any], last: Message) -> AsyncIterator[bytes]:
-    while not queue.empty():
-        item = queue.get_nowait()
-        if item is not _DONE:
-            yield _event(item)
-    yield _event(last)
+async def _events(messages: list[Message]) -> AsyncIterator[bytes]:
+    for message in messages:
+        yield _event(message)
 
 
 async def _nothing() -> AsyncIterator[bytes]:
@@ -466,11 +469,11 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
     seconds end (0: never). `max_workers` threads run handlers; a body over `max_body_bytes` gets
     413; an idle GET stream carries a comment every `keepalive` seconds.
     """
-    if allowed_hosts is None and host is not None and not is_loopback(host):
+    local = host is None or is_loopback(host)
+    if allowed_hosts is None and not local:
         allowed_hosts = ["*"]
-    elif allowed_hosts is not None and (host is None or is_loopback(host)):
-        allowed_hosts = [*allowed_hosts, *LOOPBACK_NAMES]
     endpoint = StreamableHttp(server, stateless=stateless, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts,
+                              allow_loopback=local,
                               session_idle_timeout=session_idle_timeout, max_workers=max_workers,
                               max_body_bytes=max_body_bytes, keepalive=keepalive)
 
@@ -485,7 +488,9 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
 
 
 def is_loopback(host: str) -> bool:
-    return host.lower().strip("[]") in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
+    """A name or address of this machine: localhost, 127.0.0.0/8 or ::1 (bracketed or not)."""
+    host = host.lower().strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, path: str = "/mcp",

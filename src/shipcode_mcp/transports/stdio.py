@@ -1,4 +1,4 @@
-"""Newline-delimited JSON-RPC over stdin/stdout: a thin shell around the sans-IO session.
+"""Newline-delimited JSON-RPC over stdin/stdout: the threaded runner of the sans-IO session.
 
 The reading loop parses each line and hands it to the session; quick handlers answer inline (no
 thread hand-off, which would cost more than the work), deferred ones run on worker threads. The loop
@@ -19,16 +19,17 @@ import time
 
 from .. import jsonrpc, log
 from ..jsonrpc import JsonRpcError
-from ..session import Job, Session
+from ..runner import ThreadRunner
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
     from ..context import RequestContext
-    from ..jsonrpc import Message
+    from ..jsonrpc import Id, Message
     from ..server import Server
+    from ..session import Job
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """A line longer than this is refused (-32600) and the rest of it skipped: memory stays bounded by the limit."""
@@ -46,12 +47,17 @@ class _Terminated(Exception):
     pass
 
 
+class PeerGone(Exception):
+    """The client closed our stdout: nothing more can be said, so serving stops (exit status 0)."""
+
+
 class _WorkerPool:
     """Threads for deferred handlers; grows on demand so a slow handler never starves the others."""
 
-    def __init__(self, max_workers: int, done: Callable[[Job], None]) -> None:
-        import queue  # here, not at start-up: servers whose handlers are all inline never need it
+    def __init__(self, max_workers: int, run: Callable[[Job], None], done: Callable[[Job], None]) -> None:
+        import queue  # servers whose handlers are all inline never need it
 
+        self._run = run
         self._done = done  # told of each job that has finished
         self._max = max_workers
         self._jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
@@ -74,7 +80,7 @@ class _WorkerPool:
         while True:
             job = self._jobs.get()
             try:
-                job.run()
+                self._run(job)
             except BaseException:  # the request was answered already; the worker must live on
                 log.error(f"worker: {job.context.method} escaped its handler")
             finally:
@@ -90,13 +96,13 @@ class _WorkerPool:
                 self._lock.wait()
 
 
-class StdioTransport:
+class StdioTransport(ThreadRunner):
     def __init__(self, server: Server, *, order_grace: float = ORDER_GRACE, order_budget: float = ORDER_BUDGET,
                  max_workers: int = 32, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
-        self.server = server
+        super().__init__(server)
         self.order_grace = order_grace
         self.order_budget = order_budget
-        self._budget = order_budget  # what is left of it: see _spawn
+        self._budget = order_budget  # what is left of it: see start
         self._budget_at = time.monotonic()
         self._unsettled: set[RequestContext] = set()  # jobs handed to threads and not yet answered
         self._unsettled_lock = threading.Lock()
@@ -105,12 +111,14 @@ class StdioTransport:
         self._pool: _WorkerPool | None = None
         self._write_lock = threading.Lock()
         self._out_fd = 1
-        self.session = Session(server, send=self.send, spawn=self._spawn)
+        self._gone = False  # the client closed our stdout
+        self._reading_thread: int | None = None
+        self._interruptible = False  # serve's SIGTERM handler stops the reading thread
 
     # -- output ---------------------------------------------------------------------------------
-    def send(self, message: Message) -> None:
+    def write(self, message: Message, related: Id | None = None) -> None:
         data = jsonrpc.encode_or_substitute(message)
-        if data is None:
+        if data is None or self._gone:
             return
         with self._write_lock:
             try:
@@ -118,21 +126,26 @@ class StdioTransport:
                 while view:
                     written = os.write(self._out_fd, view)
                     view = view[written:]
-            except OSError:  # EPIPE and friends: the client is gone, and so are we, quietly
+            except OSError:  # EPIPE and friends: the client is gone
                 self._peer_gone()
 
     def _peer_gone(self) -> None:
-        log.debug("stdout closed by the client; exiting")
-        try:
-            sys.stderr.flush()
-        finally:
-            os._exit(0)
+        """Stop serving: in-flight work is cancelled and `serve` returns 0. On the reading thread that
+        is an exception; from a worker, a SIGTERM to the reading thread when `serve` handles it (the
+        main thread), else the loop stops at the next line it reads."""
+        first, self._gone = not self._gone, True
+        if first:
+            log.debug("stdout closed by the client; stopping")
+        if threading.get_ident() == self._reading_thread:
+            raise PeerGone()
+        if first and self._interruptible and self._reading_thread is not None:
+            signal.pthread_kill(self._reading_thread, signal.SIGTERM)
 
     # -- work -----------------------------------------------------------------------------------
-    def _spawn(self, job: Job) -> None:
+    def start(self, job: Job) -> None:
         """Hand `job` to a thread; wait a little for it only when that keeps order cheaply (see the module)."""
         if self._pool is None:
-            self._pool = _WorkerPool(self.max_workers, self._job_done)
+            self._pool = _WorkerPool(self.max_workers, self.run_job, self._job_done)
         context = job.context
         with self._unsettled_lock:
             busy = bool(self._unsettled)
@@ -163,13 +176,12 @@ class StdioTransport:
         try:
             message = jsonrpc.parse(line)
         except JsonRpcError as err:
-            self.send(jsonrpc.error(None, err))
+            self.write(jsonrpc.error(None, err))
             return
-        for reply in self.session.receive(message):
-            self.send(reply)
+        self.receive(message)
 
     def _too_long(self) -> None:
-        self.send(jsonrpc.error(None, JsonRpcError(
+        self.write(jsonrpc.error(None, JsonRpcError(
             jsonrpc.INVALID_REQUEST, data=f"message longer than {self.max_message_bytes} bytes")))
 
     # -- the loop -------------------------------------------------------------------------------
@@ -182,20 +194,22 @@ class StdioTransport:
             os.dup2(2, 1)
             sys.stdout = sys.stderr
         self._out_fd = out_fd
+        self._reading_thread = threading.get_ident()
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _raise_terminated)
+            self._interruptible = True
         try:
             self._read_loop(in_fd)
-        except (_Terminated, KeyboardInterrupt):
-            self.session.cancel_all()
-            self.session.close()
+        except (_Terminated, KeyboardInterrupt, PeerGone):
+            self.cancel_all()
+            self.close()
             return 0
-        self.session.close()
+        self.close()
         try:
-            if self._pool is not None:
+            if self._pool is not None and not self._gone:
                 self._pool.drain()
         except (_Terminated, KeyboardInterrupt):
-            self.session.cancel_all()
+            self.cancel_all()
         return 0
 
     def _read_loop(self, fd: int) -> None:
@@ -204,7 +218,7 @@ class StdioTransport:
         size = 0
         skipping = False  # inside a line that went over the limit
         handle = self._handle_line
-        while True:
+        while not self._gone:
             chunk = os.read(fd, READ_SIZE)
             if not chunk:
                 break

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from .roots import Roots
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
-    from ..primitives import ResourceTemplate
     from ..server import Server
 
 
@@ -17,18 +16,5 @@ def install(server: Server, folders: list[str], *, allow_write: bool = False, wa
 
     roots = Roots(folders)
     install_tools(server, roots, allow_write=allow_write)
-    before = list(server.resource_templates)
     install_resources(server, roots, watch=watch)
-    ours = [t for t in server.resource_templates if t not in before]
-    roots.on_change(lambda: _retarget_templates(server, roots, ours))
     return roots
-
-
-def _retarget_templates(server: Server, roots: Roots, ours: list[ResourceTemplate]) -> None:
-    """When the roots change (client roots), swap our per-root templates for the new roots' ones."""
-    from .resources import templates
-
-    if ours:
-        fresh = list(templates(roots, ours[0].reader))
-        server.resource_templates = [t for t in server.resource_templates if t not in ours] + fresh
-        ours[:] = fresh

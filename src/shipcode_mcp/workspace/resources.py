@@ -75,8 +75,7 @@ def install_resources(server: Server, roots: Roots, *, watch: bool = False) -> N
     """Offer every file of `roots` as a resource; with `watch`, also subscriptions and change notifications."""
     feature = _OnFirstUse(roots)
     server.add_resource_source(feature.listed, on_new_listing=feature.start_listing)
-    for template in templates(roots, feature.read):
-        server.add_resource_template(template)
+    server.add_template_source(feature.templates)
     if watch:
         from .watch import install_watch
 
@@ -110,6 +109,7 @@ class _OnFirstUse:
 
         self.roots = roots
         self._feature: WorkspaceResources | None = None
+        self._templates: tuple[list[str], list[ResourceTemplate]] | None = None
         self._lock = threading.Lock()
 
     def get(self) -> WorkspaceResources:
@@ -129,3 +129,10 @@ class _OnFirstUse:
 
     def read(self, context: RequestContext, uri: str, variables: dict[str, str]) -> ReadResult:
         return self.get().read(context, uri, variables)
+
+    def templates(self) -> list[ResourceTemplate]:
+        """The templates of the current roots (they follow a client's roots), made once per set of roots."""
+        paths = list(self.roots.paths)
+        if self._templates is None or self._templates[0] != paths:
+            self._templates = (paths, list(templates(self.roots, self.read)))
+        return self._templates[1]

@@ -26,12 +26,10 @@ from .resources import IGNORE_FILES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from watchfiles._rust_notify import RustNotify
 
+    from ..context import RequestContext
     from ..server import Server
-    from ..session import Session
     from .resource_tree import Snapshot, WorkspaceResources
 
     Subscription = tuple[str, str, str, bool]  # real path, its root, path relative to the root, is a folder
@@ -45,7 +43,6 @@ POLL_DELAY_MS = 500
 READY_SECONDS = 60.0
 """How long resources/subscribe and resources/list wait for the watcher to start."""
 
-_SUBSCRIPTIONS = "shipcode_mcp.workspace.subscriptions"  # key in session.data: {uri: Subscription}
 _ADDED, _MODIFIED = 1, 2  # watchfiles.Change; deleted is 3
 REWATCH_ROUNDS = 5
 """How often in a row the watched folders may be rebuilt for one burst (each rebuild walks again)."""
@@ -59,16 +56,15 @@ def install_watch(server: Server, resources: WorkspaceResources) -> Watcher:
         raise ValueError(
             "--watch needs the optional 'watch' extra (watchfiles): pip install 'shipcode-mcp[watch]'") from None
     watcher = Watcher(server, resources)
-    server.resources_subscribe = True
-    server.resources_list_changed = True
-    server.subscribe_handler = watcher.subscribe
+    server.on_subscribe(watcher.subscribe)
+    server.enable_list_changed("resources")
     resources.before_listing.append(watcher.wait_ready)
     watcher.start()
     return watcher
 
 
 class Watcher:
-    """The watching thread, and each session's subscriptions (kept in `session.data`)."""
+    """The watching thread; what each subscription needs to be checked (`subscribe`) is kept by the server."""
 
     def __init__(self, server: Server, resources: WorkspaceResources) -> None:
         self.server = server
@@ -76,7 +72,6 @@ class Watcher:
         self.paths = list(resources.roots.paths)
         self.ready = threading.Event()
         self._stop = threading.Event()
-        self._lock = threading.Lock()
         self._seen: dict[str, Snapshot] = {}  # per root, the walk the last notifications were based on
         self._notify: RustNotify | None = None
         self._watched: set[str] = set()  # the folders self._notify watches
@@ -99,24 +94,12 @@ class Watcher:
             log.warning(f"--watch: the watcher has not started after {READY_SECONDS:g} s; changes may go unreported")
 
     # -- subscriptions ------------------------------------------------------------------------------
-    def subscribe(self, session: Session, uri: str, subscribe: bool) -> Callable[[], None]:
-        """Check resources/subscribe of a listed file or folder (else -32002; it may walk the tree, so the
-        server calls this off the reading loop), or resources/unsubscribe of any URI; return the change,
-        which the server makes unless a later subscribe or unsubscribe of `uri` overtook this one."""
-        if not subscribe:
-            def forget() -> None:
-                with self._lock:
-                    session.data.get(_SUBSCRIPTIONS, {}).pop(uri, None)
-
-            return forget
+    def subscribe(self, context: RequestContext, uri: str) -> Subscription:
+        """Check resources/subscribe of a listed file or folder (else -32002); what it returns is kept
+        with the subscription. It may walk the tree: the server calls it off the reading loop."""
         self.wait_ready()
         real, snapshot, rel, directory = self.resources.locate(uri)
-
-        def keep() -> None:
-            with self._lock:
-                session.data.setdefault(_SUBSCRIPTIONS, {})[uri] = (real, snapshot.root, rel, directory)
-
-        return keep
+        return real, snapshot.root, rel, directory
 
     # -- the thread ------------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -238,13 +221,9 @@ class Watcher:
             self._rewatch(before)
         if any(old is None or old.names != self._seen[root].names for root, old in before.items()):
             self.server.list_changed("resources")
-        with self._lock:
-            subscribed = [(session, list(subs.items())) for session in _sessions(self.server)
-                          if (subs := session.data.get(_SUBSCRIPTIONS))]
-        for session, subscriptions in subscribed:
-            for uri, subscription in subscriptions:
-                if self._affects(subscription, changed, before):
-                    session.notify("notifications/resources/updated", {"uri": uri})
+        for uri, subscription in self.server.subscriptions().items():
+            if self._affects(subscription, changed, before):
+                self.server.resource_updated(uri, within=False)  # a folder's subscribers hear of its entries only
 
     def _affects(self, subscription: Subscription, changed: set[str], before: dict[str, Snapshot | None]) -> bool:
         real, root, rel, directory = subscription
@@ -305,11 +284,3 @@ def _subfolders(folder: str) -> list[str]:
         return []
 
 
-def _sessions(server: Server) -> list[Session]:
-    """The server's sessions; a session that starts meanwhile (another thread) makes us look again."""
-    for _ in range(10):
-        try:
-            return list(server.sessions)
-        except RuntimeError:  # the WeakSet changed size while being copied
-            continue
-    return []

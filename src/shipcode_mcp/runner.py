@@ -1,0 +1,214 @@
+"""Runners: what drives the sans-IO `Session` and performs the actions it returns.
+
+`Runner` holds everything the two runners share: one lock around the session (which, like h11's
+Connection, takes one call at a time), the futures of our requests to the client, and the meaning of
+each action. A runner says how to write a message, start a job, run something in the background
+and call something later: `transports/stdio.py` with threads, `transports/http.py` from an asyncio
+event loop. Handlers ask the client through the runner: `ctx.request` blocks a worker thread on the
+future, `await ctx.arequest` awaits it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from . import jsonrpc, log
+from .context import Cancelled, Channel, ClientRequestError, answer_of
+from .session import Answer, Cancel, FollowRoots, Release, Report, Send, Session, Start
+
+TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from concurrent.futures import Future
+    from typing import Any
+
+    from .context import RequestContext
+    from .jsonrpc import Id, Message
+    from .server import Server
+    from .session import Action, Job
+
+ROOTS_TIMEOUT = 60.0
+"""How long a roots/list may take; work that waits for the roots waits only `session.ROOTS_WAIT`."""
+
+
+class Runner(Channel):
+    """Drives one `Session`; subclasses implement `write`, `start`, `background` and `later`."""
+
+    def __init__(self, server: Server, *, stateless: bool = False) -> None:
+        self.server = server
+        self.session = Session(server, self, stateless=stateless)
+        self._lock = threading.Lock()
+        self._waiting: dict[int, tuple[Future[dict[str, Any]], str, Callable[[], None]]] = {}
+        if not stateless:
+            server.connect(self)
+
+    # -- what a transport provides ----------------------------------------------------------------
+    def write(self, message: Message, related: Id | None) -> None:
+        """Put `message` on the wire; `related` is the id of the client request it belongs to."""
+        raise NotImplementedError
+
+    def start(self, job: Job) -> None:
+        """Run `self.run_job(job)` off the reading loop."""
+        raise NotImplementedError
+
+    def background(self, work: Callable[[], None]) -> None:
+        """Run `work` off the reading loop (it may wait on the client)."""
+        raise NotImplementedError
+
+    def later(self, seconds: float, call: Callable[[], None]) -> Callable[[], None]:
+        """Call `call` after `seconds`, from any thread; returns what cancels that."""
+        raise NotImplementedError
+
+    # -- driving the session ------------------------------------------------------------------------
+    def receive(self, message: Any) -> None:
+        """One parsed message from the client."""
+        with self._lock:
+            actions = self.session.receive(message)
+        self.perform(actions)
+
+    def run_job(self, job: Job) -> None:
+        """Run deferred work and answer its request, whatever the work raised."""
+        outcome: dict[str, Any] | jsonrpc.JsonRpcError | None = jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR)
+        try:
+            outcome = job.run()
+        finally:
+            with self._lock:
+                actions = self.session.finish(job, outcome)
+            job.context.finish(lambda: self.perform(actions))
+
+    def close(self) -> None:
+        """No more input: our requests to the client fail, so no handler waits forever."""
+        with self._lock:
+            actions = self.session.close()
+        self.perform(actions)
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            actions = self.session.cancel_all()
+        self.perform(actions)
+
+    def perform(self, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, Send):
+                self.write(action.message, action.related)
+            elif isinstance(action, Start):
+                self.start(action.job)
+            elif isinstance(action, Cancel):
+                action.context.cancel()
+            elif isinstance(action, Answer):
+                self._answered(action.request_id, action.response)
+            elif isinstance(action, FollowRoots):
+                self.background(self._follow_roots)
+            elif isinstance(action, Release):
+                self.later(action.seconds, self._release_held)
+            elif isinstance(action, Report):
+                log.error(action.text)
+
+    # -- output -----------------------------------------------------------------------------------
+    def send(self, message: Message, related: Id | None) -> None:
+        """Channel: a handler's progress, log message or notification."""
+        self.write(message, related)
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """A notification that belongs to no request (a list change, a resource update)."""
+        self.write(jsonrpc.notification(method, params), None)
+
+    # -- our requests to the client -----------------------------------------------------------------
+    def ask(self, method: str, params: dict[str, Any] | None, timeout: float,
+            parent: RequestContext | None) -> Future[dict[str, Any]]:
+        """Channel: send our request; the future holds the client's result, or its error."""
+        from concurrent.futures import Future  # only servers that ask the client pay for it
+
+        future: Future[dict[str, Any]] = Future()
+        with self._lock:
+            message = self.session.ask(method, params, parent)
+            request_id = message["id"]
+            self._waiting[request_id] = (future, method, _nothing)
+        self.write(message, parent.request_id if parent is not None else None)
+        stop_timer = self.later(timeout, lambda: self._give_up(request_id, f"Timed out after {timeout:g} s", ClientRequestError(
+            jsonrpc.JsonRpcError(jsonrpc.REQUEST_TIMEOUT, f"The client did not answer {method} within {timeout:g} s"))))
+        with self._lock:
+            if request_id in self._waiting:
+                self._waiting[request_id] = (future, method, stop_timer)
+            else:
+                stop_timer()
+        if parent is not None:
+            parent.on_cancel(lambda: self._give_up(request_id, "The request that needed it was cancelled", Cancelled()))
+        return future
+
+    def _answered(self, request_id: int, response: Message | None) -> None:
+        with self._lock:
+            waiting = self._waiting.pop(request_id, None)
+        if waiting is None:
+            return
+        future, method, stop_timer = waiting
+        stop_timer()
+        answer = answer_of(method, response)
+        if isinstance(answer, dict):
+            future.set_result(answer)
+        else:
+            future.set_exception(answer)
+
+    def _give_up(self, request_id: int, reason: str, error: Exception) -> None:
+        with self._lock:
+            waiting = self._waiting.pop(request_id, None)
+            actions = self.session.give_up(request_id, reason) if waiting is not None else []
+        if waiting is not None:
+            waiting[2]()
+            waiting[0].set_exception(error)
+        self.perform(actions)
+
+    # -- the client's roots -------------------------------------------------------------------------
+    def _follow_roots(self) -> None:
+        roots: list[dict[str, Any]] | None = None
+        try:
+            listed = self.ask("roots/list", None, ROOTS_TIMEOUT, None).result().get("roots")
+            if isinstance(listed, list):
+                roots = [root for root in listed if isinstance(root, dict) and isinstance(root.get("uri"), str)]
+            else:
+                log.warning("roots/list answered without a roots array; keeping the previous roots")
+        except ClientRequestError as err:
+            log.warning(f"roots/list failed: {err}")
+        if roots is not None:
+            self.server.roots_changed(self.session, roots)
+        with self._lock:
+            actions = self.session.roots_listed(roots)
+        self.perform(actions)
+
+    def _release_held(self) -> None:
+        with self._lock:
+            actions = self.session.release_held()
+        self.perform(actions)
+
+
+def _nothing() -> None:
+    pass
+
+
+class ThreadRunner(Runner):
+    """The threaded runner: jobs, background work and timers on threads; `write` is given.
+
+    The stdio transport is one (with a pool of workers and its ordering rule); it also serves to
+    embed a server in-process, and the tests of asking the client.
+    """
+
+    def __init__(self, server: Server, write: Callable[[Message, Id | None], None] | None = None, *,
+                 stateless: bool = False) -> None:
+        super().__init__(server, stateless=stateless)
+        self._write = write
+
+    def write(self, message: Message, related: Id | None) -> None:
+        if self._write is not None:
+            self._write(message, related)
+
+    def start(self, job: Job) -> None:
+        self.background(lambda: self.run_job(job))
+
+    def background(self, work: Callable[[], None]) -> None:
+        threading.Thread(target=work, name="shipcode-mcp-background", daemon=True).start()
+
+    def later(self, seconds: float, call: Callable[[], None]) -> Callable[[], None]:
+        timer = threading.Timer(seconds, call)
+        timer.daemon = True
+        timer.start()
+        return timer.cancel
