@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 
 import pytest
 
+from core_support import Driver
 from shipcode_mcp import (
     Context,
     Server,
@@ -20,7 +21,6 @@ from shipcode_mcp import (
     image_content,
     text_content,
 )
-from core_support import Driver
 from support import REPO, McpProcess, validate_definition
 
 
