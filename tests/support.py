@@ -13,9 +13,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = REPO / "tests" / "data" / "mcp-2025-06-18.schema.json"  # verbatim copy; see SCHEMA-SOURCE.txt
@@ -93,7 +96,8 @@ class McpProcess:
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self.stderr = b""
         threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=self._pump_err, daemon=True).start()
+        self._err_pump = threading.Thread(target=self._pump_err, daemon=True)
+        self._err_pump.start()
         self._next_id = 1000
 
     def _pump(self) -> None:
@@ -172,7 +176,7 @@ class McpProcess:
         return reply["result"]
 
     def close(self, timeout: float = 10.0) -> int:
-        """Close stdin and wait for the exit status."""
+        """Close stdin and wait for the exit status; then `stderr` holds all the process wrote there."""
         if self.proc.stdin and not self.proc.stdin.closed:
             try:
                 self.proc.stdin.close()
@@ -183,6 +187,7 @@ class McpProcess:
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
+            self._err_pump.join(timeout)
 
     def __enter__(self) -> McpProcess:
         self.notifications = []
@@ -191,6 +196,17 @@ class McpProcess:
     def __exit__(self, *exc: object) -> None:
         if self.proc.poll() is None:
             self.close()
+
+
+def wait_for(predicate: Callable[[], T], timeout: float, what: str) -> T:
+    """Poll `predicate` until it returns something true, and return that; fail saying `what` was awaited.
+    The timeout is for a loaded machine: a condition that holds early costs no more than its checks."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout} s for {what}")
+        time.sleep(0.01)
+    return value
 
 
 def run_transcript(input_bytes: bytes, *args: str, cwd: str | os.PathLike[str] | None = None,

@@ -17,6 +17,7 @@ import pytest
 from shipcode_mcp.context import Cancelled
 from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace.process import Child, run
+from support import wait_for
 from workspace_support import context
 
 
@@ -46,10 +47,7 @@ def test_cancelling_kills_the_child_and_everything_it_started() -> None:
             list(lines)
         assert time.monotonic() - started < 2
         assert child.proc.wait(5) == -signal.SIGKILL
-    deadline = time.monotonic() + 2
-    while _alive(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not _alive(grandchild)
+    wait_for(lambda: not _alive(grandchild), 10, "the grandchild to be killed")
 
 
 def test_a_request_cancelled_before_the_start_kills_at_once() -> None:
