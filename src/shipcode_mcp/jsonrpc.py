@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 
-TYPE_CHECKING = False  # typing is not imported at run time: start-up time counts
+TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any, TypeGuard
 
     Id = str | int
@@ -56,21 +55,9 @@ def _reject_constant(name: str) -> Any:
 
 
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
-def _reusable(encoder: json.JSONEncoder) -> Callable[[Any], str]:
-    """`encoder.encode`, minus the C encoder object that `JSONEncoder.encode` builds anew at every
-    call (a third of the time of a small message). Without circular checks it keeps no state between
-    calls, so one serves all; same output, same errors. Falls back where there is no C accelerator."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return encoder.encode
-    strings = json.encoder.encode_basestring_ascii if encoder.ensure_ascii else json.encoder.encode_basestring
-    scan = make(None, encoder.default, strings, None, encoder.key_separator, encoder.item_separator,
-                encoder.sort_keys, encoder.skipkeys, encoder.allow_nan)
-    return lambda value: "".join(scan(value, 0))
 
-
-_compact = _reusable(json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False))
-_compact_ascii = _reusable(json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False, check_circular=False))
+_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False).encode
+_compact_ascii = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False, check_circular=False).encode
 
 
 def parse(line: bytes) -> Any:

@@ -22,7 +22,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import copy
 import secrets
+import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -512,9 +514,6 @@ def run_uvicorn(app: Any, *, log_level: str, **options: Any) -> int:
     """uvicorn.run with logging on stderr only (its access log would go to stdout), a prompt shutdown
     even with GET streams open, and exit status 0 after a graceful shutdown on SIGINT or SIGTERM
     (uvicorn raises the signal again once done; it finds a handler that lets the process end normally)."""
-    import copy
-    import signal
-
     import uvicorn
     from uvicorn.config import LOGGING_CONFIG
 

@@ -23,6 +23,7 @@ mime.py), imported on the first listing or read.
 from __future__ import annotations
 
 import os
+import threading
 
 from ..primitives import ResourceTemplate
 from .uris import root_uri
@@ -105,8 +106,6 @@ class _OnFirstUse:
     """Stands in for WorkspaceResources until a client lists or reads, so start-up does not import it."""
 
     def __init__(self, roots: Roots) -> None:
-        import threading  # loaded already by the session; imported here to keep this module's header minimal
-
         self.roots = roots
         self._feature: WorkspaceResources | None = None
         self._templates: tuple[list[str], list[ResourceTemplate]] | None = None
