@@ -174,15 +174,12 @@ class InProcess:
     """The tool functions called directly, each call with a fresh request context of one session."""
 
     def __init__(self, root: Path) -> None:
-        from shipcode_mcp.server import Server
-        from shipcode_mcp.session import Session
         from shipcode_mcp.workspace import git, sandbox, search
         from shipcode_mcp.workspace.roots import Roots
 
         self.sandbox = sandbox
         self.git, self.search = git, search
         self.roots = Roots([str(root)])
-        self.session = Session(Server("sandbox-cost", "1"), send=lambda message: None)
         self.next_id = 1
 
     def call(self, tool: str, sandboxed: bool) -> tuple[float, dict[str, Any]]:
@@ -190,7 +187,7 @@ class InProcess:
         from shipcode_mcp.primitives import ToolError
 
         self.sandbox.set_enabled(sandboxed)
-        ctx = RequestContext(self.session, self.next_id, "tools/call", {})
+        ctx = RequestContext(None, self.next_id, "tools/call", {})  # a context with no client behind it
         self.next_id += 1
         try:
             started = time.perf_counter()
@@ -276,16 +273,13 @@ if tool == "import":
     print(json.dumps({"seconds": time.perf_counter() - started}))
     sys.exit(0)
 from shipcode_mcp.context import RequestContext
-from shipcode_mcp.server import Server
-from shipcode_mcp.session import Session
 from shipcode_mcp.workspace import git, sandbox, search
 from shipcode_mcp.workspace.roots import Roots
 sandbox.set_enabled(mode == "on")
-session = Session(Server("first-call", "1"), send=lambda message: None)
 roots = Roots([root])
 times = []
 for request_id in (1, 2, 3, 4):
-    ctx = RequestContext(session, request_id, "tools/call", {})
+    ctx = RequestContext(None, request_id, "tools/call", {})
     started = time.perf_counter()
     result = git.git_status(ctx, roots) if tool == "git_status" else search.search_code(ctx, roots, needle)
     times.append(time.perf_counter() - started)
