@@ -94,14 +94,14 @@ class RequestContext:
 
     def __init__(self, channel: Channel | None, request_id: jsonrpc.Id, method: str, params: dict[str, Any], *,
                  client_capabilities: dict[str, Any] | None = None, log_threshold: str | None = None,
-                 ready: bool = False) -> None:
+                 protocol_version: str = "2025-06-18") -> None:
         self.channel = channel
         self.request_id = request_id
         self.method = method
         self.params = params
         self.client_capabilities = client_capabilities or {}
         self.log_threshold = log_threshold  # None: logging is not offered
-        self.ready = ready  # the session was initialized when the request came
+        self.protocol_version = protocol_version  # the version the request is served in
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         self.progress_token: str | int | None = token if jsonrpc.is_valid_id(token) else None

@@ -247,7 +247,7 @@ class Session:
             in_use = JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")
             return [Send(jsonrpc.error(msg_id, in_use), msg_id)]
         context = RequestContext(self.channel, msg_id, method, params, client_capabilities=self.client_capabilities,
-                                 log_threshold=self._log_threshold(), ready=self.ready)
+                                 log_threshold=self._log_threshold(), protocol_version=PROTOCOL_VERSION)
         context.on_loop = True
         try:
             outcome = handler(self, context, params)
