@@ -72,7 +72,11 @@ class Driver(Channel):
         before = len(self.sent)
         outcome = job.run()
         actions = self.session.finish(job, outcome)
-        job.context.finish(lambda: self.perform(actions))
+
+        def send() -> None:
+            self.perform(actions)
+
+        job.context.finish(send)
         return self.sent[before:]
 
     def run_all(self) -> list[dict[str, Any]]:

@@ -212,8 +212,6 @@ def test_an_unanswered_request_times_out_and_the_client_is_told(connect: Connect
     assert len(client.written) == 4 and client.runner.session.outgoing == {}
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: Runner._give_up fails the future before it writes notifications/cancelled, "
-                   "so the handler may answer its request first (the old session wrote the notice, then raised)")
 def test_the_client_is_told_of_a_timeout_before_the_handler_goes_on(connect: Connect) -> None:
     """Deterministically, the timer thread is slow to go on after failing the future (as on a loaded machine)."""
     server = Server("s", "1")
@@ -398,8 +396,6 @@ def test_held_work_runs_when_the_roots_are_late(connect: Connect, monkeypatch: p
     assert seen == [ROOTS]
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: the Release timer of an earlier listing is never cancelled nor told apart, "
-                   "so it releases work held for a later listing at once, before its roots come or its own wait ends")
 def test_held_work_waits_its_own_wait_not_that_of_an_earlier_listing(connect: Connect) -> None:
     client, _ = following(connect, Clockwork)
     runner = client.runner

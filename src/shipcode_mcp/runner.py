@@ -11,6 +11,7 @@ future, `await ctx.arequest` awaits it.
 from __future__ import annotations
 
 import threading
+from functools import partial
 
 from . import jsonrpc, log
 from .context import Cancelled, Channel, ClientRequestError, answer_of
@@ -100,7 +101,7 @@ class Runner(Channel):
             elif isinstance(action, FollowRoots):
                 self.background(self._follow_roots)
             elif isinstance(action, Release):
-                self.later(action.seconds, self._release_held)
+                self.later(action.seconds, partial(self._release_held, action.hold))
             elif isinstance(action, Report):
                 log.error(action.text)
 
@@ -153,10 +154,10 @@ class Runner(Channel):
         with self._lock:
             waiting = self._waiting.pop(request_id, None)
             actions = self.session.give_up(request_id, reason) if waiting is not None else []
+        self.perform(actions)  # the client hears that we gave up before the handler goes on
         if waiting is not None:
             waiting[2]()
             waiting[0].set_exception(error)
-        self.perform(actions)
 
     # -- the client's roots -------------------------------------------------------------------------
     def _follow_roots(self) -> None:
@@ -175,9 +176,9 @@ class Runner(Channel):
             actions = self.session.roots_listed(roots)
         self.perform(actions)
 
-    def _release_held(self) -> None:
+    def _release_held(self, hold: int) -> None:
         with self._lock:
-            actions = self.session.release_held()
+            actions = self.session.release_held(hold)
         self.perform(actions)
 
 

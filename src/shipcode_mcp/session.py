@@ -111,12 +111,13 @@ class FollowRoots:
 
 
 class Release:
-    """Work waits for the roots: call `Session.release_held` after `seconds`, whether or not they came."""
+    """Work waits for the roots: call `Session.release_held(hold)` after `seconds`, whether or not they came."""
 
-    __slots__ = ("seconds",)
+    __slots__ = ("hold", "seconds")
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, hold: int) -> None:
         self.seconds = seconds
+        self.hold = hold
 
 
 class Report:
@@ -212,6 +213,7 @@ class Session:
         self.roots_listing = False  # a FollowRoots is under way
         self._roots_stale = False  # the roots changed again while it was
         self.held: list[Job] = []  # deferred work waiting for the roots listing under way
+        self._hold = 0  # which holding that is: a Release of an earlier one releases nothing
 
     @property
     def stateless(self) -> bool:
@@ -263,7 +265,10 @@ class Session:
         job = Job(context, outcome)
         if self.roots_listing:  # work that follows the client's roots waits for them, a little
             self.held.append(job)
-            return [Release(ROOTS_WAIT)] if len(self.held) == 1 else []
+            if len(self.held) > 1:
+                return []
+            self._hold += 1
+            return [Release(ROOTS_WAIT, self._hold)]
         return [Start(job)]
 
     def finish(self, job: Job, outcome: dict[str, Any] | JsonRpcError | None) -> list[Action]:
@@ -379,8 +384,11 @@ class Session:
         self.roots_listing = False
         return self.release_held()
 
-    def release_held(self) -> list[Action]:
-        """Start the work that waited for the roots (they came, or it waited long enough)."""
+    def release_held(self, hold: int | None = None) -> list[Action]:
+        """Start the work that waited for the roots: they came, or (`hold`, from its Release) it waited
+        long enough. A Release of a holding already over releases nothing."""
+        if hold is not None and hold != self._hold:
+            return []
         held, self.held = self.held, []
         return [Start(job) for job in held]
 
