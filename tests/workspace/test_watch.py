@@ -40,6 +40,16 @@ def subscribe(process: McpProcess, uri: str, method: str = "resources/subscribe"
     return process.request(method, {"uri": uri})
 
 
+def still_heard(process: McpProcess, path: Path) -> None:
+    """The positive check that ends a quiet window: a change to `path` (a listed file), subscribed to now, is
+    heard, and is the next thing said; nothing the window was to be free of came late, nor went unread while
+    a request waited for its answer."""
+    uri = file_uri(str(path.resolve()))
+    assert subscribe(process, uri)["result"] == {} and process.notifications == []
+    path.write_text(path.read_text() + "more\n")
+    assert process.read() == updated(uri)
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     root = tmp_path / "watched tree"
@@ -66,6 +76,7 @@ def test_subscribe_modify_notifies_exactly_once(tree: Path) -> None:
         (tree / "src" / "main.py").write_text("print('v2')\n")
         assert process.read() == updated(uri)
         process.no_output(QUIET)
+        still_heard(process, tree / "notes #1.md")
         # The client reads again and sees the change.
         assert process.request("resources/read", {"uri": uri})["result"]["contents"][0]["text"] == "print('v2')\n"
 
@@ -79,6 +90,7 @@ def test_a_burst_of_writes_is_one_notification(tree: Path) -> None:
                 notes.write(f"line {number}\n")
         assert process.read(timeout=DEBOUNCE_MS / 1000 + 5) == updated(uri)
         process.no_output(QUIET)
+        still_heard(process, tree / "src" / "main.py")
 
 
 def test_unsubscribe_then_modify_sends_nothing(tree: Path) -> None:
@@ -92,6 +104,7 @@ def test_unsubscribe_then_modify_sends_nothing(tree: Path) -> None:
         (tree / "src" / "other.py").write_text("")
         assert process.read() == LIST_CHANGED
         process.no_output(QUIET)
+        still_heard(process, tree / "notes #1.md")
 
 
 def test_subscribe_waits_for_the_watcher_off_the_loop_and_a_later_unsubscribe_wins(tree: Path) -> None:
@@ -121,6 +134,7 @@ def test_subscribe_waits_for_the_watcher_off_the_loop_and_a_later_unsubscribe_wi
         assert answered < 0.5 < ready
         (tree / "src" / "main.py").write_text("print('v4')\n")
         process.no_output(QUIET)
+        still_heard(process, tree / "notes #1.md")
         # Subscribed last, it is heard.
         assert subscribe(process, uri)["result"] == {}
         (tree / "src" / "main.py").write_text("print('v5')\n")
@@ -143,6 +157,7 @@ def test_files_appearing_and_disappearing_change_the_list(tree: Path) -> None:
         (tree / ".gitignore").write_text("*.log\n*.md\n")  # hides "notes #1.md": the list changed
         assert process.read() == LIST_CHANGED
         process.no_output(QUIET)
+        still_heard(process, tree / "src" / "main.py")
 
 
 def test_changes_inside_git_are_not_news(tree: Path) -> None:
@@ -151,6 +166,7 @@ def test_changes_inside_git_are_not_news(tree: Path) -> None:
         (tree / ".git" / "index").write_bytes(b"DIRC")
         (tree / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
         process.no_output(QUIET)
+        still_heard(process, tree / "src" / "main.py")
 
 
 def test_subscribed_folder_hears_about_its_entries(tree: Path) -> None:
@@ -163,6 +179,7 @@ def test_subscribed_folder_hears_about_its_entries(tree: Path) -> None:
         messages = [process.read(), process.read()]
         assert sorted(messages, key=str) == sorted([LIST_CHANGED, updated(folder)], key=str)
         process.no_output(QUIET)
+        still_heard(process, tree / "notes #1.md")
 
 
 def test_deleting_a_subscribed_file(tree: Path) -> None:
@@ -190,6 +207,7 @@ def test_subscribing_to_what_is_not_a_resource(tree: Path, tmp_path: Path) -> No
         (tmp_path / "outside.txt").write_text("changed")
         (tree / "debug.log").write_text("changed")
         process.no_output(QUIET)
+        still_heard(process, tree / "src" / "main.py")
 
 
 def test_watch_without_the_extra_fails_at_start(tmp_path: Path) -> None:
@@ -232,6 +250,7 @@ def test_following_the_clients_roots(tmp_path: Path) -> None:
         assert process.read() == LIST_CHANGED
         (start_dir / "other.txt").write_text("no longer watched")
         process.no_output(QUIET)
+        still_heard(process, client_root / "mine.txt")
 
 
 def _inotify_watches(pid: int) -> int:
@@ -260,6 +279,7 @@ def test_links_out_of_the_root_are_not_watched(tree: Path, tmp_path: Path) -> No
         (tree / "src" / "new.py").write_text("")  # still watching what is inside
         assert process.read() == LIST_CHANGED
         process.no_output(QUIET)
+        still_heard(process, tree / "src" / "main.py")
 
 
 def test_files_appearing_in_new_and_empty_folders(tree: Path) -> None:
@@ -277,5 +297,6 @@ def test_files_appearing_in_new_and_empty_folders(tree: Path) -> None:
         (tree / "a" / "b" / "c" / "deeper.txt").write_text("deeper")
         assert process.read() == LIST_CHANGED
         process.no_output(QUIET)
+        still_heard(process, tree / "a" / "b" / "c" / "deep.txt")
         names = [r["name"] for r in process.request("resources/list")["result"]["resources"]]
         assert {"empty/first.txt", "a/b/c/deep.txt", "a/b/c/deeper.txt"} <= set(names)
