@@ -6,7 +6,9 @@ import collections.abc
 import dataclasses
 import enum
 import functools
+import re
 import threading
+import types
 from typing import Annotated, Any, Literal, Optional, TypedDict, Union
 
 import pydantic
@@ -272,9 +274,20 @@ OTHER_HINTS = ["Any", "object", "Optional[int]", "Annotated[int, 'how many']", "
                "Point", "List[int]", "list['int']", "'int'", "'Undefined'", "bytes", "int | Color", "list[Box]",
                "collections.abc.Sequence[int]", "' int'", "f()"]
 DEFAULTS = ["1", "'a'", "None", "[1, 2]", "()", "object()", "1.5", "True", "Color.RED"]
-DOC_LINES = ["Add two numbers.", "Args:", "Arguments:", "Returns:", "Raises:", "text: the text", "n (int): how many",
-             "**rest: more", "continued here", "", "Notes", "x: y: z", "  ", "\t", "summary\twith a tab"]
-ODD_SPACE = ["\r", "\x0b", "\x0c", "\x1c", "\xa0", "\u2003", "\u3000"]
+PRELUDE = ("import collections.abc\nfrom typing import Annotated, Any, List, Literal, Optional\n"
+           "from shipcode_mcp import Context\nfrom shipcode_mcp.context import RequestContext\n"
+           "from test_signature import Box, Color, Point\ndef f():\n    return int\n")
+
+
+def define(header: str, *, future: bool, where: str = "module", prelude: str = "") -> Any:
+    """The function `fn` of `header` ('def fn(...):'), in a module of its own (with postponed annotations if
+    `future`), defined at its top level, as a method of a class, or inside a function."""
+    body = {"module": f"{header}\n    return locals()", "class": f"class K:\n    {header}\n        return locals()",
+            "function": f"def outer():\n    {header}\n        return locals()\n    return fn\nfn = outer()"}[where]
+    source = ("from __future__ import annotations\n" if future else "") + PRELUDE + prelude + body
+    module = types.ModuleType("handlers")
+    exec(compile(source, "<handlers>", "exec", dont_inherit=True), module.__dict__)  # not this module's __future__
+    return module.K.fn if where == "class" else module.fn
 
 
 def readings(fn: Any) -> tuple[Any, Any]:
@@ -304,9 +317,28 @@ def described(sig: Signature) -> dict[str, Any]:
             "call": outcome(lambda: sig.call(None, arguments))}
 
 
+def must_be_plain(hints: list[str], future: bool) -> bool:
+    """Whether the plain reading must take a function with these hints; a string annotation with a call
+    in it ("tuple[()]" under postponed annotations) it never evaluates."""
+    return all(h in PLAIN_HINTS and not (future and "(" in h) for h in hints)
+
+
+@pytest.mark.parametrize("future", [False, True])
+@pytest.mark.parametrize("hint", PLAIN_HINTS + OTHER_HINTS)
+def test_every_hint_reads_the_same_both_ways(hint: str, future: bool) -> None:
+    """Each hint the property test below draws from: as a parameter, with and without a None default, and returned."""
+    from shipcode_mcp.signature import _read_plain
+
+    for default in ("", " = None"):
+        fn = define(f"def fn(x: {hint}{default}) -> {hint}:", future=future)
+        fast, full = readings(fn)
+        assert fast == full
+        assert _read_plain(fn) is not None or not must_be_plain([hint], future)
+
+
 @st.composite
-def functions(draw: st.DrawFn) -> tuple[str, str | None, bool]:
-    """(source of a module defining `fn`, a docstring, whether the plain reading must take it)."""
+def functions(draw: st.DrawFn) -> tuple[Any, bool]:
+    """(a function `fn`, whether the plain reading must take it)."""
     hints = st.sampled_from(PLAIN_HINTS + OTHER_HINTS) | st.sampled_from(PLAIN_HINTS)
     names = draw(st.lists(st.sampled_from(["ctx", "context", "text", "n", "uri", "items", "mode", "a", "b"]),
                           unique=True, max_size=6))
@@ -339,60 +371,27 @@ def functions(draw: st.DrawFn) -> tuple[str, str | None, bool]:
     returns = draw(st.none() | hints)
     used += [returns] if returns else []
     future = draw(st.booleans())
-    body = f"{'async ' if draw(st.booleans()) else ''}def fn({', '.join(parts)}){f' -> {returns}' if returns else ''}:"
-    where = draw(st.sampled_from(["module", "class", "function"]))
-    in_class = where == "class"
-    source = "\n".join([
-        "from __future__ import annotations" if future else "",
-        "import collections.abc",
-        "from typing import Annotated, Any, List, Literal, Optional",
-        "from shipcode_mcp import Context",
-        "from shipcode_mcp.context import RequestContext",
-        "from test_signature import Box, Color, Point",
-        "float = int" if draw(st.booleans()) else "",
-        "def f():\n    return int",
-        "class Base:\n    def fn(self):\n        'The base class says.'" if in_class else "",
-        {"module": f"{body}\n    return locals()",
-         "class": f"class K(Base):\n    {body}\n        return locals()",
-         "function": f"def outer():\n    {body}\n        return locals()\n    return fn\nfn = outer()"}[where],
-    ])
-    doc = draw(st.none() | st.lists(st.tuples(st.integers(0, 9), st.sampled_from(DOC_LINES)), max_size=8).map(
-        lambda lines: "\n".join(" " * indent + text for indent, text in lines)) | st.text(max_size=30))
-    if doc is not None and draw(st.integers(0, 9)) == 0:
-        doc += draw(st.sampled_from(ODD_SPACE))
-    # plain: what the plain reading must take; a string annotation with a call in it ("tuple[()]") it never evaluates
-    plain = (all(h in PLAIN_HINTS and not (future and "(" in h) for h in used) and (doc is not None or not in_class)
-             and not any(c.isspace() and c not in " \t\n" for c in doc or ""))
-    return source, doc, plain
+    header = f"{'async ' if draw(st.booleans()) else ''}def fn({', '.join(parts)}){f' -> {returns}' if returns else ''}:"
+    try:
+        fn = define(header, future=future, where=draw(st.sampled_from(["module", "class", "function"])),
+                    prelude="float = int\n" if draw(st.booleans()) else "")
+    except SyntaxError:  # a default before a required parameter and the like
+        assume(False)
+        raise
+    return fn, must_be_plain(used, future)
 
 
 @settings(max_examples=500, deadline=None)
 @given(functions())
-def test_the_plain_reading_agrees_with_inspect_and_typing(case: tuple[str, str | None, bool]) -> None:
-    import sys
-    import types
-
+def test_the_plain_reading_agrees_with_inspect_and_typing(case: tuple[Any, bool]) -> None:
     from shipcode_mcp.signature import _read_plain
 
-    source, doc, plain = case
-    try:
-        code = compile(source, "<hypothesis>", "exec", dont_inherit=True)  # not this module's __future__
-    except SyntaxError:  # a default before a required parameter and the like
-        assume(False)
-        raise
-    module = types.ModuleType("hypothesis_handlers")
-    sys.modules[module.__name__] = module  # where inspect.getdoc looks for the class of a method
-    try:
-        exec(code, module.__dict__)
-        fn = module.K.fn if hasattr(module, "K") else module.fn
-        fn.__doc__ = doc
-        fast, full = readings(fn)
-        assert fast == full
-        event("read plainly" if _read_plain(fn) is not None else "read by inspect and typing")
-        if plain and (sys.version_info >= (3, 11) or "= None" not in source):
-            assert _read_plain(fn) is not None
-    finally:
-        del sys.modules[module.__name__]
+    fn, plain = case
+    fast, full = readings(fn)
+    assert fast == full
+    event("read plainly" if _read_plain(fn) is not None else "read by inspect and typing")
+    if plain:
+        assert _read_plain(fn) is not None
 
 
 def plain_echo(text: str) -> str:
@@ -418,13 +417,6 @@ def not_plain_hint(mode: Literal["a", "b"]) -> None:
     """A Literal needs typing."""
 
 
-def not_plain_method_without_docstring(self: Any, n: int) -> None:
-    pass
-
-
-not_plain_method_without_docstring.__qualname__ = "Somewhere.fn"
-
-
 def not_plain_wrapper(n: int) -> int:
     """Its __wrapped__ says what it takes."""
     return n
@@ -435,7 +427,7 @@ not_plain_wrapper.__wrapped__ = plain_echo  # type: ignore[attr-defined]
 
 @pytest.mark.parametrize(("fn", "plain"), [
     (plain_echo, True), (plain_async, True), (plain_everything, True), (lambda ctx, text: text, True),
-    (not_plain_hint, False), (not_plain_method_without_docstring, False), (not_plain_wrapper, False),
+    (not_plain_hint, False), (not_plain_wrapper, False),
     (print, False), (functools.partial(plain_echo), False), (Box, False),
 ])
 def test_which_functions_are_read_plainly_and_that_both_readings_agree(fn: Any, plain: bool) -> None:
@@ -448,10 +440,12 @@ def test_which_functions_are_read_plainly_and_that_both_readings_agree(fn: Any, 
 
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=st.sampled_from(" \t\na:\r\x0c\xa0")) | st.text())
-def test_cleandoc_is_inspects_for_the_docstrings_it_reads(doc: str) -> None:
+def test_docstrings_are_cleaned_as_inspect_cleans_them(doc: str) -> None:
+    """For every docstring whose whitespace is spaces, tabs and newlines: inspect's result for other
+    whitespace changes between Python versions, and a description should not."""
     import inspect
 
-    from shipcode_mcp.signature import _ODD_SPACE, _cleandoc
+    from shipcode_mcp.signature import _cleandoc
 
-    if not _ODD_SPACE.search(doc):
+    if not re.search(r"[^\S \t\n]", doc):
         assert _cleandoc(doc) == inspect.cleandoc(doc)

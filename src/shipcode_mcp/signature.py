@@ -3,9 +3,10 @@ docstring, and a call that binds arguments by name.
 
 Used by the `Server` decorators at registration, that is at a library server's start-up. A plain
 function (builtin scalar and container hints, `X | None`, the Context type) is read from its own
-attributes, without `inspect`, `typing` or `dataclasses` (11 ms of imports); anything else goes
-through `inspect.signature` and `typing.get_type_hints`, imported then. Both readings give the same
-`Signature`: tests/test_signature.py compares them.
+attributes, without `inspect`, `typing` or `dataclasses`, whose imports would take a large part of a
+small server's cold start (docs/performance.md); anything else goes through `inspect.signature` and
+`typing.get_type_hints`, imported then. Both readings give the same `Signature`: tests/test_signature.py
+compares them on every hint they read. The docstring is read one way for every callable.
 """
 
 from __future__ import annotations
@@ -54,16 +55,16 @@ class Signature:
         parameters: list[tuple[str, str, Any]]  # (name, inspect's kind name, default or _REQUIRED)
         plain = _read_plain(fn)
         if plain is not None:
-            self.is_async, self.hints, doc, parameters = plain
+            self.is_async, self.hints, parameters = plain
         else:
             import inspect
 
             self.is_async = inspect.iscoroutinefunction(fn)
             self.hints = _hints(fn)
-            doc = inspect.getdoc(fn)
             parameters = [(p.name, p.kind.name, _REQUIRED if p.default is p.empty else p.default)
                           for p in inspect.signature(fn).parameters.values()]
-        self.summary, self.param_docs = _parse_docstring(doc)
+        doc = getattr(fn, "__doc__", None)
+        self.summary, self.param_docs = _parse_docstring(_cleandoc(doc) if isinstance(doc, str) else None)
         self.context_param: str | None = None
         self.params: dict[str, Any] = {}  # name -> default, or _REQUIRED
         self.var_keyword = False
@@ -204,24 +205,14 @@ def run_coroutine(coroutine: Coroutine[Any, Any, Any], context: RequestContext |
 _CO_VARARGS, _CO_VARKEYWORDS, _CO_COROUTINE = 0x04, 0x08, 0x80  # code flags, as in inspect
 _PLAIN_CLASSES = frozenset({str, int, float, bool, type(None), list, tuple, set, frozenset, dict})
 _PLAIN_ANNOTATION = re.compile(r"[\w\s.,|\[\]]+")  # names, subscripts, unions: evaluated with no call
-_ODD_SPACE = re.compile(r"[^\S \t\n]")  # whitespace that inspect.cleandoc strips differently across versions
 
 
-def _read_plain(fn: Callable[..., Any]) -> tuple[bool, dict[str, Any], str | None, list[tuple[str, str, Any]]] | None:
-    """(is_async, hints, docstring, parameters) of a plain function, exactly as `inspect` and
-    `typing.get_type_hints` give them, or None when `fn` is not one this can read exactly: another
-    callable, a wrapper (its `__dict__` holds `__wrapped__` or `__signature__`), or hints beyond `_is_plain`."""
+def _read_plain(fn: Callable[..., Any]) -> tuple[bool, dict[str, Any], list[tuple[str, str, Any]]] | None:
+    """(is_async, hints, parameters) of a plain function, exactly as `inspect` and `_hints` give them,
+    or None when `fn` is not one this can read exactly: another callable, a wrapper (its `__dict__`
+    holds `__wrapped__` or `__signature__`), or hints beyond `_is_plain`."""
     if type(fn) is not types.FunctionType or fn.__dict__:
         return None
-    doc = fn.__doc__
-    if isinstance(doc, str):
-        if _ODD_SPACE.search(doc):
-            return None
-        doc = _cleandoc(doc)
-    elif doc is None and "." in fn.__qualname__ and "<locals>" not in fn.__qualname__.split(".")[:-1]:
-        return None  # perhaps a method: inspect.getdoc would look for a docstring in its class's bases
-    else:
-        doc = None
     hints = _plain_hints(fn)
     if hints is None:
         return None
@@ -240,13 +231,11 @@ def _read_plain(fn: Callable[..., Any]) -> tuple[bool, dict[str, Any], str | Non
     parameters += [(name, "KEYWORD_ONLY", kwdefaults.get(name, _REQUIRED)) for name in names[positional:positional + keyword_only]]
     if code.co_flags & _CO_VARKEYWORDS:
         parameters.append((names[index], "VAR_KEYWORD", _REQUIRED))
-    if sys.version_info < (3, 11) and any(default is None and name in hints for name, _, default in parameters):
-        return None  # get_type_hints of Python 3.10 makes the hint of a None default Optional
-    return bool(code.co_flags & _CO_COROUTINE), hints, doc, parameters
+    return bool(code.co_flags & _CO_COROUTINE), hints, parameters
 
 
 def _plain_hints(fn: Callable[..., Any]) -> dict[str, Any] | None:
-    """typing.get_type_hints(fn) when every annotation is plain, written or as a string; else None."""
+    """`_hints(fn)` when every annotation is plain, written or as a string; else None."""
     hints: dict[str, Any] = {}
     for name, hint in fn.__annotations__.items():
         if isinstance(hint, str):  # as get_type_hints evaluates it: in the function's globals
@@ -281,7 +270,8 @@ def _is_plain(hint: Any, outermost: bool = False) -> bool:
 
 
 def _cleandoc(doc: str) -> str:
-    """inspect.cleandoc, for docstrings whose only whitespace is spaces, tabs and newlines."""
+    """inspect.cleandoc (the same for docstrings whose only whitespace is spaces, tabs and newlines;
+    inspect's own result for other whitespace changes between Python versions)."""
     lines = doc.expandtabs().split("\n")
     margin = min((len(line) - len(line.lstrip()) for line in lines[1:] if line.lstrip()), default=None)
     lines[0] = lines[0].lstrip()
@@ -296,10 +286,15 @@ def _cleandoc(doc: str) -> str:
 
 # -- type hints ---------------------------------------------------------------------------------------
 def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """typing.get_type_hints, as Python 3.11 and later read them: 3.10 makes the hint of a parameter
+    whose default is None Optional, unless it is given the annotations without the defaults."""
     import typing
 
+    annotated: Any = fn
+    if sys.version_info < (3, 11) and isinstance(fn, (types.FunctionType, types.MethodType)):
+        annotated = types.SimpleNamespace(__annotations__=fn.__annotations__, __wrapped__=fn)  # globals: fn's
     try:
-        return typing.get_type_hints(fn, include_extras=True)
+        return typing.get_type_hints(annotated, include_extras=True)
     except Exception:  # an unresolvable forward reference: fall back to what is written
         return dict(getattr(fn, "__annotations__", {}))
 
@@ -338,9 +333,7 @@ def _is_any(hint: Any) -> bool:
 
 
 def _constrains_nothing(hint: Any) -> bool:
-    """Any, object or inspect's `empty` (looked up like typing.Any in `_is_any`)."""
-    inspect = sys.modules.get("inspect")
-    return hint is object or _is_any(hint) or (inspect is not None and hint is inspect.Parameter.empty)
+    return hint is object or _is_any(hint)
 
 
 def _strip_annotated(hint: Any) -> Any:
