@@ -10,21 +10,22 @@ import types
 
 from . import __version__, log
 from .server import Server
+from .transports.stdio import serve_stdio
+from .workspace import install
+from .workspace.roots import Roots, client_root_folders
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing is not imported at start
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
     from typing import Any
-
-    from .workspace.roots import Roots
 
 SERVER_NAME = "shipcode-mcp"
 ARGV_VARIABLE = "SHIPCODE_MCP_ARGV"  # how `--workers` hands the command line to each worker process
 
 
 def build_parser() -> argparse.ArgumentParser:
-    import argparse
+    import argparse  # not at start: the usual command line is read without it (parse_args)
 
     parser = argparse.ArgumentParser(
         prog="shipcode-mcp",
@@ -69,8 +70,9 @@ _SWITCHES = {"--allow-write": "allow_write", "--watch": "watch", "--require-sand
 
 def parse_args(argv: Sequence[str]) -> Any:
     """The command line as argparse reads it. The usual one, root folders and the switches
-    --allow-write, --watch and --require-sandbox, is read without argparse, which with the shutil and gettext it
-    imports is 4 ms of a 25 ms start; anything else (help, errors too) goes to argparse."""
+    --allow-write, --watch and --require-sandbox, is read without argparse, whose import would be a large part
+    of the cold start (docs/performance.md); anything else (help, errors too) goes to argparse. tests/test_cli.py
+    compares the two on every command line of up to four words of roots and switches."""
     roots = [arg for arg in argv if arg not in _SWITCHES]
     first = next((i for i, arg in enumerate(argv) if arg not in _SWITCHES), 0)
     if any(arg.startswith("-") for arg in roots) or list(argv[first:first + len(roots)]) != roots:
@@ -83,8 +85,6 @@ def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool
                  follow_client_roots: bool = False) -> Server:
     """The workspace server; `follow_client_roots` (no ROOT given, stdio) makes the workspace the
     client's roots once it lists them, the current directory until then or if it has none."""
-    from .workspace import install
-
     server = Server(SERVER_NAME, __version__)
     workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch)
     if follow_client_roots and not roots:
@@ -93,8 +93,6 @@ def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool
 
 
 def _follow_client_roots(server: Server, workspace: Roots) -> None:
-    from .workspace.roots import client_root_folders
-
     start = list(workspace.paths)
 
     def follow(session: Any, client_roots: list[dict[str, Any]]) -> None:
@@ -135,8 +133,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     check = None if args.require_sandbox else _check_sandbox_soon()
     try:
         if args.http is None:
-            from .transports.stdio import serve_stdio
-
             return serve_stdio(server)
         return _serve_http(server, args, list(sys.argv[1:] if argv is None else argv))
     finally:
@@ -148,8 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _check_sandbox_soon() -> threading.Timer:
     """Say once on stderr if children will run without the kernel sandbox. The check (ctypes and a system
-    call, a few milliseconds of a 20 ms start) runs 100 ms after start, out of its way; calling the timer's
-    function again, as main does at the end, says nothing twice."""
+    call) runs 100 ms after start, out of its way; calling the timer's function again, as main does at
+    the end, says nothing twice."""
     said = threading.Lock()
 
     def check() -> None:
