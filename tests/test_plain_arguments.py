@@ -3,10 +3,14 @@
 Plain schemas (typed properties, required, additionalProperties) are checked without loading
 jsonschema_rs, to keep its memory and load time off servers whose tools never need it. The property
 here is the safety one: whenever that path accepts, the schema is valid and the real validator agrees.
+A plain schema checks each argument on its own, by the JSON kind of its value, so the exhaustive test
+below covers every plain schema: each property type against a value of each kind, with every
+combination of required, additionalProperties and absent or extra arguments.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -54,6 +58,25 @@ def test_the_plain_path_accepts_only_what_the_validator_accepts(schema: dict[str
         assert validator.is_valid(arguments)
     elif not any(isinstance(value, float) for value in arguments.values()):
         assert not validator.is_valid(arguments)  # exact, but for 1.0 as an integer: left to the validator
+
+
+KINDS = [None, True, False, 0, -(2 ** 63) - 1, 2 ** 64, 1.0, 1.5, "", "1", [], [1], {}, {"p": 1}]
+"""A value of each kind the JSON decoder produces (bools, ints of any size, floats whole or not)."""
+
+
+def test_the_plain_path_agrees_with_the_validator_on_every_kind_of_plain_schema() -> None:
+    types_ = [None, "string", "integer", "number", "boolean", "null", "object", "array"]  # None: no type
+    for kind, value, required, additional, present in itertools.product(
+            types_, KINDS, [[], ["p"], ["q"], ["p", "q"]], [None, True, False], [(), ("p",), ("q",), ("p", "q")]):
+        schema: dict[str, Any] = {"type": "object", "properties": {"p": {} if kind is None else {"type": kind}},
+                                  "required": required, "title": "t", "$comment": "c"}
+        if additional is not None:
+            schema["additionalProperties"] = additional
+        plain = _plain_schema(schema)
+        assert isinstance(plain, tuple)
+        arguments = {name: value for name in present}
+        valid = jsonschema_rs.validator_for(schema).is_valid(arguments)
+        assert _plainly_fits(plain, arguments) == valid or (valid and isinstance(value, float)), (schema, arguments)
 
 
 def test_valid_plain_arguments_do_not_load_the_validator() -> None:

@@ -10,7 +10,7 @@ import re
 
 from . import jsonrpc
 
-TYPE_CHECKING = False  # typing is not imported at run time: start-up time counts
+TYPE_CHECKING = False  # typing is not imported at start
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
@@ -59,7 +59,7 @@ def audio_content(data: bytes, mime_type: str) -> Content:
 
 
 def _base64(data: bytes) -> str:
-    import base64  # here: with struct and binascii, 0.8 ms of a start that rarely needs it
+    import base64  # not at start
 
     return base64.b64encode(data).decode("ascii")
 
@@ -153,8 +153,9 @@ class Tool:
         """None when the arguments fit the input schema, else what is wrong, for the model to read.
 
         Arguments that plainly fit a plain schema (typed properties, `required`, `additionalProperties`)
-        are accepted without loading jsonschema_rs, which costs about 10 MB of memory and a few ms;
-        any other schema, and every rejection with its message, is the validator's.
+        are accepted without loading jsonschema_rs, which would double a small server's memory at rest
+        (docs/performance.md); any other schema, and every rejection with its message, is the validator's.
+        tests/test_plain_arguments.py checks the two agree on every kind of plain schema and argument.
         """
         if self._validator is None:
             if self._plain is None:
@@ -162,7 +163,7 @@ class Tool:
             plain = self._plain
             if isinstance(plain, tuple) and _plainly_fits(plain, arguments):
                 return None
-            import jsonschema_rs  # lazily: start-up does not pay for it
+            import jsonschema_rs
 
             self._validator = jsonschema_rs.validator_for(self.input_schema)
         problems = []
