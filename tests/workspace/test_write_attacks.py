@@ -28,7 +28,7 @@ import pytest
 from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import writes
 from shipcode_mcp.workspace.roots import Roots
-from support import REPO, McpProcess, peak_rss
+from support import REPO, McpProcess, peak_rss, wait_for
 from workspace_support import Tools, context
 
 
@@ -244,10 +244,20 @@ def test_a_write_waits_for_the_root_lock(tmp_path: Path) -> None:
         writes.write_file(context(), roots, "f.txt", "x")
         done.set()
 
+    def opened() -> int:  # descriptors of this process on the root: ours, and the write's once it is at the lock
+        count = 0
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                count += os.readlink(f"/proc/self/fd/{fd}") == os.path.realpath(tmp_path)
+            except OSError:  # closed meanwhile
+                pass
+        return count
+
     thread = threading.Thread(target=write)
     thread.start()
     try:
-        assert not done.wait(0.5) and not (tmp_path / "f.txt").exists()
+        wait_for(lambda: opened() == 2, 10, "the write to open the root to lock it")
+        assert not done.is_set() and not (tmp_path / "f.txt").exists()
     finally:
         os.close(holder)  # releases the lock
     assert done.wait(10)
@@ -419,12 +429,13 @@ def test_a_server_killed_during_a_large_write_leaves_no_temporary_file(root: Pat
             seen = False
             while time.monotonic() < deadline and tools.process.proc.poll() is None:
                 if _unnamed_file_open(pid, root):
-                    os.kill(pid, signal.SIGKILL)
-                    seen = True
-                    break
+                    os.kill(pid, signal.SIGSTOP)  # then look again: the kill must come while the file is open
+                    seen = _unnamed_file_open(pid, root)
+                    os.kill(pid, signal.SIGKILL if seen else signal.SIGCONT)
+                    if seen:
+                        break
                 if not tools.process._lines.empty():  # answered: the write finished before we saw it
                     break
-            tools.process.proc.wait(10)
         if seen:
             break
         (root / "big.txt").write_text(original)
@@ -452,7 +463,12 @@ def test_a_killed_writer_without_o_tmpfile_leaves_a_name_the_next_write_removes(
     writer = subprocess.Popen([sys.executable, "-c", script])
     try:
         deadline = time.monotonic() + 30
-        while not _ours(root) and time.monotonic() < deadline and writer.poll() is None:
+        while time.monotonic() < deadline and writer.poll() is None:
+            if _ours(root):
+                writer.send_signal(signal.SIGSTOP)  # then look again: the kill must come while the file is there
+                if _ours(root):
+                    break
+                writer.send_signal(signal.SIGCONT)
             time.sleep(0.001)
         writer.kill()
     finally:
