@@ -21,6 +21,7 @@ import datetime
 import json
 import os
 import platform
+import random
 import select
 import shutil
 import subprocess
@@ -894,8 +895,6 @@ WORDS = ("return", "value", "index", "buffer", "client", "server", "request", "h
 
 def make_tree(root: Path, stamp: Path, log: Callable[[str], None]) -> int:
     """A generated source tree (same seed, same tree); made once and kept in the cache. Returns its size."""
-    import random
-
     recipe = f"{TREE_FILES} {TREE_LINES} {NEEDLE} {NEEDLE_FILES} 1"
     if stamp.exists() and stamp.read_text() == recipe:
         return sum(path.stat().st_size for path in root.rglob("*") if path.is_file())

@@ -36,6 +36,8 @@ import argparse
 import datetime
 import json
 import os
+import random
+import shutil
 import subprocess
 import sys
 import time
@@ -94,9 +96,6 @@ def git(root: Path, *args: str) -> None:
 
 def make_repository(root: Path, recipe: Recipe, log: Callable[[str], None]) -> Workspace:
     """A generated git repository (same recipe, same repository); made once and kept in the cache."""
-    import random
-    import shutil
-
     stamp = root.with_name(root.name + ".recipe")
     rng = random.Random(recipe.seed)
     names = []

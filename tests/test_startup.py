@@ -27,7 +27,7 @@ STDLIB = {
     "signal", "errno",  # stdio: a broken pipe, an interrupted read
     "bisect", "_bisect",  # the core's runner
     # the sandbox check, 100 ms after start or at exit, whichever comes first (cli._check_sandbox_soon)
-    "ctypes", "_ctypes", "ctypes._endian", "struct", "_struct", "importlib", "importlib._abc", "importlib.util",
+    "ctypes", "_ctypes", "ctypes._endian", "struct", "_struct", "importlib", "importlib._abc", "importlib.util", "resource",
 }
 OURS = {
     "shipcode_mcp", "shipcode_mcp.cli", "shipcode_mcp.log",

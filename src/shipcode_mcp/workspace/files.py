@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import codecs
 import os
+from typing import TYPE_CHECKING
 
 from ..primitives import ToolError
 from . import safe_open
+from .listing import GlobFilter, walk, walk_readable
 from .roots import join_display
 from .text import is_binary, place, plural, printable, result, size_text
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..context import RequestContext
     from ..primitives import ToolResult
@@ -31,8 +32,6 @@ _CHUNK = 1 << 16
 
 def list_files(ctx: RequestContext, roots: Roots, path: str = ".", pattern: str | None = None,
                limit: int = 1000) -> ToolResult:
-    from .listing import GlobFilter, walk, walk_readable
-
     real = roots.resolve(path)
     shown = roots.display(real)
     if os.path.isfile(real):

@@ -42,21 +42,22 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shutil
 import stat
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..primitives import ToolError
 from . import safe_open
+from .listing import walk_readable
+from .process import Completed, run
 from .roots import inside
+from .sandbox import GIT_LIMITS
 from .text import cut_output, is_binary, plural, printable, result, size_text
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
-
     from ..context import RequestContext
     from ..primitives import ToolResult
-    from .process import Completed
     from .roots import Roots
 
 GIT_TIMEOUT = 30.0
@@ -118,8 +119,6 @@ _git_path: str | None = None
 def _git() -> str:
     global _git_path
     if _git_path is None:
-        import shutil
-
         found = shutil.which("git")
         if found is None:
             raise ToolError("git is not installed")
@@ -134,9 +133,6 @@ def _git_exec_path() -> str:
     """Where git's own helpers are: the one folder besides git itself whose programs it may run."""
     global _exec_path
     if _exec_path is None:
-        from .process import run
-        from .sandbox import GIT_LIMITS
-
         done = run(None, [_git(), "--exec-path"], cwd="/", readable=[], limits=GIT_LIMITS, limit=64 * 1024, what="git")
         found = os.fsdecode(done.stdout).strip()
         if done.returncode != 0 or not os.path.isabs(found):
@@ -292,8 +288,6 @@ class Repo:
         alternates are in them); for a larger repository holding the root, also its .git, and the ignore and
         attributes files on the way from its top down to the root (their rules apply to the root's files),
         and its top's .gitmodules."""
-        from .listing import walk_readable
-
         if not self.confined:
             return list(self.roots.paths)
         above = walk_readable([self.root], (".gitignore", ".gitattributes", ".gitmodules"))[1:]
@@ -421,9 +415,6 @@ class Repo:
         return self._run(args, self._env, limit)
 
     def _run(self, args: list[str], env: dict[str, str], limit: int) -> Completed:
-        from .process import run
-        from .sandbox import GIT_LIMITS
-
         done = run(self.ctx, [_git(), *_SAFE_CONFIG, *args], cwd=self.cwd, readable=self.readable,
                    executable=[_git_exec_path()], limits=GIT_LIMITS, env=env, pass_fds=(self._fd,), limit=limit,
                    timeout=GIT_TIMEOUT, what="git")
@@ -527,8 +518,6 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
     can hold a link to a shared folder elsewhere, or more entries than anything git reads. The
     `info/alternates` files of object stores (by their real path) and the submodules' git folders (those
     under modules/ holding a config) are added to `found`."""
-    from .safe_open import kind_of
-
     pending = [(top, "", _ALL if store else _GIT)]  # (real folder, its path from top as git names it: links kept, kind)
     visited = {top}
     while pending:
@@ -559,7 +548,7 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
                     pending.append((entry.path, name, inner))
                 continue
             if not entry.is_symlink():
-                return entry.path, kind_of(entry.stat(follow_symlinks=False).st_mode)
+                return entry.path, safe_open.kind_of(entry.stat(follow_symlinks=False).st_mode)
             try:
                 if inner is None and entry.is_dir():
                     continue  # a link to a folder git never enters (a shared hooks folder), wherever it leads
@@ -577,7 +566,7 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
                     visited.add(real)
                     pending.append((real, name, inner))
             elif not stat.S_ISREG(mode):
-                return entry.path, f"a symbolic link to {kind_of(mode)}"
+                return entry.path, f"a symbolic link to {safe_open.kind_of(mode)}"
             elif entry.name == "alternates":
                 _alternates_file(real, name, store, found.alternates)
     return None
@@ -729,13 +718,11 @@ def _read_regular(path: str, limit: int) -> bytes | None:
 def _special(path: str) -> str | None:
     """What `path` is in words if it is a FIFO, socket or device; None otherwise (a link is judged later,
     where it leads: looking at its target here would tell what lies outside)."""
-    from .safe_open import kind_of
-
     try:
         mode = os.lstat(path).st_mode
     except OSError:
         return None
-    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode) else kind_of(mode)
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode) else safe_open.kind_of(mode)
 
 
 def _common_dir(git_dir: str) -> str | None:

@@ -10,15 +10,18 @@ a folder swapped for a symlink to the outside while rg walks leads it nowhere it
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 import sys
+import sysconfig
+import tempfile
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..primitives import ToolError
+from .process import run
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any
-
     from ..context import RequestContext
 
 # Flags every ripgrep walk uses, so that listing and search see the same files.
@@ -31,9 +34,6 @@ def rg_executable() -> str:
     """The `rg` of this environment's scripts folder (the ripgrep wheel), else the one on PATH."""
     global _rg_path
     if _rg_path is None:
-        import shutil
-        import sysconfig
-
         name = "rg.exe" if sys.platform == "win32" else "rg"
         candidates = [os.path.join(os.path.dirname(sys.executable), name)]
         scripts = sysconfig.get_path("scripts")
@@ -88,8 +88,6 @@ class GlobFilter:
     def __enter__(self) -> list[str]:
         if not self.rules:
             return []
-        import tempfile
-
         self._file = tempfile.NamedTemporaryFile("w", prefix="shipcode-glob-", suffix=".ignore", encoding="utf-8",
                                                  errors="surrogateescape")
         self._file.write(self.rules)
@@ -120,8 +118,6 @@ def walk_readable(roots: Sequence[str], names: Sequence[str] = _RG_RULES) -> lis
     the folders above them, whose rules decide what is listed too (a root inside a larger repository
     must not list that repository's ignored node_modules). Only regular files there, never a link, nor a
     path through one. `names` are the files looked for in each folder (git wants its attributes too)."""
-    import stat
-
     readable = list(roots)
     seen: set[str] = set()
     for root in roots:
@@ -152,8 +148,6 @@ def walk(ctx: RequestContext | None, cwd: str, flags: Sequence[str] = (), *, rea
          pass_fds: Sequence[int] = ()) -> list[str]:
     """The walk as a child of a request (cancellable), in the sandbox: the sorted files under `cwd`.
     `readable` is what rg may read (walk_readable of the roots, and a GlobFilter's files)."""
-    from .process import run
-
     done = run(ctx, walk_command(flags), cwd=cwd, readable=readable, pass_fds=pass_fds, limit=MAX_LISTING_BYTES,
                what="listing")
     if done.truncated:

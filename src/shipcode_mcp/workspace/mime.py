@@ -5,6 +5,8 @@ Imported when a listing is rendered or a file is read, never at start-up.
 
 from __future__ import annotations
 
+import mimetypes
+
 SNIFF_BYTES = 8192
 """How much of a file whose name says nothing is read to tell text from binary."""
 
@@ -69,8 +71,6 @@ def guess_mime_type(name: str) -> str | None:
     if known is not None:
         return known
     if _standard_types is None:
-        import mimetypes
-
         table = mimetypes.MimeTypes()
         _standard_types = {**table.types_map[False], **table.types_map[True]}
     return _standard_types.get(suffix)

@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import errno
 import os
+import selectors
+import shutil
 import signal
+import subprocess
 import threading
 import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..primitives import ToolError
+from . import sandbox
+from .sandbox import Limits
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import subprocess
-    from collections.abc import Iterator, Mapping, Sequence
-
     from ..context import RequestContext
-    from .sandbox import Limits
 
 DEFAULT_TIMEOUT = 60.0
 MAX_STDERR = 64 * 1024
@@ -63,11 +65,6 @@ class Child:
     def __init__(self, ctx: RequestContext | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str],
                  executable: Sequence[str] = (), limits: Limits | None = None, env: Mapping[str, str] | None = None,
                  pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None) -> None:
-        import shutil
-        import subprocess
-
-        from . import sandbox
-
         self.what = what or os.path.basename(argv[0])
         self.timeout = timeout
         self._ctx = ctx
@@ -139,8 +136,6 @@ class Child:
 
     def chunks(self) -> Iterator[bytes]:
         """stdout as it arrives, until EOF; raises Cancelled if the request was cancelled meanwhile."""
-        import selectors
-
         assert self.proc.stdout is not None and self.proc.stderr is not None
         out, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
         with selectors.DefaultSelector() as selector:

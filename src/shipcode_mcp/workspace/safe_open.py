@@ -15,12 +15,8 @@ import os
 import stat
 
 from ..primitives import ToolError
-from .roots import OutsideRoots
+from .roots import OutsideRoots, Roots
 from .text import printable
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .roots import Roots
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 CLOEXEC = getattr(os, "O_CLOEXEC", 0)

@@ -21,11 +21,15 @@ server says so once at start (`--require-sandbox` makes that fatal).
 
 from __future__ import annotations
 
+import ctypes
 import errno
+import importlib.util
 import os
+import resource
+import struct
 import sys
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing stays out of start-up, where the sandbox check imports this module
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -72,15 +76,13 @@ LANDLOCK_CREATE_RULESET_VERSION = 1
 def abi() -> int:
     """The kernel's Landlock ABI version, 0 where there is none.
 
-    Asked with one system call through ctypes rather than through the binding, whose import takes
-    tens of milliseconds: the server asks at start, and start-up time is a feature.
+    Asked with one system call through ctypes rather than through the binding, whose import is slow:
+    the server asks at start, and start-up time is a feature.
     """
     global _abi
     if _abi is None:
         _abi = 0
         if sys.platform.startswith("linux"):
-            import ctypes
-
             libc = ctypes.CDLL(None, use_errno=True)
             libc.syscall.restype = ctypes.c_long
             version = libc.syscall(LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
@@ -97,8 +99,6 @@ def unavailable_reason() -> str | None:
         return f"Landlock is a Linux feature and this is {sys.platform}"
     if abi() == 0:
         return "this kernel does not offer Landlock (Linux 5.13 or later, with landlock among its LSMs)"
-    import importlib.util
-
     if importlib.util.find_spec("landlockpy") is None:
         return "the landlockpy package is not installed"
     return None
@@ -121,8 +121,6 @@ class Confinement:
     __slots__ = ("_limits", "_restrict", "_ruleset", "_setrlimit")
 
     def __init__(self, limits: list[tuple[int, tuple[int, int]]], ruleset: Ruleset | None) -> None:
-        import resource
-
         self._limits = limits
         self._setrlimit = resource.setrlimit
         self._ruleset = ruleset
@@ -157,19 +155,17 @@ def confine(binary: str, readable: Sequence[str], limits: Limits = CHILD_LIMITS,
 
 def _limit_pairs(limits: Limits) -> list[tuple[int, tuple[int, int]]]:
     """(RLIMIT_*, (soft, hard)) pairs, never above the hard limits this process already has."""
-    import resource as rlimits
-
     wanted = [
-        (rlimits.RLIMIT_AS, limits.address_space),
-        (rlimits.RLIMIT_CPU, limits.cpu_seconds),
-        (rlimits.RLIMIT_NOFILE, limits.open_files),
-        (rlimits.RLIMIT_FSIZE, 0),
-        (rlimits.RLIMIT_CORE, 0),
+        (resource.RLIMIT_AS, limits.address_space),
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+        (resource.RLIMIT_NOFILE, limits.open_files),
+        (resource.RLIMIT_FSIZE, 0),
+        (resource.RLIMIT_CORE, 0),
     ]
     pairs = []
     for kind, value in wanted:
-        _, hard = rlimits.getrlimit(kind)
-        if hard != rlimits.RLIM_INFINITY:
+        _, hard = resource.getrlimit(kind)
+        if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
         pairs.append((kind, (value, value)))
     return pairs
@@ -236,8 +232,6 @@ def elf_interpreter(path: str) -> str | None:
 
     The kernel opens it for execution when it starts the binary, so it needs the execute right too.
     """
-    import struct
-
     try:
         with open(path, "rb") as file:
             header = file.read(64)

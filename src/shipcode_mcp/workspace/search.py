@@ -18,23 +18,23 @@ With a progress token, a quick walk first counts the files, and a thread reports
 
 from __future__ import annotations
 
+import base64
 import bisect
 import functools
 import json
 import os
 import re
 import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..primitives import ToolError
-from . import safe_open
+from . import process, safe_open
+from .listing import RG_WALK_FLAGS, GlobFilter, rg_executable, walk, walk_readable
 from .roots import join_display
 from .text import SNIFF_BYTES, cut_line, is_binary, place, plural, printable, result, size_text
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
-    from typing import Any
-
     from ..context import RequestContext
     from ..primitives import ToolResult
     from .roots import Roots
@@ -119,9 +119,7 @@ def _compact(line: bytes) -> bytes:
     """A long match or context message as a short one holding what the answer shows (`shown`), so the
     answer costs the same whatever the line's length; a line cut as it was read (a CutLine) is rebuilt
     from its head (type, path, the start of the line) and tail (line number, first match)."""
-    from .process import CutLine
-
-    if not isinstance(line, CutLine):
+    if not isinstance(line, process.CutLine):
         message = _message(line)
         if message is None or message[0] not in ("match", "context"):
             return line
@@ -167,8 +165,6 @@ def _raw(value: dict[str, Any]) -> bytes:
     """rg's {"text": ...}, or {"bytes": base64} for what is not UTF-8, as bytes."""
     if "text" in value:
         return str(value["text"]).encode("utf-8", "surrogateescape")
-    import base64
-
     return base64.b64decode(value.get("bytes", ""))
 
 
@@ -346,8 +342,6 @@ def _estimate_size(fd: int, names: list[str]) -> int | None:
 def search_code(ctx: RequestContext, roots: Roots, pattern: str, path: str = ".", glob: str | None = None,
                 ignore_case: bool = False, fixed_strings: bool = False, context: int = 0,
                 limit: int = 200) -> ToolResult:
-    from .listing import RG_WALK_FLAGS, GlobFilter, rg_executable, walk, walk_readable
-
     if "\x00" in pattern or (glob and "\x00" in glob):
         raise ToolError("pattern and glob cannot contain NUL characters")
     real = roots.resolve(path)
@@ -430,16 +424,14 @@ def _drive(ctx: RequestContext, command: list[str], cwd: str, fd: int, readable:
            take: Callable[[bytes], bool]) -> bool:
     """Run rg, giving `take` each line it prints until it returns False (rg is then killed); returns
     whether some files could not be searched."""
-    from .process import Child, CutLine
-
     saw_output = False
-    with Child(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,), timeout=SEARCH_TIMEOUT, what="search") as child:
+    with process.Child(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,), timeout=SEARCH_TIMEOUT, what="search") as child:
         if progress is not None:
             progress.pid = child.proc.pid
         try:
             for line in child.lines():
                 saw_output = True
-                if len(line) > COMPACT_BYTES or isinstance(line, CutLine):
+                if len(line) > COMPACT_BYTES or isinstance(line, process.CutLine):
                     line = _compact(line)
                 if not take(line):
                     break

@@ -19,21 +19,23 @@ Every result is bounded: neither tool leaves a file larger than MAX_WRITE_BYTES.
 
 from __future__ import annotations
 
+import difflib
 import errno
+import fcntl
 import os
 import re
+import secrets
 import stat
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from ..primitives import ToolError
 from . import safe_open
 from .text import is_binary, place, plural, printable, result, size_text
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from ..context import RequestContext
     from ..primitives import ToolResult
     from .roots import Roots
@@ -46,7 +48,7 @@ MAX_DIFF_CHARS = 100_000
 """The returned diff is cut after this many characters."""
 STALE_TEMP_SECONDS = 300
 """A temporary file of ours untouched for this long belongs to a writer that died: a later write there
-removes it. A folder is looked through at most once in this time (a large folder takes milliseconds)."""
+removes it. A folder is looked through at most once in this time: a large folder is slow to look through."""
 LOCK_WAIT_SECONDS = 30.0
 """How long a write waits for another write under the same root to finish."""
 
@@ -168,8 +170,6 @@ def _guarded(ctx: RequestContext, roots: Roots, real: str, shown: str, tool: str
     one step: two concurrent writes, one making `objects/` and the other `refs/` next to a `HEAD`,
     cannot each see the other's half missing.
     """
-    import fcntl
-
     root = roots.root_of(real) or real  # `real` was resolved inside a root by _target
     try:
         fd = os.open(root, safe_open.DIR_FLAGS)
@@ -411,14 +411,12 @@ def _link_temp(fd: int, parent: int) -> str:
 
 
 def _temp_name() -> str:
-    import secrets
-
     return f".shipcode-{secrets.token_hex(8)}.tmp"
 
 
 def _remove_stale_temps(parent: int) -> None:
     """Remove our temporary files that a killed writer left in `parent`, at most once every STALE_TEMP_SECONDS
-    a folder: looking through a folder of 50 000 entries on every write would cost 30 ms a write."""
+    a folder: looking through a folder of 50 000 entries on every write would slow every write down."""
     now = time.time()
     oldest = now - STALE_TEMP_SECONDS
     try:
@@ -448,8 +446,6 @@ def _write_diff(existed: bool, old: bytes | None, new: bytes, shown: str) -> str
 
 def unified_diff(old: str, new: str, shown: str, *, created: bool) -> str:
     """A git-style unified diff of `shown` ('' when nothing changed), cut after MAX_DIFF_CHARS."""
-    import difflib
-
     from_name = "/dev/null" if created else _prefixed("a", shown)
     out: list[str] = []
     size = 0
