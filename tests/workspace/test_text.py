@@ -57,8 +57,10 @@ def test_examples() -> None:
 def test_printable_is_fast_on_ordinary_names() -> None:
     """A 20,000-name listing goes through it: ordinary names take the isprintable() shortcut."""
     names = [f"src/package_{i % 50}/module_{i}.py" for i in range(20_000)]
-    start = time.perf_counter()
+    timings = []
     for _ in range(5):
+        start = time.perf_counter()
         masked = [printable(name) for name in names]
+        timings.append(time.perf_counter() - start)
     assert masked == names
-    assert (time.perf_counter() - start) / 5 < 0.05  # about 3 ms here
+    assert min(timings) < 0.05  # the best pass: load slows some passes, it does not change what printable costs
