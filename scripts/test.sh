@@ -1,17 +1,68 @@
 #!/usr/bin/env bash
 # The project's one test command: sets up .venv if needed, then lint, types, the official MCP
-# conformance suite over our Streamable HTTP transport, and the whole pytest suite.
-# Extra arguments go to pytest (e.g. `scripts/test.sh tests/test_session.py -x`);
-# SKIP_CONFORMANCE=1 skips the conformance run (it needs npm and the npm registry the first time).
+# conformance suite over our Streamable HTTP transport, and the whole pytest suite; then pytest again
+# on each other Python of 3.10-3.13 present on this machine (pyenv's, else pythonX.Y on PATH), each in
+# its own venv under .venv/pythons/ (made once, so a fresh .venv makes them afresh; pip's cache keeps
+# that quick). Each pytest run's time is printed at the end; any failure fails the command.
+# Extra arguments go to every pytest run (e.g. `scripts/test.sh tests/test_session.py -x`);
+# SKIP_CONFORMANCE=1 skips the conformance run (it needs npm and the npm registry the first time);
+# OTHER_PYTHONS="3.12" picks the other Pythons, OTHER_PYTHONS= runs the main one only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test,watch,http]"
+pip_install() { "$1" -m pip install --quiet --disable-pip-version-check -e ".[test,watch,http]"; }
+version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
+pip_install .venv/bin/python
 .venv/bin/ruff check src tests bench examples
 .venv/bin/mypy
 if [ "${SKIP_CONFORMANCE:-0}" != 1 ]; then
   scripts/conformance.sh
 fi
-.venv/bin/python -m pytest "$@"
+
+MAIN="$(version .venv/bin/python)"
+summary=()
+failed=0
+run_pytest() {  # $1: the venv's python; the rest: pytest's arguments
+  local python="$1" start status=0
+  shift
+  start=$SECONDS
+  "$python" -m pytest "$@" || status=$?
+  summary+=("Python $(version "$python"): pytest $([ "$status" = 0 ] && echo passed || echo "FAILED ($status)") in $((SECONDS - start)) s")
+  [ "$status" = 0 ] || failed=1
+}
+find_python() {  # the interpreter of Python $1 (e.g. 3.12), or nothing
+  local prefix candidate
+  if command -v pyenv >/dev/null && prefix="$(pyenv prefix "$1" 2>/dev/null)" && [ -x "$prefix/bin/python$1" ]; then
+    echo "$prefix/bin/python$1"
+  elif candidate="$(command -v "python$1")" && "$candidate" -c '' 2>/dev/null; then  # a pyenv shim of a missing version fails
+    echo "$candidate"
+  fi
+  return 0
+}
+
+run_pytest .venv/bin/python "$@"
+for wanted in ${OTHER_PYTHONS-3.10 3.11 3.12 3.13}; do
+  [ "$wanted" != "$MAIN" ] || continue
+  python="$(find_python "$wanted")"
+  if [ -z "$python" ]; then
+    summary+=("Python $wanted: not on this machine, skipped")
+    continue
+  fi
+  venv=".venv/pythons/$wanted"
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c '' 2>/dev/null; then
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+  fi
+  start=$SECONDS
+  if ! pip_install "$venv/bin/python"; then
+    summary+=("Python $wanted: installing into $venv FAILED")
+    failed=1
+    continue
+  fi
+  summary+=("Python $wanted: venv ready in $((SECONDS - start)) s")
+  run_pytest "$venv/bin/python" "$@"
+done
+printf '%s\n' "${summary[@]}"
+exit "$failed"
