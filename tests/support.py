@@ -235,16 +235,27 @@ def load_script(path: Path, name: str) -> Any:
     return module
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of `pid` and all its descendants, now."""
-    total = 0
+def family(pid: int) -> list[int]:
+    """`pid` and all its descendants, now (those gone meanwhile left out)."""
+    found: list[int] = []
     todo = [pid]
     while todo:
         current = todo.pop()
         try:
-            status = Path(f"/proc/{current}/status").read_text()
-            total += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")) * 1024
             todo += [int(child) for child in Path(f"/proc/{current}/task/{current}/children").read_text().split()]
+        except OSError:
+            continue  # gone meanwhile
+        found.append(current)
+    return found
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of `pid` and all its descendants, now."""
+    total = 0
+    for member in family(pid):
+        try:
+            status = Path(f"/proc/{member}/status").read_text()
+            total += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")) * 1024
         except (OSError, StopIteration):
             pass  # gone meanwhile
     return total

@@ -29,14 +29,20 @@ _GIT_ENV = {
 GIT_TIMEOUT = 60.0
 
 
+def git_env(date: str = "2024-01-02T10:00:00+00:00") -> dict[str, str]:
+    """The environment of git_run: the tests' name and dates, no configuration but the repository's."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    env.update(_GIT_ENV, GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    return env
+
+
 def git_run(cwd: Path, *args: str, date: str = "2024-01-02T10:00:00+00:00", check: bool = False,
             timeout: float = GIT_TIMEOUT) -> subprocess.CompletedProcess[str]:
     """The real git, as a user runs it in a shell (with the tests' name and dates, no system or global
     configuration, none of the environment's GIT_* variables): the attack suite's baseline. Its stdout and
     stderr as text (a byte that is not UTF-8 kept as a lone surrogate); `check` raises on failure."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
-    env.update(_GIT_ENV, GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=check, timeout=timeout)
+    done = subprocess.run(["git", *args], cwd=cwd, env=git_env(date), capture_output=True, check=check,
+                          timeout=timeout)
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("utf-8", "surrogateescape"),
                                        done.stderr.decode("utf-8", "surrogateescape"))
 

@@ -12,15 +12,18 @@ import itertools
 import json
 import os
 import secrets
+import signal
+import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import git as git_tools
 from shipcode_mcp.workspace.roots import Roots
-from workspace_support import Tools, context, git
+from support import family, wait_for
+from workspace_support import Tools, context, git, git_env
 
 
 class Outside:
@@ -139,3 +142,29 @@ def refused(root: Path, expected: str, secret: str) -> None:
         failed, text = direct(root, name, arguments)
         assert failed and expected in text, (name, text)
         assert secret not in text, (name, text)
+
+
+def waits_on_a_fifo(cwd: Path, *argv: str) -> None:
+    """Plain `argv` (in git_run's environment) hangs: one of its processes waits in the kernel for the other
+    end of a named pipe. Read from /proc as it happens, rather than from a timeout; then it is killed."""
+    proc = subprocess.Popen(argv, cwd=cwd, env=git_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def waiting() -> bool:
+        assert proc.poll() is None, f"{argv} ended: it did not wait on a named pipe"
+        return any(_wchan(pid) in ("wait_for_partner", "fifo_open") for pid in family(proc.pid))
+
+    try:
+        wait_for(waiting, 30, f"{argv} to wait on a named pipe")
+    finally:
+        with suppress(ProcessLookupError):  # ended by itself
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _wchan(pid: int) -> str:
+    """Where in the kernel `pid` sleeps."""
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return ""

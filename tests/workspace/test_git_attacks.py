@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
-from attack_support import ALL_TOOLS, Canary, Outside, direct, everything, index_state, refused, sandbox_off, stale
+from attack_support import ALL_TOOLS, Canary, Outside, direct, everything, index_state, refused, sandbox_off, stale, waits_on_a_fifo
 
 from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import git as git_tools
@@ -411,8 +410,7 @@ def test_a_fifo_in_the_git_folder(repo: Path, fifo: str, command: str) -> None:
     if fifo.startswith("remotes/"):  # the upstream's remote has no config: git looks for .git/remotes/up
         git(repo, "config", "branch.main.remote", "up")
         git(repo, "config", "branch.main.merge", "refs/heads/main")
-    with pytest.raises(subprocess.TimeoutExpired):
-        git_run(repo, command, timeout=2)
+    waits_on_a_fifo(repo, "git", command)
     with Tools(repo) as tools:
         for name, arguments in ALL_TOOLS:
             message = tools.call(name, arguments, error=True, timeout=10)["content"][0]["text"]
@@ -428,8 +426,7 @@ def test_a_fifo_where_git_starts(repo: Path, name: str, linked: bool) -> None:
     os.mkfifo(repo / "pipe" if linked else repo / ".git" / name)
     if linked:
         (repo / ".git" / name).symlink_to("../pipe")
-    with pytest.raises(subprocess.TimeoutExpired):
-        git_run(repo, "status", timeout=2)
+    waits_on_a_fifo(repo, "git", "status")
     what = "a symbolic link to a named pipe (FIFO)" if linked else "a named pipe (FIFO)"
     with Tools(repo) as tools:
         for tool, arguments in ALL_TOOLS:
@@ -441,8 +438,7 @@ def test_a_fifo_named_head_on_the_way_to_the_git_folder(repo: Path) -> None:
     """Walking up to the .git, git asks of each folder whether it is a bare repository and opens its HEAD."""
     (repo / "docs" / "deep").mkdir()
     os.mkfifo(repo / "docs" / "HEAD")
-    with pytest.raises(subprocess.TimeoutExpired):
-        git_run(repo / "docs" / "deep", "status", timeout=2)
+    waits_on_a_fifo(repo / "docs" / "deep", "git", "status")
     with Tools(repo) as tools:
         message = tools.call("git_log", {"path": "docs/deep"}, error=True, timeout=5)["content"][0]["text"]
         assert message == ("Refused: the git repository of docs/deep is not one git can read: "
@@ -455,8 +451,7 @@ def test_a_fifo_git_file(repo: Path) -> None:
     (as the check did, after a racy isfile) waits for a writer for ever. Refused at once, naming it."""
     (repo / "lib").mkdir()
     os.mkfifo(repo / "lib" / ".git")
-    with pytest.raises(subprocess.TimeoutExpired):
-        subprocess.run(["cat", str(repo / "lib" / ".git")], capture_output=True, timeout=2, check=False)
+    waits_on_a_fifo(repo, "cat", str(repo / "lib" / ".git"))
     with Tools(repo) as tools:
         message = tools.call("git_log", {"path": "lib"}, error=True, timeout=5)["content"][0]["text"]
         assert message == "Refused: the git repository of lib is not one git can read: lib/.git is a named pipe (FIFO)"
