@@ -456,3 +456,15 @@ def _prompt_message(item: Any) -> Any:
     if isinstance(item, dict) and "role" not in item and item.get("type") in _CONTENT_TYPES:
         return {"role": "user", "content": item}
     return item
+
+
+def inside(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or lies beneath it, in a '/'-separated hierarchy: the one test of
+    "inside" in the package, for paths in a root and for resource URIs in a subscribed one.
+
+    Both are normalised ('..' already undone); they are compared as written, so no link is resolved.
+    Whole components only (/a/bc is not inside /a/b); everything is inside /; a trailing '/' on either
+    changes nothing.
+    """
+    base = folder.rstrip("/")
+    return path.rstrip("/") == base or path.startswith(base + "/")

@@ -23,6 +23,7 @@ from .primitives import (
     Tool,
     ToolError,
     ToolResult,
+    inside,
     read_contents,
     template_variables,
 )
@@ -251,7 +252,7 @@ class Server:
         resource containing it (a folder, a prefix of `uri` up to a '/')."""
         for client in self.clients():
             subscribed = list(client.session.subscriptions)
-            if uri in subscribed or (within and any(uri.startswith(s.rstrip("/") + "/") for s in subscribed)):
+            if uri in subscribed or (within and any(inside(uri, s) for s in subscribed)):
                 client.notify("notifications/resources/updated", {"uri": uri})
 
     def subscriptions(self) -> dict[str, Any]:

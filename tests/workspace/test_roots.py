@@ -17,9 +17,9 @@ from urllib.parse import quote
 
 import pytest
 
-from shipcode_mcp.primitives import ToolError
+from shipcode_mcp.primitives import ToolError, inside
 from shipcode_mcp.workspace import safe_open
-from shipcode_mcp.workspace.roots import OutsideRoots, Roots, inside
+from shipcode_mcp.workspace.roots import OutsideRoots, Roots
 from workspace_support import CANARY, Tools, make_outside, make_repo, snapshot
 
 

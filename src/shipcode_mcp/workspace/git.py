@@ -47,11 +47,10 @@ import stat
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..primitives import ToolError
+from ..primitives import ToolError, inside
 from . import safe_open
 from .listing import walk_readable
 from .process import Completed, run
-from .roots import inside
 from .sandbox import GIT_LIMITS
 from .text import cut_output, is_binary, plural, printable, result, size_text
 

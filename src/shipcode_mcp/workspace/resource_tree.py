@@ -14,7 +14,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 
 from .. import jsonrpc, log
-from ..primitives import Resource, ResourceNotFound, ToolError, blob_resource, text_resource
+from ..primitives import Resource, ResourceNotFound, ToolError, blob_resource, inside, text_resource
 from ..server import ResourceParts
 from .listing import list_files
 from .mime import SNIFF_BYTES, as_text, guess_mime_type, mime_type
@@ -28,7 +28,7 @@ from .resources import (
     TRUNCATED_META_KEY,
     display,
 )
-from .roots import OutsideRoots, inside
+from .roots import OutsideRoots
 from .safe_open import open_file
 from .uris import encode_path, root_uri, uri_path
 
@@ -282,9 +282,6 @@ class WorkspaceResources:
         current = self._snapshots.get(root)
         if current is not None:
             current.expired = True
-
-    def roots_containing(self, real: str) -> list[str]:
-        return self.roots.containing(real)
 
     # -- resources/list ----------------------------------------------------------------------------
     def start_listing(self) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from ..primitives import ToolError
+from ..primitives import ToolError, inside
 from .text import printable
 from .uris import MAX_PATH_LENGTH, uri_path
 
@@ -136,17 +136,6 @@ def _lexical_roots(folders: list[str], real: list[str]) -> list[str]:
     """Each root as resolved and as given (absolute, normalised, links kept): a client may use either."""
     given = [os.path.normpath(os.path.abspath(folder)) for folder in folders]
     return [*real, *(folder for folder in given if folder not in real)]
-
-
-def inside(path: str, folder: str) -> bool:
-    """Whether `path` is `folder` or lies beneath it: the one test of "inside a root" in the package.
-
-    Both are absolute and normalised ('..' already undone); they are compared as written, so no link is
-    resolved. Whole components only (/a/bc is not inside /a/b); everything is inside /; a trailing '/'
-    on either changes nothing.
-    """
-    base = folder.rstrip("/")
-    return path.rstrip("/") == base or path.startswith(base + "/")
 
 
 def client_root_folders(client_roots: list[dict[str, Any]]) -> list[str]:

@@ -199,7 +199,7 @@ class Watcher:
         rewalk: set[str] = set()
         real_folders: dict[str, str] = {}
         for kind, path in changes:
-            roots = [root for root in self.resources.roots_containing(path) if not _in_git(path, root)]
+            roots = [root for root in self.resources.roots.containing(path) if not _in_git(path, root)]
             folder = os.path.dirname(path)
             if folder not in real_folders:
                 real_folders[folder] = os.path.realpath(folder)
