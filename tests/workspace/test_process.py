@@ -105,8 +105,8 @@ def test_at_most_max_children_run_at_once_and_a_waiting_one_can_be_cancelled() -
             for _ in range(MAX_CHILDREN)]
     try:
         waiting = context()
+        started = time.monotonic()  # before the timer starts, so the cancel comes 0.3 s after it at the earliest
         threading.Timer(0.3, waiting.cancel).start()
-        started = time.monotonic()
         with pytest.raises(Cancelled):
             run(waiting, ["true"], cwd="/", readable=[], limit=10)
         assert 0.25 < time.monotonic() - started < 3  # it waited for a slot until it was cancelled
