@@ -182,11 +182,11 @@ class InProcess:
         self.next_id = 1
 
     def call(self, tool: str, sandboxed: bool) -> tuple[float, dict[str, Any]]:
-        from shipcode_mcp.context import RequestContext
+        from shipcode_mcp.context import Context
         from shipcode_mcp.primitives import ToolError
 
         self.sandbox.set_enabled(sandboxed)
-        ctx = RequestContext(None, self.next_id, "tools/call", {})  # a context with no client behind it
+        ctx = Context(None, self.next_id, "tools/call", {})  # a context with no client behind it
         self.next_id += 1
         try:
             started = time.perf_counter()
@@ -271,14 +271,14 @@ if tool == "import":
     import landlockpy
     print(json.dumps({"seconds": time.perf_counter() - started}))
     sys.exit(0)
-from shipcode_mcp.context import RequestContext
+from shipcode_mcp.context import Context
 from shipcode_mcp.workspace import git, sandbox, search
 from shipcode_mcp.workspace.roots import Roots
 sandbox.set_enabled(mode == "on")
 roots = Roots([root])
 times = []
 for request_id in (1, 2, 3, 4):
-    ctx = RequestContext(None, request_id, "tools/call", {})
+    ctx = Context(None, request_id, "tools/call", {})
     started = time.perf_counter()
     result = git.git_status(ctx, roots) if tool == "git_status" else search.search_code(ctx, roots, needle)
     times.append(time.perf_counter() - started)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from shipcode_mcp import log
-from shipcode_mcp.context import Channel, RequestContext
+from shipcode_mcp.context import Channel, Context
 from shipcode_mcp.server import Server
 from shipcode_mcp.session import Answer, Cancel, FollowRoots, Job, Release, Report, Send, Session, Start
 
@@ -41,7 +41,7 @@ class Driver(Channel):
     def send(self, message: dict[str, Any], related: Any) -> None:
         self.sent.append(message)
 
-    def ask(self, method: str, params: dict[str, Any] | None, timeout: float, parent: RequestContext | None) -> Any:
+    def ask(self, method: str, params: dict[str, Any] | None, timeout: float, parent: Context | None) -> Any:
         raise AssertionError("asking the client needs a runner: see tests/test_runner.py")
 
     def perform(self, actions: list[Action]) -> list[dict[str, Any]]:

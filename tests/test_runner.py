@@ -18,7 +18,7 @@ import pytest
 
 from core_support import INITIALIZED, req
 from shipcode_mcp import Context, session
-from shipcode_mcp.context import ClientRequestError, RequestContext
+from shipcode_mcp.context import ClientRequestError
 from shipcode_mcp.primitives import Tool
 from shipcode_mcp.runner import ThreadRunner
 from shipcode_mcp.server import Server
@@ -157,10 +157,10 @@ def text(response: dict[str, Any]) -> str:
     return value
 
 
-def asking(name: str, ask: Callable[[RequestContext], Any], workers: list[threading.Thread] | None = None, *,
+def asking(name: str, ask: Callable[[Context], Any], workers: list[threading.Thread] | None = None, *,
            inline: bool = False) -> Tool:
     """A tool that asks the client: its text is the JSON of the answer, or the failure's code and message."""
-    def handler(ctx: RequestContext, args: dict[str, Any]) -> str:
+    def handler(ctx: Context, args: dict[str, Any]) -> str:
         if workers is not None:
             workers.append(threading.current_thread())
         try:
@@ -177,7 +177,7 @@ SAMPLED = {"role": "assistant", "content": {"type": "text", "text": "yo"}, "mode
 def test_a_handler_waits_for_the_client_and_all_of_its_request_is_routed_to_it(connect: Connect) -> None:
     server = Server("s", "1", logging=True)
 
-    def work(ctx: RequestContext, args: dict[str, Any]) -> str:
+    def work(ctx: Context, args: dict[str, Any]) -> str:
         ctx.report_progress(1, 2)
         ctx.info("halfway")
         return str(ctx.sample("hi", max_tokens=5)["content"]["text"])
@@ -217,7 +217,7 @@ def test_the_client_is_told_of_a_timeout_before_the_handler_goes_on(connect: Con
     server = Server("s", "1")
     responded = threading.Event()
 
-    def ask(ctx: RequestContext) -> Any:
+    def ask(ctx: Context) -> Any:
         assert ctx.channel is not None
         future = ctx.channel.ask("roots/list", None, 0.05, ctx)
         future.add_done_callback(lambda _: responded.wait(DEADLINE))  # runs on the timer thread, after the waiter woke
@@ -256,7 +256,7 @@ def test_a_cancellation_runs_the_callbacks_of_work_under_way(connect: Connect) -
     killed, started = threading.Event(), threading.Event()
     workers: list[threading.Thread] = []
 
-    def slow(ctx: RequestContext, args: dict[str, Any]) -> str:
+    def slow(ctx: Context, args: dict[str, Any]) -> str:
         workers.append(threading.current_thread())
         ctx.on_cancel(killed.set)
         started.set()
@@ -429,14 +429,14 @@ def test_a_failed_roots_listing_keeps_what_was_known(connect: Connect, capsys: p
 def race_progress_against_the_response(connect: Connect) -> list[dict[str, Any]]:
     """A thread reports progress as fast as it can while the handler returns; what was sent, in order."""
     running = threading.Event()
-    contexts: list[RequestContext] = []
+    contexts: list[Context] = []
 
     def spam() -> None:
         assert running.wait(DEADLINE)
         for value in range(1, 2000):
             contexts[0].report_progress(value)
 
-    def work(ctx: RequestContext, args: dict[str, Any]) -> str:
+    def work(ctx: Context, args: dict[str, Any]) -> str:
         contexts.append(ctx)
         running.set()
         return "ok"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from core_support import INIT, INITIALIZED, Driver, req
-from shipcode_mcp.context import ClientRequestError, RequestContext
+from shipcode_mcp.context import ClientRequestError, Context
 from shipcode_mcp.primitives import Prompt, Resource, ResourceNotFound, Tool
 from shipcode_mcp.runner import ThreadRunner
 from shipcode_mcp.server import Server
@@ -251,7 +251,7 @@ def test_arguments_failing_the_schema_are_a_tool_error_naming_the_argument() -> 
     assert result["isError"] is True and "text" in result["content"][0]["text"]
 
 
-def crash(ctx: RequestContext, args: dict[str, Any]) -> Any:
+def crash(ctx: Context, args: dict[str, Any]) -> Any:
     if args.get("exit"):
         sys.exit(3)
     return 1 / 0
@@ -334,7 +334,7 @@ def test_a_cancellation_while_the_work_runs_runs_its_callbacks_and_nothing_is_se
     d = Driver(server)
     seen: list[str] = []
 
-    def slow(ctx: RequestContext, args: dict[str, Any]) -> str:
+    def slow(ctx: Context, args: dict[str, Any]) -> str:
         ctx.on_cancel(lambda: seen.append("killed"))
         d.receive(cancel(1))  # the reading loop gets the client's cancellation while the work runs
         seen.append("woke" if ctx.wait_cancelled(0) else "not woken")
@@ -559,7 +559,7 @@ class Checks:
         self.asked: list[str] = []
         self.gone: set[str] = set()
 
-    def __call__(self, ctx: RequestContext, uri: str) -> str:
+    def __call__(self, ctx: Context, uri: str) -> str:
         self.asked.append(uri)
         if uri in self.gone:
             raise ResourceNotFound(uri)
@@ -646,7 +646,7 @@ def test_a_subscribe_cancelled_while_its_check_runs_changes_nothing() -> None:
     server = make_server()
     drivers: list[Driver] = []
 
-    def check(ctx: RequestContext, uri: str) -> str:
+    def check(ctx: Context, uri: str) -> str:
         drivers[0].receive(cancel(2))  # arrives while the check walks
         return "kept"
 
@@ -739,7 +739,7 @@ def test_work_cancelled_while_it_waits_for_the_roots_never_runs() -> None:
     server = follower()
     ran: list[str] = []
 
-    def write(ctx: RequestContext, args: dict[str, Any]) -> str:
+    def write(ctx: Context, args: dict[str, Any]) -> str:
         ran.append("ran")
         return "written"
 

@@ -17,7 +17,6 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 from shipcode_mcp import Cancelled, Context, Server
-from shipcode_mcp.context import RequestContext
 from shipcode_mcp.signature import Signature, jsonable
 from support import validate_definition
 
@@ -144,7 +143,7 @@ def test_which_parameter_is_the_context() -> None:
     def by_name(ctx, x: int) -> None: ...  # type: ignore[no-untyped-def]
     def also_by_name(context, x: int) -> None: ...  # type: ignore[no-untyped-def]
     def an_argument_named_context(context: str) -> None: ...
-    def by_full_name(c: RequestContext) -> None: ...
+    def by_full_name(c: Context) -> None: ...
 
     assert Signature(by_annotation, "t").context_param == "c"
     assert Signature(by_name, "t").context_param == "ctx"
@@ -245,7 +244,7 @@ def test_cancelling_the_request_cancels_the_coroutine() -> None:
         finally:
             stopped.set()
 
-    context = RequestContext(Session(Server("s", "1")), 1, "tools/call", {})
+    context = Context(Session(Server("s", "1")), 1, "tools/call", {})
     outcome: list[BaseException] = []
 
     def run() -> None:
@@ -269,13 +268,13 @@ def test_cancelling_the_request_cancels_the_coroutine() -> None:
 PLAIN_HINTS = ["str", "int", "float", "bool", "None", "list", "dict", "tuple", "set", "list[int]", "dict[str, float]",
                "tuple[int, ...]", "tuple[int, str]", "tuple[()]", "set[str]", "frozenset[int]", "int | None",
                "None | str", "list[str] | None", "str | int | None", "dict[str, list[int | None]]", "Context",
-               "RequestContext"]
+               "Context"]
 OTHER_HINTS = ["Any", "object", "Optional[int]", "Annotated[int, 'how many']", "Literal['a', 'b']", "Color", "Box",
                "Point", "List[int]", "list['int']", "'int'", "'Undefined'", "bytes", "int | Color", "list[Box]",
                "collections.abc.Sequence[int]", "' int'", "f()"]
 DEFAULTS = ["1", "'a'", "None", "[1, 2]", "()", "object()", "1.5", "True", "Color.RED"]
 PRELUDE = ("import collections.abc\nfrom typing import Annotated, Any, List, Literal, Optional\n"
-           "from shipcode_mcp import Context\nfrom shipcode_mcp.context import RequestContext\n"
+           "from shipcode_mcp import Context\nfrom shipcode_mcp.context import Context\n"
            "from test_signature import Box, Color, Point\ndef f():\n    return int\n")
 
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 __version__ = "1.0.0"
 
-from .context import Cancelled, ClientRequestError
-from .context import RequestContext as Context
+from .context import Cancelled, ClientRequestError, Context
 from .jsonrpc import JsonRpcError
 from .primitives import (
     Prompt,

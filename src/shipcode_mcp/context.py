@@ -79,12 +79,12 @@ class Channel:
         raise NotImplementedError
 
     def ask(self, method: str, params: dict[str, Any] | None, timeout: float,
-            parent: RequestContext | None) -> Future[dict[str, Any]]:
+            parent: Context | None) -> Future[dict[str, Any]]:
         """Send our request to the client; the future resolves to its result (or raises ClientRequestError)."""
         raise NotImplementedError
 
 
-class RequestContext:
+class Context:
     """One request in flight, with what it needs travelling with it: the client's capabilities, the log
     threshold, its own progress and cancellation.
 

@@ -15,18 +15,18 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from .context import RequestContext
+    from .context import Context
 
     PlainSchema = tuple[dict[str, Callable[[Any], bool] | None], tuple[str, ...], bool]
 
     Content = dict[str, Any]
-    ToolHandler = Callable[[RequestContext, dict[str, Any]], Any]
+    ToolHandler = Callable[[Context, dict[str, Any]], Any]
     ReadResult = str | bytes | Content | list[Content]
-    ResourceReader = Callable[[RequestContext, str], ReadResult]
-    TemplateReader = Callable[[RequestContext, str, dict[str, str]], ReadResult]
+    ResourceReader = Callable[[Context, str], ReadResult]
+    TemplateReader = Callable[[Context, str, dict[str, str]], ReadResult]
     Completer = Callable[[str, dict[str, str]], list[str]]
     PromptResult = str | list[Any] | dict[str, Any]
-    PromptHandler = Callable[[RequestContext, dict[str, str]], PromptResult]
+    PromptHandler = Callable[[Context, dict[str, str]], PromptResult]
 
 
 class ToolError(Exception):

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
     from typing import Any
 
-    from .context import RequestContext
+    from .context import Context
     from .jsonrpc import Id, Message
     from .server import Server
     from .session import Action, Job
@@ -116,7 +116,7 @@ class Runner(Channel):
 
     # -- our requests to the client -----------------------------------------------------------------
     def ask(self, method: str, params: dict[str, Any] | None, timeout: float,
-            parent: RequestContext | None) -> Future[dict[str, Any]]:
+            parent: Context | None) -> Future[dict[str, Any]]:
         """Channel: send our request; the future holds the client's result, or its error."""
         from concurrent.futures import Future  # only servers that ask the client pay for it
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any, TypeVar, overload
 
-    from .context import RequestContext
+    from .context import Context
     from .primitives import Completer
     from .runner import Runner
     from .session import Session
@@ -43,11 +43,11 @@ if TYPE_CHECKING:
     F = TypeVar("F", bound=Callable[..., Any])
     ResourceSource = Callable[[], Sequence[Resource]]
     TemplateSource = Callable[[], Sequence[ResourceTemplate]]
-    SubscribeCheck = Callable[[RequestContext, str], Any]
+    SubscribeCheck = Callable[[Context, str], Any]
     RootsCallback = Callable[[Session, list[dict[str, Any]]], None]
     NotificationHandler = Callable[[Session, dict[str, Any]], None]
-    RequestHandler = Callable[[Session, RequestContext, dict[str, Any]], dict[str, Any] | Deferred]
-    MethodHandler = Callable[["Server", Session, RequestContext, dict[str, Any]], dict[str, Any] | Deferred]
+    RequestHandler = Callable[[Session, Context, dict[str, Any]], dict[str, Any] | Deferred]
+    MethodHandler = Callable[["Server", Session, Context, dict[str, Any]], dict[str, Any] | Deferred]
 
 
 def _invalid(message: str = "Invalid params") -> JsonRpcError:
@@ -313,7 +313,7 @@ class Server:
             signature = Signature(fn, f"tool {tool_name}")
             derived, wrapped = (output_schema, False) if output_schema is not None else signature.output_schema()
 
-            def handler(context: RequestContext, arguments: dict[str, Any]) -> Any:
+            def handler(context: Context, arguments: dict[str, Any]) -> Any:
                 return jsonable(signature.call(context, arguments))
 
             tool = Tool(tool_name, handler, input_schema if input_schema is not None else signature.input_schema(),
@@ -347,13 +347,13 @@ class Server:
                                 f"(unbound parameters: {unbound or 'none'}; unused variables: {unused or 'none'})")
             if not variables:
 
-                def read(context: RequestContext, actual: str) -> Any:
+                def read(context: Context, actual: str) -> Any:
                     return signature.call(context, {"uri": actual} if takes_uri else {})
 
                 self.add_resource(Resource(uri, name or fn.__name__, size=size, reader=read, **common))
                 return fn
 
-            def read_template(context: RequestContext, actual: str, values: dict[str, str]) -> Any:
+            def read_template(context: Context, actual: str, values: dict[str, str]) -> Any:
                 return signature.call(context, {**values, "uri": actual} if takes_uri else values)
 
             self.add_resource_template(ResourceTemplate(uri, name or fn.__name__, read_template, **common))
@@ -385,7 +385,7 @@ class Server:
             required = signature.required()
             arguments = [PromptArgument(p, signature.description(p), p in required) for p in signature.params]
 
-            def render(context: RequestContext, values: dict[str, str]) -> Any:
+            def render(context: Context, values: dict[str, str]) -> Any:
                 return signature.call(context, values)
 
             self.add_prompt(Prompt(prompt_name, render, title=title, arguments=arguments, meta=meta, inline=inline,
@@ -584,15 +584,15 @@ def _string(params: dict[str, Any], key: str) -> str:
     return value
 
 
-def _initialize(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+def _initialize(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any]:
     return session.negotiate(params)
 
 
-def _ping(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+def _ping(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _list_tools(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+def _list_tools(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any]:
     page, next_cursor = paginate(list(server._tools.values()), params.get("cursor"), server.page_size, lambda t: t.name)
     return _listed("tools", [tool.to_dict() for tool in page], next_cursor)
 
@@ -604,7 +604,7 @@ def _listed(key: str, items: list[dict[str, Any]], next_cursor: str | None) -> d
     return out
 
 
-def _call_tool(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any] | Deferred:
+def _call_tool(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     name = _string(params, "name")
     tool = server._tools.get(name)
     if tool is None:
@@ -635,7 +635,7 @@ def _call_tool(server: Server, session: Session, context: RequestContext, params
     return work() if tool.inline else Deferred(work)
 
 
-def _list_resources(server: Server, session: Session, context: RequestContext,
+def _list_resources(server: Server, session: Session, context: Context,
                     params: dict[str, Any]) -> dict[str, Any] | Deferred:
     cursor = params.get("cursor")
 
@@ -655,12 +655,12 @@ def _list_resources(server: Server, session: Session, context: RequestContext,
     return Deferred(work) if server._resource_sources else work()
 
 
-def _list_resource_templates(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+def _list_resource_templates(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any]:
     page, next_cursor = paginate(server.resource_templates(), params.get("cursor"), server.page_size, lambda t: t.uri_template)
     return _listed("resourceTemplates", [template.to_dict() for template in page], next_cursor)
 
 
-def _read_resource(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any] | Deferred:
+def _read_resource(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     uri = _string(params, "uri")
     resource = server._resources.get(uri)
     found = None if resource is not None and resource.reader is not None else server.find_template(uri)
@@ -677,7 +677,7 @@ def _read_resource(server: Server, session: Session, context: RequestContext, pa
     return read() if target is not None and target.inline else Deferred(read)
 
 
-def _subscribe(server: Server, session: Session, context: RequestContext,
+def _subscribe(server: Server, session: Session, context: Context,
                params: dict[str, Any]) -> dict[str, Any] | Deferred:
     """resources/subscribe and unsubscribe. The server's subscribe check (see `Server.on_subscribe`) may walk
     a tree, so a subscribe runs off the reading loop; it is recorded only if no later subscribe or
@@ -701,12 +701,12 @@ def _subscribe(server: Server, session: Session, context: RequestContext,
     return Deferred(work, settle)
 
 
-def _list_prompts(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+def _list_prompts(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any]:
     page, next_cursor = paginate(list(server._prompts.values()), params.get("cursor"), server.page_size, lambda p: p.name)
     return _listed("prompts", [prompt.to_dict() for prompt in page], next_cursor)
 
 
-def _get_prompt(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any] | Deferred:
+def _get_prompt(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     name = _string(params, "name")
     prompt = server._prompts.get(name)
     if prompt is None:
@@ -724,7 +724,7 @@ def _get_prompt(server: Server, session: Session, context: RequestContext, param
     return render() if prompt.inline else Deferred(render)
 
 
-def _set_log_level(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+def _set_log_level(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any]:
     level = params.get("level")
     if level not in LOG_LEVELS:
         raise _invalid(f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}")
@@ -732,7 +732,7 @@ def _set_log_level(server: Server, session: Session, context: RequestContext, pa
     return {}
 
 
-def _complete(server: Server, session: Session, context: RequestContext, params: dict[str, Any]) -> dict[str, Any] | Deferred:
+def _complete(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     ref = params.get("ref")
     argument = params.get("argument")
     if not isinstance(ref, dict) or not isinstance(argument, dict):

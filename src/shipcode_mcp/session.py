@@ -17,7 +17,7 @@ import enum
 import itertools
 
 from . import jsonrpc
-from .context import Cancelled, ClientRequestError, RequestContext
+from .context import Cancelled, ClientRequestError, Context
 from .jsonrpc import JsonRpcError
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
@@ -90,7 +90,7 @@ class Cancel:
 
     __slots__ = ("context",)
 
-    def __init__(self, context: RequestContext) -> None:
+    def __init__(self, context: Context) -> None:
         self.context = context
 
 
@@ -154,7 +154,7 @@ class Job:
 
     __slots__ = ("context", "deferred")
 
-    def __init__(self, context: RequestContext, deferred: Deferred) -> None:
+    def __init__(self, context: Context, deferred: Deferred) -> None:
         self.context = context
         self.deferred = deferred
 
@@ -203,7 +203,7 @@ class Session:
         self.client_capabilities: dict[str, Any] = {}
         self.capabilities: dict[str, Any] | None = None  # what our first initialize result declared
         self.log_level: str | None = None
-        self.in_flight: dict[Id, RequestContext] = {}
+        self.in_flight: dict[Id, Context] = {}
         self.outgoing: dict[int, _Outgoing] = {}
         self._next_id = itertools.count(1)
         self.subscriptions: dict[str, Any] = {}  # URI -> what the server's subscribe check kept for it
@@ -248,7 +248,7 @@ class Session:
         if msg_id in self.in_flight:
             in_use = JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")
             return [Send(jsonrpc.error(msg_id, in_use), msg_id)]
-        context = RequestContext(self.channel, msg_id, method, params, client_capabilities=self.client_capabilities,
+        context = Context(self.channel, msg_id, method, params, client_capabilities=self.client_capabilities,
                                  log_threshold=self._log_threshold(), protocol_version=PROTOCOL_VERSION)
         context.on_loop = True
         try:
@@ -339,7 +339,7 @@ class Session:
         return [Cancel(context) for context in self.in_flight.values() if not context.cancelled]
 
     # -- requests to the client -----------------------------------------------------------------
-    def ask(self, method: str, params: dict[str, Any] | None, parent: RequestContext | None) -> Message:
+    def ask(self, method: str, params: dict[str, Any] | None, parent: Context | None) -> Message:
         """Our request to the client, registered to await its answer; ClientRequestError if we may not ask."""
         if self.stateless:
             raise ClientRequestError(JsonRpcError(

@@ -17,7 +17,7 @@ import sys
 import threading
 import types
 
-from .context import Cancelled, RequestContext
+from .context import Cancelled, Context
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class Signature:
         self._converters = {name: _converter(self.hints.get(name, object)) for name in self.params}
 
     # -- calling ----------------------------------------------------------------------------------
-    def call(self, context: RequestContext | None, arguments: dict[str, Any]) -> Any:
+    def call(self, context: Context | None, arguments: dict[str, Any]) -> Any:
         """Call the function: arguments by name (converted to Enums, dataclasses, models), the context
         where it asks for one. A coroutine function runs on the shared event loop of async handlers."""
         kwargs: dict[str, Any] = {}
@@ -184,7 +184,7 @@ def _event_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
-def run_coroutine(coroutine: Coroutine[Any, Any, Any], context: RequestContext | None) -> Any:
+def run_coroutine(coroutine: Coroutine[Any, Any, Any], context: Context | None) -> Any:
     """Run `coroutine` on the async handlers' loop and wait for it; cancelling the request cancels it."""
     import asyncio
     import concurrent.futures
@@ -258,7 +258,7 @@ def _is_plain(hint: Any, outermost: bool = False) -> bool:
     builtin scalars and containers, list[...], dict[...], tuple[..., ...] and X | Y of those, and
     (outermost) the Context type."""
     if type(hint) is type:
-        return hint in _PLAIN_CLASSES or (outermost and issubclass(hint, RequestContext))
+        return hint in _PLAIN_CLASSES or (outermost and issubclass(hint, Context))
     if type(hint) is types.GenericAlias and _is_plain(hint.__origin__) and not getattr(hint, "__unpacked__", False):
         args = hint.__args__
         if hint.__origin__ is tuple and len(args) == 2 and args[1] is Ellipsis:
@@ -303,10 +303,10 @@ def _is_context(name: str, hints: dict[str, Any]) -> bool:
     if name not in hints:
         return name in _CONTEXT_NAMES
     hint = hints[name]
-    if hint is RequestContext or (isinstance(hint, type) and issubclass(hint, RequestContext)):
+    if hint is Context or (isinstance(hint, type) and issubclass(hint, Context)):
         return True
     if isinstance(hint, str):
-        return hint.rsplit(".", 1)[-1] in ("Context", "RequestContext")
+        return hint.rsplit(".", 1)[-1] == "Context"
     return False
 
 

@@ -7,32 +7,32 @@ import subprocess
 import sys
 from typing import Any
 
-from shipcode_mcp.context import RequestContext
+from shipcode_mcp.context import Context
 from shipcode_mcp.primitives import Tool
 from shipcode_mcp.server import Server
 from shipcode_mcp.transports.stdio import serve_stdio
 
 
-def sleep(ctx: RequestContext, args: dict[str, Any]) -> str:
+def sleep(ctx: Context, args: dict[str, Any]) -> str:
     if ctx.wait_cancelled(float(args.get("seconds", 1))):
         ctx.check_cancelled()
     return f"slept {args.get('seconds', 1)}"
 
 
-def noisy(ctx: RequestContext, args: dict[str, Any]) -> str:
+def noisy(ctx: Context, args: dict[str, Any]) -> str:
     print("a stray print")
     os.write(1, b"a raw write to fd 1\n")
     subprocess.run([sys.executable, "-c", "print('a child process')"], check=True)
     return "quiet"
 
 
-def progress(ctx: RequestContext, args: dict[str, Any]) -> str:
+def progress(ctx: Context, args: dict[str, Any]) -> str:
     for step in range(1, 4):
         ctx.report_progress(step, 3, f"step {step}")
     return "progressed"
 
 
-def deep(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+def deep(ctx: Context, args: dict[str, Any]) -> dict[str, Any]:
     value: list[Any] = []
     for _ in range(100_000):  # deeper than any JSON encoder recurses
         value = [value]

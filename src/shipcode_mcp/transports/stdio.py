@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from ..context import RequestContext
+    from ..context import Context
     from ..jsonrpc import Id, Message
     from ..server import Server
     from ..session import Job
@@ -104,7 +104,7 @@ class StdioTransport(ThreadRunner):
         self.order_budget = order_budget
         self._budget = order_budget  # what is left of it: see start
         self._budget_at = time.monotonic()
-        self._unsettled: set[RequestContext] = set()  # jobs handed to threads and not yet answered
+        self._unsettled: set[Context] = set()  # jobs handed to threads and not yet answered
         self._unsettled_lock = threading.Lock()
         self.max_message_bytes = max_message_bytes
         self.max_workers = max_workers

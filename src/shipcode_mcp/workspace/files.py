@@ -17,7 +17,7 @@ from .roots import join_display
 from .text import is_binary, place, plural, printable, result, size_text
 
 if TYPE_CHECKING:
-    from ..context import RequestContext
+    from ..context import Context
     from ..primitives import ToolResult
     from .roots import Roots
 
@@ -30,7 +30,7 @@ MAX_SCAN_BYTES = 64 * 1024 * 1024
 _CHUNK = 1 << 16
 
 
-def list_files(ctx: RequestContext, roots: Roots, path: str = ".", pattern: str | None = None,
+def list_files(ctx: Context, roots: Roots, path: str = ".", pattern: str | None = None,
                limit: int = 1000) -> ToolResult:
     real = roots.resolve(path)
     shown = roots.display(real)
@@ -103,7 +103,7 @@ class _Page:
         return bool(self._partial) or self._partial_size > 0
 
 
-def read_file(ctx: RequestContext, roots: Roots, path: str, offset: int = 1, limit: int = 2000) -> ToolResult:
+def read_file(ctx: Context, roots: Roots, path: str, offset: int = 1, limit: int = 2000) -> ToolResult:
     real = roots.resolve(path)
     shown = roots.display(real)
     if os.path.isdir(real):
@@ -121,7 +121,7 @@ def read_file(ctx: RequestContext, roots: Roots, path: str, offset: int = 1, lim
     return _render(shown, info.st_size, page, total if complete else None)
 
 
-def _read_page(ctx: RequestContext, fd: int, shown: str, size: int, offset: int, limit: int) -> tuple[_Page, int, bool]:
+def _read_page(ctx: Context, fd: int, shown: str, size: int, offset: int, limit: int) -> tuple[_Page, int, bool]:
     """Stream the file once: keep the asked-for lines, count all lines (within MAX_SCAN_BYTES).
 
     Returns the page, the number of lines seen, and whether the whole file was seen.

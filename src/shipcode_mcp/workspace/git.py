@@ -55,7 +55,7 @@ from .sandbox import GIT_LIMITS
 from .text import cut_output, is_binary, plural, printable, result, size_text
 
 if TYPE_CHECKING:
-    from ..context import RequestContext
+    from ..context import Context
     from ..primitives import ToolResult
     from .roots import Roots
 
@@ -156,7 +156,7 @@ class Repo:
     roots (the root is a folder inside a larger repository), every command is confined to the root.
     """
 
-    def __init__(self, ctx: RequestContext, roots: Roots, target: str) -> None:
+    def __init__(self, ctx: Context, roots: Roots, target: str) -> None:
         self.ctx = ctx
         self.roots = roots
         root = roots.root_of(target)
@@ -746,14 +746,14 @@ def check_ref(ref: str) -> None:
                         "call git_show with that revision as ref and the file as path")
 
 
-def _repo_for(ctx: RequestContext, roots: Roots, path: str | None) -> tuple[Repo, str | None]:
+def _repo_for(ctx: Context, roots: Roots, path: str | None) -> tuple[Repo, str | None]:
     """The repository of `path` (default: the first root) and the resolved path, if one was given."""
     real = roots.resolve(path) if path is not None else None
     return Repo(ctx, roots, real if real is not None else roots.first), real
 
 
 # -- git_status ---------------------------------------------------------------------------------------
-def git_status(ctx: RequestContext, roots: Roots) -> ToolResult:
+def git_status(ctx: Context, roots: Roots) -> ToolResult:
     reports: list[dict[str, Any]] = []
     texts: list[str] = []
     for root in roots.paths:
@@ -858,7 +858,7 @@ _LOG_FIELDS = ("commit", "parents", "author", "email", "date", "subject", "body"
 _LOG_FORMAT = "%x00%H%x00%P%x00%an%x00%ae%x00%aI%x00%s%x00%b"
 
 
-def git_log(ctx: RequestContext, roots: Roots, limit: int = 20, path: str | None = None,
+def git_log(ctx: Context, roots: Roots, limit: int = 20, path: str | None = None,
             ref: str | None = None) -> ToolResult:
     repo, real = _repo_for(ctx, roots, path)
     with repo:
@@ -901,7 +901,7 @@ def git_log(ctx: RequestContext, roots: Roots, limit: int = 20, path: str | None
 
 
 # -- git_diff ------------------------------------------------------------------------------------------
-def git_diff(ctx: RequestContext, roots: Roots, ref: str | None = None, staged: bool = False,
+def git_diff(ctx: Context, roots: Roots, ref: str | None = None, staged: bool = False,
              path: str | None = None) -> ToolResult:
     repo, real = _repo_for(ctx, roots, path)
     with repo:
@@ -978,7 +978,7 @@ def _diff_path(repo: Repo, name: str) -> str:
 
 
 # -- git_show ------------------------------------------------------------------------------------------
-def git_show(ctx: RequestContext, roots: Roots, ref: str, path: str | None = None) -> ToolResult:
+def git_show(ctx: Context, roots: Roots, ref: str, path: str | None = None) -> ToolResult:
     repo, real = _repo_for(ctx, roots, path)
     with repo:
         if real is None:

@@ -22,7 +22,7 @@ from ..primitives import ToolError
 from .process import run
 
 if TYPE_CHECKING:
-    from ..context import RequestContext
+    from ..context import Context
 
 # Flags every ripgrep walk uses, so that listing and search see the same files.
 RG_WALK_FLAGS = ("--hidden", "--no-require-git", "--glob", "!.git", "--no-config")
@@ -144,7 +144,7 @@ def _through_link(folder: str, name: str) -> bool:
     return any(os.path.islink(os.path.join(folder, *parts[:count])) for count in range(1, len(parts)))
 
 
-def walk(ctx: RequestContext | None, cwd: str, flags: Sequence[str] = (), *, readable: Sequence[str],
+def walk(ctx: Context | None, cwd: str, flags: Sequence[str] = (), *, readable: Sequence[str],
          pass_fds: Sequence[int] = ()) -> list[str]:
     """The walk as a child of a request (cancellable), in the sandbox: the sorted files under `cwd`.
     `readable` is what rg may read (walk_readable of the roots, and a GlobFilter's files)."""

@@ -25,7 +25,7 @@ from . import sandbox
 from .sandbox import Limits
 
 if TYPE_CHECKING:
-    from ..context import RequestContext
+    from ..context import Context
 
 DEFAULT_TIMEOUT = 60.0
 MAX_STDERR = 64 * 1024
@@ -62,7 +62,7 @@ class Child:
     Without a request context (`ctx` None) it cannot be cancelled but still has its deadline.
     """
 
-    def __init__(self, ctx: RequestContext | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str],
+    def __init__(self, ctx: Context | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str],
                  executable: Sequence[str] = (), limits: Limits | None = None, env: Mapping[str, str] | None = None,
                  pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None) -> None:
         self.what = what or os.path.basename(argv[0])
@@ -228,7 +228,7 @@ def limit_message(what: str, code: int, stderr: str) -> str | None:
     return None
 
 
-def run(ctx: RequestContext | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str], limit: int,
+def run(ctx: Context | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str], limit: int,
         executable: Sequence[str] = (), limits: Limits | None = None, env: Mapping[str, str] | None = None,
         pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None) -> Completed:
     """Run to completion, keeping at most `limit` bytes of stdout (the child is stopped past that).

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from ..context import RequestContext
+    from ..context import Context
     from .roots import Roots
 
     Content = dict[str, Any]
@@ -325,7 +325,7 @@ class WorkspaceResources:
                     return real, snap, rel, directory
         raise ResourceNotFound(uri)
 
-    def read(self, context: RequestContext, uri: str, variables: dict[str, str]) -> list[Content]:
+    def read(self, context: Context, uri: str, variables: dict[str, str]) -> list[Content]:
         """resources/read of a file (text or blob) or a folder (its entries); the template's reader."""
         real, snap, rel, directory = self.locate(uri)
         if directory:

@@ -32,7 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-    from ..context import RequestContext
+    from ..context import Context
     from ..primitives import ReadResult, Resource, TemplateReader
     from ..server import Server
     from .resource_tree import WorkspaceResources
@@ -126,7 +126,7 @@ class _OnFirstUse:
     def start_listing(self) -> None:
         self.get().start_listing()
 
-    def read(self, context: RequestContext, uri: str, variables: dict[str, str]) -> ReadResult:
+    def read(self, context: Context, uri: str, variables: dict[str, str]) -> ReadResult:
         return self.get().read(context, uri, variables)
 
     def templates(self) -> list[ResourceTemplate]:

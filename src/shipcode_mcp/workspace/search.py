@@ -35,7 +35,7 @@ from .roots import join_display
 from .text import SNIFF_BYTES, cut_line, is_binary, place, plural, printable, result, size_text
 
 if TYPE_CHECKING:
-    from ..context import RequestContext
+    from ..context import Context
     from ..primitives import ToolResult
     from .roots import Roots
 
@@ -275,7 +275,7 @@ class _Progress:
     searched every file only when it exits, so progress stays below the total until `finish`.
     """
 
-    def __init__(self, ctx: RequestContext, names: list[str], size: int | None) -> None:
+    def __init__(self, ctx: Context, names: list[str], size: int | None) -> None:
         self.ctx = ctx
         self.names = names
         self.total = len(names)
@@ -339,7 +339,7 @@ def _estimate_size(fd: int, names: list[str]) -> int | None:
     return sum(sizes) * len(names) // len(sizes) if sizes else None
 
 
-def search_code(ctx: RequestContext, roots: Roots, pattern: str, path: str = ".", glob: str | None = None,
+def search_code(ctx: Context, roots: Roots, pattern: str, path: str = ".", glob: str | None = None,
                 ignore_case: bool = False, fixed_strings: bool = False, context: int = 0,
                 limit: int = 200) -> ToolResult:
     if "\x00" in pattern or (glob and "\x00" in glob):
@@ -384,7 +384,7 @@ def search_code(ctx: RequestContext, roots: Roots, pattern: str, path: str = "."
     return _render(pattern, shown, collector, context, problems)
 
 
-def _search(ctx: RequestContext, command: list[str], target: list[str], cwd: str, fd: int, readable: list[str],
+def _search(ctx: Context, command: list[str], target: list[str], cwd: str, fd: int, readable: list[str],
             collector: _Collector, progress: _Progress | None) -> bool:
     """Fill `collector` with the first matches in path order, in parallel if it pays (see the module's
     docstring); returns whether some files could not be searched."""
@@ -420,7 +420,7 @@ def _search(ctx: RequestContext, command: list[str], target: list[str], cwd: str
     return _drive(ctx, [*command, "--sort=path", *target], cwd, fd, readable, progress, take_sorted)
 
 
-def _drive(ctx: RequestContext, command: list[str], cwd: str, fd: int, readable: list[str], progress: _Progress | None,
+def _drive(ctx: Context, command: list[str], cwd: str, fd: int, readable: list[str], progress: _Progress | None,
            take: Callable[[bytes], bool]) -> bool:
     """Run rg, giving `take` each line it prints until it returns False (rg is then killed); returns
     whether some files could not be searched."""

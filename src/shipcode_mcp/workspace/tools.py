@@ -14,11 +14,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from ..context import RequestContext
+    from ..context import Context
     from ..server import Server
     from .roots import Roots
 
-    Handler = Callable[[RequestContext, Roots, dict[str, Any]], Any]
+    Handler = Callable[[Context, Roots, dict[str, Any]], Any]
 
 LIST_LIMIT = 1000
 MAX_LIST_LIMIT = 10000
@@ -321,19 +321,19 @@ EDIT_FILE = {
 
 
 # -- handlers: import the work on the first call ----------------------------------------------------
-def _list_files(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+def _list_files(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
     from .files import list_files
 
     return list_files(ctx, roots, args.get("path", "."), args.get("pattern"), args.get("limit", LIST_LIMIT))
 
 
-def _read_file(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+def _read_file(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
     from .files import read_file
 
     return read_file(ctx, roots, args["path"], args.get("offset", 1), args.get("limit", READ_LINES))
 
 
-def _search_code(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+def _search_code(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
     from .search import search_code
 
     return search_code(ctx, roots, args["pattern"], args.get("path", "."), args.get("glob"),
@@ -341,37 +341,37 @@ def _search_code(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any
                        args.get("limit", SEARCH_LIMIT))
 
 
-def _git_status(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+def _git_status(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
     from .git import git_status
 
     return git_status(ctx, roots)
 
 
-def _git_log(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+def _git_log(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
     from .git import git_log
 
     return git_log(ctx, roots, args.get("limit", LOG_LIMIT), args.get("path"), args.get("ref"))
 
 
-def _git_diff(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+def _git_diff(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
     from .git import git_diff
 
     return git_diff(ctx, roots, args.get("ref"), args.get("staged", False), args.get("path"))
 
 
-def _git_show(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+def _git_show(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
     from .git import git_show
 
     return git_show(ctx, roots, args["ref"], args.get("path"))
 
 
-def _write_file(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+def _write_file(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
     from .writes import write_file
 
     return write_file(ctx, roots, args["path"], args["content"])
 
 
-def _edit_file(ctx: RequestContext, roots: Roots, args: dict[str, Any]) -> Any:
+def _edit_file(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
     from .writes import edit_file
 
     return edit_file(ctx, roots, args["path"], args["old_text"], args["new_text"], args.get("replace_all", False))
@@ -395,7 +395,7 @@ WRITE_TOOLS: tuple[tuple[str, dict[str, Any], Handler, dict[str, bool]], ...] = 
 
 
 def _tool(name: str, spec: dict[str, Any], handler: Handler, roots: Roots, annotations: dict[str, bool]) -> Tool:
-    def call(ctx: RequestContext, arguments: dict[str, Any]) -> Any:
+    def call(ctx: Context, arguments: dict[str, Any]) -> Any:
         return handler(ctx, roots, arguments)
 
     return Tool(name, call, spec["input"], title=spec["title"], description=spec["description"],

@@ -28,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from watchfiles._rust_notify import RustNotify
 
-    from ..context import RequestContext
+    from ..context import Context
     from ..server import Server
     from .resource_tree import Snapshot, WorkspaceResources
 
@@ -94,7 +94,7 @@ class Watcher:
             log.warning(f"--watch: the watcher has not started after {READY_SECONDS:g} s; changes may go unreported")
 
     # -- subscriptions ------------------------------------------------------------------------------
-    def subscribe(self, context: RequestContext, uri: str) -> Subscription:
+    def subscribe(self, context: Context, uri: str) -> Subscription:
         """Check resources/subscribe of a listed file or folder (else -32002); what it returns is kept
         with the subscription. It may walk the tree: the server calls it off the reading loop."""
         self.wait_ready()

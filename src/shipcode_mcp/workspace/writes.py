@@ -36,7 +36,7 @@ from . import safe_open
 from .text import is_binary, place, plural, printable, result, size_text
 
 if TYPE_CHECKING:
-    from ..context import RequestContext
+    from ..context import Context
     from ..primitives import ToolResult
     from .roots import Roots
 
@@ -65,7 +65,7 @@ _SIGNATURE = ("HEAD", "objects", "refs", "commondir")
 """The entries git's is_git_directory looks for (commondir stands in for objects and refs)."""
 
 
-def write_file(ctx: RequestContext, roots: Roots, path: str, content: str) -> ToolResult:
+def write_file(ctx: Context, roots: Roots, path: str, content: str) -> ToolResult:
     real, shown = _target(roots, path, "write_file")
     data = _encode(content)
     if len(data) > MAX_WRITE_BYTES:
@@ -93,7 +93,7 @@ def write_file(ctx: RequestContext, roots: Roots, path: str, content: str) -> To
     return result(text, {"path": shown, "created": created, "size": len(data), "diff": diff})
 
 
-def edit_file(ctx: RequestContext, roots: Roots, path: str, old_text: str, new_text: str,
+def edit_file(ctx: Context, roots: Roots, path: str, old_text: str, new_text: str,
               replace_all: bool = False) -> ToolResult:
     real, shown = _target(roots, path, "edit_file")
     if old_text == new_text:
@@ -163,7 +163,7 @@ def _signature_name(name: str) -> str | None:
 
 
 @contextmanager
-def _guarded(ctx: RequestContext, roots: Roots, real: str, shown: str, tool: str) -> Iterator[None]:
+def _guarded(ctx: Context, roots: Roots, real: str, shown: str, tool: str) -> Iterator[None]:
     """Hold the root's write lock, and refuse a write that would plant a git repository, for the whole write.
 
     The lock (flock on the root folder, so also between server processes serving the same root) makes the check and the write
