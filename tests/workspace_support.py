@@ -150,14 +150,14 @@ class Tools:
 
 
 def context(progress_token: str | int | None = None) -> Any:
-    """A real RequestContext (of a session with no transport) for calling tool functions in-process."""
-    from shipcode_mcp.context import RequestContext
+    """A real Context (of a session with no transport) for calling tool functions in-process."""
+    from shipcode_mcp.context import Context
     from shipcode_mcp.runner import ThreadRunner
     from shipcode_mcp.server import Server
 
     sent: list[dict[str, Any]] = []
     runner = ThreadRunner(Server("tests", "1"), lambda message, related: sent.append(message))
     params: dict[str, Any] = {"_meta": {"progressToken": progress_token}} if progress_token is not None else {}
-    ctx = RequestContext(runner, 1, "tools/call", params)
+    ctx = Context(runner, 1, "tools/call", params)
     ctx.sent = sent  # type: ignore[attr-defined]
     return ctx
