@@ -249,14 +249,15 @@ class Session:
             in_use = JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")
             return [Send(jsonrpc.error(msg_id, in_use), msg_id)]
         context = Context(self.channel, msg_id, method, params, client_capabilities=self.client_capabilities,
-                                 log_threshold=self._log_threshold(), protocol_version=PROTOCOL_VERSION)
+                          log_threshold=self._log_threshold(), protocol_version=PROTOCOL_VERSION)
         context.on_loop = True
         try:
             outcome = handler(self, context, params)
         except JsonRpcError as err:
             return [Send(jsonrpc.error(msg_id, err), msg_id)]
         except (Exception, SystemExit):  # a handler's sys.exit() is a bug, not a shutdown
-            return [Report(_traceback(f"{method} failed")), Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INTERNAL_ERROR)), msg_id)]
+            failed = jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INTERNAL_ERROR))
+            return [Report(_traceback(f"{method} failed")), Send(failed, msg_id)]
         finally:
             context.on_loop = False
         if not isinstance(outcome, Deferred):
