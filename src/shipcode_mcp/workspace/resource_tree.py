@@ -11,7 +11,8 @@ import stat
 import threading
 import time
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import jsonrpc, log
 from ..primitives import Resource, ResourceNotFound, ToolError, blob_resource, inside, text_resource
@@ -32,11 +33,7 @@ from .roots import OutsideRoots
 from .safe_open import open_file
 from .uris import encode_path, root_uri, uri_path
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
-
     from ..context import Context
     from .roots import Roots
 

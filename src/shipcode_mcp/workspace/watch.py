@@ -20,11 +20,12 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import traceback
+from typing import TYPE_CHECKING
 
 from .. import log
 from .resources import IGNORE_FILES
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from watchfiles._rust_notify import RustNotify
 
@@ -248,8 +249,6 @@ class _Interrupted:
 
 
 def _log_failure(what: str) -> None:
-    import traceback
-
     log.error(f"--watch: {what}\n{traceback.format_exc()}")
 
 
