@@ -56,6 +56,7 @@ def test_sigterm_exits_promptly_and_cleanly() -> None:
         server.proc.send_signal(signal.SIGTERM)
         assert server.proc.wait(5) == 0
         assert time.monotonic() - started < 2
+        assert server.close() == 0  # gone already: this joins the stderr reader
         assert b"Traceback" not in server.stderr
 
 
@@ -85,6 +86,8 @@ def test_ping_is_answered_while_a_slow_tool_runs_and_cancel_stops_it() -> None:
         server.send(ping(4))
         assert server.read(timeout=2) == {"jsonrpc": "2.0", "id": 4, "result": {}}
         server.no_output(0.5)  # the cancelled request gets no response
+        server.send(ping(5))
+        assert server.read() == {"jsonrpc": "2.0", "id": 5, "result": {}}
         assert server.close() == 0
 
 
@@ -108,6 +111,8 @@ def test_progress_comes_before_the_response_and_only_with_a_token() -> None:
         server.send(call(2, "progress"))
         assert server.read()["id"] == 2
         server.no_output(0.2)
+        server.send(ping(3))
+        assert server.read() == {"jsonrpc": "2.0", "id": 3, "result": {}}
 
 
 def test_nothing_but_protocol_reaches_stdout() -> None:
@@ -116,8 +121,7 @@ def test_nothing_but_protocol_reaches_stdout() -> None:
         assert server.read()["result"]["content"][0]["text"] == "quiet"
         server.send(ping(2))
         assert server.read()["id"] == 2
-        assert server.close() == 0
-        time.sleep(0.1)
+        assert server.close() == 0  # which joins the stderr reader
         assert b"a stray print" in server.stderr and b"a child process" in server.stderr
 
 
@@ -232,6 +236,8 @@ def test_ping_and_cancel_are_not_held_up_by_500_queued_slow_calls() -> None:
         print(f"500 cancellations and a ping: {(time.monotonic() - started) * 1000:.0f} ms")
         assert time.monotonic() - started < 1.0
         server.no_output(0.5)  # no response for a cancelled request
+        server.send(ping("r"))
+        assert server.read() == {"jsonrpc": "2.0", "id": "r", "result": {}}
         started = time.monotonic()
         assert server.close() == 0  # nothing is left running: EOF ends the server at once
         assert time.monotonic() - started < 5
