@@ -15,7 +15,7 @@ from typing import Any
 
 import uvicorn
 
-from support import REPO, validate_server_message
+from support import REPO, validate_server_message, wait_for
 
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
@@ -29,15 +29,14 @@ class UvicornThread:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline and self.thread.is_alive(), "uvicorn did not start"
-            time.sleep(0.01)
+        wait_for(lambda: self.server.started or not self.thread.is_alive(), 10, "uvicorn to start")
+        assert self.server.started, "uvicorn did not start"
         self.port: int = self.server.servers[0].sockets[0].getsockname()[1]
 
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+        assert not self.thread.is_alive(), "uvicorn did not stop"
 
 
 class Reply:

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from shipcode_mcp import Context, Server, ToolError
-from support import REPO
+from support import REPO, wait_for
 from transports.http_support import (
     MCP_HEADERS,
     McpHttpClient,
@@ -26,6 +26,9 @@ from transports.http_support import (
     request,
     start_process,
 )
+
+WAITING: set[str] = set()
+"""The tags of the `wait` calls whose handler has started."""
 
 
 def build_server() -> Server:
@@ -65,8 +68,9 @@ def build_server() -> Server:
         return f"model says {answer['content']['text']}"
 
     @server.tool
-    def wait(ctx: Context) -> str:
-        """Waits until cancelled."""
+    def wait(ctx: Context, tag: str) -> str:
+        """Waits until cancelled; `tag` joins WAITING when it starts."""
+        WAITING.add(tag)
         ctx.wait_cancelled(30)
         ctx.check_cancelled()
         return "never cancelled"
@@ -283,11 +287,13 @@ def test_without_the_capability_the_handler_is_told_at_once(port: int) -> None:
 
 
 def call_wait_tool(client: McpHttpClient) -> tuple[threading.Thread, list[Any]]:
-    """POST a call of `wait` on a thread; returns the thread and where its reply will be."""
+    """POST a call of `wait` on a thread and return once its handler waits: the thread, and where its reply will be."""
     outcome: list[Any] = []
-    waiting = threading.Thread(target=lambda: outcome.append(client.call("tools/call", {"name": "wait"})))
+    assert client.session_id is not None
+    call = {"name": "wait", "arguments": {"tag": client.session_id}}
+    waiting = threading.Thread(target=lambda: outcome.append(client.call("tools/call", call)))
     waiting.start()
-    time.sleep(0.3)  # the handler is waiting now
+    wait_for(lambda: client.session_id in WAITING, 10, "the wait tool to start")
     return waiting, outcome
 
 
@@ -298,6 +304,7 @@ def test_an_id_still_in_progress_is_refused(port: int) -> None:
     assert again.status == 200 and again.json()["error"]["code"] == -32600
     client.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
     waiting.join(10)
+    assert not waiting.is_alive()
 
 
 def test_a_failed_initialize_hands_out_no_session(port: int) -> None:
@@ -348,9 +355,8 @@ def test_the_get_stream_ends_with_the_session_and_keeps_itself_alive(port: int) 
     client = McpHttpClient(port)
     stream = client.get()
     started = time.monotonic()
-    line = b""
-    while b"keep-alive" not in line:
-        line = stream.response.readline()
+    while b"keep-alive" not in (line := stream.response.readline()):
+        assert line, "the stream ended"
     assert time.monotonic() - started < 5
     assert client.delete().status == 204
     assert stream.next_event() is None
@@ -386,9 +392,6 @@ def test_two_stateless_workers_serve_one_deployment() -> None:
     process = start_process(["-m", "uvicorn", "http_worker_app:app", "--host", "127.0.0.1", "--port", str(port),
                              "--workers", "2", "--log-level", "warning"], port)
     try:
-        deadline = time.monotonic() + 20
-        while len(children(process.pid)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
         pids: list[int] = []
 
         def call(hold: float) -> None:
@@ -396,15 +399,18 @@ def test_two_stateless_workers_serve_one_deployment() -> None:
             reply = request(port, "POST", message, MCP_HEADERS)
             pids.append(reply.json()["result"]["structuredContent"]["result"])
 
-        for _attempt in range(20):  # wait until both workers are accepting
+        def both_answered() -> bool:
+            """While one call holds its worker's event loop, only the other worker can take the calls sent meanwhile."""
             first = threading.Thread(target=call, args=(1.0,))
             first.start()
-            time.sleep(0.3)  # the first call now holds its worker's event loop
-            call(0.0)  # so only the other worker can take this one
+            while len(set(pids)) < 2 and first.is_alive():
+                call(0.0)
+                first.join(0.05)  # only paces the calls: any call sent while the first one holds will do
             first.join(10)
-            if len(set(pids)) == 2:
-                break
-        assert len(set(pids)) == 2 and set(pids) <= set(children(process.pid))
+            return len(set(pids)) == 2
+
+        wait_for(both_answered, 60, "a call answered by each worker")  # both may take a while to accept
+        assert set(pids) <= set(children(process.pid))
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(15)
@@ -510,11 +516,13 @@ def test_the_official_python_sdk_client_uses_every_feature_over_http() -> None:
 
 
 def test_idle_sessions_end_but_an_open_stream_keeps_its_session() -> None:
-    uvicorn_thread = UvicornThread(build_server().http_app(session_idle_timeout=0.5, keepalive=0.2))
+    server = build_server()
+    uvicorn_thread = UvicornThread(server.http_app(session_idle_timeout=0.5, keepalive=0.2))
     try:
         idle, listening = McpHttpClient(uvicorn_thread.port), McpHttpClient(uvicorn_thread.port)
         stream = listening.get()
-        time.sleep(2.5)  # the reaper looks every second
+        wait_for(lambda: len(server.clients()) == 2, 10, "both sessions to be ready")
+        wait_for(lambda: len(server.clients()) == 1, 20, "the reaper to end the idle session")  # without touching it
         assert idle.call("ping").status == 404
         assert listening.call("ping").status == 200
         stream.response.close()
