@@ -47,7 +47,7 @@ SCHEMA = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=600)
 @given(SCHEMA, st.dictionaries(NAMES, JSON, max_size=3))
 def test_the_plain_path_accepts_only_what_the_validator_accepts(schema: dict[str, Any], arguments: dict[str, Any]) -> None:
     plain = _plain_schema(schema)

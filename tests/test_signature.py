@@ -380,7 +380,7 @@ def functions(draw: st.DrawFn) -> tuple[Any, bool]:
     return fn, must_be_plain(used, future)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(functions())
 def test_the_plain_reading_agrees_with_inspect_and_typing(case: tuple[Any, bool]) -> None:
     from shipcode_mcp.signature import _read_plain
@@ -437,7 +437,7 @@ def test_which_functions_are_read_plainly_and_that_both_readings_agree(fn: Any, 
     assert fast == full
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(st.text(alphabet=st.sampled_from(" \t\na:\r\x0c\xa0")) | st.text())
 def test_docstrings_are_cleaned_as_inspect_cleans_them(doc: str) -> None:
     """For every docstring whose whitespace is spaces, tabs and newlines: inspect's result for other

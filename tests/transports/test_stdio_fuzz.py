@@ -136,7 +136,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpProcess]:
         assert process.close() == 0
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_fuzzed_lines(server: McpProcess, data: st.DataObject) -> None:
     lines: list[bytes] = []
