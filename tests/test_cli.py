@@ -75,6 +75,20 @@ def test_without_root_the_workspace_follows_the_clients_roots(folders: dict[str,
         assert server.close() == 0
 
 
+def test_requests_waiting_for_the_roots_are_answered_when_the_client_leaves(folders: dict[str, Path]) -> None:
+    """Input ends before the client answers roots/list: what it asked meanwhile is still answered, then exit 0."""
+    with McpProcess(cwd=folders["cwd"]) as server:
+        handshake(server, {"roots": {}})
+        assert server.read()["method"] == "roots/list"  # never answered
+        server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_files", "arguments": {}}})
+        server.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        assert server.read() == {"jsonrpc": "2.0", "id": 3, "result": {}}  # the listing is held for the roots
+        assert server.close() == 0
+        answer = server.read()
+        assert answer["id"] == 2 and "in-cwd.txt" in json.dumps(answer)
+        assert server.read_raw() is None  # and nothing after it
+
+
 def test_roots_that_are_not_local_folders_leave_the_current_directory(folders: dict[str, Path]) -> None:
     with McpProcess(cwd=folders["cwd"]) as server:
         handshake(server, {"roots": {}})

@@ -353,6 +353,43 @@ def test_an_async_handler_awaits_the_client_without_blocking_others(connect: Con
         assert json.loads(text(client.response_to(n))) == [n, [{"uri": "file:///r"}], "yo", "decline", {}]
 
 
+def test_an_async_handler_that_stops_waiting_gives_its_request_up_and_a_late_answer_harms_nothing(
+        connect: Connect) -> None:
+    """asyncio.wait_for cancels the awaited future: the client is told, and its late answer is dropped."""
+    import asyncio
+
+    server = Server("s", "1")
+
+    @server.tool
+    async def impatient(ctx: Context) -> str:
+        try:
+            await asyncio.wait_for(ctx.asample("hi", max_tokens=1, timeout=DEADLINE), 0.05)
+        except asyncio.TimeoutError:
+            return "gave up"
+        return "answered"
+
+    client = connect(server).handshake({"sampling": {}})
+    client.call(2, "impatient")
+    assert text(client.response_to(2)) == "gave up"
+    ours = client.request_for("sampling/createMessage")
+    cancelled = client.wait_for(lambda m: m.get("method") == "notifications/cancelled", "our request given up")
+    assert cancelled["params"]["requestId"] == ours["id"]
+    client.answer(ours, SAMPLED)  # too late: nobody waits for it, and nothing breaks
+    client.alive()
+    client.call(3, "impatient")  # and the next ask works as the first did
+    assert text(client.response_to(3)) == "gave up"
+
+
+def test_work_held_for_the_roots_is_answered_when_input_ends(connect: Connect) -> None:
+    """The client leaves before it lists its roots: the requests it sent still get their answers."""
+    client, _ = following(connect)
+    client.request_for("roots/list")
+    client.call(2, "count")
+    client.none_within(lambda m: m.get("id") == 2)  # held: the roots are being listed
+    client.runner.close()
+    assert text(client.response_to(2)) == "0 listings"
+
+
 # -- the client's roots, followed end to end -------------------------------------------------------------------
 ROOTS = [{"uri": "file:///a", "name": "a"}]
 

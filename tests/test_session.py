@@ -657,6 +657,19 @@ def test_a_subscribe_cancelled_while_its_check_runs_changes_nothing() -> None:
     assert d.run() == [] and d.session.subscriptions == {}
 
 
+def test_a_cancel_the_session_read_decides_before_the_runner_has_cancelled_the_context() -> None:
+    """The runner performs Cancel outside the session's calls: finish must already treat the request as
+    cancelled (no answer, no subscription), or the client would be subscribed without being told."""
+    d, checks = subscribing()
+    subscribe(d, 2)
+    [job] = d.jobs
+    actions = d.session.receive(cancel(2))  # read, not yet performed
+    assert [type(action).__name__ for action in actions] == ["Cancel"] and not job.context.cancelled
+    assert d.session.finish(job, job.run()) == []
+    assert checks.asked == ["test://a"] and d.session.subscriptions == {}
+    assert d.session.receive(cancel(2)) == []  # and nothing is left to cancel
+
+
 # -- the client's roots, as actions ------------------------------------------------------------------------------
 def follower() -> Server:
     server = make_server()

@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
     from typing import Any
 
+PROTOCOL_VERSION = "2025-06-18"
+"""The MCP version this server speaks."""
+
+ASK_BACKSTOP = 5.0
+"""How long past its timeout a blocking ask waits, should the runner's timer not fire (a closed event loop)."""
+
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 """RFC 5424 severities, least to most severe, as MCP names them."""
 
@@ -94,7 +100,7 @@ class Context:
 
     def __init__(self, channel: Channel | None, request_id: jsonrpc.Id, method: str, params: dict[str, Any], *,
                  client_capabilities: dict[str, Any] | None = None, log_threshold: str | None = None,
-                 protocol_version: str = "2025-06-18") -> None:
+                 protocol_version: str = PROTOCOL_VERSION) -> None:
         self.channel = channel
         self.request_id = request_id
         self.method = method
@@ -109,7 +115,7 @@ class Context:
         # Set when the handler finishes or starts waiting on the client, so a transport that waits
         # for quick handlers (to keep responses in request order) stops waiting.
         self.settled = _Flag()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # reentrant: what a write does may come back to cancel this request
         self._done = False
         self._last_progress: float | None = None
         self._cancel_callbacks: list[Callable[[], None]] = []
@@ -212,7 +218,14 @@ class Context:
         in time (it is then sent notifications/cancelled), and `Cancelled` if this request is.
         An async handler awaits `arequest` instead, which does not block its event loop.
         """
-        return self._ask(method, params, timeout).result()
+        import concurrent.futures  # loaded already by the runner's ask
+
+        future = self._ask(method, params, timeout)
+        try:
+            return future.result(timeout + ASK_BACKSTOP)  # the runner's timer ends it first; this, if the timer never runs
+        except concurrent.futures.TimeoutError:
+            raise ClientRequestError(jsonrpc.JsonRpcError(
+                jsonrpc.REQUEST_TIMEOUT, f"The client did not answer {method} within {timeout:g} s")) from None
 
     async def arequest(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
         """`request` for an async handler: awaits the answer."""

@@ -14,19 +14,21 @@ import threading
 from functools import partial
 
 from . import jsonrpc, log
-from .context import Cancelled, Channel, ClientRequestError, answer_of
+from .context import ASK_BACKSTOP, Cancelled, Channel, ClientRequestError, answer_of
 from .session import Answer, Cancel, FollowRoots, Release, Report, Send, Session, Start
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from concurrent.futures import Future
-    from typing import Any
+    from typing import Any, TypeVar
 
     from .context import Context
     from .jsonrpc import Id, Message
     from .server import Server
     from .session import Action, Job
+
+    T = TypeVar("T")
 
 ROOTS_TIMEOUT = 60.0
 """How long a roots/list may take; work that waits for the roots waits only `session.ROOTS_WAIT`."""
@@ -38,8 +40,8 @@ class Runner(Channel):
     def __init__(self, server: Server, *, stateless: bool = False) -> None:
         self.server = server
         self.session = Session(server, self, stateless=stateless)
-        self._lock = threading.Lock()
-        self._waiting: dict[int, tuple[Future[dict[str, Any]], str, Callable[[], None]]] = {}
+        self._lock = threading.RLock()  # reentrant: an inline handler may register a tool, which tells every client
+        self._waiting: dict[int, _Waiting] = {}
         if not stateless:
             server.connect(self)
 
@@ -75,7 +77,9 @@ class Runner(Channel):
         finally:
             with self._lock:
                 actions = self.session.finish(job, outcome)
-            job.context.finish(lambda: self.perform(actions))
+            response: list[Action] = [action for action in actions if isinstance(action, Send)]
+            job.context.finish(lambda: self.perform(response))  # never after the request was cancelled
+            self.perform([action for action in actions if not isinstance(action, Send)])
 
     def close(self) -> None:
         """No more input: our requests to the client fail, so no handler waits forever."""
@@ -105,6 +109,11 @@ class Runner(Channel):
             elif isinstance(action, Report):
                 log.error(action.text)
 
+    def read(self, look: Callable[[Session], T]) -> T:
+        """`look(session)`, made with the session's other calls: how another thread reads its state."""
+        with self._lock:
+            return look(self.session)
+
     # -- output -----------------------------------------------------------------------------------
     def send(self, message: Message, related: Id | None) -> None:
         """Channel: a handler's progress, log message or notification."""
@@ -117,38 +126,38 @@ class Runner(Channel):
     # -- our requests to the client -----------------------------------------------------------------
     def ask(self, method: str, params: dict[str, Any] | None, timeout: float,
             parent: Context | None) -> Future[dict[str, Any]]:
-        """Channel: send our request; the future holds the client's result, or its error."""
+        """Channel: send our request; the future holds the client's result, or its error. Cancelling
+        the future (an async handler that stopped awaiting it) gives the request up."""
         from concurrent.futures import Future  # only servers that ask the client pay for it
 
         future: Future[dict[str, Any]] = Future()
+        waiting = _Waiting(future, method)
         with self._lock:
             message = self.session.ask(method, params, parent)
             request_id = message["id"]
-            self._waiting[request_id] = (future, method, _nothing)
+            self._waiting[request_id] = waiting
         self.write(message, parent.request_id if parent is not None else None)
-        stop_timer = self.later(timeout, lambda: self._give_up(request_id, f"Timed out after {timeout:g} s", ClientRequestError(
-            jsonrpc.JsonRpcError(jsonrpc.REQUEST_TIMEOUT, f"The client did not answer {method} within {timeout:g} s"))))
-        with self._lock:
-            if request_id in self._waiting:
-                self._waiting[request_id] = (future, method, stop_timer)
-            else:
-                stop_timer()
+        timed_out = ClientRequestError(jsonrpc.JsonRpcError(
+            jsonrpc.REQUEST_TIMEOUT, f"The client did not answer {method} within {timeout:g} s"))
+        waiting.stop_timer = self.later(timeout, lambda: self._give_up(request_id, f"Timed out after {timeout:g} s", timed_out))
+        if future.done():  # answered meanwhile
+            waiting.stop_timer()
         if parent is not None:
             parent.on_cancel(lambda: self._give_up(request_id, "The request that needed it was cancelled", Cancelled()))
+
+        def abandoned(done: Future[dict[str, Any]]) -> None:
+            if done.cancelled():
+                self._give_up(request_id, "The request that needed it was cancelled", Cancelled())
+
+        future.add_done_callback(abandoned)
         return future
 
     def _answered(self, request_id: int, response: Message | None) -> None:
         with self._lock:
             waiting = self._waiting.pop(request_id, None)
-        if waiting is None:
-            return
-        future, method, stop_timer = waiting
-        stop_timer()
-        answer = answer_of(method, response)
-        if isinstance(answer, dict):
-            future.set_result(answer)
-        else:
-            future.set_exception(answer)
+        if waiting is not None:
+            waiting.stop_timer()
+            waiting.resolve(answer_of(waiting.method, response))
 
     def _give_up(self, request_id: int, reason: str, error: Exception) -> None:
         with self._lock:
@@ -156,30 +165,58 @@ class Runner(Channel):
             actions = self.session.give_up(request_id, reason) if waiting is not None else []
         self.perform(actions)  # the client hears that we gave up before the handler goes on
         if waiting is not None:
-            waiting[2]()
-            waiting[0].set_exception(error)
+            waiting.stop_timer()
+            waiting.resolve(error)
 
     # -- the client's roots -------------------------------------------------------------------------
     def _follow_roots(self) -> None:
+        import concurrent.futures  # loaded already: asking the client needs it
+
         roots: list[dict[str, Any]] | None = None
         try:
-            listed = self.ask("roots/list", None, ROOTS_TIMEOUT, None).result().get("roots")
+            listed = self.ask("roots/list", None, ROOTS_TIMEOUT, None).result(ROOTS_TIMEOUT + ASK_BACKSTOP).get("roots")
             if isinstance(listed, list):
                 roots = [root for root in listed if isinstance(root, dict) and isinstance(root.get("uri"), str)]
             else:
                 log.warning("roots/list answered without a roots array; keeping the previous roots")
         except ClientRequestError as err:
             log.warning(f"roots/list failed: {err}")
-        if roots is not None:
-            self.server.roots_changed(self.session, roots)
-        with self._lock:
-            actions = self.session.roots_listed(roots)
-        self.perform(actions)
+        except concurrent.futures.TimeoutError:
+            log.warning("roots/list was never answered")
+        finally:  # whatever happened, the work waiting for the roots goes on
+            if roots is not None:
+                self.server.roots_changed(self.session, roots)
+            with self._lock:
+                actions = self.session.roots_listed(roots)
+            self.perform(actions)
 
     def _release_held(self, hold: int) -> None:
         with self._lock:
             actions = self.session.release_held(hold)
         self.perform(actions)
+
+
+class _Waiting:
+    """Our request to the client, as the runner waits for it."""
+
+    __slots__ = ("future", "method", "stop_timer")
+
+    def __init__(self, future: Future[dict[str, Any]], method: str) -> None:
+        self.future = future
+        self.method = method
+        self.stop_timer: Callable[[], None] = _nothing
+
+    def resolve(self, answer: dict[str, Any] | Exception) -> None:
+        """Settle the future, unless its waiter gave up on it already (cancelled it)."""
+        if self.future.done():
+            return
+        try:
+            if isinstance(answer, dict):
+                self.future.set_result(answer)
+            else:
+                self.future.set_exception(answer)
+        except Exception:  # cancelled between the look and the set: nobody waits for it
+            pass
 
 
 def _nothing() -> None:

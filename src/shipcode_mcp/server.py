@@ -50,6 +50,14 @@ if TYPE_CHECKING:
     MethodHandler = Callable[["Server", Session, Context, dict[str, Any]], dict[str, Any] | Deferred]
 
 
+def _is_ready(session: Session) -> bool:
+    return session.ready
+
+
+def _subscribed(session: Session) -> dict[str, Any]:
+    return dict(session.subscriptions)
+
+
 def _invalid(message: str = "Invalid params") -> JsonRpcError:
     return JsonRpcError(jsonrpc.INVALID_PARAMS, message)
 
@@ -237,21 +245,22 @@ class Server:
     def clients(self) -> list[Runner]:
         """The connected clients that sent notifications/initialized (and whose runner still lives)."""
         with self._clients_lock:
-            return [client for client in self._clients if client.session.ready]
+            clients = list(self._clients)
+        return [client for client in clients if client.read(_is_ready)]
 
     def list_changed(self, registry: str) -> None:
         """Send notifications/REGISTRY/list_changed ("tools", "resources" or "prompts") to the clients
         whose initialize result declared `listChanged` for it: registering calls it, and so may a
         feature whose dynamic list changed (a resource source)."""
         for client in self.clients():
-            if (client.session.capabilities or {}).get(registry, {}).get("listChanged"):
+            if client.read(lambda session: (session.capabilities or {}).get(registry, {}).get("listChanged")):
                 client.notify(f"notifications/{registry}/list_changed")
 
     def resource_updated(self, uri: str, *, within: bool = True) -> None:
         """Send notifications/resources/updated to the clients subscribed to `uri` or (`within`) to a
         resource containing it (a folder, a prefix of `uri` up to a '/')."""
         for client in self.clients():
-            subscribed = list(client.session.subscriptions)
+            subscribed = client.read(_subscribed)
             if uri in subscribed or (within and any(inside(uri, s) for s in subscribed)):
                 client.notify("notifications/resources/updated", {"uri": uri})
 
@@ -259,7 +268,7 @@ class Server:
         """Every URI a ready client subscribed to, with what the subscribe check kept for it."""
         found: dict[str, Any] = {}
         for client in self.clients():
-            found.update(client.session.subscriptions)
+            found.update(client.read(_subscribed))
         return found
 
     def roots_changed(self, session: Session, roots: list[dict[str, Any]]) -> None:

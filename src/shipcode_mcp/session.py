@@ -17,7 +17,7 @@ import enum
 import itertools
 
 from . import jsonrpc
-from .context import Cancelled, ClientRequestError, Context
+from .context import PROTOCOL_VERSION, Cancelled, ClientRequestError, Context
 from .jsonrpc import JsonRpcError
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     from .context import Channel
     from .jsonrpc import Id, Message
     from .server import Server
-
-PROTOCOL_VERSION = "2025-06-18"
 
 ROOTS_WAIT = 5.0
 """How long deferred work waits for a roots/list under way, so it runs in the roots the client gave."""
@@ -178,16 +176,6 @@ class Job:
             return JsonRpcError(jsonrpc.INTERNAL_ERROR)
 
 
-class _Outgoing:
-    """A request we sent to the client: what it was and which client request it serves."""
-
-    __slots__ = ("method", "related")
-
-    def __init__(self, method: str, related: Id | None) -> None:
-        self.method = method
-        self.related = related
-
-
 class Session:
     """One client's legacy (2025-06-18) session with a `Server`: lifecycle and plain data.
 
@@ -204,7 +192,8 @@ class Session:
         self.capabilities: dict[str, Any] | None = None  # what our first initialize result declared
         self.log_level: str | None = None
         self.in_flight: dict[Id, Context] = {}
-        self.outgoing: dict[int, _Outgoing] = {}
+        self.cancelled: set[Id] = set()  # in flight, and the client cancelled them: no answer, no change
+        self.outgoing: dict[int, Id | None] = {}  # our requests to the client -> the client request each serves
         self._next_id = itertools.count(1)
         self.subscriptions: dict[str, Any] = {}  # URI -> what the server's subscribe check kept for it
         self._subscription_turns: dict[str, int] = {}  # URI -> turn of the latest subscribe/unsubscribe under way
@@ -231,9 +220,10 @@ class Session:
         """Take one parsed JSON value; return what to do, replies in order."""
         kind = jsonrpc.classify(message)
         if kind == "invalid":
-            if isinstance(message, dict) and ("id" not in message if "method" in message else (
-                    "result" in message or "error" in message)):
-                return []  # a malformed notification or response: there is nobody to tell
+            if isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message):
+                return self._receive_response(message)  # malformed, but if it answers our request, it does
+            if isinstance(message, dict) and "method" in message and "id" not in message:
+                return []  # a malformed notification: there is nobody to tell
             return [Send(jsonrpc.invalid_request(message))]
         if kind == "response":
             return self._receive_response(message)
@@ -276,12 +266,16 @@ class Session:
         """The work of `job` is over (`outcome` from `Job.run`): its response, unless it was cancelled."""
         context = job.context
         self.in_flight.pop(context.request_id, None)
+        cancelled = outcome is None or context.cancelled
+        if context.request_id in self.cancelled:
+            self.cancelled.discard(context.request_id)
+            cancelled = True
         if job.deferred.settle is not None:
-            job.deferred.settle(self, None if outcome is None or context.cancelled else isinstance(outcome, dict))
+            job.deferred.settle(self, None if cancelled else isinstance(outcome, dict))
         actions: list[Action] = []
         if context.failure is not None:
             actions.append(Report(context.failure))
-        if outcome is None or context.cancelled:
+        if cancelled or outcome is None:
             return actions
         message = jsonrpc.error(context.request_id, outcome) if isinstance(outcome, JsonRpcError) else (
             jsonrpc.result(context.request_id, outcome))
@@ -292,8 +286,11 @@ class Session:
         actions: list[Action] = []
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
-            context = self.in_flight.get(request_id) if jsonrpc.is_valid_id(request_id) else None
-            return [Cancel(context)] if context is not None and not context.cancelled else []
+            if not jsonrpc.is_valid_id(request_id) or request_id not in self.in_flight or request_id in self.cancelled:
+                return []
+            context = self.in_flight[request_id]
+            self.cancelled.add(request_id)
+            return [Cancel(context)]
         if method == "notifications/initialized":
             self._advance("initialized")
             actions += self._follow_roots()
@@ -307,9 +304,10 @@ class Session:
         return actions
 
     def _receive_response(self, message: Message) -> list[Action]:
-        msg_id = message["id"]
-        if not isinstance(msg_id, int) or self.outgoing.pop(msg_id, None) is None:
+        msg_id = message.get("id")
+        if not isinstance(msg_id, int) or msg_id not in self.outgoing:
             return []  # not ours, or answered already: nothing waits for it
+        del self.outgoing[msg_id]
         return [Answer(msg_id, message)]
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -334,10 +332,13 @@ class Session:
         """
         self._advance("close")
         outgoing, self.outgoing = self.outgoing, {}
-        return [Answer(request_id, None) for request_id in outgoing]
+        actions: list[Action] = [Answer(request_id, None) for request_id in outgoing]
+        return actions + self.release_held()  # the roots will not come now; what waited for them runs
 
     def cancel_all(self) -> list[Action]:
-        return [Cancel(context) for context in self.in_flight.values() if not context.cancelled]
+        fresh = [request_id for request_id in self.in_flight if request_id not in self.cancelled]
+        self.cancelled.update(fresh)
+        return [Cancel(self.in_flight[request_id]) for request_id in fresh]
 
     # -- requests to the client -----------------------------------------------------------------
     def ask(self, method: str, params: dict[str, Any] | None, parent: Context | None) -> Message:
@@ -353,16 +354,17 @@ class Session:
         if method != "ping" and not self.ready:
             raise ClientRequestError(JsonRpcError(jsonrpc.INVALID_REQUEST, "The client has not finished initialization"))
         request_id = next(self._next_id)
-        self.outgoing[request_id] = _Outgoing(method, parent.request_id if parent is not None else None)
+        self.outgoing[request_id] = parent.request_id if parent is not None else None
         return jsonrpc.request(request_id, method, params)
 
     def give_up(self, request_id: int, reason: str) -> list[Action]:
         """We stopped waiting for our request (timeout, cancellation): tell the client, if it is still ours."""
-        outgoing = self.outgoing.pop(request_id, None)
-        if outgoing is None or self.phase is Phase.CLOSED:
+        if request_id not in self.outgoing:
             return []
-        return [Send(jsonrpc.notification("notifications/cancelled", {"requestId": request_id, "reason": reason}),
-                     outgoing.related)]
+        related = self.outgoing.pop(request_id)
+        if self.phase is Phase.CLOSED:
+            return []
+        return [Send(jsonrpc.notification("notifications/cancelled", {"requestId": request_id, "reason": reason}), related)]
 
     # -- the client's roots ---------------------------------------------------------------------
     def _follow_roots(self) -> list[Action]:
@@ -399,17 +401,16 @@ class Session:
         turn = self._subscription_turns[uri] = next(self._turns)
         return turn
 
-    def settle_subscription(self, uri: str, turn: int, subscribed: bool | None, data: Any = None) -> bool:
+    def settle_subscription(self, uri: str, turn: int, subscribed: bool | None, data: Any = None) -> None:
         """End `turn`: if it is still the latest for `uri`, record the subscription (`subscribed`, None to
         leave it as it is); a turn overtaken by a later one changes nothing."""
         if self._subscription_turns.get(uri) != turn:
-            return False
+            return
         del self._subscription_turns[uri]
         if subscribed:
             self.subscriptions[uri] = data
         elif subscribed is not None:
             self.subscriptions.pop(uri, None)
-        return subscribed is not None
 
     # -- output ---------------------------------------------------------------------------------
     def _log_threshold(self) -> str | None:

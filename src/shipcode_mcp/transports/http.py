@@ -37,9 +37,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import jsonrpc, log
+from ..context import PROTOCOL_VERSION
 from ..jsonrpc import JsonRpcError
 from ..runner import Runner
-from ..session import PROTOCOL_VERSION
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -77,7 +77,9 @@ class HttpSession(Runner):
         self.transport.on_loop(self.route, message, related)
 
     def start(self, job: Job) -> None:
-        self.transport.executor().submit(self._run, job)
+        # The exchange the job answers, fixed now: once it is over, the client may reuse the id.
+        exchange = self.requests.get(job.context.request_id)
+        self.transport.executor().submit(self._run, job, exchange)
 
     def background(self, work: Callable[[], None]) -> None:
         self.transport.executor().submit(work)
@@ -97,11 +99,16 @@ class HttpSession(Runner):
         self.transport.on_loop(schedule)
         return cancel
 
-    def _run(self, job: Job) -> None:
+    def _run(self, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
         try:
             self.run_job(job)
         finally:
-            self.transport.on_loop(self.route, _DONE, job.context.request_id)
+            self.transport.on_loop(self._done, job.context.request_id, exchange)
+
+    def _done(self, request_id: Id, exchange: asyncio.Queue[Any] | None) -> None:
+        """On the loop: the job's work is over; its exchange, if still open (and not a new one under the same id), ends."""
+        if exchange is not None and self.requests.get(request_id) is exchange:
+            exchange.put_nowait(_DONE)
 
     def route(self, message: Any, related: Id | None) -> None:
         """On the loop: to the POST exchange of `related` if it is still open, else to the GET stream.

@@ -43,11 +43,11 @@ ORDER_BUDGET = 0.2
 (a fifth of the time), so a stream of medium jobs cannot hold back what follows them either."""
 
 
-class _Terminated(Exception):
-    pass
+class _Terminated(BaseException):
+    """SIGTERM: a BaseException, so that no handler's `except Exception` keeps the server running."""
 
 
-class PeerGone(Exception):
+class PeerGone(BaseException):
     """The client closed our stdout: nothing more can be said, so serving stops (exit status 0)."""
 
 
@@ -144,15 +144,15 @@ class StdioTransport(ThreadRunner):
     # -- work -----------------------------------------------------------------------------------
     def start(self, job: Job) -> None:
         """Hand `job` to a thread; wait a little for it only when that keeps order cheaply (see the module)."""
-        if self._pool is None:
-            self._pool = _WorkerPool(self.max_workers, self.run_job, self._job_done)
         context = job.context
         with self._unsettled_lock:
+            if self._pool is None:
+                self._pool = _WorkerPool(self.max_workers, self.run_job, self._job_done)
             busy = bool(self._unsettled)
             self._unsettled.add(context)
         self._pool.submit(job)
-        if busy or self.order_grace <= 0:
-            return
+        if busy or self.order_grace <= 0 or threading.get_ident() != self._reading_thread:
+            return  # only the reading loop waits (work released by a timer or the roots does not)
         now = time.monotonic()
         self._budget = min(self.order_budget, self._budget + (now - self._budget_at) * self.order_budget)
         self._budget_at = now
@@ -187,30 +187,44 @@ class StdioTransport(ThreadRunner):
     # -- the loop -------------------------------------------------------------------------------
     def serve(self, in_fd: int = 0, out_fd: int = 1) -> int:
         """Serve until EOF (answer everything read, exit status 0) or SIGTERM (stop promptly)."""
+        stdout = None
         if out_fd == 1:
             # Keep the real stdout for protocol messages; anything else that writes to fd 1 (a
             # stray print, a child process) lands on stderr instead of corrupting the stream.
+            stdout = sys.stdout
             out_fd = os.dup(1)
             os.dup2(2, 1)
             sys.stdout = sys.stderr
         self._out_fd = out_fd
         self._reading_thread = threading.get_ident()
+        sigterm = None
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, _raise_terminated)
+            sigterm = signal.signal(signal.SIGTERM, _raise_terminated)
             self._interruptible = True
+        try:
+            self._serve(in_fd)
+        finally:  # the process is the embedder's again: its SIGTERM handler, its stdout
+            self._interruptible = False
+            if sigterm is not None:
+                signal.signal(signal.SIGTERM, sigterm)
+            if stdout is not None:
+                os.dup2(out_fd, 1)
+                sys.stdout = stdout
+        return 0
+
+    def _serve(self, in_fd: int) -> None:
         try:
             self._read_loop(in_fd)
         except (_Terminated, KeyboardInterrupt, PeerGone):
             self.cancel_all()
             self.close()
-            return 0
+            return
         self.close()
         try:
             if self._pool is not None and not self._gone:
                 self._pool.drain()
-        except (_Terminated, KeyboardInterrupt):
+        except (_Terminated, KeyboardInterrupt, PeerGone):
             self.cancel_all()
-        return 0
 
     def _read_loop(self, fd: int) -> None:
         limit = self.max_message_bytes
