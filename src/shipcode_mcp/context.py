@@ -78,7 +78,7 @@ class _Flag:
 class Channel:
     """What a runner gives each request's context: the way out, and the way to ask the client.
 
-    A protocol, not a base class: runners implement these two methods.
+    The interface of a runner as a handler's context sees it; `runner.Runner` implements it.
     """
 
     def send(self, message: jsonrpc.Message, related: jsonrpc.Id | None) -> None:

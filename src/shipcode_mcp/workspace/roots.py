@@ -19,7 +19,6 @@ from .uris import MAX_PATH_LENGTH, uri_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
 
@@ -40,22 +39,15 @@ class Roots:
     def __init__(self, folders: list[str]) -> None:
         self.paths = _resolve_folders(folders)
         self._lexical = _lexical_roots(folders, self.paths)
-        self._listeners: list[Callable[[], None]] = []
 
     def update(self, folders: list[str]) -> None:
-        """Serve these folders from now on (the client's roots); checked as at start, then listeners run.
+        """Serve these folders from now on (the client's roots); checked as at start.
 
         `paths` is replaced in one assignment, so a concurrent `resolve` sees the old roots or the new.
         """
         paths = _resolve_folders(folders)
         self._lexical = _lexical_roots(folders, paths)
         self.paths = paths
-        for listener in list(self._listeners):
-            listener()
-
-    def on_change(self, listener: Callable[[], None]) -> None:
-        """Call `listener()` after every `update`."""
-        self._listeners.append(listener)
 
     @property
     def first(self) -> str:
