@@ -244,7 +244,7 @@ class WorkspaceResources:
         self._lock = threading.Lock()
         self._listing: Listing | None = None  # the last one made, kept while its snapshots are current
         self._warned: set[str] = set()  # roots said to be cut, on stderr, once each
-        self.before_listing: list[Callable[[], None]] = []  # run when a client starts a listing (--watch waits here)
+        self._before_listing: list[Callable[[], None]] = []  # see wait_before_listing
 
     # -- snapshots ---------------------------------------------------------------------------------
     def snapshot(self, root: str, max_age: float) -> Snapshot:
@@ -281,9 +281,13 @@ class WorkspaceResources:
             current.expired = True
 
     # -- resources/list ----------------------------------------------------------------------------
+    def wait_before_listing(self, wait: Callable[[], None]) -> None:
+        """Call `wait()` when a client starts a listing, before the walk (--watch: until changes are watched)."""
+        self._before_listing.append(wait)
+
     def start_listing(self) -> None:
         """A client starts resources/list (no cursor): walk every root now, so it sees the tree as it is."""
-        for wait in self.before_listing:
+        for wait in self._before_listing:
             wait()
         paths = self.roots.paths
         for gone in [root for root in self._snapshots if root not in paths]:  # the client's roots changed

@@ -59,7 +59,7 @@ def install_watch(server: Server, resources: WorkspaceResources) -> Watcher:
     watcher = Watcher(server, resources)
     server.on_subscribe(watcher.subscribe)
     server.enable_list_changed("resources")
-    resources.before_listing.append(watcher.wait_ready)
+    resources.wait_before_listing(watcher.wait_ready)
     watcher.start()
     return watcher
 
