@@ -8,12 +8,11 @@ resources/list never do: in the kernel sandbox rg cannot read anything outside t
 
 from __future__ import annotations
 
-import ctypes
-import multiprocessing
-import os
 import secrets
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,26 +20,22 @@ import pytest
 from shipcode_mcp.workspace.listing import rg_executable
 from workspace_support import Tools
 
-RENAME_EXCHANGE = 2
 PROOF_SECONDS = 30.0
 """How long plain rg gets to show the leak (it shows within a few hundred calls: about a second)."""
 CALLS = 150
 """Calls of each tool under the race: several times the calls plain rg needs to leak."""
-
-
-def _swap_forever(root: str, stop: multiprocessing.synchronize.Event) -> None:
-    """Exchange root/d (a folder) and root/x (a link to the outside) as fast as possible."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    a, b = os.fsencode(os.path.join(root, "d")), os.fsencode(os.path.join(root, "x"))
-    at_fdcwd = -100
-    while not stop.is_set():
-        for _ in range(1000):
-            if libc.renameat2(at_fdcwd, a, at_fdcwd, b, RENAME_EXCHANGE) != 0:
-                return
+SWAPPER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = (os.fsencode(os.path.join(sys.argv[1], name)) for name in ("d", "x"))
+while libc.renameat2(-100, a, -100, b, 2) == 0:  # AT_FDCWD, RENAME_EXCHANGE
+    pass
+"""
+"""Exchange ROOT/d (a folder) and ROOT/x (a link to the outside) as fast as possible, until killed."""
 
 
 @pytest.fixture
-def race(tmp_path: Path) -> tuple[Path, str]:
+def race(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     """A root whose folder d is swapped with a link to an outside folder, until the test ends."""
     root, outside = tmp_path / "root", tmp_path / "outside"
     secret = secrets.token_hex(12)
@@ -51,16 +46,13 @@ def race(tmp_path: Path) -> tuple[Path, str]:
         (outside / f"{secret}-{index:02}.txt").write_text(f"needle {secret}\n")
     (root / "x").symlink_to(outside)
     (root / ".ignore").write_text("x\n")  # the link's own name is not walked; only the swap can lead outside
-    stop = multiprocessing.Event()
-    swapper = multiprocessing.get_context("fork").Process(target=_swap_forever, args=(str(root), stop), daemon=True)
-    swapper.start()
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(root)])
     try:
         yield root, secret
+        assert swapper.poll() is None, "the swapper stopped: the tools did not run under the race"
     finally:
-        stop.set()
-        swapper.join(5)
-        if swapper.is_alive():
-            swapper.kill()
+        swapper.terminate()
+        swapper.wait(10)
 
 
 def test_plain_rg_leaks_under_the_race_and_our_tools_never_do(race: tuple[Path, str]) -> None:
