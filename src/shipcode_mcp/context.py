@@ -6,6 +6,7 @@ reading loop cancels, so it is thread-safe; the session only creates it.
 
 from __future__ import annotations
 
+import sys
 import threading
 
 from . import jsonrpc, log
@@ -220,6 +221,10 @@ class Context:
         """
         import concurrent.futures  # loaded already by the runner's ask
 
+        if _on_event_loop():
+            raise ClientRequestError(jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR, (
+                f"Cannot wait for {method} on an event loop (it would stop the loop that brings the answer): "
+                "an async handler awaits ctx.arequest, ctx.asample, ctx.aelicit or ctx.alist_roots")))
         future = self._ask(method, params, timeout)
         try:
             return future.result(timeout + ASK_BACKSTOP)  # the runner's timer ends it first; this, if the timer never runs
@@ -298,6 +303,17 @@ class Context:
             if send is not None and not self._cancelled.is_set():
                 send()
         self.settled.set()
+
+
+def _on_event_loop() -> bool:
+    asyncio = sys.modules.get("asyncio")  # not imported: certainly no loop runs
+    if asyncio is None:
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def answer_of(method: str, response: jsonrpc.Message | None) -> dict[str, Any] | ClientRequestError:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeVar
 
     from .context import Context
-    from .primitives import Completer
+    from .primitives import Completer, Tool
     from .server import Server
     from .session import Session
 
@@ -110,19 +110,42 @@ def _call_tool(server: Server, session: Session, context: Context, params: dict[
         if problem is not None:
             return ToolResult.error(problem).to_dict()
         try:
-            result = tool.result(tool.handler(context, arguments))
-        except ToolError as err:
-            return ToolResult.error(str(err)).to_dict()
-        except ClientRequestError as err:  # the client refused, failed or never answered: the model should know
-            return ToolResult.error(f"Tool {tool.name} needed the client, which could not answer: {err}").to_dict()
-        if tool.output_schema is not None and not result.get("isError"):
-            problem = tool.check_output(result.get("structuredContent"))
-            if problem is not None:
-                log.error(problem)
-                return ToolResult.error(problem).to_dict()
-        return result
+            return _tool_result(tool, tool.handler(context, arguments))
+        except (ToolError, ClientRequestError) as err:
+            return _tool_failure(tool, err)
 
-    return work() if tool.inline else Deferred(work)
+    if tool.inline:
+        return work()
+    if tool.async_handler is None:
+        return Deferred(work)
+    handler = tool.async_handler
+
+    async def awork() -> dict[str, Any]:
+        problem = tool.check_arguments(arguments)
+        if problem is not None:
+            return ToolResult.error(problem).to_dict()
+        try:
+            return _tool_result(tool, await handler(context, arguments))
+        except (ToolError, ClientRequestError) as err:
+            return _tool_failure(tool, err)
+
+    return Deferred(work, awork=awork)
+
+
+def _tool_result(tool: Tool, value: Any) -> dict[str, Any]:
+    result = tool.result(value)
+    if tool.output_schema is not None and not result.get("isError"):
+        problem = tool.check_output(result.get("structuredContent"))
+        if problem is not None:
+            log.error(problem)
+            return ToolResult.error(problem).to_dict()
+    return result
+
+
+def _tool_failure(tool: Tool, err: ToolError | ClientRequestError) -> dict[str, Any]:
+    if isinstance(err, ClientRequestError):  # the client refused, failed or never answered: the model should know
+        return ToolResult.error(f"Tool {tool.name} needed the client, which could not answer: {err}").to_dict()
+    return ToolResult.error(str(err)).to_dict()
 
 
 def _list_resources(server: Server, session: Session, context: Context,

@@ -12,7 +12,7 @@ from . import jsonrpc
 
 TYPE_CHECKING = False  # typing is not imported at start
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
     from typing import Any
 
     from .context import Context
@@ -136,6 +136,9 @@ class Tool:
         # Set for an output schema derived from a return type that is not an object: the value is
         # then sent as structuredContent {"result": value}.
         self.wrap_output = False
+        # The coroutine version of `handler`, for an `async def` tool: an asyncio runner awaits it on its
+        # own loop, where a threaded runner calls `handler` on a worker.
+        self.async_handler: Callable[[Context, dict[str, Any]], Awaitable[Any]] | None = None
         self._validator: Any = None
         self._output_validator: Any = None
 

@@ -75,11 +75,15 @@ class Runner(Channel):
         try:
             outcome = job.run()
         finally:
-            with self._lock:
-                actions = self.session.finish(job, outcome)
-            response: list[Action] = [action for action in actions if isinstance(action, Send)]
-            job.context.finish(lambda: self.perform(response))  # never after the request was cancelled
-            self.perform([action for action in actions if not isinstance(action, Send)])
+            self.finish_job(job, outcome)
+
+    def finish_job(self, job: Job, outcome: dict[str, Any] | jsonrpc.JsonRpcError | None) -> None:
+        """The work of `job` is over: answer its request (unless it was cancelled), report what failed."""
+        with self._lock:
+            actions = self.session.finish(job, outcome)
+        response: list[Action] = [action for action in actions if isinstance(action, Send)]
+        job.context.finish(lambda: self.perform(response))  # never after the request was cancelled
+        self.perform([action for action in actions if not isinstance(action, Send)])
 
     def close(self) -> None:
         """No more input: our requests to the client fail, so no handler waits forever."""

@@ -297,10 +297,15 @@ class Server:
             def handler(context: Context, arguments: dict[str, Any]) -> Any:
                 return jsonable(signature.call(context, arguments))
 
+            async def async_handler(context: Context, arguments: dict[str, Any]) -> Any:
+                return jsonable(await signature.acall(context, arguments))
+
             tool = Tool(tool_name, handler, input_schema if input_schema is not None else signature.input_schema(),
                         description=description if description is not None else signature.summary, title=title,
                         output_schema=derived, annotations=annotations, meta=meta, inline=inline)
             tool.wrap_output = wrapped
+            if signature.is_async:
+                tool.async_handler = async_handler
             self.add_tool(tool)
             return fn
 

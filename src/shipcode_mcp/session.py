@@ -22,7 +22,7 @@ from .jsonrpc import JsonRpcError
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
     from typing import Any
 
     from .context import Channel
@@ -139,12 +139,14 @@ class Deferred:
     to change session state.
     """
 
-    __slots__ = ("settle", "work")
+    __slots__ = ("awork", "settle", "work")
 
-    def __init__(self, work: Callable[[], dict[str, Any]],
-                 settle: Callable[[Session, bool | None], None] | None = None) -> None:
+    def __init__(self, work: Callable[[], dict[str, Any]], settle: Callable[[Session, bool | None], None] | None = None,
+                 *, awork: Callable[[], Awaitable[dict[str, Any]]] | None = None) -> None:
+        """`awork`, when given, is the same work as a coroutine: an asyncio runner awaits it on its loop."""
         self.work = work
         self.settle = settle
+        self.awork = awork
 
 
 class Job:
@@ -168,6 +170,25 @@ class Job:
         try:
             return self.deferred.work()
         except Cancelled:
+            return None
+        except JsonRpcError as err:
+            return err
+        except (Exception, SystemExit):
+            context.failure = _traceback(f"{context.method} failed")
+            return JsonRpcError(jsonrpc.INTERNAL_ERROR)
+
+    async def arun(self) -> dict[str, Any] | JsonRpcError | None:
+        """`run` for an asyncio runner: awaits the work's coroutine (`awork`); cancelling the task is
+        cancelling the request."""
+        import asyncio
+
+        context = self.context
+        assert self.deferred.awork is not None
+        if context.cancelled:
+            return None
+        try:
+            return await self.deferred.awork()
+        except (Cancelled, asyncio.CancelledError):
             return None
         except JsonRpcError as err:
             return err

@@ -85,6 +85,16 @@ class Signature:
     def call(self, context: Context | None, arguments: dict[str, Any]) -> Any:
         """Call the function: arguments by name (converted to Enums, dataclasses, models), the context
         where it asks for one. A coroutine function runs on the shared event loop of async handlers."""
+        kwargs = self._kwargs(context, arguments)
+        if self.is_async:
+            return run_coroutine(self.fn(**kwargs), context)
+        return self.fn(**kwargs)
+
+    async def acall(self, context: Context | None, arguments: dict[str, Any]) -> Any:
+        """`call` of a coroutine function, awaited on the caller's event loop (an asyncio runner's)."""
+        return await self.fn(**self._kwargs(context, arguments))
+
+    def _kwargs(self, context: Context | None, arguments: dict[str, Any]) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
         for name, value in arguments.items():
             if name in self.params:
@@ -94,9 +104,7 @@ class Signature:
                 kwargs[name] = value
         if self.context_param is not None:
             kwargs[self.context_param] = context
-        if self.is_async:
-            return run_coroutine(self.fn(**kwargs), context)
-        return self.fn(**kwargs)
+        return kwargs
 
     def required(self) -> list[str]:
         return [name for name, default in self.params.items() if default is _REQUIRED]

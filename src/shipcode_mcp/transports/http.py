@@ -71,6 +71,7 @@ class HttpSession(Runner):
         self.get_open = False
         self.closed = False
         self.last_seen = time.monotonic()
+        self.tasks: set[asyncio.Task[None]] = set()  # async handlers running on the loop
 
     # -- the runner's duties: messages are routed on the event loop, whichever thread sends them ---------
     def write(self, message: Message, related: Id | None) -> None:
@@ -79,7 +80,26 @@ class HttpSession(Runner):
     def start(self, job: Job) -> None:
         # The exchange the job answers, fixed now: once it is over, the client may reuse the id.
         exchange = self.requests.get(job.context.request_id)
-        self.transport.executor().submit(self._run, job, exchange)
+        if job.deferred.awork is not None:  # an async handler: a task on this loop, no thread
+            self.transport.on_loop(self._start_task, job, exchange)
+        else:
+            self.transport.executor().submit(self._run, job, exchange)
+
+    def _start_task(self, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
+        loop = self.transport.loop
+        assert loop is not None
+        task = loop.create_task(self._run_task(job, exchange))
+        self.tasks.add(task)  # a strong reference while it runs (the loop keeps weak ones only)
+        task.add_done_callback(self.tasks.discard)
+        job.context.on_cancel(lambda: self.transport.on_loop(task.cancel))
+
+    async def _run_task(self, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
+        outcome: dict[str, Any] | JsonRpcError | None = JsonRpcError(jsonrpc.INTERNAL_ERROR)
+        try:
+            outcome = await job.arun()
+        finally:
+            self.finish_job(job, outcome)
+            self._done(job.context.request_id, exchange)
 
     def background(self, work: Callable[[], None]) -> None:
         self.transport.executor().submit(work)
