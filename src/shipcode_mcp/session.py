@@ -164,37 +164,35 @@ class Job:
         Whatever the work raises (SystemExit included: a handler's sys.exit() is a bug) becomes an
         answer; a bug's traceback is kept on the context for the runner to report.
         """
-        context = self.context
-        if context.cancelled:
+        if self.context.cancelled:
             return None
         try:
             return self.deferred.work()
-        except Cancelled:
-            return None
-        except JsonRpcError as err:
-            return err
-        except (Exception, SystemExit):
-            context.failure = _traceback(f"{context.method} failed")
-            return JsonRpcError(jsonrpc.INTERNAL_ERROR)
+        except (Exception, SystemExit) as err:
+            return self._failed(err)
 
     async def arun(self) -> dict[str, Any] | JsonRpcError | None:
         """`run` for an asyncio runner: awaits the work's coroutine (`awork`); cancelling the task is
         cancelling the request."""
         import asyncio
 
-        context = self.context
         assert self.deferred.awork is not None
-        if context.cancelled:
+        if self.context.cancelled:
             return None
         try:
             return await self.deferred.awork()
-        except (Cancelled, asyncio.CancelledError):
+        except asyncio.CancelledError:
             return None
-        except JsonRpcError as err:
+        except (Exception, SystemExit) as err:
+            return self._failed(err)
+
+    def _failed(self, err: BaseException) -> JsonRpcError | None:
+        if isinstance(err, Cancelled):
+            return None
+        if isinstance(err, JsonRpcError):
             return err
-        except (Exception, SystemExit):
-            context.failure = _traceback(f"{context.method} failed")
-            return JsonRpcError(jsonrpc.INTERNAL_ERROR)
+        self.context.failure = _traceback(f"{self.context.method} failed")
+        return JsonRpcError(jsonrpc.INTERNAL_ERROR)
 
 
 class Session:
