@@ -95,7 +95,8 @@ class McpProcess:
         )
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self.stderr = b""
-        threading.Thread(target=self._pump, daemon=True).start()
+        self._out_pump = threading.Thread(target=self._pump, daemon=True)
+        self._out_pump.start()
         self._err_pump = threading.Thread(target=self._pump_err, daemon=True)
         self._err_pump.start()
         self._next_id = 1000
@@ -188,6 +189,10 @@ class McpProcess:
             if self.proc.poll() is None:
                 self.proc.kill()
             self._err_pump.join(timeout)
+            self._out_pump.join(timeout)
+            for pipe in (self.proc.stdout, self.proc.stderr):
+                if pipe is not None:
+                    pipe.close()
 
     def __enter__(self) -> McpProcess:
         self.notifications = []
