@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shipcode_mcp import jsonrpc
 from shipcode_mcp.jsonrpc import JsonRpcError
@@ -67,3 +69,32 @@ def test_request_and_notification_shapes() -> None:
     assert jsonrpc.encode(jsonrpc.request(3, "roots/list")) == b'{"jsonrpc":"2.0","id":3,"method":"roots/list"}\n'
     assert jsonrpc.encode(jsonrpc.notification("notifications/progress", {"progressToken": 1, "progress": 2})) == (
         b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}\n')
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=500)
+@given(JSON)
+def test_the_reused_c_encoder_writes_exactly_what_json_does(value: object) -> None:
+    """jsonrpc._reusable calls json.encoder.c_make_encoder, which is undocumented: on every Python CI
+    runs, it must agree with JSONEncoder.encode to the byte."""
+    assert jsonrpc._compact(value) == jsonrpc._COMPACT.encode(value)
+    assert jsonrpc._compact_ascii(value) == jsonrpc._COMPACT_ASCII.encode(value)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), {1, 2}, {"a": object()}, b"x", {(1, 2): 3}])
+def test_the_reused_c_encoder_fails_where_json_fails(value: object) -> None:
+    with pytest.raises((TypeError, ValueError)) as ours:
+        jsonrpc._compact(value)
+    with pytest.raises((TypeError, ValueError)) as theirs:
+        jsonrpc._COMPACT.encode(value)
+    assert type(ours.value) is type(theirs.value)
+
+
+def test_the_reused_c_encoder_is_in_use_where_python_has_one() -> None:
+    """So that the two tests above compare two different paths, not one with itself."""
+    assert (jsonrpc._compact is not jsonrpc._COMPACT.encode) == (getattr(json.encoder, "c_make_encoder", None) is not None)

@@ -111,7 +111,7 @@ class Context:
         self.protocol_version = protocol_version  # the version the request is served in
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        self.progress_token: str | int | None = token if jsonrpc.is_valid_id(token) else None
+        self.progress_token: str | int | None = token if token is not None and jsonrpc.is_valid_id(token) else None
         self._cancelled = _Flag()
         # Set when the handler finishes or starts waiting on the client, so a transport that waits
         # for quick handlers (to keep responses in request order) stops waiting.

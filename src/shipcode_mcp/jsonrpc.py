@@ -9,6 +9,7 @@ import json
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, TypeGuard
 
     Id = str | int
@@ -56,8 +57,28 @@ def _reject_constant(name: str) -> Any:
 
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 
-_compact = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False).encode
-_compact_ascii = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False, check_circular=False).encode
+def _reusable(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+    """`encoder.encode`, minus the C encoder object that `JSONEncoder.encode` builds anew at every call.
+
+    This is the one undocumented call of the package (`json.encoder.c_make_encoder`), kept because the
+    benchmark shows it pays: pipelined tools/call 0.63x the floor without it (target 0.7x), see
+    docs/performance.md. Without circular checks the scanner keeps no state between calls, so one serves
+    all; tests/test_jsonrpc.py checks, on every Python CI runs, that it writes exactly what
+    `encoder.encode` writes and fails where it fails. Where there is no C accelerator, `encoder.encode`.
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return encoder.encode
+    strings = json.encoder.encode_basestring_ascii if encoder.ensure_ascii else json.encoder.encode_basestring
+    scan = make(None, encoder.default, strings, None, encoder.key_separator, encoder.item_separator,
+                encoder.sort_keys, encoder.skipkeys, encoder.allow_nan)
+    return lambda value: "".join(scan(value, 0))
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False)
+_COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False, check_circular=False)
+_compact = _reusable(_COMPACT)
+_compact_ascii = _reusable(_COMPACT_ASCII)
 
 
 def parse(line: bytes) -> Any:
