@@ -380,6 +380,38 @@ def test_an_async_handler_that_stops_waiting_gives_its_request_up_and_a_late_ans
     assert text(client.response_to(3)) == "gave up"
 
 
+def test_an_async_handler_cancelled_by_something_else_than_the_client_is_an_internal_error(
+        connect: Connect, capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+
+    server = Server("s", "1")
+
+    @server.tool
+    async def stray(ctx: Context) -> str:
+        waiting = asyncio.get_running_loop().create_future()
+        waiting.cancel()
+        return str(await waiting)
+
+    client = connect(server).handshake()
+    client.call(2, "stray")
+    assert client.response_to(2)["error"] == {"code": -32603, "message": "Internal error"}
+    assert "cancelled, but not by its client" in capsys.readouterr().err
+
+
+def test_a_blocking_ask_from_an_async_handler_of_the_threaded_runner_still_works(connect: Connect) -> None:
+    """Its loop is not the one that reads the answer, so the wait cannot deadlock: it is allowed."""
+    server = Server("s", "1")
+
+    @server.tool
+    async def blocking(ctx: Context) -> str:
+        return str(ctx.sample("hi", max_tokens=1, timeout=DEADLINE)["content"]["text"])
+
+    client = connect(server).handshake({"sampling": {}})
+    client.call(2, "blocking")
+    client.answer(client.request_for("sampling/createMessage"), SAMPLED)
+    assert text(client.response_to(2)) == "yo"
+
+
 def test_work_held_for_the_roots_is_answered_when_input_ends(connect: Connect) -> None:
     """The client leaves before it lists its roots: the requests it sent still get their answers."""
     client, _ = following(connect)

@@ -90,6 +90,11 @@ class Channel:
         """Send our request to the client; the future resolves to its result (or raises ClientRequestError)."""
         raise NotImplementedError
 
+    def event_loop(self) -> Any:
+        """The event loop that reads the client's answers, if the runner has one: blocking on it would
+        stop the answer coming."""
+        return None
+
 
 class Context:
     """One request in flight, with what it needs travelling with it: the client's capabilities, the log
@@ -150,13 +155,18 @@ class Context:
                 return
             self._cancelled.set()
             callbacks, self._cancel_callbacks = self._cancel_callbacks, []
-        for callback in callbacks:
+        stop: BaseException | None = None
+        for callback in callbacks:  # every one runs (one may kill a child), whatever another raised
             try:
                 callback()
             except Exception:  # a failing cleanup must not take the reading loop down
                 import traceback
 
                 log.error(f"cancel callback failed\n{traceback.format_exc()}")
+            except BaseException as err:  # the server is stopping: still clean up, then stop
+                stop = stop or err
+        if stop is not None:
+            raise stop
 
     # -- progress -----------------------------------------------------------------------------
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
@@ -221,11 +231,7 @@ class Context:
         """
         import concurrent.futures  # loaded already by the runner's ask
 
-        if _on_event_loop():
-            raise ClientRequestError(jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR, (
-                f"Cannot wait for {method} on an event loop (it would stop the loop that brings the answer): "
-                "an async handler awaits ctx.arequest, ctx.asample, ctx.aelicit or ctx.alist_roots")))
-        future = self._ask(method, params, timeout)
+        future = self._ask(method, params, timeout, blocking=True)
         try:
             return future.result(timeout + ASK_BACKSTOP)  # the runner's timer ends it first; this, if the timer never runs
         except concurrent.futures.TimeoutError:
@@ -238,12 +244,17 @@ class Context:
 
         return await asyncio.wrap_future(self._ask(method, params, timeout))
 
-    def _ask(self, method: str, params: dict[str, Any] | None, timeout: float) -> Future[dict[str, Any]]:
+    def _ask(self, method: str, params: dict[str, Any] | None, timeout: float, *,
+             blocking: bool = False) -> Future[dict[str, Any]]:
         if self.on_loop:
             raise ClientRequestError(jsonrpc.JsonRpcError(
                 jsonrpc.INTERNAL_ERROR, f"Cannot send {method} from an inline handler: it would block the reading loop"))
         if self.channel is None:
             raise ClientRequestError(jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR, f"Cannot send {method}: no client to ask"))
+        if blocking and _running_loop() is not None and _running_loop() is self.channel.event_loop():
+            raise ClientRequestError(jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR, (
+                f"Cannot wait for {method} on the event loop that reads the answer: "
+                "an async handler awaits ctx.arequest, ctx.asample, ctx.aelicit or ctx.alist_roots")))
         self.settled.set()
         return self.channel.ask(method, params, timeout, self)
 
@@ -305,15 +316,14 @@ class Context:
         self.settled.set()
 
 
-def _on_event_loop() -> bool:
+def _running_loop() -> Any:
     asyncio = sys.modules.get("asyncio")  # not imported: certainly no loop runs
     if asyncio is None:
-        return False
+        return None
     try:
-        asyncio.get_running_loop()
+        return asyncio.get_running_loop()
     except RuntimeError:
-        return False
-    return True
+        return None
 
 
 def answer_of(method: str, response: jsonrpc.Message | None) -> dict[str, Any] | ClientRequestError:

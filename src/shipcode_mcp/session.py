@@ -75,7 +75,8 @@ class Send:
 
 
 class Start:
-    """Run `job` off the reading loop, then give its outcome to `Session.finish`."""
+    """Run `job` off the reading loop (a worker thread, or a task for async work), then give its outcome to
+    `Session.finish`."""
 
     __slots__ = ("job",)
 
@@ -150,7 +151,8 @@ class Deferred:
 
 
 class Job:
-    """Deferred work bound to its request. A runner calls `run()` on a worker, then `Session.finish`."""
+    """Deferred work bound to its request. A runner calls `run()` on a worker (or awaits `arun()`), then
+    `Session.finish`."""
 
     __slots__ = ("context", "deferred")
 
@@ -181,8 +183,10 @@ class Job:
             return None
         try:
             return await self.deferred.awork()
-        except asyncio.CancelledError:
-            return None
+        except asyncio.CancelledError as err:
+            if self.context.cancelled:
+                return None
+            return self._failed(err)  # not the client's cancellation: a bug to answer and report
         except (Exception, SystemExit) as err:
             return self._failed(err)
 
@@ -285,7 +289,7 @@ class Session:
         """The work of `job` is over (`outcome` from `Job.run`): its response, unless it was cancelled."""
         context = job.context
         self.in_flight.pop(context.request_id, None)
-        cancelled = outcome is None or context.cancelled
+        cancelled = context.cancelled
         if context.request_id in self.cancelled:
             self.cancelled.discard(context.request_id)
             cancelled = True
@@ -294,8 +298,10 @@ class Session:
         actions: list[Action] = []
         if context.failure is not None:
             actions.append(Report(context.failure))
-        if cancelled or outcome is None:
+        if cancelled:
             return actions
+        if outcome is None:  # the work said "cancelled", but the client cancelled nothing
+            outcome = JsonRpcError(jsonrpc.INTERNAL_ERROR)
         message = jsonrpc.error(context.request_id, outcome) if isinstance(outcome, JsonRpcError) else (
             jsonrpc.result(context.request_id, outcome))
         actions.append(Send(message, context.request_id))

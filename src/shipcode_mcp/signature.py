@@ -206,7 +206,9 @@ def run_coroutine(coroutine: Coroutine[Any, Any, Any], context: Context | None) 
     try:
         return future.result()
     except concurrent.futures.CancelledError:
-        raise Cancelled() from None
+        if context is None or context.cancelled:
+            raise Cancelled() from None
+        raise RuntimeError("the handler's coroutine was cancelled, but not by its client") from None
 
 
 # -- reading a plain function without inspect and typing ---------------------------------------------

@@ -3,7 +3,8 @@
 - POST carries one JSON-RPC message. A notification or a response gets 202. A request is answered
   with `application/json`, unless its handler sends something first (progress, a log message, a
   request to the client): the answer then becomes an SSE stream of those messages that ends with
-  the response. Handlers run on worker threads; the event loop only parses, routes and writes.
+  the response. An `async def` tool is a task on the event loop; other handlers run on worker
+  threads; the event loop parses, routes and writes.
 - GET opens the session's own SSE stream for messages that belong to no request (list changes,
   resource updates, roots/list); they wait in a bounded buffer until a stream is open.
 - DELETE ends the session: in-flight work is cancelled, later requests get 404.
@@ -59,7 +60,8 @@ _DONE = object()  # a request's work has finished (after its response, if any)
 
 class HttpSession(Runner):
     """One MCP session over HTTP, the asyncio runner of the sans-IO session: the event loop receives,
-    routes and writes; handlers run on worker threads. It holds the open POST streams and the GET stream."""
+    routes and writes and runs async tools as tasks; other handlers run on worker threads. It holds the
+    open POST streams and the GET stream."""
 
     def __init__(self, transport: StreamableHttp, session_id: str | None) -> None:
         super().__init__(transport.server, stateless=session_id is None)
@@ -91,11 +93,15 @@ class HttpSession(Runner):
         task = loop.create_task(self._run_task(job, exchange))
         self.tasks.add(task)  # a strong reference while it runs (the loop keeps weak ones only)
         task.add_done_callback(self.tasks.discard)
-        job.context.on_cancel(lambda: self.transport.on_loop(task.cancel))
 
     async def _run_task(self, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
         outcome: dict[str, Any] | JsonRpcError | None = JsonRpcError(jsonrpc.INTERNAL_ERROR)
         try:
+            # Here, not where the task is made: a task cancelled before its first step would never
+            # run this body, and its request would stay in flight for good.
+            task = asyncio.current_task()
+            assert task is not None
+            job.context.on_cancel(lambda: self.transport.on_loop(task.cancel))
             outcome = await job.arun()
         finally:
             self.finish_job(job, outcome)
@@ -105,12 +111,13 @@ class HttpSession(Runner):
         self.transport.executor().submit(work)
 
     def later(self, seconds: float, call: Callable[[], None]) -> Callable[[], None]:
+        """On the loop itself (what the runner calls later never blocks), so a busy pool delays no timeout."""
         handles: list[asyncio.TimerHandle] = []
         cancelled: list[bool] = []
 
         def schedule() -> None:
             if not cancelled and self.transport.loop is not None:
-                handles.append(self.transport.loop.call_later(seconds, lambda: self.transport.executor().submit(call)))
+                handles.append(self.transport.loop.call_later(seconds, call))
 
         def cancel() -> None:
             cancelled.append(True)
@@ -129,6 +136,9 @@ class HttpSession(Runner):
         """On the loop: the job's work is over; its exchange, if still open (and not a new one under the same id), ends."""
         if exchange is not None and self.requests.get(request_id) is exchange:
             exchange.put_nowait(_DONE)
+
+    def event_loop(self) -> asyncio.AbstractEventLoop | None:
+        return self.transport.loop
 
     def route(self, message: Any, related: Id | None) -> None:
         """On the loop: to the POST exchange of `related` if it is still open, else to the GET stream.

@@ -209,6 +209,7 @@ class StdioTransport(ThreadRunner):
                 signal.signal(signal.SIGTERM, sigterm)
             if stdout is not None:
                 os.dup2(out_fd, 1)
+                os.close(out_fd)
                 sys.stdout = stdout
         return 0
 
