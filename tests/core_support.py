@@ -5,9 +5,11 @@ Deferred work waits in `jobs` until the test runs it, so a test decides every in
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
-from shipcode_mcp import log
+import support
+from shipcode_mcp import jsonrpc, log
 from shipcode_mcp.context import Channel, Context
 from shipcode_mcp.server import Server
 from shipcode_mcp.session import Answer, Cancel, FollowRoots, Job, Release, Report, Send, Session, Start
@@ -17,14 +19,10 @@ if TYPE_CHECKING:
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+INITIALIZED = json.loads(support.INITIALIZED)
 
 
-def req(msg_id: Any, method: str, params: Any = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
-    if params is not None:
-        message["params"] = params
-    return message
+req = jsonrpc.request  # a request message, as the package builds its own (tests also pass params of the wrong shape)
 
 
 class Driver(Channel):

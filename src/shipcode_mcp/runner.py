@@ -87,13 +87,15 @@ class Runner(Channel):
 
     def close(self) -> None:
         """No more input: our requests to the client fail, so no handler waits forever."""
-        with self._lock:
-            actions = self.session.close()
-        self.perform(actions)
+        self._step(self.session.close)
 
     def cancel_all(self) -> None:
+        self._step(self.session.cancel_all)
+
+    def _step(self, step: Callable[..., list[Action]], *args: Any) -> None:
+        """One call into the session, made with its other calls, then what it says to do."""
         with self._lock:
-            actions = self.session.cancel_all()
+            actions = step(*args)
         self.perform(actions)
 
     def perform(self, actions: list[Action]) -> None:
@@ -190,14 +192,10 @@ class Runner(Channel):
         finally:  # whatever happened, the work waiting for the roots goes on
             if roots is not None:
                 self.server.roots_changed(self.session, roots)
-            with self._lock:
-                actions = self.session.roots_listed(roots)
-            self.perform(actions)
+            self._step(self.session.roots_listed, roots)
 
     def _release_held(self, hold: int) -> None:
-        with self._lock:
-            actions = self.session.release_held(hold)
-        self.perform(actions)
+        self._step(self.session.release_held, hold)
 
 
 class _Waiting:

@@ -69,11 +69,14 @@ class Server:
         self.default_log_level = "info"
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
+        self._prompts: dict[str, Prompt] = {}
+        # Read-only views, made once (they follow the dicts): tools/call looks a tool up in one per call.
+        self._views = (types.MappingProxyType(self._tools), types.MappingProxyType(self._resources),
+                       types.MappingProxyType(self._prompts))
         self._resource_sources: list[ResourceSource] = []
         self._new_listing_hooks: list[Callable[[], None]] = []  # see add_resource_source
         self._resource_templates: list[ResourceTemplate] = []
         self._template_sources: list[TemplateSource] = []
-        self._prompts: dict[str, Prompt] = {}
         self._completers: dict[tuple[str, str, str], Completer] = {}  # (ref type, prompt name or URI template, argument)
         self._notification_handlers: dict[str, list[NotificationHandler]] = {}
         self._roots_callbacks: list[RootsCallback] = []
@@ -86,15 +89,15 @@ class Server:
     # -- what is registered (read-only views) -------------------------------------------------------
     @property
     def tools(self) -> Mapping[str, Tool]:
-        return types.MappingProxyType(self._tools)
+        return self._views[0]
 
     @property
     def resources(self) -> Mapping[str, Resource]:
-        return types.MappingProxyType(self._resources)
+        return self._views[1]
 
     @property
     def prompts(self) -> Mapping[str, Prompt]:
-        return types.MappingProxyType(self._prompts)
+        return self._views[2]
 
     def completer(self, ref_type: str, ref: str, argument: str) -> Completer | None:
         """The completer registered with `add_completer` (or a decorator) for this argument, if any."""
