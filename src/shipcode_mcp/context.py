@@ -251,7 +251,7 @@ class Context:
                 jsonrpc.INTERNAL_ERROR, f"Cannot send {method} from an inline handler: it would block the reading loop"))
         if self.channel is None:
             raise ClientRequestError(jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR, f"Cannot send {method}: no client to ask"))
-        if blocking and _running_loop() is not None and _running_loop() is self.channel.event_loop():
+        if blocking and (loop := _running_loop()) is not None and loop is self.channel.event_loop():
             raise ClientRequestError(jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR, (
                 f"Cannot wait for {method} on the event loop that reads the answer: "
                 "an async handler awaits ctx.arequest, ctx.asample, ctx.aelicit or ctx.alist_roots")))
