@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -31,16 +30,13 @@ def test_client_session_initializes_and_pings(tmp_path: Path) -> None:
     anyio.run(main)
 
 
-def test_high_level_client_in_default_mode_connects_fast(tmp_path: Path) -> None:
-    async def main() -> float:
-        started = time.monotonic()
+def test_high_level_client_in_default_mode_speaks_2026_07_28(tmp_path: Path) -> None:
+    async def main() -> None:
         async with Client(params(tmp_path)) as client:
-            elapsed = time.monotonic() - started
-            assert client.protocol_version == "2025-06-18"
+            # The 2.x client probes with server/discover: we answer it, so it stays modern.
+            assert client.protocol_version == "2026-07-28"
             assert client.server_info is not None and client.server_info.name == "shipcode-mcp"
-            await client.send_ping()
-        return elapsed
+            tools = await client.list_tools()
+            assert "read_file" in {tool.name for tool in tools.tools}
 
-    # The 2.x client probes server/discover first; a prompt -32601 makes it fall back at once,
-    # where silence would cost a 10 s timeout.
-    assert anyio.run(main) < 2.0
+    anyio.run(main)

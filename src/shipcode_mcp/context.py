@@ -23,12 +23,66 @@ PROTOCOL_VERSION = "2025-06-18"
 ASK_BACKSTOP = 5.0
 """How long past its timeout a blocking ask waits, should the runner's timer not fire (a closed event loop)."""
 
+CLIENT_CAPABILITY_FOR = {
+    "roots/list": "roots",
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+}
+"""Which client capability each server->client request needs."""
+
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 """RFC 5424 severities, least to most severe, as MCP names them."""
 
 
 class Cancelled(Exception):
     """Raised inside a handler whose request the client cancelled; no response is sent."""
+
+
+class InputRequired(BaseException):
+    """Raised by an ask on the modern path that the client has not answered yet: the request ends with
+    `input_required` and resumes when the client retries with the answer. A BaseException, so that no
+    handler's `except Exception` mistakes it for a failure."""
+
+    def __init__(self, key: str, request: dict[str, Any], answers: dict[str, Any]) -> None:
+        super().__init__(key)
+        self.key = key
+        self.request = request  # {"method", "params"?}: what the client is asked
+        self.answers = answers  # everything answered so far, for the state the client carries
+
+
+class Rounds:
+    """A modern request's questions to the client, asked in rounds (MCP's multi round-trip requests).
+
+    The handler runs again from the start on every round; its n-th ask gets the key `KIND-n`, so the
+    answers given in earlier rounds (carried, signed, in `requestState`) and in this one
+    (`inputResponses`) find the asks they answer.
+    """
+
+    __slots__ = ("_asked", "answers", "responses")
+
+    def __init__(self, answers: dict[str, Any], responses: dict[str, Any]) -> None:
+        self.answers = answers
+        self.responses = responses
+        self._asked = 0
+
+    def ask(self, method: str, params: dict[str, Any] | None, client_capabilities: dict[str, Any]) -> dict[str, Any]:
+        self._asked += 1
+        key = f"{method.partition('/')[0]}-{self._asked}"
+        if key in self.answers:
+            return dict(self.answers[key])
+        answer = self.responses.get(key)
+        if isinstance(answer, dict):
+            self.answers[key] = answer
+            return dict(answer)
+        needed = CLIENT_CAPABILITY_FOR.get(method)
+        if needed is not None and needed not in client_capabilities:
+            raise ClientRequestError(jsonrpc.JsonRpcError(
+                jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY, f"The client does not support {method}",
+                {"requiredCapabilities": {needed: {}}}))
+        request: dict[str, Any] = {"method": method}
+        if params is not None:
+            request["params"] = params
+        raise InputRequired(key, request, self.answers)
 
 
 class ClientRequestError(Exception):
@@ -127,6 +181,7 @@ class Context:
         self._cancel_callbacks: list[Callable[[], None]] = []
         self.on_loop = False  # the handler runs on the reading loop (inline): it must not wait on the client
         self.failure: str | None = None  # the traceback of a bug in the handler, for the operator
+        self.rounds: Rounds | None = None  # a modern request: its asks are answered in rounds, not by waiting
 
     # -- cancellation -------------------------------------------------------------------------
     @property
@@ -228,7 +283,11 @@ class Context:
         Raises `ClientRequestError` when the client lacks the capability, refuses or does not answer
         in time (it is then sent notifications/cancelled), and `Cancelled` if this request is.
         An async handler awaits `arequest` instead, which does not block its event loop.
+        On a modern (2026-07-28) request nothing waits: the request answers `input_required` and the
+        handler runs again, from the start, when the client retries with the answer (see `Rounds`).
         """
+        if self.rounds is not None:
+            return self.rounds.ask(method, params, self.client_capabilities)
         import concurrent.futures  # loaded already by the runner's ask
 
         future = self._ask(method, params, timeout, blocking=True)
@@ -240,6 +299,8 @@ class Context:
 
     async def arequest(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
         """`request` for an async handler: awaits the answer."""
+        if self.rounds is not None:
+            return self.rounds.ask(method, params, self.client_capabilities)
         import asyncio
 
         return await asyncio.wrap_future(self._ask(method, params, timeout))

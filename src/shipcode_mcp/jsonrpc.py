@@ -20,9 +20,13 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-RESOURCE_NOT_FOUND = -32002
+RESOURCE_NOT_FOUND = -32002  # 2025-06-18 only: the modern era answers a missing resource with -32602
 # Our own code, in the JSON-RPC range reserved for implementation-defined server errors.
 REQUEST_TIMEOUT = -32001
+# The codes MCP 2026-07-28 defines (its reserved range, -32020 to -32099).
+HEADER_MISMATCH = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 MESSAGES = {
     PARSE_ERROR: "Parse error",
@@ -32,6 +36,9 @@ MESSAGES = {
     INTERNAL_ERROR: "Internal error",
     RESOURCE_NOT_FOUND: "Resource not found",
     REQUEST_TIMEOUT: "Request timed out",
+    HEADER_MISMATCH: "Header mismatch",
+    MISSING_REQUIRED_CLIENT_CAPABILITY: "Missing required client capability",
+    UNSUPPORTED_PROTOCOL_VERSION: "Unsupported protocol version",
 }
 
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .context import Context
     from .jsonrpc import Id, Message
     from .server import Server
-    from .session import Action, Job
+    from .session import Action, Job, Outcome
 
     T = TypeVar("T")
 
@@ -42,6 +42,7 @@ class Runner(Channel):
         self.session = Session(server, self, stateless=stateless)
         self._lock = threading.RLock()  # reentrant: an inline handler may register a tool, which tells every client
         self._waiting: dict[int, _Waiting] = {}
+        self._connected = not stateless  # a stateless runner joins the server's clients only while it listens
         if not stateless:
             server.connect(self)
 
@@ -68,29 +69,38 @@ class Runner(Channel):
         with self._lock:
             actions = self.session.receive(message)
         self.perform(actions)
+        if not self._connected and self.session.listeners:
+            self._connected = True
+            self.server.connect(self)
 
     def run_job(self, job: Job) -> None:
         """Run deferred work and answer its request, whatever the work raised."""
-        outcome: dict[str, Any] | jsonrpc.JsonRpcError | None = jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR)
+        outcome: Outcome = jsonrpc.JsonRpcError(jsonrpc.INTERNAL_ERROR)
         try:
             outcome = job.run()
         finally:
             self.finish_job(job, outcome)
 
-    def finish_job(self, job: Job, outcome: dict[str, Any] | jsonrpc.JsonRpcError | None) -> None:
+    def finish_job(self, job: Job, outcome: Outcome) -> None:
         """The work of `job` is over: answer its request (unless it was cancelled), report what failed."""
         with self._lock:
             actions = self.session.finish(job, outcome)
         response: list[Action] = [action for action in actions if isinstance(action, Send)]
         job.context.finish(lambda: self.perform(response))  # never after the request was cancelled
         self.perform([action for action in actions if not isinstance(action, Send)])
+        if not self._connected and self.session.listeners:
+            self._connected = True
+            self.server.connect(self)
 
     def close(self) -> None:
-        """No more input: our requests to the client fail, so no handler waits forever."""
+        """No more input: our requests to the client fail, so no handler waits forever; subscriptions end."""
         self._step(self.session.close)
+        self.server.disconnect(self)
 
     def cancel_all(self) -> None:
         self._step(self.session.cancel_all)
+        if self.session.stateless:
+            self.server.disconnect(self)
 
     def _step(self, step: Callable[..., list[Action]], *args: Any) -> None:
         """One call into the session, made with its other calls, then what it says to do."""
@@ -125,9 +135,9 @@ class Runner(Channel):
         """Channel: a handler's progress, log message or notification."""
         self.write(message, related)
 
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """A notification that belongs to no request (a list change, a resource update)."""
-        self.write(jsonrpc.notification(method, params), None)
+    def announce(self, method: str, params: dict[str, Any] | None = None, within: bool = True) -> None:
+        """A list change or a resource update: the session says who here gets it (see `Session.announce`)."""
+        self._step(self.session.announce, method, params, within)
 
     # -- our requests to the client -----------------------------------------------------------------
     def ask(self, method: str, params: dict[str, Any] | None, timeout: float,

@@ -11,7 +11,7 @@ import types
 import weakref
 from functools import partial
 
-from . import log
+from . import era, log
 from .methods import REQUEST_HANDLERS
 from .primitives import (
     Prompt,
@@ -19,7 +19,6 @@ from .primitives import (
     Resource,
     ResourceTemplate,
     Tool,
-    inside,
     template_variables,
 )
 
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
 
     from .context import Context
     from .primitives import Completer
+    from .request_state import RequestStates
     from .runner import Runner
     from .session import Deferred, Session
 
@@ -43,22 +43,38 @@ if TYPE_CHECKING:
     RequestHandler = Callable[[Session, Context, dict[str, Any]], dict[str, Any] | Deferred]
 
 
-def _is_ready(session: Session) -> bool:
-    return session.ready
+def _is_listening(session: Session) -> bool:
+    return session.ready or bool(session.listeners)
 
 
 def _subscribed(session: Session) -> dict[str, Any]:
-    return dict(session.subscriptions)
+    return session.subscribed()
+
+
+CACHE_HINTS: dict[str, tuple[int, str]] = {
+    "server/discover": (300_000, "public"),
+    "tools/list": (300_000, "public"),
+    "prompts/list": (300_000, "public"),
+    "resources/templates/list": (300_000, "public"),
+    "resources/list": (0, "private"),
+    "resources/read": (0, "private"),
+}
+"""The caching hints (`ttlMs`, `cacheScope`) of modern results, by method. What is offered is the same for
+every caller and changes only when the server says so (list changes); what the resources hold is the
+user's and may change at any moment."""
 
 
 class Server:
     """Everything one MCP server offers; shared by all its sessions."""
 
     def __init__(self, name: str, version: str, *, title: str | None = None, instructions: str | None = None,
-                 page_size: int = 100, logging: bool = False, list_changed: bool = False, subscribe: bool = False) -> None:
+                 page_size: int = 100, logging: bool = False, list_changed: bool = False, subscribe: bool = False,
+                 state_key: bytes | None = None) -> None:
         """`logging` offers the logging capability (handlers' `ctx.log` reaches the client);
         `list_changed` announces changes of the tool, resource and prompt lists to clients;
-        `subscribe` lets clients subscribe to resources (see `resource_updated`).
+        `subscribe` lets clients subscribe to resources (see `resource_updated`);
+        `state_key` signs the state of modern multi round-trip requests (random per process if not
+        given: give the same key to every process that may serve a client's retry).
         """
         self.name = name
         self.version = version
@@ -85,6 +101,9 @@ class Server:
         self._subscribe_check: SubscribeCheck | None = None
         self._clients: weakref.WeakSet[Runner] = weakref.WeakSet()
         self._clients_lock = threading.Lock()  # clients connect on the reading loop, notices go out from any thread
+        self.cache_hints = dict(CACHE_HINTS)
+        self._state_key = state_key
+        self._request_states: RequestStates | None = None
 
     # -- what is registered (read-only views) -------------------------------------------------------
     @property
@@ -213,34 +232,38 @@ class Server:
 
     # -- telling clients ----------------------------------------------------------------------------
     def connect(self, client: Runner) -> None:
-        """A runner of a session (not a stateless one) joins: list changes and updates reach it once ready."""
+        """A runner joins: list changes and updates reach it once its client is ready (legacy) or listens
+        (modern `subscriptions/listen`)."""
         with self._clients_lock:
             self._clients.add(client)
 
+    def disconnect(self, client: Runner) -> None:
+        with self._clients_lock:
+            self._clients.discard(client)
+
     def clients(self) -> list[Runner]:
-        """The connected clients that sent notifications/initialized (and whose runner still lives)."""
+        """The connected clients that sent notifications/initialized or listen (and whose runner still lives)."""
         with self._clients_lock:
             clients = list(self._clients)
-        return [client for client in clients if client.read(_is_ready)]
+        return [client for client in clients if client.read(_is_listening)]
 
     def list_changed(self, registry: str) -> None:
         """Send notifications/REGISTRY/list_changed ("tools", "resources" or "prompts") to the clients
-        whose initialize result declared `listChanged` for it: registering calls it, and so may a
-        feature whose dynamic list changed (a resource source)."""
+        whose initialize result declared `listChanged` for it or who listen for it: registering calls
+        it, and so may a feature whose dynamic list changed (a resource source)."""
+        if registry not in self._list_changed:
+            raise ValueError(f"no list named {registry!r}: use tools, resources or prompts")
         for client in self.clients():
-            if client.read(lambda session: (session.capabilities or {}).get(registry, {}).get("listChanged")):
-                client.notify(f"notifications/{registry}/list_changed")
+            client.announce(f"notifications/{registry}/list_changed")
 
     def resource_updated(self, uri: str, *, within: bool = True) -> None:
         """Send notifications/resources/updated to the clients subscribed to `uri` or (`within`) to a
         resource containing it (a folder, a prefix of `uri` up to a '/')."""
         for client in self.clients():
-            subscribed = client.read(_subscribed)
-            if uri in subscribed or (within and any(inside(uri, s) for s in subscribed)):
-                client.notify("notifications/resources/updated", {"uri": uri})
+            client.announce("notifications/resources/updated", {"uri": uri}, within)
 
     def subscriptions(self) -> dict[str, Any]:
-        """Every URI a ready client subscribed to, with what the subscribe check kept for it."""
+        """Every URI a ready or listening client subscribed to, with what the subscribe check kept for it."""
         found: dict[str, Any] = {}
         for client in self.clients():
             found.update(client.read(_subscribed))
@@ -457,14 +480,36 @@ class Server:
             caps["completions"] = {}
         return caps
 
-    def initialize_result(self, protocol_version: str) -> dict[str, Any]:
+    def server_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"name": self.name, "version": self.version}
         if self.title is not None:
             info["title"] = self.title
-        out: dict[str, Any] = {"protocolVersion": protocol_version, "capabilities": self.capabilities(), "serverInfo": info}
+        return info
+
+    def initialize_result(self, protocol_version: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"protocolVersion": protocol_version, "capabilities": self.capabilities(),
+                               "serverInfo": self.server_info()}
         if self.instructions is not None:
             out["instructions"] = self.instructions
         return out
+
+    def discover_result(self) -> dict[str, Any]:
+        """What `server/discover` answers (modern era), in the order of the spec's example."""
+        out: dict[str, Any] = {"resultType": "complete", "supportedVersions": list(era.SUPPORTED_VERSIONS),
+                               "capabilities": self.capabilities(), "_meta": {era.SERVER_INFO_KEY: self.server_info()}}
+        if self.instructions is not None:
+            out["instructions"] = self.instructions
+        out["ttlMs"], out["cacheScope"] = self.cache_hints["server/discover"]
+        return out
+
+    @property
+    def request_states(self) -> RequestStates:
+        """Signs and checks the state of modern multi round-trip requests (made when first needed)."""
+        if self._request_states is None:
+            from .request_state import RequestStates
+
+            self._request_states = RequestStates(self._state_key)
+        return self._request_states
 
     # -- dispatch ---------------------------------------------------------------------------------
     def request_handler(self, method: str, capabilities: dict[str, Any] | None = None) -> RequestHandler | None:

@@ -16,9 +16,10 @@ from __future__ import annotations
 import enum
 import itertools
 
-from . import jsonrpc
-from .context import PROTOCOL_VERSION, Cancelled, ClientRequestError, Context
+from . import era, jsonrpc
+from .context import CLIENT_CAPABILITY_FOR, LOG_LEVELS, PROTOCOL_VERSION, Cancelled, ClientRequestError, Context, InputRequired, Rounds
 from .jsonrpc import JsonRpcError
+from .primitives import inside
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
@@ -27,17 +28,13 @@ if TYPE_CHECKING:
 
     from .context import Channel
     from .jsonrpc import Id, Message
-    from .server import Server
+    from .server import RequestHandler, Server
 
 ROOTS_WAIT = 5.0
 """How long deferred work waits for a roots/list under way, so it runs in the roots the client gave."""
 
-# Which client capability each server->client request needs.
-_CLIENT_CAPABILITY_FOR = {
-    "roots/list": "roots",
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-}
+ROOTS_INPUT = "roots"
+"""The key under which a modern request asks for the client's roots, when the workspace follows them."""
 
 
 class Phase(enum.Enum):
@@ -130,6 +127,7 @@ class Report:
 
 if TYPE_CHECKING:
     Action = Send | Start | Cancel | Answer | FollowRoots | Release | Report
+    Outcome = dict[str, Any] | JsonRpcError | InputRequired | None
 
 
 class Deferred:
@@ -140,14 +138,18 @@ class Deferred:
     to change session state.
     """
 
-    __slots__ = ("awork", "settle", "work")
+    __slots__ = ("awork", "settle", "then", "work")
 
     def __init__(self, work: Callable[[], dict[str, Any]], settle: Callable[[Session, bool | None], None] | None = None,
-                 *, awork: Callable[[], Awaitable[dict[str, Any]]] | None = None) -> None:
-        """`awork`, when given, is the same work as a coroutine: an asyncio runner awaits it on its loop."""
+                 *, awork: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+                 then: Callable[[Session, dict[str, Any]], list[Action]] | None = None) -> None:
+        """`awork`, when given, is the same work as a coroutine: an asyncio runner awaits it on its loop.
+        `then`, when given, says what a successful outcome means instead of answering with it (a
+        subscription that stays open)."""
         self.work = work
         self.settle = settle
         self.awork = awork
+        self.then = then
 
 
 class Job:
@@ -160,8 +162,9 @@ class Job:
         self.context = context
         self.deferred = deferred
 
-    def run(self) -> dict[str, Any] | JsonRpcError | None:
-        """The work's result, the error to answer with, or None when the request was cancelled.
+    def run(self) -> Outcome:
+        """The work's result, the error to answer with, the question for the client (a modern request),
+        or None when the request was cancelled.
 
         Whatever the work raises (SystemExit included: a handler's sys.exit() is a bug) becomes an
         answer; a bug's traceback is kept on the context for the runner to report.
@@ -170,10 +173,12 @@ class Job:
             return None
         try:
             return self.deferred.work()
+        except InputRequired as need:
+            return need
         except (Exception, SystemExit) as err:
             return self._failed(err)
 
-    async def arun(self) -> dict[str, Any] | JsonRpcError | None:
+    async def arun(self) -> Outcome:
         """`run` for an asyncio runner: awaits the work's coroutine (`awork`); cancelling the task is
         cancelling the request."""
         import asyncio
@@ -183,6 +188,8 @@ class Job:
             return None
         try:
             return await self.deferred.awork()
+        except InputRequired as need:
+            return need
         except asyncio.CancelledError as err:
             if self.context.cancelled:
                 return None
@@ -197,6 +204,17 @@ class Job:
             return err
         self.context.failure = _traceback(f"{self.context.method} failed")
         return JsonRpcError(jsonrpc.INTERNAL_ERROR)
+
+
+class Listener:
+    """An open `subscriptions/listen`: what it opted in to and the server agreed to, and its resources
+    (URI -> what the server's subscribe check kept)."""
+
+    __slots__ = ("agreed", "kept")
+
+    def __init__(self, agreed: dict[str, Any], kept: dict[str, Any]) -> None:
+        self.agreed = agreed
+        self.kept = kept
 
 
 class Session:
@@ -224,6 +242,7 @@ class Session:
         self.roots: list[dict[str, Any]] | None = None  # the client's roots, once listed
         self.roots_listing = False  # a FollowRoots is under way
         self._roots_stale = False  # the roots changed again while it was
+        self.listeners: dict[Id, Listener] = {}  # open subscriptions/listen requests (modern)
         self.held: list[Job] = []  # deferred work waiting for the roots listing under way
         self._hold = 0  # which holding that is: a Release of an earlier one releases nothing
 
@@ -255,26 +274,36 @@ class Session:
         return self._receive_request(message["id"], message["method"], message.get("params", {}))
 
     def _receive_request(self, msg_id: Id, method: str, params: dict[str, Any]) -> list[Action]:
+        if "_meta" in params and (meta := era.modern_meta(params)) is not None:
+            return self._receive_modern(msg_id, method, params, meta)
         handler = self.server.request_handler(method, self.capabilities)
         if handler is None:
             return [Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.METHOD_NOT_FOUND)), msg_id)]
+        context = Context(self.channel, msg_id, method, params, client_capabilities=self.client_capabilities,
+                          log_threshold=self._log_threshold(), protocol_version=PROTOCOL_VERSION)
+        return self._serve(handler, context)
+
+    def _serve(self, handler: RequestHandler, context: Context) -> list[Action]:
+        """Call the handler of a request; answer at once, or start its deferred work."""
+        msg_id = context.request_id
         if msg_id in self.in_flight:
             in_use = JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")
             return [Send(jsonrpc.error(msg_id, in_use), msg_id)]
-        context = Context(self.channel, msg_id, method, params, client_capabilities=self.client_capabilities,
-                          log_threshold=self._log_threshold(), protocol_version=PROTOCOL_VERSION)
         context.on_loop = True
+        outcome: dict[str, Any] | Deferred | InputRequired
         try:
-            outcome = handler(self, context, params)
+            outcome = handler(self, context, context.params)
+        except InputRequired as need:
+            outcome = need
         except JsonRpcError as err:
-            return [Send(jsonrpc.error(msg_id, err), msg_id)]
+            return [Send(self._response(context, err), msg_id)]
         except (Exception, SystemExit):  # a handler's sys.exit() is a bug, not a shutdown
             failed = jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INTERNAL_ERROR))
-            return [Report(_traceback(f"{method} failed")), Send(failed, msg_id)]
+            return [Report(_traceback(f"{context.method} failed")), Send(failed, msg_id)]
         finally:
             context.on_loop = False
         if not isinstance(outcome, Deferred):
-            return [Send(jsonrpc.result(msg_id, outcome), msg_id)]
+            return [Send(self._response(context, outcome), msg_id)]
         self.in_flight[msg_id] = context
         job = Job(context, outcome)
         if self.roots_listing:  # work that follows the client's roots waits for them, a little
@@ -285,7 +314,180 @@ class Session:
             return [Release(ROOTS_WAIT, self._hold)]
         return [Start(job)]
 
-    def finish(self, job: Job, outcome: dict[str, Any] | JsonRpcError | None) -> list[Action]:
+    def _response(self, context: Context, outcome: dict[str, Any] | JsonRpcError | InputRequired) -> Message:
+        """The response to a request, in the era it was sent in."""
+        msg_id = context.request_id
+        if context.protocol_version == PROTOCOL_VERSION:  # legacy: exactly as 2025-06-18 says
+            if isinstance(outcome, JsonRpcError):
+                return jsonrpc.error(msg_id, outcome)
+            return jsonrpc.result(msg_id, outcome)  # type: ignore[arg-type]  # no rounds, so never InputRequired
+        if isinstance(outcome, InputRequired):
+            return jsonrpc.result(msg_id, self._input_required(context, outcome))
+        if isinstance(outcome, JsonRpcError):
+            if outcome.code == jsonrpc.RESOURCE_NOT_FOUND:  # 2026-07-28 answers it as invalid params
+                outcome = JsonRpcError(jsonrpc.INVALID_PARAMS, outcome.message, outcome.data)
+            return jsonrpc.error(msg_id, outcome)
+        return jsonrpc.result(msg_id, era.complete(outcome, self.server.server_info(),
+                                                   self.server.cache_hints.get(context.method)))
+
+    # -- the modern era (2026-07-28): every request stands alone --------------------------------
+    def _receive_modern(self, msg_id: Id, method: str, params: dict[str, Any], meta: dict[str, Any]) -> list[Action]:
+        """Serve a request from what it carries (`_meta`), whatever this session negotiated, if anything."""
+        try:
+            context = self._modern_context(msg_id, method, params, meta)
+        except JsonRpcError as err:
+            return [Send(jsonrpc.error(msg_id, err), msg_id)]
+        if method == "server/discover":
+            return [Send(jsonrpc.result(msg_id, self.server.discover_result()), msg_id)]
+        if method == "subscriptions/listen":
+            return self._listen(context)
+        handler = self.server.request_handler(method)
+        if handler is None:
+            return [Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.METHOD_NOT_FOUND)), msg_id)]
+        if context.rounds is not None:
+            need = self._modern_roots(context)
+            if need is not None:
+                return [Send(self._response(context, need), msg_id)]
+        return self._serve(handler, context)
+
+    def _modern_context(self, msg_id: Id, method: str, params: dict[str, Any], meta: dict[str, Any]) -> Context:
+        version = meta[era.VERSION_KEY]
+        if not isinstance(version, str):
+            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta {era.VERSION_KEY} must be a string")
+        if version != era.MODERN_VERSION:
+            raise JsonRpcError(jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, data={
+                "supported": list(era.SUPPORTED_VERSIONS), "requested": version})
+        capabilities = meta.get(era.CAPABILITIES_KEY)
+        if type(capabilities) is not dict:
+            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta needs {era.CAPABILITIES_KEY}, an object")
+        if not isinstance(meta.get(era.CLIENT_INFO_KEY, {}), dict):
+            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta {era.CLIENT_INFO_KEY} must be an object")
+        level = meta.get(era.LOG_LEVEL_KEY)
+        if level is not None and level not in LOG_LEVELS:
+            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta {era.LOG_LEVEL_KEY} must be one of "
+                                                       f"{', '.join(LOG_LEVELS)}")
+        if method not in era.MODERN_METHODS:
+            raise JsonRpcError(jsonrpc.METHOD_NOT_FOUND, data=f"{method} is not a method of MCP {version}"
+                               if method in ("initialize", "ping", "logging/setLevel", "resources/subscribe",
+                                             "resources/unsubscribe") else None)
+        context = Context(self.channel, msg_id, method, params, client_capabilities=capabilities,
+                          log_threshold=level if self.server.logging_enabled else None, protocol_version=version)
+        if method in era.ASKING_METHODS:
+            responses = params.get("inputResponses", {})
+            if type(responses) is not dict or not all(type(answer) is dict for answer in responses.values()):
+                raise JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: inputResponses must map keys to results")
+            answers = {}
+            if "requestState" in params:
+                answers = self.server.request_states.open(params["requestState"], method, params)
+            context.rounds = Rounds(answers, responses)
+        return context
+
+    def _modern_roots(self, context: Context) -> InputRequired | None:
+        """When the server follows the client's roots and they are not known yet, a request that may ask
+        the client asks for them first; the answer updates the roots before the request is served."""
+        if self.roots is not None or not self.server.follows_roots or "roots" not in context.client_capabilities:
+            return None
+        assert context.rounds is not None
+        answer = context.rounds.responses.get(ROOTS_INPUT)
+        roots = answer.get("roots") if answer is not None else None
+        if not isinstance(roots, list):
+            return InputRequired(ROOTS_INPUT, {"method": "roots/list"}, {})
+        self.roots = [root for root in roots if isinstance(root, dict) and isinstance(root.get("uri"), str)]
+        self.server.roots_changed(self, self.roots)
+        return None
+
+    def _input_required(self, context: Context, need: InputRequired) -> dict[str, Any]:
+        return {"resultType": "input_required", "inputRequests": {need.key: need.request},
+                "requestState": self.server.request_states.seal(context.method, context.params, need.answers),
+                "_meta": {era.SERVER_INFO_KEY: self.server.server_info()}}
+
+    # -- subscriptions/listen: a request that stays open --------------------------------------------
+    def _listen(self, context: Context) -> list[Action]:
+        msg_id = context.request_id
+        wanted = context.params.get("notifications")
+        uris = wanted.get("resourceSubscriptions", []) if type(wanted) is dict else None
+        if type(uris) is not list or not all(isinstance(uri, str) for uri in uris):
+            return [Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INVALID_PARAMS, (
+                "Invalid params: notifications must be an object; resourceSubscriptions a list of URIs"))), msg_id)]
+        assert type(wanted) is dict
+        if msg_id in self.in_flight:
+            in_use = JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")
+            return [Send(jsonrpc.error(msg_id, in_use), msg_id)]
+        offered = self.server.capabilities()
+        agreed: dict[str, Any] = {key: True for key, registry in era.LIST_FILTERS.items()
+                                  if wanted.get(key) is True and offered.get(registry, {}).get("listChanged")}
+        if not uris or not offered.get("resources", {}).get("subscribe"):
+            return self._listening(context, agreed, {})
+        check = self.server.subscribe_check
+        if check is None:
+            return self._listening(context, agreed, dict.fromkeys(uris))
+
+        def work() -> dict[str, Any]:  # the server's check may walk a tree: off the reading loop
+            kept: dict[str, Any] = {}
+            for uri in uris:
+                context.check_cancelled()
+                try:
+                    kept[uri] = check(context, uri)
+                except JsonRpcError:  # refused (not found, outside the roots): left out of the acknowledgement
+                    continue
+            return kept
+
+        self.in_flight[msg_id] = context
+        return [Start(Job(context, Deferred(work, then=lambda session, kept: session._listening(context, agreed, kept))))]
+
+    def _listening(self, context: Context, agreed: dict[str, Any], kept: dict[str, Any]) -> list[Action]:
+        """Open the subscription: acknowledge what is honoured; what it opted in to is tagged with its id."""
+        msg_id = context.request_id
+        if kept:
+            agreed["resourceSubscriptions"] = list(kept)
+        self.in_flight[msg_id] = context
+        self.listeners[msg_id] = Listener(agreed, kept)
+        acknowledged = jsonrpc.notification("notifications/subscriptions/acknowledged", {
+            "_meta": {era.SUBSCRIPTION_ID_KEY: msg_id}, "notifications": agreed})
+        return [Send(acknowledged, msg_id)]
+
+    def _stop_listening(self, graceful: bool) -> list[Action]:
+        """End every subscription: with its result when the server ends it, silently when the client did."""
+        listening, self.listeners = list(self.listeners), {}
+        actions: list[Action] = []
+        for msg_id in listening:
+            self.in_flight.pop(msg_id, None)
+            if graceful:
+                ended = {"resultType": "complete", "_meta": {era.SUBSCRIPTION_ID_KEY: msg_id}}
+                actions.append(Send(jsonrpc.result(msg_id, ended), msg_id))
+        return actions
+
+    def announce(self, method: str, params: dict[str, Any] | None = None, within: bool = True) -> list[Action]:
+        """A list change or a resource update, to whoever here asked for it: the legacy session as it
+        negotiated, and each subscription that opted in, tagged with its id."""
+        if method == "notifications/resources/updated":
+            assert params is not None
+            uri = params["uri"]
+
+            def wants(subscribed: dict[str, Any]) -> bool:
+                return uri in subscribed or (within and any(inside(uri, s) for s in subscribed))
+
+            legacy = self.ready and wants(self.subscriptions)
+            tagged = [msg_id for msg_id, listener in self.listeners.items() if wants(listener.kept)]
+        else:
+            registry = method.split("/")[1]
+            legacy = self.ready and bool((self.capabilities or {}).get(registry, {}).get("listChanged"))
+            key = next(key for key, name in era.LIST_FILTERS.items() if name == registry)
+            tagged = [msg_id for msg_id, listener in self.listeners.items() if listener.agreed.get(key)]
+        actions: list[Action] = [Send(jsonrpc.notification(method, params))] if legacy else []
+        for msg_id in tagged:
+            actions.append(Send(jsonrpc.notification(method, {"_meta": {era.SUBSCRIPTION_ID_KEY: msg_id}, **(params or {})}),
+                                msg_id))
+        return actions
+
+    def subscribed(self) -> dict[str, Any]:
+        """Every URI subscribed to here, either way, with what the server's subscribe check kept for it."""
+        found = dict(self.subscriptions)
+        for listener in self.listeners.values():
+            found.update(listener.kept)
+        return found
+
+    def finish(self, job: Job, outcome: Outcome) -> list[Action]:
         """The work of `job` is over (`outcome` from `Job.run`): its response, unless it was cancelled."""
         context = job.context
         self.in_flight.pop(context.request_id, None)
@@ -302,9 +504,9 @@ class Session:
             return actions
         if outcome is None:  # the work said "cancelled", but the client cancelled nothing
             outcome = JsonRpcError(jsonrpc.INTERNAL_ERROR)
-        message = jsonrpc.error(context.request_id, outcome) if isinstance(outcome, JsonRpcError) else (
-            jsonrpc.result(context.request_id, outcome))
-        actions.append(Send(message, context.request_id))
+        if job.deferred.then is not None and isinstance(outcome, dict):
+            return actions + job.deferred.then(self, outcome)
+        actions.append(Send(self._response(context, outcome), context.request_id))
         return actions
 
     def _receive_notification(self, method: str, params: dict[str, Any]) -> list[Action]:
@@ -312,6 +514,9 @@ class Session:
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
             if not jsonrpc.is_valid_id(request_id) or request_id not in self.in_flight or request_id in self.cancelled:
+                return []
+            if self.listeners.pop(request_id, None) is not None:  # a subscription: it just ends
+                del self.in_flight[request_id]
                 return []
             context = self.in_flight[request_id]
             self.cancelled.add(request_id)
@@ -357,10 +562,13 @@ class Session:
         """
         self._advance("close")
         outgoing, self.outgoing = self.outgoing, {}
-        actions: list[Action] = [Answer(request_id, None) for request_id in outgoing]
+        actions: list[Action] = self._stop_listening(graceful=True)
+        actions += [Answer(request_id, None) for request_id in outgoing]
         return actions + self.release_held()  # the roots will not come now; what waited for them runs
 
     def cancel_all(self) -> list[Action]:
+        """The client is gone (its stream closed): everything under way stops, subscriptions end unanswered."""
+        self._stop_listening(graceful=False)
         fresh = [request_id for request_id in self.in_flight if request_id not in self.cancelled]
         self.cancelled.update(fresh)
         return [Cancel(self.in_flight[request_id]) for request_id in fresh]
@@ -371,7 +579,7 @@ class Session:
         if self.stateless:
             raise ClientRequestError(JsonRpcError(
                 jsonrpc.INVALID_REQUEST, f"Cannot send {method}: a stateless server has no session to carry the answer"))
-        needed = _CLIENT_CAPABILITY_FOR.get(method)
+        needed = CLIENT_CAPABILITY_FOR.get(method)
         if needed is not None and needed not in self.client_capabilities:
             raise ClientRequestError(JsonRpcError(jsonrpc.METHOD_NOT_FOUND, f"The client does not support {method}"))
         if self.phase is Phase.CLOSED:

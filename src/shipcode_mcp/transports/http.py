@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from ..jsonrpc import Id, Message
     from ..server import Server
-    from ..session import Job
+    from ..session import Job, Outcome
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
@@ -95,7 +95,7 @@ class HttpSession(Runner):
         task.add_done_callback(self.tasks.discard)
 
     async def _run_task(self, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
-        outcome: dict[str, Any] | JsonRpcError | None = JsonRpcError(jsonrpc.INTERNAL_ERROR)
+        outcome: Outcome = JsonRpcError(jsonrpc.INTERNAL_ERROR)
         try:
             # Here, not where the task is made: a task cancelled before its first step would never
             # run this body, and its request would stay in flight for good.
