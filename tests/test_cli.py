@@ -183,3 +183,15 @@ def test_without_the_sandbox_the_server_says_so_once_or_refuses_to_start(tmp_pat
     assert served.returncode == 0 and json.loads(served.stdout)["id"] == 1
     warnings = [line for line in served.stderr.splitlines() if "without the kernel sandbox" in line]
     assert len(warnings) == 1 and "landlockpy package is not installed" in warnings[0], served.stderr
+
+
+def test_a_state_key_file_too_short_or_missing_refuses_to_start(tmp_path: Path) -> None:
+    short = tmp_path / "short.key"
+    short.write_bytes(b"0123456789")
+    for path, said in ((short, b"at least 16 bytes"), (tmp_path / "missing.key", b"No such file")):
+        done = subprocess.run([sys.executable, "-m", "shipcode_mcp", "--state-key-file", str(path), str(tmp_path)],
+                              input=b"", capture_output=True, timeout=30, env={"PYTHONPATH": str(REPO / "src")})
+        assert done.returncode == 2
+        assert b"--state-key-file" in done.stderr or b"state key" in done.stderr
+        assert said in done.stderr
+        assert done.stdout == b""

@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="shipcode-mcp",
-        description="An MCP server (protocol 2025-06-18) that gives AI assistants fast, exact and "
+        description="An MCP server (protocols 2026-07-28 and 2025-06-18) that gives AI assistants fast, exact and "
         "safe access to a code workspace: its files, a code search and its git history. It speaks "
         "newline-delimited JSON-RPC on stdin/stdout; diagnostics go to stderr.",
     )
@@ -41,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="watch the roots and notify subscribed clients of changes (needs the 'watch' extra)")
     parser.add_argument("--require-sandbox", action="store_true",
                         help="refuse to start where the kernel sandbox of child processes (Landlock) is missing")
+    parser.add_argument("--state-key-file", metavar="FILE",
+                        help="the key (16 bytes or more) that signs the state a modern client carries between the rounds "
+                        "of a request that asks it something; give every process of a deployment the same file "
+                        "(default: a random key per process, shared with its --workers)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error", "off"),
                         help="what to write to stderr (default: warning)")
     http = parser.add_argument_group("Streamable HTTP (needs the 'http' extra)")
@@ -62,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _option_defaults() -> dict[str, Any]:
     """What the options mean when left out: the parser's defaults, and those of `parse_args` without it."""
-    return {"log_level": "warning", "http": None, "stateless": False, "workers": 1, "allow_origin": [], "allow_host": None}
+    return {"log_level": "warning", "http": None, "stateless": False, "workers": 1, "allow_origin": [], "allow_host": None,
+            "state_key_file": None}
 
 
 _SWITCHES = {"--allow-write": "allow_write", "--watch": "watch", "--require-sandbox": "require_sandbox"}
@@ -82,10 +87,10 @@ def parse_args(argv: Sequence[str]) -> Any:
 
 
 def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool = False,
-                 follow_client_roots: bool = False) -> Server:
+                 follow_client_roots: bool = False, state_key: bytes | None = None) -> Server:
     """The workspace server; `follow_client_roots` (no ROOT given, stdio) makes the workspace the
     client's roots once it lists them, the current directory until then or if it has none."""
-    server = Server(SERVER_NAME, __version__)
+    server = Server(SERVER_NAME, __version__, state_key=state_key)
     workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch)
     if follow_client_roots and not roots:
         _follow_client_roots(server, workspace)
@@ -125,9 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"shipcode-mcp: --require-sandbox: child processes cannot be sandboxed: {missing}", file=sys.stderr)
             return 2
     try:
+        state_key = _state_key(args.state_key_file)
         server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch,
-                              follow_client_roots=args.http is None)
-    except ValueError as err:
+                              follow_client_roots=args.http is None, state_key=state_key)
+    except (ValueError, OSError) as err:
         print(f"shipcode-mcp: {err}", file=sys.stderr)
         return 2
     check = None if args.require_sandbox else _check_sandbox_soon()
@@ -175,6 +181,10 @@ def _serve_http(server: Server, args: Any, argv: list[str]) -> int:
         return http.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
                                allowed_hosts=args.allow_host, log_level=args.log_level)
     os.environ[ARGV_VARIABLE] = json.dumps(argv)  # each worker builds its own server from it: see http_app
+    if args.state_key_file is None:  # one random key for all the workers, so a client's retry may land on any
+        from .request_state import KEY_ENV
+
+        os.environ[KEY_ENV] = os.urandom(32).hex()
     log.info(f"serving MCP over Streamable HTTP at http://{host}:{port}/mcp with {args.workers} stateless workers")
     return http.run_uvicorn(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
                             log_level=args.log_level)
@@ -192,9 +202,25 @@ def http_app() -> Any:
         missing = unavailable_reason()
         if missing is not None:
             raise SystemExit(f"shipcode-mcp: --require-sandbox: child processes cannot be sandboxed: {missing}")
-    server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch)
+    state_key = _state_key(args.state_key_file)
+    if state_key is None:
+        from .request_state import KEY_ENV
+
+        state_key = bytes.fromhex(os.environ[KEY_ENV]) if os.environ.get(KEY_ENV) else None
+    server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch, state_key=state_key)
     return http.create_app(server, stateless=True, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
                            host=args.http[0])
+
+
+def _state_key(path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    from .request_state import key_from_file
+
+    try:
+        return key_from_file(path)
+    except OSError as err:
+        raise ValueError(f"--state-key-file {path}: {err.strerror or err}") from None
 
 
 def _host_port(text: str) -> tuple[str, int]:

@@ -397,9 +397,13 @@ class Session:
         return None
 
     def _input_required(self, context: Context, need: InputRequired) -> dict[str, Any]:
-        return {"resultType": "input_required", "inputRequests": {need.key: need.request},
-                "requestState": self.server.request_states.seal(context.method, context.params, need.answers),
-                "_meta": {era.SERVER_INFO_KEY: self.server.server_info()}}
+        """The question for the client; the answers of earlier rounds travel, signed, in `requestState`
+        (a first round has none to carry, so it has no state)."""
+        out: dict[str, Any] = {"resultType": "input_required", "inputRequests": {need.key: need.request}}
+        if need.answers:
+            out["requestState"] = self.server.request_states.seal(context.method, context.params, need.answers)
+        out["_meta"] = {era.SERVER_INFO_KEY: self.server.server_info()}
+        return out
 
     # -- subscriptions/listen: a request that stays open --------------------------------------------
     def _listen(self, context: Context) -> list[Action]:
