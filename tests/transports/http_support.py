@@ -3,6 +3,7 @@ that shows exactly what went over the wire (status, headers, JSON or SSE events)
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
@@ -11,10 +12,13 @@ import subprocess
 import sys
 import threading
 import time
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import uvicorn
 
+from shipcode_mcp.transports.http import uvicorn_server
 from support import REPO, validate_server_message, wait_for
 
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -26,7 +30,8 @@ class UvicornThread:
     def __init__(self, app: Any) -> None:
         config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
                                 timeout_graceful_shutdown=1)
-        self.server = uvicorn.Server(config)
+        self.app = app
+        self.server = uvicorn_server(config)  # uvicorn.Server, ending listen streams first when it stops
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         wait_for(lambda: self.server.started or not self.thread.is_alive(), 10, "uvicorn to start")
@@ -62,8 +67,9 @@ class Reply:
         assert self.content_type == "text/event-stream", (self.status, self.headers, self.body)
         return [_message(data) for data in _event_data(self.body.decode().split("\n"))]
 
-    def next_event(self) -> dict[str, Any] | None:
-        """The next event of a stream still open (None at its end), comments skipped."""
+    def next_event(self, *, modern: bool = False) -> dict[str, Any] | None:
+        """The next event of a stream still open (None at its end), comments skipped; `modern` validates
+        it against the 2026-07-28 schema."""
         data: list[str] = []
         while True:
             line = self.response.readline()
@@ -72,6 +78,10 @@ class Reply:
             text = line.decode().rstrip("\r\n")
             if text == "":
                 if data:
+                    if modern:
+                        message: dict[str, Any] = json.loads("\n".join(data))
+                        validate_modern(message)
+                        return message
                     return _message("\n".join(data))
                 continue
             if text.startswith("data:"):
@@ -150,6 +160,95 @@ class McpHttpClient:
 def initialize(capabilities: dict[str, Any] | None = None, msg_id: int = 0) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": msg_id, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": capabilities or {}, "clientInfo": {"name": "tests", "version": "1"}}}
+
+
+MODERN_VERSION = "2026-07-28"
+NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def modern(method: str, params: dict[str, Any] | None = None, msg_id: int | str | None = 1, *,
+           meta: dict[str, Any] | None = None, version: str = MODERN_VERSION) -> dict[str, Any]:
+    """A 2026-07-28 request (a notification when `msg_id` is None): the per-request `_meta` of the era."""
+    full_meta: dict[str, Any] = {"io.modelcontextprotocol/protocolVersion": version,
+                                 "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "1"},
+                                 "io.modelcontextprotocol/clientCapabilities": {}}
+    full_meta.update(meta or {})
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": {**(params or {}), "_meta": full_meta}}
+    if msg_id is not None:
+        message["id"] = msg_id
+    return message
+
+
+def encode_header_value(value: str) -> str:
+    """What a client sends for `value`: itself when it is plain visible ASCII, else the base64 sentinel."""
+    plain = all(0x20 <= ord(c) <= 0x7E for c in value) and value == value.strip()
+    if plain and not (value.startswith("=?base64?") and value.endswith("?=")):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
+
+
+def modern_headers(message: dict[str, Any], extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The headers a conforming client sends with `message`: the body's version, method and name mirrored."""
+    headers = dict(MCP_HEADERS)
+    params = message.get("params", {})
+    headers["MCP-Protocol-Version"] = params["_meta"]["io.modelcontextprotocol/protocolVersion"]
+    headers["Mcp-Method"] = message["method"]
+    key = NAMED_BY.get(message["method"])
+    if key is not None and key in params:
+        headers["Mcp-Name"] = encode_header_value(params[key])
+    headers.update(extra or {})
+    return headers
+
+
+def post_modern(port: int, message: dict[str, Any], extra: dict[str, str] | None = None, *, drop: tuple[str, ...] = (),
+                stream: bool = False, path: str = "/mcp") -> Reply:
+    """POST `message` with the headers of a conforming modern client, `extra` added and `drop` left out."""
+    headers = {k: v for k, v in modern_headers(message, extra).items() if k.lower() not in {d.lower() for d in drop}}
+    return request(port, "POST", message, headers, stream=stream, path=path)
+
+
+@cache
+def _modern_validators() -> dict[str, Any]:
+    import jsonschema
+
+    schema = json.loads(modern_schema_path().read_text())
+    return {name: jsonschema.Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": schema["$defs"]})
+            for name in ("JSONRPCResultResponse", "JSONRPCErrorResponse", "JSONRPCNotification", "ServerResult",
+                         "ServerNotification")}
+
+
+def modern_schema_path() -> Path:
+    """The official 2026-07-28 schema: the repository's copy when there is one, else the shared spec."""
+    copy = REPO / "tests" / "data" / "mcp-2026-07-28.schema.json"
+    return copy if copy.exists() else REPO.parent / "shared" / "spec" / "mcp-2026-07-28.schema.json"
+
+
+def validate_modern(message: dict[str, Any]) -> None:
+    """A message of ours to a modern client must fit the official 2026-07-28 schema."""
+    v = _modern_validators()
+    if "error" in message:
+        v["JSONRPCErrorResponse"].validate(message)
+    elif "result" in message:
+        v["JSONRPCResultResponse"].validate(message)
+        v["ServerResult"].validate(message["result"])
+    else:
+        v["JSONRPCNotification"].validate(message)
+        v["ServerNotification"].validate(message)  # the 2026-07-28 notifications name jsonrpc themselves
+
+
+def modern_json(reply: Reply) -> dict[str, Any]:
+    assert reply.content_type == "application/json", (reply.status, reply.headers, reply.body)
+    message: dict[str, Any] = json.loads(reply.body)
+    validate_modern(message)
+    return message
+
+
+def modern_events(reply: Reply) -> list[dict[str, Any]]:
+    assert reply.content_type == "text/event-stream", (reply.status, reply.headers, reply.body)
+    messages = [json.loads(data) for data in _event_data(reply.body.decode().replace("\r\n", "\n").split("\n"))]
+    for message in messages:
+        validate_modern(message)
+    return messages
 
 
 def free_port() -> int:

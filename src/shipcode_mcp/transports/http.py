@@ -1,4 +1,7 @@
-"""Streamable HTTP (MCP 2025-06-18) on Starlette and uvicorn: the same sans-IO session behind one endpoint.
+"""Streamable HTTP on Starlette and uvicorn: both eras of MCP behind one endpoint.
+
+A POST whose body names a protocol version in `params._meta` is modern (2026-07-28): it is served alone,
+with no session (see "Modern requests" below), in either mode. Everything else is 2025-06-18:
 
 - POST carries one JSON-RPC message. A notification or a response gets 202. A request is answered
   with `application/json`, unless its handler sends something first (progress, a log message, a
@@ -15,19 +18,31 @@
 - Stateless mode: no session id, every POST served by a fresh session, GET and DELETE 405. Any worker
   can serve any request, so several uvicorn workers or machines can share one deployment.
 
+Modern requests (2026-07-28): no `Mcp-Session-Id` is read, minted or echoed; each request gets a runner of
+its own. `MCP-Protocol-Version`, `Mcp-Method` and (for tools/call, resources/read, prompts/get) `Mcp-Name`
+must mirror the body (400, -32020 otherwise; `header_mismatch`). The answer is JSON, or an SSE stream of the
+request's own notifications ending with its response; closing that stream cancels the request. A
+modern error that says the request cannot be served here has an HTTP status of its own (`modern_status`).
+`subscriptions/listen` is a stream that stays open, with a comment every `keepalive` seconds, until the
+client closes it or the server shuts down (which ends it with a result).
+
 Starlette and uvicorn come with the `http` extra and load only when this module does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import collections
 import contextlib
 import copy
+import re
 import secrets
 import signal
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -39,6 +54,7 @@ from starlette.routing import Route
 
 from .. import jsonrpc, log
 from ..context import PROTOCOL_VERSION
+from ..era import CAPABILITIES_KEY, VERSION_KEY, modern_meta
 from ..jsonrpc import JsonRpcError
 from ..runner import Runner
 
@@ -53,9 +69,17 @@ if TYPE_CHECKING:
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
+METHOD_HEADER = "mcp-method"
+NAME_HEADER = "mcp-name"
+NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+"""The modern requests that carry `Mcp-Name`, and the parameter it mirrors."""
 MAX_BODY_BYTES = 64 * 1024 * 1024
 STANDALONE_BUFFER = 1000  # messages kept for a session's GET stream while none is open
+_ENDPOINTS: weakref.WeakSet[StreamableHttp] = weakref.WeakSet()  # for the server's shutdown: see uvicorn_server
 _DONE = object()  # a request's work has finished (after its response, if any)
+_GONE = object()  # the client closed the connection before the answer began
+_HEADER_VALUE = re.compile(rb"[\x20-\x7e\t]*")  # what RFC 9110 and MCP allow in a header value, as bytes
+_BASE64 = re.compile(r"=\?base64\?(.*)\?=", re.DOTALL)
 
 
 class HttpSession(Runner):
@@ -181,10 +205,12 @@ class StreamableHttp:
         self.max_workers = max_workers
         self.max_body_bytes = max_body_bytes
         self.sessions: dict[str, HttpSession] = {}
+        self.listens: set[HttpSession] = set()  # the runners of open subscriptions/listen streams
         self.loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._reaper: asyncio.Task[None] | None = None
+        _ENDPOINTS.add(self)
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _bind_loop(self) -> None:
@@ -229,6 +255,7 @@ class StreamableHttp:
             http_session.end()
 
     def shutdown(self) -> None:
+        self.end_listens()
         for session_id in list(self.sessions):
             self._end(session_id)
         if self._reaper is not None:
@@ -310,6 +337,8 @@ class StreamableHttp:
         kind = jsonrpc.classify(message)
         if kind == "invalid":
             return _json(400, jsonrpc.invalid_request(message))
+        if kind != "response" and _is_modern(message):
+            return await self._post_modern(request, message, wants_json, wants_sse)
         is_request = kind == "request"
         found = self._session_for(request, creating=is_request and message["method"] == "initialize")
         if isinstance(found, Response):
@@ -392,6 +421,113 @@ class StreamableHttp:
             if http_session.requests.get(request_id) is queue:
                 del http_session.requests[request_id]
 
+    # -- POST, modern (2026-07-28): one runner per request, no session ---------------------------------
+    async def _post_modern(self, request: Request, message: Message, wants_json: bool, wants_sse: bool) -> Response:
+        runner = HttpSession(self, None)
+        if "id" not in message:  # a notification: nothing to answer (cancelling is closing a stream)
+            runner.receive(message)
+            return Response(status_code=202)
+        request_id = message["id"]
+        mismatch = header_mismatch(request.headers.raw, message)
+        if mismatch is not None:
+            return _json(400, jsonrpc.error(request_id, JsonRpcError(jsonrpc.HEADER_MISMATCH, mismatch)))
+        listening = message["method"] == "subscriptions/listen"
+        if listening:
+            if not wants_sse:
+                return _error(406, "Not Acceptable: subscriptions/listen answers with text/event-stream")
+            self.listens.add(runner)
+            self.server.connect(runner)  # before the request: no change may slip between its ack and the stream
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        runner.requests[request_id] = queue
+        runner.receive(message)
+        # A client that takes no SSE gets the response alone: a modern request's notifications have no
+        # other stream to go to.
+        early = [item for item in (queue.get_nowait() for _ in range(queue.qsize()))
+                 if wants_sse or _is_response(item) or item is _DONE]
+        while not early:
+            item = await self._next(request, queue)
+            if item is _GONE:  # the client left before anything was written: that cancels the request
+                self._release(runner, request_id, listening, answered=False)
+                return Response(status_code=204)
+            if wants_sse or _is_response(item) or item is _DONE:
+                early.append(item)
+        first = early[0]
+        if first is _DONE:  # no response will come
+            self._release(runner, request_id, listening, answered=True)
+            return Response(status_code=202)
+        if _is_response(first):  # nothing before it: JSON, with the status its error calls for
+            self._release(runner, request_id, listening, answered=True)
+            status = modern_status(first, message)
+            if status == 200 and not wants_json:
+                return _sse(_events([first]), {})
+            return _json(status, first)
+        return _sse(self._modern_stream(runner, request_id, queue, early, listening), {})
+
+    async def _next(self, request: Request, queue: asyncio.Queue[Any]) -> Any:
+        """The next item of an exchange, or _GONE if the client closes the connection first."""
+        got = asyncio.ensure_future(queue.get())
+        gone = asyncio.ensure_future(_disconnected(request))
+        try:
+            await asyncio.wait((got, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (got, gone):
+                if not task.done():
+                    task.cancel()  # a cancelled Queue.get loses no item
+        return got.result() if got.done() and not got.cancelled() else _GONE
+
+    async def _modern_stream(self, runner: HttpSession, request_id: Id, queue: asyncio.Queue[Any],
+                             items: list[Any], listening: bool) -> AsyncIterator[bytes]:
+        """The SSE body of one modern request: its notifications, then its response. The client closing
+        it (Starlette cancels this generator when the client disconnects) cancels the request."""
+        answered = False
+        try:
+            for item in items:
+                if item is _DONE:
+                    answered = True
+                    return
+                yield _event(item)
+                if _is_response(item):
+                    answered = True
+                    return
+            while True:
+                if listening:
+                    try:
+                        item = await asyncio.wait_for(queue.get(), self.keepalive)
+                    except asyncio.TimeoutError:
+                        yield b":\r\n"  # keeps intermediaries and idle timeouts from closing a quiet stream
+                        continue
+                else:
+                    item = await queue.get()
+                if item is _DONE:
+                    answered = True
+                    return
+                yield _event(item)
+                if _is_response(item):
+                    answered = True
+                    return
+        finally:
+            self._release(runner, request_id, listening, answered=answered)
+
+    def _release(self, runner: HttpSession, request_id: Id, listening: bool, *, answered: bool) -> None:
+        """On the loop: a modern exchange is over; if unanswered, the client left and its request is cancelled."""
+        if runner.requests.get(request_id) is not None:
+            del runner.requests[request_id]
+        if not answered:
+            runner.cancel_all()
+            runner.close()
+        if listening:
+            self.listens.discard(runner)
+            self.server.disconnect(runner)
+
+    def end_listens(self) -> None:
+        """The server is shutting down: every subscriptions/listen is answered (the core sends its
+        graceful result), then its stream ends."""
+        for runner in list(self.listens):
+            runner.closed = True
+            runner.close()
+            for queue in list(runner.requests.values()):
+                queue.put_nowait(_DONE)
+
     def _session_headers(self, http_session: HttpSession) -> dict[str, str]:
         return {} if http_session.id is None else {"Mcp-Session-Id": http_session.id}
 
@@ -453,6 +589,90 @@ def _accepts(header: str | None) -> tuple[bool, bool]:
     anything = "*/*" in types
     return (anything or "application/json" in types or "application/*" in types,
             anything or "text/event-stream" in types or "text/*" in types)
+
+
+def _is_modern(message: Message) -> bool:
+    """A request or notification whose `_meta` names a protocol version is of the 2026-07-28 era."""
+    params = message.get("params")
+    return isinstance(params, dict) and modern_meta(params) is not None
+
+
+def header_mismatch(headers: Sequence[tuple[bytes, bytes]], message: Message) -> str | None:
+    """Why the routing headers of a modern request do not mirror its body (the -32020 message), or None.
+
+    `headers` are the raw (lower-case name, value) pairs, so a header sent twice or a byte outside visible
+    ASCII, space and tab is seen. `MCP-Protocol-Version` must equal the body's protocol version and
+    `Mcp-Method` its method; `Mcp-Name` (decoded when it is `=?base64?...?=`) its name or uri, for the
+    requests that carry one (a request without that parameter is left for the core to refuse).
+    """
+    params = message.get("params")
+    params = params if isinstance(params, dict) else {}
+    meta = params.get("_meta")
+    expected: list[tuple[str, Any]] = [
+        ("MCP-Protocol-Version", meta.get(VERSION_KEY) if isinstance(meta, dict) else None),
+        ("Mcp-Method", message.get("method"))]
+    key = NAMED_BY.get(message.get("method", ""))
+    if key is not None and isinstance(params.get(key), str):
+        expected.append(("Mcp-Name", params[key]))
+    for name, body_value in expected:
+        wanted = name.lower().encode()
+        values = [value for header, value in headers if header.lower() == wanted]
+        if not values:
+            return f"Header mismatch: the {name} header is required"
+        if len(values) > 1:
+            return f"Header mismatch: the {name} header is sent {len(values)} times"
+        if _HEADER_VALUE.fullmatch(values[0]) is None:
+            return f"Header mismatch: the {name} header value contains invalid characters"
+        value = decode_header_value(values[0].decode("ascii")) if name == "Mcp-Name" else values[0].decode("ascii")
+        if value is None:
+            return f"Header mismatch: the {name} header value is not valid =?base64?...?= (canonical base64 of UTF-8)"
+        if value != body_value:
+            return f"Header mismatch: {name} header value {_shown(value)} does not match body value {_shown(body_value)}"
+    return None
+
+
+def decode_header_value(value: str) -> str | None:
+    """A header value as sent: `=?base64?B64?=` is the UTF-8 text B64 encodes (None if it is not canonical
+    base64 of UTF-8); any other value is itself."""
+    match = _BASE64.fullmatch(value)
+    if match is None:
+        return value
+    payload = match.group(1)
+    try:
+        decoded = base64.b64decode(payload, validate=True)
+        if base64.b64encode(decoded).decode("ascii") != payload:  # one encoding per value, or two could pass
+            return None
+        return decoded.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def modern_status(response: Message, request: Message) -> int:
+    """The HTTP status of a modern request's JSON answer: 400 for a request this server cannot take as
+    sent (header mismatch, a missing capability, an unsupported version, no usable `_meta`), 404 for an
+    unknown method, else 200 (the method ran; its error is its answer)."""
+    error = response.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    if code in (jsonrpc.HEADER_MISMATCH, jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY, jsonrpc.UNSUPPORTED_PROTOCOL_VERSION):
+        return 400
+    if code == jsonrpc.METHOD_NOT_FOUND:
+        return 404
+    if code == jsonrpc.INVALID_PARAMS:
+        meta = request["params"]["_meta"]
+        if not (isinstance(meta.get(VERSION_KEY), str) and isinstance(meta.get(CAPABILITIES_KEY), dict)):
+            return 400  # the core refused the request's envelope, not its method's parameters
+    return 200
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client closes the connection (the body has been read: nothing else comes)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def _cancel_all(handles: list[asyncio.TimerHandle]) -> None:
@@ -559,13 +779,36 @@ def run_uvicorn(app: Any, *, log_level: str, **options: Any) -> int:
     level = {"off": "critical"}.get(log_level, log_level)
     handled = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, _stopped) for sig in handled} if _main_thread() else {}
+    settings: dict[str, Any] = dict(log_config=config, log_level=level, access_log=level in ("debug", "info"),
+                                    timeout_graceful_shutdown=3, server_header=False, **options)
     try:
-        uvicorn.run(app, log_config=config, log_level=level, access_log=level in ("debug", "info"),
-                    timeout_graceful_shutdown=3, server_header=False, **options)
+        if isinstance(app, str) or options.get("workers", 1) != 1:
+            uvicorn.run(app, **settings)  # worker processes: their listen streams end when the time is up
+        else:  # uvicorn.run, with a server that ends listen streams with their result when it shuts down
+            server = uvicorn_server(uvicorn.Config(app, **settings))
+            server.run()
+            if not server.started:
+                raise SystemExit(3)  # uvicorn's STARTUP_FAILURE, as uvicorn.run exits
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
+
+
+def uvicorn_server(config: Any) -> Any:
+    """A uvicorn.Server that first ends the open subscriptions/listen streams (each with its result) when
+    it shuts down: uvicorn waits for open responses before the app's lifespan hears of the shutdown."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[Any] | None = None) -> None:
+            loop = asyncio.get_running_loop()
+            for endpoint in list(_ENDPOINTS):
+                if endpoint.loop is loop:
+                    endpoint.end_listens()
+            await super().shutdown(sockets)
+
+    return Server(config)
 
 
 def _stopped(signum: int, frame: Any) -> None:

@@ -1,0 +1,428 @@
+"""Streamable HTTP for MCP 2026-07-28, beside the 2025-06-18 session endpoints, through a real uvicorn
+server on 127.0.0.1: the routing headers checked against the body, no session, HTTP statuses per error,
+JSON or an SSE stream per request, subscriptions/listen as a long-lived stream, and a closed stream as
+the cancellation of its request."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from shipcode_mcp import Context, Server
+from shipcode_mcp.transports.http import decode_header_value, header_mismatch, modern_status
+from support import wait_for
+from transports.http_support import (
+    MCP_HEADERS,
+    MODERN_VERSION,
+    McpHttpClient,
+    UvicornThread,
+    modern,
+    modern_events,
+    modern_headers,
+    modern_json,
+    post_modern,
+    request,
+)
+
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+WAITING: set[str] = set()
+"""The tags of the `wait` calls whose handler has started."""
+CANCELLED: set[str] = set()
+"""The tags of the `wait` calls that saw their request cancelled."""
+
+
+def build_server() -> Server:
+    server = Server("http-modern", "1.0.0", logging=True, list_changed=True, subscribe=True)
+
+    @server.tool(inline=True)
+    def echo(text: str) -> str:
+        """Echo, answered on the event loop."""
+        return text
+
+    @server.tool(name="grüße", inline=True)
+    def greet() -> str:
+        """A name outside plain ASCII: its Mcp-Name travels base64-encoded."""
+        return "hallo"
+
+    @server.tool
+    def steps(ctx: Context, count: int) -> str:
+        """Progress and a log message on the way."""
+        for step in range(1, count + 1):
+            ctx.report_progress(step, count)
+        ctx.info("all steps done")
+        return f"{count} steps"
+
+    @server.tool
+    def wait(ctx: Context, tag: str, progress: bool = False) -> str:
+        """Waits until cancelled (after one progress notification, if asked); records what happened."""
+        if progress:
+            ctx.report_progress(1, 2)
+        WAITING.add(tag)
+        if ctx.wait_cancelled(30):
+            CANCELLED.add(tag)
+        ctx.check_cancelled()
+        return "never cancelled"
+
+    @server.resource("test://note", mime_type="text/plain")
+    def note() -> str:
+        return "a note"
+
+    return server
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[Server, UvicornThread]]:
+    server = build_server()
+    uvicorn_thread = UvicornThread(server.http_app(session_idle_timeout=0, keepalive=0.3))
+    yield server, uvicorn_thread
+    uvicorn_thread.stop()
+
+
+@pytest.fixture
+def port(served: tuple[Server, UvicornThread]) -> int:
+    return served[1].port
+
+
+@pytest.fixture(scope="module")
+def stateless_port() -> Iterator[int]:
+    uvicorn_thread = UvicornThread(build_server().http_app(stateless=True))
+    yield uvicorn_thread.port
+    uvicorn_thread.stop()
+
+
+def raw(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    """Headers as an ASGI server hands them over: lower-case names, values as bytes."""
+    return [(name.lower().encode(), value.encode("latin-1")) for name, value in headers.items()]
+
+
+def b64(text: str) -> str:
+    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
+
+
+CALL = modern("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+READ = modern("resources/read", {"uri": "test://note"})
+LIST = modern("tools/list")
+
+
+# -- header validation, the pure function ------------------------------------------------------------
+@pytest.mark.parametrize("message", [CALL, READ, LIST, modern("prompts/get", {"name": "p"})])
+def test_headers_that_mirror_the_body_pass(message: dict[str, Any]) -> None:
+    assert header_mismatch(raw(modern_headers(message)), message) is None
+
+
+@pytest.mark.parametrize(("message", "drop", "named"), [
+    (CALL, "MCP-Protocol-Version", "MCP-Protocol-Version"),
+    (CALL, "Mcp-Method", "Mcp-Method"),
+    (CALL, "Mcp-Name", "Mcp-Name"),
+    (READ, "Mcp-Name", "Mcp-Name"),
+    (LIST, "MCP-Protocol-Version", "MCP-Protocol-Version"),
+    (LIST, "Mcp-Method", "Mcp-Method"),
+])
+def test_a_missing_header_is_named(message: dict[str, Any], drop: str, named: str) -> None:
+    headers = {k: v for k, v in modern_headers(message).items() if k != drop}
+    assert header_mismatch(raw(headers), message) == f"Header mismatch: the {named} header is required"
+
+
+@pytest.mark.parametrize(("message", "header", "value", "body"), [
+    (CALL, "MCP-Protocol-Version", "2025-06-18", "2026-07-28"),
+    (CALL, "Mcp-Method", "tools/list", "tools/call"),
+    (CALL, "Mcp-Name", "other", "echo"),
+    (READ, "Mcp-Name", "test://other", "test://note"),
+    (CALL, "Mcp-Name", "Echo", "echo"),  # values are case-sensitive
+])
+def test_a_header_that_differs_from_the_body_is_refused_with_both_values(message: dict[str, Any], header: str,
+                                                                        value: str, body: str) -> None:
+    headers = modern_headers(message, {header: value})
+    assert header_mismatch(raw(headers), message) == (
+        f"Header mismatch: {header} header value {value!r} does not match body value {body!r}")
+
+
+def test_header_names_are_case_insensitive_and_mcp_name_is_asked_only_where_the_spec_says() -> None:
+    headers = {"mcp-protocol-version": MODERN_VERSION, "MCP-METHOD": "tools/call", "mCp-NaMe": "echo"}
+    assert header_mismatch(raw(headers), CALL) is None
+    assert header_mismatch(raw({"mcp-protocol-version": MODERN_VERSION, "mcp-method": "tools/list"}), LIST) is None
+    # A request without the parameter Mcp-Name mirrors is left for the core to refuse (-32602).
+    nameless = modern("tools/call", {"arguments": {}})
+    assert header_mismatch(raw({"mcp-protocol-version": MODERN_VERSION, "mcp-method": "tools/call"}), nameless) is None
+
+
+def test_the_base64_sentinel_is_decoded_before_the_comparison() -> None:
+    for name in ("grüße", " padded ", "line1\nline2", "=?base64?literal?=", "echo"):
+        message = modern("tools/call", {"name": name})
+        headers = modern_headers(message, {"Mcp-Name": b64(name)})
+        assert header_mismatch(raw(headers), message) is None, name
+    wrong = modern_headers(CALL, {"Mcp-Name": b64("ech0")})
+    assert header_mismatch(raw(wrong), CALL) == "Header mismatch: Mcp-Name header value 'ech0' does not match body value 'echo'"
+
+
+@pytest.mark.parametrize("value", [
+    "=?base64?not base64?=",
+    "=?base64?ZWNobw?=",  # unpadded
+    "=?base64?ZWNob3==?=",  # non-canonical: the spare bits are not zero
+    "=?base64?/w==?=",  # bytes that are not UTF-8
+])
+def test_a_malformed_sentinel_is_refused(value: str) -> None:
+    assert decode_header_value(value) is None
+    assert header_mismatch(raw(modern_headers(CALL, {"Mcp-Name": value})), CALL) == (
+        "Header mismatch: the Mcp-Name header value is not valid =?base64?...?= (canonical base64 of UTF-8)")
+
+
+def test_a_sentinel_only_counts_as_a_whole_value_and_only_in_lower_case() -> None:
+    assert decode_header_value("x=?base64?ZWNobw==?=") == "x=?base64?ZWNobw==?="
+    assert decode_header_value("=?BASE64?ZWNobw==?=") == "=?BASE64?ZWNobw==?="
+    assert decode_header_value("=?base64?ZWNobw==?=") == "echo"
+
+
+@pytest.mark.parametrize(("header", "value"), [
+    ("Mcp-Name", "grüße"), ("Mcp-Name", "a\x00b"), ("Mcp-Method", "tools/call\x7f"), ("MCP-Protocol-Version", "2026-07-28\x01"),
+])
+def test_a_header_value_with_invalid_characters_is_refused(header: str, value: str) -> None:
+    message = modern("tools/call", {"name": value}) if header == "Mcp-Name" else CALL
+    headers = modern_headers(message, {header: value})
+    assert header_mismatch(raw(headers), message) == f"Header mismatch: the {header} header value contains invalid characters"
+
+
+def test_a_header_sent_twice_is_refused() -> None:
+    pairs = [*raw(modern_headers(CALL)), (b"mcp-method", b"tools/call")]
+    assert header_mismatch(pairs, CALL) == "Header mismatch: the Mcp-Method header is sent 2 times"
+
+
+def test_the_status_of_a_modern_error() -> None:
+    def status(code: int, message: dict[str, Any] = CALL) -> int:
+        return modern_status({"jsonrpc": "2.0", "id": 1, "error": {"code": code, "message": "m"}}, message)
+
+    assert [status(code) for code in (-32020, -32021, -32022, -32601)] == [400, 400, 400, 404]
+    assert [status(code) for code in (-32602, -32603, -32600, -32002, -32001)] == [200] * 5
+    no_capabilities = modern("tools/list")
+    del no_capabilities["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    assert status(-32602, no_capabilities) == 400
+    assert status(-32602, modern("tools/list", version=20260728)) == 400  # type: ignore[arg-type]
+    assert modern_status({"jsonrpc": "2.0", "id": 1, "result": {}}, CALL) == 200
+
+
+# -- header validation over HTTP --------------------------------------------------------------------
+@pytest.mark.parametrize(("extra", "drop", "named"), [
+    ({}, ("MCP-Protocol-Version",), "the MCP-Protocol-Version header is required"),
+    ({}, ("Mcp-Method",), "the Mcp-Method header is required"),
+    ({}, ("Mcp-Name",), "the Mcp-Name header is required"),
+    ({"MCP-Protocol-Version": "2025-06-18"}, (), "MCP-Protocol-Version header value '2025-06-18' does not match body value '2026-07-28'"),
+    ({"Mcp-Method": "tools/list"}, (), "Mcp-Method header value 'tools/list' does not match body value 'tools/call'"),
+    ({"Mcp-Name": "later"}, (), "Mcp-Name header value 'later' does not match body value 'echo'"),
+    ({"Mcp-Name": b64("later")}, (), "Mcp-Name header value 'later' does not match body value 'echo'"),
+    ({"Mcp-Name": "=?base64?!!?="}, (), "the Mcp-Name header value is not valid =?base64?...?= (canonical base64 of UTF-8)"),
+    ({"Mcp-Name": "échò"}, (), "the Mcp-Name header value contains invalid characters"),  # sent as latin-1 bytes
+])
+def test_a_header_mismatch_gets_400_and_minus_32020_naming_the_header(port: int, extra: dict[str, str],
+                                                                      drop: tuple[str, ...], named: str) -> None:
+    reply = post_modern(port, CALL, extra, drop=drop)
+    assert reply.status == 400 and "mcp-session-id" not in reply.headers
+    assert modern_json(reply) == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32020, "message": f"Header mismatch: {named}"}}
+
+
+def test_headers_are_checked_in_stateless_mode_too(stateless_port: int) -> None:
+    reply = post_modern(stateless_port, CALL, drop=("Mcp-Method",))
+    assert reply.status == 400 and modern_json(reply)["error"]["code"] == -32020
+
+
+def test_a_name_outside_ascii_travels_base64_encoded(port: int) -> None:
+    message = modern("tools/call", {"name": "grüße"})
+    assert modern_headers(message)["Mcp-Name"] == "=?base64?Z3LDvMOfZQ==?="
+    reply = post_modern(port, message)
+    assert reply.status == 200, reply.body
+    assert modern_json(reply)["result"]["content"] == [{"type": "text", "text": "hallo"}]
+
+
+# -- no session -------------------------------------------------------------------------------------
+def test_a_modern_request_needs_no_session_and_gets_none(port: int) -> None:
+    reply = post_modern(port, CALL)
+    assert reply.status == 200 and reply.content_type == "application/json"
+    assert "mcp-session-id" not in reply.headers
+    assert modern_json(reply)["result"]["content"] == [{"type": "text", "text": "hi"}]
+
+
+def test_a_session_id_on_a_modern_request_is_ignored_and_not_echoed(port: int) -> None:
+    for session_id in ("no-such-session", McpHttpClient(port).session_id or ""):
+        reply = post_modern(port, CALL, {"Mcp-Session-Id": session_id})
+        assert reply.status == 200 and "mcp-session-id" not in reply.headers
+        assert modern_json(reply)["result"]["content"] == [{"type": "text", "text": "hi"}]
+
+
+def test_a_modern_request_is_served_on_a_stateless_endpoint(stateless_port: int) -> None:
+    reply = post_modern(stateless_port, CALL)
+    assert reply.status == 200 and "mcp-session-id" not in reply.headers
+    assert modern_json(reply)["result"]["content"] == [{"type": "text", "text": "hi"}]
+
+
+def test_a_modern_notification_gets_202_and_no_session(port: int, stateless_port: int) -> None:
+    notification = modern("notifications/whatever", msg_id=None)
+    for where in (port, stateless_port):
+        reply = request(where, "POST", notification, MCP_HEADERS)  # the spec asks no header of a notification
+        assert (reply.status, reply.body) == (202, b"") and "mcp-session-id" not in reply.headers
+
+
+def test_legacy_sessions_go_on_beside_modern_requests(port: int) -> None:
+    client = McpHttpClient(port)
+    assert post_modern(port, CALL).status == 200
+    reply = client.call("tools/call", {"name": "echo", "arguments": {"text": "old"}})
+    assert reply.headers["mcp-session-id"] == client.session_id
+    assert reply.json()["result"] == {"content": [{"type": "text", "text": "old"}], "isError": False}
+
+
+# -- statuses per error (the core answers; the transport chooses the status) -------------------------
+def test_an_unsupported_version_gets_400_and_minus_32022(port: int) -> None:
+    message = modern("tools/list", version="2099-01-01")
+    reply = post_modern(port, message)
+    assert reply.status == 400
+    error = modern_json(reply)["error"]
+    assert error["code"] == -32022
+    assert error["data"] == {"supported": ["2026-07-28", "2025-06-18"], "requested": "2099-01-01"}
+
+
+def test_a_request_without_client_capabilities_gets_400_and_minus_32602(port: int) -> None:
+    message = modern("tools/list")
+    del message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    reply = post_modern(port, message)
+    assert reply.status == 400 and modern_json(reply)["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize("method", ["ping", "logging/setLevel", "no/such/method"])
+def test_a_method_the_modern_era_lacks_gets_404_and_minus_32601(port: int, method: str) -> None:
+    reply = post_modern(port, modern(method))
+    assert reply.status == 404 and modern_json(reply)["error"]["code"] == -32601
+
+
+def test_other_errors_of_a_modern_request_keep_200(port: int) -> None:
+    reply = post_modern(port, modern("resources/read", {"uri": "test://missing"}))
+    assert reply.status == 200 and modern_json(reply)["error"]["code"] == -32602
+
+
+# -- JSON or SSE --------------------------------------------------------------------------------------
+def test_a_modern_result_is_complete_and_says_who_served_it(port: int) -> None:
+    result = modern_json(post_modern(port, CALL))["result"]
+    assert result["resultType"] == "complete"
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"] == {"name": "http-modern", "version": "1.0.0"}
+
+
+def test_progress_and_logs_make_an_sse_stream_of_the_request_that_ends_with_its_result(port: int) -> None:
+    message = modern("tools/call", {"name": "steps", "arguments": {"count": 2}},
+                     meta={"progressToken": "p", "io.modelcontextprotocol/logLevel": "info"})
+    reply = post_modern(port, message)
+    assert reply.status == 200 and reply.content_type == "text/event-stream"
+    assert reply.headers["x-accel-buffering"] == "no" and "mcp-session-id" not in reply.headers
+    events = modern_events(reply)
+    assert [event.get("method") for event in events] == [
+        "notifications/progress", "notifications/progress", "notifications/message", None]
+    assert [event["params"]["progress"] for event in events[:2]] == [1, 2]
+    assert events[2]["params"]["data"] == "all steps done"
+    assert events[-1]["id"] == 1 and events[-1]["result"]["content"] == [{"type": "text", "text": "2 steps"}]
+
+
+def test_without_a_progress_token_or_log_level_the_answer_is_json(port: int) -> None:
+    reply = post_modern(port, modern("tools/call", {"name": "steps", "arguments": {"count": 2}}))
+    assert reply.content_type == "application/json"
+    assert modern_json(reply)["result"]["content"] == [{"type": "text", "text": "2 steps"}]
+
+
+# -- cancellation: closing the response is cancelling the request --------------------------------------
+def open_post(port: int, message: dict[str, Any]) -> http.client.HTTPConnection:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    connection.request("POST", "/mcp", body=json.dumps(message).encode(), headers=modern_headers(message))
+    return connection
+
+
+def test_closing_the_connection_before_any_answer_cancels_the_request(port: int) -> None:
+    message = modern("tools/call", {"name": "wait", "arguments": {"tag": "json-phase"}})
+    connection = open_post(port, message)
+    wait_for(lambda: "json-phase" in WAITING, 10, "the tool to start")
+    connection.close()
+    wait_for(lambda: "json-phase" in CANCELLED, 10, "the tool to be cancelled")
+
+
+def test_closing_the_sse_stream_cancels_the_request(port: int) -> None:
+    message = modern("tools/call", {"name": "wait", "arguments": {"tag": "sse-phase", "progress": True}},
+                     meta={"progressToken": 7})
+    connection = open_post(port, message)
+    response = connection.getresponse()
+    assert response.status == 200 and response.getheader("content-type", "").startswith("text/event-stream")
+    first = response.readline()
+    assert first.startswith(b"event: message") or first.startswith(b"data:"), first
+    wait_for(lambda: "sse-phase" in WAITING, 10, "the tool to start")
+    assert "sse-phase" not in CANCELLED
+    connection.close()
+    wait_for(lambda: "sse-phase" in CANCELLED, 10, "the tool to be cancelled")
+
+
+# -- subscriptions/listen ---------------------------------------------------------------------------
+def listen(port: int, msg_id: int | str = "listen-1", **filters: Any) -> Any:
+    message = modern("subscriptions/listen", {"notifications": filters}, msg_id)
+    reply = post_modern(port, message, stream=True)
+    assert reply.status == 200 and reply.content_type == "text/event-stream", (reply.status, reply.headers)
+    assert reply.headers["x-accel-buffering"] == "no" and "mcp-session-id" not in reply.headers
+    return reply
+
+
+def test_listen_acknowledges_then_carries_list_changes_tagged_with_its_id(served: tuple[Server, UvicornThread]) -> None:
+    server, uvicorn_thread = served
+    reply = listen(uvicorn_thread.port, "listen-tools", toolsListChanged=True)
+    ack = reply.next_event(modern=True)
+    assert ack is not None and ack["method"] == "notifications/subscriptions/acknowledged"
+    assert ack["params"]["_meta"][SUBSCRIPTION_ID] == "listen-tools"
+    assert ack["params"]["notifications"] == {"toolsListChanged": True}
+
+    @server.tool(inline=True)
+    def added_while_listening() -> str:
+        """Registering a tool tells every listener that the list changed."""
+        return "new"
+
+    change = reply.next_event(modern=True)
+    assert change == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                      "params": {"_meta": {SUBSCRIPTION_ID: "listen-tools"}}}
+    reply.response.close()
+
+
+def test_a_quiet_listen_stream_keeps_itself_alive_with_comments(port: int) -> None:
+    reply = listen(port, 9, toolsListChanged=True)
+    assert reply.next_event(modern=True) is not None  # the acknowledgement
+    lines: list[bytes] = []
+    while lines.count(b":\r\n") < 2:  # one every 0.3 s here
+        line = reply.response.readline()
+        assert line, lines
+        lines.append(line)
+    assert set(lines) == {b":\r\n"}  # nothing else on a quiet stream
+    reply.response.close()
+
+
+def test_closing_a_listen_stream_ends_the_subscription(served: tuple[Server, UvicornThread]) -> None:
+    uvicorn_thread = served[1]
+    endpoint = uvicorn_thread.app.state.mcp
+    reply = listen(uvicorn_thread.port, "bye", toolsListChanged=True)
+    assert reply.next_event(modern=True) is not None
+    assert len(endpoint.listens) == 1
+    reply.response.close()
+    wait_for(lambda: not endpoint.listens, 10, "the listen to end")
+
+
+def test_shutting_down_ends_a_listen_with_its_result() -> None:
+    uvicorn_thread = UvicornThread(build_server().http_app(keepalive=0.3))
+    try:
+        reply = listen(uvicorn_thread.port, 5, toolsListChanged=True)
+        assert reply.next_event(modern=True) is not None
+    finally:
+        stopping = threading.Thread(target=uvicorn_thread.stop)
+        stopping.start()
+    last = reply.next_event(modern=True)
+    stopping.join(15)
+    assert last == {"jsonrpc": "2.0", "id": 5, "result": {"resultType": "complete", "_meta": {SUBSCRIPTION_ID: 5}}}
+    assert reply.next_event() is None
+
+
+def test_listen_needs_an_sse_client(port: int) -> None:
+    message = modern("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    reply = post_modern(port, message, {"Accept": "application/json"})
+    assert reply.status == 406
