@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
 DEFAULT_CACHE = REPO / ".bench-cache"
 PROTOCOL_VERSION = "2025-06-18"
+MODERN_VERSION = "2026-07-28"  # the stateless era: every request carries its version and capabilities in _meta
 
 # Pinned peers: a benchmark that compares against "latest" measures a different thing every month.
 MCP_PIN = "mcp==2.3.0"
@@ -73,6 +74,7 @@ class Target:
     server: bool = True  # False: a command that just exits (the `python -c "import json"` baseline)
     env: dict[str, str] = field(default_factory=dict)
     version: str = ""
+    modern: bool = False  # also serves MCP 2026-07-28: the era phase compares the two paths in one process
     unavailable: str | None = None  # why this target is left out, when it is
 
 
@@ -105,6 +107,24 @@ def echo_call(echo: Echo, request_id: int) -> bytes:
     return encode({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
 
 
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "shipcode-bench", "version": "1"},  # a SHOULD on every request
+}
+
+
+def modern_call(echo: Echo, request_id: int) -> bytes:
+    """The same tools/call as `echo_call`, made modern by its `_meta`: no session needed, any process serves it."""
+    params = {"name": "echo", "arguments": {echo.argument: echo.text(request_id)}, "_meta": MODERN_META}
+    return encode({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+
+
+def discover(request_id: int) -> bytes:
+    """server/discover, the modern era's cheapest request (ping is legacy only)."""
+    return encode({"jsonrpc": "2.0", "id": request_id, "method": "server/discover", "params": {"_meta": MODERN_META}})
+
+
 INITIALIZE = encode({
     "jsonrpc": "2.0", "id": 0, "method": "initialize",
     "params": {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "shipcode-bench", "version": "1"}},
@@ -118,7 +138,7 @@ class Checker:
     def __init__(self) -> None:
         self.checked: Counter[str] = Counter()
 
-    def response(self, phase: str, message: Any, request_id: int, echo: Echo | None = None) -> None:
+    def response(self, phase: str, message: Any, request_id: int, echo: Echo | None = None, modern: bool = False) -> None:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             raise BenchError(f"{phase}: not a JSON-RPC 2.0 message: {message!r:.200}")
         if message.get("id") != request_id:
@@ -128,6 +148,11 @@ class Checker:
         result = message.get("result")
         if not isinstance(result, dict):
             raise BenchError(f"{phase}: id {request_id} has no result object")
+        if modern:  # a modern result says it is complete and names the server
+            meta = result.get("_meta")
+            if result.get("resultType") != "complete" or not isinstance(meta, dict) or not isinstance(
+                    meta.get("io.modelcontextprotocol/serverInfo"), dict):
+                raise BenchError(f"{phase}: id {request_id} is not a complete modern result: {result!r:.200}")
         if echo is not None:
             expected = echo.reply.format(echo.text(request_id))
             content = result.get("content")
@@ -137,7 +162,7 @@ class Checker:
                 raise BenchError(f"{phase}: id {request_id} did not echo {expected!r}: {result!r:.200}")
         self.checked[phase] += 1
 
-    def all_of(self, phase: str, messages: list[Any], ids: range, echo: Echo | None = None) -> None:
+    def all_of(self, phase: str, messages: list[Any], ids: range, echo: Echo | None = None, modern: bool = False) -> None:
         """Every id of `ids` answered exactly once, correctly, in any order; notifications are skipped."""
         by_id: dict[Any, Any] = {}
         for message in messages:
@@ -152,7 +177,7 @@ class Checker:
         if len(by_id) != len(ids) or any(i not in by_id for i in ids):
             raise BenchError(f"{phase}: {len(by_id)} responses for {len(ids)} requests")
         for request_id in ids:
-            self.response(phase, by_id[request_id], request_id, echo)
+            self.response(phase, by_id[request_id], request_id, echo, modern)
 
 
 def parse_lines(data: bytes) -> list[Any]:
@@ -402,7 +427,7 @@ class Pipelined:
 
 
 def pipelined(child: Child, samples: Samples, phase: str, count: int, make: Callable[[int], bytes],
-              echo: Echo | None = None) -> Pipelined:
+              echo: Echo | None = None, modern: bool = False) -> Pipelined:
     """A writer thread writes all `count` requests while this thread reads the responses.
 
     Responses are only counted (newlines) while the clock runs, and parsed and checked after it
@@ -447,12 +472,12 @@ def pipelined(child: Child, samples: Samples, phase: str, count: int, make: Call
     writer.join()
     if data[len(complete):].strip():
         raise BenchError(f"{phase}: output after the last response: {data[len(complete):][:200]!r}")
-    samples.checker.all_of(phase, messages, ids, echo)
+    samples.checker.all_of(phase, messages, ids, echo, modern)
     return Pipelined(rate=count / (finished - started), cpu=(cpu_after - cpu_before) / count, peak_rss=sampler.peak)
 
 
 def sequential(child: Child, samples: Samples, phase: str, count: int, make: Callable[[int], bytes],
-               echo: Echo | None = None) -> list[float]:
+               echo: Echo | None = None, modern: bool = False) -> list[float]:
     """One request at a time; returns the round-trip time of each, from the write to the response read."""
     times: list[float] = []
     samples.sent[phase] += count
@@ -468,7 +493,7 @@ def sequential(child: Child, samples: Samples, phase: str, count: int, make: Cal
         else:  # a notification came first: this round trip has no clean figure
             while not (messages and is_response(messages[0])):
                 messages = parse_lines(child.read_line())
-        samples.checker.response(phase, messages[0], request_id, echo)
+        samples.checker.response(phase, messages[0], request_id, echo, modern)
     return times
 
 
@@ -545,6 +570,75 @@ def shutdown(target: Target, samples: Samples, cache: Path, config: Config) -> N
 KILLED = -999  # exit status recorded for a server that had not exited and was killed
 
 
+@dataclass(frozen=True)
+class EraPair:
+    """One comparison of the era phase: the same work asked the legacy way and the modern way."""
+
+    key: str
+    label: str
+    legacy: str  # phase name of the legacy requests (sent and checked are counted under it)
+    modern: str
+    pipelined: bool  # else one at a time, and the figure is the p50 round trip
+
+
+ERA_PAIRS = (
+    EraPair("call", "tools/call, pipelined", "era legacy tools/call", "era modern tools/call", True),
+    EraPair("call_seq", "tools/call, one at a time", "era legacy tools/call", "era modern tools/call", False),
+    EraPair("discover", "ping → server/discover, pipelined", "era ping", "era server/discover", True),
+    EraPair("discover_seq", "ping → server/discover, one at a time", "era ping", "era server/discover", False),
+)
+ERA_LIMIT = 1.15  # the target: a modern tools/call costs at most this much more than a legacy one
+
+
+def era(target: Target, samples: Samples, cache: Path, config: Config) -> None:
+    """One process serving both eras: the modern path (2026-07-28) against the legacy one (2025-06-18).
+
+    Legacy requests ride the session opened by initialize; modern ones carry their version and
+    capabilities in `_meta`, as a stateless client sends every request. The two sides of each pair
+    run back to back in one process, the first side alternating between rounds, and each round
+    records its own ratio (modern ÷ legacy, time per request), so the table's ratio is the median of
+    paired ratios: load from elsewhere on the machine falls on both sides.
+    """
+    echo = target.echo
+    assert echo is not None
+    makers: dict[str, Callable[[int], bytes]] = {
+        "era legacy tools/call": lambda i: echo_call(echo, i), "era modern tools/call": lambda i: modern_call(echo, i),
+        "era ping": ping, "era server/discover": discover,
+    }
+    echoes = {"era legacy tools/call": echo, "era modern tools/call": echo}
+    flip = len(samples.values.get("era_call_cost", [])) % 2 == 1
+    child = Child(target, stderr_log(cache, target))
+    try:
+        child.arm(config.timeout)
+        child.initialize(samples)
+        for phase, make in makers.items():  # every path once through, before anything is timed
+            sequential(child, samples, "warm-up", max(1, config.warmup // 4), make, echoes.get(phase), "modern" in phase
+                       or "discover" in phase)
+        for pair in ERA_PAIRS:
+            figures: dict[str, tuple[float, float | None]] = {}  # side -> (seconds per request, CPU per request)
+            sides = (("legacy", pair.legacy), ("modern", pair.modern))
+            for side, phase in sides[::-1] if flip else sides:
+                child.arm(config.timeout)
+                count = config.calls if pair.pipelined else config.latency
+                if pair.pipelined:
+                    result = pipelined(child, samples, phase, count, makers[phase], echoes.get(phase), side == "modern")
+                    figures[side] = (1 / result.rate, result.cpu)
+                else:
+                    times = sequential(child, samples, phase, count, makers[phase], echoes.get(phase), side == "modern")
+                    figures[side] = (percentile(times, 0.5), None)
+            for side in ("legacy", "modern"):
+                samples.add(f"era_{pair.key}_{side}", figures[side][0])
+            samples.add(f"era_{pair.key}_cost", figures["modern"][0] / figures["legacy"][0])
+            legacy_cpu, modern_cpu = figures["legacy"][1], figures["modern"][1]
+            if legacy_cpu and modern_cpu is not None:
+                samples.add(f"era_{pair.key}_cpu_legacy", legacy_cpu)
+                samples.add(f"era_{pair.key}_cpu_modern", modern_cpu)
+                samples.add(f"era_{pair.key}_cpu_cost", modern_cpu / legacy_cpu)
+        child.close(config.shutdown_timeout)
+    finally:
+        child.kill()
+
+
 def stderr_log(cache: Path, target: Target) -> Path:
     folder = cache / "logs"
     folder.mkdir(parents=True, exist_ok=True)
@@ -585,6 +679,9 @@ def run_rounds(targets: list[Target], config: Config, cache: Path, log: Callable
         for target in order:
             if target.echo is not None:
                 attempt(target, "shutdown", shutdown)
+        for target in order:
+            if target.modern and target.echo is not None:
+                attempt(target, "era", era)
     return results
 
 
@@ -642,7 +739,7 @@ def summary(targets: list[Target], results: dict[str, Samples], floor: str = "fl
             if base and metric not in ("shutdown_answered", "shutdown_exit") and summarize(metric, base):
                 ratios[metric] = value / summarize(metric, base)
         out[target.key] = {
-            "label": target.label, "command": target.command, "version": target.version,
+            "label": target.label, "command": target.command, "version": target.version, "modern": target.modern,
             "unavailable": target.unavailable, "errors": samples.errors,
             "sent": dict(samples.sent), "checked": dict(samples.checker.checked),
             "samples": samples.values, "median": medians, "ratio_to_floor": ratios,
@@ -683,6 +780,12 @@ def evaluate(servers: dict[str, Any], workspace: dict[str, Any]) -> list[dict[st
             answered, status = med(key, "shutdown_answered"), med(key, "shutdown_exit")
             check("shutdown: 10 of 10 answered", key, answered, SHUTDOWN_CALLS, at_most=False)
             check("shutdown: exit status 0", key, status, 0)
+    for key, server in servers.items():
+        if server["unavailable"] or not server.get("modern"):
+            continue
+        for pair in ERA_PAIRS[:2]:
+            check(f"modern tools/call <= {ERA_LIMIT}x legacy ({pair.label.split(', ')[1]})", key,
+                  med(key, f"era_{pair.key}_cost"), ERA_LIMIT)
     for tool, command in (("search_code", "rg"), ("list_files", "rg --files")):
         figures = workspace.get(tool)
         check(f"{tool} <= 1.3x {command}", "shipcode-mcp", figures["ratio"] if figures else None, 1.3)
@@ -733,6 +836,24 @@ def results_table(servers: dict[str, Any]) -> str:
         rows.insert(1, ["cold start ÷ python -c 'import json'", *(
             f"{servers[key]['median']['cold_start'] / base:.2f}x" if "cold_start" in servers[key]["median"] else NONE
             for key in keys)])
+    return markdown_table(header, rows)
+
+
+def era_table(server: dict[str, Any]) -> str:
+    """Modern against legacy in one process: medians per side, and the median of the rounds' paired ratios."""
+    rows = []
+    for pair in ERA_PAIRS:
+        for suffix, what in (("", "p50 round trip" if not pair.pipelined else "wall time per request"),
+                             ("_cpu", "server CPU per request")):
+            legacy = server["median"].get(f"era_{pair.key}{suffix}_legacy")
+            modern = server["median"].get(f"era_{pair.key}{suffix}_modern")
+            cost = server["median"].get(f"era_{pair.key}{suffix}_cost")
+            if legacy is None or modern is None or cost is None:
+                continue
+            target = f" (target <= {ERA_LIMIT}x)" if pair.key.startswith("call") and not suffix else ""
+            rows.append([f"{pair.label}: {what}", f"{legacy * 1e6:.1f} µs", f"{modern * 1e6:.1f} µs", f"{cost:.2f}x{target}"])
+    header = [f"{server['label']}: 2026-07-28 vs 2025-06-18 (median)", "legacy", "modern",
+              "modern ÷ legacy (median of rounds)"]
     return markdown_table(header, rows)
 
 
@@ -821,7 +942,7 @@ def make_targets(python: str, src: Path, cache: Path, wanted: set[str], install:
         Target("python", "python -c 'import json'", [python, "-c", "import json"], server=False, version=plain),
         Target("floor", "floor (stdlib loop)", [python, str(BENCH / "floor_server.py")], Echo(), version=plain),
         Target("shipcode-echo", "shipcode-mcp echo example", [python, str(REPO / "examples" / "echo_server.py")], Echo(),
-               env=ours, version=version),
+               env=ours, version=version, modern=True),
         Target("shipcode-mcp", "shipcode-mcp (CLI)", [*cli, str(REPO)], env=ours, version=version),
         Target("shipcode-explicit", "echo, explicit Tool", [python, str(BENCH / "echo_explicit.py")], Echo(),
                env=ours, version=version),
@@ -1123,6 +1244,9 @@ def render(report: dict[str, Any]) -> str:
     if report["workspace"].get("search_code") or report["workspace"].get("list_files"):
         lines += ["", workspace_table(report["workspace"])]
     lines += [f"workspace: {error}" for error in report["workspace"].get("errors", [])]
+    for server in report["servers"].values():
+        if any(key.startswith("era_") for key in server["median"]):
+            lines += ["", era_table(server)]
     lines += ["", targets_table(report["targets"])]
     for key, server in report["servers"].items():
         if server["unavailable"]:

@@ -43,7 +43,9 @@ def test_every_phase_ran_and_every_response_was_checked(smoke: dict[str, Any], k
     server = smoke["servers"][key]
     assert server["errors"] == []
     rounds = smoke["config"]["repetitions"]
-    assert set(server["sent"]) == {"initialize", "warm-up", "latency", "ping", "tools/call", "shutdown"}
+    era = {"era legacy tools/call", "era modern tools/call", "era ping", "era server/discover"}  # our server speaks both eras
+    assert set(server["sent"]) == {"initialize", "warm-up", "latency", "ping", "tools/call", "shutdown"} | (
+        era if key == "shipcode-echo" else set())
     assert server["checked"] == server["sent"]
     assert server["sent"]["ping"] == rounds * smoke["config"]["pings"]
     for metric in ("cold_start", "ping_rps", "ping_cpu", "call_rps", "call_cpu", "latency_p50", "latency_p99",
@@ -58,6 +60,42 @@ def test_ratios_and_targets_come_from_the_same_run(smoke: dict[str, Any]) -> Non
     assert smoke["servers"]["python"]["median"]["cold_start"] > 0
     measured = {check["target"] for check in smoke["targets"] if check["measured"] is not None}
     assert "ping throughput >= 0.7x floor" in measured and "shutdown: 10 of 10 answered" in measured
+
+
+def test_the_era_phase_compares_both_paths_in_every_round(smoke: dict[str, Any]) -> None:
+    server = smoke["servers"]["shipcode-echo"]
+    config = smoke["config"]
+    rounds = config["repetitions"]
+    # each pair sends its count once per side per round: pipelined ones `calls`, one-at-a-time ones `latency`
+    assert server["sent"]["era modern tools/call"] == server["sent"]["era legacy tools/call"] == rounds * (
+        config["calls"] + config["latency"])
+    assert server["sent"]["era server/discover"] == server["sent"]["era ping"] == rounds * (config["calls"] + config["latency"])
+    for pair in ("call", "call_seq", "discover", "discover_seq"):
+        samples = server["samples"]
+        assert len(samples[f"era_{pair}_cost"]) == rounds, pair
+        for legacy, modern, cost in zip(samples[f"era_{pair}_legacy"], samples[f"era_{pair}_modern"],
+                                        samples[f"era_{pair}_cost"], strict=True):
+            assert cost == pytest.approx(modern / legacy)  # a paired ratio, from the same round
+    assert len(server["samples"]["era_call_cpu_cost"]) == rounds
+    measured = {check["target"] for check in smoke["targets"] if check["measured"] is not None}
+    assert {"modern tools/call <= 1.15x legacy (pipelined)", "modern tools/call <= 1.15x legacy (one at a time)"} <= measured
+
+
+def test_modern_results_must_be_complete_and_name_the_server() -> None:
+    run = driver()
+    echo = run.Echo()
+    content = [{"type": "text", "text": "echo 7"}]
+    good = {"jsonrpc": "2.0", "id": 7, "result": {"resultType": "complete", "content": content, "isError": False,
+                                                   "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "e", "version": "1"}}}}
+    checker = run.Checker()
+    checker.response("call", good, 7, echo, modern=True)
+    for result in ({**good["result"], "resultType": "input_required"}, {k: v for k, v in good["result"].items() if k != "_meta"},
+                   {"content": content, "isError": False}):
+        with pytest.raises(run.BenchError):
+            checker.response("call", {**good, "result": result}, 7, echo, modern=True)
+    sent = json.loads(run.modern_call(echo, 3))
+    assert sent["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    assert sent["params"]["arguments"] == json.loads(run.echo_call(echo, 3))["params"]["arguments"]
 
 
 def test_the_checks_reject_bad_responses() -> None:
