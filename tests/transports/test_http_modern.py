@@ -12,7 +12,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import pytest
+from mcp import Client
+from mcp.client.subscriptions import ToolsListChanged
 
 from shipcode_mcp import Context, Server
 from shipcode_mcp.transports.http import decode_header_value, header_mismatch, modern_status
@@ -426,3 +429,34 @@ def test_listen_needs_an_sse_client(port: int) -> None:
     message = modern("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
     reply = post_modern(port, message, {"Accept": "application/json"})
     assert reply.status == 406
+
+
+# -- a real modern client -----------------------------------------------------------------------------
+def test_the_official_sdk_client_speaks_2026_07_28_over_http(served: tuple[Server, UvicornThread],
+                                                             stateless_port: int) -> None:
+    """mcp 2.x `Client` in its default mode: it probes with server/discover, then sends every request with
+    the mirrored headers (a base64 Mcp-Name for a name outside ASCII) and listens for list changes."""
+    server, uvicorn_thread = served
+
+    async def main(port: int, listening: bool) -> None:
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            assert client.protocol_version == "2026-07-28"
+            assert {"echo", "grüße", "steps"} <= {tool.name for tool in (await client.list_tools()).tools}
+            called = await client.call_tool("grüße", {})
+            assert not called.is_error and called.content[0].model_dump()["text"] == "hallo"
+            read = await client.read_resource("test://note")
+            assert read.contents[0].model_dump()["text"] == "a note"
+            if listening:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    @server.tool(inline=True)
+                    def added_for_the_sdk() -> str:
+                        """Registering it changes the list the client listens to."""
+                        return "new"
+
+                    with anyio.fail_after(10):
+                        event = await subscription.__aiter__().__anext__()
+                    assert isinstance(event, ToolsListChanged)
+
+    anyio.run(main, uvicorn_thread.port, True)
+    wait_for(lambda: not uvicorn_thread.app.state.mcp.listens, 10, "the SDK's listen stream to end")
+    anyio.run(main, stateless_port, False)
