@@ -1,7 +1,9 @@
 """Test support: the real `shipcode-mcp` process over real pipes, and the official schema.
 
-Every line a server writes through `McpProcess` is checked against the 2025-06-18 JSON Schema
-(except the documented `id: null` error for lines that carry no usable id).
+Every line a server writes through `McpProcess` or `run_transcript` is checked against the official
+JSON Schema of its era: a modern (2026-07-28) message against that schema, a legacy one against
+2025-06-18 (except the documented `id: null` error for lines that carry no usable id). See
+`modern_definition` for how a message's era is told.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = REPO / "tests" / "data" / "mcp-2025-06-18.schema.json"  # verbatim copy; see SCHEMA-SOURCE.txt
+MODERN_SCHEMA_PATH = REPO / "tests" / "data" / "mcp-2026-07-28.schema.json"  # verbatim copy (draft 2020-12)
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 SERVER = [sys.executable, "-m", "shipcode_mcp"]
 
 HANDSHAKE = (
@@ -59,9 +63,76 @@ def validate_definition(name: str, value: Any) -> None:
     jsonschema.Draft7Validator({"$ref": f"#/definitions/{name}", "definitions": schema["definitions"]}).validate(value)
 
 
+MODERN_RESULTS = (
+    ("supportedVersions", "DiscoverResult"), ("tools", "ListToolsResult"), ("resourceTemplates", "ListResourceTemplatesResult"),
+    ("resources", "ListResourcesResult"), ("contents", "ReadResourceResult"), ("prompts", "ListPromptsResult"),
+    ("messages", "GetPromptResult"), ("content", "CallToolResult"), ("completion", "CompleteResult"),
+)
+"""A modern complete result's definition, told by the field only that result carries (first match wins)."""
+
+MODERN_ERRORS = {-32021: "MissingRequiredClientCapabilityError", -32022: "UnsupportedProtocolVersionError"}
+"""The errors only 2026-07-28 defines, each with a definition of its own (code and data)."""
+
+
+def modern_definition(message: dict[str, Any]) -> str | None:
+    """The 2026-07-28 definition `message` must fit, or None for a legacy (2025-06-18) message.
+
+    A result carrying `resultType` is modern, and so is a notification that acknowledges a
+    subscription or carries a subscription id; the rest (errors, progress, log messages, requests)
+    is shaped alike in both eras and checked as legacy. A modern result is checked against the
+    definition of its kind (the generic `Result` of the schema's `ServerResult` union would accept
+    any object with a `resultType`)."""
+    result = message.get("result")
+    if isinstance(result, dict) and "resultType" in result:
+        if result["resultType"] == "input_required":
+            return "InputRequiredResult"
+        meta = result.get("_meta")
+        if isinstance(meta, dict) and SUBSCRIPTION_ID in meta and set(result) <= {"resultType", "_meta"}:
+            return "SubscriptionsListenResult"
+        return next((name for field, name in MODERN_RESULTS if field in result), "Result")
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if "id" not in message and "method" in message and (
+            message["method"] == "notifications/subscriptions/acknowledged" or (isinstance(meta, dict) and SUBSCRIPTION_ID in meta)):
+        return "ServerNotification"
+    return None
+
+
+@cache
+def modern_validator(name: str) -> Any:
+    """A draft 2020-12 validator of the 2026-07-28 definition `name` (jsonschema_rs: fast, and it
+    resolves the schema's `$defs`)."""
+    import jsonschema_rs
+
+    schema = json.loads(MODERN_SCHEMA_PATH.read_text())
+    return jsonschema_rs.Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": schema["$defs"]})
+
+
+def validate_modern(message: dict[str, Any], name: str) -> None:
+    """Raise unless the whole server->client `message` fits 2026-07-28, its result or notification
+    being the definition `name`."""
+    if "result" in message:
+        modern_validator("JSONRPCResultResponse").validate(message)
+        assert message["result"]["resultType"] in ("complete", "input_required"), message
+        modern_validator(name).validate(message["result"])
+    elif "error" in message:
+        modern_validator("JSONRPCErrorResponse").validate(message)
+        modern_validator(name).validate(message)
+    else:
+        assert "id" not in message, f"a modern request asks nothing of the client by request: {message}"
+        modern_validator("JSONRPCNotification").validate(message)
+        modern_validator(name).validate(message)
+
+
 def validate_server_message(message: dict[str, Any]) -> None:
-    """Every server->client message must fit the official schema; the one exception is an error
-    whose id is null (parse errors and the like), which JSON-RPC requires and the 2025-06-18 schema lacks."""
+    """Every server->client message must fit the official schema of its era (see `modern_definition`);
+    the one exception is an error whose id is null (parse errors and the like), which JSON-RPC requires
+    and the 2025-06-18 schema lacks. An error fits both schemas, and the codes only 2026-07-28 defines
+    fit their own definitions."""
+    modern = modern_definition(message)
+    if modern is not None:
+        validate_modern(message, modern)
+        return
     v = _validators()
     if "error" in message:
         if message.get("id") is None:
@@ -69,6 +140,9 @@ def validate_server_message(message: dict[str, Any]) -> None:
             assert isinstance(message["error"]["code"], int) and isinstance(message["error"]["message"], str)
             return
         v["JSONRPCError"].validate(message)
+        modern_validator("JSONRPCErrorResponse").validate(message)
+        if message["error"].get("code") in MODERN_ERRORS:
+            modern_validator(MODERN_ERRORS[message["error"]["code"]]).validate(message)
     elif "result" in message:
         v["JSONRPCResponse"].validate(message)
         v["ServerResult"].validate(message["result"])

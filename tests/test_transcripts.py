@@ -3,11 +3,22 @@
 Format of tests/transcripts/*.txt: `> TEXT` is one input line, `>x LITERAL` one input line given as a
 Python bytes literal (for bytes that are not text), `< TEXT` one expected output line, `#` a comment.
 The whole input is written, stdin is closed, and stdout must equal the expected lines exactly.
+
+Each transcript runs in a fresh temporary folder, its working directory, with `shipcode-mcp FOLDER` by
+default. Two comment lines set the scene:
+- `# args: A B ...` replaces the arguments (`# args:` alone: none, so the server follows the client's
+  roots, the working directory until it lists them);
+- `# file: PATH TEXT` writes TEXT and a newline to PATH inside the folder (parent folders made) first.
+`{tmp}` anywhere in an `args`, `>` or `<` line stands for the folder's path (JSON-escaped in messages),
+so a transcript that names a path stays byte-exact wherever it runs.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import shlex
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -17,31 +28,63 @@ from support import run_transcript
 TRANSCRIPTS = sorted((Path(__file__).parent / "transcripts").glob("*.txt"))
 
 
-def load(path: Path) -> tuple[bytes, bytes]:
+@dataclass
+class Transcript:
+    sent: bytes
+    expected: bytes
+    args: list[str] = field(default_factory=lambda: ["{tmp}"])
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def load(path: Path, tmp: str = "{tmp}") -> Transcript:
     sent: list[bytes] = []
     expected: list[bytes] = []
+    args: list[str] | None = None
+    files: dict[str, str] = {}
+    escaped = json.dumps(tmp)[1:-1]
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith(">x "):
             value = ast.literal_eval(line[3:])
             assert isinstance(value, bytes)
             sent.append(value + b"\n")
         elif line.startswith("> "):
-            sent.append(line[2:].encode() + b"\n")
+            sent.append(line[2:].replace("{tmp}", escaped).encode() + b"\n")
         elif line.startswith("< "):
-            expected.append(line[2:].encode() + b"\n")
+            expected.append(line[2:].replace("{tmp}", escaped).encode() + b"\n")
+        elif line.startswith("# args:"):
+            assert args is None, f"{path.name}: two args lines"
+            args = [arg.replace("{tmp}", tmp) for arg in shlex.split(line[len("# args:"):])]
+        elif line.startswith("# file: "):
+            name, _, text = line[len("# file: "):].partition(" ")
+            files[name] = text + "\n"
         else:
             assert line.startswith("#") or not line.strip(), f"{path.name}: unknown line {line!r}"
-    return b"".join(sent), b"".join(expected)
+    return Transcript(b"".join(sent), b"".join(expected), [tmp] if args is None else args, files)
 
 
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.stem for p in TRANSCRIPTS])
 def test_transcript(path: Path, tmp_path: Path) -> None:
-    sent, expected = load(path)
-    out, err, status = run_transcript(sent, str(tmp_path))
-    assert out == expected
+    transcript = load(path, str(tmp_path))
+    for name, text in transcript.files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    out, err, status = run_transcript(transcript.sent, *transcript.args, cwd=tmp_path)
+    assert out == transcript.expected
     assert status == 0
     assert err == b"", "quiet by default: nothing on stderr"
 
 
+def test_the_scene_lines_are_read_and_the_folder_substituted(tmp_path: Path) -> None:
+    script = tmp_path / "t.txt"
+    script.write_text('# args: --allow-write {tmp}/ws\n# file: ws/a.txt hello world\n> {"p":"{tmp}"}\n< {tmp}\n')
+    transcript = load(script, 'C:\\x "y"')
+    assert transcript.args == ["--allow-write", 'C:\\x "y"/ws']
+    assert transcript.files == {"ws/a.txt": "hello world\n"}
+    assert transcript.sent == b'{"p":"C:\\\\x \\"y\\""}\n' and transcript.expected == b'C:\\\\x \\"y\\"\n'
+    script.write_text("# args:\n")
+    assert load(script).args == []
+
+
 def test_transcripts_exist() -> None:
-    assert {p.stem for p in TRANSCRIPTS} >= {"handshake", "versions", "lenient_order", "silence", "bad_input", "params"}
+    assert {p.stem for p in TRANSCRIPTS} >= {"handshake", "versions", "lenient_order", "silence", "bad_input", "params",
+                                             "modern", "modern_roots"}
