@@ -93,10 +93,16 @@ def port(served: tuple[Server, UvicornThread]) -> int:
 
 
 @pytest.fixture(scope="module")
-def stateless_port() -> Iterator[int]:
-    uvicorn_thread = UvicornThread(build_server().http_app(stateless=True))
-    yield uvicorn_thread.port
+def stateless_served() -> Iterator[tuple[Server, UvicornThread]]:
+    server = build_server()
+    uvicorn_thread = UvicornThread(server.http_app(stateless=True))
+    yield server, uvicorn_thread
     uvicorn_thread.stop()
+
+
+@pytest.fixture
+def stateless_port(stateless_served: tuple[Server, UvicornThread]) -> int:
+    return stateless_served[1].port
 
 
 def raw(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
@@ -432,31 +438,32 @@ def test_listen_needs_an_sse_client(port: int) -> None:
 
 
 # -- a real modern client -----------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["sessions", "stateless"])
 def test_the_official_sdk_client_speaks_2026_07_28_over_http(served: tuple[Server, UvicornThread],
-                                                             stateless_port: int) -> None:
+                                                             stateless_served: tuple[Server, UvicornThread],
+                                                             mode: str) -> None:
     """mcp 2.x `Client` in its default mode: it probes with server/discover, then sends every request with
-    the mirrored headers (a base64 Mcp-Name for a name outside ASCII) and listens for list changes."""
-    server, uvicorn_thread = served
+    the mirrored headers (a base64 Mcp-Name for a name outside ASCII) and listens for list changes, on an
+    endpoint that keeps legacy sessions and on a stateless one alike."""
+    server, uvicorn_thread = served if mode == "sessions" else stateless_served
 
-    async def main(port: int, listening: bool) -> None:
-        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+    async def main() -> None:
+        async with Client(f"http://127.0.0.1:{uvicorn_thread.port}/mcp") as client:
             assert client.protocol_version == "2026-07-28"
             assert {"echo", "grüße", "steps"} <= {tool.name for tool in (await client.list_tools()).tools}
             called = await client.call_tool("grüße", {})
             assert not called.is_error and called.content[0].model_dump()["text"] == "hallo"
             read = await client.read_resource("test://note")
             assert read.contents[0].model_dump()["text"] == "a note"
-            if listening:
-                async with client.listen(tools_list_changed=True) as subscription:
-                    @server.tool(inline=True)
-                    def added_for_the_sdk() -> str:
-                        """Registering it changes the list the client listens to."""
-                        return "new"
+            async with client.listen(tools_list_changed=True) as subscription:
+                @server.tool(inline=True)
+                def added_for_the_sdk() -> str:
+                    """Registering it changes the list the client listens to."""
+                    return "new"
 
-                    with anyio.fail_after(10):
-                        event = await subscription.__aiter__().__anext__()
-                    assert isinstance(event, ToolsListChanged)
+                with anyio.fail_after(10):
+                    event = await subscription.__aiter__().__anext__()
+                assert isinstance(event, ToolsListChanged)
 
-    anyio.run(main, uvicorn_thread.port, True)
+    anyio.run(main)
     wait_for(lambda: not uvicorn_thread.app.state.mcp.listens, 10, "the SDK's listen stream to end")
-    anyio.run(main, stateless_port, False)
