@@ -85,7 +85,7 @@ def test_modern_results_must_be_complete_and_name_the_server() -> None:
     run = driver()
     echo = run.Echo()
     content = [{"type": "text", "text": "echo 7"}]
-    good = {"jsonrpc": "2.0", "id": 7, "result": {"resultType": "complete", "content": content, "isError": False,
+    good: dict[str, Any] = {"jsonrpc": "2.0", "id": 7, "result": {"resultType": "complete", "content": content, "isError": False,
                                                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "e", "version": "1"}}}}
     checker = run.Checker()
     checker.response("call", good, 7, echo, modern=True)
