@@ -419,10 +419,14 @@ def _checked_elicitation(result: dict[str, Any], schema: dict[str, Any]) -> dict
     if result.get("action") not in ("accept", "decline", "cancel"):
         raise _client_error("The client answered elicitation/create without a valid action")
     if result["action"] == "accept":
-        import jsonschema_rs  # an optional dependency's cost, paid by elicitation only
+        from .primitives import schema_validator
 
         content = result.get("content", {})
-        problems = [err.message for err in jsonschema_rs.validator_for(schema).iter_errors(content)]
+        try:
+            validator = schema_validator(schema)
+        except ValueError as err:
+            raise _client_error(f"The elicitation schema is not usable here: {err}") from None
+        problems = [err.message for err in validator.iter_errors(content)]
         if problems:
             raise _client_error("The client's elicitation content does not fit the schema: " + "; ".join(problems))
     return result

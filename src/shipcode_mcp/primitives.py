@@ -40,6 +40,19 @@ class ResourceNotFound(jsonrpc.JsonRpcError):
         super().__init__(jsonrpc.RESOURCE_NOT_FOUND, data={"uri": uri})
 
 
+def schema_validator(schema: dict[str, Any]) -> Any:
+    """A validator for a JSON Schema of the dialect it declares (2020-12 when it declares none, as MCP
+    2026-07-28 requires). Offline: a `$ref` to a remote URI is never fetched (the spec forbids it by
+    default: a schema must not make the server reach out), so it fails to build instead. Raises
+    ValueError, with the validator's reason, for a schema it cannot use (an unknown dialect, say)."""
+    import jsonschema_rs  # an optional dependency's cost, paid on first use
+
+    try:
+        return jsonschema_rs.validator_for(schema, offline=True)
+    except (jsonschema_rs.ValidationError, ValueError) as err:
+        raise ValueError(str(err).split("\n", 1)[0]) from None
+
+
 def _put(target: dict[str, Any], key: str, value: Any) -> None:
     if value is not None:
         target[key] = value
@@ -166,9 +179,10 @@ class Tool:
             plain = self._plain
             if isinstance(plain, tuple) and _plainly_fits(plain, arguments):
                 return None
-            import jsonschema_rs
-
-            self._validator = jsonschema_rs.validator_for(self.input_schema)
+            try:
+                self._validator = schema_validator(self.input_schema)
+            except ValueError as unusable:
+                return f"Tool {self.name} cannot check its arguments: its inputSchema is not usable here ({unusable})"
         problems = []
         for err in self._validator.iter_errors(arguments):
             where = "/".join(str(part) for part in err.instance_path)
@@ -182,9 +196,10 @@ class Tool:
         if self.output_schema is None:
             return None
         if self._output_validator is None:
-            import jsonschema_rs
-
-            self._output_validator = jsonschema_rs.validator_for(self.output_schema)
+            try:
+                self._output_validator = schema_validator(self.output_schema)
+            except ValueError as err:
+                return f"Tool {self.name} cannot check its output: its outputSchema is not usable here ({err})"
         problems = [err.message for err in self._output_validator.iter_errors(structured)]
         if not problems:
             return None

@@ -69,8 +69,13 @@ class RequestStates:
             raise _refused("it is not a state this server issued") from None
         if not hmac.compare_digest(mac, self._mac(body)):
             raise _refused("its signature does not match (altered, or issued with another key)")
-        payload = json.loads(body)
-        if payload.get("v") != _VERSION or payload.get("m") != method or payload.get("d") != _digest(params):
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict) or payload.get("v") != _VERSION:
+            raise _refused("it belongs to another request")
+        if payload.get("m") != method or payload.get("d") != _digest(params):
             raise _refused("it belongs to another request")
         if payload.get("p") != principal:
             raise _refused("it was issued to another caller")
