@@ -1,0 +1,686 @@
+"""The session's modern era (MCP 2026-07-28), sans-IO: every request stands alone, carrying its version,
+capabilities and identity in `_meta`, beside a legacy (2025-06-18) session in the same `Session`.
+
+Driven by `core_support.Driver` in the test's own thread (no threads, no sleeps): deferred work waits
+until the test runs it, an async handler's work is awaited on a loop of the test's own. Every message the
+session writes here is checked against the 2026-07-28 schema (the definition of its kind), or the
+2025-06-18 one for legacy messages, by `support.validate_server_message`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from core_support import INIT, Driver, req
+from shipcode_mcp import era
+from shipcode_mcp.context import Context
+from shipcode_mcp.primitives import Prompt, Resource, ResourceNotFound, Tool
+from shipcode_mcp.server import Server
+from shipcode_mcp.session import Job, Send, Start
+from support import modern_definition, validate_modern, validate_server_message
+
+SERVER_INFO = {"name": "shipcode-mcp", "version": "1.0.0"}
+INFO_META = {era.SERVER_INFO_KEY: SERVER_INFO}
+ID_KEY = era.SUBSCRIPTION_ID_KEY
+
+
+def meta(capabilities: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """A modern request's `_meta`: version, capabilities, client identity, and `extra` keys as given."""
+    out: dict[str, Any] = {era.VERSION_KEY: "2026-07-28", era.CAPABILITIES_KEY: capabilities or {},
+                           era.CLIENT_INFO_KEY: {"name": "t", "version": "1"}}
+    out.update(extra)
+    return out
+
+
+def modern(params: dict[str, Any] | None = None, capabilities: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """`params` with a modern `_meta` (merged over a `_meta` it has)."""
+    params = dict(params or {})
+    params["_meta"] = {**meta(capabilities, **extra), **params.get("_meta", {})}
+    return params
+
+
+def checked(messages: list[dict[str, Any]], *, legacy: bool = False) -> list[dict[str, Any]]:
+    """`messages`, each validated against its era's schema; results and subscription notifications must be
+    told modern (the others are shaped alike in both eras and also fit 2026-07-28's unions)."""
+    for message in messages:
+        validate_server_message(message)
+        if legacy:
+            assert modern_definition(message) is None, message
+            continue
+        if "result" in message or ("id" not in message and ID_KEY in message.get("params", {}).get("_meta", {})):
+            assert modern_definition(message) is not None, message
+        elif "error" in message:
+            validate_modern(message, "JSONRPCErrorResponse")
+        else:
+            validate_modern(message, "ServerNotification")
+    return messages
+
+
+class ModernDriver(Driver):
+    """A Driver the server can tell of list changes and updates, as it tells a connected runner."""
+
+    def __init__(self, server: Server, *, stateless: bool = False) -> None:
+        super().__init__(server, stateless=stateless)
+        self.awaited = 0  # jobs whose coroutine was awaited (async handlers)
+        server.connect(self)  # type: ignore[arg-type]  # a runner in all the server uses: read and announce
+
+    def read(self, reader: Any) -> Any:
+        return reader(self.session)
+
+    def announce(self, method: str, params: dict[str, Any] | None = None, within: bool = True) -> None:
+        self.perform(self.session.announce(method, params, within))
+
+    def ask_modern(self, msg_id: Any, method: str, params: dict[str, Any] | None = None,
+                   capabilities: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+        """A modern request and the work it starts run to its one response, everything sent checked."""
+        before = len(self.sent)
+        self.receive(req(msg_id, method, modern(params, capabilities, **extra)))
+        while self.jobs:
+            job = self.jobs[0]
+            if job.deferred.awork is not None:
+                self.run_async(job)
+            else:
+                self.run(job)
+        sent = checked(self.sent[before:])
+        replies = [m for m in sent if m.get("id") == msg_id and "method" not in m]
+        assert len(replies) == 1, sent
+        return replies[0]
+
+    def run_async(self, job: Job) -> list[dict[str, Any]]:
+        """An async handler's work awaited as an asyncio runner awaits it, on a loop of this thread."""
+        self.jobs.remove(job)
+        self.awaited += 1
+        before = len(self.sent)
+        outcome = asyncio.run(job.arun())
+        actions = self.session.finish(job, outcome)
+        job.context.finish(lambda: self.perform(actions))
+        return self.sent[before:]
+
+
+def make_server(**options: Any) -> Server:
+    server = Server("shipcode-mcp", "1.0.0", **options)
+    server.add_tool(Tool("echo", lambda ctx, args: args["text"],
+                         {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}, inline=True))
+    server.add_tool(Tool("later", lambda ctx, args: "done"))
+    server.add_resource(Resource("test://a", "a", reader=lambda ctx, uri: "A"))
+    return server
+
+
+def text(value: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": value}]
+
+
+# -- discover, versions, required _meta ---------------------------------------------------------------------------------
+def test_discover_is_exact_in_the_spec_examples_order() -> None:
+    d = ModernDriver(make_server(instructions="Read the code."))
+    reply = d.ask_modern(1, "server/discover")
+    assert reply == {"jsonrpc": "2.0", "id": 1, "result": {
+        "resultType": "complete", "supportedVersions": ["2026-07-28", "2025-06-18"],
+        "capabilities": {"tools": {}, "resources": {}}, "_meta": INFO_META, "instructions": "Read the code.",
+        "ttlMs": 300000, "cacheScope": "public"}}
+    assert list(reply["result"]) == ["resultType", "supportedVersions", "capabilities", "_meta", "instructions", "ttlMs",
+                                     "cacheScope"]
+    plain = ModernDriver(make_server(logging=True, list_changed=True, subscribe=True)).ask_modern(1, "server/discover")
+    assert list(plain["result"]) == ["resultType", "supportedVersions", "capabilities", "_meta", "ttlMs", "cacheScope"]
+    assert plain["result"]["capabilities"] == {
+        "logging": {}, "tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True}}
+
+
+def test_discover_is_modern_only() -> None:
+    d = Driver(make_server())
+    assert checked(d.receive(req(1, "server/discover")), legacy=True) == [
+        {"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}}]
+
+
+def test_modern_requests_are_served_before_any_initialize_and_after_a_legacy_one() -> None:
+    d = ModernDriver(make_server())
+    expected = {"resultType": "complete", "content": text("hi"), "isError": False, "_meta": INFO_META}
+    assert d.ask_modern(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})["result"] == expected
+    assert d.session.capabilities is None and d.session.client_capabilities == {}  # nothing negotiated
+    d.handshake({"roots": {}})
+    assert d.ask_modern(2, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})["result"] == expected
+    assert d.ask_modern(3, "tools/call", {"name": "later"})["result"] == {**expected, "content": text("done")}
+    assert d.session.client_capabilities == {"roots": {}} and d.session.ready  # the legacy session is untouched
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", "2099-01-01", ""])
+def test_an_unsupported_version_is_32022_naming_what_is_supported(version: str) -> None:
+    d = ModernDriver(make_server())
+    reply = d.ask_modern(1, "tools/list", **{era.VERSION_KEY: version})
+    assert reply == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32022, "message": "Unsupported protocol version",
+        "data": {"supported": ["2026-07-28", "2025-06-18"], "requested": version}}}
+    validate_modern(reply, "UnsupportedProtocolVersionError")
+
+
+@pytest.mark.parametrize(("bad", "names"), [
+    ({era.VERSION_KEY: 20260728}, era.VERSION_KEY),
+    ({era.VERSION_KEY: None}, era.VERSION_KEY),
+    ({era.CAPABILITIES_KEY: None}, era.CAPABILITIES_KEY),
+    ({era.CAPABILITIES_KEY: []}, era.CAPABILITIES_KEY),
+    ({era.CAPABILITIES_KEY: "all"}, era.CAPABILITIES_KEY),
+    ({era.CLIENT_INFO_KEY: "t"}, era.CLIENT_INFO_KEY),
+    ({era.CLIENT_INFO_KEY: ["t"]}, era.CLIENT_INFO_KEY),
+    ({era.LOG_LEVEL_KEY: "loud"}, era.LOG_LEVEL_KEY),
+    ({era.LOG_LEVEL_KEY: 3}, era.LOG_LEVEL_KEY),
+])
+def test_required_meta_missing_or_of_the_wrong_shape_is_invalid_params(bad: dict[str, Any], names: str) -> None:
+    d = ModernDriver(make_server(logging=True))
+    params = {"_meta": {**meta(), **bad}}
+    d.receive(req(1, "tools/list", params))
+    reply = checked(d.sent)[0]
+    assert reply["error"]["code"] == -32602 and names in reply["error"]["message"]
+    assert reply["error"]["message"].startswith("Invalid params")
+
+
+def test_capabilities_are_required_client_info_is_not() -> None:
+    d = ModernDriver(make_server())
+    d.receive(req(1, "tools/list", {"_meta": {era.VERSION_KEY: "2026-07-28"}}))
+    assert checked(d.sent)[0]["error"]["code"] == -32602
+    assert d.ask_modern(2, "tools/list", **{era.CLIENT_INFO_KEY: {}})["result"]["resultType"] == "complete"
+    d.sent.clear()
+    d.receive(req(3, "tools/list", {"_meta": {era.VERSION_KEY: "2026-07-28", era.CAPABILITIES_KEY: {}}}))
+    assert checked(d.sent)[0]["result"]["resultType"] == "complete"
+
+
+@pytest.mark.parametrize("method", ["ping", "initialize", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"])
+def test_legacy_only_methods_are_not_found_in_the_modern_era(method: str) -> None:
+    d = ModernDriver(make_server(logging=True, subscribe=True))
+    d.handshake()  # even in a legacy session that offers them
+    reply = d.ask_modern(5, method, {"uri": "test://a", "level": "info", "protocolVersion": "2025-06-18"})
+    assert reply == {"jsonrpc": "2.0", "id": 5, "error": {
+        "code": -32601, "message": "Method not found", "data": f"{method} is not a method of MCP 2026-07-28"}}
+    assert d.session.subscriptions == {} and d.session.log_level is None  # and nothing changed
+
+
+def test_unknown_methods_are_not_found() -> None:
+    reply = ModernDriver(make_server()).ask_modern(1, "tools/frobnicate")
+    assert reply == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}}
+
+
+# -- results: resultType, serverInfo, cache hints ------------------------------------------------------------------------
+def feature_server() -> Server:
+    class Cut(list[Resource]):
+        meta = {"example.test/cut": True}
+
+    server = make_server(title="Shipcode")
+    server.add_prompt(Prompt("greet", lambda ctx, args: "hello"))
+    server.add_resource_source(lambda: Cut([Resource("test://b", "b")]))
+    server.add_tool(Tool("meta", lambda ctx, args: {"n": 1}, inline=True))
+    return server
+
+
+@pytest.mark.parametrize(("method", "params", "cache"), [
+    ("tools/list", {}, (300000, "public")),
+    ("prompts/list", {}, (300000, "public")),
+    ("resources/list", {}, (0, "private")),
+    ("resources/templates/list", {}, (300000, "public")),
+    ("resources/read", {"uri": "test://a"}, (0, "private")),
+    ("prompts/get", {"name": "greet"}, None),
+    ("tools/call", {"name": "echo", "arguments": {"text": "x"}}, None),
+    ("tools/call", {"name": "later"}, None),
+])
+def test_every_result_is_complete_first_with_server_info_and_cache_hints_where_due(
+        method: str, params: dict[str, Any], cache: tuple[int, str] | None) -> None:
+    d = ModernDriver(feature_server())
+    legacy = Driver(feature_server())
+    legacy.receive(INIT)
+    plain = legacy.request(9, method, params)["result"]
+    result = d.ask_modern(1, method, params)["result"]
+    info = {**SERVER_INFO, "title": "Shipcode"}
+    assert next(iter(result)) == "resultType" and result["resultType"] == "complete"
+    assert result["_meta"] == {**plain.get("_meta", {}), era.SERVER_INFO_KEY: info}  # merged with the handler's own
+    if cache is None:
+        assert "ttlMs" not in result and "cacheScope" not in result
+        assert list(result)[-1] == "_meta"
+    else:
+        assert (result["ttlMs"], result["cacheScope"]) == cache
+        assert list(result)[-3:] == ["_meta", "ttlMs", "cacheScope"]
+    body = {key: value for key, value in result.items() if key not in ("resultType", "_meta", "ttlMs", "cacheScope")}
+    assert body == {key: value for key, value in plain.items() if key != "_meta"}  # the same answer otherwise
+
+
+def test_resources_list_keeps_its_sources_meta_beside_server_info() -> None:
+    result = ModernDriver(feature_server()).ask_modern(1, "resources/list")["result"]
+    assert result["_meta"] == {"example.test/cut": True, era.SERVER_INFO_KEY: {**SERVER_INFO, "title": "Shipcode"}}
+
+
+def test_a_missing_resource_is_32602_in_the_modern_era_and_32002_in_the_legacy_one() -> None:
+    d = ModernDriver(make_server())
+    assert d.ask_modern(1, "resources/read", {"uri": "test://missing"}) == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32602, "message": "Resource not found", "data": {"uri": "test://missing"}}}
+    d.handshake()
+    assert checked([d.request(2, "resources/read", {"uri": "test://missing"})], legacy=True) == [
+        {"jsonrpc": "2.0", "id": 2, "error": {"code": -32002, "message": "Resource not found", "data": {"uri": "test://missing"}}}]
+
+
+def test_a_handler_raising_resource_not_found_is_32602_too() -> None:
+    server = make_server()
+
+    def gone(ctx: Context, uri: str) -> str:
+        raise ResourceNotFound(uri)
+
+    server.add_resource(Resource("test://gone", "gone", reader=gone))
+    assert ModernDriver(server).ask_modern(1, "resources/read", {"uri": "test://gone"})["error"]["code"] == -32602
+
+
+def test_legacy_messages_are_unchanged_beside_modern_ones() -> None:
+    d = ModernDriver(feature_server())
+    d.ask_modern(1, "tools/list")
+    handshake = d.handshake()
+    assert checked([handshake], legacy=True) == [{"jsonrpc": "2.0", "id": 1, "result": {
+        "protocolVersion": "2025-06-18", "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+        "serverInfo": {**SERVER_INFO, "title": "Shipcode"}}}]
+    assert list(handshake["result"]) == ["protocolVersion", "capabilities", "serverInfo"]
+    d.sent.clear()
+    assert checked([d.request(2, "tools/call", {"name": "later"})], legacy=True) == [
+        {"jsonrpc": "2.0", "id": 2, "result": {"content": text("done"), "isError": False}}]
+    assert checked([d.request(3, "ping")], legacy=True) == [{"jsonrpc": "2.0", "id": 3, "result": {}}]
+    assert d.request(4, "resources/list")["result"] == {
+        "resources": [{"uri": "test://a", "name": "a"}, {"uri": "test://b", "name": "b"}], "_meta": {"example.test/cut": True}}
+
+
+# -- per-request logging and progress ------------------------------------------------------------------------------------
+def test_log_messages_follow_the_requests_own_level_and_need_the_capability() -> None:
+    server = make_server(logging=True)
+    server.add_tool(Tool("chatty", lambda ctx, args: [ctx.debug("d"), ctx.info("i"), ctx.warning("w"), ctx.error("e")] and "ok"))
+    d = ModernDriver(server)
+    d.handshake()
+    d.sent.clear()
+    d.ask_modern(1, "tools/call", {"name": "chatty"}, **{era.LOG_LEVEL_KEY: "warning"})
+    assert [(m.get("method"), m.get("params", {}).get("data")) for m in d.sent] == [
+        ("notifications/message", "w"), ("notifications/message", "e"), (None, None)]
+    d.sent.clear()
+    d.ask_modern(2, "tools/call", {"name": "chatty"}, **{era.LOG_LEVEL_KEY: "debug"})
+    assert [m["params"]["data"] for m in d.sent if "method" in m] == ["d", "i", "w", "e"]
+    d.sent.clear()
+    d.ask_modern(3, "tools/call", {"name": "chatty"})  # no level: no logging, whatever the legacy session set
+    assert [m["id"] for m in d.sent] == [3]
+    quiet = ModernDriver(make_server())  # logging not offered: the level is accepted and nothing is sent
+    quiet.session.server.add_tool(Tool("chatty", lambda ctx, args: (ctx.error("e") and "logged") or "silent"))
+    assert quiet.ask_modern(1, "tools/call", {"name": "chatty"}, **{era.LOG_LEVEL_KEY: "debug"})["result"]["content"] == text(
+        "silent")
+    assert [m["id"] for m in quiet.sent] == [1]
+
+
+def test_progress_with_a_token_in_the_modern_meta() -> None:
+    server = make_server()
+    server.add_tool(Tool("work", lambda ctx, args: (ctx.report_progress(1, 2, "half"), ctx.report_progress(2, 2)) and "ok"))
+    d = ModernDriver(server)
+    d.ask_modern(1, "tools/call", {"name": "work"}, progressToken="tok")
+    assert d.sent[:2] == [
+        {"jsonrpc": "2.0", "method": "notifications/progress",
+         "params": {"progressToken": "tok", "progress": 1, "total": 2, "message": "half"}},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "tok", "progress": 2, "total": 2}}]
+    assert d.sent[2]["result"]["content"] == text("ok")
+    d.sent.clear()
+    d.ask_modern(2, "tools/call", {"name": "work"})
+    assert [m["id"] for m in d.sent] == [2]
+
+
+# -- multi round-trip requests -------------------------------------------------------------------------------------------
+TARGET = {"type": "object", "properties": {"target": {"type": "string"}}, "required": ["target"]}
+SURE = {"type": "object", "properties": {"sure": {"type": "boolean"}}, "required": ["sure"]}
+
+
+def deploy(ctx: Context, version: str) -> str:
+    first = ctx.elicit("Where to?", TARGET)
+    second = ctx.elicit(f"Deploy {version} to {first['content']['target']}?", SURE)
+    return f"{version} to {first['content']['target']}: {second['content']['sure']}"
+
+
+async def adeploy(ctx: Context, version: str) -> str:
+    first = await ctx.aelicit("Where to?", TARGET)
+    second = await ctx.aelicit(f"Deploy {version} to {first['content']['target']}?", SURE)
+    return f"{version} to {first['content']['target']}: {second['content']['sure']}"
+
+
+ELICIT = {"elicitation": {}}
+CALL = {"name": "deploy", "arguments": {"version": "1.2"}}
+ANSWER_1 = {"action": "accept", "content": {"target": "prod"}}
+ANSWER_2 = {"action": "accept", "content": {"sure": True}}
+
+
+def mrtr_server(handler: Any = deploy, **options: Any) -> Server:
+    server = make_server(**options)
+    server.tool(handler, name="deploy")
+    return server
+
+
+def two_rounds(d: ModernDriver, call: dict[str, Any] = CALL) -> str:
+    """Rounds 1 and 2 of `deploy`; the requestState of round 2."""
+    first = d.ask_modern(1, "tools/call", call, ELICIT)
+    assert first == {"jsonrpc": "2.0", "id": 1, "result": {
+        "resultType": "input_required",
+        "inputRequests": {"elicitation-1": {"method": "elicitation/create",
+                                            "params": {"message": "Where to?", "requestedSchema": TARGET}}},
+        "_meta": INFO_META}}  # a first round has nothing to carry: no requestState
+    second = d.ask_modern(2, "tools/call", {**call, "inputResponses": {"elicitation-1": ANSWER_1}}, ELICIT)["result"]
+    assert list(second) == ["resultType", "inputRequests", "requestState", "_meta"]
+    assert second["resultType"] == "input_required" and second["_meta"] == INFO_META
+    assert second["inputRequests"] == {"elicitation-2": {"method": "elicitation/create", "params": {
+        "message": "Deploy 1.2 to prod?", "requestedSchema": SURE}}}
+    state = second["requestState"]
+    assert isinstance(state, str) and state
+    return state
+
+
+@pytest.mark.parametrize("handler", [deploy, adeploy], ids=["sync", "async"])
+def test_a_tool_that_elicits_twice_takes_three_rounds(handler: Any) -> None:
+    d = ModernDriver(mrtr_server(handler))
+    state = two_rounds(d)
+    assert d.awaited == (2 if handler is adeploy else 0)  # the async tool was awaited, as an asyncio runner does
+    third = d.ask_modern(3, "tools/call", {**CALL, "requestState": state, "inputResponses": {"elicitation-2": ANSWER_2}}, ELICIT)
+    assert third == {"jsonrpc": "2.0", "id": 3, "result": {
+        "resultType": "complete", "content": text("1.2 to prod: True"), "isError": False, "_meta": INFO_META}}
+    assert d.session.outgoing == {} and d.session.in_flight == {}  # nothing was asked by request, nothing waits
+    assert not any("method" in m and "id" in m for m in d.sent)
+
+
+def test_a_retry_may_answer_again_what_the_state_carries() -> None:
+    d = ModernDriver(mrtr_server())
+    state = two_rounds(d)
+    again = {"elicitation-1": {"action": "accept", "content": {"target": "staging"}}, "elicitation-2": ANSWER_2}
+    third = d.ask_modern(3, "tools/call", {**CALL, "requestState": state, "inputResponses": again}, ELICIT)
+    assert third["result"]["content"] == text("1.2 to prod: True")  # the signed answer stands
+
+
+def test_an_elicitation_answer_that_fails_its_schema_is_a_tool_error_not_a_new_question() -> None:
+    d = ModernDriver(mrtr_server())
+    d.ask_modern(1, "tools/call", CALL, ELICIT)
+    bad = {"elicitation-1": {"action": "accept", "content": {"target": 5}}}
+    result = d.ask_modern(2, "tools/call", {**CALL, "inputResponses": bad}, ELICIT)["result"]
+    assert result["resultType"] == "complete" and result["isError"] is True
+
+
+def test_sampling_and_roots_asks_take_their_rounds() -> None:
+    server = make_server()
+
+    def think(ctx: Context, args: dict[str, Any]) -> str:
+        roots = ctx.list_roots()
+        answer = ctx.sample("Which root?", max_tokens=20)
+        return f"{answer['content']['text']} of {len(roots)}"
+
+    server.add_tool(Tool("think", think))
+    d = ModernDriver(server)
+    caps = {"sampling": {}, "roots": {}}
+    first = d.ask_modern(1, "tools/call", {"name": "think"}, caps)["result"]
+    assert first["inputRequests"] == {"roots-1": {"method": "roots/list"}}
+    roots = {"roots": [{"uri": "file:///a", "name": "a"}, {"uri": "file:///b"}]}
+    second = d.ask_modern(2, "tools/call", {"name": "think", "inputResponses": {"roots-1": roots}}, caps)["result"]
+    assert second["inputRequests"] == {"sampling-2": {"method": "sampling/createMessage", "params": {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Which root?"}}], "maxTokens": 20}}}
+    sampled = {"role": "assistant", "content": {"type": "text", "text": "the first"}, "model": "m", "stopReason": "endTurn"}
+    third = d.ask_modern(3, "tools/call", {"name": "think", "requestState": second["requestState"],
+                                           "inputResponses": {"sampling-2": sampled}}, caps)["result"]
+    assert third["content"] == text("the first of 2")
+    assert d.session.roots is None  # a tool's own roots/list is its business, not the workspace's
+
+
+@pytest.mark.parametrize("handler", [deploy, adeploy], ids=["sync", "async"])
+def test_a_client_without_the_capability_is_32021_naming_it(handler: Any) -> None:
+    d = ModernDriver(mrtr_server(handler))
+    reply = d.ask_modern(1, "tools/call", CALL, {"sampling": {}})
+    assert reply == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32021, "message": "The client does not support elicitation/create",
+        "data": {"requiredCapabilities": {"elicitation": {}}}}}
+    validate_modern(reply, "MissingRequiredClientCapabilityError")
+
+
+def refused(reply: dict[str, Any]) -> str:
+    assert set(reply) == {"jsonrpc", "id", "error"} and reply["error"]["code"] == -32602, reply
+    message: str = reply["error"]["message"]
+    assert message.startswith("Invalid requestState: ")
+    return message
+
+
+def test_a_tampered_state_is_refused() -> None:
+    d = ModernDriver(mrtr_server())
+    state = two_rounds(d)
+    body, mac = state.split(".")
+    for forged in (body[:-2] + ("AA" if body[-2:] != "AA" else "BB") + "." + mac, body + "." + mac[:-2] + "xx", "x" + state,
+                   state + ".x", "garbage", ""):
+        reply = d.ask_modern(3, "tools/call", {**CALL, "requestState": forged, "inputResponses": {"elicitation-2": ANSWER_2}},
+                             ELICIT)
+        refused(reply)
+
+
+@pytest.mark.parametrize(("method", "params"), [
+    ("tools/call", {"name": "deploy", "arguments": {"version": "6.6.6"}}),
+    ("tools/call", {"name": "deploy", "arguments": {}}),
+    ("tools/call", {"name": "later", "arguments": {"version": "1.2"}}),
+    ("prompts/get", {"name": "deploy", "arguments": {"version": "1.2"}}),
+    ("resources/read", {"uri": "test://a"}),
+])
+def test_a_state_replayed_on_another_request_is_refused(method: str, params: dict[str, Any]) -> None:
+    server = mrtr_server()
+    server.add_prompt(Prompt("deploy", lambda ctx, args: "p"))
+    d = ModernDriver(server)
+    state = two_rounds(d)
+    reply = d.ask_modern(3, method, {**params, "requestState": state, "inputResponses": {"elicitation-2": ANSWER_2}}, ELICIT)
+    assert "another request" in refused(reply)
+
+
+def test_an_expired_state_is_refused() -> None:
+    now = [1_000_000.0]
+    server = mrtr_server()
+    server.request_states.clock = lambda: now[0]
+    d = ModernDriver(server)
+    state = two_rounds(d)
+    now[0] += server.request_states.ttl + 1
+    reply = d.ask_modern(3, "tools/call", {**CALL, "requestState": state, "inputResponses": {"elicitation-2": ANSWER_2}}, ELICIT)
+    assert "expired" in refused(reply)
+
+
+def test_a_state_from_another_key_is_refused_and_one_from_the_same_key_accepted() -> None:
+    state = two_rounds(ModernDriver(mrtr_server(state_key=b"a" * 32)))
+    finish = {**CALL, "requestState": state, "inputResponses": {"elicitation-2": ANSWER_2}}
+    other = ModernDriver(mrtr_server(state_key=b"b" * 32)).ask_modern(3, "tools/call", finish, ELICIT)
+    assert "signature" in refused(other)
+    fresh = ModernDriver(mrtr_server()).ask_modern(3, "tools/call", finish, ELICIT)  # a random key per process
+    assert "signature" in refused(fresh)
+    same = ModernDriver(mrtr_server(state_key=b"a" * 32)).ask_modern(3, "tools/call", finish, ELICIT)  # another worker
+    assert same["result"]["content"] == text("1.2 to prod: True")
+
+
+@pytest.mark.parametrize("responses", [[], "x", 5, {"elicitation-1": 5}, {"elicitation-1": ["accept"]}, {"k": None}])
+def test_malformed_input_responses_are_invalid_params(responses: Any) -> None:
+    d = ModernDriver(mrtr_server())
+    reply = d.ask_modern(1, "tools/call", {**CALL, "inputResponses": responses}, ELICIT)
+    assert reply == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32602, "message": "Invalid params: inputResponses must map keys to results"}}
+
+
+def test_legacy_requests_still_ask_by_request_not_by_rounds() -> None:
+    d = ModernDriver(mrtr_server())
+    d.handshake(ELICIT)
+    d.receive(req(2, "tools/call", CALL))
+    assert d.jobs[0].context.rounds is None and d.jobs[0].context.protocol_version == "2025-06-18"
+
+
+# -- the client's roots, followed on the modern path ---------------------------------------------------------------------
+def test_a_server_following_roots_asks_for_them_first_then_serves_in_them() -> None:
+    followed: list[list[dict[str, Any]]] = []
+    server = make_server()
+    server.on_roots(lambda session, roots: followed.append(roots))
+    d = ModernDriver(server)
+    caps = {"roots": {}}
+    assert d.ask_modern(1, "tools/call", {"name": "later"}, caps) == {"jsonrpc": "2.0", "id": 1, "result": {
+        "resultType": "input_required", "inputRequests": {"roots": {"method": "roots/list"}}, "_meta": INFO_META}}
+    assert d.jobs == [] and followed == []  # asked inline, before any work
+    roots = [{"uri": "file:///ws", "name": "ws"}]
+    reply = d.ask_modern(2, "tools/call", {"name": "later", "inputResponses": {"roots": {"roots": roots}}}, caps)
+    assert reply["result"] == {"resultType": "complete", "content": text("done"), "isError": False, "_meta": INFO_META}
+    assert followed == [roots] and d.session.roots == roots
+    assert d.ask_modern(3, "tools/call", {"name": "later"}, caps)["result"]["resultType"] == "complete"  # known now
+    assert followed == [roots]
+
+
+def test_roots_are_not_asked_of_a_client_without_them_nor_for_lists() -> None:
+    server = make_server()
+    server.on_roots(lambda session, roots: None)
+    d = ModernDriver(server)
+    assert d.ask_modern(1, "tools/call", {"name": "later"})["result"]["resultType"] == "complete"
+    assert d.ask_modern(2, "tools/list", None, {"roots": {}})["result"]["resultType"] == "complete"
+    unfollowed = ModernDriver(make_server())
+    assert unfollowed.ask_modern(1, "tools/call", {"name": "later"}, {"roots": {}})["result"]["resultType"] == "complete"
+
+
+# -- subscriptions/listen ------------------------------------------------------------------------------------------------
+def listen(d: ModernDriver, msg_id: Any, notifications: dict[str, Any], capabilities: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    return checked(d.receive(req(msg_id, "subscriptions/listen", modern({"notifications": notifications}, capabilities))))
+
+
+def acknowledged(msg_id: Any, agreed: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"_meta": {ID_KEY: msg_id}, "notifications": agreed}}
+
+
+def test_listen_acknowledges_only_what_the_server_offers() -> None:
+    everything = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True,
+                  "resourceSubscriptions": ["test://a"]}
+    bare = ModernDriver(make_server())
+    assert listen(bare, 7, everything) == [acknowledged(7, {})]
+    server = make_server(list_changed=True, subscribe=True)
+    server.add_prompt(Prompt("p", lambda ctx, args: "x"))
+    full = ModernDriver(server)
+    assert listen(full, "L", everything) == [acknowledged("L", everything)]
+    assert listen(full, 8, {"toolsListChanged": False, "resourceSubscriptions": []}) == [acknowledged(8, {})]
+    tools_only = make_server()
+    tools_only.enable_list_changed("tools")
+    assert listen(ModernDriver(tools_only), 9, everything) == [acknowledged(9, {"toolsListChanged": True})]
+
+
+@pytest.mark.parametrize("notifications", [None, [], "all", {"resourceSubscriptions": "test://a"}, {"resourceSubscriptions": [1]}])
+def test_listen_with_a_malformed_filter_is_invalid_params(notifications: Any) -> None:
+    d = ModernDriver(make_server(subscribe=True))
+    params = modern({} if notifications is None else {"notifications": notifications})
+    reply = checked(d.receive(req(1, "subscriptions/listen", params)))
+    assert reply[0]["error"]["code"] == -32602 and d.session.listeners == {}
+
+
+def test_list_changes_after_the_ack_reach_the_listener_tagged_with_its_id() -> None:
+    server = make_server(list_changed=True)
+    d = ModernDriver(server)
+    listen(d, 5, {"toolsListChanged": True})
+    other = ModernDriver(server)
+    listen(other, 6, {"promptsListChanged": True})
+    d.sent.clear()
+    other.sent.clear()
+    server.add_tool(Tool("new", lambda ctx, args: None))
+    server.list_changed("resources")  # nobody opted in
+    assert checked(d.sent) == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": {ID_KEY: 5}}}]
+    assert other.sent == []
+    assert d.session.in_flight.keys() == {5}  # still open: no response
+
+
+def test_resource_updates_reach_a_subscribed_uri_and_what_lies_within_a_subscribed_folder() -> None:
+    server = make_server(subscribe=True)
+    d = ModernDriver(server)
+    listen(d, 5, {"resourceSubscriptions": ["test://a", "test://dir"]})
+    d.sent.clear()
+    for uri in ("test://a", "test://dir/file", "test://directory", "test://b"):
+        server.resource_updated(uri)
+    server.resource_updated("test://dir/exact-only", within=False)
+
+    def updated(uri: str) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"_meta": {ID_KEY: 5}, "uri": uri}}
+
+    assert checked(d.sent) == [updated("test://a"), updated("test://dir/file")]
+    assert server.subscriptions() == {"test://a": None, "test://dir": None}
+
+
+def test_a_subscribe_check_runs_off_the_loop_and_a_refused_uri_is_left_out() -> None:
+    server = make_server()
+    asked: list[str] = []
+
+    def check(ctx: Context, uri: str) -> str:
+        asked.append(uri)
+        if uri == "test://missing":
+            raise ResourceNotFound(uri)
+        return f"kept {uri}"
+
+    server.on_subscribe(check)
+    d = ModernDriver(server)
+    assert listen(d, 5, {"resourceSubscriptions": ["test://a", "test://missing"]}) == [] and asked == []
+    assert checked(d.run()) == [acknowledged(5, {"resourceSubscriptions": ["test://a"]})]
+    assert asked == ["test://a", "test://missing"] and server.subscriptions() == {"test://a": "kept test://a"}
+    d.sent.clear()
+    server.resource_updated("test://missing")
+    server.resource_updated("test://a")
+    assert [m["params"]["uri"] for m in checked(d.sent)] == ["test://a"]
+
+
+def test_a_cancelled_subscription_ends_with_no_response() -> None:
+    server = make_server(list_changed=True)
+    d = ModernDriver(server)
+    listen(d, 5, {"toolsListChanged": True})
+    d.sent.clear()
+    assert d.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}) == []
+    server.add_tool(Tool("new", lambda ctx, args: None))
+    assert d.perform(d.session.close()) == [] and d.sent == []
+    assert d.session.listeners == {} and d.session.in_flight == {}
+
+
+def test_closing_the_session_ends_each_subscription_with_its_result() -> None:
+    d = ModernDriver(make_server(list_changed=True))
+    listen(d, 5, {"toolsListChanged": True})
+    listen(d, "s", {})
+    d.sent.clear()
+    assert checked(d.perform(d.session.close())) == [
+        {"jsonrpc": "2.0", "id": 5, "result": {"resultType": "complete", "_meta": {ID_KEY: 5}}},
+        {"jsonrpc": "2.0", "id": "s", "result": {"resultType": "complete", "_meta": {ID_KEY: "s"}}}]
+    assert all(modern_definition(m) == "SubscriptionsListenResult" for m in d.sent)
+
+
+def test_a_listen_id_in_use_is_refused_and_listen_sends_no_requests() -> None:
+    d = ModernDriver(make_server(list_changed=True))
+    listen(d, 5, {"toolsListChanged": True})
+    assert listen(d, 5, {})[0]["error"]["code"] == -32600
+    assert d.session.outgoing == {}
+
+
+def test_a_legacy_session_and_a_listener_in_one_session_each_get_their_own_form() -> None:
+    server = make_server(list_changed=True)
+    d = ModernDriver(server)
+    d.handshake()
+    listen(d, 5, {"toolsListChanged": True})
+    d.sent.clear()
+    server.add_tool(Tool("new", lambda ctx, args: None))
+    assert d.sent == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"},
+                      {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": {ID_KEY: 5}}}]
+    checked(d.sent[:1], legacy=True)
+    checked(d.sent[1:])
+
+
+# -- the schema check itself has teeth -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("message", [
+    {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "tools": []}},  # no cache hints
+    {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "tools": [], "ttlMs": -1, "cacheScope": "public"}},
+    {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "content": "x"}},
+    {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "finished", "content": []}},
+    {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "input_required", "inputRequests": {"k": {"method": "ping"}}}},
+    {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "_meta": {era.SERVER_INFO_KEY: {"name": 1}}}},
+    {"jsonrpc": "2.0", "id": 1, "error": {"code": -32022, "message": "x", "data": {"supported": []}}},
+    {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"_meta": {ID_KEY: 1}}},
+    {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"_meta": {ID_KEY: 1}}},
+])
+def test_the_schema_check_refuses_what_the_2026_schema_refuses(message: dict[str, Any]) -> None:
+    with pytest.raises((ValueError, AssertionError)):  # jsonschema_rs.ValidationError is a ValueError
+        validate_server_message(message)
+
+
+def test_start_and_send_are_the_only_actions_of_a_modern_round() -> None:
+    """A modern request never asks the client by request, never holds work for the roots."""
+    server = mrtr_server()
+    server.on_roots(lambda session, roots: None)
+    d = ModernDriver(server)
+    actions = d.session.receive(req(1, "tools/call", modern(CALL, {"roots": {}, "elicitation": {}})))
+    assert [type(a) for a in actions] == [Send]
+    actions = d.session.receive(req(2, "tools/call", modern(
+        {**CALL, "inputResponses": {"roots": {"roots": []}}}, {"roots": {}, "elicitation": {}})))
+    assert [type(a) for a in actions] == [Start]
+    assert d.session.outgoing == {}
