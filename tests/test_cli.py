@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from shipcode_mcp.cli import _host_port, build_parser, parse_args
-from support import REPO, McpProcess
+from support import REPO, McpProcess, run_transcript
 
 
 def handshake(server: McpProcess, capabilities: dict[str, Any]) -> None:
@@ -195,3 +195,13 @@ def test_a_state_key_file_too_short_or_missing_refuses_to_start(tmp_path: Path) 
         assert b"--state-key-file" in done.stderr or b"state key" in done.stderr
         assert said in done.stderr
         assert done.stdout == b""
+
+
+def test_tools_list_is_the_same_bytes_in_every_process(tmp_path: Path) -> None:
+    """Deterministic order (a SHOULD of 2026-07-28), so clients and prompt caches can keep it."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}).encode() + b"\n"
+    answers = {run_transcript(line, "--allow-write", str(tmp_path))[0] for _ in range(3)}
+    assert len(answers) == 1
+    names = [tool["name"] for tool in json.loads(answers.pop())["result"]["tools"]]
+    assert len(names) == len(set(names)) >= 9
