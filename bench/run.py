@@ -595,9 +595,10 @@ def era(target: Target, samples: Samples, cache: Path, config: Config) -> None:
 
     Legacy requests ride the session opened by initialize; modern ones carry their version and
     capabilities in `_meta`, as a stateless client sends every request. The two sides of each pair
-    run back to back in one process, the first side alternating between rounds, and each round
-    records its own ratio (modern ÷ legacy, time per request), so the table's ratio is the median of
-    paired ratios: load from elsewhere on the machine falls on both sides.
+    run in one process: pipelined batches back to back, the first side alternating between rounds;
+    one-at-a-time requests taking turns. Each round records its own ratio (modern ÷ legacy, time per
+    request), and the table's ratio is the median of these paired ratios, so load from elsewhere on
+    the machine falls on both sides.
     """
     echo = target.echo
     assert echo is not None
@@ -617,15 +618,21 @@ def era(target: Target, samples: Samples, cache: Path, config: Config) -> None:
         for pair in ERA_PAIRS:
             figures: dict[str, tuple[float, float | None]] = {}  # side -> (seconds per request, CPU per request)
             sides = (("legacy", pair.legacy), ("modern", pair.modern))
-            for side, phase in sides[::-1] if flip else sides:
-                child.arm(config.timeout)
-                count = config.calls if pair.pipelined else config.latency
-                if pair.pipelined:
-                    result = pipelined(child, samples, phase, count, makers[phase], echoes.get(phase), side == "modern")
+            sides = sides[::-1] if flip else sides
+            child.arm(config.timeout)
+            if pair.pipelined:
+                for side, phase in sides:
+                    result = pipelined(child, samples, phase, config.calls, makers[phase], echoes.get(phase), side == "modern")
                     figures[side] = (1 / result.rate, result.cpu)
-                else:
-                    times = sequential(child, samples, phase, count, makers[phase], echoes.get(phase), side == "modern")
-                    figures[side] = (percentile(times, 0.5), None)
+            else:
+                # The sides take turns request by request: one-at-a-time round trips on a small machine jump
+                # between two levels (both processes on one core or not), and a jump must fall on both sides.
+                times: dict[str, list[float]] = {side: [] for side, _ in sides}
+                for _ in range(config.latency):
+                    for side, phase in sides:
+                        times[side] += sequential(child, samples, phase, 1, makers[phase], echoes.get(phase), side == "modern")
+                for side, _ in sides:
+                    figures[side] = (percentile(times[side], 0.5), None)
             for side in ("legacy", "modern"):
                 samples.add(f"era_{pair.key}_{side}", figures[side][0])
             samples.add(f"era_{pair.key}_cost", figures["modern"][0] / figures["legacy"][0])
