@@ -41,14 +41,16 @@ class Backend:
 
     def __init__(self, key_file: Path) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "tests")])}
-        self.process = subprocess.Popen([sys.executable, str(SERVER), str(key_file)], env=env, cwd=REPO,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.log = key_file.parent / f"server-{len(list(key_file.parent.glob('server-*.log')))}.log"
+        with open(self.log, "wb") as log:  # a file, not a pipe: nobody reads stderr while the server runs
+            self.process = subprocess.Popen([sys.executable, str(SERVER), str(key_file)], env=env, cwd=REPO,
+                                            stdout=subprocess.PIPE, stderr=log)
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line.strip():
             self.process.kill()
-            _, err = self.process.communicate(timeout=15)
-            raise AssertionError(f"mrtr_server.py did not start: {err.decode(errors='replace')}")
+            self.process.wait(15)
+            raise AssertionError(f"mrtr_server.py did not start: {self.log.read_text(errors='replace')}")
         self.port = int(line)
         self.pid = self.process.pid
 
@@ -60,9 +62,8 @@ class Backend:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 class RoundRobinProxy:
