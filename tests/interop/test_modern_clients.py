@@ -226,7 +226,9 @@ def test_typescript_client_negotiates_modern_calls_every_tool_reads_and_listens(
         assert expected in call["result"]["content"][0]["text"], call
     assert report["reads"][0]["contents"][0]["text"] == "# Demo\n\nA demo project, changed.\n"
     assert report["honoredFilter"]["resourceSubscriptions"] == [app.resolve().as_uri()]
-    assert report["events"][0] == {"uri": app.resolve().as_uri()}
+    listen_ids = [m["id"] for m in report["wire"] if m.get("method") == "subscriptions/listen"]
+    assert report["events"][0] == {"_meta": {"io.modelcontextprotocol/subscriptionId": listen_ids[0]},
+                                   "uri": app.resolve().as_uri()}
     # Every message the client sent was a modern request: no initialize, no session.
     assert {m["method"] for m in report["wire"]} >= {"server/discover", "tools/list", "tools/call", "resources/read",
                                                    "subscriptions/listen"}

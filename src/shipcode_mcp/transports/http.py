@@ -157,8 +157,10 @@ class HttpSession(Runner):
             self.transport.on_loop(self._done, job.context.request_id, exchange)
 
     def _done(self, request_id: Id, exchange: asyncio.Queue[Any] | None) -> None:
-        """On the loop: the job's work is over; its exchange, if still open (and not a new one under the same id), ends."""
-        if exchange is not None and self.requests.get(request_id) is exchange:
+        """On the loop: the job's work is over; its exchange, if still open (and not a new one under the same
+        id), ends, unless the work opened a subscription (subscriptions/listen stays open until it ends)."""
+        if exchange is not None and self.requests.get(request_id) is exchange and not self.read(
+                lambda session: request_id in session.listeners):
             exchange.put_nowait(_DONE)
 
     def event_loop(self) -> asyncio.AbstractEventLoop | None:
