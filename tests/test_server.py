@@ -14,7 +14,10 @@ import pytest
 from core_support import Driver
 from shipcode_mcp import (
     Context,
+    Prompt,
+    Resource,
     Server,
+    Tool,
     ToolError,
     ToolResult,
     embedded_resource,
@@ -404,3 +407,29 @@ def test_the_echo_example_answers_without_typing_inspect_or_dataclasses() -> Non
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "shipcode_mcp.signature" in imported
     assert not imported & {"typing", "inspect", "dataclasses"}
+
+
+def test_offers_agrees_with_capabilities_in_every_configuration() -> None:
+    """`Server.offers` answers what `capabilities()` says, without building it (the modern path asks on
+    every request): every combination of what can be registered and enabled."""
+    import itertools
+
+    from shipcode_mcp.methods import REQUEST_HANDLERS
+
+    needs = {entry[1] for entry in REQUEST_HANDLERS.values() if entry[1]} | {
+        ("tools", "listChanged"), ("resources", "listChanged"), ("prompts", "listChanged"), ("experimental",)}
+    for tool, resource, prompt, completer, logging, list_changed, subscribe in itertools.product((False, True), repeat=7):
+        server = Server("s", "1", logging=logging, list_changed=list_changed, subscribe=subscribe)
+        if tool:
+            server.add_tool(Tool("t", lambda ctx, args: "x"))
+        if resource:
+            server.add_resource(Resource("mem://r", "r", reader=lambda ctx, uri: "x"))
+        if prompt:
+            server.add_prompt(Prompt("p", lambda ctx, args: "x"))
+        if completer:
+            server.add_completer("ref/prompt", "p", "a", lambda value, known: [])
+        capabilities = server.capabilities()
+        for need in needs:
+            offered = capabilities.get(need[0])
+            expected = offered is not None and (len(need) == 1 or bool(offered.get(need[1])))
+            assert server.offers(*need) is expected, (need, capabilities)

@@ -51,12 +51,9 @@ def complete(result: dict[str, Any], server_info: dict[str, Any], cache: tuple[i
     """A handler's result as a modern one: `resultType` first, the server's identity in `_meta`, and the
     caching hints (`ttlMs`, `cacheScope`) where the spec requires them."""
     out: dict[str, Any] = {"resultType": "complete"}
-    meta: dict[str, Any] | None = None
-    for key, value in result.items():
-        if key == "_meta":
-            meta = value
-        elif key != "resultType":
-            out[key] = value
+    out.update(result)
+    out["resultType"] = "complete"
+    meta = out.pop("_meta", None)
     out["_meta"] = {**meta, SERVER_INFO_KEY: server_info} if isinstance(meta, dict) else {SERVER_INFO_KEY: server_info}
     if cache is not None:
         out["ttlMs"], out["cacheScope"] = cache

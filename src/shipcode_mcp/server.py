@@ -102,6 +102,7 @@ class Server:
         self._clients: weakref.WeakSet[Runner] = weakref.WeakSet()
         self._clients_lock = threading.Lock()  # clients connect on the reading loop, notices go out from any thread
         self.cache_hints = dict(CACHE_HINTS)
+        self._server_info: tuple[tuple[str, str, str | None], dict[str, Any]] | None = None
         self._state_key = state_key
         self._request_states: RequestStates | None = None
 
@@ -481,10 +482,15 @@ class Server:
         return caps
 
     def server_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"name": self.name, "version": self.version}
-        if self.title is not None:
-            info["title"] = self.title
-        return info
+        """{"name", "version", "title"?}: made again only when one of them changed (every modern result
+        carries it)."""
+        known = self._server_info
+        if known is None or known[0] != (self.name, self.version, self.title):
+            info: dict[str, Any] = {"name": self.name, "version": self.version}
+            if self.title is not None:
+                info["title"] = self.title
+            known = self._server_info = ((self.name, self.version, self.title), info)
+        return known[1]
 
     def initialize_result(self, protocol_version: str) -> dict[str, Any]:
         out: dict[str, Any] = {"protocolVersion": protocol_version, "capabilities": self.capabilities(),
@@ -524,10 +530,35 @@ class Server:
             return None
         handler, needs = entry
         if needs:
-            offered = (capabilities if capabilities is not None else self.capabilities()).get(needs[0])
-            if offered is None or (len(needs) > 1 and not offered.get(needs[1])):
-                return None
+            if capabilities is None:
+                if not self.offers(*needs):
+                    return None
+            else:
+                offered = capabilities.get(needs[0])
+                if offered is None or (len(needs) > 1 and not offered.get(needs[1])):
+                    return None
         return partial(handler, self)  # not a lambda: no extra Python frame on every request
+
+    def offers(self, capability: str, sub: str | None = None) -> bool:
+        """Whether `capabilities()` offers `capability` (and its `sub` flag), without building it all: a
+        stateless or modern request asks on every call. tests/test_server.py checks they agree."""
+        if capability == "resources" and sub == "subscribe":  # the one sub-capability a method needs
+            return self._subscribe and self.has_resources
+        if capability == "tools":
+            offered = bool(self._tools)
+        elif capability == "prompts":
+            offered = bool(self._prompts)
+        elif capability == "resources":
+            offered = self.has_resources
+        elif capability == "logging":
+            offered = self.logging_enabled
+        elif capability == "completions":
+            offered = self.has_completions
+        else:
+            offered = capability in self.capabilities()
+        if not offered or sub is None:
+            return offered
+        return bool(self.capabilities()[capability].get(sub))
 
     def notification_handlers(self, method: str) -> list[NotificationHandler]:
         return self._notification_handlers.get(method, [])
