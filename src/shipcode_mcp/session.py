@@ -344,7 +344,7 @@ class Session:
         handler = self.server.request_handler(method)
         if handler is None:
             return [Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.METHOD_NOT_FOUND)), msg_id)]
-        if context.rounds is not None:
+        if context.rounds is not None and self.roots is None and self.server.follows_roots:
             need = self._modern_roots(context)
             if need is not None:
                 return [Send(self._response(context, need), msg_id)]
@@ -360,7 +360,8 @@ class Session:
         capabilities = meta.get(era.CAPABILITIES_KEY)
         if type(capabilities) is not dict:
             raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta needs {era.CAPABILITIES_KEY}, an object")
-        if not isinstance(meta.get(era.CLIENT_INFO_KEY, {}), dict):
+        info = meta.get(era.CLIENT_INFO_KEY)
+        if info is not None and type(info) is not dict:
             raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta {era.CLIENT_INFO_KEY} must be an object")
         level = meta.get(era.LOG_LEVEL_KEY)
         if level is not None and level not in LOG_LEVELS:
@@ -373,9 +374,11 @@ class Session:
         context = Context(self.channel, msg_id, method, params, client_capabilities=capabilities,
                           log_threshold=level if self.server.logging_enabled else None, protocol_version=version)
         if method in era.ASKING_METHODS:
-            responses = params.get("inputResponses", {})
-            if type(responses) is not dict or not all(type(answer) is dict for answer in responses.values()):
-                raise JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: inputResponses must map keys to results")
+            responses: dict[str, Any] = {}
+            if "inputResponses" in params:
+                responses = params["inputResponses"]
+                if type(responses) is not dict or not all(type(answer) is dict for answer in responses.values()):
+                    raise JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: inputResponses must map keys to results")
             answers = {}
             if "requestState" in params:
                 answers = self.server.request_states.open(params["requestState"], method, params)
@@ -385,7 +388,7 @@ class Session:
     def _modern_roots(self, context: Context) -> InputRequired | None:
         """When the server follows the client's roots and they are not known yet, a request that may ask
         the client asks for them first; the answer updates the roots before the request is served."""
-        if self.roots is not None or not self.server.follows_roots or "roots" not in context.client_capabilities:
+        if "roots" not in context.client_capabilities:
             return None
         assert context.rounds is not None
         answer = context.rounds.responses.get(ROOTS_INPUT)
