@@ -23,6 +23,8 @@ from transports.http_support import (
     children,
     free_port,
     initialize,
+    modern,
+    post_modern,
     request,
     start_process,
 )
@@ -431,6 +433,13 @@ def test_the_command_line_runs_stateless_workers(tmp_path: Any) -> None:
             assert result["isError"] is False and "hello.txt" in json.dumps(result)
         assert request(port, "GET", headers={"Accept": "text/event-stream"}).status == 405
         assert request(port, "POST", initialize(), {**MCP_HEADERS, "Origin": "http://evil.example.com"}).status == 403
+        # Modern (2026-07-28) clients: no handshake, any worker serves any request.
+        discovered = post_modern(port, modern("server/discover")).json()["result"]
+        assert discovered["supportedVersions"] == ["2026-07-28", "2025-06-18"]
+        for number in range(6):
+            call = modern("tools/call", {"name": "read_file", "arguments": {"path": "hello.txt"}}, number)
+            result = post_modern(port, call).json()["result"]
+            assert result["resultType"] == "complete" and result["structuredContent"]["text"] == "hello"
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(15) == 0
