@@ -684,3 +684,23 @@ def test_start_and_send_are_the_only_actions_of_a_modern_round() -> None:
         {**CALL, "inputResponses": {"roots": {"roots": []}}}, {"roots": {}, "elicitation": {}})))
     assert [type(a) for a in actions] == [Start]
     assert d.session.outgoing == {}
+
+
+def test_a_modern_request_cancelled_on_stdio_gets_no_response() -> None:
+    told: list[bool] = []
+
+    def slow(ctx: Context, args: dict[str, Any]) -> str:
+        told.append(ctx.cancelled)
+        ctx.check_cancelled()
+        return "done"
+
+    server = Server("s", "1")
+    server.add_tool(Tool("slow", slow))
+    d = ModernDriver(server)
+    assert d.receive(req(9, "tools/call", modern({"name": "slow", "arguments": {}}))) == []
+    assert d.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}) == []
+    assert d.run() == [] and told == []  # cancelled before it ran: the work never starts
+    assert d.session.in_flight == {}
+    # The id is free again, and a request under it is answered.
+    [answer] = checked(d.receive(req(9, "tools/list", modern())))
+    assert answer["result"]["resultType"] == "complete"
