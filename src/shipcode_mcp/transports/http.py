@@ -482,17 +482,12 @@ class StreamableHttp:
         """The SSE body of one modern request: its notifications, then its response. The client closing
         it (Starlette cancels this generator when the client disconnects) cancels the request."""
         answered = False
+        pending = list(items)  # what arrived before the stream was chosen, then the queue
         try:
-            for item in items:
-                if item is _DONE:
-                    answered = True
-                    return
-                yield _event(item)
-                if _is_response(item):
-                    answered = True
-                    return
             while True:
-                if listening:
+                if pending:
+                    item = pending.pop(0)
+                elif listening:
                     try:
                         item = await asyncio.wait_for(queue.get(), self.keepalive)
                     except asyncio.TimeoutError:
