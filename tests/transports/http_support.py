@@ -18,6 +18,7 @@ from typing import Any
 
 import uvicorn
 
+from shipcode_mcp import Context, Server
 from shipcode_mcp.transports.http import uvicorn_server
 from support import REPO, validate_server_message, wait_for
 
@@ -291,3 +292,43 @@ def children(pid: int) -> list[int]:
             if int(fields[1]) == pid:
                 found.append(int(entry))
     return found
+
+
+WAITING: set[str] = set()
+"""The tags of the `wait` calls whose handler has started."""
+CANCELLED: set[str] = set()
+"""The tags of the `wait` calls that saw their request cancelled."""
+
+
+def add_common_features(server: Server) -> None:
+    """What both HTTP test servers offer: an inline echo, a tool that reports progress and logs on the
+    way, one that waits to be cancelled, and a text resource."""
+
+    @server.tool(inline=True)
+    def echo(text: str) -> str:
+        """Echo, answered on the event loop."""
+        return text
+
+    @server.tool
+    def steps(ctx: Context, count: int) -> str:
+        """Progress and a log message on the way."""
+        for step in range(1, count + 1):
+            ctx.report_progress(step, count)
+        ctx.info("all steps done")
+        return f"{count} steps"
+
+    @server.tool
+    def wait(ctx: Context, tag: str, progress: bool = False) -> str:
+        """Waits until cancelled (after one progress notification, if asked); `tag` joins WAITING when it
+        starts, and CANCELLED when it sees its request cancelled."""
+        if progress:
+            ctx.report_progress(1, 2)
+        WAITING.add(tag)
+        if ctx.wait_cancelled(30):
+            CANCELLED.add(tag)
+        ctx.check_cancelled()
+        return "never cancelled"
+
+    @server.resource("test://note", mime_type="text/plain")
+    def note() -> str:
+        return "a note"

@@ -18,8 +18,10 @@ from shipcode_mcp import Context, Server, ToolError
 from support import REPO, wait_for
 from transports.http_support import (
     MCP_HEADERS,
+    WAITING,
     McpHttpClient,
     UvicornThread,
+    add_common_features,
     children,
     free_port,
     initialize,
@@ -29,30 +31,15 @@ from transports.http_support import (
     start_process,
 )
 
-WAITING: set[str] = set()
-"""The tags of the `wait` calls whose handler has started."""
-
 
 def build_server() -> Server:
     server = Server("http-test", "1.0.0", logging=True, list_changed=True, subscribe=True)
-
-    @server.tool(inline=True)
-    def echo(text: str) -> str:
-        """Echo, answered on the event loop."""
-        return text
+    add_common_features(server)
 
     @server.tool
     def later(text: str) -> str:
         """Echo, answered from a worker thread."""
         return text.upper()
-
-    @server.tool
-    def steps(ctx: Context, count: int) -> str:
-        """Progress and a log message on the way."""
-        for step in range(1, count + 1):
-            ctx.report_progress(step, count)
-        ctx.info("all steps done")
-        return f"{count} steps"
 
     @server.tool(inline=True)
     def chatty(ctx: Context) -> str:
@@ -68,18 +55,6 @@ def build_server() -> Server:
         except Exception as err:  # ClientRequestError: shown to the model
             raise ToolError(f"sampling failed: {err}") from err
         return f"model says {answer['content']['text']}"
-
-    @server.tool
-    def wait(ctx: Context, tag: str) -> str:
-        """Waits until cancelled; `tag` joins WAITING when it starts."""
-        WAITING.add(tag)
-        ctx.wait_cancelled(30)
-        ctx.check_cancelled()
-        return "never cancelled"
-
-    @server.resource("test://note", mime_type="text/plain")
-    def note() -> str:
-        return "a note"
 
     return server
 

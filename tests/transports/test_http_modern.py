@@ -17,14 +17,17 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
-from shipcode_mcp import Context, Server
+from shipcode_mcp import Server
 from shipcode_mcp.transports.http import decode_header_value, header_mismatch, modern_status
 from support import wait_for
 from transports.http_support import (
+    CANCELLED,
     MCP_HEADERS,
     MODERN_VERSION,
+    WAITING,
     McpHttpClient,
     UvicornThread,
+    add_common_features,
     modern,
     modern_events,
     modern_headers,
@@ -34,47 +37,16 @@ from transports.http_support import (
 )
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-WAITING: set[str] = set()
-"""The tags of the `wait` calls whose handler has started."""
-CANCELLED: set[str] = set()
-"""The tags of the `wait` calls that saw their request cancelled."""
 
 
 def build_server() -> Server:
     server = Server("http-modern", "1.0.0", logging=True, list_changed=True, subscribe=True)
-
-    @server.tool(inline=True)
-    def echo(text: str) -> str:
-        """Echo, answered on the event loop."""
-        return text
+    add_common_features(server)
 
     @server.tool(name="grüße", inline=True)
     def greet() -> str:
         """A name outside plain ASCII: its Mcp-Name travels base64-encoded."""
         return "hallo"
-
-    @server.tool
-    def steps(ctx: Context, count: int) -> str:
-        """Progress and a log message on the way."""
-        for step in range(1, count + 1):
-            ctx.report_progress(step, count)
-        ctx.info("all steps done")
-        return f"{count} steps"
-
-    @server.tool
-    def wait(ctx: Context, tag: str, progress: bool = False) -> str:
-        """Waits until cancelled (after one progress notification, if asked); records what happened."""
-        if progress:
-            ctx.report_progress(1, 2)
-        WAITING.add(tag)
-        if ctx.wait_cancelled(30):
-            CANCELLED.add(tag)
-        ctx.check_cancelled()
-        return "never cancelled"
-
-    @server.resource("test://note", mime_type="text/plain")
-    def note() -> str:
-        return "a note"
 
     return server
 
