@@ -12,7 +12,7 @@ import support
 from shipcode_mcp import jsonrpc, log
 from shipcode_mcp.context import Channel, Context
 from shipcode_mcp.server import Server
-from shipcode_mcp.session import Answer, Cancel, FollowRoots, Job, Release, Report, Send, Session, Start
+from shipcode_mcp.session import AdoptRoots, Answer, Cancel, FollowRoots, Job, Release, Report, Send, Session, Start
 
 if TYPE_CHECKING:
     from shipcode_mcp.session import Action
@@ -50,6 +50,9 @@ class Driver(Channel):
                 out.append(action.message)
             elif isinstance(action, Start):
                 self.jobs.append(action.job)
+            elif isinstance(action, AdoptRoots):  # what the runner does in the background, done at once
+                self.session.server.roots_changed(self.session, action.roots)
+                out += self.perform(self.session.roots_adopted())
             else:
                 if isinstance(action, Cancel):
                     action.context.cancel()

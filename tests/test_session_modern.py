@@ -16,10 +16,10 @@ import pytest
 
 from core_support import INIT, Driver, req
 from shipcode_mcp import era
-from shipcode_mcp.context import Context
+from shipcode_mcp.context import ClientRequestError, Context
 from shipcode_mcp.primitives import Prompt, Resource, ResourceNotFound, Tool
 from shipcode_mcp.server import Server
-from shipcode_mcp.session import Job, Send, Start
+from shipcode_mcp.session import AdoptRoots, Job, Release, Send, Start
 from support import modern_definition, validate_modern, validate_server_message
 
 SERVER_INFO = {"name": "shipcode-mcp", "version": "1.0.0"}
@@ -352,13 +352,14 @@ def mrtr_server(handler: Any = deploy, **options: Any) -> Server:
 
 def two_rounds(d: ModernDriver, call: dict[str, Any] = CALL) -> str:
     """Rounds 1 and 2 of `deploy`; the requestState of round 2."""
-    first = d.ask_modern(1, "tools/call", call, ELICIT)
-    assert first == {"jsonrpc": "2.0", "id": 1, "result": {
-        "resultType": "input_required",
-        "inputRequests": {"elicitation-1": {"method": "elicitation/create",
-                                            "params": {"message": "Where to?", "requestedSchema": TARGET}}},
-        "_meta": INFO_META}}  # a first round has nothing to carry: no requestState
-    second = d.ask_modern(2, "tools/call", {**call, "inputResponses": {"elicitation-1": ANSWER_1}}, ELICIT)["result"]
+    first = d.ask_modern(1, "tools/call", call, ELICIT)["result"]
+    assert list(first) == ["resultType", "inputRequests", "requestState", "_meta"]
+    assert first["resultType"] == "input_required" and first["_meta"] == INFO_META
+    assert first["inputRequests"] == {"elicitation-1": {"method": "elicitation/create",
+                                                        "params": {"message": "Where to?", "requestedSchema": TARGET}}}
+    # The state carries the question asked, so that its answer holds for that question only.
+    second = d.ask_modern(2, "tools/call", {**call, "requestState": first["requestState"],
+                                            "inputResponses": {"elicitation-1": ANSWER_1}}, ELICIT)["result"]
     assert list(second) == ["resultType", "inputRequests", "requestState", "_meta"]
     assert second["resultType"] == "input_required" and second["_meta"] == INFO_META
     assert second["inputRequests"] == {"elicitation-2": {"method": "elicitation/create", "params": {
@@ -673,17 +674,21 @@ def test_the_schema_check_refuses_what_the_2026_schema_refuses(message: dict[str
         validate_server_message(message)
 
 
-def test_start_and_send_are_the_only_actions_of_a_modern_round() -> None:
-    """A modern request never asks the client by request, never holds work for the roots."""
+def test_a_modern_round_asks_nothing_by_request_and_its_roots_reach_the_server_off_the_loop() -> None:
+    """A modern request never asks the client by request; the roots it brings go to the server's callbacks
+    off the reading loop (AdoptRoots), and its work waits for them (at most ROOTS_WAIT)."""
     server = mrtr_server()
-    server.on_roots(lambda session, roots: None)
+    told: list[Any] = []
+    server.on_roots(lambda session, roots: told.append(roots))
     d = ModernDriver(server)
     actions = d.session.receive(req(1, "tools/call", modern(CALL, {"roots": {}, "elicitation": {}})))
     assert [type(a) for a in actions] == [Send]
     actions = d.session.receive(req(2, "tools/call", modern(
-        {**CALL, "inputResponses": {"roots": {"roots": []}}}, {"roots": {}, "elicitation": {}})))
-    assert [type(a) for a in actions] == [Start]
-    assert d.session.outgoing == {}
+        {**CALL, "inputResponses": {"roots": {"roots": [{"uri": "file:///w"}]}}}, {"roots": {}, "elicitation": {}})))
+    assert [type(a) for a in actions] == [AdoptRoots, Release]
+    assert told == [] and d.session.outgoing == {}  # nothing ran on the loop, nothing was asked
+    server.roots_changed(d.session, [{"uri": "file:///w"}])  # what the runner does in the background
+    assert [type(a) for a in d.session.roots_adopted()] == [Start]
 
 
 def test_a_modern_request_cancelled_on_stdio_gets_no_response() -> None:
@@ -704,3 +709,105 @@ def test_a_modern_request_cancelled_on_stdio_gets_no_response() -> None:
     # The id is free again, and a request under it is answered.
     [answer] = checked(d.receive(req(9, "tools/list", modern())))
     assert answer["result"]["resultType"] == "complete"
+
+
+def test_roots_and_questions_travel_together_when_every_round_meets_a_fresh_session() -> None:
+    """Stateless HTTP: each round is served by a new session (any process). The roots a client gave in
+    one round travel in the requestState of the next, with the answers, so the request completes."""
+    server = mrtr_server()
+    followed: list[Any] = []
+    server.on_roots(lambda session, roots: followed.append(roots))
+    caps = {"roots": {}, **ELICIT}
+    roots = {"roots": [{"uri": "file:///w"}]}
+    first = ModernDriver(server, stateless=True).ask_modern(1, "tools/call", CALL, caps)["result"]
+    assert first["inputRequests"] == {"roots": {"method": "roots/list"}} and "requestState" not in first
+    second = ModernDriver(server, stateless=True).ask_modern(
+        2, "tools/call", {**CALL, "inputResponses": {"roots": roots}}, caps)["result"]
+    assert list(second["inputRequests"]) == ["elicitation-1"]
+    third = ModernDriver(server, stateless=True).ask_modern(3, "tools/call", {
+        **CALL, "requestState": second["requestState"], "inputResponses": {"elicitation-1": ANSWER_1}}, caps)["result"]
+    assert list(third["inputRequests"]) == ["elicitation-2"]
+    last = ModernDriver(server, stateless=True).ask_modern(4, "tools/call", {
+        **CALL, "requestState": third["requestState"], "inputResponses": {"elicitation-2": ANSWER_2}}, caps)["result"]
+    assert last["content"] == text("1.2 to prod: True")
+    assert followed == [roots["roots"]] * 3  # each fresh session told the server the roots it was given
+
+
+def test_an_answer_holds_only_for_the_question_it_answered() -> None:
+    """The question changed between rounds (here: the tool's arguments are the same, but what it asks
+    depends on the workspace): an answer to the old question is not taken for the new one."""
+    asked: list[str] = []
+    place = ["prod"]
+
+    def confirm(ctx: Context, args: dict[str, Any]) -> str:
+        question = f"Deploy to {place[0]}?"
+        asked.append(question)
+        answer = ctx.elicit(question, SURE)
+        return f"{question} {answer['content']['sure']}"
+
+    server = make_server()
+    server.add_tool(Tool("confirm", confirm))
+    d = ModernDriver(server)
+    first = d.ask_modern(1, "tools/call", {"name": "confirm"}, ELICIT)["result"]
+    place[0] = "staging"  # the workspace changed before the client came back
+    again = d.ask_modern(2, "tools/call", {"name": "confirm", "requestState": first["requestState"],
+                                           "inputResponses": {"elicitation-1": ANSWER_2}}, ELICIT)["result"]
+    assert again["resultType"] == "input_required"
+    assert again["inputRequests"]["elicitation-1"]["params"]["message"] == "Deploy to staging?"
+    done = d.ask_modern(3, "tools/call", {"name": "confirm", "requestState": again["requestState"],
+                                          "inputResponses": {"elicitation-1": ANSWER_2}}, ELICIT)["result"]
+    assert done["content"] == text("Deploy to staging? True")
+
+
+def test_a_resource_or_prompt_needing_a_capability_the_client_lacks_is_refused_with_32021() -> None:
+    server = make_server()
+
+    def read(ctx: Context, uri: str) -> str:
+        return str(ctx.elicit("Which?", SURE))
+
+    server.add_resource(Resource("test://asks", "asks", reader=read))
+    server.add_prompt(Prompt("asks", lambda ctx, args: str(ctx.elicit("Which?", SURE))))
+    d = ModernDriver(server)
+    for msg_id, method, params in ((1, "resources/read", {"uri": "test://asks"}), (2, "prompts/get", {"name": "asks"})):
+        error = d.ask_modern(msg_id, method, params)["error"]
+        assert error["code"] == -32021 and error["data"] == {"requiredCapabilities": {"elicitation": {}}}
+
+
+def test_a_question_raised_inside_a_task_group_still_ends_the_round() -> None:
+    if not hasattr(asyncio, "TaskGroup"):
+        pytest.skip("asyncio.TaskGroup is Python 3.11+")
+
+    async def gathered(ctx: Context) -> str:
+        async with asyncio.TaskGroup() as group:  # type: ignore[attr-defined]
+            task = group.create_task(ctx.aelicit("Where to?", TARGET))
+        return str(task.result()["content"]["target"])
+
+    server = make_server()
+    server.tool(gathered, name="gathered")
+    d = ModernDriver(server)
+    first = d.ask_modern(1, "tools/call", {"name": "gathered"}, ELICIT)["result"]
+    assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["elicitation-1"]
+    done = d.ask_modern(2, "tools/call", {"name": "gathered", "requestState": first["requestState"],
+                                          "inputResponses": {"elicitation-1": ANSWER_1}}, ELICIT)["result"]
+    assert done["content"] == text("prod")
+
+
+def test_a_method_that_may_not_ask_gets_a_clear_error_never_a_request_to_the_client() -> None:
+    server = make_server()
+    d = ModernDriver(server)
+    d.receive(INIT)
+    d.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    context = d.session._modern_context(7, "completion/complete", modern({}, ELICIT), modern({}, ELICIT)["_meta"])
+    with pytest.raises(ClientRequestError, match="only tools/call, resources/read and prompts/get may ask"):
+        context.elicit("Which?", SURE)
+    assert d.session.outgoing == {}
+
+
+def test_templates_that_follow_the_roots_are_never_fresh() -> None:
+    server = make_server()
+    d = ModernDriver(server)
+    fixed = d.ask_modern(1, "resources/templates/list")["result"]
+    server.add_template_source(lambda: [])
+    following = d.ask_modern(2, "resources/templates/list")["result"]
+    assert (fixed["ttlMs"], following["ttlMs"]) == (300000, 0)
+    assert fixed["cacheScope"] == following["cacheScope"] == "public"

@@ -206,7 +206,8 @@ def http_app() -> Any:
     if state_key is None:
         from .request_state import KEY_ENV
 
-        state_key = bytes.fromhex(os.environ[KEY_ENV]) if os.environ.get(KEY_ENV) else None
+        shared = os.environ.pop(KEY_ENV, None)  # read once; the children (rg, git) need not inherit it
+        state_key = bytes.fromhex(shared) if shared else None
     server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch, state_key=state_key)
     return http.create_app(server, stateless=True, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
                            host=args.http[0])

@@ -43,46 +43,59 @@ class InputRequired(BaseException):
     `input_required` and resumes when the client retries with the answer. A BaseException, so that no
     handler's `except Exception` mistakes it for a failure."""
 
-    def __init__(self, key: str, request: dict[str, Any], answers: dict[str, Any]) -> None:
+    def __init__(self, key: str, request: dict[str, Any], carried: dict[str, Any]) -> None:
         super().__init__(key)
         self.key = key
         self.request = request  # {"method", "params"?}: what the client is asked
-        self.answers = answers  # everything answered so far, for the state the client carries
+        self.carried = carried  # what the client carries to the next round (see Rounds): signed into requestState
 
 
 class Rounds:
     """A modern request's questions to the client, asked in rounds (MCP's multi round-trip requests).
 
-    The handler runs again from the start on every round; its n-th ask gets the key `KIND-n`, so the
-    answers given in earlier rounds (carried, signed, in `requestState`) and in this one
-    (`inputResponses`) find the asks they answer.
+    The handler runs again from the start on every round; its n-th ask gets the key `KIND-n`. What the
+    client carries between rounds (signed, in `requestState`) is, for each key, a digest of the question
+    asked (`q`) and, once given, its answer (`a`): an answer holds only for the very question it answered,
+    so if a handler asks something else in a later round (the workspace changed), it asks again.
     """
 
-    __slots__ = ("_asked", "answers", "responses")
+    __slots__ = ("_asked", "carried", "responses")
 
-    def __init__(self, answers: dict[str, Any], responses: dict[str, Any]) -> None:
-        self.answers = answers
-        self.responses = responses
+    def __init__(self, carried: dict[str, Any], responses: dict[str, Any]) -> None:
+        self.carried = carried
+        self.responses = responses  # this round's inputResponses
         self._asked = 0
 
     def ask(self, method: str, params: dict[str, Any] | None, client_capabilities: dict[str, Any]) -> dict[str, Any]:
         self._asked += 1
         key = f"{method.partition('/')[0]}-{self._asked}"
-        if key in self.answers:
-            return dict(self.answers[key])
-        answer = self.responses.get(key)
-        if isinstance(answer, dict):
-            self.answers[key] = answer
-            return dict(answer)
+        request: dict[str, Any] = {"method": method}
+        if params is not None:
+            request["params"] = params
+        question = _digest(request)
+        record = self.carried.get(key)
+        if not isinstance(record, dict) or record.get("q") == question:
+            answer = record.get("a") if isinstance(record, dict) else None
+            if not isinstance(answer, dict):
+                answer = self.responses.get(key)  # the answer to the last round's question
+            if isinstance(answer, dict):
+                self.carried[key] = {"q": question, "a": answer}
+                return dict(answer)
         needed = CLIENT_CAPABILITY_FOR.get(method)
         if needed is not None and needed not in client_capabilities:
             raise ClientRequestError(jsonrpc.JsonRpcError(
                 jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY, f"The client does not support {method}",
                 {"requiredCapabilities": {needed: {}}}))
-        request: dict[str, Any] = {"method": method}
-        if params is not None:
-            request["params"] = params
-        raise InputRequired(key, request, self.answers)
+        self.carried[key] = {"q": question}
+        raise InputRequired(key, request, self.carried)
+
+
+def _digest(request: dict[str, Any]) -> str:
+    import hashlib  # only modern questions pay for it
+    import json
+
+    text = json.dumps(request, separators=(",", ":"), ensure_ascii=True, sort_keys=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
 
 
 class ClientRequestError(Exception):
@@ -286,8 +299,8 @@ class Context:
         On a modern (2026-07-28) request nothing waits: the request answers `input_required` and the
         handler runs again, from the start, when the client retries with the answer (see `Rounds`).
         """
-        if self.rounds is not None:
-            return self.rounds.ask(method, params, self.client_capabilities)
+        if self.protocol_version != PROTOCOL_VERSION:
+            return self._ask_in_rounds(method, params)
         import concurrent.futures  # loaded already by the runner's ask
 
         future = self._ask(method, params, timeout, blocking=True)
@@ -299,11 +312,19 @@ class Context:
 
     async def arequest(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
         """`request` for an async handler: awaits the answer."""
-        if self.rounds is not None:
-            return self.rounds.ask(method, params, self.client_capabilities)
+        if self.protocol_version != PROTOCOL_VERSION:
+            return self._ask_in_rounds(method, params)
         import asyncio
 
         return await asyncio.wrap_future(self._ask(method, params, timeout))
+
+    def _ask_in_rounds(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """A modern request asks in rounds; only the requests the spec lets answer input_required may."""
+        if self.rounds is None:
+            raise ClientRequestError(jsonrpc.JsonRpcError(jsonrpc.INVALID_REQUEST, (
+                f"Cannot send {method}: in MCP {self.protocol_version} only tools/call, resources/read and "
+                "prompts/get may ask the client")))
+        return self.rounds.ask(method, params, self.client_capabilities)
 
     def _ask(self, method: str, params: dict[str, Any] | None, timeout: float, *,
              blocking: bool = False) -> Future[dict[str, Any]]:

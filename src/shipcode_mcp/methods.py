@@ -144,7 +144,7 @@ def _tool_result(tool: Tool, value: Any) -> dict[str, Any]:
 
 def _tool_failure(tool: Tool, err: ToolError | ClientRequestError) -> dict[str, Any]:
     if isinstance(err, ClientRequestError) and err.error.code == jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY:
-        raise err.error  # modern: a request the client cannot serve is refused as such (-32021), as the spec says
+        raise err  # modern: a request the client cannot serve is refused as such (-32021), as the spec says
     if isinstance(err, ClientRequestError):  # the client refused, failed or never answered: the model should know
         return ToolResult.error(f"Tool {tool.name} needed the client, which could not answer: {err}").to_dict()
     return ToolResult.error(str(err)).to_dict()

@@ -15,7 +15,7 @@ from functools import partial
 
 from . import jsonrpc, log
 from .context import ASK_BACKSTOP, Cancelled, Channel, ClientRequestError, answer_of
-from .session import Answer, Cancel, FollowRoots, Release, Report, Send, Session, Start
+from .session import AdoptRoots, Answer, Cancel, FollowRoots, Release, Report, Send, Session, Start
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
@@ -120,6 +120,8 @@ class Runner(Channel):
                 self._answered(action.request_id, action.response)
             elif isinstance(action, FollowRoots):
                 self.background(self._follow_roots)
+            elif isinstance(action, AdoptRoots):
+                self.background(partial(self._adopt_roots, action.roots))
             elif isinstance(action, Release):
                 self.later(action.seconds, partial(self._release_held, action.hold))
             elif isinstance(action, Report):
@@ -204,6 +206,12 @@ class Runner(Channel):
                 self.server.roots_changed(self.session, roots)
             self._step(self.session.roots_listed, roots)
 
+    def _adopt_roots(self, roots: list[dict[str, Any]]) -> None:
+        try:
+            self.server.roots_changed(self.session, roots)
+        finally:  # the work waiting for the roots goes on
+            self._step(self.session.roots_adopted)
+
     def _release_held(self, hold: int) -> None:
         self._step(self.session.release_held, hold)
 
@@ -246,6 +254,7 @@ class ThreadRunner(Runner):
                  stateless: bool = False) -> None:
         super().__init__(server, stateless=stateless)
         self._write = write
+        self._background: set[threading.Thread] = set()
 
     def write(self, message: Message, related: Id | None) -> None:
         if self._write is not None:
@@ -255,7 +264,24 @@ class ThreadRunner(Runner):
         self.background(lambda: self.run_job(job))
 
     def background(self, work: Callable[[], None]) -> None:
-        threading.Thread(target=work, name="shipcode-mcp-background", daemon=True).start()
+        def run() -> None:
+            try:
+                work()
+            finally:
+                self._background.discard(thread)
+
+        thread = threading.Thread(target=run, name="shipcode-mcp-background", daemon=True)
+        self._background.add(thread)
+        thread.start()
+
+    def join_background(self, timeout: float) -> None:
+        """Wait (at most `timeout`) for the background work under way: at the end of input, roots a client
+        gave are still on their way to the server, and the work that waits for them starts after."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        for thread in list(self._background):
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def later(self, seconds: float, call: Callable[[], None]) -> Callable[[], None]:
         timer = threading.Timer(seconds, call)

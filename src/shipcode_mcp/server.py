@@ -481,6 +481,14 @@ class Server:
             caps["completions"] = {}
         return caps
 
+    def cache_hint(self, method: str) -> tuple[int, str] | None:
+        """(`ttlMs`, `cacheScope`) for a modern result of `method`, from `cache_hints`; templates that follow
+        the roots change with them unannounced, so they are never fresh."""
+        hint = self.cache_hints.get(method)
+        if hint is not None and method == "resources/templates/list" and self._template_sources:
+            return 0, hint[1]
+        return hint
+
     def server_info(self) -> dict[str, Any]:
         """{"name", "version", "title"?}: made again only when one of them changed (every modern result
         carries it)."""

@@ -1,7 +1,7 @@
 """The sans-IO MCP session: a state machine over plain data, in the spirit of h11.
 
 `Session.receive(message)` takes one parsed JSON value and returns what to do, as a list of actions
-(`Send`, `Start`, `Cancel`, `Answer`, `FollowRoots`, `Release`, `Report`); the other methods do the
+(`Send`, `Start`, `Cancel`, `Answer`, `FollowRoots`, `AdoptRoots`, `Release`, `Report`); the other methods do the
 same for the runner's events: work that finished, a question for the client, the end of input. The
 session never waits, never starts a thread, never reads a clock and never writes: a runner
 (`runner.py`) performs the actions and serialises the calls.
@@ -106,6 +106,16 @@ class FollowRoots:
     __slots__ = ()
 
 
+class AdoptRoots:
+    """A modern client gave its roots with a request: tell the server (`Server.roots_changed`) off the
+    reading loop, then `Session.roots_adopted()`."""
+
+    __slots__ = ("roots",)
+
+    def __init__(self, roots: list[dict[str, Any]]) -> None:
+        self.roots = roots
+
+
 class Release:
     """Work waits for the roots: call `Session.release_held(hold)` after `seconds`, whether or not they came."""
 
@@ -126,7 +136,7 @@ class Report:
 
 
 if TYPE_CHECKING:
-    Action = Send | Start | Cancel | Answer | FollowRoots | Release | Report
+    Action = Send | Start | Cancel | Answer | FollowRoots | AdoptRoots | Release | Report
     Outcome = dict[str, Any] | JsonRpcError | InputRequired | None
 
 
@@ -173,10 +183,13 @@ class Job:
             return None
         try:
             return self.deferred.work()
-        except InputRequired as need:
-            return need
         except (Exception, SystemExit) as err:
             return self._failed(err)
+        except BaseException as err:  # a question for the client, maybe inside a task group's exception group
+            need = input_required_in(err)
+            if need is None:
+                raise
+            return need
 
     async def arun(self) -> Outcome:
         """`run` for an asyncio runner: awaits the work's coroutine (`awork`); cancelling the task is
@@ -188,22 +201,49 @@ class Job:
             return None
         try:
             return await self.deferred.awork()
-        except InputRequired as need:
-            return need
         except asyncio.CancelledError as err:
             if self.context.cancelled:
                 return None
             return self._failed(err)  # not the client's cancellation: a bug to answer and report
         except (Exception, SystemExit) as err:
             return self._failed(err)
+        except BaseException as err:
+            need = input_required_in(err)
+            if need is None:
+                raise
+            return need
 
     def _failed(self, err: BaseException) -> JsonRpcError | None:
         if isinstance(err, Cancelled):
             return None
-        if isinstance(err, JsonRpcError):
-            return err
+        refused = refusal_of(err)
+        if refused is not None:
+            return refused
         self.context.failure = _traceback(f"{self.context.method} failed")
         return JsonRpcError(jsonrpc.INTERNAL_ERROR)
+
+
+def refusal_of(err: BaseException) -> JsonRpcError | None:
+    """The error answer a handler's exception stands for, if it is not a bug: a JsonRpcError it raised,
+    or (modern era) the client's missing capability, which the spec answers with -32021."""
+    if isinstance(err, JsonRpcError):
+        return err
+    if isinstance(err, ClientRequestError) and err.error.code == jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY:
+        return err.error
+    return None
+
+
+def input_required_in(err: BaseException) -> InputRequired | None:
+    """The question for the client `err` carries: itself, or one inside an exception group (a handler's
+    task group wraps what its tasks raise)."""
+    if isinstance(err, InputRequired):
+        return err
+    inner = getattr(err, "exceptions", None)
+    if isinstance(inner, tuple):
+        for each in inner:
+            if isinstance(each, BaseException) and (found := input_required_in(each)) is not None:
+                return found
+    return None
 
 
 class Listener:
@@ -241,6 +281,7 @@ class Session:
         self._turns = itertools.count(1)
         self.roots: list[dict[str, Any]] | None = None  # the client's roots, once listed
         self.roots_listing = False  # a FollowRoots is under way
+        self._adopting = 0  # AdoptRoots under way: roots a modern client gave, on their way to the server
         self._roots_stale = False  # the roots changed again while it was
         self.listeners: dict[Id, Listener] = {}  # open subscriptions/listen requests (modern)
         self.held: list[Job] = []  # deferred work waiting for the roots listing under way
@@ -293,20 +334,24 @@ class Session:
         outcome: dict[str, Any] | Deferred | InputRequired
         try:
             outcome = handler(self, context, context.params)
-        except InputRequired as need:
-            outcome = need
-        except JsonRpcError as err:
-            return [Send(self._response(context, err), msg_id)]
-        except (Exception, SystemExit):  # a handler's sys.exit() is a bug, not a shutdown
+        except (Exception, SystemExit) as err:  # a handler's sys.exit() is a bug, not a shutdown
+            refused = refusal_of(err)
+            if refused is not None:
+                return [Send(self._response(context, refused), msg_id)]
             failed = jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INTERNAL_ERROR))
             return [Report(_traceback(f"{context.method} failed")), Send(failed, msg_id)]
+        except BaseException as err:
+            need = input_required_in(err)
+            if need is None:
+                raise
+            outcome = need
         finally:
             context.on_loop = False
         if not isinstance(outcome, Deferred):
             return [Send(self._response(context, outcome), msg_id)]
         self.in_flight[msg_id] = context
         job = Job(context, outcome)
-        if self.roots_listing:  # work that follows the client's roots waits for them, a little
+        if self.roots_listing or self._adopting:  # work that follows the client's roots waits for them, a little
             self.held.append(job)
             if len(self.held) > 1:
                 return []
@@ -328,7 +373,7 @@ class Session:
                 outcome = JsonRpcError(jsonrpc.INVALID_PARAMS, outcome.message, outcome.data)
             return jsonrpc.error(msg_id, outcome)
         return jsonrpc.result(msg_id, era.complete(outcome, self.server.server_info(),
-                                                   self.server.cache_hints.get(context.method)))
+                                                   self.server.cache_hint(context.method)))
 
     # -- the modern era (2026-07-28): every request stands alone --------------------------------
     def _receive_modern(self, msg_id: Id, method: str, params: dict[str, Any], meta: dict[str, Any]) -> list[Action]:
@@ -345,9 +390,10 @@ class Session:
         if handler is None:
             return [Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.METHOD_NOT_FOUND)), msg_id)]
         if context.rounds is not None and self.roots is None and self.server.follows_roots:
-            need = self._modern_roots(context)
-            if need is not None:
-                return [Send(self._response(context, need), msg_id)]
+            adopting = self._modern_roots(context)
+            if isinstance(adopting, InputRequired):
+                return [Send(self._response(context, adopting), msg_id)]
+            return adopting + self._serve(handler, context)
         return self._serve(handler, context)
 
     def _modern_context(self, msg_id: Id, method: str, params: dict[str, Any], meta: dict[str, Any]) -> Context:
@@ -379,32 +425,35 @@ class Session:
                 responses = params["inputResponses"]
                 if type(responses) is not dict or not all(type(answer) is dict for answer in responses.values()):
                     raise JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: inputResponses must map keys to results")
-            answers = {}
+            carried = {}
             if "requestState" in params:
-                answers = self.server.request_states.open(params["requestState"], method, params)
-            context.rounds = Rounds(answers, responses)
+                carried = self.server.request_states.open(params["requestState"], method, params)
+            context.rounds = Rounds(carried, responses)
         return context
 
-    def _modern_roots(self, context: Context) -> InputRequired | None:
+    def _modern_roots(self, context: Context) -> InputRequired | list[Action]:
         """When the server follows the client's roots and they are not known yet, a request that may ask
-        the client asks for them first; the answer updates the roots before the request is served."""
-        if "roots" not in context.client_capabilities:
-            return None
-        assert context.rounds is not None
-        answer = context.rounds.responses.get(ROOTS_INPUT)
-        roots = answer.get("roots") if answer is not None else None
+        the client asks for them first. The answer travels on with the request's later rounds; the
+        server's roots callbacks run off the reading loop, and the request's work waits for them."""
+        rounds = context.rounds
+        if "roots" not in context.client_capabilities or rounds is None:
+            return []
+        record = rounds.carried.get(ROOTS_INPUT)
+        answer = record.get("a") if isinstance(record, dict) else rounds.responses.get(ROOTS_INPUT)
+        roots = answer.get("roots") if isinstance(answer, dict) else None
         if not isinstance(roots, list):
-            return InputRequired(ROOTS_INPUT, {"method": "roots/list"}, {})
+            return InputRequired(ROOTS_INPUT, {"method": "roots/list"}, rounds.carried)
+        rounds.carried[ROOTS_INPUT] = {"q": "roots/list", "a": answer}
         self.roots = [root for root in roots if isinstance(root, dict) and isinstance(root.get("uri"), str)]
-        self.server.roots_changed(self, self.roots)
-        return None
+        self._adopting += 1  # held work starts once the callbacks ran (roots_adopted), or after ROOTS_WAIT
+        return [AdoptRoots(self.roots)]
 
     def _input_required(self, context: Context, need: InputRequired) -> dict[str, Any]:
-        """The question for the client; the answers of earlier rounds travel, signed, in `requestState`
-        (a first round has none to carry, so it has no state)."""
+        """The question for the client; what it carries to the next round (the questions asked, the answers
+        given) travels signed in `requestState` (a lone roots question carries nothing, so no state)."""
         out: dict[str, Any] = {"resultType": "input_required", "inputRequests": {need.key: need.request}}
-        if need.answers:
-            out["requestState"] = self.server.request_states.seal(context.method, context.params, need.answers)
+        if need.carried:
+            out["requestState"] = self.server.request_states.seal(context.method, context.params, need.carried)
         out["_meta"] = {era.SERVER_INFO_KEY: self.server.server_info()}
         return out
 
@@ -571,6 +620,8 @@ class Session:
         outgoing, self.outgoing = self.outgoing, {}
         actions: list[Action] = self._stop_listening(graceful=True)
         actions += [Answer(request_id, None) for request_id in outgoing]
+        if self._adopting:  # roots in hand are on their way to the server: what waits for them waits on
+            return actions
         return actions + self.release_held()  # the roots will not come now; what waited for them runs
 
     def cancel_all(self) -> list[Action]:
@@ -625,7 +676,12 @@ class Session:
             self._roots_stale = False
             return [FollowRoots()]
         self.roots_listing = False
-        return self.release_held()
+        return [] if self._adopting else self.release_held()
+
+    def roots_adopted(self) -> list[Action]:
+        """An AdoptRoots is over: the server has the roots a modern client gave."""
+        self._adopting -= 1
+        return [] if self._adopting or self.roots_listing else self.release_held()
 
     def release_held(self, hold: int | None = None) -> list[Action]:
         """Start the work that waited for the roots: they came, or (`hold`, from its Release) it waited

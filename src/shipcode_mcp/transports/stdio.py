@@ -20,6 +20,7 @@ import time
 from .. import jsonrpc, log
 from ..jsonrpc import JsonRpcError
 from ..runner import ThreadRunner
+from ..session import ROOTS_WAIT
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
@@ -222,6 +223,7 @@ class StdioTransport(ThreadRunner):
             return
         self.close()
         try:
+            self.join_background(ROOTS_WAIT)
             if self._pool is not None and not self._gone:
                 self._pool.drain()
         except (_Terminated, KeyboardInterrupt, PeerGone):
