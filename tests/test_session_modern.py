@@ -808,6 +808,8 @@ def test_templates_that_follow_the_roots_are_never_fresh() -> None:
     d = ModernDriver(server)
     fixed = d.ask_modern(1, "resources/templates/list")["result"]
     server.add_template_source(lambda: [])
-    following = d.ask_modern(2, "resources/templates/list")["result"]
-    assert (fixed["ttlMs"], following["ttlMs"]) == (300000, 0)
+    sourced = d.ask_modern(2, "resources/templates/list")["result"]
+    server.on_roots(lambda session, roots: None)
+    following = d.ask_modern(3, "resources/templates/list")["result"]
+    assert (fixed["ttlMs"], sourced["ttlMs"], following["ttlMs"]) == (300000, 300000, 0)
     assert fixed["cacheScope"] == following["cacheScope"] == "public"

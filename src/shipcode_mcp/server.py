@@ -483,9 +483,10 @@ class Server:
 
     def cache_hint(self, method: str) -> tuple[int, str] | None:
         """(`ttlMs`, `cacheScope`) for a modern result of `method`, from `cache_hints`; templates that follow
-        the roots change with them unannounced, so they are never fresh."""
+        the roots change with them unannounced, so while the server follows the client's roots they are
+        never fresh."""
         hint = self.cache_hints.get(method)
-        if hint is not None and method == "resources/templates/list" and self._template_sources:
+        if hint is not None and method == "resources/templates/list" and self._template_sources and self.follows_roots:
             return 0, hint[1]
         return hint
 
