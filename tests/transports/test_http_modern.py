@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
-from shipcode_mcp import Server
+from shipcode_mcp import Server, Tool
 from shipcode_mcp.transports.http import decode_header_value, header_mismatch, modern_status
 from support import wait_for
 from transports.http_support import (
@@ -169,6 +169,60 @@ def test_a_header_value_with_invalid_characters_is_refused(header: str, value: s
     assert header_mismatch(raw(headers), message) == f"Header mismatch: the {header} header value contains invalid characters"
 
 
+SQL_SCHEMA = {"type": "object", "properties": {
+    "region": {"type": "string", "x-mcp-header": "Region"},
+    "limit": {"type": "integer", "x-mcp-header": "Limit"},
+    "dry": {"type": "boolean", "x-mcp-header": "Dry"},
+    "target": {"type": "object", "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}}},
+    "query": {"type": "string"}}}
+
+
+def sql(arguments: dict[str, Any]) -> dict[str, Any]:
+    return modern("tools/call", {"name": "execute_sql", "arguments": arguments})
+
+
+@pytest.mark.parametrize(("arguments", "params"), [
+    ({"region": "us-west1", "query": "SELECT 1"}, {"Mcp-Param-Region": "us-west1"}),
+    ({"region": "Zürich", "limit": 42, "dry": True}, {"Mcp-Param-Region": b64("Zürich"), "Mcp-Param-Limit": "42.0",
+                                                        "Mcp-Param-Dry": "true"}),
+    ({"target": {"zone": "b"}, "region": None}, {"Mcp-Param-Zone": "b"}),
+    ({"query": "no marked argument"}, {"Mcp-Param-Unknown": "ignored: no argument is marked for it"}),
+])
+def test_arguments_marked_x_mcp_header_are_mirrored(arguments: dict[str, Any], params: dict[str, str]) -> None:
+    message = sql(arguments)
+    assert header_mismatch(raw(modern_headers(message, params)), message, SQL_SCHEMA) is None
+
+
+@pytest.mark.parametrize(("arguments", "params", "said"), [
+    ({"region": "us-west1"}, {}, "the Mcp-Param-Region header is required"),
+    ({"region": "us-west1"}, {"Mcp-Param-Region": "eu-west1"}, "Mcp-Param-Region header value 'eu-west1' does not match"),
+    ({"limit": 42}, {"Mcp-Param-Limit": "forty-two"}, "Mcp-Param-Limit header value 'forty-two' does not match"),
+    ({"dry": False}, {"Mcp-Param-Dry": "False"}, "Mcp-Param-Dry header value 'False' does not match"),
+    ({"query": "x"}, {"Mcp-Param-Region": "us-west1"}, "the Mcp-Param-Region header is sent but the argument has no value"),
+    ({"target": {"zone": "b"}}, {"Mcp-Param-Zone": "c"}, "Mcp-Param-Zone header value 'c' does not match"),
+    ({"region": "us\x01"}, {"Mcp-Param-Region": "us\x01"}, "the Mcp-Param-Region header value contains invalid characters"),
+])
+def test_a_marked_argument_whose_header_is_missing_or_differs_is_refused(arguments: dict[str, Any],
+                                                                          params: dict[str, str], said: str) -> None:
+    message = sql(arguments)
+    refused = header_mismatch(raw(modern_headers(message, params)), message, SQL_SCHEMA)
+    assert refused is not None and said in refused, refused
+
+
+def test_a_marked_argument_is_checked_over_http(port: int, served: tuple[Server, UvicornThread]) -> None:
+    server = served[0]
+    if "execute_sql" not in server.tools:
+        server.add_tool(Tool("execute_sql", lambda ctx, args: f"ran in {args.get('region')}", SQL_SCHEMA))
+    message = sql({"region": "us-west1", "query": "SELECT 1"})
+    ok = post_modern(port, message, {"Mcp-Param-Region": "us-west1"})
+    assert ok.status == 200 and modern_json(ok)["result"]["content"][0]["text"] == "ran in us-west1"
+    # A gateway routed on the header, the server would run the body: refused.
+    lied = post_modern(port, message, {"Mcp-Param-Region": "eu-west1"})
+    assert lied.status == 400 and lied.json()["error"]["code"] == -32020
+    missing = post_modern(port, message)
+    assert missing.status == 400 and "Mcp-Param-Region header is required" in missing.json()["error"]["message"]
+
+
 def test_a_header_sent_twice_is_refused() -> None:
     pairs = [*raw(modern_headers(CALL)), (b"mcp-method", b"tools/call")]
     assert header_mismatch(pairs, CALL) == "Header mismatch: the Mcp-Method header is sent 2 times"
@@ -184,6 +238,9 @@ def test_the_status_of_a_modern_error() -> None:
     del no_capabilities["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
     assert status(-32602, no_capabilities) == 400
     assert status(-32602, modern("tools/list", version=20260728)) == 400  # type: ignore[arg-type]
+    assert status(-32602, modern("tools/list", meta={"io.modelcontextprotocol/logLevel": "loud"})) == 400
+    assert status(-32602, modern("tools/list", meta={"io.modelcontextprotocol/clientInfo": "me"})) == 400
+    assert status(-32602, modern("tools/list", meta={"io.modelcontextprotocol/logLevel": "debug"})) == 200
     assert modern_status({"jsonrpc": "2.0", "id": 1, "result": {}}, CALL) == 200
 
 

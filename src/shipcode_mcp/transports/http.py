@@ -53,8 +53,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import jsonrpc, log
-from ..context import PROTOCOL_VERSION
-from ..era import CAPABILITIES_KEY, VERSION_KEY, modern_meta
+from ..context import LOG_LEVELS, PROTOCOL_VERSION
+from ..era import CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, VERSION_KEY, modern_meta
 from ..jsonrpc import JsonRpcError
 from ..runner import Runner
 
@@ -430,7 +430,7 @@ class StreamableHttp:
             runner.receive(message)
             return Response(status_code=202)
         request_id = message["id"]
-        mismatch = header_mismatch(request.headers.raw, message)
+        mismatch = header_mismatch(request.headers.raw, message, self._input_schema(message))
         if mismatch is not None:
             return _json(400, jsonrpc.error(request_id, JsonRpcError(jsonrpc.HEADER_MISMATCH, mismatch)))
         listening = message["method"] == "subscriptions/listen"
@@ -464,6 +464,15 @@ class StreamableHttp:
                 return _sse(_events([first]), {})
             return _json(status, first)
         return _sse(self._modern_stream(runner, request_id, queue, early, listening), {})
+
+    def _input_schema(self, message: Message) -> dict[str, Any] | None:
+        """The input schema of the tool a tools/call names, for its `Mcp-Param-*` headers."""
+        params = message.get("params")
+        if message.get("method") != "tools/call" or not isinstance(params, dict):
+            return None
+        name = params.get("name")
+        tool = self.server.tools.get(name) if isinstance(name, str) else None
+        return tool.input_schema if tool is not None else None
 
     async def _next(self, request: Request, queue: asyncio.Queue[Any]) -> Any:
         """The next item of an exchange, or _GONE if the client closes the connection first."""
@@ -594,13 +603,16 @@ def _is_modern(message: Message) -> bool:
     return isinstance(params, dict) and modern_meta(params) is not None
 
 
-def header_mismatch(headers: Sequence[tuple[bytes, bytes]], message: Message) -> str | None:
+def header_mismatch(headers: Sequence[tuple[bytes, bytes]], message: Message,
+                    input_schema: dict[str, Any] | None = None) -> str | None:
     """Why the routing headers of a modern request do not mirror its body (the -32020 message), or None.
 
     `headers` are the raw (lower-case name, value) pairs, so a header sent twice or a byte outside visible
     ASCII, space and tab is seen. `MCP-Protocol-Version` must equal the body's protocol version and
     `Mcp-Method` its method; `Mcp-Name` (decoded when it is `=?base64?...?=`) its name or uri, for the
-    requests that carry one (a request without that parameter is left for the core to refuse).
+    requests that carry one (a request without that parameter is left for the core to refuse). For a
+    tools/call, `input_schema` is the tool's: each argument it marks `x-mcp-header: NAME` is mirrored in
+    `Mcp-Param-NAME` when it has a value, and only then.
     """
     params = message.get("params")
     params = params if isinstance(params, dict) else {}
@@ -625,7 +637,65 @@ def header_mismatch(headers: Sequence[tuple[bytes, bytes]], message: Message) ->
             return f"Header mismatch: the {name} header value is not valid =?base64?...?= (canonical base64 of UTF-8)"
         if value != body_value:
             return f"Header mismatch: {name} header value {_shown(value)} does not match body value {_shown(body_value)}"
+    if input_schema is not None and message.get("method") == "tools/call":
+        arguments = params.get("arguments")
+        return _params_mismatch(headers, input_schema, arguments if isinstance(arguments, dict) else {})
     return None
+
+
+def _params_mismatch(headers: Sequence[tuple[bytes, bytes]], schema: dict[str, Any],
+                     arguments: dict[str, Any]) -> str | None:
+    """The `Mcp-Param-*` half of `header_mismatch`: a header is expected exactly for a marked argument
+    with a value, and must carry that value (integers and numbers compared as numbers, booleans as
+    true/false); a header no argument is marked for is not ours to judge."""
+    for name, path in _mirrored(schema):
+        header = f"Mcp-Param-{name}"
+        wanted = header.lower().encode()
+        values = [value for field, value in headers if field.lower() == wanted]
+        body_value: Any = arguments
+        for key in path:
+            body_value = body_value.get(key) if isinstance(body_value, dict) else None
+        if body_value is None:
+            if values:
+                return f"Header mismatch: the {header} header is sent but the argument has no value"
+            continue
+        if not values:
+            return f"Header mismatch: the {header} header is required"
+        if len(values) > 1:
+            return f"Header mismatch: the {header} header is sent {len(values)} times"
+        if _HEADER_VALUE.fullmatch(values[0]) is None:
+            return f"Header mismatch: the {header} header value contains invalid characters"
+        value = decode_header_value(values[0].decode("ascii"))
+        if value is None:
+            return f"Header mismatch: the {header} header value is not valid =?base64?...?= (canonical base64 of UTF-8)"
+        if not _same_value(value, body_value):
+            return f"Header mismatch: {header} header value {_shown(value)} does not match body value {_shown(body_value)}"
+    return None
+
+
+def _mirrored(schema: dict[str, Any], path: tuple[str, ...] = ()) -> list[tuple[str, tuple[str, ...]]]:
+    """(header name, property path) of each property an input schema marks with `x-mcp-header`."""
+    found: list[tuple[str, tuple[str, ...]]] = []
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        for key, sub in properties.items():
+            if isinstance(sub, dict):
+                name = sub.get("x-mcp-header")
+                if isinstance(name, str):
+                    found.append((name, (*path, key)))
+                found += _mirrored(sub, (*path, key))
+    return found
+
+
+def _same_value(header: str, body: Any) -> bool:
+    if isinstance(body, bool):
+        return header == ("true" if body else "false")
+    if isinstance(body, (int, float)):
+        try:
+            return float(header) == float(body)
+        except ValueError:
+            return False
+    return isinstance(body, str) and header == body
 
 
 def decode_header_value(value: str) -> str | None:
@@ -661,7 +731,8 @@ def modern_status(response: Message, request: Message) -> int:
         return 404
     if code == jsonrpc.INVALID_PARAMS:
         meta = request["params"]["_meta"]
-        if not (isinstance(meta.get(VERSION_KEY), str) and isinstance(meta.get(CAPABILITIES_KEY), dict)):
+        if not (isinstance(meta.get(VERSION_KEY), str) and isinstance(meta.get(CAPABILITIES_KEY), dict)
+                and isinstance(meta.get(CLIENT_INFO_KEY, {}), dict) and meta.get(LOG_LEVEL_KEY, "info") in LOG_LEVELS):
             return 400  # the core refused the request's envelope, not its method's parameters
     return 200
 
