@@ -6,7 +6,7 @@ It binds 127.0.0.1 on a port of the kernel's choosing before it prints that port
 stdout), so the test never races another process for a port, and serves until SIGTERM. The key in
 KEY_FILE signs the requestState of multi round-trip requests (`Server(state_key=...)`): processes
 given the same file accept each other's states, as a deployment behind a load balancer must.
-Every tool reports the pid of the process that ran it, so the test can see where each round landed.
+Every tool that completes reports the pid of the process that ran it.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ def build_server(key: bytes) -> Server:
     def two_questions(ctx: Context, greeting: str) -> dict[str, Any]:
         """Ask the user twice, so that the third round carries a requestState with the first answer.
 
-        Each question names the pid that asked it, and the result the pid that finished: the test
-        sees which process served every round of the one request.
+        The questions are the same in every process (an answer holds only for the question it answered);
+        the result names the pid that finished, and the proxy's log shows where the other rounds ran.
         """
-        name = ctx.elicit(f"pid {os.getpid()}: your name?", NAME_SCHEMA)
-        colour = ctx.elicit(f"pid {os.getpid()}: your colour?", COLOUR_SCHEMA)
+        name = ctx.elicit("Your name?", NAME_SCHEMA)
+        colour = ctx.elicit("Your colour?", COLOUR_SCHEMA)
         return {"pid": os.getpid(), "text": f"{greeting}, {name['content']['name']} in {colour['content']['colour']}"}
 
     return server

@@ -187,12 +187,17 @@ def legacy_whoami(port: int, request_id: int) -> int:
     return pid
 
 
-def asked_by(result: dict[str, Any]) -> tuple[str, int]:
-    """The one input request of an `input_required` result: its key, and the pid named in its message."""
+def asked(result: dict[str, Any]) -> str:
+    """The key of the one input request of an `input_required` result."""
     assert result["resultType"] == "input_required", result
     ((key, request),) = result["inputRequests"].items()
     assert request["method"] == "elicitation/create", request
-    return key, int(request["params"]["message"].split(":")[0].removeprefix("pid "))
+    return str(key)
+
+
+def served_by(backends: list[Backend], proxy: RoundRobinProxy) -> int:
+    """The pid of the process the proxy sent the last request to."""
+    return next(backend.pid for backend in backends if backend.port == proxy.routed[-1])
 
 
 def accept(content: dict[str, Any]) -> dict[str, Any]:
@@ -208,19 +213,21 @@ def tampered(state: str) -> str:
     return f"{forged}.{mac}"
 
 
-def first_two_rounds(port: int, greeting: str) -> tuple[list[int], dict[str, Any], str]:
+def first_two_rounds(deployment: tuple[list[Backend], RoundRobinProxy],
+                     greeting: str) -> tuple[list[int], dict[str, Any], str]:
     """Rounds 1 and 2 of `two_questions` through the proxy: the pids that asked, the arguments, and the
     requestState of round 2 (it carries the answer of round 1)."""
+    backends, proxy = deployment
     arguments = {"greeting": greeting}
-    status, response = modern_call(port, 1, "two_questions", arguments)
+    status, response = modern_call(proxy.port, 1, "two_questions", arguments)
     assert status == 200, response
     first = response["result"]
-    key_1, pid_1 = asked_by(first)
-    assert "requestState" not in first  # nothing answered yet: nothing to carry
-    status, response = modern_call(port, 2, "two_questions", arguments, {"inputResponses": {key_1: accept({"name": "Ada"})}})
+    key_1, pid_1 = asked(first), served_by(backends, proxy)
+    status, response = modern_call(proxy.port, 2, "two_questions", arguments, {
+        "inputResponses": {key_1: accept({"name": "Ada"})}, "requestState": first["requestState"]})
     assert status == 200, response
     second = response["result"]
-    key_2, pid_2 = asked_by(second)
+    key_2, pid_2 = asked(second), served_by(backends, proxy)
     assert key_2 != key_1
     state: str = second["requestState"]
     return [pid_1, pid_2], {"arguments": arguments, "key": key_2}, state
@@ -237,7 +244,7 @@ def test_the_proxy_sends_consecutive_requests_to_different_processes(
 
 def test_a_multi_round_trip_request_resumes_on_other_processes(deployment: tuple[list[Backend], RoundRobinProxy]) -> None:
     backends, proxy = deployment
-    asked, round_2, state = first_two_rounds(proxy.port, "Hello")
+    pids, round_2, state = first_two_rounds(deployment, "Hello")
     status, response = modern_call(proxy.port, 3, "two_questions", round_2["arguments"], {
         "inputResponses": {round_2["key"]: accept({"colour": "green"})}, "requestState": state})
     assert status == 200, response
@@ -245,14 +252,14 @@ def test_a_multi_round_trip_request_resumes_on_other_processes(deployment: tuple
     assert result["resultType"] == "complete", result
     assert result["structuredContent"]["text"] == "Hello, Ada in green"  # the answer of round 1 came back in the state
     finished = result["structuredContent"]["pid"]
-    rounds = [*asked, finished]
+    rounds = [*pids, finished]
     assert rounds == [backend.pid for backend in backends]  # three rounds, three processes, in the proxy's order
     assert rounds[2] not in rounds[:2]  # the round with the state ran where the state was not issued
 
 
 def test_a_tampered_request_state_is_refused(deployment: tuple[list[Backend], RoundRobinProxy]) -> None:
     _, proxy = deployment
-    _, round_2, state = first_two_rounds(proxy.port, "Hello")
+    _, round_2, state = first_two_rounds(deployment, "Hello")
     _, response = modern_call(proxy.port, 3, "two_questions", round_2["arguments"], {
         "inputResponses": {round_2["key"]: accept({"colour": "green"})}, "requestState": tampered(state)})
     assert response["error"]["code"] == INVALID_PARAMS, response
@@ -263,7 +270,7 @@ def test_a_tampered_request_state_is_refused(deployment: tuple[list[Backend], Ro
 def test_a_state_is_bound_to_its_request(deployment: tuple[list[Backend], RoundRobinProxy]) -> None:
     """A genuine state replayed on another request (other arguments) is refused, whichever process gets it."""
     _, proxy = deployment
-    _, round_2, state = first_two_rounds(proxy.port, "Hello")
+    _, round_2, state = first_two_rounds(deployment, "Hello")
     _, response = modern_call(proxy.port, 3, "two_questions", {"greeting": "Goodbye"}, {
         "inputResponses": {round_2["key"]: accept({"colour": "green"})}, "requestState": state})
     assert response["error"]["code"] == INVALID_PARAMS, response
@@ -274,12 +281,12 @@ def test_a_process_with_another_key_refuses_the_state(deployment: tuple[list[Bac
                                                        tmp_path: Path) -> None:
     """The shared key is what makes a state good on another process: the same retry, sent to a process
     with its own key, is refused; sent to one with the shared key, it completes."""
-    backends, proxy = deployment
+    backends, _ = deployment
     other_key = tmp_path / "other.key"
     other_key.write_text(os.urandom(32).hex() + "\n")
     stranger = Backend(other_key)
     try:
-        _, round_2, state = first_two_rounds(proxy.port, "Hello")
+        _, round_2, state = first_two_rounds(deployment, "Hello")
         retry = {"inputResponses": {round_2["key"]: accept({"colour": "green"})}, "requestState": state}
         _, response = modern_call(stranger.port, 3, "two_questions", round_2["arguments"], retry)
         assert response["error"]["code"] == INVALID_PARAMS, response
