@@ -348,6 +348,8 @@ class Session:
         finally:
             context.on_loop = False
         if not isinstance(outcome, Deferred):
+            if context.protocol_version == PROTOCOL_VERSION and type(outcome) is dict:  # the legacy answer, at once
+                return [Send(jsonrpc.result(msg_id, outcome), msg_id)]
             return [Send(self._response(context, outcome), msg_id)]
         self.in_flight[msg_id] = context
         job = Job(context, outcome)
