@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from logging_support import only_start_line, start_line
 from shipcode_mcp.cli import _host_port, build_parser, parse_args
 from support import REPO, McpProcess, run_transcript
 
@@ -166,7 +167,8 @@ WITHOUT_BINDING = ("import sys; sys.modules['landlockpy'] = None; from shipcode_
 def test_require_sandbox_starts_where_the_kernel_sandbox_is(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "shipcode_mcp", "--require-sandbox", str(tmp_path)], input=INITIALIZE_LINE,
                           capture_output=True, text=True, timeout=30, env={"PYTHONPATH": str(REPO / "src")})
-    assert done.returncode == 0 and done.stderr == ""
+    assert done.returncode == 0
+    assert only_start_line(done.stderr, start_line([str(tmp_path)], sandbox_required=True)), done.stderr
     assert done.stdout == ('{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{},'
                            '"resources":{}},"serverInfo":{"name":"shipcode-mcp","version":"1.0.0"}}}\n')
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from logging_support import only_start_line, start_line
 from support import run_transcript
 
 TRANSCRIPTS = sorted((Path(__file__).parent / "transcripts").glob("*.txt"))
@@ -71,7 +72,10 @@ def test_transcript(path: Path, tmp_path: Path) -> None:
     out, err, status = run_transcript(transcript.sent, *transcript.args, cwd=tmp_path)
     assert out == transcript.expected
     assert status == 0
-    assert err == b"", "quiet by default: nothing on stderr"
+    roots = [arg for arg in transcript.args if not arg.startswith("-")]
+    said = start_line(roots or None, cwd=str(tmp_path), allow_write="--allow-write" in transcript.args,
+                      watch="--watch" in transcript.args)
+    assert only_start_line(err, said), f"quiet by default: the start-up line alone on stderr, not {err!r}"
 
 
 def test_the_scene_lines_are_read_and_the_folder_substituted(tmp_path: Path) -> None:

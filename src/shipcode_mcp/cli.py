@@ -46,7 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "of a request that asks it something; give every process of a deployment the same file "
                         "(default: a random key per process, shared with its --workers)")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error", "off"),
-                        help="what to write to stderr (default: warning)")
+                        help="what to write to stderr: warning (the default) says what is served at start, then only "
+                        "what goes wrong; debug adds a line per request (docs/logging.md)")
+    parser.add_argument("--log-format", choices=log.FORMATS,
+                        help="text (the default) or json: one JSON object per line, uvicorn's too, for log collectors")
     http = parser.add_argument_group("Streamable HTTP (needs the 'http' extra)")
     http.add_argument("--http", metavar="[HOST:]PORT", type=_host_port,
                       help="serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (default host 127.0.0.1)")
@@ -66,8 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _option_defaults() -> dict[str, Any]:
     """What the options mean when left out: the parser's defaults, and those of `parse_args` without it."""
-    return {"log_level": "warning", "http": None, "stateless": False, "workers": 1, "allow_origin": [], "allow_host": None,
-            "state_key_file": None}
+    return {"log_level": "warning", "log_format": "text", "http": None, "stateless": False, "workers": 1,
+            "allow_origin": [], "allow_host": None, "state_key_file": None}
 
 
 _SWITCHES = {"--allow-write": "allow_write", "--watch": "watch", "--require-sandbox": "require_sandbox"}
@@ -90,11 +93,39 @@ def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool
                  follow_client_roots: bool = False, state_key: bytes | None = None) -> Server:
     """The workspace server; `follow_client_roots` (no ROOT given, stdio) makes the workspace the
     client's roots once it lists them, the current directory until then or if it has none."""
+    return _build(roots, allow_write=allow_write, watch=watch, follow_client_roots=follow_client_roots,
+                  state_key=state_key)[0]
+
+
+def _build(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_client_roots: bool,
+           state_key: bytes | None) -> tuple[Server, Roots]:
     server = Server(SERVER_NAME, __version__, state_key=state_key)
     workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch)
     if follow_client_roots and not roots:
         _follow_client_roots(server, workspace)
-    return server
+    return server, workspace
+
+
+def announce(paths: Sequence[str], *, following: bool = False, url: str | None = None, stateless: bool = False,
+             workers: int = 1, allow_write: bool = False, watch: bool = False, sandbox_required: bool = False) -> None:
+    """The start-up line: what is served, where, and how, for the person who started the server. It shows
+    at the default level (a notice) and hides with --log-level error or off; docs/logging.md shows each."""
+    folders = ", ".join(paths)
+    served = f"the client's roots (or {folders} if it gives none)" if following else folders
+    if url is None:
+        where = "over stdio"
+    else:
+        where = f"at {url} ({'stateless' if stateless else 'sessions'}{f', {workers} workers' if workers > 1 else ''})"
+    modes = ["writes allowed" if allow_write else "read-only", "watching for changes" if watch else "not watching"]
+    if sandbox_required:
+        modes.append("children sandboxed")
+    modes.append("no auth")
+    fields: dict[str, Any] = {"event": "start", "version": __version__, "roots": list(paths), "client_roots": following,
+                              "transport": "stdio" if url is None else "http", "write": allow_write, "watch": watch,
+                              "sandbox": "required" if sandbox_required else "checked", "auth": "none"}
+    if url is not None:
+        fields.update(url=url, stateless=stateless, workers=workers)
+    log.notice(f"serving {served} {where}; {', '.join(modes)}", **fields)
 
 
 def _follow_client_roots(server: Server, workspace: Roots) -> None:
@@ -113,6 +144,7 @@ def _follow_client_roots(server: Server, workspace: Roots) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     log.set_level(args.log_level)
+    log.set_format(args.log_format)
     if args.http is None and (args.stateless or args.workers != 1 or args.allow_origin or args.allow_host):
         print("shipcode-mcp: --stateless, --workers, --allow-origin and --allow-host need --http", file=sys.stderr)
         return 2
@@ -131,16 +163,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     try:
         state_key = _state_key(args.state_key_file)
-        server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch,
-                              follow_client_roots=args.http is None, state_key=state_key)
+        server, workspace = _build(args.roots, allow_write=args.allow_write, watch=args.watch,
+                                   follow_client_roots=args.http is None, state_key=state_key)
     except (ValueError, OSError) as err:
         print(f"shipcode-mcp: {err}", file=sys.stderr)
         return 2
     check = None if args.require_sandbox else _check_sandbox_soon()
     try:
         if args.http is None:
+            announce(workspace.paths, following=not args.roots, allow_write=args.allow_write, watch=args.watch,
+                     sandbox_required=args.require_sandbox)
             return serve_stdio(server)
-        return _serve_http(server, args, list(sys.argv[1:] if argv is None else argv))
+        return _serve_http(server, workspace, args, list(sys.argv[1:] if argv is None else argv))
     finally:
         if check is not None:  # a server that stopped at once still says it, once
             check.cancel()
@@ -170,13 +204,15 @@ def _check_sandbox_soon() -> threading.Timer:
     return timer
 
 
-def _serve_http(server: Server, args: Any, argv: list[str]) -> int:
+def _serve_http(server: Server, workspace: Roots, args: Any, argv: list[str]) -> int:
     try:
         from .transports import http
     except ImportError as err:
-        print(f"shipcode-mcp: --http needs the 'http' extra (pip install 'shipcode-mcp[http]'): {err}", file=sys.stderr)
+        print(f"shipcode-mcp: --http needs the 'http' extra ({log.install_hint('http')}): {err}", file=sys.stderr)
         return 2
     host, port = args.http
+    announce(workspace.paths, url=f"http://{_url_host(host)}:{port}/mcp", stateless=args.stateless, workers=args.workers,
+             allow_write=args.allow_write, watch=args.watch, sandbox_required=args.require_sandbox)
     if args.workers == 1:
         return http.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
                                allowed_hosts=args.allow_host, log_level=args.log_level)
@@ -185,7 +221,6 @@ def _serve_http(server: Server, args: Any, argv: list[str]) -> int:
         from .request_state import KEY_ENV
 
         os.environ[KEY_ENV] = os.urandom(32).hex()
-    log.info(f"serving MCP over Streamable HTTP at http://{host}:{port}/mcp with {args.workers} stateless workers")
     return http.run_uvicorn(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
                             log_level=args.log_level)
 
@@ -196,6 +231,7 @@ def http_app() -> Any:
 
     args = build_parser().parse_args(json.loads(os.environ[ARGV_VARIABLE]))
     log.set_level(args.log_level)
+    log.set_format(args.log_format)
     if args.require_sandbox:
         from .workspace.sandbox import unavailable_reason
 
@@ -209,8 +245,13 @@ def http_app() -> Any:
         shared = os.environ.pop(KEY_ENV, None)  # read once; the children (rg, git) need not inherit it
         state_key = bytes.fromhex(shared) if shared else None
     server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch, state_key=state_key)
-    return http.create_app(server, stateless=True, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
-                           host=args.http[0])
+    app = http.create_app(server, stateless=True, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
+                          host=args.http[0])
+    if not log.enabled("debug"):
+        return app
+    from .transports.request_log import RequestLog  # one line per request (docs/logging.md)
+
+    return RequestLog(app)
 
 
 def _state_key(path: str | None) -> bytes | None:
@@ -222,6 +263,10 @@ def _state_key(path: str | None) -> bytes | None:
         return key_from_file(path)
     except OSError as err:
         raise ValueError(f"--state-key-file {path}: {err.strerror or err}") from None
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def _host_port(text: str) -> tuple[str, int]:

@@ -36,7 +36,6 @@ import base64
 import binascii
 import collections
 import contextlib
-import copy
 import re
 import secrets
 import signal
@@ -828,23 +827,23 @@ def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, pat
     A server bound to a non-loopback address accepts any Host name unless `allowed_hosts` says
     otherwise; Origin is checked either way. For several worker processes, see `create_app`.
     """
-    app = create_app(server, path=path, stateless=stateless, allowed_origins=allowed_origins,
-                     allowed_hosts=allowed_hosts, host=host, session_idle_timeout=session_idle_timeout)
-    log.info(f"serving MCP over Streamable HTTP at http://{_url_host(host)}:{port}{path}"
-             f"{' (stateless)' if stateless else ''}")
+    app: Any = create_app(server, path=path, stateless=stateless, allowed_origins=allowed_origins,
+                          allowed_hosts=allowed_hosts, host=host, session_idle_timeout=session_idle_timeout)
+    if log.enabled("debug"):  # one line per request (docs/logging.md)
+        from .request_log import RequestLog
+
+        app = RequestLog(app)
     return run_uvicorn(app, host=host, port=port, log_level=log_level)
 
 
 def run_uvicorn(app: Any, *, log_level: str, **options: Any) -> int:
-    """uvicorn.run with logging on stderr only (its access log would go to stdout), a prompt shutdown
+    """uvicorn.run with logging on stderr only, in our format (its access log would go to stdout), a prompt shutdown
     even with GET streams open, and exit status 0 after a graceful shutdown on SIGINT or SIGTERM
     (uvicorn raises the signal again once done; it finds a handler that lets the process end normally)."""
     import uvicorn
-    from uvicorn.config import LOGGING_CONFIG
 
-    config = copy.deepcopy(LOGGING_CONFIG)
-    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     level = {"off": "critical"}.get(log_level, log_level)
+    config = log.uvicorn_log_config(level)  # stderr, in our format (docs/logging.md)
     handled = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, _stopped) for sig in handled} if _main_thread() else {}
     settings: dict[str, Any] = dict(log_config=config, log_level=level, access_log=level in ("debug", "info"),

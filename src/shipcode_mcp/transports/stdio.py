@@ -20,7 +20,7 @@ import time
 from .. import jsonrpc, log
 from ..jsonrpc import JsonRpcError
 from ..runner import ThreadRunner
-from ..session import ROOTS_WAIT
+from ..session import ROOTS_WAIT, Cancel
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..context import Context
     from ..jsonrpc import Id, Message
     from ..server import Server
-    from ..session import Job
+    from ..session import Action, Job
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """A line longer than this is refused (-32600) and the rest of it skipped: memory stays bounded by the limit."""
@@ -115,6 +115,35 @@ class StdioTransport(ThreadRunner):
         self._gone = False  # the client closed our stdout
         self._reading_thread: int | None = None
         self._interruptible = False  # serve's SIGTERM handler stops the reading thread
+        self._traced: dict[Any, tuple[str, float]] | None = {} if log.enabled("debug") else None
+        """--log-level debug: the requests under way, id -> (method, when read), for one line each when they end."""
+
+    # -- one debug line per request -------------------------------------------------------------
+    def receive(self, message: Any) -> None:
+        traced = self._traced
+        if traced is not None and isinstance(message, dict) and isinstance(message.get("method"), str):
+            request_id = message.get("id")
+            if isinstance(request_id, (int, str)) and not isinstance(request_id, bool) and request_id not in traced:
+                traced[request_id] = (message["method"], time.monotonic())
+        super().receive(message)
+
+    def perform(self, actions: list[Action]) -> None:
+        if self._traced is not None:
+            for action in actions:
+                if isinstance(action, Cancel):  # no response will follow (see Runner.finish_job)
+                    self._trace_end(action.context.request_id, "cancelled")
+        super().perform(actions)
+
+    def _trace_end(self, request_id: Any, outcome: str, code: int | None = None) -> None:
+        assert self._traced is not None
+        try:
+            begun = self._traced.pop(request_id, None)
+        except TypeError:  # an id no request could have had (a list): answered with id null
+            begun = None
+        if begun is not None:
+            log.request(begun[0], request_id, time.monotonic() - begun[1], outcome, code)
+        elif outcome == "error":  # a line that was no request (unparsable, too long, invalid)
+            log.request("(invalid)", request_id, 0.0, outcome, code)
 
     # -- output ---------------------------------------------------------------------------------
     def write(self, message: Message, related: Id | None = None) -> None:
@@ -129,6 +158,9 @@ class StdioTransport(ThreadRunner):
                     view = view[written:]
             except OSError:  # EPIPE and friends: the client is gone
                 self._peer_gone()
+        if self._traced is not None and "method" not in message and ("result" in message or "error" in message):
+            outcome, code = log.outcome_of(message)
+            self._trace_end(message.get("id"), outcome, code)
 
     def _peer_gone(self) -> None:
         """Stop serving: in-flight work is cancelled and `serve` returns 0. On the reading thread that
