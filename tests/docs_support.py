@@ -1,0 +1,162 @@
+"""Support for tests/test_docs.py: the fenced blocks of the docs and their markers, and the folders the
+docs' examples were made on (so that their output can be compared byte for byte)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from support import REPO
+
+MARKER = re.compile(r"^<!-- doctest: (?P<body>.*?) -->$")
+FENCE = re.compile(r"^(?P<fence>```+|~~~+)(?P<info>.*)$")
+KINDS = {"setup", "transcript", "python", "signature", "usage", "tree", "sh", "serve", "skip"}
+# Paths a block names in this repository (a command's script, a test file): each must exist.
+REPO_PATH = re.compile(r"(?<![\w/.-])(?:tests|scripts|bench|examples|src|docs)/[\w./-]*\w")
+
+
+@dataclass
+class Block:
+    """One fenced block of a doc, with the marker on the line before its opening fence (if any)."""
+
+    doc: str                      # relative to the repository, e.g. "docs/http.md"
+    line: int                     # 1-based line of the opening fence
+    info: str                     # the fence's info string ("sh", "python", "")
+    text: str                     # the lines between the fences, each ending in "\n"
+    kind: str | None = None       # None: no marker
+    options: dict[str, str] = field(default_factory=dict)
+    reason: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.doc}:{self.line}"
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+
+def parse_marker(body: str) -> tuple[str, dict[str, str], str]:
+    """`KIND key=value flag ... [-- reason]` -> (kind, options, reason); a flag's value is ""."""
+    spec, _, reason = body.partition(" -- ")
+    words = shlex.split(spec)
+    if not words:
+        raise ValueError("an empty doctest marker")
+    options: dict[str, str] = {}
+    for word in words[1:]:
+        key, _, value = word.partition("=")
+        options[key] = value
+    return words[0], options, reason.strip()
+
+
+def blocks(doc: str) -> list[Block]:
+    """Every fenced block of `doc` (a path relative to the repository), in order."""
+    lines = (REPO / doc).read_text(encoding="utf-8").splitlines()
+    found: list[Block] = []
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if not opening:
+            index += 1
+            continue
+        fence = opening["fence"]
+        end = index + 1
+        while end < len(lines) and not lines[end].startswith(fence[0] * len(fence)):
+            end += 1
+        assert end < len(lines), f"{doc}:{index + 1}: a fence that never closes"
+        block = Block(doc, index + 1, opening["info"].strip(), "".join(line + "\n" for line in lines[index + 1:end]))
+        marker = MARKER.match(lines[index - 1]) if index else None
+        if marker:
+            block.kind, block.options, block.reason = parse_marker(marker["body"])
+        found.append(block)
+        index = end + 1
+    return found
+
+
+def documents() -> list[str]:
+    """README.md and every page of docs/, relative to the repository."""
+    return ["README.md", *sorted(str(path.relative_to(REPO)) for path in (REPO / "docs").glob("*.md"))]
+
+
+def missing_paths(text: str) -> list[str]:
+    """The repository paths `text` names that do not exist."""
+    return [path for path in REPO_PATH.findall(text) if not (REPO / path).exists()]
+
+
+def run_env(bin_dir: Path) -> dict[str, str]:
+    """The environment a reader has after `source .venv/bin/activate`: the venv's programs first."""
+    env = dict(os.environ)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = str(bin_dir.parent)
+    env.pop("PYTHONPATH", None)  # the docs' commands use the installed package, as a reader's do
+    return env
+
+
+def git(root: Path, *args: str) -> None:
+    env = dict(os.environ, GIT_AUTHOR_NAME="Dev", GIT_AUTHOR_EMAIL="dev@example.com", GIT_COMMITTER_NAME="Dev",
+               GIT_COMMITTER_EMAIL="dev@example.com", GIT_AUTHOR_DATE="2026-11-30T11:04:00Z",
+               GIT_COMMITTER_DATE="2026-11-30T11:04:00Z", GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+    subprocess.run(["git", "-c", "init.defaultBranch=master", *args], cwd=root, env=env, check=True, capture_output=True)
+
+
+def demo_repo(parent: Path) -> Path:
+    """The README's example: a two-file git repository with one uncommitted change, in `parent/demo`."""
+    root = parent / "demo"
+    (root / "src").mkdir(parents=True)
+    (root / "README.md").write_text("# Demo\n")
+    (root / "src" / "app.py").write_text('def greet(name):\n    return f"hello {name}"\n')
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "First commit")
+    (root / "src" / "app.py").write_text('def greet(name):\n    return f"hi {name}"\n')
+    return root
+
+
+def watch_demo(parent: Path) -> Path:
+    """docs/resources.md's example: `project` with a text file, a PNG, a name to encode, a source file
+    and an ignored build output."""
+    root = parent / "demo" / "project"
+    (root / "src").mkdir(parents=True)
+    (root / "build").mkdir()
+    (root / ".gitignore").write_text("build/\n")
+    (root / "README.md").write_text("# Demo\n")
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (root / "notes #1.txt").write_text("todo\n")
+    (root / "src" / "app.py").write_text("print('hi')\n")
+    (root / "build" / "out.o").write_bytes(b"\x7fELF")
+    return root
+
+
+FIXTURES = {"demo-repo": demo_repo, "watch-demo": watch_demo}
+
+
+def act(root: Path, action: str) -> None:
+    """Do what a transcript's `(PATH is edited)` or `(PATH is created)` line says happened."""
+    match = re.fullmatch(r"(?P<path>\S+) is (?P<what>edited|created)", action)
+    assert match, f"an action this test does not know: {action!r}"
+    target = root / match["path"]
+    if match["what"] == "edited":
+        with target.open("a") as file:
+            file.write("# edited\n")
+    else:
+        assert not target.exists()
+        target.write_text("print('new')\n")
+
+
+def repo_copy(destination: Path) -> Path:
+    """The repository's files as a fresh clone plus the work in progress would have them (no .venv,
+    nothing ignored), in `destination`."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            check=True, capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = REPO / name
+        if source.is_file() and not source.is_symlink():
+            target = destination / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+            target.chmod(source.stat().st_mode & 0o777)
+    return destination

@@ -1,0 +1,325 @@
+"""Docs that run: every fenced block of README.md and docs/*.md is executed or checked here, so the docs
+cannot drift from what the code does.
+
+The convention. The line right before a block's opening fence is an HTML comment, which GitHub does not
+render, saying what the block is:
+
+    <!-- doctest: KIND [key=value | flag ...] [-- reason] -->
+
+A block without one fails `test_every_block_is_accounted_for`. The kinds:
+
+- `transcript [fixture=NAME] [root=DOC_PATH] [run="COMMAND"] [init]`: `> LINE` is sent to a real server,
+  `< LINE` must come back byte for byte, in order, and nothing else; an indented `(PATH is edited)` or
+  `(PATH is created)` is done to the served folder. The server is `run` (default `shipcode-mcp {root}`)
+  started from the repository's folder with the venv's programs first on PATH; `{root}` is the served
+  folder: the fixture NAME of docs_support.FIXTURES, else an empty one. `root` is how the doc spells that
+  folder (it is replaced by the real one in both directions). `init` performs the legacy handshake first,
+  unseen, as a client would have before the lines shown. The server must then exit 0 when stdin closes.
+- `python [file=PATH] [as=NAME.py]`: `file`: the block is exactly that file, and it runs (stdin closed:
+  a stdio server exits 0). `as`: the block is that module (other blocks of the same doc may run it);
+  it must import cleanly. Else the block runs after `from shipcode_mcp import *` and
+  `server = Server("docs", "1.0.0")`: registering its handlers checks their signatures and schemas.
+- `signature TARGET`: the block is `Name(parameters)`, the same names, kinds and defaults as TARGET.
+- `usage [complete]`: every `--option` in the block is one of `shipcode-mcp --help`; `complete`: and
+  the block names every one of them.
+- `tree FOLDER`: an indented listing of files; every file and folder it names exists.
+- `sh [only=N,M]`: each line (or lines N, M; 1-based) runs in bash from the repository's folder and
+  must exit 0 within two minutes.
+- `serve [only=N]`: each line (or line N) starts a Streamable HTTP server; on loopback, a free port for
+  8765, a temporary folder for /abs/project, in a folder holding the doc's `python as=` modules. It
+  must answer a POST `initialize` with a result, then stop on SIGTERM.
+- `setup`: the README's first screen: exactly two commands. The first (set up and run) runs in a copy
+  of the repository, and its stdout must be protocol only; the second is the test command, which
+  runs this file: it is checked to exist, never run from here.
+- `skip -- REASON`: not run, for the reason given (required).
+Every repository path (scripts/..., tests/..., ...) a command or a skipped block names must exist.
+"""
+
+from __future__ import annotations
+
+import ast
+import http.client
+import inspect
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from docs_support import (
+    FIXTURES,
+    KINDS,
+    Block,
+    act,
+    blocks,
+    documents,
+    missing_paths,
+    repo_copy,
+    run_env,
+)
+from support import HANDSHAKE, HANDSHAKE_REPLY, INITIALIZED, REPO, McpProcess, validate_server_message, wait_for
+
+BIN = Path(sys.executable).parent  # the venv this suite runs in, where `pip install -e .` put shipcode-mcp
+# Pages owned by work in progress whose blocks are not marked yet. A page listed here must still have an
+# unmarked block (so it leaves this list the day it is marked); its marked blocks run like any other.
+PENDING = {
+    "docs/tools.md": "each tool's example (arguments, text, structuredContent) needs a marker and a kind",
+}
+DOCS = documents()
+ALL = [block for doc in DOCS for block in blocks(doc)]
+MARKED = [block for block in ALL if block.kind is not None]
+PYTHON_PRELUDE = 'from shipcode_mcp import *\nserver = Server("docs", "1.0.0")\n'
+
+
+def by_kind(*kinds: str) -> list[Any]:
+    return [pytest.param(block, id=block.name) for block in MARKED if block.kind in kinds]
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_block_is_accounted_for(doc: str) -> None:
+    """A block the docs show is run or checked, or says why not: nothing drifts unseen."""
+    found = blocks(doc)
+    unmarked = [block.name for block in found if block.kind is None]
+    if doc in PENDING:
+        assert unmarked, f"{doc} is fully marked: remove it from PENDING"
+    else:
+        assert not unmarked, f"blocks without a '<!-- doctest: KIND -->' line before them: {unmarked}"
+    for block in found:
+        if block.kind is None:
+            continue
+        assert block.kind in KINDS, f"{block.name}: unknown kind {block.kind!r}"
+        if block.kind == "skip":
+            assert block.reason, f"{block.name}: a skipped block says why"
+        if block.kind in ("sh", "serve", "setup", "skip"):  # commands: what they name must be there
+            assert not missing_paths(block.text), f"{block.name} names paths that do not exist: {missing_paths(block.text)}"
+
+
+def test_the_readme_first_screen_has_two_commands() -> None:
+    """The first block is the whole start: set up and run, and run the tests, nothing else."""
+    first = blocks("README.md")[0]
+    assert first.kind == "setup"
+    commands = [line for line in first.lines if line.strip()]
+    assert len(commands) == 2, commands
+    assert commands[0].endswith("# set up and run") and commands[1].endswith("# run the tests")
+
+
+@pytest.mark.parametrize("block", by_kind("setup"))
+def test_setup(block: Block, tmp_path: Path) -> None:
+    """The first command, on a copy of the repository without a venv: it makes one, installs, and serves;
+    its stdout is the protocol alone (pip's talk goes to stderr)."""
+    setup, tests = (shlex.split(line, comments=True) for line in block.lines if line.strip())
+    assert tests == ["scripts/test.sh"] and os.access(REPO / "scripts" / "test.sh", os.X_OK)
+    line = block.lines[0]
+    assert "/path/to/your/project" in line and ".venv/bin/shipcode-mcp" in setup
+    project = tmp_path / "project"
+    project.mkdir()
+    copy = repo_copy(tmp_path / "repo")
+    assert not (copy / ".venv").exists()
+    done = subprocess.run(["bash", "-c", line.replace("/path/to/your/project", shlex.quote(str(project)))], cwd=copy,
+                          env=run_env(BIN), input=f"{HANDSHAKE}\n{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}}\n".encode(),
+                          capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    assert done.stdout == f"{HANDSHAKE_REPLY}\n{{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{{}}}}\n".encode(), done.stdout[:2000]
+
+
+def test_client_configurations() -> None:
+    """The configurations the README gives clients parse, and run the command the first line installs."""
+    readme = (REPO / "README.md").read_text()
+    configs = [json.loads(text) for text in re.findall(r"`(\{\"(?:mcpServers|servers)\".*?\})`", readme)]
+    assert len(configs) == 3, configs
+    for config in configs:
+        (server,) = (config.get("mcpServers") or config["servers"]).values()
+        assert server["command"] == "/abs/shipcode-mcp/.venv/bin/shipcode-mcp"
+        assert isinstance(server["args"], list) and all(isinstance(arg, str) for arg in server["args"])
+    assert ".venv/bin/shipcode-mcp" in blocks("README.md")[0].lines[0]
+    assert (BIN / "shipcode-mcp").exists()
+
+
+@pytest.mark.parametrize("block", by_kind("transcript"))
+def test_transcript(block: Block, tmp_path: Path) -> None:
+    """The exchange as shown, with a real server, byte for byte."""
+    options = block.options
+    root = FIXTURES[options["fixture"]](tmp_path) if "fixture" in options else tmp_path / "root"
+    root.mkdir(parents=True, exist_ok=True)
+    root = root.resolve()
+    doc_root = options.get("root")
+
+    def real(line: str) -> str:
+        return line.replace(doc_root, str(root)) if doc_root else line
+
+    command = [word.replace("{root}", str(root)) for word in shlex.split(options.get("run", "shipcode-mcp {root}"))]
+    if "run" in options:  # the command a transcript runs is the one its doc gives
+        shown = options["run"].replace("{root}", doc_root) if doc_root else options["run"]
+        assert f"`{shown}`" in (REPO / block.doc).read_text(), f"{block.name}: `{shown}` is not in the doc"
+    command[0] = str(BIN / command[0]) if "/" not in command[0] else command[0]
+    with McpProcess(command=command, cwd=REPO, env=run_env(BIN)) as server:
+        if "init" in options:
+            server.send(HANDSHAKE)
+            assert server.read_raw() is not None
+            server.send(INITIALIZED)
+        for line in block.lines:
+            if line.startswith("> "):
+                server.write(real(line[2:]) + "\n")
+            elif line.startswith("< "):
+                got = server.read_raw(timeout=30)
+                assert got == (real(line[2:]) + "\n").encode(), f"{block.name}: expected\n{line[2:]}\ngot\n{got!r}"
+                validate_server_message(json.loads(got))
+            elif (action := re.fullmatch(r"\s+\((.+)\)", line)) is not None:
+                act(root, action[1])
+            else:
+                raise AssertionError(f"{block.name}: a transcript line is '> ...', '< ...' or '  (...)': {line!r}")
+        assert server.close() == 0, server.stderr.decode()[-2000:]
+        assert server.read_raw() is None, "the server said more than the doc shows"
+
+
+@pytest.mark.parametrize("block", by_kind("python"))
+def test_python(block: Block, tmp_path: Path) -> None:
+    """The example is real code on the public API (or the file it says it is)."""
+    if "file" in block.options:
+        assert block.text == (REPO / block.options["file"]).read_text(), f"{block.name} differs from {block.options['file']}"
+        script = REPO / block.options["file"]
+        argv = [str(script)]
+    elif "as" in block.options:
+        (tmp_path / block.options["as"]).write_text(block.text)
+        argv = ["-c", f"import {block.options['as'].removesuffix('.py')}"]
+    else:
+        (tmp_path / "example.py").write_text(PYTHON_PRELUDE + block.text)
+        argv = ["example.py"]
+    done = subprocess.run([sys.executable, *argv], cwd=tmp_path, env=run_env(BIN), stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    assert done.stdout == b""
+
+
+@pytest.mark.parametrize("block", by_kind("signature"))
+def test_signature(block: Block) -> None:
+    """The signature shown is the real one: names, kinds and defaults."""
+    (dotted,) = block.options
+    module, _, name = dotted.rpartition(".")
+    target = getattr(__import__(module, fromlist=[name]), name)
+    text = block.text.strip()
+    assert text.startswith(f"{name}(")
+    shown = ast.parse(f"def f{text[len(name):]}: pass").body[0]
+    assert isinstance(shown, ast.FunctionDef)
+    arguments = shown.args
+    described = [(arg.arg, "positional") for arg in arguments.posonlyargs + arguments.args]
+    described += [(arg.arg, "keyword") for arg in arguments.kwonlyargs]
+    defaults = dict(zip([arg.arg for arg in arguments.args][len(arguments.args) - len(arguments.defaults):],
+                        [ast.literal_eval(value) for value in arguments.defaults], strict=True))
+    defaults.update({arg.arg: ast.literal_eval(value) for arg, value in zip(arguments.kwonlyargs, arguments.kw_defaults,
+                                                                            strict=True) if value is not None})
+    real = inspect.signature(target).parameters.values()
+    assert described == [(p.name, "keyword" if p.kind is p.KEYWORD_ONLY else "positional") for p in real]
+    assert defaults == {p.name: p.default for p in real if p.default is not p.empty}
+
+
+@pytest.mark.parametrize("block", by_kind("usage"))
+def test_usage(block: Block) -> None:
+    """The options a doc shows are the command line's (and, for the complete list, all of them)."""
+    help_text = subprocess.run([str(BIN / "shipcode-mcp"), "--help"], capture_output=True, text=True, check=True).stdout
+    real = set(re.findall(r"--[a-z][a-z-]*", help_text))
+    shown = set(re.findall(r"--[a-z][a-z-]*", block.text))
+    assert shown and shown <= real, shown - real
+    if "complete" in block.options:
+        assert real <= shown, real - shown
+
+
+@pytest.mark.parametrize("block", by_kind("tree"))
+def test_tree(block: Block) -> None:
+    """Every file and folder of the listing exists where its indentation puts it."""
+    (folder,) = block.options
+    base = REPO / folder
+    names = {path.name for top in ("src", "bench", "examples", "tests") for path in (REPO / top).rglob("*.py")}
+    parents: dict[int, Path] = {0: REPO, 2: base}
+    for line in block.lines:
+        indent = len(line) - len(line.lstrip())
+        entry = line.split()[0].rstrip(",") if line.strip() else ""
+        if indent in parents and (entry.endswith((".py", "/"))):
+            path = parents[indent] / entry
+            assert path.exists(), f"{block.name}: {path.relative_to(REPO)} does not exist"
+            if entry.endswith("/") and indent == 2:
+                parents[4] = path
+        for mentioned in re.findall(r"\b[a-z_]+\.py\b", line):
+            assert mentioned in names, f"{block.name}: no {mentioned} in the repository"
+
+
+@pytest.mark.parametrize("block", by_kind("sh"))
+def test_sh(block: Block) -> None:
+    """The commands run and succeed, as a reader would type them in the repository's folder."""
+    for line in selected(block):
+        done = subprocess.run(["bash", "-c", line], cwd=REPO, env=run_env(BIN), stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=120)
+        assert done.returncode == 0, f"{line}\n{done.stderr.decode()[-3000:]}"
+
+
+@pytest.mark.parametrize("block", by_kind("serve"))
+def test_serve(block: Block, tmp_path: Path) -> None:
+    """The command serves MCP over HTTP (on a free loopback port, in a temporary folder)."""
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    for other in blocks(block.doc):
+        if other.kind == "python" and "as" in other.options:
+            (modules / other.options["as"]).write_text(other.text)
+    project = tmp_path / "project"
+    project.mkdir()
+    for line in selected(block):
+        port = free_port()
+        command = (shlex.split(line, comments=True))
+        command = [word.replace("0.0.0.0", "127.0.0.1").replace("8765", str(port)).replace("/abs/project", str(project))
+                   for word in command]
+        server = subprocess.Popen(command, cwd=modules, env=run_env(BIN), stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            reply = wait_for(partial(answer_or_exit, server, port), 60, f"{line} to answer")
+            assert reply and "result" in reply, reply
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            _, stderr = server.communicate(timeout=30)
+        assert server.returncode == 0, stderr.decode()[-2000:]
+
+
+def answer_or_exit(server: subprocess.Popen[bytes], port: int) -> dict[str, Any] | None:
+    """The server's answer to initialize; its exit status if it stopped; None while it is not listening yet."""
+    if (reply := initialize(port)) is not None:
+        return reply
+    return {"exited": server.returncode} if server.poll() is not None else None
+
+
+def selected(block: Block) -> list[str]:
+    """The lines a block's `only=N,M` names (all of them without it)."""
+    lines = [line for line in block.lines if line.strip()]
+    if "only" not in block.options:
+        return lines
+    return [lines[int(number) - 1] for number in block.options["only"].split(",")]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def initialize(port: int) -> dict[str, Any] | None:
+    """POST initialize to http://127.0.0.1:PORT/mcp: the response, or None while nothing listens."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("POST", "/mcp", HANDSHAKE, {"Content-Type": "application/json",
+                                                        "Accept": "application/json, text/event-stream"})
+        response = connection.getresponse()
+        body = response.read()
+    except ConnectionRefusedError:
+        return None
+    finally:
+        connection.close()
+    assert response.status == 200, (response.status, body)
+    message: dict[str, Any] = json.loads(body)
+    return message
