@@ -72,6 +72,7 @@ BIN = Path(sys.executable).parent  # the venv this suite runs in, where `pip ins
 # unmarked block (so it leaves this list the day it is marked); its marked blocks run like any other.
 PENDING = {
     "docs/tools.md": "each tool's example (arguments, text, structuredContent) needs a marker and a kind",
+    "docs/logging.md": "issue 12 part 3, in progress: mark its blocks, then take it off this list",
 }
 DOCS = documents()
 ALL = [block for doc in DOCS for block in blocks(doc)]
@@ -141,6 +142,34 @@ def test_client_configurations() -> None:
         assert isinstance(server["args"], list) and all(isinstance(arg, str) for arg in server["args"])
     assert ".venv/bin/shipcode-mcp" in blocks("README.md")[0].lines[0]
     assert (BIN / "shipcode-mcp").exists()
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_inline_commands(doc: str) -> None:
+    """A command quoted in the prose names programs of the venv, scripts, files and extras that exist."""
+    text = (REPO / doc).read_text()
+    extras = set(tomllib_load()["project"]["optional-dependencies"])
+    for command in re.findall(r"`((?:\.venv/bin/|scripts/)[^`]*)`", text):
+        program = command.split()[0]
+        if program.startswith(".venv/bin/"):
+            assert (BIN / program.removeprefix(".venv/bin/")).exists(), f"{doc}: `{command}`: no {program}"
+        else:
+            assert os.access(REPO / program, os.X_OK), f"{doc}: `{command}`: {program} is not an executable script"
+        assert not missing_paths(command), f"{doc}: `{command}` names {missing_paths(command)}"
+        for named in re.findall(r"'\.\[([\w,]+)\]'", command):
+            assert set(named.split(",")) <= extras, f"{doc}: `{command}`: no such extra"
+
+
+def tomllib_load() -> dict[str, Any]:
+    """pyproject.toml (tomllib from 3.11; on 3.10 the few lines this needs, read by hand)."""
+    text = (REPO / "pyproject.toml").read_text()
+    if sys.version_info >= (3, 11):
+        import tomllib
+        loaded: dict[str, Any] = tomllib.loads(text)
+        return loaded
+    section = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    names = re.findall(r"^(\w+) = \[", section, flags=re.MULTILINE)
+    return {"project": {"optional-dependencies": dict.fromkeys(names)}}
 
 
 @pytest.mark.parametrize("block", by_kind("transcript"))
