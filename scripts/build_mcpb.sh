@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The Claude Desktop extension bundle (MCPB): stages mcpb/manifest.json, mcpb/server/main.py, the package's
+# pyproject.toml, README.md and src/shipcode_mcp in a temporary folder, checks the manifest's version is
+# shipcode_mcp.__version__, validates it and packs it with the official CLI (@anthropic-ai/mcpb, pinned,
+# from npm into a cache folder like scripts/conformance.sh: no root, nothing global). The bundle is of
+# server type "uv": the host installs the dependencies from pyproject.toml with uv, so it holds no
+# compiled code and serves every platform the package does.
+#
+#   scripts/build_mcpb.sh [OUTPUT.mcpb]    # default dist/shipcode-mcp-VERSION.mcpb; MCPB_CACHE and PYTHON may override
+#
+# Prints the bundle's path on stdout. Exit status 3 means npm or its registry cannot be reached.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MCPB_VERSION=2.1.2   # @anthropic-ai/mcpb
+CACHE="${MCPB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shipcode-mcp/mcpb-$MCPB_VERSION}"
+PYTHON="${PYTHON:-.venv/bin/python}"
+CLI="$CACHE/node_modules/@anthropic-ai/mcpb/dist/cli/cli.js"
+
+if [ ! -f "$CLI" ]; then
+  if ! command -v npm >/dev/null; then
+    echo "build_mcpb: npm is not on PATH" >&2
+    exit 3
+  fi
+  echo "build_mcpb: installing @anthropic-ai/mcpb@$MCPB_VERSION into $CACHE" >&2
+  mkdir -p "$(dirname "$CACHE")"
+  STAGING_CACHE="$(mktemp -d "$CACHE.partial.XXXXXX")"
+  trap 'rm -rf "$STAGING_CACHE"' EXIT
+  if ! npm install --prefix "$STAGING_CACHE" --no-audit --no-fund --loglevel=error "@anthropic-ai/mcpb@$MCPB_VERSION" >&2; then
+    if ! npm ping >/dev/null 2>&1; then
+      echo "build_mcpb: the npm registry cannot be reached" >&2
+      exit 3
+    fi
+    echo "build_mcpb: npm install failed" >&2
+    exit 1
+  fi
+  rm -rf "$CACHE"
+  mv -T "$STAGING_CACHE" "$CACHE" 2>/dev/null || true   # another run may have put its own in place meanwhile
+  trap - EXIT
+fi
+mcpb() { node "$CLI" "$@"; }
+if [ "$(mcpb --version)" != "$MCPB_VERSION" ]; then
+  echo "build_mcpb: $CLI is not version $MCPB_VERSION (remove $CACHE and run again)" >&2
+  exit 2
+fi
+
+VERSION="$("$PYTHON" -c 'import re, sys; print(re.search(r"^__version__ = \"(.+)\"$", open("src/shipcode_mcp/__init__.py").read(), re.M).group(1))')"
+MANIFEST_VERSION="$("$PYTHON" -c 'import json; print(json.load(open("mcpb/manifest.json"))["version"])')"
+if [ "$MANIFEST_VERSION" != "$VERSION" ]; then
+  echo "build_mcpb: mcpb/manifest.json says version $MANIFEST_VERSION, the package is $VERSION" >&2
+  exit 1
+fi
+OUTPUT="${1:-dist/shipcode-mcp-$VERSION.mcpb}"
+mkdir -p "$(dirname "$OUTPUT")"
+OUTPUT="$(cd "$(dirname "$OUTPUT")" && pwd)/$(basename "$OUTPUT")"
+
+STAGE="$(mktemp -d)"
+trap 'rm -rf "$STAGE"' EXIT
+cp mcpb/manifest.json pyproject.toml README.md "$STAGE/"
+mkdir -p "$STAGE/server" "$STAGE/src"
+cp mcpb/server/main.py "$STAGE/server/"
+cp -R src/shipcode_mcp "$STAGE/src/"
+find "$STAGE" \( -name __pycache__ -o -name '*.egg-info' \) -prune -exec rm -rf {} +
+find "$STAGE" -name '*.py[co]' -delete
+
+mcpb validate "$STAGE/manifest.json" >&2
+rm -f "$OUTPUT"
+mcpb pack "$STAGE" "$OUTPUT" >&2
+echo "$OUTPUT"

@@ -1,0 +1,225 @@
+"""Installing like the ecosystem does: the wheel and sdist that `python -m build` makes install into a clean
+venv with a working `shipcode-mcp`; `uvx --from <checkout>` runs it; server.json is valid under the MCP
+Registry's schema; the Claude Desktop bundle (MCPB) packs, and the command its manifest gives a host
+serves the folder the user picked.
+
+The tools (PyPI `build` and `uv`, pinned) live in a venv made once in a cache folder (SHIPCODE_PEER_CACHE,
+else ~/.cache/shipcode-mcp/peers), as in tests/test_legacy_sdk1.py; the fresh venvs install the package's
+dependencies from the index through pip's or uv's cache, so a warm run takes seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import venv
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from shipcode_mcp import __version__
+from shipcode_mcp.cli import build_parser
+from support import REPO
+
+BUILD = "1.6.1"
+UV = "0.13.9"
+CACHE = Path(os.environ.get("SHIPCODE_PEER_CACHE") or Path.home() / ".cache" / "shipcode-mcp" / "peers")
+REGISTRY_SCHEMA = Path(__file__).parent / "data" / "mcp-registry-server-2025-12-11.schema.json"
+_PYPROJECT = (REPO / "pyproject.toml").read_text()  # tomllib is 3.11+: the two facts we need, read plainly
+NAME = re.search(r'^name = "([^"]+)"', _PYPROJECT, re.M).group(1)  # type: ignore[union-attr]
+DEPENDENCIES = re.findall(r'^\s*"([^"]+)"', re.search(r"^dependencies = \[(.*?)^\]", _PYPROJECT, re.S | re.M).group(1),  # type: ignore[union-attr]
+                          re.M)
+PACKAGE = sorted(p.relative_to(REPO / "src").as_posix() for p in (REPO / "src" / "shipcode_mcp").rglob("*")
+                 if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+
+
+def _bin(folder: Path, name: str) -> Path:
+    return folder / "bin" / name
+
+
+@pytest.fixture(scope="session")
+def tools() -> Path:
+    """A venv holding build==BUILD and uv==UV, made on first use; its bin folder."""
+    folder = CACHE / f"packaging-build-{BUILD}-uv-{UV}"
+    check = [str(_bin(folder, "python")), "-c",
+             f"import importlib.metadata as m; assert (m.version('build'), m.version('uv')) == ({BUILD!r}, {UV!r})"]
+    if not _bin(folder, "python").exists() or subprocess.run(check, capture_output=True).returncode != 0:
+        venv.create(folder, with_pip=True, clear=True)
+        subprocess.run([str(_bin(folder, "python")), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                        f"build=={BUILD}", f"uv=={UV}"], check=True, timeout=600)
+        subprocess.run(check, check=True)
+    return folder / "bin"
+
+
+@pytest.fixture(scope="session")
+def dists(tools: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The sdist and the wheel (built from that sdist), as `python -m build` makes them from the checkout."""
+    out = tmp_path_factory.mktemp("dist")
+    start = time.monotonic()
+    subprocess.run([str(tools / "python"), "-m", "build", "--outdir", str(out), str(REPO)],
+                   check=True, capture_output=True, timeout=600)
+    print(f"python -m build: {time.monotonic() - start:.1f} s")
+    sdist, = out.glob("*.tar.gz")
+    wheel, = out.glob("*.whl")
+    return {"sdist": sdist, "wheel": wheel}
+
+
+def test_the_sdist_holds_the_sources_and_no_junk(dists: dict[str, Path]) -> None:
+    with tarfile.open(dists["sdist"]) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert dists["sdist"].name == f"shipcode_mcp-{__version__}.tar.gz"
+    assert {"pyproject.toml", "README.md", "PKG-INFO"} <= names
+    assert {f"src/{path}" for path in PACKAGE} <= names
+    junk = [name for name in names if re.search(r"(^|/)(\.venv|\.bench-cache|\.git|\.hypothesis|\.mypy_cache|\.pytest_cache|"
+                                                r"\.ruff_cache|__pycache__|tests|bench|build|dist)(/|$)|\.pyc$", name)]
+    assert junk == []
+
+
+def test_the_wheel_holds_the_package_and_the_command(dists: dict[str, Path]) -> None:
+    assert dists["wheel"].name == f"shipcode_mcp-{__version__}-py3-none-any.whl"
+    with zipfile.ZipFile(dists["wheel"]) as archive:
+        names = set(archive.namelist())
+        info = f"shipcode_mcp-{__version__}.dist-info"
+        entry_points = archive.read(f"{info}/entry_points.txt").decode()
+        metadata = archive.read(f"{info}/METADATA").decode()
+    assert set(PACKAGE) <= names
+    assert all(name.startswith(("shipcode_mcp/", info)) for name in names)
+    assert "shipcode-mcp = shipcode_mcp.cli:main" in entry_points
+    for requirement in DEPENDENCIES:
+        assert f"Requires-Dist: {requirement.split(';')[0].strip()}" in metadata
+    assert "Provides-Extra: http" in metadata and "Provides-Extra: watch" in metadata
+
+
+def _readme_exchange() -> tuple[list[str], list[str]]:
+    """The README's "The wire, exactly" exchange: the lines it sends (>) and the lines it gets back (<)."""
+    readme = (REPO / "README.md").read_text()
+    block = re.search(r"^## The wire, exactly\n.*?^```\n(.*?)^```", readme, re.S | re.M)
+    assert block is not None
+    lines = block.group(1).splitlines()
+    return [line[2:] for line in lines if line.startswith("> ")], [line[2:] for line in lines if line.startswith("< ")]
+
+
+def _check_serves(command: list[str], folder: Path, env: dict[str, str] | None = None) -> None:
+    """`command` answers the README's exchange on stdout, exactly, and nothing else."""
+    sent, expected = _readme_exchange()
+    done = subprocess.run(command, input="".join(line + "\n" for line in sent), capture_output=True, text=True,
+                          cwd=folder, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == expected, done.stderr
+
+
+@pytest.mark.parametrize("kind", ["wheel", "sdist"])
+def test_installs_into_a_clean_venv_with_a_working_command(dists: dict[str, Path], kind: str, tmp_path: Path) -> None:
+    env_folder = tmp_path / "venv"
+    venv.create(env_folder, with_pip=True)
+    start = time.monotonic()
+    subprocess.run([str(_bin(env_folder, "python")), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    str(dists[kind])], check=True, timeout=600)
+    print(f"pip install {kind}: {time.monotonic() - start:.1f} s")
+    command = _bin(env_folder, "shipcode-mcp")
+    version = subprocess.run([str(command), "--version"], capture_output=True, text=True, check=True, timeout=60)
+    assert version.stdout == f"shipcode-mcp {__version__}\n"
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    _check_serves([str(command), str(workspace)], workspace)
+
+
+def _uv_env(tmp_path: Path) -> dict[str, str]:
+    """uv with tools and environments in `tmp_path`, this interpreter, and a cache that outlives the test."""
+    return {**os.environ, "UV_CACHE_DIR": str(CACHE / "uv-cache"), "UV_TOOL_DIR": str(tmp_path / "uv-tools"),
+            "UV_TOOL_BIN_DIR": str(tmp_path / "uv-bin"), "UV_PYTHON": sys.executable, "UV_PYTHON_DOWNLOADS": "never",
+            "UV_NO_CONFIG": "1", "VIRTUAL_ENV": ""}
+
+
+def test_uvx_from_the_checkout(tools: Path, tmp_path: Path) -> None:
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    env = _uv_env(tmp_path)
+    # A copy of the checkout: setuptools builds in the source tree, and a build/ left in the real one would
+    # carry stale modules into later in-tree builds.
+    checkout = tmp_path / "checkout"
+    shutil.copytree(REPO, checkout, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".bench-cache", ".*_cache", ".hypothesis", "__pycache__", "*.egg-info", "build", "dist"))
+    command = [str(tools / "uvx"), "--from", str(checkout), "shipcode-mcp"]
+    version = subprocess.run([*command, "--version"], capture_output=True, text=True, env=env, timeout=600)
+    assert version.returncode == 0, version.stderr
+    assert version.stdout == f"shipcode-mcp {__version__}\n"
+    _check_serves([*command, str(workspace)], workspace, env)
+
+
+def test_server_json_is_valid_under_the_registry_schema() -> None:
+    schema = json.loads(REGISTRY_SCHEMA.read_text())
+    server = json.loads((REPO / "server.json").read_text())
+    validator = jsonschema.Draft7Validator(schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+    assert [error.message for error in validator.iter_errors(server)] == []
+    assert server["$schema"] == schema["$id"]
+    assert server["version"] == __version__
+    assert {package["version"] for package in server["packages"]} == {__version__}
+    assert {package["identifier"] for package in server["packages"]} == {NAME}
+    assert {package["transport"]["type"] for package in server["packages"]} == {"stdio", "streamable-http"}
+
+
+def test_server_json_names_only_options_the_command_knows() -> None:
+    """A registry client builds the command line from these: an option we rename must be renamed there too."""
+    options = {option for action in build_parser()._actions for option in action.option_strings}
+    server = json.loads((REPO / "server.json").read_text())
+    for package in server["packages"]:
+        named = [argument for argument in package["packageArguments"] if argument["type"] == "named"]
+        assert named and {argument["name"] for argument in named} <= options
+        for argument in named:
+            if "choices" in argument:
+                action = next(action for action in build_parser()._actions if argument["name"] in action.option_strings)
+                assert argument["choices"] == list(action.choices or [])
+        for variable in package.get("environmentVariables", []):
+            assert any(variable["name"] in path.read_text() for path in (REPO / "src").rglob("*.py"))
+
+
+def _mcpb(tmp_path: Path) -> Path:
+    bundle = tmp_path / "shipcode-mcp.mcpb"
+    done = subprocess.run([str(REPO / "scripts" / "build_mcpb.sh"), str(bundle)], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHON": sys.executable})
+    if done.returncode == 3:
+        pytest.skip(f"npm cannot install @anthropic-ai/mcpb: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(bundle)
+    return bundle
+
+
+def _substitute(value: str, dirname: Path, folders: list[str]) -> list[str]:
+    """What a host makes of one mcp_config argument (MANIFEST.md: a multiple value expands to several)."""
+    if value == "${user_config.project_folders}":
+        return folders
+    return [value.replace("${__dirname}", str(dirname))]
+
+
+def test_the_mcpb_bundle_serves_the_folder_the_user_picks(tools: Path, tmp_path: Path) -> None:
+    bundle = _mcpb(tmp_path)
+    unpacked = tmp_path / "unpacked"
+    with zipfile.ZipFile(bundle) as archive:
+        names = set(archive.namelist())
+        archive.extractall(unpacked)
+    manifest: dict[str, Any] = json.loads((unpacked / "manifest.json").read_text())
+    assert manifest == json.loads((REPO / "mcpb" / "manifest.json").read_text())
+    assert manifest["version"] == __version__
+    assert {"manifest.json", "pyproject.toml", "README.md", manifest["server"]["entry_point"]} <= names
+    assert {f"src/{path}" for path in PACKAGE} <= names
+    assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc") or ".egg-info" in name]
+    folder_setting = manifest["user_config"]["project_folders"]
+    assert folder_setting["type"] == "directory" and folder_setting["required"] is True
+    config = manifest["server"]["mcp_config"]
+    assert "${user_config.project_folders}" in config["args"]
+
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    command = [str(tools / config["command"])] + [part for arg in config["args"]
+                                                  for part in _substitute(arg, unpacked, [str(workspace)])]
+    _check_serves(command, workspace, _uv_env(tmp_path))
