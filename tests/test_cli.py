@@ -6,6 +6,8 @@ import contextlib
 import io
 import itertools
 import json
+import re
+import shlex
 import subprocess
 import sys
 import types
@@ -207,3 +209,33 @@ def test_tools_list_is_the_same_bytes_in_every_process(tmp_path: Path) -> None:
     assert len(answers) == 1
     names = [tool["name"] for tool in json.loads(answers.pop())["result"]["tools"]]
     assert len(names) == len(set(names)) >= 9
+
+
+WITHOUT_HTTP = ("import sys; sys.modules['starlette'] = None; from shipcode_mcp.cli import main; "
+                "sys.exit(main(sys.argv[1:]))")
+
+
+def test_a_missing_extra_is_named_with_a_command_for_this_interpreter(tmp_path: Path) -> None:
+    """Not a bare `pip install`: the pip of the interpreter that runs the server, from where it was installed."""
+    done = subprocess.run([sys.executable, "-c", WITHOUT_HTTP, "--http", "8765", str(tmp_path)], capture_output=True,
+                          text=True, timeout=30, env={"PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 2 and done.stdout == ""
+    hint = re.fullmatch(r"shipcode-mcp: --http needs the 'http' extra \((.*)\): .*\n", done.stderr, re.DOTALL)
+    assert hint, done.stderr
+    command = shlex.split(hint.group(1))
+    assert command[:4] == [sys.executable, "-m", "pip", "install"], command
+    assert command[4:] in (["shipcode-mcp[http]"], [f"{REPO}[http]"], ["-e", f"{REPO}[http]"]), command
+
+
+@pytest.mark.parametrize("made_by", ["venv", "uv"])
+def test_the_install_hint_follows_the_environment(tmp_path: Path, made_by: str) -> None:
+    """A venv gets its own python's pip; one uv made (no pip in it) gets `uv pip install --python`."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "env")], check=True, timeout=60)
+    if made_by == "uv":
+        with open(tmp_path / "env" / "pyvenv.cfg", "a") as cfg:
+            cfg.write("uv = 0.9.0\n")
+    python = str(tmp_path / "env" / "bin" / "python")
+    done = subprocess.run([python, "-c", "from shipcode_mcp import log; print(log.install_hint('http'))"], text=True,
+                          capture_output=True, timeout=30, env={"PYTHONPATH": str(REPO / "src")}, check=True)
+    expected = {"venv": [python, "-m", "pip", "install"], "uv": ["uv", "pip", "install", "--python", python]}[made_by]
+    assert shlex.split(done.stdout) == [*expected, "shipcode-mcp[http]"]
