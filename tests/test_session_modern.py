@@ -813,3 +813,48 @@ def test_templates_that_follow_the_roots_are_never_fresh() -> None:
     following = d.ask_modern(3, "resources/templates/list")["result"]
     assert (fixed["ttlMs"], sourced["ttlMs"], following["ttlMs"]) == (300000, 300000, 0)
     assert fixed["cacheScope"] == following["cacheScope"] == "public"
+
+
+def test_the_request_that_brings_the_roots_is_served_in_them_inline_handlers_included() -> None:
+    """The whole request waits for the roots it brought (its handler call too), so a resource the new
+    roots offer through a template, or an inline tool that reads them, sees them."""
+    server = make_server()
+    roots_now: list[str] = []
+
+    def follow(session: Any, roots: list[dict[str, Any]]) -> None:
+        roots_now[:] = [root["uri"] for root in roots]
+
+    server.on_roots(follow)
+    server.add_tool(Tool("where", lambda ctx, args: ",".join(roots_now) or "nowhere", inline=True))
+    d = ModernDriver(server)
+    caps = {"roots": {}}
+    assert d.ask_modern(1, "tools/call", {"name": "where"}, caps)["result"]["resultType"] == "input_required"
+    answered = d.ask_modern(2, "tools/call", {"name": "where", "inputResponses": {"roots": {"roots": [
+        {"uri": "file:///w"}]}}}, caps)["result"]
+    assert answered["content"] == text("file:///w")
+
+
+def test_a_question_in_an_exception_group_with_an_interrupt_lets_the_interrupt_go_on() -> None:
+    import builtins
+
+    from shipcode_mcp.context import InputRequired
+    from shipcode_mcp.session import input_required_in
+
+    group_of = getattr(builtins, "BaseExceptionGroup", None)
+    if group_of is None:
+        pytest.skip("exception groups are Python 3.11+")
+    question = InputRequired("elicitation-1", {"method": "elicitation/create"}, {})
+    assert input_required_in(group_of("tasks", [question, ValueError("a bug")])) is question
+    assert input_required_in(group_of("tasks", [question, KeyboardInterrupt()])) is None
+
+
+def test_a_listen_whose_check_ends_after_the_input_ended_is_acknowledged_and_ended() -> None:
+    """Nothing may stay open once the input is over (stdio waits for every request read)."""
+    server = make_server()
+    server.on_subscribe(lambda ctx, uri: f"kept {uri}")
+    d = ModernDriver(server)
+    assert listen(d, 5, {"resourceSubscriptions": ["test://a"]}) == []
+    assert d.perform(d.session.close()) == []
+    assert checked(d.run()) == [acknowledged(5, {"resourceSubscriptions": ["test://a"]}),
+                                {"jsonrpc": "2.0", "id": 5, "result": {"resultType": "complete", "_meta": {ID_KEY: 5}}}]
+    assert d.session.in_flight == {} and d.session.listeners == {}

@@ -41,6 +41,7 @@ class Runner(Channel):
         self.server = server
         self.session = Session(server, self, stateless=stateless)
         self._lock = threading.RLock()  # reentrant: an inline handler may register a tool, which tells every client
+        self._work_over = threading.Condition(self._lock)  # notified whenever a request's work is over
         self._waiting: dict[int, _Waiting] = {}
         self._connected = not stateless  # a stateless runner joins the server's clients only while it listens
         if not stateless:
@@ -85,12 +86,19 @@ class Runner(Channel):
         """The work of `job` is over: answer its request (unless it was cancelled), report what failed."""
         with self._lock:
             actions = self.session.finish(job, outcome)
+            self._work_over.notify_all()
         response: list[Action] = [action for action in actions if isinstance(action, Send)]
         job.context.finish(lambda: self.perform(response))  # never after the request was cancelled
         self.perform([action for action in actions if not isinstance(action, Send)])
         if not self._connected and self.session.listeners:
             self._connected = True
             self.server.connect(self)
+
+    def wait_answered(self) -> None:
+        """Wait until no request read is still under way (each has been answered, or cancelled)."""
+        with self._work_over:
+            while self.session.in_flight:
+                self._work_over.wait()
 
     def close(self) -> None:
         """No more input: our requests to the client fail, so no handler waits forever; subscriptions end."""

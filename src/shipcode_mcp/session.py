@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+from functools import partial
 
 from . import era, jsonrpc
 from .context import CLIENT_CAPABILITY_FOR, LOG_LEVELS, PROTOCOL_VERSION, Cancelled, ClientRequestError, Context, InputRequired, Rounds
@@ -23,7 +24,7 @@ from .primitives import inside
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterator
     from typing import Any
 
     from .context import Channel
@@ -223,6 +224,14 @@ class Job:
         return JsonRpcError(jsonrpc.INTERNAL_ERROR)
 
 
+def _served_later(handler: RequestHandler, session: Session, context: Context) -> dict[str, Any]:
+    """A request held for the roots it brought: its handler runs off the reading loop once they are the
+    server's, then its work on the same worker. Only the requests that may ask (tools/call,
+    resources/read, prompts/get) bring roots, and their handlers change nothing in the session."""
+    outcome = handler(session, context, context.params)
+    return outcome.work() if isinstance(outcome, Deferred) else outcome
+
+
 def refusal_of(err: BaseException) -> JsonRpcError | None:
     """The error answer a handler's exception stands for, if it is not a bug: a JsonRpcError it raised,
     or (modern era) the client's missing capability, which the spec answers with -32021."""
@@ -235,15 +244,22 @@ def refusal_of(err: BaseException) -> JsonRpcError | None:
 
 def input_required_in(err: BaseException) -> InputRequired | None:
     """The question for the client `err` carries: itself, or one inside an exception group (a handler's
-    task group wraps what its tasks raise)."""
-    if isinstance(err, InputRequired):
-        return err
+    task group wraps what its tasks raise), unless the group also holds something that must stop the
+    server (KeyboardInterrupt, SystemExit, ...): that goes on."""
+    leaves = list(_leaves(err))
+    if any(not isinstance(leaf, (Exception, InputRequired)) for leaf in leaves):
+        return None
+    return next((leaf for leaf in leaves if isinstance(leaf, InputRequired)), None)
+
+
+def _leaves(err: BaseException) -> Iterator[BaseException]:
     inner = getattr(err, "exceptions", None)
-    if isinstance(inner, tuple):
-        for each in inner:
-            if isinstance(each, BaseException) and (found := input_required_in(each)) is not None:
-                return found
-    return None
+    if not isinstance(inner, tuple):
+        yield err
+        return
+    for each in inner:
+        if isinstance(each, BaseException):
+            yield from _leaves(each)
 
 
 class Listener:
@@ -352,8 +368,11 @@ class Session:
                 return [Send(jsonrpc.result(msg_id, outcome), msg_id)]
             return [Send(self._response(context, outcome), msg_id)]
         self.in_flight[msg_id] = context
-        job = Job(context, outcome)
-        if self.roots_listing or self._adopting:  # work that follows the client's roots waits for them, a little
+        return self._start(Job(context, outcome))
+
+    def _start(self, job: Job) -> list[Action]:
+        """Start deferred work, or hold it while the client's roots are on their way (a little)."""
+        if self.roots_listing or self._adopting:
             self.held.append(job)
             if len(self.held) > 1:
                 return []
@@ -395,7 +414,12 @@ class Session:
             adopting = self._modern_roots(context)
             if isinstance(adopting, InputRequired):
                 return [Send(self._response(context, adopting), msg_id)]
-            return adopting + self._serve(handler, context)
+            if adopting:  # the whole request waits for the roots it brought, its handler included
+                if msg_id in self.in_flight:
+                    in_use = JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")
+                    return [*adopting, Send(jsonrpc.error(msg_id, in_use), msg_id)]
+                self.in_flight[msg_id] = context
+                return adopting + self._start(Job(context, Deferred(partial(_served_later, handler, self, context))))
         return self._serve(handler, context)
 
     def _modern_context(self, msg_id: Id, method: str, params: dict[str, Any], meta: dict[str, Any]) -> Context:
@@ -502,6 +526,8 @@ class Session:
         self.listeners[msg_id] = Listener(agreed, kept)
         acknowledged = jsonrpc.notification("notifications/subscriptions/acknowledged", {
             "_meta": {era.SUBSCRIPTION_ID_KEY: msg_id}, "notifications": agreed})
+        if self.phase is Phase.CLOSED:  # the input ended while its resources were checked: it ends at once
+            return [Send(acknowledged, msg_id), *self._stop_listening(graceful=True)]
         return [Send(acknowledged, msg_id)]
 
     def _stop_listening(self, graceful: bool) -> list[Action]:

@@ -496,3 +496,20 @@ def test_the_official_sdk_client_speaks_2026_07_28_over_http(served: tuple[Serve
 
     anyio.run(main)
     wait_for(lambda: not uvicorn_thread.app.state.mcp.listens, 10, "the SDK's listen stream to end")
+
+
+@pytest.mark.parametrize(("header", "body", "same"), [
+    ("42", 42, True), ("42.0", 42, True), ("-7", -7, True), ("4_2", 42, False), (" 42", 42, False),
+    ("9007199254740992", 9007199254740993, False), ("9" * 400, int("9" * 400), True), ("9" * 400, 1, False),
+    ("1.0000000000000001", 1, False), ("0.1", 0.1, True), ("1e2", 100, True), ("nan", 1.5, False),
+])
+def test_numbers_in_mcp_param_headers_are_compared_exactly(header: str, body: Any, same: bool) -> None:
+    message = sql({"limit": body})
+    refused = header_mismatch(raw(modern_headers(message, {"Mcp-Param-Limit": header})), message, SQL_SCHEMA)
+    assert (refused is None) is same, refused
+
+
+def test_a_null_client_info_or_log_level_is_no_envelope_error() -> None:
+    found = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "Resource not found"}}
+    for key in ("io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/logLevel"):
+        assert modern_status(found, modern("resources/read", {"uri": "test://x"}, meta={key: None})) == 200

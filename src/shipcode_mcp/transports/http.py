@@ -672,6 +672,10 @@ def _params_mismatch(headers: Sequence[tuple[bytes, bytes]], schema: dict[str, A
     return None
 
 
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+"""A JSON number, as a header may carry one."""
+
+
 def _mirrored(schema: dict[str, Any], path: tuple[str, ...] = ()) -> list[tuple[str, tuple[str, ...]]]:
     """(header name, property path) of each property an input schema marks with `x-mcp-header`."""
     found: list[tuple[str, tuple[str, ...]]] = []
@@ -687,12 +691,18 @@ def _mirrored(schema: dict[str, Any], path: tuple[str, ...] = ()) -> list[tuple[
 
 
 def _same_value(header: str, body: Any) -> bool:
+    """Whether a header carries the body's value: text as is, booleans as true/false, numbers as numbers
+    (`42.0` is 42), compared exactly (never through a float, which would let 2**53 + 1 pass as 2**53)."""
     if isinstance(body, bool):
         return header == ("true" if body else "false")
     if isinstance(body, (int, float)):
+        if _NUMBER.fullmatch(header) is None:
+            return False
+        import decimal
+
         try:
-            return float(header) == float(body)
-        except ValueError:
+            return decimal.Decimal(header) == decimal.Decimal(body if isinstance(body, int) else repr(body))
+        except (ArithmeticError, ValueError):
             return False
     return isinstance(body, str) and header == body
 
@@ -730,8 +740,9 @@ def modern_status(response: Message, request: Message) -> int:
         return 404
     if code == jsonrpc.INVALID_PARAMS:
         meta = request["params"]["_meta"]
+        info, level = meta.get(CLIENT_INFO_KEY), meta.get(LOG_LEVEL_KEY)
         if not (isinstance(meta.get(VERSION_KEY), str) and isinstance(meta.get(CAPABILITIES_KEY), dict)
-                and isinstance(meta.get(CLIENT_INFO_KEY, {}), dict) and meta.get(LOG_LEVEL_KEY, "info") in LOG_LEVELS):
+                and (info is None or isinstance(info, dict)) and (level is None or level in LOG_LEVELS)):
             return 400  # the core refused the request's envelope, not its method's parameters
     return 200
 

@@ -256,6 +256,9 @@ class StdioTransport(ThreadRunner):
         self.close()
         try:
             self.join_background(ROOTS_WAIT)
+            self._step(self.session.release_held)  # roots that took longer: what waited for them runs now
+            if not self._gone:
+                self.wait_answered()  # every request read is answered (work a timer released included)
             if self._pool is not None and not self._gone:
                 self._pool.drain()
         except (_Terminated, KeyboardInterrupt, PeerGone):
