@@ -219,7 +219,9 @@ def test_watch_without_the_extra_fails_at_start(tmp_path: Path) -> None:
                           capture_output=True, env=env, timeout=30)
     assert done.returncode == 2
     assert done.stdout == b""
-    assert b"--watch needs the optional 'watch' extra" in done.stderr and b"pip install" in done.stderr
+    assert b"--watch needs the optional 'watch' extra" in done.stderr
+    assert f"{sys.executable} -m pip install".encode() in done.stderr  # this interpreter's pip, not a bare `pip`
+    assert b"[watch]" in done.stderr
     # Without --watch the same environment serves normally: watchfiles is imported only with --watch.
     done = subprocess.run([*SERVER, str(tmp_path)], input=HANDSHAKE.encode() + b"\n",
                           capture_output=True, env=env, timeout=30)

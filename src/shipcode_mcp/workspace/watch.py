@@ -54,8 +54,9 @@ def install_watch(server: Server, resources: WorkspaceResources) -> Watcher:
     try:
         import watchfiles  # noqa: F401  (only to fail now, with a clear message, rather than later)
     except ImportError:
-        raise ValueError(
-            "--watch needs the optional 'watch' extra (watchfiles): pip install 'shipcode-mcp[watch]'") from None
+        from ..log import install_hint
+
+        raise ValueError(f"--watch needs the optional 'watch' extra (watchfiles): {install_hint('watch')}") from None
     watcher = Watcher(server, resources)
     server.on_subscribe(watcher.subscribe)
     server.enable_list_changed("resources")
