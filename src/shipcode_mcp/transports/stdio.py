@@ -115,11 +115,15 @@ class StdioTransport(ThreadRunner):
         self._gone = False  # the client closed our stdout
         self._reading_thread: int | None = None
         self._interruptible = False  # serve's SIGTERM handler stops the reading thread
-        self._traced: dict[Any, tuple[str, float]] | None = {} if log.enabled("debug") else None
+        self._traced: dict[Any, tuple[str, float]] | None = None
         """--log-level debug: the requests under way, id -> (method, when read), for one line each when they end."""
+        if log.enabled("debug"):  # only then: the tracing steps cost every message a call
+            self._traced = {}
+            self.receive = self._receive_traced  # type: ignore[method-assign]
+            self.perform = self._perform_traced  # type: ignore[method-assign]
 
     # -- one debug line per request -------------------------------------------------------------
-    def receive(self, message: Any) -> None:
+    def _receive_traced(self, message: Any) -> None:
         traced = self._traced
         if traced is not None and isinstance(message, dict) and isinstance(message.get("method"), str):
             request_id = message.get("id")
@@ -127,11 +131,10 @@ class StdioTransport(ThreadRunner):
                 traced[request_id] = (message["method"], time.monotonic())
         super().receive(message)
 
-    def perform(self, actions: list[Action]) -> None:
-        if self._traced is not None:
-            for action in actions:
-                if isinstance(action, Cancel):  # no response will follow (see Runner.finish_job)
-                    self._trace_end(action.context.request_id, "cancelled")
+    def _perform_traced(self, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, Cancel):  # no response will follow (see Runner.finish_job)
+                self._trace_end(action.context.request_id, "cancelled")
         super().perform(actions)
 
     def _trace_end(self, request_id: Any, outcome: str, code: int | None = None) -> None:
