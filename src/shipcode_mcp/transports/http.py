@@ -896,6 +896,3 @@ def _stopped(signum: int, frame: Any) -> None:
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
