@@ -72,7 +72,6 @@ BIN = Path(sys.executable).parent  # the venv this suite runs in, where `pip ins
 # unmarked block (so it leaves this list the day it is marked); its marked blocks run like any other.
 PENDING = {
     "docs/tools.md": "each tool's example (arguments, text, structuredContent) needs a marker and a kind",
-    "docs/logging.md": "issue 12 part 3, in progress: mark its blocks, then take it off this list",
 }
 DOCS = documents()
 ALL = [block for doc in DOCS for block in blocks(doc)]
