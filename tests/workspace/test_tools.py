@@ -52,12 +52,23 @@ def test_every_tool_is_fully_described(tools: Tools) -> None:
             jsonschema.Draft202012Validator(meta).validate(schema)
             assert schema["type"] == "object"
         inputs = tool["inputSchema"]
-        assert inputs["additionalProperties"] is False
+        assert "additionalProperties" not in inputs, name  # google-genai's MCP conversion fails on a bool there
+        if inputs["properties"]:
+            assert inputs["propertyNames"] == {"enum": list(inputs["properties"])}, name
+        else:
+            assert inputs["maxProperties"] == 0, name
+        required = inputs.get("required", [])
         for prop, spec in inputs["properties"].items():
             assert spec.get("description"), (name, prop)
-            if spec["type"] == "integer":
+            if prop in required:
+                kind = spec["type"]
+            else:  # optional: null is "not given", for strict function calling, which requires every property
+                assert "type" not in spec, (name, prop)
+                assert spec["anyOf"][1] == {"type": "null"} and list(spec["anyOf"][0]) == ["type"], (name, prop)
+                kind = spec["anyOf"][0]["type"]
+            if kind == "integer":
                 assert {"default", "minimum", "maximum"} <= set(spec), (name, prop)
-            if spec["type"] == "boolean":
+            if kind == "boolean":
                 assert spec["default"] is False
         hints = tool["annotations"]
         assert set(hints) == {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
@@ -68,7 +79,51 @@ def test_every_tool_is_fully_described(tools: Tools) -> None:
     assert tools.tools["write_file"]["annotations"]["idempotentHint"] is True
     assert tools.tools["read_file"]["inputSchema"]["required"] == ["path"]
     assert tools.tools["search_code"]["inputSchema"]["properties"]["context"]["maximum"] == 10
-    assert tools.tools["git_status"]["inputSchema"] == {"type": "object", "properties": {}, "additionalProperties": False}
+    assert tools.tools["git_status"]["inputSchema"] == {"type": "object", "properties": {}, "maxProperties": 0}
+
+
+def _type_arrays(schema: Any, where: str = "") -> list[str]:
+    """Where `schema` has a `type` that is a list, at any depth."""
+    found = []
+    if isinstance(schema, dict):
+        if isinstance(schema.get("type"), list):
+            found.append(where)
+        for key, value in schema.items():
+            found += _type_arrays(value, f"{where}/{key}")
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            found += _type_arrays(value, f"{where}/{index}")
+    return found
+
+
+def test_no_schema_has_a_type_array(tools: Tools) -> None:
+    """The rule of the MCP Inspector's portability check (tests/test_provider_schemas.py runs the check
+    itself): nullable is written anyOf, never ["integer", "null"]."""
+    for name, tool in tools.tools.items():
+        for key in ("inputSchema", "outputSchema"):
+            assert _type_arrays(tool[key]) == [], (name, key)
+
+
+@pytest.mark.parametrize(("name", "arguments", "left_out"), [
+    ("git_show", {"ref": "v1.0", "path": None}, {"ref": "v1.0"}),
+    ("git_diff", {"ref": None, "staged": None, "path": None}, {}),
+    ("git_log", {"limit": None, "path": None, "ref": None}, {}),
+    ("read_file", {"path": "src/app.py", "offset": None, "limit": None}, {"path": "src/app.py"}),
+    ("list_files", {"path": None, "pattern": None, "limit": None}, {}),
+    ("search_code", {"pattern": "answer", "path": None, "glob": None, "ignore_case": None, "fixed_strings": None,
+                     "context": None, "limit": None}, {"pattern": "answer"}),
+])
+def test_null_for_an_optional_argument_is_the_argument_left_out(
+        tools: Tools, name: str, arguments: dict[str, Any], left_out: dict[str, Any]) -> None:
+    assert tools.call(name, arguments) == tools.call(name, left_out)
+
+
+def test_null_for_an_optional_argument_of_edit_file_is_the_argument_left_out(repo: Path, tools: Tools) -> None:
+    (repo / "twice.txt").write_text("a a\n")
+    assert tools.error("edit_file", {"path": "twice.txt", "old_text": "a", "new_text": "b", "replace_all": None}) \
+        == tools.error("edit_file", {"path": "twice.txt", "old_text": "a", "new_text": "b"})
+    assert (repo / "twice.txt").read_text() == "a a\n"
+    (repo / "twice.txt").unlink()
 
 
 def test_cursor_is_accepted_and_a_bad_one_is_invalid_params(tools: Tools) -> None:
@@ -100,6 +155,13 @@ def test_unknown_tool(tools: Tools) -> None:
     ("git_log", {"limit": -1}, "limit"),
     ("git_status", {"path": "."}, "path"),
     ("git_show", {}, "ref"),
+    ("git_show", {"ref": None}, "ref"),
+    ("git_show", {"ref": "HEAD", "path": ""}, "path"),
+    ("read_file", {"path": None}, "path"),
+    ("search_code", {"pattern": "x", "glob": ""}, "glob"),
+    ("git_diff", {"staged": "yes"}, "staged"),
+    ("git_status", {"path": None}, "path"),
+    ("write_file", {"path": "x.txt", "content": None}, "content"),
     ("edit_file", {"path": "README.md", "old_text": "", "new_text": "x"}, "old_text"),
     ("write_file", {"path": "x.txt"}, "content"),
 ])

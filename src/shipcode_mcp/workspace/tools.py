@@ -37,11 +37,30 @@ READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": T
 
 
 def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    """An input schema that every provider's converter takes (docs/tools.md, "Schemas").
+
+    Each argument not in `required` also accepts null, meaning "not given" (the handlers never see it):
+    OpenAI strict mode makes every property required, so a model must be able to write "not given". The
+    property keeps its bounds beside the `anyOf`, so a bad value is still refused with the precise
+    message ("limit: 0 is less than the minimum of 1"). The object is closed by `propertyNames` rather
+    than `"additionalProperties": false`, which google-genai's MCP conversion cannot read (a bool where
+    it expects a schema); a tool without arguments is closed by `maxProperties: 0`.
+    """
+    schema: dict[str, Any] = {"type": "object", "properties": {
+        name: spec if name in required else _nullable_argument(spec) for name, spec in properties.items()}}
     if required:
         schema["required"] = list(required)
-    schema["additionalProperties"] = False
+    if properties:
+        schema["propertyNames"] = {"enum": list(properties)}
+    else:
+        schema["maxProperties"] = 0
     return schema
+
+
+def _nullable_argument(spec: dict[str, Any]) -> dict[str, Any]:
+    """`spec` with its type widened to `anyOf: [{type}, {"type": "null"}]` (no type arrays: see _nullable)."""
+    rest = {key: value for key, value in spec.items() if key != "type"}
+    return {"anyOf": [{"type": spec["type"]}, {"type": "null"}], **rest}
 
 
 def _string(description: str, **more: Any) -> dict[str, Any]:
@@ -57,7 +76,10 @@ def _boolean(description: str) -> dict[str, Any]:
 
 
 def _nullable(kind: str) -> dict[str, Any]:
-    return {"type": [kind, "null"]}
+    """A nullable output field, as `anyOf`: a type array (["integer", "null"]) is legal JSON Schema, but
+    clients that map schemas onto a single-type dialect (Gemini's) reject or flatten it, and the MCP
+    Inspector's portability check warns about it."""
+    return {"anyOf": [{"type": kind}, {"type": "null"}]}
 
 
 _STR = {"type": "string"}
@@ -396,7 +418,9 @@ WRITE_TOOLS: tuple[tuple[str, dict[str, Any], Handler, dict[str, bool]], ...] = 
 
 def _tool(name: str, spec: dict[str, Any], handler: Handler, roots: Roots, annotations: dict[str, bool]) -> Tool:
     def call(ctx: Context, arguments: dict[str, Any]) -> Any:
-        return handler(ctx, roots, arguments)
+        # null is "not given": the schema allows it only for optional arguments, which then take their
+        # defaults exactly as when left out (strict function calling cannot leave an argument out).
+        return handler(ctx, roots, {key: value for key, value in arguments.items() if value is not None})
 
     return Tool(name, call, spec["input"], title=spec["title"], description=spec["description"],
                 output_schema=spec["output"], annotations=dict(annotations))

@@ -1,0 +1,244 @@
+"""Every tool's schemas, as `shipcode-mcp --allow-write` lists them, through the real converters of the
+model providers' libraries and the MCP Inspector's portability check:
+
+- google-genai's MCP conversion (`mcp_to_gemini_tool`) and `Schema.from_json_schema`;
+- OpenAI strict function calling as openai-agents (`ensure_strict_json_schema`), langchain
+  (`convert_to_openai_tool(strict=True)`, `ChatOpenAI.bind_tools(strict=True)`) and pydantic-ai (its
+  OpenAI transformer, strict) write it: every property becomes required, so every call the docs show must
+  still be expressible, an optional argument's "not given" as `null`; the server must then treat that
+  null exactly as the argument left out;
+- pydantic-ai's MCP toolset, on a real server process;
+- the Inspector CLI's `--method tools/list --strict` (0 errors, 0 warnings).
+
+The converters and the Inspector live in a cache folder made by scripts/provider_converters.sh (their
+dependencies clash with the test venv's); the tools come from a real server's `tools/list`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from support import REPO
+from workspace_support import Tools, make_repo
+
+PROVIDERS = Path(__file__).parent / "providers"
+ALL_TOOLS = ["list_files", "read_file", "search_code", "git_status", "git_log", "git_diff", "git_show",
+             "write_file", "edit_file"]
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities": {},
+               "io.modelcontextprotocol/clientInfo": {"name": "provider-schemas", "version": "1"}}
+# A value for each required argument of the tools, so that a call can be made of them and nulls.
+REQUIRED_VALUES = {"path": "README.md", "pattern": "answer", "ref": "HEAD", "content": "x\n",
+                   "old_text": "Demo", "new_text": "Demo!"}
+STRICT = ["openai-agents ensure_strict_json_schema", "langchain-core convert_to_openai_tool strict",
+          "langchain-openai bind_tools strict"]
+GOOGLE = ["google-genai mcp_to_gemini_tool", "google-genai Schema.from_json_schema inputSchema",
+          "google-genai Schema.from_json_schema outputSchema"]
+
+
+@pytest.fixture(scope="session")
+def cache() -> Path:
+    """The folder scripts/provider_converters.sh fills (once, from the system's python3, whichever Python
+    runs the tests: the converters run as a process of their own; later runs reuse it)."""
+    done = subprocess.run(["bash", str(REPO / "scripts" / "provider_converters.sh")], capture_output=True, text=True,
+                          timeout=900)
+    if done.returncode == 3:
+        pytest.skip(f"the package registries cannot be reached: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    return Path(done.stdout.strip())
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = make_repo(tmp_path_factory.mktemp("providers") / "repo")
+    (root / "README.md").write_text("# Demo\n\nA demo project, changed.\n")  # so git_diff has something to show
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(repo: Path) -> Any:
+    with Tools(repo, write=True) as tools:
+        yield tools
+
+
+@pytest.fixture(scope="module")
+def listed(server: Tools) -> list[dict[str, Any]]:
+    """The tools of a real `shipcode-mcp --allow-write`, as both eras list them (the same)."""
+    legacy = list(server.tools.values())
+    modern = server.process.request("tools/list", {"_meta": MODERN_META})["result"]["tools"]
+    assert modern == legacy
+    assert [tool["name"] for tool in legacy] == ALL_TOOLS
+    return legacy
+
+
+@pytest.fixture(scope="module")
+def converted(cache: Path, listed: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    done = subprocess.run([str(cache / "venv" / "bin" / "python"), str(PROVIDERS / "convert.py")],
+                          input=json.dumps(listed), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    tools: dict[str, dict[str, Any]] = json.loads(done.stdout)["tools"]
+    return tools
+
+
+@pytest.fixture(scope="module")
+def pydantic_ai(cache: Path, repo: Path) -> dict[str, Any]:
+    """What pydantic-ai's MCPToolset made of a real server it spawned itself."""
+    server = [sys.executable, "-m", "shipcode_mcp", "--allow-write", str(repo)]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run([str(cache / "venv" / "bin" / "python"), str(PROVIDERS / "pydantic_ai_tools.py"), *server],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def _ok(results: dict[str, Any], tool: str, converter: str) -> dict[str, Any]:
+    result = results[converter]
+    assert "ok" in result, f"{converter} rejects {tool}: {result['error']}"
+    schema: dict[str, Any] = result["schema"]
+    return schema
+
+
+def _not_given(tool: dict[str, Any]) -> dict[str, Any]:
+    """The call that gives only the required arguments, written as strict mode must write it: every
+    other argument present, as null."""
+    schema = tool["inputSchema"]
+    required = schema.get("required", [])
+    return {name: REQUIRED_VALUES[name] if name in required else None for name in schema.get("properties", {})}
+
+
+def test_google_genai_converts_every_tool(listed: list[dict[str, Any]],
+                                          converted: dict[str, dict[str, Any]]) -> None:
+    for tool in listed:
+        for converter in GOOGLE:
+            _ok(converted[tool["name"]], tool["name"], converter)
+        declaration = _ok(converted[tool["name"]], tool["name"], "google-genai mcp_to_gemini_tool")
+        parameters = declaration["parameters"]
+        properties = tool["inputSchema"]["properties"]
+        assert set(parameters.get("properties", {})) == set(properties), tool["name"]
+        assert parameters.get("required", []) == tool["inputSchema"].get("required", []), tool["name"]
+        for name, prop in parameters.get("properties", {}).items():
+            # an optional argument stays typed, and nullable: Gemini may send null for "not given" too
+            assert prop["type"] != "TYPE_UNSPECIFIED", (tool["name"], name)
+            assert prop.get("nullable", False) is (name not in parameters.get("required", [])), (tool["name"], name)
+
+
+@pytest.mark.parametrize("converter", STRICT)
+def test_openai_strict_conversion_can_express_every_call(listed: list[dict[str, Any]],
+                                                         converted: dict[str, dict[str, Any]], converter: str) -> None:
+    for tool in listed:
+        strict = _ok(converted[tool["name"]], tool["name"], converter)
+        _check_strict(tool, strict)
+
+
+def test_openai_agents_mcp_adapter_is_strict_for_every_tool_with_arguments(
+        listed: list[dict[str, Any]], converted: dict[str, dict[str, Any]]) -> None:
+    """Its MCP adapter accepts an argument-less object as strict only when it says
+    `"additionalProperties": false`, which google-genai cannot read; git_status (no arguments) is then
+    served non-strict, which for a call of no arguments changes nothing. Every other tool is strict."""
+    for tool in listed:
+        result = converted[tool["name"]]["openai-agents MCP adapter strict"]
+        if tool["name"] == "git_status":
+            assert "permits undeclared properties" in result["error"]
+            continue
+        _check_strict(tool, _ok(converted[tool["name"]], tool["name"], "openai-agents MCP adapter strict"))
+
+
+def test_pydantic_ai_builds_every_tool_definition_and_its_strict_openai_form(
+        listed: list[dict[str, Any]], pydantic_ai: dict[str, Any]) -> None:
+    assert pydantic_ai["output"] == "listed"
+    assert list(pydantic_ai["tools"]) == ALL_TOOLS
+    for tool in listed:
+        made = pydantic_ai["tools"][tool["name"]]
+        assert made["parameters_json_schema"] == tool["inputSchema"]
+        assert made["description"] == tool["description"]
+        _ok(made, tool["name"], "google")
+        _check_strict(tool, _ok(made, tool["name"], "openai strict"))
+
+
+def _check_strict(tool: dict[str, Any], strict: dict[str, Any]) -> None:
+    """Strict mode requires every property; "not given" must still be expressible (as null), each
+    optional argument on its own too, and what strict mode can send the server must accept."""
+    name = tool["name"]
+    properties = tool["inputSchema"].get("properties", {})
+    assert strict.get("required", []) == list(properties), name
+    assert strict["additionalProperties"] is False, name
+    call = _not_given(tool)
+    validator = jsonschema.Draft202012Validator(strict)
+    assert not list(validator.iter_errors(call)), (name, call, [e.message for e in validator.iter_errors(call)])
+    jsonschema.Draft202012Validator(tool["inputSchema"]).validate(call)
+    for optional in set(properties) - set(tool["inputSchema"].get("required", [])):
+        assert validator.is_valid({**call, optional: None}), (name, optional)
+
+
+def test_a_strict_call_with_nulls_is_the_call_without_them(listed: list[dict[str, Any]], server: Tools,
+                                                           converted: dict[str, dict[str, Any]]) -> None:
+    """git_show of a whole commit (no path) and the default git_diff (no ref) were not expressible under
+    strict conversion; each read-only tool's strict call, nulls and all, now gets exactly the result of
+    the call that leaves those arguments out."""
+    for tool in listed:
+        if not tool["annotations"]["readOnlyHint"]:
+            continue
+        strict = _ok(converted[tool["name"]], tool["name"], "openai-agents ensure_strict_json_schema")
+        call = _not_given(tool)
+        jsonschema.Draft202012Validator(strict).validate(call)
+        left_out = {name: value for name, value in call.items() if value is not None}
+        assert server.call(tool["name"], call) == server.call(tool["name"], left_out), tool["name"]
+    show = server.call("git_show", {"ref": "HEAD", "path": None})["structuredContent"]
+    assert show["type"] == "commit" and show["path"] is None and "Rename util to helpers" in show["text"]
+    diff = server.call("git_diff", {"ref": None, "staged": None, "path": None})["structuredContent"]
+    assert [entry["path"] for entry in diff["files"]] == ["README.md"]
+
+
+def test_null_for_a_required_argument_is_still_refused(server: Tools) -> None:
+    for name, arguments, named in [("git_show", {"ref": None}, "ref"), ("read_file", {"path": None}, "path"),
+                                   ("write_file", {"path": "x.txt", "content": None}, "content")]:
+        message = server.error(name, arguments)
+        assert message.startswith(f"Invalid arguments for tool {name}: ") and named in message, message
+
+
+def test_inspector_portability_check_finds_nothing(cache: Path, repo: Path, listed: list[dict[str, Any]]) -> None:
+    node = cache / "node_modules" / "node" / "bin" / "node"
+    inspector = cache / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build"
+    command = [str(node), str(inspector / "index.js"), "--cli", "--method", "tools/list", "--strict", "--format", "json",
+               sys.executable, "-m", "shipcode_mcp", "--allow-write", str(repo)]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report.get("schemaFindings", []) == []
+    assert "Warning:" not in done.stderr and "Error:" not in done.stderr and "portability" not in done.stderr
+    assert [tool["name"] for tool in report["result"]["tools"]] == ALL_TOOLS
+    assert report["result"]["tools"] == listed
+
+
+def test_the_inspector_check_is_live(cache: Path, tmp_path: Path) -> None:
+    """The same check on a server whose schema has a type array reports it: a pass above is a real pass."""
+    server = tmp_path / "server.py"
+    server.write_text(
+        "from shipcode_mcp import Server\n"
+        "server = Server('typed', '1')\n"
+        "def t(n=None):\n"
+        "    return 'ok'\n"
+        "server.tool(t, name='t', description='t',\n"
+        "            input_schema={'type': 'object', 'properties': {'n': {'type': ['integer', 'null']}}})\n"
+        "server.run()\n")
+    node = cache / "node_modules" / "node" / "bin" / "node"
+    inspector = cache / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run([str(node), str(inspector / "index.js"), "--cli", "--method", "tools/list", "--strict",
+                           "--format", "json", sys.executable, str(server)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    findings = json.loads(done.stdout)["schemaFindings"]
+    assert [(f["toolName"], [(g["rule"], g["path"]) for g in f["findings"]]) for f in findings] == [
+        ("t", [("type-union", "properties.n")])]
+
