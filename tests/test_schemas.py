@@ -106,3 +106,17 @@ def test_a_remote_ref_is_never_fetched(schema_host: str) -> None:
     assert "inputSchema is not usable here" in text(result)
     assert "Retrieval is disabled" in text(result)
     assert _Hits.hits == []
+
+
+def test_an_optional_argument_that_may_be_null_is_refused_with_the_reason_of_its_type() -> None:
+    """`anyOf: [T, null]` (how optional arguments are written, so that strict providers can express them)
+    is reported as what is wrong with the value as a T, not as 'valid under none of the schemas'."""
+    schema = {"type": "object", "properties": {
+        "offset": {"anyOf": [{"type": "integer"}, {"type": "null"}], "minimum": 1},
+        "glob": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}]}}}
+    assert call(schema, {"offset": None, "glob": None})["isError"] is False
+    for wrong, said in (({"offset": "2"}, 'offset: "2" is not of type "integer"'),
+                        ({"offset": 0}, "offset: 0 is less than the minimum of 1"),
+                        ({"glob": ""}, 'glob: "" is shorter than 1 character')):
+        result = call(schema, wrong)
+        assert result["isError"] is True and text(result) == f"Invalid arguments for tool t: {said}", text(result)

@@ -40,6 +40,18 @@ class ResourceNotFound(jsonrpc.JsonRpcError):
         super().__init__(jsonrpc.RESOURCE_NOT_FOUND, data={"uri": uri})
 
 
+def _causes(err: Any) -> list[Any]:
+    """What to tell the model of a validation error: for an optional argument written as
+    `anyOf: [T, null]` (so that every provider can express it), the reasons its value is not a T, not
+    that it matches none of the branches."""
+    branches = getattr(err.kind, "context", None) if type(err.kind).__name__ == "AnyOf" else None
+    if branches:
+        for branch in branches:
+            if not all('of type "null"' in inner.message for inner in branch):
+                return list(branch)
+    return [err]
+
+
 def schema_validator(schema: dict[str, Any]) -> Any:
     """A validator for a JSON Schema of the dialect it declares (2020-12 when it declares none, as MCP
     2026-07-28 requires). Offline: a `$ref` to a remote URI is never fetched (the spec forbids it by
@@ -185,8 +197,9 @@ class Tool:
                 return f"Tool {self.name} cannot check its arguments: its inputSchema is not usable here ({unusable})"
         problems = []
         for err in self._validator.iter_errors(arguments):
-            where = "/".join(str(part) for part in err.instance_path)
-            problems.append(f"{where}: {err.message}" if where else err.message)
+            for cause in _causes(err):
+                where = "/".join(str(part) for part in cause.instance_path)
+                problems.append(f"{where}: {cause.message}" if where else cause.message)
         if not problems:
             return None
         return f"Invalid arguments for tool {self.name}: " + "; ".join(sorted(problems))
