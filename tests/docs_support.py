@@ -9,12 +9,16 @@ import shlex
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from support import REPO
+from workspace_support import git as git_output
+from workspace_support import make_repo
 
 MARKER = re.compile(r"^<!-- doctest: (?P<body>.*?) -->$")
 FENCE = re.compile(r"^(?P<fence>```+|~~~+)(?P<info>.*)$")
-KINDS = {"setup", "transcript", "python", "signature", "usage", "tree", "sh", "serve", "skip"}
+KINDS = {"setup", "transcript", "python", "signature", "usage", "tree", "sh", "serve", "tool", "tool-text", "tool-json",
+         "skip"}
 # Paths a block names in this repository (a command's script, a test file): each must exist.
 REPO_PATH = re.compile(r"(?<![\w/.-])(?:tests|scripts|bench|examples|src|docs)/[\w./-]*\w")
 
@@ -131,7 +135,91 @@ def watch_demo(parent: Path) -> Path:
     return root
 
 
-FIXTURES = {"demo-repo": demo_repo, "watch-demo": watch_demo}
+def tools_repo(parent: Path) -> Path:
+    """docs/tools.md's examples: workspace_support.make_repo's three commits (`Initial commit`, `Add greeting`
+    tagged v1.0, `Rename util to helpers`), then README.md changed and notes.txt untracked."""
+    root = make_repo(parent / "project")
+    with (root / "README.md").open("a") as readme:
+        readme.write("Now with docs.\n")
+    (root / "notes.txt").write_text("Ask about the release.\n")
+    return root
+
+
+FIXTURES = {"demo-repo": demo_repo, "watch-demo": watch_demo, "tools-repo": tools_repo}
+
+# The object ids docs/tools.md shows, as git (SHA-1) makes them for tools_repo, whose names, dates and messages
+# are fixed: each with the object it is, so the test substitutes the fixture's real id (and the same-length
+# prefix of it for an abbreviation), and a git that makes other ids (SHA-256 repositories) still passes.
+TOOLS_REPO_IDS = {
+    "feeaf141d88be7799ac8acdac99b8e2dea7c9d65": ("rev-parse", "--verify", "HEAD"),
+    "486b35fe100c1ae41186ece9104cdc6db1044e64": ("rev-parse", "--verify", "HEAD~1"),
+    "82da11f73bdc0f393cae03761f2db871bfd0f2f4": ("rev-parse", "--verify", "HEAD~2"),
+    "67153d79bf7f0c15ab5692e452aa8d4542d9dfae": ("rev-parse", "--verify", "v1.0"),
+    "7202df108e59891ecbef364f4c1e27ecd0266f2e": ("rev-parse", "--verify", "HEAD~2:src/app.py"),
+    "def227e3830405030ceef4f90f4244e2efff5ce9": ("rev-parse", "--verify", "HEAD~1:src/app.py"),
+    "ffc78864c9307acb593f04e8207e3052bc5d5dab": ("rev-parse", "--verify", ":README.md"),
+    "292265528fd3e2990eeee382376cc332be706cf6": ("hash-object", "--", "README.md"),  # the changed working copy
+}
+OBJECT_ID = re.compile(r"\b[0-9a-f]{7,40}\b")
+
+
+def real_ids(root: Path) -> dict[str, str]:
+    """TOOLS_REPO_IDS with each object's real id in the repository at `root`."""
+    return {shown: git_output(root, *command).strip() for shown, command in TOOLS_REPO_IDS.items()}
+
+
+def with_real_ids(text: str, ids: dict[str, str]) -> str:
+    """`text` with every id (or abbreviation of one, 7 characters or more) of `ids` replaced by the real one."""
+
+    def real(match: re.Match[str]) -> str:
+        token = match[0]
+        for shown, actual in ids.items():
+            if shown.startswith(token):
+                return actual if token == shown else actual[:len(token)]
+        return token
+
+    return OBJECT_ID.sub(real, text)
+
+
+ELLIPSIS = "…"
+MORE = re.compile(r"… (\d+) more\b.*…", re.DOTALL)
+
+
+def text_matches(shown: str, real: str) -> bool:
+    """A tool-text block against a result's text: equal line for line, except that a line that is only `…`
+    stands for any number of lines (none included)."""
+    pattern = "".join(r"(?:[^\n]*\n)*" if line == ELLIPSIS else re.escape(line) + "\n" for line in shown.splitlines())
+    return re.fullmatch(pattern, real + "\n") is not None
+
+
+def json_mismatches(shown: Any, real: Any, where: str = "$") -> list[str]:
+    """Where a tool-json block's value differs from the real structuredContent (empty: it matches). Equal
+    values, of the same JSON type, objects' keys in the same order, except three elisions:
+    - a string holding `…` matches any string with the text before and after it (`…` is any text);
+    - an object with the member `"…": "…"` has at least the other members shown (in that order), maybe more;
+    - an array whose last item is a string `"… N more …"` (any words between) has exactly N more items."""
+    if isinstance(shown, str) and ELLIPSIS in shown and not MORE.fullmatch(shown):
+        pattern = ".*".join(re.escape(part) for part in shown.split(ELLIPSIS))
+        ok = isinstance(real, str) and re.fullmatch(pattern, real, re.DOTALL) is not None
+        return [] if ok else [f"{where}: {real!r} does not match {shown!r}"]
+    if isinstance(shown, dict):
+        if not isinstance(real, dict):
+            return [f"{where}: {real!r} is not an object"]
+        elided = shown.get(ELLIPSIS) == ELLIPSIS
+        keys = [key for key in shown if not (elided and key == ELLIPSIS)]
+        order = [key for key in real if key in keys]
+        if order != keys or (not elided and list(real) != keys):
+            return [f"{where}: members {list(real)}, the doc shows {list(shown)}"]
+        return [error for key in keys for error in json_mismatches(shown[key], real[key], f"{where}.{key}")]
+    if isinstance(shown, list):
+        more = MORE.fullmatch(shown[-1]) if shown and isinstance(shown[-1], str) else None
+        items = shown[:-1] if more else shown
+        if not isinstance(real, list) or len(real) != len(items) + (int(more[1]) if more else 0):
+            return [f"{where}: {real!r} does not have the items {shown!r} shows"]
+        return [error for index, item in enumerate(items) for error in json_mismatches(item, real[index], f"{where}[{index}]")]
+    if type(shown) is not type(real) or shown != real:
+        return [f"{where}: {real!r}, the doc shows {shown!r}"]
+    return []
 
 
 def act(root: Path, action: str) -> None:

@@ -31,6 +31,19 @@ A block without one fails `test_every_block_is_accounted_for`. The kinds:
 - `setup`: the README's first screen: exactly two commands. The first (set up and run) runs in a copy
   of the repository, and its stdout must be protocol only; the second is the test command, which
   runs this file: it is checked to exist, never run from here.
+- `tool NAME`, then `tool-text` and `tool-json` [root=DOC_PATH]: an example of a tool, docs/tools.md's:
+  `tool` is the `arguments` JSON of a `tools/call` of NAME, the `tool-text` block after it is the text
+  block of the result and the `tool-json` block its `structuredContent` (a result block with `call=NAME`
+  is the result of NAME called with `{}`, shown without an arguments block). Each example runs in a new
+  docs_support.FIXTURES["tools-repo"] served by a real `shipcode-mcp --allow-write ROOT`; the result
+  must not be an error and its structuredContent must fit the tool's outputSchema. The text must be
+  the same line for line, except that a line that is only `…` stands for any lines; the JSON the same
+  values of the same types with objects' members in the same order, except that in a string `…` is
+  any text, an object with `"…": "…"` may have more members than the others shown, and an array whose
+  last item is `"… N more …"` has exactly N more items (docs_support.json_mismatches). The object ids
+  shown are the ones git (SHA-1) makes for that fixture, named in docs_support.TOOLS_REPO_IDS: each id
+  or abbreviation is replaced by the real one before comparing; `root` is how the block spells the
+  served folder.
 - `skip -- REASON`: not run, for the reason given (required).
 Every repository path (scripts/..., tests/..., ...) a command or a skipped block names must exist.
 """
@@ -48,10 +61,12 @@ import signal
 import socket
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from docs_support import (
@@ -61,18 +76,21 @@ from docs_support import (
     act,
     blocks,
     documents,
+    json_mismatches,
     missing_paths,
+    real_ids,
     repo_copy,
     run_env,
+    text_matches,
+    tools_repo,
+    with_real_ids,
 )
 from support import HANDSHAKE, HANDSHAKE_REPLY, INITIALIZED, REPO, McpProcess, validate_server_message, wait_for
 
 BIN = Path(sys.executable).parent  # the venv this suite runs in, where `pip install -e .` put shipcode-mcp
 # Pages owned by work in progress whose blocks are not marked yet. A page listed here must still have an
 # unmarked block (so it leaves this list the day it is marked); its marked blocks run like any other.
-PENDING = {
-    "docs/tools.md": "each tool's example (arguments, text, structuredContent) needs a marker and a kind",
-}
+PENDING: dict[str, str] = {}
 DOCS = documents()
 ALL = [block for doc in DOCS for block in blocks(doc)]
 MARKED = [block for block in ALL if block.kind is not None]
@@ -81,6 +99,43 @@ PYTHON_PRELUDE = 'from shipcode_mcp import *\nserver = Server("docs", "1.0.0")\n
 
 def by_kind(*kinds: str) -> list[Any]:
     return [pytest.param(block, id=block.name) for block in MARKED if block.kind in kinds]
+
+
+@dataclass
+class ToolExample:
+    """One tool call a doc shows: the tool, its arguments (a `tool` block, or none for `{}`) and the blocks
+    of its result (`tool-text`, `tool-json`)."""
+
+    doc: str
+    tool: str
+    arguments: Block | None
+    results: list[Block] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return (self.arguments or self.results[0]).name
+
+
+def tool_examples() -> list[ToolExample]:
+    """The marked blocks of kinds tool, tool-text and tool-json, grouped by call: a result block belongs to
+    the `tool` block before it in the same doc, or starts a call of its own with `call=NAME`."""
+    examples: list[ToolExample] = []
+    current: ToolExample | None = None
+    for block in MARKED:
+        if block.kind == "tool":
+            (tool,) = block.options
+            current = ToolExample(block.doc, tool, block)
+            examples.append(current)
+        elif block.kind in ("tool-text", "tool-json"):
+            if "call" in block.options:
+                current = ToolExample(block.doc, block.options["call"], None)
+                examples.append(current)
+            assert current is not None and current.doc == block.doc, (
+                f"{block.name}: a {block.kind} block follows a `tool` block, or says `call=NAME`")
+            current.results.append(block)
+        else:
+            current = None
+    return examples
 
 
 @pytest.mark.parametrize("doc", DOCS)
@@ -206,6 +261,41 @@ def test_transcript(block: Block, tmp_path: Path) -> None:
                 raise AssertionError(f"{block.name}: a transcript line is '> ...', '< ...' or '  (...)': {line!r}")
         assert server.close() == 0, server.stderr.decode()[-2000:]
         assert server.read_raw() is None, "the server said more than the doc shows"
+
+
+def test_every_tool_example_has_its_result() -> None:
+    """A `tool` block is followed by what it returns: its text, then (unless the prose gives it) its
+    structuredContent, once each."""
+    for example in tool_examples():
+        kinds = [block.kind for block in example.results]
+        assert kinds in (["tool-text"], ["tool-text", "tool-json"]), f"{example.name}: {kinds}"
+
+
+@pytest.mark.parametrize("example", [pytest.param(example, id=example.name) for example in tool_examples()])
+def test_tool(example: ToolExample, tmp_path: Path) -> None:
+    """The call as shown, to a real server on the fixture the doc describes: the same text, the same
+    structuredContent (but for the elisions the convention defines), which fits the tool's outputSchema."""
+    root = tools_repo(tmp_path).resolve()
+    ids = real_ids(root)
+    arguments = json.loads(example.arguments.text) if example.arguments else {}
+    command = [str(BIN / "shipcode-mcp"), "--allow-write", str(root)]
+    with McpProcess(command=command, cwd=REPO, env=run_env(BIN)) as server:
+        server.initialize()
+        tools = {tool["name"]: tool for tool in server.request("tools/list")["result"]["tools"]}
+        result = server.call_tool(example.tool, arguments)
+        assert server.close() == 0, server.stderr.decode()[-2000:]
+    assert result["isError"] is False, result
+    jsonschema.Draft202012Validator(tools[example.tool]["outputSchema"]).validate(result["structuredContent"])
+    (content,) = result["content"]
+    for block in example.results:
+        shown = with_real_ids(block.text, ids)
+        if "root" in block.options:
+            shown = shown.replace(block.options["root"], str(root))
+        if block.kind == "tool-text":
+            assert text_matches(shown, content["text"]), f"{block.name}: the doc shows\n{shown}\nthe server says\n{content['text']}"
+        else:
+            mismatches = json_mismatches(json.loads(shown), result["structuredContent"])
+            assert not mismatches, f"{block.name}: " + "\n".join(mismatches)
 
 
 @pytest.mark.parametrize("block", by_kind("python"))
