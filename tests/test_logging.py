@@ -219,6 +219,8 @@ def http_exchanges(port: int) -> None:
     assert client.call("nosuch/method").json()["error"]["code"] == -32601  # id 2
     stale = {**client.headers(), "Mcp-Session-Id": "0" * 32}
     assert http_request(port, "POST", {"jsonrpc": "2.0", "id": 9, "method": "ping"}, stale).status == 404
+    picky = {**client.headers(), "Accept": "text/html"}  # refused before its body is read
+    assert http_request(port, "POST", {"jsonrpc": "2.0", "id": 8, "method": "ping"}, picky).status == 406
     waiting: list[int] = []
 
     def wait() -> None:  # id 3: the response, once cancelled, is a 202 with no message
@@ -246,7 +248,7 @@ def test_debug_over_http_writes_a_line_per_request_in_uvicorns_format() -> None:
     stderr = stopped(process)
     assert request_lines(stderr) == {"0": ("initialize", "ok"), "1": ("tools/call", "ok"),
                                      "2": ("nosuch/method", "error -32601"), "9": ("ping", "http 404"),
-                                     "3": ("tools/call", "cancelled")}
+                                     "null": ("(unread)", "http 406"), "3": ("tools/call", "cancelled")}
     access = [line for line in stderr.decode().splitlines() if " uvicorn.access INFO: " in line]
     assert len(access) >= 6 and all(re.fullmatch(r'\d\d:\d\d:\d\d uvicorn\.access INFO: 127\.0\.0\.1:\d+ - '
                                                  r'"POST /mcp HTTP/1\.1" \d{3}', line) for line in access), access
@@ -264,7 +266,8 @@ def test_json_lines_over_http_ours_and_uvicorns() -> None:
     records = [json.loads(line) for line in stopped(process).splitlines()]
     assert all({"time", "level", "logger", "message"} <= set(record) for record in records)
     ours = {record["id"]: (record["outcome"], record.get("code")) for record in records if record["logger"] == "shipcode-mcp"}
-    assert ours == {0: ("ok", None), 1: ("ok", None), 2: ("error", -32601), 9: ("http 404", None), 3: ("cancelled", None)}
+    assert ours == {0: ("ok", None), 1: ("ok", None), 2: ("error", -32601), 9: ("http 404", None), None: ("http 406", None),
+                    3: ("cancelled", None)}
     access = [record for record in records if record["logger"] == "uvicorn.access"]
     assert len(access) >= 6 and all(record["http_method"] == "POST" and record["path"] == "/mcp" for record in access)
     assert {record["status"] for record in access} >= {200, 202, 404}
@@ -282,3 +285,18 @@ def test_the_cli_over_http_at_debug_says_its_start_then_each_request(tmp_path: P
     said = messages(stderr)
     assert said[0] == start_line([str(tmp_path)], url=f"http://127.0.0.1:{port}/mcp", stateless=True)
     assert request_lines(stderr) == {"1": ("tools/call", "error -32602")}
+
+
+def test_a_cancelled_listen_ends_its_debug_line_and_its_id_may_serve_again(tmp_path: Path) -> None:
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {"notifications": {}, "_meta": meta}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}},
+    ]
+    done = subprocess.run([sys.executable, "-m", "shipcode_mcp", "--log-level", "debug", str(tmp_path)],
+                          input="".join(json.dumps(line) + "\n" for line in lines).encode(), capture_output=True,
+                          timeout=30, env={"PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 0
+    said = done.stderr.decode()
+    assert "subscriptions/listen id=1 cancelled" in said and "tools/list id=1 ok" in said, said

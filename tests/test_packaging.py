@@ -77,7 +77,7 @@ def test_the_sdist_holds_the_sources_and_no_junk(dists: dict[str, Path]) -> None
     with tarfile.open(dists["sdist"]) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     assert dists["sdist"].name == f"shipcode_mcp-{__version__}.tar.gz"
-    assert {"pyproject.toml", "README.md", "PKG-INFO"} <= names
+    assert {"pyproject.toml", "README.md", "PKG-INFO", "LICENSE"} <= names
     assert {f"src/{path}" for path in PACKAGE} <= names
     junk = [name for name in names if re.search(r"(^|/)(\.venv|\.bench-cache|\.git|\.hypothesis|\.mypy_cache|\.pytest_cache|"
                                                 r"\.ruff_cache|__pycache__|tests|bench|build|dist)(/|$)|\.pyc$", name)]
@@ -92,6 +92,7 @@ def test_the_wheel_holds_the_package_and_the_command(dists: dict[str, Path]) -> 
         entry_points = archive.read(f"{info}/entry_points.txt").decode()
         metadata = archive.read(f"{info}/METADATA").decode()
     assert set(PACKAGE) <= names
+    assert f"{info}/licenses/LICENSE" in names  # the licence text travels with the package (PEP 639)
     assert all(name.startswith(("shipcode_mcp/", info)) for name in names)
     assert "shipcode-mcp = shipcode_mcp.cli:main" in entry_points
     for requirement in DEPENDENCIES:

@@ -115,6 +115,20 @@ def _not_given(tool: dict[str, Any]) -> dict[str, Any]:
     return {name: REQUIRED_VALUES[name] if name in required else None for name in schema.get("properties", {})}
 
 
+def _all_given(tool: dict[str, Any]) -> dict[str, Any]:
+    """A call that gives every argument a real value: the default where there is one, else one of its type."""
+    schema = tool["inputSchema"]
+    required = schema.get("required", [])
+    samples = {"string": "x", "integer": 1, "boolean": False}
+    call: dict[str, Any] = {}
+    for name, spec in schema.get("properties", {}).items():
+        if name in required:
+            call[name] = REQUIRED_VALUES[name]
+        else:
+            call[name] = spec["default"] if "default" in spec else samples[spec["anyOf"][0]["type"]]
+    return call
+
+
 def test_google_genai_converts_every_tool(listed: list[dict[str, Any]],
                                           converted: dict[str, dict[str, Any]]) -> None:
     for tool in listed:
@@ -175,8 +189,11 @@ def _check_strict(tool: dict[str, Any], strict: dict[str, Any]) -> None:
     validator = jsonschema.Draft202012Validator(strict)
     assert not list(validator.iter_errors(call)), (name, call, [e.message for e in validator.iter_errors(call)])
     jsonschema.Draft202012Validator(tool["inputSchema"]).validate(call)
+    given = _all_given(tool)
+    assert validator.is_valid(given), (name, given)
     for optional in set(properties) - set(tool["inputSchema"].get("required", [])):
-        assert validator.is_valid({**call, optional: None}), (name, optional)
+        alone = {**given, optional: None}  # this one left out, every other one given
+        assert validator.is_valid(alone), (name, optional, [e.message for e in validator.iter_errors(alone)])
 
 
 def test_a_strict_call_with_nulls_is_the_call_without_them(listed: list[dict[str, Any]], server: Tools,

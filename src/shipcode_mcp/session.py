@@ -599,9 +599,8 @@ class Session:
             request_id = params.get("requestId")
             if not jsonrpc.is_valid_id(request_id) or request_id not in self.in_flight or request_id in self.cancelled:
                 return []
-            if self.listeners.pop(request_id, None) is not None:  # a subscription: it just ends
-                del self.in_flight[request_id]
-                return []
+            if self.listeners.pop(request_id, None) is not None:  # a subscription: it just ends, unanswered
+                return [Cancel(self.in_flight.pop(request_id))]
             context = self.in_flight[request_id]
             self.cancelled.add(request_id)
             return [Cancel(context)]

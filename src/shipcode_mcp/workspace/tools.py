@@ -7,7 +7,7 @@ first, then git, then (with --allow-write) writing.
 
 from __future__ import annotations
 
-from ..primitives import Tool
+from ..primitives import Tool, ToolError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,18 +42,16 @@ def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
     Each argument not in `required` also accepts null, meaning "not given" (the handlers never see it):
     OpenAI strict mode makes every property required, so a model must be able to write "not given". The
     property keeps its bounds beside the `anyOf`, so a bad value is still refused with the precise
-    message ("limit: 0 is less than the minimum of 1"). The object is closed by `propertyNames` rather
-    than `"additionalProperties": false`, which google-genai's MCP conversion cannot read (a bool where
-    it expects a schema); a tool without arguments is closed by `maxProperties: 0`.
+    message ("limit: 0 is less than the minimum of 1"). The schema does not close the object: no
+    `"additionalProperties": false`, which google-genai's MCP conversion cannot read (a bool where it
+    expects a schema), and no `propertyNames` or `maxProperties`, which OpenAI's strict mode does not
+    accept (the strict converters add `additionalProperties: false` themselves). The tool refuses an
+    unknown argument all the same (see `_tool`).
     """
     schema: dict[str, Any] = {"type": "object", "properties": {
         name: spec if name in required else _nullable_argument(spec) for name, spec in properties.items()}}
     if required:
         schema["required"] = list(required)
-    if properties:
-        schema["propertyNames"] = {"enum": list(properties)}
-    else:
-        schema["maxProperties"] = 0
     return schema
 
 
@@ -417,7 +415,14 @@ WRITE_TOOLS: tuple[tuple[str, dict[str, Any], Handler, dict[str, bool]], ...] = 
 
 
 def _tool(name: str, spec: dict[str, Any], handler: Handler, roots: Roots, annotations: dict[str, bool]) -> Tool:
+    known = spec["input"]["properties"]
+
     def call(ctx: Context, arguments: dict[str, Any]) -> Any:
+        unknown = sorted(key for key in arguments if key not in known)
+        if unknown:  # the schema leaves the object open for the providers' sake; the tool does not
+            accepted = ", ".join(known) or "no arguments"
+            raise ToolError(f"Invalid arguments for tool {name}: unknown argument "
+                            f"{', '.join(repr(key) for key in unknown)} (it takes {accepted})")
         # null is "not given": the schema allows it only for optional arguments, which then take their
         # defaults exactly as when left out (strict function calling cannot leave an argument out).
         return handler(ctx, roots, {key: value for key, value in arguments.items() if value is not None})
