@@ -623,17 +623,11 @@ def header_mismatch(headers: Sequence[tuple[bytes, bytes]], message: Message,
     if key is not None and isinstance(params.get(key), str):
         expected.append(("Mcp-Name", params[key]))
     for name, body_value in expected:
-        wanted = name.lower().encode()
-        values = [value for header, value in headers if header.lower() == wanted]
-        if not values:
-            return f"Header mismatch: the {name} header is required"
-        if len(values) > 1:
-            return f"Header mismatch: the {name} header is sent {len(values)} times"
-        if _HEADER_VALUE.fullmatch(values[0]) is None:
-            return f"Header mismatch: the {name} header value contains invalid characters"
-        value = decode_header_value(values[0].decode("ascii")) if name == "Mcp-Name" else values[0].decode("ascii")
+        value, problem = _one_header(headers, name, sentinel=name == "Mcp-Name")
+        if problem is not None:
+            return problem
         if value is None:
-            return f"Header mismatch: the {name} header value is not valid =?base64?...?= (canonical base64 of UTF-8)"
+            return f"Header mismatch: the {name} header is required"
         if value != body_value:
             return f"Header mismatch: {name} header value {_shown(value)} does not match body value {_shown(body_value)}"
     if input_schema is not None and message.get("method") == "tools/call":
@@ -649,24 +643,19 @@ def _params_mismatch(headers: Sequence[tuple[bytes, bytes]], schema: dict[str, A
     true/false); a header no argument is marked for is not ours to judge."""
     for name, path in _mirrored(schema):
         header = f"Mcp-Param-{name}"
-        wanted = header.lower().encode()
-        values = [value for field, value in headers if field.lower() == wanted]
         body_value: Any = arguments
         for key in path:
             body_value = body_value.get(key) if isinstance(body_value, dict) else None
+        sent = any(field.lower() == header.lower().encode() for field, _ in headers)
         if body_value is None:
-            if values:
+            if sent:
                 return f"Header mismatch: the {header} header is sent but the argument has no value"
             continue
-        if not values:
-            return f"Header mismatch: the {header} header is required"
-        if len(values) > 1:
-            return f"Header mismatch: the {header} header is sent {len(values)} times"
-        if _HEADER_VALUE.fullmatch(values[0]) is None:
-            return f"Header mismatch: the {header} header value contains invalid characters"
-        value = decode_header_value(values[0].decode("ascii"))
+        value, problem = _one_header(headers, header, sentinel=True)
+        if problem is not None:
+            return problem
         if value is None:
-            return f"Header mismatch: the {header} header value is not valid =?base64?...?= (canonical base64 of UTF-8)"
+            return f"Header mismatch: the {header} header is required"
         if not _same_value(value, body_value):
             return f"Header mismatch: {header} header value {_shown(value)} does not match body value {_shown(body_value)}"
     return None
@@ -705,6 +694,24 @@ def _same_value(header: str, body: Any) -> bool:
         except (ArithmeticError, ValueError):
             return False
     return isinstance(body, str) and header == body
+
+
+def _one_header(headers: Sequence[tuple[bytes, bytes]], name: str, *, sentinel: bool) -> tuple[str | None, str | None]:
+    """(the value of header `name`, None), decoded from `=?base64?...?=` when `sentinel`; (None, None) when
+    it is absent; (None, why) when it is sent twice or cannot be read."""
+    wanted = name.lower().encode()
+    values = [value for field, value in headers if field.lower() == wanted]
+    if not values:
+        return None, None
+    if len(values) > 1:
+        return None, f"Header mismatch: the {name} header is sent {len(values)} times"
+    if _HEADER_VALUE.fullmatch(values[0]) is None:
+        return None, f"Header mismatch: the {name} header value contains invalid characters"
+    text = values[0].decode("ascii")
+    value = decode_header_value(text) if sentinel else text
+    if value is None:
+        return None, f"Header mismatch: the {name} header value is not valid =?base64?...?= (canonical base64 of UTF-8)"
+    return value, None
 
 
 def decode_header_value(value: str) -> str | None:

@@ -4,7 +4,8 @@ An ASGI middleware around the app, installed only at debug level (nothing to pay
 POST's body as the app does and the answer as the client does: the response with the request's id, in
 a JSON body or among the events of an SSE stream. A request answered by none (the client cancelled it
 or went away, the session ended) is `cancelled`; one refused before it reached MCP (a 4xx with no
-JSON-RPC error) is `http STATUS`, as `(unread)` when it was refused before its body was read. Notifications and the client's responses are not requests: no line.
+JSON-RPC error) is `http STATUS`, as `(unread)` when it was refused before its body was read.
+Notifications and the client's responses are not requests: no line.
 """
 
 from __future__ import annotations
