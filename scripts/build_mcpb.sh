@@ -18,24 +18,12 @@ PYTHON="${PYTHON:-.venv/bin/python}"
 CLI="$CACHE/node_modules/@anthropic-ai/mcpb/dist/cli/cli.js"
 
 if [ ! -f "$CLI" ]; then
-  if ! command -v npm >/dev/null; then
-    echo "build_mcpb: npm is not on PATH" >&2
-    exit 3
-  fi
+  source scripts/npm_cache.sh
   echo "build_mcpb: installing @anthropic-ai/mcpb@$MCPB_VERSION into $CACHE" >&2
-  mkdir -p "$(dirname "$CACHE")"
-  STAGING_CACHE="$(mktemp -d "$CACHE.partial.XXXXXX")"
+  STAGING_CACHE="$(cache_staging build_mcpb "$CACHE")"
   trap 'rm -rf "$STAGING_CACHE"' EXIT
-  if ! npm install --prefix "$STAGING_CACHE" --no-audit --no-fund --loglevel=error "@anthropic-ai/mcpb@$MCPB_VERSION" >&2; then
-    if ! npm ping >/dev/null 2>&1; then
-      echo "build_mcpb: the npm registry cannot be reached" >&2
-      exit 3
-    fi
-    echo "build_mcpb: npm install failed" >&2
-    exit 1
-  fi
-  rm -rf "$CACHE"
-  mv -T "$STAGING_CACHE" "$CACHE" 2>/dev/null || true   # another run may have put its own in place meanwhile
+  npm_into build_mcpb "$STAGING_CACHE" "@anthropic-ai/mcpb@$MCPB_VERSION"
+  into_place "$STAGING_CACHE" "$CACHE"
   trap - EXIT
 fi
 mcpb() { node "$CLI" "$@"; }

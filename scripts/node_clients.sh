@@ -18,27 +18,12 @@ CACHE="${NODE_CLIENTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shipcode-mcp/node-c
 NODE="$CACHE/node_modules/node/bin/node"
 CLIENT="$CACHE/node_modules/@modelcontextprotocol/client/package.json"
 if [ ! -x "$NODE" ] || [ ! -f "$CLIENT" ]; then
-  if ! command -v npm >/dev/null; then
-    echo "node_clients: npm is not on PATH" >&2
-    exit 3
-  fi
+  source scripts/npm_cache.sh
   echo "node_clients: installing node@$NODE_VERSION and @modelcontextprotocol/client@$CLIENT_VERSION into $CACHE" >&2
-  # Into a fresh folder first, then renamed into place: a run that stops half way leaves no half cache,
-  # and two runs at once cannot mix their files.
-  mkdir -p "$(dirname "$CACHE")"
-  STAGING="$(mktemp -d "$CACHE.partial.XXXXXX")"
+  STAGING="$(cache_staging node_clients "$CACHE")"
   trap 'rm -rf "$STAGING"' EXIT
-  if ! npm install --prefix "$STAGING" --no-audit --no-fund --loglevel=error \
-      "node@$NODE_VERSION" "@modelcontextprotocol/client@$CLIENT_VERSION" >&2; then
-    if ! npm ping >/dev/null 2>&1; then
-      echo "node_clients: the npm registry cannot be reached" >&2
-      exit 3
-    fi
-    echo "node_clients: npm install failed" >&2
-    exit 1
-  fi
-  rm -rf "$CACHE"
-  mv -T "$STAGING" "$CACHE" 2>/dev/null || true   # another run may have put its own in place meanwhile
+  npm_into node_clients "$STAGING" "node@$NODE_VERSION" "@modelcontextprotocol/client@$CLIENT_VERSION"
+  into_place "$STAGING" "$CACHE"
 fi
 if [ "$("$NODE" --version)" != "v$NODE_VERSION" ]; then
   echo "node_clients: $NODE is not Node $NODE_VERSION (remove $CACHE and run again)" >&2

@@ -27,25 +27,10 @@ CACHE="${PROVIDER_CONVERTERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shipcode-mcp
 if [ ! -f "$CACHE/complete" ]; then
   echo "provider_converters: installing ${PYTHON_PINS[*]}, @modelcontextprotocol/inspector@$INSPECTOR_VERSION" \
        "and node@$NODE_VERSION into $CACHE" >&2
-  if ! command -v npm >/dev/null; then
-    echo "provider_converters: npm is not on PATH" >&2
-    exit 3
-  fi
-  # Into a fresh folder first, then renamed into place: a run that stops half way leaves no half cache,
-  # and two runs at once cannot mix their files. (The venv is only ever run as venv/bin/python, which
-  # finds its packages relative to itself, so it may move.)
-  mkdir -p "$(dirname "$CACHE")"
-  STAGING="$(mktemp -d "$CACHE.partial.XXXXXX")"
+  source scripts/npm_cache.sh
+  STAGING="$(cache_staging provider_converters "$CACHE")"  # the venv is only run as venv/bin/python, so it may move
   trap 'rm -rf "$STAGING"' EXIT
-  if ! npm install --prefix "$STAGING" --no-audit --no-fund --loglevel=error \
-      "node@$NODE_VERSION" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >&2; then
-    if ! npm ping >/dev/null 2>&1; then
-      echo "provider_converters: the npm registry cannot be reached" >&2
-      exit 3
-    fi
-    echo "provider_converters: npm install failed" >&2
-    exit 1
-  fi
+  npm_into provider_converters "$STAGING" "node@$NODE_VERSION" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION"
   "$PYTHON" -m venv "$STAGING/venv"
   if ! "$STAGING/venv/bin/python" -m pip install --quiet --disable-pip-version-check "${PYTHON_PINS[@]}" >&2; then
     if ! "$STAGING/venv/bin/python" -m pip download --quiet --no-deps --dest "$STAGING/probe" \
@@ -57,8 +42,7 @@ if [ ! -f "$CACHE/complete" ]; then
     exit 1
   fi
   touch "$STAGING/complete"
-  rm -rf "$CACHE"
-  mv -T "$STAGING" "$CACHE" 2>/dev/null || true   # another run may have put its own in place meanwhile
+  into_place "$STAGING" "$CACHE"
 fi
 if [ "$("$CACHE/node_modules/node/bin/node" --version)" != "v$NODE_VERSION" ]; then
   echo "provider_converters: $CACHE holds no Node $NODE_VERSION (remove it and run again)" >&2
