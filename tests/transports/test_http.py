@@ -174,6 +174,19 @@ def test_a_body_over_the_limit_gets_413() -> None:
     ({"Origin": "http://127.0.0.1:9"}, 200),
     ({"Origin": "http://[::1]:80", "Host": "[::1]:8080"}, 200),
     ({"Host": "localhost"}, 200),
+    ({"Host": "127.5.6.7:80"}, 200),
+    ({"Host": "[::1]"}, 200),
+    ({"Origin": "https://localhost"}, 200),
+    # What a lenient reading lets through: a loopback name in front, the attacker's behind.
+    ({"Host": "127.0.0.1:8080@evil.example.com"}, 403),
+    ({"Host": "[::1]evil.example.com"}, 403),
+    ({"Host": "127.0.0.1.evil.example.com"}, 403),
+    ({"Host": "localhost.evil.example.com"}, 403),
+    ({"Host": "localhost:80:80"}, 403),
+    ({"Origin": "http://localhost:1@evil.example.com"}, 403),
+    ({"Origin": "http://127.0.0.1.evil.example.com"}, 403),
+    ({"Origin": "http://[::1]evil.example.com"}, 403),
+    ({"Origin": "file://localhost"}, 403),
 ])
 def test_origin_and_host_are_checked_against_dns_rebinding(port: int, headers: dict[str, str], status: int) -> None:
     reply = request(port, "POST", initialize(), {**MCP_HEADERS, **headers})

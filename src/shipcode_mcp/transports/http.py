@@ -286,9 +286,10 @@ class StreamableHttp:
     def _check_origin_and_host(self, request: Request) -> Response | None:
         """DNS-rebinding protection: a web page must not reach a local server through a name it controls."""
         host = request.headers.get("host", "").lower()
-        hostname = _hostname(host)
-        host_ok = (self.allow_loopback and is_loopback(hostname)) or (self.allowed_hosts is not None and (
-            "*" in self.allowed_hosts or host in self.allowed_hosts or hostname in self.allowed_hosts))
+        hostname = _hostname(host)  # None: not a host[:port] at all (userinfo, junk after a bracket, ...)
+        host_ok = hostname is not None and ((self.allow_loopback and is_loopback(hostname)) or (
+            self.allowed_hosts is not None and (
+                "*" in self.allowed_hosts or host in self.allowed_hosts or hostname in self.allowed_hosts)))
         if not host_ok:
             return _error(403, f"Forbidden: Host {host!r} is not allowed")
         origin = request.headers.get("origin")
@@ -297,8 +298,10 @@ class StreamableHttp:
         normalized = origin.rstrip("/").lower()
         if "*" in self.allowed_origins or normalized in self.allowed_origins:
             return None
-        origin_host = _hostname(urlsplit(normalized).netloc)
-        if self.allow_loopback and is_loopback(origin_host):
+        parts = urlsplit(normalized)
+        origin_host = _hostname(parts.netloc) if parts.scheme in ("http", "https") and not (
+            parts.path or parts.query or parts.fragment) else None
+        if self.allow_loopback and origin_host is not None and is_loopback(origin_host):
             return None  # a page served from this machine, to a server that accepts loopback names
         return _error(403, f"Forbidden: Origin {origin!r} is not allowed")
 
@@ -579,11 +582,16 @@ class StreamableHttp:
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-def _hostname(host: str) -> str:
-    """'example.com:8080' -> 'example.com', '[::1]:80' -> '[::1]'."""
-    if host.startswith("["):
-        return host[: host.find("]") + 1]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+_HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)(?::[0-9]{1,5})?")
+"""host[:port] as RFC 9110 allows it in Host (and an origin's authority): a bracketed IPv6 address or a
+name / IPv4 address, then an optional port; nothing else (no userinfo `@`, nothing after the bracket)."""
+
+
+def _hostname(host: str) -> str | None:
+    """'example.com:8080' -> 'example.com', '[::1]:80' -> '[::1]'; None for anything that is not a host
+    and an optional port ('127.0.0.1:80@evil.com', '[::1]evil'), which no check may read leniently."""
+    match = _HOST.fullmatch(host.lower())
+    return match.group(1) if match is not None else None
 
 
 def _accepts(header: str | None) -> tuple[bool, bool]:
@@ -832,9 +840,19 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
 
 
 def is_loopback(host: str) -> bool:
-    """A name or address of this machine: localhost, 127.0.0.0/8 or ::1 (bracketed or not)."""
-    host = host.lower().strip("[]")
-    return host in ("localhost", "::1") or host.startswith("127.")
+    """A name or address of this machine: localhost, an address of 127.0.0.0/8, or ::1 (bracketed or
+    not). An address, not a prefix: 127.0.0.1.evil.com is somebody's name."""
+    import ipaddress
+
+    host = host.lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, path: str = "/mcp",
