@@ -107,7 +107,7 @@ def outcome_of(response: Any) -> tuple[str, int | None]:
 
 def request(method: str, request_id: Any, seconds: float, outcome: str, code: int | None = None) -> None:
     """The debug line of one request: `tools/call id=3 error -32602 1.2 ms`; its fields in JSON."""
-    if LEVELS["debug"] < _threshold:
+    if not enabled("debug"):
         return
     import json
 

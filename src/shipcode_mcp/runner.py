@@ -70,9 +70,7 @@ class Runner(Channel):
         with self._lock:
             actions = self.session.receive(message)
         self.perform(actions)
-        if not self._connected and self.session.listeners:
-            self._connected = True
-            self.server.connect(self)
+        self._join_while_listening()
 
     def run_job(self, job: Job) -> None:
         """Run deferred work and answer its request, whatever the work raised."""
@@ -90,6 +88,10 @@ class Runner(Channel):
         response: list[Action] = [action for action in actions if isinstance(action, Send)]
         job.context.finish(lambda: self.perform(response))  # never after the request was cancelled
         self.perform([action for action in actions if not isinstance(action, Send)])
+        self._join_while_listening()
+
+    def _join_while_listening(self) -> None:
+        """A stateless runner whose request opened a subscription joins the server's clients, to hear changes."""
         if not self._connected and self.session.listeners:
             self._connected = True
             self.server.connect(self)

@@ -224,6 +224,12 @@ class Job:
         return JsonRpcError(jsonrpc.INTERNAL_ERROR)
 
 
+def _in_use(msg_id: Id) -> Send:
+    """The answer to a request whose id another request in progress holds."""
+    return Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")),
+                msg_id)
+
+
 def _served_later(handler: RequestHandler, session: Session, context: Context) -> dict[str, Any]:
     """A request held for the roots it brought: its handler runs off the reading loop once they are the
     server's, then its work on the same worker. Only the requests that may ask (tools/call,
@@ -344,8 +350,7 @@ class Session:
         """Call the handler of a request; answer at once, or start its deferred work."""
         msg_id = context.request_id
         if msg_id in self.in_flight:
-            in_use = JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")
-            return [Send(jsonrpc.error(msg_id, in_use), msg_id)]
+            return [_in_use(msg_id)]
         context.on_loop = True
         outcome: dict[str, Any] | Deferred | InputRequired
         try:
@@ -416,8 +421,7 @@ class Session:
                 return [Send(self._response(context, adopting), msg_id)]
             if adopting:  # the whole request waits for the roots it brought, its handler included
                 if msg_id in self.in_flight:
-                    in_use = JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")
-                    return [*adopting, Send(jsonrpc.error(msg_id, in_use), msg_id)]
+                    return [*adopting, _in_use(msg_id)]
                 self.in_flight[msg_id] = context
                 return adopting + self._start(Job(context, Deferred(partial(_served_later, handler, self, context))))
         return self._serve(handler, context)
@@ -493,8 +497,7 @@ class Session:
                 "Invalid params: notifications must be an object; resourceSubscriptions a list of URIs"))), msg_id)]
         assert type(wanted) is dict
         if msg_id in self.in_flight:
-            in_use = JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")
-            return [Send(jsonrpc.error(msg_id, in_use), msg_id)]
+            return [_in_use(msg_id)]
         offered = self.server.capabilities()
         agreed: dict[str, Any] = {key: True for key, registry in era.LIST_FILTERS.items()
                                   if wanted.get(key) is True and offered.get(registry, {}).get("listChanged")}
