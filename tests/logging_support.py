@@ -2,27 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import re
 
 STAMP = rb"\d\d:\d\d:\d\d"
-
-
-def start_line(roots: list[str] | None = None, *, cwd: str = "", url: str | None = None, stateless: bool = False,
-               workers: int = 1, allow_write: bool = False, watch: bool = False, sandbox_required: bool = False) -> str:
-    """The start-up line's message, written out by hand for each mode (roots None: following the client's)."""
-    if roots is None:
-        served = f"the client's roots (or {os.path.realpath(cwd)} if it gives none)"
-    else:
-        served = ", ".join(os.path.realpath(root) for root in roots)
-    if url is None:
-        where = "over stdio"
-    else:
-        where = f"at {url} ({'stateless' if stateless else 'sessions'}{f', {workers} workers' if workers > 1 else ''})"
-    modes = ["writes allowed" if allow_write else "read-only", "watching for changes" if watch else "not watching"]
-    if sandbox_required:
-        modes.append("children sandboxed")
-    return f"serving {served} {where}; {', '.join([*modes, 'no auth'])}"
 
 
 def messages(stderr: bytes | str, level: str | None = None) -> list[str]:

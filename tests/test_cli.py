@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from logging_support import only_start_line, start_line
+from logging_support import only_start_line
 from shipcode_mcp.cli import _host_port, build_parser, parse_args
 from support import REPO, McpProcess, run_transcript
 
@@ -170,7 +170,8 @@ def test_require_sandbox_starts_where_the_kernel_sandbox_is(tmp_path: Path) -> N
     done = subprocess.run([sys.executable, "-m", "shipcode_mcp", "--require-sandbox", str(tmp_path)], input=INITIALIZE_LINE,
                           capture_output=True, text=True, timeout=30, env={"PYTHONPATH": str(REPO / "src")})
     assert done.returncode == 0
-    assert only_start_line(done.stderr, start_line([str(tmp_path)], sandbox_required=True)), done.stderr
+    assert only_start_line(done.stderr, f"serving {tmp_path} over stdio; read-only, not watching, children sandboxed, "
+                                        "no auth"), done.stderr
     assert done.stdout == ('{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{},'
                            '"resources":{}},"serverInfo":{"name":"shipcode-mcp","version":"1.0.0"}}}\n')
 
