@@ -62,6 +62,24 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a browser origin allowed besides loopback ones, e.g. https://app.example.com ('*': any)")
     http.add_argument("--allow-host", action="append", metavar="HOST",
                       help="a Host name to accept (default: loopback names when bound to loopback, any otherwise)")
+    secure = parser.add_argument_group("Securing HTTP (docs/http.md): a server beyond loopback needs one of the auth modes")
+    secure.add_argument("--auth-issuer", metavar="URL",
+                        help="be an OAuth 2.1 resource server of this authorization server: every request needs one of its "
+                        "access tokens, for this server (needs the 'auth' extra)")
+    secure.add_argument("--resource-url", metavar="URL",
+                        help="this server's canonical URL, the audience its tokens must name (default: the URL served, "
+                        "e.g. http://127.0.0.1:8765/mcp; give the public one behind a proxy)")
+    secure.add_argument("--auth-client-id", metavar="ID",
+                        help="the client id this server introspects opaque tokens with (RFC 7662), if the issuer needs it")
+    secure.add_argument("--auth-client-secret-file", metavar="FILE", help="the secret of --auth-client-id, in a file")
+    secure.add_argument("--auth-token-file", metavar="FILE",
+                        help="accept the bearer tokens listed in FILE, one 'TOKEN [SCOPE ...]' per line (scopes "
+                        "shipcode:read, shipcode:write; read-only when none); SIGHUP reads it again")
+    secure.add_argument("--insecure-no-auth", action="store_true",
+                        help="serve a non-loopback address without authentication: anyone who reaches the port gets the "
+                        "workspace (a warning says so)")
+    secure.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate (PEM; with --tls-key)")
+    secure.add_argument("--tls-key", metavar="FILE", help="the private key of --tls-cert (PEM)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.set_defaults(**_option_defaults())
     return parser
@@ -70,7 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _option_defaults() -> dict[str, Any]:
     """What the options mean when left out: the parser's defaults, and those of `parse_args` without it."""
     return {"log_level": "warning", "log_format": "text", "http": None, "stateless": False, "workers": 1,
-            "allow_origin": [], "allow_host": None, "state_key_file": None}
+            "allow_origin": [], "allow_host": None, "state_key_file": None, "auth_issuer": None, "resource_url": None,
+            "auth_client_id": None, "auth_client_secret_file": None, "auth_token_file": None, "insecure_no_auth": False,
+            "tls_cert": None, "tls_key": None}
 
 
 _SWITCHES = {"--allow-write": "allow_write", "--watch": "watch", "--require-sandbox": "require_sandbox"}
@@ -107,9 +127,11 @@ def _build(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_clien
 
 
 def announce(paths: Sequence[str], *, following: bool = False, url: str | None = None, stateless: bool = False,
-             workers: int = 1, allow_write: bool = False, watch: bool = False, sandbox_required: bool = False) -> None:
+             workers: int = 1, allow_write: bool = False, watch: bool = False, sandbox_required: bool = False,
+             auth: tuple[str, str] = ("none", "no auth")) -> None:
     """The start-up line: what is served, where, and how, for the person who started the server. It shows
-    at the default level (a notice) and hides with --log-level error or off; docs/logging.md shows each."""
+    at the default level (a notice) and hides with --log-level error or off; docs/logging.md shows each.
+    `auth` is (mode, how it reads): ("oauth", "OAuth, tokens of ISSUER for URL"), ("token-file", ...), ("none", "no auth")."""
     folders = ", ".join(paths)
     served = f"the client's roots (or {folders} if it gives none)" if following else folders
     if url is None:
@@ -119,10 +141,10 @@ def announce(paths: Sequence[str], *, following: bool = False, url: str | None =
     modes = ["writes allowed" if allow_write else "read-only", "watching for changes" if watch else "not watching"]
     if sandbox_required:
         modes.append("children sandboxed")
-    modes.append("no auth")
+    modes.append(auth[1])
     fields: dict[str, Any] = {"event": "start", "version": __version__, "roots": list(paths), "client_roots": following,
                               "transport": "stdio" if url is None else "http", "write": allow_write, "watch": watch,
-                              "sandbox": "required" if sandbox_required else "checked", "auth": "none"}
+                              "sandbox": "required" if sandbox_required else "checked", "auth": auth[0]}
     if url is not None:
         fields.update(url=url, stateless=stateless, workers=workers)
     log.notice(f"serving {served} {where}; {', '.join(modes)}", **fields)
@@ -145,9 +167,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     log.set_level(args.log_level)
     log.set_format(args.log_format)
-    if args.http is None and (args.stateless or args.workers != 1 or args.allow_origin or args.allow_host):
-        print("shipcode-mcp: --stateless, --workers, --allow-origin and --allow-host need --http", file=sys.stderr)
+    if args.http is None and (args.stateless or args.workers != 1 or args.allow_origin or args.allow_host or _securing(args)):
+        print("shipcode-mcp: --stateless, --workers, --allow-origin, --allow-host and the auth and TLS options need --http",
+              file=sys.stderr)
         return 2
+    if args.http is not None:
+        refused = _unsafe(args)
+        if refused is not None:
+            print(f"shipcode-mcp: {refused}", file=sys.stderr)
+            return 2
     if args.workers < 1:
         print("shipcode-mcp: --workers takes a number of processes, 1 or more", file=sys.stderr)
         return 2
@@ -211,18 +239,34 @@ def _serve_http(server: Server, workspace: Roots, args: Any, argv: list[str]) ->
         print(f"shipcode-mcp: --http needs the 'http' extra ({log.install_hint('http')}): {err}", file=sys.stderr)
         return 2
     host, port = args.http
-    announce(workspace.paths, url=f"http://{_url_host(host)}:{port}/mcp", stateless=args.stateless, workers=args.workers,
-             allow_write=args.allow_write, watch=args.watch, sandbox_required=args.require_sandbox)
+    try:
+        auth = _resource_server(args)
+    except ImportError as err:
+        print(f"shipcode-mcp: the auth options need the 'auth' extra ({log.install_hint('auth')}): {err}", file=sys.stderr)
+        return 2
+    except ValueError as err:
+        print(f"shipcode-mcp: {err}", file=sys.stderr)
+        return 2
+    from .transports.hosts import is_loopback
+
+    if auth is None and not is_loopback(host):
+        log.warning(f"--insecure-no-auth: anyone who can reach {host}:{port} can use the workspace "
+                    f"({'read and write' if args.allow_write else 'read'}) without a token")
+    announce(workspace.paths, url=_served_url(args), stateless=args.stateless, workers=args.workers,
+             allow_write=args.allow_write, watch=args.watch, sandbox_required=args.require_sandbox,
+             auth=_auth_mode(auth))
+    tls = (args.tls_cert, args.tls_key) if args.tls_cert else None
     if args.workers == 1:
         return http.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
-                               allowed_hosts=args.allow_host, log_level=args.log_level)
+                               allowed_hosts=args.allow_host, log_level=args.log_level, auth=auth, tls=tls)
     os.environ[ARGV_VARIABLE] = json.dumps(argv)  # each worker builds its own server from it: see http_app
     if args.state_key_file is None:  # one random key for all the workers, so a client's retry may land on any
         from .request_state import KEY_ENV
 
         os.environ[KEY_ENV] = os.urandom(32).hex()
+    tls_options = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
     return http.run_uvicorn(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
-                            log_level=args.log_level)
+                            log_level=args.log_level, **tls_options)
 
 
 def http_app() -> Any:
@@ -246,12 +290,85 @@ def http_app() -> Any:
         state_key = bytes.fromhex(shared) if shared else None
     server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch, state_key=state_key)
     app = http.create_app(server, stateless=True, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
-                          host=args.http[0])
+                          host=args.http[0], auth=_resource_server(args))
     if not log.enabled("debug"):
         return app
     from .transports.request_log import RequestLog  # one line per request (docs/logging.md)
 
     return RequestLog(app)
+
+
+def _securing(args: Any) -> bool:
+    return any(getattr(args, name) for name in ("auth_issuer", "resource_url", "auth_client_id", "auth_client_secret_file",
+                                                "auth_token_file", "insecure_no_auth", "tls_cert", "tls_key"))
+
+
+def _unsafe(args: Any) -> str | None:
+    """Why the HTTP options cannot be served as given: above all, a server reachable beyond this machine
+    with nobody checked, unless --insecure-no-auth says that is meant."""
+    from .transports.hosts import is_loopback
+
+    host = args.http[0]
+    if args.auth_issuer and args.auth_token_file:
+        return "--auth-issuer and --auth-token-file are two ways to check tokens: choose one"
+    if not args.auth_issuer and (args.resource_url or args.auth_client_id or args.auth_client_secret_file):
+        return "--resource-url, --auth-client-id and --auth-client-secret-file go with --auth-issuer"
+    if bool(args.auth_client_id) != bool(args.auth_client_secret_file):
+        return "--auth-client-id and --auth-client-secret-file go together"
+    if bool(args.tls_cert) != bool(args.tls_key):
+        return "--tls-cert and --tls-key go together"
+    for path in (args.tls_cert, args.tls_key):
+        if path and not os.path.isfile(path):
+            return f"no such file: {path}"
+    authenticated = bool(args.auth_issuer or args.auth_token_file)
+    if authenticated and args.insecure_no_auth:
+        return "--insecure-no-auth contradicts --auth-issuer / --auth-token-file"
+    if not authenticated and not args.insecure_no_auth and not is_loopback(host):
+        return (f"refusing to serve {host} without authentication: anyone who reaches the port would get the workspace. "
+                "Give --auth-issuer URL (OAuth) or --auth-token-file FILE, listen on 127.0.0.1, or say --insecure-no-auth "
+                "(docs/http.md, \"Securing a remote server\")")
+    if args.auth_issuer and not args.resource_url and host in ("0.0.0.0", "::", ""):
+        return f"--auth-issuer on {host}: give --resource-url, the URL clients use (tokens must name it as their audience)"
+    return None
+
+
+def _served_url(args: Any) -> str:
+    host, port = args.http
+    return f"{'https' if args.tls_cert else 'http'}://{_url_host(host)}:{port}/mcp"
+
+
+def _resource_server(args: Any) -> Any:
+    """The token checks the options ask for (transports.http_auth.ResourceServer), or None."""
+    if not (args.auth_issuer or args.auth_token_file):
+        return None
+    from .transports.http_auth import ResourceServer
+
+    if args.auth_token_file:
+        from .auth.token_file import TokenFile
+
+        return ResourceServer(TokenFile(args.auth_token_file), resource=args.resource_url or _served_url(args))
+    from .auth.issuer import IssuerVerifier
+
+    secret = None
+    if args.auth_client_secret_file:
+        try:
+            with open(args.auth_client_secret_file, encoding="utf-8") as handle:
+                secret = handle.read().strip()
+        except OSError as err:
+            raise ValueError(f"--auth-client-secret-file {args.auth_client_secret_file}: {err.strerror or err}") from None
+    resource = args.resource_url or _served_url(args)
+    verifier = IssuerVerifier(args.auth_issuer, resource, client_id=args.auth_client_id, client_secret=secret)
+    return ResourceServer(verifier, resource=resource, authorization_servers=[args.auth_issuer])
+
+
+def _auth_mode(auth: Any) -> tuple[str, str]:
+    if auth is None:
+        return ("none", "no auth")
+    from .auth.token_file import TokenFile
+
+    if isinstance(auth.verifier, TokenFile):
+        return ("token-file", f"bearer tokens from {auth.verifier.path} ({len(auth.verifier)})")
+    return ("oauth", auth.verifier.describe())
 
 
 def _state_key(path: str | None) -> bytes | None:

@@ -294,6 +294,7 @@ class Session:
         self.client_capabilities: dict[str, Any] = {}
         self.capabilities: dict[str, Any] | None = None  # what our first initialize result declared
         self.log_level: str | None = None
+        self.principal: str | None = None  # who the transport says is calling (a token's subject); binds request states
         self.in_flight: dict[Id, Context] = {}
         self.cancelled: set[Id] = set()  # in flight, and the client cancelled them: no answer, no change
         self.outgoing: dict[int, Id | None] = {}  # our requests to the client -> the client request each serves
@@ -457,7 +458,7 @@ class Session:
                     raise JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: inputResponses must map keys to results")
             carried = {}
             if "requestState" in params:
-                carried = self.server.request_states.open(params["requestState"], method, params)
+                carried = self.server.request_states.open(params["requestState"], method, params, self.principal)
             context.rounds = Rounds(carried, responses)
         return context
 
@@ -483,7 +484,8 @@ class Session:
         given) travels signed in `requestState` (a lone roots question carries nothing, so no state)."""
         out: dict[str, Any] = {"resultType": "input_required", "inputRequests": {need.key: need.request}}
         if need.carried:
-            out["requestState"] = self.server.request_states.seal(context.method, context.params, need.carried)
+            out["requestState"] = self.server.request_states.seal(context.method, context.params, need.carried,
+                                                                  self.principal)
         out["_meta"] = {era.SERVER_INFO_KEY: self.server.server_info()}
         return out
 

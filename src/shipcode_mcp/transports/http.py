@@ -56,15 +56,19 @@ from ..context import LOG_LEVELS, PROTOCOL_VERSION
 from ..era import CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, VERSION_KEY, modern_meta
 from ..jsonrpc import JsonRpcError
 from ..runner import Runner
+from .hosts import hostname as _hostname
+from .hosts import is_loopback
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 
     from starlette.types import Receive, Scope, Send
 
+    from ..auth.tokens import Principal
     from ..jsonrpc import Id, Message
     from ..server import Server
     from ..session import Job, Outcome
+    from .http_auth import ResourceServer
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
@@ -90,6 +94,7 @@ class HttpSession(Runner):
         super().__init__(transport.server, stateless=session_id is None)
         self.transport = transport
         self.id = session_id
+        self.owner: str | None = None  # the caller (Principal.key) a session belongs to, when tokens are checked
         self.requests: dict[Id, asyncio.Queue[Any]] = {}  # open POST exchanges, by request id
         self.standalone: collections.deque[Message] = collections.deque(maxlen=STANDALONE_BUFFER)
         self.wake = asyncio.Event()
@@ -193,10 +198,12 @@ class StreamableHttp:
     def __init__(self, server: Server, *, stateless: bool = False, allowed_origins: Iterable[str] = (),
                  allowed_hosts: Iterable[str] | None = None, allow_loopback: bool | None = None,
                  session_idle_timeout: float = 3600.0, keepalive: float = 15.0, max_workers: int = 64,
-                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
+                 max_body_bytes: int = MAX_BODY_BYTES, auth: ResourceServer | None = None) -> None:
         """`allowed_hosts` None accepts loopback Host names only; `allow_loopback` (default: when
-        `allowed_hosts` is None) also accepts loopback names and origins beside `allowed_hosts`."""
+        `allowed_hosts` is None) also accepts loopback names and origins beside `allowed_hosts`. With
+        `auth`, every request needs a bearer token it accepts (docs/http.md, "Securing a remote server")."""
         self.server = server
+        self.auth = auth
         self.stateless = stateless
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
@@ -269,6 +276,12 @@ class StreamableHttp:
         self._bind_loop()
         request = Request(scope, receive)
         response = self._check_origin_and_host(request)
+        if response is None and self.auth is not None:
+            found = await self.auth.authenticate(request)
+            if isinstance(found, Response):
+                response = found
+            else:
+                scope["auth"] = found
         if response is None:
             if request.method == "POST":
                 response = await self._post(request)
@@ -310,18 +323,27 @@ class StreamableHttp:
         version = request.headers.get(VERSION_HEADER)
         if not creating and version is not None and version != PROTOCOL_VERSION:
             return _error(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r} (this server speaks {PROTOCOL_VERSION})")
+        caller = _principal(request)
         if self.stateless:
-            return HttpSession(self, None)
+            return self._runner(caller)
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is None:
             if creating:
-                return HttpSession(self, secrets.token_hex(16))
+                return self._runner(caller, secrets.token_hex(16))
             return _error(400, "Bad Request: the Mcp-Session-Id header is required")
         http_session = self.sessions.get(session_id)
-        if http_session is None:
+        if http_session is None or http_session.owner != (caller.key if caller is not None else None):
+            # Another caller's session is answered as if it did not exist: its id reveals nothing.
             return _error(404, "Not Found: no such session (it ended or never existed); initialize a new one")
         http_session.last_seen = time.monotonic()
         return http_session
+
+    def _runner(self, caller: Principal | None, session_id: str | None = None) -> HttpSession:
+        """A new session (or a stateless request's runner), owned by the caller when tokens are checked."""
+        runner = HttpSession(self, session_id)
+        if caller is not None:
+            runner.owner = runner.session.principal = caller.key
+        return runner
 
     # -- POST -------------------------------------------------------------------------------------
     async def _post(self, request: Request) -> Response:
@@ -341,6 +363,10 @@ class StreamableHttp:
         kind = jsonrpc.classify(message)
         if kind == "invalid":
             return _json(400, jsonrpc.invalid_request(message))
+        if self.auth is not None and kind == "request":
+            refused = self.auth.check(_principal(request), message, self.server)
+            if refused is not None:
+                return refused
         if kind != "response" and _is_modern(message):
             return await self._post_modern(request, message, wants_json, wants_sse)
         is_request = kind == "request"
@@ -427,7 +453,7 @@ class StreamableHttp:
 
     # -- POST, modern (2026-07-28): one runner per request, no session ---------------------------------
     async def _post_modern(self, request: Request, message: Message, wants_json: bool, wants_sse: bool) -> Response:
-        runner = HttpSession(self, None)
+        runner = self._runner(_principal(request))
         if "id" not in message:  # a notification: nothing to answer (cancelling is closing a stream)
             runner.receive(message)
             return Response(status_code=202)
@@ -582,18 +608,6 @@ class StreamableHttp:
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-_HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)(?::[0-9]{1,5})?")
-"""host[:port] as RFC 9110 allows it in Host (and an origin's authority): a bracketed IPv6 address or a
-name / IPv4 address, then an optional port; nothing else (no userinfo `@`, nothing after the bracket)."""
-
-
-def _hostname(host: str) -> str | None:
-    """'example.com:8080' -> 'example.com', '[::1]:80' -> '[::1]'; None for anything that is not a host
-    and an optional port ('127.0.0.1:80@evil.com', '[::1]evil'), which no check may read leniently."""
-    match = _HOST.fullmatch(host.lower())
-    return match.group(1) if match is not None else None
-
-
 def _accepts(header: str | None) -> tuple[bool, bool]:
     """(application/json, text/event-stream) acceptable? No Accept header means anything (RFC 9110)."""
     if header is None:
@@ -768,6 +782,12 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
+def _principal(request: Request) -> Principal | None:
+    """Who sent the request, when the endpoint checks tokens (set by StreamableHttp.__call__)."""
+    found: Principal | None = request.scope.get("auth")
+    return found
+
+
 def _cancel_all(handles: list[asyncio.TimerHandle]) -> None:
     for handle in handles:
         handle.cancel()
@@ -810,7 +830,8 @@ async def _nothing() -> AsyncIterator[bytes]:
 
 def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, allowed_origins: Iterable[str] = (),
                allowed_hosts: Iterable[str] | None = None, host: str | None = None, session_idle_timeout: float = 3600.0,
-               max_workers: int = 64, max_body_bytes: int = MAX_BODY_BYTES, keepalive: float = 15.0) -> Starlette:
+               max_workers: int = 64, max_body_bytes: int = MAX_BODY_BYTES, keepalive: float = 15.0,
+               auth: ResourceServer | None = None) -> Starlette:
     """A Starlette app serving `server` at `path`.
 
     `allowed_hosts` None accepts loopback Host names only (DNS-rebinding protection for a local
@@ -819,7 +840,8 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
     loopback names rather than replace them. `allowed_origins` lists the browser
     origins allowed besides loopback ones ("*" for any). Sessions unused for `session_idle_timeout`
     seconds end (0: never). `max_workers` threads run handlers; a body over `max_body_bytes` gets
-    413; an idle GET stream carries a comment every `keepalive` seconds.
+    413; an idle GET stream carries a comment every `keepalive` seconds. With `auth`, every request
+    needs a bearer token `auth` accepts, and the Protected Resource Metadata is served (RFC 9728).
     """
     local = host is None or is_loopback(host)
     if allowed_hosts is None and not local:
@@ -827,52 +849,48 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
     endpoint = StreamableHttp(server, stateless=stateless, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts,
                               allow_loopback=local,
                               session_idle_timeout=session_idle_timeout, max_workers=max_workers,
-                              max_body_bytes=max_body_bytes, keepalive=keepalive)
+                              max_body_bytes=max_body_bytes, keepalive=keepalive, auth=auth)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         endpoint.shutdown()
 
-    app = Starlette(routes=[Route(path, endpoint)], lifespan=lifespan)
+    routes = [Route(path, endpoint)]
+    if auth is not None and auth.discoverable:
+        metadata = auth.metadata_response()
+
+        async def protected_resource_metadata(request: Request) -> Response:
+            return metadata
+
+        routes += [Route(where, protected_resource_metadata, methods=["GET"]) for where in auth.metadata_paths()]
+    app = Starlette(routes=routes, lifespan=lifespan)
     app.state.mcp = endpoint
     return app
 
 
-def is_loopback(host: str) -> bool:
-    """A name or address of this machine: localhost, an address of 127.0.0.0/8, or ::1 (bracketed or
-    not). An address, not a prefix: 127.0.0.1.evil.com is somebody's name."""
-    import ipaddress
-
-    host = host.lower()
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, path: str = "/mcp",
                stateless: bool = False, allowed_origins: Sequence[str] = (), allowed_hosts: Sequence[str] | None = None,
-               session_idle_timeout: float = 3600.0, log_level: str = "warning") -> int:
-    """Serve `server` over Streamable HTTP at http://host:port/path until SIGINT or SIGTERM.
+               session_idle_timeout: float = 3600.0, log_level: str = "warning", auth: ResourceServer | None = None,
+               tls: tuple[str, str] | None = None) -> int:
+    """Serve `server` over Streamable HTTP at http://host:port/path (https with `tls`, a certificate and its
+    key) until SIGINT or SIGTERM; with `auth`, SIGHUP reads its token file again.
 
     A server bound to a non-loopback address accepts any Host name unless `allowed_hosts` says
     otherwise; Origin is checked either way. For several worker processes, see `create_app`.
     """
     app: Any = create_app(server, path=path, stateless=stateless, allowed_origins=allowed_origins,
-                          allowed_hosts=allowed_hosts, host=host, session_idle_timeout=session_idle_timeout)
+                          allowed_hosts=allowed_hosts, host=host, session_idle_timeout=session_idle_timeout, auth=auth)
     if log.enabled("debug"):  # one line per request (docs/logging.md)
         from .request_log import RequestLog
 
         app = RequestLog(app)
-    return run_uvicorn(app, host=host, port=port, log_level=log_level)
+    options: dict[str, Any] = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
+    return run_uvicorn(app, host=host, port=port, log_level=log_level, on_hangup=None if auth is None else auth.reload,
+                       **options)
 
 
-def run_uvicorn(app: Any, *, log_level: str, **options: Any) -> int:
+def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | None = None, **options: Any) -> int:
     """uvicorn.run with logging on stderr only, in our format (its access log would go to stdout), a prompt shutdown
     even with GET streams open, and exit status 0 after a graceful shutdown on SIGINT or SIGTERM
     (uvicorn raises the signal again once done; it finds a handler that lets the process end normally)."""
@@ -882,6 +900,8 @@ def run_uvicorn(app: Any, *, log_level: str, **options: Any) -> int:
     config = log.uvicorn_log_config(level)  # stderr, in our format (docs/logging.md)
     handled = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, _stopped) for sig in handled} if _main_thread() else {}
+    if on_hangup is not None and _main_thread() and hasattr(signal, "SIGHUP"):
+        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, lambda signum, frame: on_hangup())
     settings: dict[str, Any] = dict(log_config=config, log_level=level, access_log=level in ("debug", "info"),
                                     timeout_graceful_shutdown=3, server_header=False, **options)
     try:

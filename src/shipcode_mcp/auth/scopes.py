@@ -1,0 +1,30 @@
+"""The scopes shipcode-mcp understands and what each request needs: reading needs `shipcode:read`; a tool
+that is not marked read-only (`write_file`, `edit_file`) also needs `shipcode:write`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..server import Server
+
+READ = "shipcode:read"
+WRITE = "shipcode:write"
+SUPPORTED = (READ, WRITE)
+
+
+def needed(server: Server, message: dict[str, Any]) -> tuple[str, ...]:
+    """The scopes a JSON-RPC message needs. A tools/call of a tool whose annotations do not say
+    `readOnlyHint: true` needs WRITE too (an unknown tool needs only READ: the call fails on its own)."""
+    if message.get("method") == "tools/call":
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        tool = server.tools.get(name) if isinstance(name, str) else None
+        if tool is not None and not (tool.annotations or {}).get("readOnlyHint", False):
+            return (READ, WRITE)
+    return (READ,)
+
+
+def missing(granted: frozenset[str], wanted: tuple[str, ...]) -> tuple[str, ...]:
+    """The wanted scopes a token was not granted."""
+    return tuple(scope for scope in wanted if scope not in granted)
