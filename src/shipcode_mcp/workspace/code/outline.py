@@ -1,0 +1,159 @@
+"""A source text's outline: one native search for every definition node, nesting from their ranges.
+
+ast-grep finds all the nodes of a language's definition kinds in one pass (in Rust); Python then
+touches only those nodes, a handful of calls each (kind, range, name, body, neighbours), so the cost
+is the parse plus a little per definition, not per node of the tree.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from .languages import CLASS_LIKE, RULES, Def, Language
+from .symbols import Symbol
+
+if TYPE_CHECKING:
+    from ast_grep_py import SgNode
+
+MAX_SIGNATURE = 200
+"""A longer header is cut (one line, whitespace collapsed)."""
+_SPACE = re.compile(r"\s+")
+_SAME_LINE = frozenset({"decorator", "attribute_item", "attribute_list", "annotation"})
+"""Leading siblings that may share the definition's line (`@cached def f`)."""
+_QUALIFIER = re.compile(r"::|\.|:|#")
+
+
+class UnknownLanguage(ValueError):
+    pass
+
+
+class _Item:
+    """A symbol being built: its children arrive after it, in source order."""
+
+    __slots__ = ("children", "def_line", "end", "end_line", "holds_methods", "kind", "line", "name", "qualified",
+                 "signature")
+
+    def __init__(self, name: str, qualified: str, kind: str, line: int, end_line: int, def_line: int, end: int,
+                 signature: str, holds_methods: bool) -> None:
+        self.name, self.qualified, self.kind = name, qualified, kind
+        self.line, self.end_line, self.def_line, self.end = line, end_line, def_line, end
+        self.signature = signature
+        self.holds_methods = holds_methods
+        self.children: list[_Item] = []
+
+    def freeze(self) -> Symbol:
+        return Symbol(self.name, self.qualified, self.kind, self.line, self.end_line, self.signature,
+                      tuple(child.freeze() for child in self.children), self.def_line)
+
+
+def parse(text: str, language: str) -> SgNode:
+    """The root of `text`'s tree (ast-grep-py is imported here, on first use)."""
+    from ast_grep_py import SgRoot
+
+    return SgRoot(text, language).root()
+
+
+def outline(text: str, language: str) -> list[Symbol]:
+    spec = RULES.get(language)
+    if spec is None:
+        raise UnknownLanguage(f"no outline rules for {language!r}")
+    return [item.freeze() for item in _items(parse(text, language), text, spec, language)]
+
+
+def _items(root: SgNode, text: str, spec: Language, language: str) -> list[_Item]:
+    top: list[_Item] = []
+    stack: list[_Item] = []
+    lines: list[str] | None = None
+    for node in root.find_all(**spec.rule(language, root)):
+        definition = spec.defs.get(node.kind())
+        if definition is None:
+            continue
+        raw = definition.name(node) if callable(definition.name) else _field_text(node, definition.name)
+        if not raw:
+            continue
+        where = node.range()
+        start, end = where.start, where.end
+        while stack and stack[-1].end <= start.index:
+            stack.pop()
+        parent = stack[-1] if stack else None
+        parts = [part for part in _QUALIFIER.split(raw) if part] or [raw]
+        name = parts[-1]
+        prefix = ".".join(parts[:-1])
+        qualified = ".".join(x for x in (parent.qualified if parent else "", prefix, name) if x)
+        kind = definition.kind(node) if callable(definition.kind) else definition.kind
+        if kind == "function" and parent is not None and parent.holds_methods:
+            kind = "method"
+        if kind == "method" and (name in spec.constructors or (spec.class_constructors and parent is not None
+                                 and name == parent.name)):
+            kind = "constructor"
+        end_line = end.line + 1 if end.column or end.line == start.line else end.line
+        if spec.trim_comments is not None and end_line > start.line + 1:
+            if lines is None:
+                lines = text.split("\n")
+            end_line = _trim(lines, start.line + 1, end_line, spec.trim_comments)
+        if lines is None and spec.leading:
+            lines = text.split("\n")
+        line = _first_line(node, start.line, spec, lines)
+        holds = definition.holds_methods if definition.holds_methods is not None else kind in CLASS_LIKE
+        item = _Item(name, qualified, kind, line + 1, end_line, start.line + 1, end.index,
+                     _signature(node, text, start.index, definition), holds)
+        (parent.children if parent is not None else top).append(item)
+        stack.append(item)
+    return top
+
+
+def _field_text(node: SgNode, name: str) -> str | None:
+    found = node.field(name)
+    return found.text() if found is not None else None
+
+
+def _trim(lines: list[str], first: int, last: int, marker: str) -> int:
+    """The last line that is neither blank nor only a comment (tree-sitter-python keeps trailing comments)."""
+    while last > first:
+        stripped = lines[last - 1].strip()
+        if stripped and not stripped.startswith(marker):
+            break
+        last -= 1
+    return last
+
+
+def _first_line(node: SgNode, line: int, spec: Language, lines: list[str] | None) -> int:
+    """Where a definition starts for a reader: its wrappers (decorators, export), then the comments and
+    attributes right above it (no blank line between, each alone on its line). 0-based."""
+    outer = node
+    parent = node.parent()
+    while parent is not None and parent.kind() in spec.wrappers:
+        outer = parent
+        line = parent.range().start.line
+        parent = parent.parent()
+    if not spec.leading or lines is None:
+        return line
+    before = outer.prev()
+    while before is not None and before.kind() in spec.leading:
+        where = before.range()
+        last = where.end.line - 1 if where.end.column == 0 and where.end.line > where.start.line else where.end.line
+        if last < line - 1 or (last >= line and before.kind() not in _SAME_LINE):
+            break
+        text = lines[where.start.line]
+        if text[:len(text) - len(text.lstrip())] != text[:where.start.column] and text.lstrip() != text[where.start.column:]:
+            break  # a comment after code on its line belongs to that code
+        line = where.start.line
+        before = before.prev()
+    return line
+
+
+def _signature(node: SgNode, text: str, start: int, definition: Def) -> str:
+    """The definition's header on one line: up to its body, or its first line."""
+    if definition.header_from_parent:
+        parent = node.parent()
+        if parent is not None:
+            start = parent.range().start.index
+    body = node.field(definition.body) if definition.body else None
+    if body is not None:
+        header = text[start:body.range().start.index]
+    else:
+        stop = text.find("\n", start, node.range().end.index)
+        header = text[start:stop if stop >= 0 else node.range().end.index]
+    header = definition.header + _SPACE.sub(" ", header).strip().rstrip("{:=").rstrip()
+    return header if len(header) <= MAX_SIGNATURE else header[:MAX_SIGNATURE - 1] + "…"
