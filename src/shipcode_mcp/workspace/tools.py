@@ -27,6 +27,16 @@ MAX_READ_LINES = 10000
 SEARCH_LIMIT = 200
 MAX_SEARCH_LIMIT = 2000
 MAX_CONTEXT = 10
+SYMBOL_LIMIT = 100
+MAX_SYMBOL_LIMIT = 2000
+REFERENCE_LIMIT = 200
+STRUCTURE_LIMIT = 100
+MAX_DEPTH = 20
+CODE_LANGUAGES = ("bash", "c", "cpp", "csharp", "go", "java", "javascript", "kotlin", "lua", "php", "python", "ruby",
+                  "rust", "scala", "swift", "tsx", "typescript")
+"""The languages of the code tools (ast-grep's names; code/symbols.py maps file names to them)."""
+SYMBOL_KINDS = ("class", "interface", "struct", "enum", "trait", "module", "function", "method", "constructor",
+                "property", "field", "constant", "variable", "type", "macro")
 LOG_LIMIT = 20
 MAX_LOG_LIMIT = 500
 MAX_CONTENT_CHARS = 16 * 1024 * 1024
@@ -340,6 +350,147 @@ EDIT_FILE = {
 }
 
 
+# -- code intelligence (offered when the `code` extra, ast-grep-py, is installed) ----------------------
+_LANGUAGES_HELP = ("Python, JavaScript, TypeScript, TSX, Go, Rust, Java, Kotlin, C, C++, C#, Ruby, PHP, Swift, Scala, "
+                   "Lua and Bash, recognised by file name")
+_SYMBOL_ITEM = _output({
+    "name": _STR,
+    "qualified_name": {"type": "string", "description": "the name with its enclosing symbols, such as Class.method"},
+    "kind": {"enum": list(SYMBOL_KINDS)},
+    "path": _STR,
+    "line": {"type": "integer", "minimum": 1, "description": "first line, with decorators and doc comment"},
+    "end_line": {"type": "integer", "minimum": 1, "description": "last line, inclusive"},
+    "def_line": {"type": "integer", "minimum": 1, "description": "the line of the definition's keyword or name"},
+    "signature": {"type": "string", "description": "the header on one line"},
+})
+
+OUTLINE = {
+    "title": "Outline",
+    "description": (
+        "List the symbols a source file defines (classes, functions, methods, interfaces, structs, enums, "
+        "constants, ...), nested as in the source, each as `first-last kind signature` with its line range, so a "
+        "file can be understood without reading it. For a folder, the top-level symbols of each source file "
+        "under it (the files list_files shows), until a size budget; the result says when it was cut. "
+        f"Languages: {_LANGUAGES_HELP}. Then read one symbol with read_symbol, or lines with read_file."
+    ),
+    "input": _object({
+        "path": _string(f"A source file or a folder; {_PATH_HELP}.", minLength=1),
+        "depth": _integer("How many levels of nesting to show (1: top level only); default: all for a file, 1 for a "
+                          "folder.", MAX_DEPTH, 1, MAX_DEPTH),
+    }, ("path",)),
+    "output": _output({
+        "path": _STR,
+        "symbols": {"type": "array", "items": {**_SYMBOL_ITEM, "properties": {
+            **_SYMBOL_ITEM["properties"], "depth": {"type": "integer", "minimum": 0}},
+            "required": [*_SYMBOL_ITEM["required"], "depth"]}},
+        "files": {"type": "integer", "minimum": 0, "description": "files outlined"},
+        "truncated": _BOOL,
+    }),
+}
+
+FIND_SYMBOL = {
+    "title": "Find symbol",
+    "description": (
+        "Find where a symbol is defined across the workspace: its file, line range, kind and signature. `name` is "
+        "a plain name ('parse_args'), a qualified name ('ArgumentParser.parse_args', also 'ns::Type::method'), or "
+        "a glob with * and ? ('parse_*' for every name with that prefix, 'Http*Error'). Only definitions count, "
+        "not uses (find_references finds those). Narrow with `kind` and `path`. Files where the name does not "
+        f"occur are never parsed, so it is fast on large trees. Languages: {_LANGUAGES_HELP}."
+    ),
+    "input": _object({
+        "name": _string("The name, Class.member, or a glob such as get_* (the last part needs a letter).", minLength=1),
+        "kind": {"type": "string", "enum": list(SYMBOL_KINDS), "description": "Only symbols of this kind."},
+        "path": _string(f"A folder or file to search (default: the first root); {_PATH_HELP}.", default="."),
+        "limit": _integer("The most definitions to return.", SYMBOL_LIMIT, 1, MAX_SYMBOL_LIMIT),
+    }, ("name",)),
+    "output": _output({
+        "name": _STR,
+        "symbols": {"type": "array", "items": _SYMBOL_ITEM},
+        "truncated": _BOOL,
+    }),
+}
+
+FIND_REFERENCES = {
+    "title": "Find references",
+    "description": (
+        "Find where an identifier is used in the code of the workspace, from the syntax tree: occurrences in "
+        "comments and string literals are left out, and the definitions themselves are marked [definition]. "
+        "Each result is `path:line:column:` and the line. Matches the whole identifier, by name only (not by "
+        "type: every `close` counts). At most `limit` results, and the result says when there were more. "
+        f"Languages: {_LANGUAGES_HELP}."
+    ),
+    "input": _object({
+        "name": _string("The identifier, such as parse_args (one name, no dots).", minLength=1),
+        "path": _string(f"A folder or file to search (default: the first root); {_PATH_HELP}.", default="."),
+        "limit": _integer("The most references to return.", REFERENCE_LIMIT, 1, MAX_SEARCH_LIMIT),
+    }, ("name",)),
+    "output": _output({
+        "name": _STR,
+        "references": {"type": "array", "items": _output({
+            "path": _STR,
+            "line": {"type": "integer", "minimum": 1},
+            "column": {"type": "integer", "minimum": 1},
+            "text": {"type": "string", "description": "the line, trimmed"},
+            "definition": {"type": "boolean", "description": "true where the name is defined"},
+        })},
+        "file_count": _INT,
+        "truncated": _BOOL,
+    }),
+}
+
+READ_SYMBOL = {
+    "title": "Read symbol",
+    "description": (
+        "Read the source of one symbol of a file: a function, method, class, ... with its decorators, doc comment "
+        "and body, numbered like read_file, instead of the whole file. `name` is the name or the qualified name "
+        "as outline shows it ('Parser.parse'); when several symbols match, the first is shown and the others are "
+        "listed. At most 256 KiB of source per call."
+    ),
+    "input": _object({
+        "path": _string(f"The source file; {_PATH_HELP}.", minLength=1),
+        "name": _string("The symbol's name or qualified name, such as Parser.parse.", minLength=1),
+    }, ("path", "name")),
+    "output": _output({
+        **_SYMBOL_ITEM["properties"],
+        "text": {"type": "string", "description": "the symbol's lines, without numbers"},
+        "truncated": _BOOL,
+        "others": {"type": "array", "items": _SYMBOL_ITEM, "description": "other symbols with that name"},
+    }),
+}
+
+SEARCH_STRUCTURE = {
+    "title": "Search structure",
+    "description": (
+        "Search code by its syntax with an ast-grep pattern: code of the given language where $NAME matches any "
+        "one node and $$$NAME any number of them, such as '$OBJ.close()', 'print($$$ARGS)', 'if $COND: return "
+        "$X' or 'fetch($URL, { method: $M })'. Layout and comments do not matter; a metavariable used twice must "
+        "match the same code. Returns each match's place and text and what each metavariable captured. Searches "
+        "the files of that language under `path`. An unparsable pattern or an unknown language is an error."
+    ),
+    "input": _object({
+        "pattern": _string("The pattern, code with $METAVARIABLES (upper case).", minLength=1),
+        "language": {"type": "string", "enum": list(CODE_LANGUAGES), "description": "The pattern's language."},
+        "path": _string(f"A folder or file to search (default: the first root); {_PATH_HELP}.", default="."),
+        "limit": _integer("The most matches to return.", STRUCTURE_LIMIT, 1, MAX_SEARCH_LIMIT),
+    }, ("pattern", "language")),
+    "output": _output({
+        "pattern": _STR,
+        "language": _STR,
+        "matches": {"type": "array", "items": _output({
+            "path": _STR,
+            "line": {"type": "integer", "minimum": 1},
+            "column": {"type": "integer", "minimum": 1},
+            "end_line": {"type": "integer", "minimum": 1},
+            "text": _STR,
+            "variables": {"type": "object", "additionalProperties": _STR,
+                          "description": "each metavariable's captured text ($$$ ones joined by ', ')"},
+        })},
+        "file_count": _INT,
+        "truncated": _BOOL,
+    }),
+}
+
+
 # -- handlers: import the work on the first call ----------------------------------------------------
 def _list_files(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
     from .files import list_files
@@ -397,6 +548,37 @@ def _edit_file(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
     return edit_file(ctx, roots, args["path"], args["old_text"], args["new_text"], args.get("replace_all", False))
 
 
+def _outline(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
+    from .code.navigate import outline
+
+    return outline(ctx, roots, args["path"], args.get("depth"))
+
+
+def _find_symbol(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
+    from .code.navigate import find_symbol
+
+    return find_symbol(ctx, roots, args["name"], args.get("kind"), args.get("path", "."), args.get("limit", SYMBOL_LIMIT))
+
+
+def _find_references(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
+    from .code.references import find_references
+
+    return find_references(ctx, roots, args["name"], args.get("path", "."), args.get("limit", REFERENCE_LIMIT))
+
+
+def _read_symbol(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
+    from .code.navigate import read_symbol
+
+    return read_symbol(ctx, roots, args["path"], args["name"])
+
+
+def _search_structure(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
+    from .code.structure import search_structure
+
+    return search_structure(ctx, roots, args["pattern"], args["language"], args.get("path", "."),
+                            args.get("limit", STRUCTURE_LIMIT))
+
+
 READ_TOOLS: tuple[tuple[str, dict[str, Any], Handler], ...] = (
     ("list_files", LIST_FILES, _list_files),
     ("read_file", READ_FILE, _read_file),
@@ -406,6 +588,14 @@ READ_TOOLS: tuple[tuple[str, dict[str, Any], Handler], ...] = (
     ("git_diff", GIT_DIFF, _git_diff),
     ("git_show", GIT_SHOW, _git_show),
 )
+CODE_TOOLS: tuple[tuple[str, dict[str, Any], Handler], ...] = (
+    ("outline", OUTLINE, _outline),
+    ("find_symbol", FIND_SYMBOL, _find_symbol),
+    ("find_references", FIND_REFERENCES, _find_references),
+    ("read_symbol", READ_SYMBOL, _read_symbol),
+    ("search_structure", SEARCH_STRUCTURE, _search_structure),
+)
+"""Offered only when ast-grep-py (the `code` extra) is installed; listed after the other reading tools."""
 WRITE_TOOLS: tuple[tuple[str, dict[str, Any], Handler, dict[str, bool]], ...] = (
     ("write_file", WRITE_FILE, _write_file,
      {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}),
@@ -431,9 +621,19 @@ def _tool(name: str, spec: dict[str, Any], handler: Handler, roots: Roots, annot
                 output_schema=spec["output"], annotations=dict(annotations))
 
 
-def install_tools(server: Server, roots: Roots, *, allow_write: bool = False) -> None:
-    """Register the workspace tools; the writing ones only when writing is allowed."""
-    for name, spec, handler in READ_TOOLS:
+def code_available() -> bool:
+    """Whether ast-grep-py is installed (the `code` extra), looked up without importing it or .code."""
+    from importlib.util import find_spec
+
+    return find_spec("ast_grep_py") is not None
+
+
+def install_tools(server: Server, roots: Roots, *, allow_write: bool = False, code: bool | None = None) -> None:
+    """Register the workspace tools; the code tools when ast-grep-py is installed (`code` None: look), the
+    writing ones only when writing is allowed."""
+    if code is None:
+        code = code_available()
+    for name, spec, handler in READ_TOOLS + (CODE_TOOLS if code else ()):
         server.add_tool(_tool(name, spec, handler, roots, READ_ONLY))
     if allow_write:
         for name, spec, handler, annotations in WRITE_TOOLS:

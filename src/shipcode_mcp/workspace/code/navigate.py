@@ -1,0 +1,208 @@
+"""outline, find_symbol and read_symbol: a file's symbols, where a name is defined, one symbol's source."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from typing import TYPE_CHECKING, Any
+
+from ...primitives import ToolError
+from ..text import cut_line, place, plural, printable, result
+from .source import Folder, Skipped, cached_outline, word_regex
+from .symbols import Symbol, language_for
+
+if TYPE_CHECKING:
+    from ...context import Context
+    from ...primitives import ToolResult
+    from ..roots import Roots
+
+OUTLINE_BUDGET = 64 * 1024
+"""An outline's text stops near this many characters and says it was cut."""
+READ_SYMBOL_BYTES = 256 * 1024
+"""read_symbol shows at most this much source (read_file's page)."""
+MAX_LINE_CHARS = 2000
+
+
+def _entry(symbol: Symbol, depth: int) -> str:
+    return f"{'  ' * depth}{symbol.line}-{symbol.end_line} {symbol.kind} {printable(symbol.signature or symbol.name)}"
+
+
+def _flat(symbols: list[Symbol] | tuple[Symbol, ...], depth: int, limit: int) -> list[tuple[Symbol, int]]:
+    out: list[tuple[Symbol, int]] = []
+    for symbol in symbols:
+        out.append((symbol, depth))
+        if depth + 1 < limit:
+            out.extend(_flat(symbol.children, depth + 1, limit))
+    return out
+
+
+def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolResult:
+    folder = Folder(roots, path)
+    lines: list[str] = []
+    items: list[dict[str, Any]] = []
+    used = 0
+    truncated = False
+    skipped = 0
+    if not folder.is_dir:
+        if language_for(folder.real) is None:
+            raise ToolError(f"{printable(folder.shown)}: no outline for this kind of file (by its name); "
+                            "outline knows Python, JavaScript, TypeScript, Go, Rust, Java, Kotlin, C, C++, C#, Ruby, PHP, "
+                            "Swift, Scala, Lua and Bash")
+        symbols = cached_outline(roots, folder.real, folder.shown)
+        for symbol, level in _flat(symbols, 0, depth or 100):
+            entry = _entry(symbol, level)
+            if used + len(entry) > OUTLINE_BUDGET:
+                truncated = True
+                break
+            used += len(entry) + 1
+            lines.append(entry)
+            items.append({**symbol.item(folder.shown), "depth": level})
+        files = 1
+        if not items:
+            lines.append(f"No definitions found in {printable(folder.shown)}.")
+        elif truncated:
+            lines.append(f"[Outline cut after {plural(len(items), 'symbol')}; pass a smaller depth, or read_symbol "
+                         "a part.]")
+    else:
+        names = folder.files(ctx)
+        files = 0
+        for index, name in enumerate(names):
+            ctx.check_cancelled()
+            ctx.report_progress(index, len(names), f"outlining {plural(len(names), 'file')}")
+            real, shown = folder.file(name)
+            try:
+                symbols = cached_outline(roots, real, shown)
+            except ToolError:  # Skipped, vanished, unreadable: counted, not fatal for a folder
+                skipped += 1
+                continue
+            block = [printable(shown)] + [_entry(symbol, level + 1) for symbol, level in _flat(symbols, 0, depth or 1)]
+            size = sum(len(line) + 1 for line in block)
+            if used + size > OUTLINE_BUDGET:
+                truncated = True
+                lines.append(f"[Outline cut after {plural(files, 'file')} of {len(names)}; pass a deeper path.]")
+                break
+            used += size
+            files += 1
+            lines.extend(block)
+            items.extend({**symbol.item(shown), "depth": level} for symbol, level in _flat(symbols, 0, depth or 1))
+        if not names:
+            lines.append(f"No source files the outline knows under {place(folder.shown)}.")
+        if skipped:
+            lines.append(f"[{plural(skipped, 'file')} skipped: too large, binary or unreadable.]")
+    data = {"path": folder.shown, "symbols": items, "files": files, "truncated": truncated}
+    return result("\n".join(lines), data)
+
+
+# -- find_symbol -----------------------------------------------------------------------------------------
+def _matcher(name: str) -> tuple[str, Any]:
+    """The word rg looks for and a test of a symbol: exact name, qualified name (A.b, A::b) or a glob."""
+    name = name.replace("::", ".")
+    last = name.rsplit(".", 1)[-1]
+    glob = any(c in name for c in "*?[")
+    qualified = "." in name
+
+    def test(symbol: Symbol) -> bool:
+        if glob:
+            return fnmatch.fnmatchcase(symbol.qualified_name if qualified else symbol.name, name)
+        if qualified:
+            return symbol.qualified_name == name or symbol.qualified_name.endswith("." + name)
+        return symbol.name == name
+    return last, test
+
+
+def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: str, limit: int) -> ToolResult:
+    if not name.strip() or "\n" in name or "\x00" in name:
+        raise ToolError("name must be an identifier, a qualified name such as Class.method, or a glob such as get_*")
+    word, test = _matcher(name.strip())
+    if not word.strip("*?"):
+        raise ToolError("name needs at least one character that is not a wildcard in its last part")
+    folder = Folder(roots, path)
+    names = folder.candidates(ctx, word_regex(word))
+    found: list[dict[str, Any]] = []
+    truncated = False
+    skipped = 0
+    for index, relative in enumerate(names):
+        ctx.check_cancelled()
+        ctx.report_progress(index, len(names), f"parsing {plural(len(names), 'candidate file')}")
+        real, shown = folder.file(relative) if folder.is_dir else (folder.real, folder.shown)
+        if language_for(real) is None:
+            continue
+        try:
+            symbols = cached_outline(roots, real, shown)
+        except ToolError:
+            skipped += 1
+            continue
+        for top in symbols:
+            for symbol in top.walk():
+                if test(symbol) and (kind is None or symbol.kind == kind):
+                    if len(found) >= limit:
+                        truncated = True
+                        break
+                    found.append(symbol.item(shown))
+            if truncated:
+                break
+        if truncated:
+            break
+    ctx.report_progress(len(names), len(names), f"done: {plural(len(found), 'definition')}")
+    lines = [f"{printable(item['path'])}:{item['line']}-{item['end_line']} {item['kind']} {printable(item['qualified_name'])}: "
+             f"{printable(item['signature'])}" for item in found]
+    what = f"'{printable(name)}'" + (f" of kind {kind}" if kind else "")
+    if not found:
+        lines.append(f"No definition of {what} in {place(folder.shown)} ({plural(len(names), 'file')} mention it).")
+    elif truncated:
+        lines.append(f"[Showing the first {plural(len(found), 'definition')}; there are more. Narrow with path or kind, "
+                     "or raise limit.]")
+    if skipped:
+        lines.append(f"[{plural(skipped, 'file')} skipped: too large, binary or unreadable.]")
+    return result("\n".join(lines), {"name": name, "symbols": found, "truncated": truncated})
+
+
+# -- read_symbol ----------------------------------------------------------------------------------------
+def read_symbol(ctx: Context, roots: Roots, path: str, name: str) -> ToolResult:
+    from .source import read_source
+
+    real = roots.resolve(path)
+    shown = roots.display(real)
+    if os.path.isdir(real):
+        raise ToolError(f"{printable(shown)} is a folder; read_symbol reads one symbol of a file (find_symbol finds it)")
+    try:
+        source = read_source(roots, real, shown)
+    except Skipped as err:
+        raise ToolError(str(err)) from None
+    from .source import outline_of
+
+    symbols = outline_of(source)
+    _, test = _matcher(name.strip())
+    matches = [symbol for top in symbols for symbol in top.walk() if test(symbol)]
+    if not matches:
+        near = sorted({symbol.qualified_name for top in symbols for symbol in top.walk()
+                       if name.rsplit(".", 1)[-1].lower() in symbol.name.lower()})[:10]
+        hint = f" Similar: {', '.join(near)}." if near else " outline lists the file's symbols."
+        raise ToolError(f"No symbol '{printable(name)}' in {printable(shown)}.{hint}")
+    symbol = matches[0]
+    text_lines = source.text.split("\n")
+    body = text_lines[symbol.line - 1:symbol.end_line]
+    width = max(6, len(str(symbol.end_line)))
+    out: list[str] = []
+    used = 0
+    end = symbol.line - 1
+    for number, line in enumerate(body, symbol.line):
+        line = line.rstrip("\r")
+        if len(line) > MAX_LINE_CHARS:
+            line = cut_line(line, MAX_LINE_CHARS)
+        if out and used + len(line) > READ_SYMBOL_BYTES:
+            break
+        used += len(line) + 1
+        out.append(line)
+        end = number
+    truncated = end < symbol.end_line
+    numbered = [f"{number:>{width}}\t{line}" for number, line in enumerate(out, symbol.line)]
+    notes = [f"[{symbol.kind} {printable(symbol.qualified_name)}, lines {symbol.line}-{symbol.end_line} of {printable(shown)}]"]
+    if truncated:
+        notes.append(f"[Cut at line {end}; read_file with offset={end + 1} reads on.]")
+    others = [other.item(shown) for other in matches[1:]]
+    if others:
+        notes.append(f"[{plural(len(others), 'other symbol')} match: " + ", ".join(
+            f"{printable(other['qualified_name'])} ({other['line']}-{other['end_line']})" for other in others[:10]) + "]")
+    data = {**symbol.item(shown), "text": "\n".join(out), "truncated": truncated, "others": others}
+    return result("\n".join(numbered + notes), data)

@@ -1,0 +1,110 @@
+"""find_references: where an identifier is used, from the syntax tree, so not in comments or strings.
+
+ripgrep names the files where the word occurs; each is parsed and only identifier nodes whose text
+is the name count (one native search a file). A use on a definition's own line, first on that line,
+is the definition itself and is marked so.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ...primitives import ToolError
+from ..text import cut_line, place, plural, printable, result
+from .source import Folder, outline_of, read_source, word_regex
+from .symbols import language_for
+
+if TYPE_CHECKING:
+    from ast_grep_py import SgNode
+
+    from ...context import Context
+    from ...primitives import ToolResult
+    from ..roots import Roots
+
+MAX_LINE_CHARS = 300
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+IDENTIFIER_KINDS = ("identifier", "type_identifier", "field_identifier", "property_identifier",
+                    "shorthand_property_identifier", "shorthand_property_identifier_pattern", "private_property_identifier",
+                    "simple_identifier", "constant", "name", "namespace_identifier", "package_identifier",
+                    "statement_identifier", "variable_name", "command_name", "word")
+_rules: dict[str, list[str]] = {}
+
+
+def _kinds(language: str, root: SgNode) -> list[str]:
+    """The identifier node kinds this language's grammar has."""
+    kinds = _rules.get(language)
+    if kinds is None:
+        kinds = []
+        for kind in IDENTIFIER_KINDS:
+            if kind == "word" and language != "bash":
+                continue
+            try:
+                root.find(kind=kind)
+            except RuntimeError:
+                continue
+            kinds.append(kind)
+        _rules[language] = kinds
+    return kinds
+
+
+def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int) -> ToolResult:
+    from .outline import parse
+
+    name = name.strip()
+    if not _IDENTIFIER.fullmatch(name):
+        raise ToolError(f"name must be one identifier (such as parse_args), not '{printable(name)}'")
+    folder = Folder(roots, path)
+    names = folder.candidates(ctx, word_regex(name))
+    found: list[dict[str, Any]] = []
+    files: set[str] = set()
+    truncated = False
+    skipped = 0
+    for index, relative in enumerate(names):
+        ctx.check_cancelled()
+        ctx.report_progress(index, len(names), f"parsing {plural(len(names), 'candidate file')}")
+        real, shown = folder.file(relative) if folder.is_dir else (folder.real, folder.shown)
+        if language_for(real) is None:
+            continue
+        try:
+            source = read_source(roots, real, shown)
+        except ToolError:
+            skipped += 1
+            continue
+        root = parse(source.text, source.language)
+        rule = {"regex": f"^{re.escape(name)}$", "any": [{"kind": kind} for kind in _kinds(source.language, root)]}
+        nodes = root.find_all(**rule)
+        if not nodes:
+            continue
+        definitions = {symbol.def_line for top in outline_of(source) for symbol in top.walk() if symbol.name == name}
+        lines = source.text.split("\n")
+        marked: set[int] = set()
+        for node in nodes:
+            if len(found) >= limit:
+                truncated = True
+                break
+            start = node.range().start
+            number = start.line + 1
+            definition = number in definitions and number not in marked
+            if definition:
+                marked.add(number)
+            text = lines[start.line].rstrip("\r")
+            found.append({"path": shown, "line": number, "column": start.column + 1,
+                          "text": cut_line(text.strip(), MAX_LINE_CHARS, max(0, start.column - (len(text) - len(text.lstrip())))),
+                          "definition": definition})
+            files.add(shown)
+        if truncated:
+            break
+    ctx.report_progress(len(names), len(names), f"done: {plural(len(found), 'reference')}")
+    out = [f"{printable(item['path'])}:{item['line']}:{item['column']}:{' [definition]' if item['definition'] else ''} "
+           f"{printable(item['text'])}" for item in found]
+    if not found:
+        out.append(f"No uses of '{printable(name)}' in code under {place(folder.shown)} "
+                   f"({plural(len(names), 'file')} mention the word in text, comments or strings only).")
+    elif truncated:
+        out.append(f"[Showing the first {plural(len(found), 'reference')}; there are more. Narrow with path, or raise limit.]")
+    else:
+        out.append(f"[{plural(len(found), 'reference')} in {plural(len(files), 'file')}.]")
+    if skipped:
+        out.append(f"[{plural(skipped, 'file')} skipped: too large, binary or unreadable.]")
+    return result("\n".join(out), {"name": name, "references": found, "file_count": len(files), "truncated": truncated})

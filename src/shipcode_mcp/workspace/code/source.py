@@ -1,0 +1,212 @@
+"""Where the code tools get their text: files opened as read_file opens them, candidates found by
+ripgrep, and outlines kept in a bounded cache keyed by (path, size, mtime).
+
+A file where a name does not occur as a word cannot define or use it, so every cross-file question
+starts with one `rg --files-with-matches` (parallel, native, honouring the ignore rules like every
+other tool) and parses only the files it names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from ...primitives import ToolError
+from .. import process, safe_open
+from ..listing import RG_WALK_FLAGS, GlobFilter, rg_executable, walk, walk_names, walk_readable
+from ..roots import join_display
+from ..text import is_binary, printable, size_text
+from .symbols import _EXTENSIONS, _NAMES, Symbol, language_for
+
+if TYPE_CHECKING:
+    from ...context import Context
+    from ..roots import Roots
+
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
+"""A larger file is not parsed (generated code, data): the tools say it was skipped."""
+CACHE_SYMBOLS = 500_000
+"""The cache holds the outlines of at most about this many symbols (some 100 MB at worst)."""
+RG_TIMEOUT = 120.0
+
+
+class Source:
+    """One file's text, its language and how the tools show its path."""
+
+    __slots__ = ("key", "language", "real", "shown", "text")
+
+    def __init__(self, real: str, shown: str, language: str, text: str, key: tuple[str, int, int]) -> None:
+        self.real, self.shown, self.language, self.text, self.key = real, shown, language, text, key
+
+
+class Skipped(ToolError):
+    """A file the code tools do not parse (binary, too large, a language without rules)."""
+
+
+def read_source(roots: Roots, real: str, shown: str, language: str | None = None) -> Source:
+    """The text of a workspace file, opened through safe_open like read_file's (confined, no links)."""
+    language = language or language_for(real)
+    if language is None:
+        raise Skipped(f"{printable(shown)} is not in a language the code tools know (by its name); "
+                      f"they know {', '.join(sorted(set(_EXTENSIONS.values())))}")
+    fd, info = safe_open.open_file(roots, real, shown)
+    try:
+        if info.st_size > MAX_SOURCE_BYTES:
+            raise Skipped(f"{printable(shown)} is too large to parse ({size_text(info.st_size)}; "
+                          f"the limit is {size_text(MAX_SOURCE_BYTES)})")
+        data = _read_all(fd, info.st_size)
+    finally:
+        os.close(fd)
+    if is_binary(data):
+        raise Skipped(f"{printable(shown)} is a binary file")
+    text = data.decode("utf-8", "replace")
+    return Source(real, shown, language, text, (real, info.st_size, info.st_mtime_ns))
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    parts = []
+    left = MAX_SOURCE_BYTES + 1
+    while left > 0:
+        chunk = os.read(fd, min(left, max(size, 1 << 16)))
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    data = b"".join(parts)
+    if len(data) > MAX_SOURCE_BYTES:
+        raise Skipped(f"file grew past {size_text(MAX_SOURCE_BYTES)} while it was read")
+    return data
+
+
+class OutlineCache:
+    """Outlines by (real path, size, mtime_ns), least recently used first out, bounded in symbols."""
+
+    def __init__(self, limit: int = CACHE_SYMBOLS) -> None:
+        self.limit = limit
+        self._entries: OrderedDict[str, tuple[tuple[str, int, int], list[Symbol], int]] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple[str, int, int]) -> list[Symbol] | None:
+        with self._lock:
+            entry = self._entries.get(key[0])
+            if entry is None or entry[0] != key:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key[0])
+            self.hits += 1
+            return entry[1]
+
+    def put(self, key: tuple[str, int, int], symbols: list[Symbol]) -> None:
+        size = 1 + sum(1 for top in symbols for _ in top.walk())
+        with self._lock:
+            old = self._entries.pop(key[0], None)
+            if old is not None:
+                self._size -= old[2]
+            self._entries[key[0]] = (key, symbols, size)
+            self._size += size
+            while self._size > self.limit and self._entries:
+                _, (_, _, dropped) = self._entries.popitem(last=False)
+                self._size -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._size = 0
+
+
+CACHE = OutlineCache()
+
+
+def stat_key(real: str) -> tuple[str, int, int] | None:
+    """The cache key of a file as it is now, without opening it (None if it is gone)."""
+    try:
+        info = os.stat(real, follow_symlinks=False)
+    except OSError:
+        return None
+    return (real, info.st_size, info.st_mtime_ns)
+
+
+def outline_of(source: Source) -> list[Symbol]:
+    """The outline of a file read with read_source, from the cache when the file has not changed."""
+    from .outline import outline
+
+    symbols = CACHE.get(source.key)
+    if symbols is None:
+        symbols = outline(source.text, source.language)
+        CACHE.put(source.key, symbols)
+    return symbols
+
+
+def cached_outline(roots: Roots, real: str, shown: str) -> list[Symbol]:
+    """A file's outline; a cached one is used without reading the file when its size and mtime match
+    (the file is still opened through safe_open, so confinement is checked every time)."""
+    fd, info = safe_open.open_file(roots, real, shown)
+    os.close(fd)
+    symbols = CACHE.get((real, info.st_size, info.st_mtime_ns))
+    if symbols is not None:
+        return symbols
+    return outline_of(read_source(roots, real, shown))
+
+
+# -- the files to look at -------------------------------------------------------------------------------
+def code_globs(language: str | None = None) -> list[str]:
+    """rg globs for the files of `language` (of every outlined language when None)."""
+    globs = [f"*{ext}" for ext, lang in _EXTENSIONS.items() if language in (None, lang)]
+    globs += [name for name, lang in _NAMES.items() if language in (None, lang)]
+    return globs
+
+
+class Folder:
+    """A folder or a file to look in: resolved, opened (confined), shown as the other tools show it."""
+
+    def __init__(self, roots: Roots, path: str) -> None:
+        self.roots = roots
+        self.real = roots.resolve(path)
+        self.shown = roots.display(self.real)
+        self.is_dir = os.path.isdir(self.real)
+
+    def file(self, name: str) -> tuple[str, str]:
+        """(real, shown) of a file named relative to this folder."""
+        return os.path.join(self.real, name), join_display(self.shown, name)
+
+    def files(self, ctx: Context, language: str | None = None) -> list[str]:
+        """The code files under the folder, relative and sorted (the walk list_files does)."""
+        if not self.is_dir:
+            return [""]
+        fd = safe_open.open_dir(self.roots, self.real, self.shown)
+        try:
+            narrow = GlobFilter(code_globs(language))
+            with narrow as flags:
+                return walk(ctx, safe_open.proc_path(fd, self.real), flags,
+                            readable=[*walk_readable(self.roots.paths), *narrow.files], pass_fds=(fd,))
+        finally:
+            os.close(fd)
+
+    def candidates(self, ctx: Context, regex: str, language: str | None = None) -> list[str]:
+        """The code files under the folder with a match of `regex` (rg syntax), relative and sorted."""
+        if not self.is_dir:
+            return [""]
+        fd = safe_open.open_dir(self.roots, self.real, self.shown)
+        try:
+            narrow = GlobFilter(code_globs(language))
+            with narrow as flags:
+                command = [rg_executable(), "--files-with-matches", "--null", *RG_WALK_FLAGS, *flags,
+                           "--case-sensitive", f"--regexp={regex}", "--", "./"]
+                done = process.run(ctx, command, cwd=safe_open.proc_path(fd, self.real),
+                                   readable=[*walk_readable(self.roots.paths), *narrow.files], pass_fds=(fd,),
+                                   limit=64 * 1024 * 1024, timeout=RG_TIMEOUT, what="search")
+        finally:
+            os.close(fd)
+        return walk_names(done.returncode, done.stdout, done.stderr)
+
+
+def word_regex(name: str) -> str:
+    """An rg regex for the identifier `name` as a whole word; `*` and `?` are wildcards."""
+    parts = re.split(r"([*?])", name)
+    body = "".join({"*": r"\w*", "?": r"\w"}.get(part) or re.escape(part) for part in parts)
+    return rf"\b{body}\b"

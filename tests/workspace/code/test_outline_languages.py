@@ -1,0 +1,285 @@
+"""The outline of one fixture file per language (tests/data/code), against definitions listed by hand:
+kind, qualified name, and the line range (with decorators, attributes and the doc comment above)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ast_grep_py")
+
+from shipcode_mcp.workspace.code.symbols import LANGUAGES, language_for, outline_source, walk
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "code"
+
+EXPECTED: dict[str, list[tuple[str, str, int, int]]] = {
+    "Sample.java": [
+        ("interface", "Shape", 6, 9),
+        ("method", "Shape.area", 8, 8),
+        ("class", "Circle", 11, 29),
+        ("field", "Circle.PI", 12, 12),
+        ("field", "Circle.radius", 13, 13),
+        ("constructor", "Circle.Circle", 15, 17),
+        ("method", "Circle.area", 19, 22),
+        ("class", "Circle.Builder", 24, 28),
+        ("method", "Circle.Builder.build", 25, 27),
+        ("enum", "Color", 31, 38),
+        ("method", "Color.warm", 35, 37),
+        ("class", "Pair", 40, 40),
+    ],
+    "sample.c": [
+        ("macro", "MAX", 4, 4),
+        ("macro", "SQUARE", 5, 5),
+        ("struct", "point", 7, 10),
+        ("field", "point.x", 8, 8),
+        ("field", "point.y", 9, 9),
+        ("type", "point_t", 12, 12),
+        ("enum", "color", 14, 14),
+        ("variable", "counter", 16, 16),
+        ("function", "add", 18, 21),
+        ("function", "name_of", 23, 25),
+        ("function", "main", 27, 30),
+    ],
+    "sample.cpp": [
+        ("module", "geo", 4, 27),
+        ("class", "geo.Shape", 6, 10),
+        ("method", "geo.Shape.~Shape", 8, 8),
+        ("method", "geo.Shape.area", 9, 9),
+        ("class", "geo.Circle", 12, 19),
+        ("constructor", "geo.Circle.Circle", 14, 14),
+        ("method", "geo.Circle.area", 15, 15),
+        ("field", "geo.Circle.r_", 18, 18),
+        ("struct", "geo.Point", 21, 23),
+        ("field", "geo.Point.x", 22, 22),
+        ("function", "geo.Circle_perimeter", 25, 25),
+        ("function", "maximum", 29, 32),
+        ("function", "geo.Circle_perimeter", 34, 36),
+        ("function", "main", 38, 40),
+    ],
+    "sample.cs": [
+        ("module", "Sample", 4, 34),
+        ("interface", "Sample.IShape", 6, 10),
+        ("method", "Sample.IShape.Area", 9, 9),
+        ("class", "Sample.Circle", 12, 24),
+        ("field", "Sample.Circle.radius", 14, 14),
+        ("constructor", "Sample.Circle.Circle", 16, 19),
+        ("property", "Sample.Circle.Radius", 21, 21),
+        ("method", "Sample.Circle.Area", 23, 23),
+        ("struct", "Sample.Point", 26, 29),
+        ("field", "Sample.Point.X", 28, 28),
+        ("enum", "Sample.Color", 31, 31),
+        ("class", "Sample.Pair", 33, 33),
+    ],
+    "sample.go": [
+        ("constant", "MaxSize", 6, 6),
+        ("variable", "counter", 8, 8),
+        ("interface", "Shape", 11, 13),
+        ("method", "Shape.Area", 12, 12),
+        ("struct", "Rect", 16, 18),
+        ("field", "Rect.W", 17, 17),
+        ("type", "ID", 20, 20),
+        ("method", "Rect.Area", 22, 25),
+        ("function", "NewRect", 27, 29),
+        ("function", "main", 31, 33),
+    ],
+    "sample.js": [
+        ("constant", "LIMIT", 4, 4),
+        ("function", "add", 6, 9),
+        ("function", "square", 11, 11),
+        ("class", "Counter", 13, 26),
+        ("constructor", "Counter.constructor", 14, 17),
+        ("method", "Counter.increment", 19, 21),
+        ("method", "Counter.create", 23, 25),
+        ("function", "ids", 28, 30),
+    ],
+    "sample.kt": [
+        ("constant", "MAX", 4, 4),
+        ("variable", "greeting", 6, 6),
+        ("interface", "Shape", 8, 11),
+        ("method", "Shape.area", 10, 10),
+        ("class", "Circle", 13, 19),
+        ("method", "Circle.area", 14, 14),
+        ("class", "Circle.Companion", 16, 18),
+        ("method", "Circle.Companion.unit", 17, 17),
+        ("class", "Registry", 21, 27),
+        ("property", "Registry.shapes", 22, 22),
+        ("method", "Registry.register", 24, 26),
+        ("enum", "Color", 29, 31),
+        ("type", "Shapes", 33, 33),
+        ("function", "main", 35, 37),
+    ],
+    "sample.lua": [
+        ("variable", "M", 1, 2),
+        ("constant", "MAX", 4, 4),
+        ("function", "add", 6, 9),
+        ("function", "helper", 11, 13),
+        ("function", "M.greet", 15, 17),
+        ("method", "M.method", 19, 21),
+        ("function", "M.square", 23, 25),
+    ],
+    "sample.php": [
+        ("module", "App", 2, 3),
+        ("constant", "VERSION", 5, 5),
+        ("interface", "Shape", 7, 10),
+        ("method", "Shape.area", 9, 9),
+        ("trait", "Named", 12, 18),
+        ("method", "Named.name", 14, 17),
+        ("class", "Circle", 20, 36),
+        ("property", "Circle.$radius", 25, 25),
+        ("constructor", "Circle.__construct", 27, 30),
+        ("method", "Circle.area", 32, 35),
+        ("enum", "Suit", 38, 41),
+        ("function", "helper", 43, 46),
+    ],
+    "sample.py": [
+        ("constant", "MAX_SIZE", 5, 5),
+        ("variable", "default_name", 6, 6),
+        ("function", "top", 9, 15),
+        ("function", "top.inner", 12, 13),
+        ("function", "decorated", 18, 21),
+        ("class", "Shape", 24, 38),
+        ("field", "Shape.sides", 27, 27),
+        ("method", "Shape.__init__", 29, 30),
+        ("method", "Shape.area", 32, 34),
+        ("class", "Shape.Inner", 36, 38),
+        ("method", "Shape.Inner.deep", 37, 38),
+        ("function", "fetch", 41, 43),
+    ],
+    "sample.rb": [
+        ("constant", "MAX", 4, 4),
+        ("module", "Geometry", 6, 23),
+        ("class", "Geometry.Shape", 8, 22),
+        ("method", "Geometry.Shape.initialize", 11, 13),
+        ("method", "Geometry.Shape.area", 15, 17),
+        ("method", "Geometry.Shape.create", 19, 21),
+        ("function", "helper", 25, 27),
+    ],
+    "sample.rs": [
+        ("constant", "MAX", 4, 4),
+        ("constant", "GREETING", 5, 5),
+        ("struct", "Point", 7, 12),
+        ("field", "Point.x", 10, 10),
+        ("field", "Point.y", 11, 11),
+        ("enum", "Shape", 14, 17),
+        ("trait", "Area", 19, 21),
+        ("method", "Area.area", 20, 20),
+        ("module", "Shape", 23, 30),
+        ("method", "Shape.area", 24, 29),
+        ("module", "Point", 32, 37),
+        ("method", "Point.new", 33, 36),
+        ("type", "Pair", 39, 39),
+        ("macro", "square", 41, 45),
+        ("module", "inner", 47, 49),
+        ("function", "inner.helper", 48, 48),
+        ("function", "main", 51, 53),
+    ],
+    "sample.scala": [
+        ("trait", "Shape", 4, 7),
+        ("method", "Shape.area", 6, 6),
+        ("class", "Circle", 9, 11),
+        ("method", "Circle.area", 10, 10),
+        ("class", "Registry", 13, 19),
+        ("constant", "Registry.limit", 14, 14),
+        ("method", "Registry.register", 16, 18),
+        ("class", "Box", 21, 23),
+        ("method", "Box.double", 22, 22),
+        ("type", "Shapes", 25, 25),
+        ("function", "helper", 27, 27),
+    ],
+    "sample.sh": [
+        ("constant", "MAX", 5, 5),
+        ("variable", "name", 6, 6),
+        ("function", "greet", 8, 11),
+        ("function", "cleanup", 13, 15),
+        ("function", "main", 17, 20),
+    ],
+    "sample.swift": [
+        ("constant", "maxSize", 4, 4),
+        ("interface", "Shape", 6, 9),
+        ("method", "Shape.area", 8, 8),
+        ("struct", "Circle", 11, 21),
+        ("property", "Circle.radius", 12, 12),
+        ("constructor", "Circle.init", 14, 16),
+        ("method", "Circle.area", 18, 20),
+        ("class", "Registry", 23, 29),
+        ("property", "Registry.shapes", 24, 24),
+        ("method", "Registry.add", 26, 28),
+        ("enum", "Color", 31, 34),
+        ("module", "Circle", 36, 40),
+        ("method", "Circle.diameter", 37, 39),
+        ("type", "Shapes", 42, 42),
+        ("function", "helper", 44, 46),
+    ],
+    "sample.ts": [
+        ("interface", "Point", 1, 6),
+        ("property", "Point.x", 3, 3),
+        ("property", "Point.y", 4, 4),
+        ("method", "Point.norm", 5, 5),
+        ("type", "Id", 8, 8),
+        ("enum", "Color", 10, 13),
+        ("constant", "ORIGIN", 15, 15),
+        ("class", "Repo", 17, 29),
+        ("field", "Repo.items", 19, 19),
+        ("constructor", "Repo.constructor", 21, 21),
+        ("method", "Repo.add", 23, 26),
+        ("method", "Repo.find", 28, 28),
+        ("function", "distance", 31, 33),
+        ("module", "Geometry", 35, 39),
+        ("function", "Geometry.area", 36, 38),
+    ],
+    "sample.tsx": [
+        ("interface", "ButtonProps", 4, 6),
+        ("property", "ButtonProps.label", 5, 5),
+        ("function", "Button", 8, 10),
+        ("function", "Card", 12, 14),
+        ("class", "Panel", 16, 20),
+        ("method", "Panel.render", 17, 19),
+    ],
+}
+
+
+def test_every_language_has_a_fixture() -> None:
+    assert sorted({language_for(name) for name in EXPECTED}) == sorted(LANGUAGES)
+    assert sorted(path.name for path in DATA.iterdir()) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_outline_finds_the_definitions_listed_by_hand(name: str) -> None:
+    path = DATA / name
+    language = language_for(str(path))
+    assert language is not None
+    found = [(s.kind, s.qualified_name, s.line, s.end_line) for s in walk(outline_source(path.read_text(), language))]
+    assert found == EXPECTED[name]
+
+
+def test_python_conventions() -> None:
+    """line includes decorators, def_line is the `def` (ast's lineno), end_line is the body's last line
+    (trailing comments left out), nested functions are children, methods are named Class.method."""
+    text = ("import x\n\n@a\n@b(1)\ndef f(\n    x,\n):\n    def g():\n        pass\n    return g\n    # trailing\n\n"
+            "class C:\n    def m(self): ...\n")
+    f, c = outline_source(text, "python")  # `import x` defines nothing
+    assert (f.name, f.line, f.def_line, f.end_line, f.signature) == ("f", 3, 5, 10, "def f( x, )")
+    assert [(s.qualified_name, s.kind) for s in f.children] == [("f.g", "function")]
+    assert [(s.qualified_name, s.kind, s.line, s.end_line) for s in c.children] == [("C.m", "method", 14, 14)]
+
+
+def test_doc_comments_and_attributes_belong_to_the_definition_but_not_a_comment_after_a_blank_line() -> None:
+    text = "// unrelated\n\n/// Doc.\n#[inline]\nfn a() {}\nlet_me = 1; // trailing\nfn b() {}\n"
+    a, b = outline_source(text, "rust")
+    assert (a.name, a.line, a.def_line) == ("a", 3, 5)
+    assert (b.name, b.line) == ("b", 7)
+
+
+def test_a_syntax_error_still_outlines_the_rest() -> None:
+    symbols = outline_source("def ok():\n    pass\n\ndef broken(:\n\nclass After:\n    pass\n", "python")
+    assert "ok" in [s.name for s in symbols]
+    assert "After" in [s.name for s in symbols]
+
+
+def test_language_for_reads_the_file_name() -> None:
+    assert language_for("a/b/c.PY") == "python"
+    assert language_for("x.tsx") == "tsx"
+    assert language_for("lib.h") == "c"
+    assert language_for("Rakefile") == "ruby"
+    assert language_for("notes.txt") is None

@@ -1,0 +1,156 @@
+"""The code tools end to end: a real server over stdio, the official SDK client, real files in a temp
+folder (the per-language fixtures of tests/data/code and a few files written here)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from support import REPO
+from workspace_support import Tools
+
+pytest.importorskip("ast_grep_py")
+
+CODE_TOOLS = ["outline", "find_symbol", "find_references", "read_symbol", "search_structure"]
+USE = '''from sample import top, Shape
+
+# top is mentioned in a comment
+x = top(1)  # "top" in a string: "top"
+s = Shape("a").area
+'''
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("code") / "ws"
+    shutil.copytree(REPO / "tests" / "data" / "code", folder / "src")
+    (folder / "src" / "use.py").write_text(USE)
+    (folder / "notes.txt").write_text("top Shape area\n")
+    (folder / "ignored").mkdir()
+    (folder / ".gitignore").write_text("ignored/\n")
+    (folder / "ignored" / "hidden.py").write_text("def top():\n    pass\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tools(root: Path) -> Any:
+    with Tools(root) as server:
+        yield server
+
+
+def test_the_code_tools_are_read_only_and_follow_the_other_reading_tools(tools: Tools) -> None:
+    assert tools.order[-5:] == CODE_TOOLS
+    for name in CODE_TOOLS:
+        assert tools.tools[name]["annotations"]["readOnlyHint"] is True
+        assert tools.tools[name]["outputSchema"]["type"] == "object"
+
+
+def test_outline_of_a_file_nests_members_with_line_ranges(tools: Tools) -> None:
+    result = tools.call("outline", {"path": "src/sample.py"})
+    symbols = result["structuredContent"]["symbols"]
+    area = next(s for s in symbols if s["qualified_name"] == "Shape.area")
+    assert area == {"name": "area", "qualified_name": "Shape.area", "kind": "method", "path": "src/sample.py",
+                    "line": 32, "end_line": 34, "def_line": 33, "signature": "def area(self) -> float", "depth": 1}
+    assert "  32-34 method def area(self) -> float" in result["content"][0]["text"].splitlines()
+    top = tools.call("outline", {"path": "src/sample.py", "depth": 1})["structuredContent"]["symbols"]
+    assert {s["depth"] for s in top} == {0}
+
+
+def test_outline_of_a_folder_lists_each_file_top_level_only_and_skips_ignored_files(tools: Tools) -> None:
+    data = tools.call("outline", {"path": "."})["structuredContent"]
+    paths = {s["path"] for s in data["symbols"]}
+    assert "src/sample.go" in paths
+    assert [(s["name"], s["kind"]) for s in data["symbols"] if s["path"] == "src/use.py"] == [("x", "variable"),
+                                                                                             ("s", "variable")]
+    assert not any(p.startswith("ignored/") for p in paths)
+    assert {s["depth"] for s in data["symbols"]} == {0}
+    assert data["truncated"] is False
+
+
+def test_find_symbol_by_name_qualified_name_glob_and_kind(tools: Tools) -> None:
+    found = tools.call("find_symbol", {"name": "Shape.area"})["structuredContent"]["symbols"]
+    assert ("src/sample.py", 32, 34) in [(s["path"], s["line"], s["end_line"]) for s in found]
+    assert all(s["qualified_name"].endswith("Shape.area") for s in found)
+    glob = tools.call("find_symbol", {"name": "Sha*", "kind": "class"})["structuredContent"]["symbols"]
+    assert {(s["path"], s["name"]) for s in glob} == {("src/sample.py", "Shape"), ("src/sample.cpp", "Shape"),
+                                                      ("src/sample.rb", "Shape")}
+    limited = tools.call("find_symbol", {"name": "area", "limit": 2})["structuredContent"]
+    assert len(limited["symbols"]) == 2 and limited["truncated"] is True
+    none = tools.call("find_symbol", {"name": "no_such_name"})
+    assert none["structuredContent"]["symbols"] == [] and "No definition" in none["content"][0]["text"]
+
+
+def test_find_references_skips_comments_and_strings_and_marks_the_definition(tools: Tools) -> None:
+    data = tools.call("find_references", {"name": "top"})["structuredContent"]
+    places = [(r["path"], r["line"], r["column"], r["definition"]) for r in data["references"]]
+    assert places == [("src/sample.py", 9, 5, True), ("src/use.py", 1, 20, False), ("src/use.py", 4, 5, False)]
+
+
+def test_read_symbol_shows_the_decorators_and_body_numbered_like_read_file(tools: Tools) -> None:
+    result = tools.call("read_symbol", {"path": "src/sample.py", "name": "Shape.area"})
+    assert result["structuredContent"]["text"] == "    @property\n    def area(self) -> float:\n        return 0.0"
+    assert result["content"][0]["text"].startswith("    32\t    @property\n    33\t    def area(self) -> float:\n")
+    rust = tools.call("read_symbol", {"path": "src/sample.rs", "name": "Point.new"})["structuredContent"]
+    assert rust["text"].splitlines()[0].strip() == "/// Makes a point."
+
+
+def test_search_structure_captures_metavariables(tools: Tools) -> None:
+    data = tools.call("search_structure", {"pattern": "$F($$$A)", "language": "python", "path": "src/use.py"})
+    matches = data["structuredContent"]["matches"]
+    assert [(m["line"], m["text"], m["variables"]) for m in matches] == [
+        (4, "top(1)", {"F": "top", "A": "1"}), (5, 'Shape("a")', {"F": "Shape", "A": '"a"'})]
+    go = tools.call("search_structure", {"pattern": "func ($R *Rect) $M() float64 { $$$ }", "language": "go"})
+    assert [m["variables"]["M"] for m in go["structuredContent"]["matches"]] == ["Area"]
+
+
+@pytest.mark.parametrize(("name", "arguments", "message"), [
+    ("search_structure", {"pattern": "def (", "language": "python"}, "not valid python"),
+    ("search_structure", {"pattern": "x", "language": "cobol"}, "cobol"),
+    ("outline", {"path": "src/missing.py"}, "Not found"),
+    ("outline", {"path": "/etc/passwd"}, "not inside the workspace roots"),
+    ("outline", {"path": "notes.txt"}, "no outline"),
+    ("read_symbol", {"path": "src/sample.py", "name": "nothing"}, "No symbol"),
+    ("find_references", {"name": "a.b"}, "one identifier"),
+])
+def test_errors_are_tool_errors_with_a_clear_message(tools: Tools, name: str, arguments: dict[str, Any], message: str) -> None:
+    result = tools.process.call_tool(name, arguments, 30.0)
+    assert result.get("isError") is True or "error" in result, result
+    text = result["content"][0]["text"] if "content" in result else result["error"]["message"]
+    assert message.lower() in text.lower()
+
+
+def test_official_sdk_client_calls_the_code_tools_with_progress(root: Path) -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "shipcode_mcp", str(root)],
+                                   env={"PYTHONPATH": str(REPO / "src")})
+
+    async def main() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = [tool.name for tool in (await session.list_tools()).tools]
+            assert names[-5:] == CODE_TOOLS
+            progress: list[tuple[float, float | None, str | None]] = []
+
+            async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                progress.append((value, total, message))
+
+            found = await session.call_tool("find_symbol", {"name": "Circle"}, progress_callback=on_progress)
+            assert found.is_error is False and found.structured_content is not None
+            kinds = {(s["path"], s["kind"]) for s in found.structured_content["symbols"]}
+            assert ("src/Sample.java", "class") in kinds and ("src/sample.swift", "struct") in kinds
+            values = [value for value, _, _ in progress]
+            assert values == sorted(set(values)) and progress[-1][0] == progress[-1][1]
+
+            outline = await session.call_tool("outline", {"path": "src/sample.ts"})
+            assert outline.structured_content is not None
+            assert "Repo.add" in [s["qualified_name"] for s in outline.structured_content["symbols"]]
+            failed = await session.call_tool("read_symbol", {"path": "/etc/passwd", "name": "x"})
+            assert failed.is_error is True
+
+    anyio.run(main)
