@@ -399,7 +399,7 @@ FIND_SYMBOL = {
     ),
     "input": _object({
         "name": _string("The name, Class.member, or a glob such as get_* (the last part needs a letter).", minLength=1),
-        "kind": {"type": "string", "enum": list(SYMBOL_KINDS), "description": "Only symbols of this kind."},
+        "kind": {"type": "string", "enum": [*SYMBOL_KINDS, None], "description": "Only symbols of this kind."},
         "path": _string(f"A folder or file to search (default: the first root); {_PATH_HELP}.", default="."),
         "limit": _integer("The most definitions to return.", SYMBOL_LIMIT, 1, MAX_SYMBOL_LIMIT),
     }, ("name",)),
