@@ -31,13 +31,18 @@ from workspace_support import Tools, make_repo
 
 PROVIDERS = Path(__file__).parent / "providers"
 ALL_TOOLS = ["list_files", "read_file", "search_code", "git_status", "git_log", "git_diff", "git_show",
-             "write_file", "edit_file"]
+             "outline", "find_symbol", "find_references", "read_symbol", "search_structure", "write_file", "edit_file"]
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {},
                "io.modelcontextprotocol/clientInfo": {"name": "provider-schemas", "version": "1"}}
 # A value for each required argument of the tools, so that a call can be made of them and nulls.
 REQUIRED_VALUES = {"path": "README.md", "pattern": "answer", "ref": "HEAD", "content": "x\n",
-                   "old_text": "Demo", "new_text": "Demo!"}
+                   "old_text": "Demo", "new_text": "Demo!", "name": "main", "language": "python"}
+FOR_TOOL = {"outline": {"path": "src/app.py"}, "read_symbol": {"path": "src/app.py"}}  # the code tools read code
+
+
+def _required(tool: dict[str, Any], name: str) -> Any:
+    return FOR_TOOL.get(tool["name"], {}).get(name, REQUIRED_VALUES[name])
 STRICT = ["openai-agents ensure_strict_json_schema", "langchain-core convert_to_openai_tool strict",
           "langchain-openai bind_tools strict"]
 GOOGLE = ["google-genai mcp_to_gemini_tool", "google-genai Schema.from_json_schema inputSchema",
@@ -112,7 +117,7 @@ def _not_given(tool: dict[str, Any]) -> dict[str, Any]:
     other argument present, as null."""
     schema = tool["inputSchema"]
     required = schema.get("required", [])
-    return {name: REQUIRED_VALUES[name] if name in required else None for name in schema.get("properties", {})}
+    return {name: _required(tool, name) if name in required else None for name in schema.get("properties", {})}
 
 
 def _all_given(tool: dict[str, Any]) -> dict[str, Any]:
@@ -123,9 +128,10 @@ def _all_given(tool: dict[str, Any]) -> dict[str, Any]:
     call: dict[str, Any] = {}
     for name, spec in schema.get("properties", {}).items():
         if name in required:
-            call[name] = REQUIRED_VALUES[name]
+            call[name] = _required(tool, name)
         else:
-            call[name] = spec["default"] if "default" in spec else samples[spec["anyOf"][0]["type"]]
+            call[name] = spec["default"] if "default" in spec else spec["enum"][0] if "enum" in spec else samples[
+                spec["anyOf"][0]["type"]]
     return call
 
 

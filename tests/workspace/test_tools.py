@@ -17,7 +17,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from support import REPO
 from workspace_support import Tools, make_repo
 
-READ_ONLY = ["list_files", "read_file", "search_code", "git_status", "git_log", "git_diff", "git_show"]
+READ_ONLY = ["list_files", "read_file", "search_code", "git_status", "git_log", "git_diff", "git_show",
+             "outline", "find_symbol", "find_references", "read_symbol", "search_structure"]
 WRITING = ["write_file", "edit_file"]
 
 
