@@ -26,12 +26,21 @@ x = top(1)  # "top" in a string: "top"
 s = Shape("a").area
 '''
 
+OPS = """struct Vec {
+  Vec &operator=(const Vec &other);
+  ~Vec();
+};
+Vec &Vec::operator=(const Vec &other) { return *this; }
+Vec::~Vec() {}
+"""
+
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("code") / "ws"
     shutil.copytree(REPO / "tests" / "data" / "code", folder / "src")
     (folder / "src" / "use.py").write_text(USE)
+    (folder / "src" / "ops.cpp").write_text(OPS)
     (folder / "notes.txt").write_text("top Shape area\n")
     (folder / "ignored").mkdir()
     (folder / ".gitignore").write_text("ignored/\n")
@@ -85,6 +94,34 @@ def test_find_symbol_by_name_qualified_name_glob_and_kind(tools: Tools) -> None:
     assert len(limited["symbols"]) == 2 and limited["truncated"] is True
     none = tools.call("find_symbol", {"name": "no_such_name"})
     assert none["structuredContent"]["symbols"] == [] and "No definition" in none["content"][0]["text"]
+
+
+def test_find_symbol_finds_cpp_operators_and_destructors_by_name_or_qualified_name(tools: Tools) -> None:
+    """Names that end or start with a character that is not a word character (`operator=`, `~Vec`)."""
+    for name in ("operator=", "Vec::operator=", "Vec.operator="):
+        found = tools.call("find_symbol", {"name": name})["structuredContent"]["symbols"]
+        assert [(s["qualified_name"], s["kind"], s["line"]) for s in found] == [
+            ("Vec.operator=", "method", 2), ("Vec.operator=", "function", 5)], name
+    found = tools.call("find_symbol", {"name": "Vec::~Vec"})["structuredContent"]["symbols"]
+    assert [(s["qualified_name"], s["kind"], s["line"]) for s in found] == [("Vec.~Vec", "method", 3),
+                                                                            ("Vec.~Vec", "method", 6)]
+
+
+def test_find_symbol_lists_the_members_of_a_class_with_a_wildcard_last_part(tools: Tools) -> None:
+    """`Circle.*`: the direct members of every class Circle (a `*` does not cross a `.`), found in the
+    files that mention Circle; a pattern of wildcards only is still refused."""
+    found = tools.call("find_symbol", {"name": "Circle.*", "limit": 200})["structuredContent"]
+    java = [s["qualified_name"] for s in found["symbols"] if s["path"] == "src/Sample.java"]
+    assert java == ["Circle.PI", "Circle.radius", "Circle.Circle", "Circle.area", "Circle.Builder"]
+    cpp = [s["qualified_name"] for s in found["symbols"] if s["path"] == "src/sample.cpp"]
+    assert cpp == ["geo.Circle.Circle", "geo.Circle.area", "geo.Circle.r_"]
+    assert found["truncated"] is False
+    methods = tools.call("find_symbol", {"name": "Circle.a*", "kind": "method"})["structuredContent"]["symbols"]
+    assert methods and {(s["name"], s["qualified_name"].split(".")[-2]) for s in methods} == {("area", "Circle")}
+    for pattern in ("*.*", "*", "?.*"):
+        refused = tools.process.call_tool("find_symbol", {"name": pattern}, 30.0)
+        assert refused.get("isError") is True, pattern
+        assert "not a wildcard" in refused["content"][0]["text"]
 
 
 def test_find_references_skips_comments_and_strings_and_marks_the_definition(tools: Tools) -> None:

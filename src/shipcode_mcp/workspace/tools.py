@@ -393,12 +393,13 @@ FIND_SYMBOL = {
     "description": (
         "Find where a symbol is defined across the workspace: its file, line range, kind and signature. `name` is "
         "a plain name ('parse_args'), a qualified name ('ArgumentParser.parse_args', also 'ns::Type::method'), or "
-        "a glob with * and ? ('parse_*' for every name with that prefix, 'Http*Error'). Only definitions count, "
+        "a glob with * and ? ('parse_*' for every name with that prefix, 'Http*Error', 'Thread.*' for the members of "
+        "Thread; a * does not cross a dot). Only definitions count, "
         "not uses (find_references finds those). Narrow with `kind` and `path`. Files where the name does not "
         f"occur are never parsed, so it is fast on large trees. Languages: {_LANGUAGES_HELP}."
     ),
     "input": _object({
-        "name": _string("The name, Class.member, or a glob such as get_* (the last part needs a letter).", minLength=1),
+        "name": _string("The name, Class.member, or a glob such as get_* or Class.* (not only wildcards).", minLength=1),
         "kind": {"type": "string", "enum": [*SYMBOL_KINDS, None], "description": "Only symbols of this kind."},
         "path": _string(f"A folder or file to search (default: the first root); {_PATH_HELP}.", default="."),
         "limit": _integer("The most definitions to return.", SYMBOL_LIMIT, 1, MAX_SYMBOL_LIMIT),

@@ -283,3 +283,54 @@ def test_language_for_reads_the_file_name() -> None:
     assert language_for("lib.h") == "c"
     assert language_for("Rakefile") == "ruby"
     assert language_for("notes.txt") is None
+
+
+CPP_DECLARATORS = """struct A {
+  A &operator=(const A &other) { return *this; }
+  int *ptr() { return 0; }
+  ~A() {}
+  A();
+  bool operator==(const A&) const;
+  A &operator<<(int);
+};
+int *make() { return 0; }
+void Foo::bar() {}
+A::A() {}
+A::~A() {}
+template <typename T>
+T *build(T x) { return 0; }
+template <typename T> void Foo<std::vector<T>>::baz() {}
+A &A::operator=(A &&o) { return *this; }
+bool operator<=>(const A &, const A &);
+"""
+
+
+def test_cpp_names_reach_through_reference_pointer_and_qualified_declarators() -> None:
+    """`A &operator=(...)` is named operator= (a reference_declarator wraps the function_declarator); an
+    out-of-class definition `void Foo::bar()` is named bar, qualified Foo.bar (template arguments left out);
+    `A::A` is a constructor and `A::~A` a method even outside their class."""
+    found = [(s.kind, s.name, s.qualified_name, s.line) for s in walk(outline_source(CPP_DECLARATORS, "cpp"))]
+    assert found == [
+        ("struct", "A", "A", 1),
+        ("method", "operator=", "A.operator=", 2),
+        ("method", "ptr", "A.ptr", 3),
+        ("method", "~A", "A.~A", 4),
+        ("constructor", "A", "A.A", 5),
+        ("method", "operator==", "A.operator==", 6),
+        ("method", "operator<<", "A.operator<<", 7),
+        ("function", "make", "make", 9),
+        ("function", "bar", "Foo.bar", 10),
+        ("constructor", "A", "A.A", 11),
+        ("method", "~A", "A.~A", 12),
+        ("function", "build", "build", 13),
+        ("function", "baz", "Foo.baz", 15),
+        ("function", "operator=", "A.operator=", 16),
+        ("function", "operator<=>", "operator<=>", 17),
+    ]
+
+
+def test_c_names_of_functions_returning_pointers() -> None:
+    text = ("char **split(const char *s) { return 0; }\nint (*getf(void))(int) { return 0; }\n"
+            "struct point *make_point(void);\nconst char *names[] = {\"a\"};\n")
+    found = [(s.kind, s.name) for s in walk(outline_source(text, "c"))]
+    assert found == [("function", "split"), ("function", "getf"), ("function", "make_point"), ("variable", "names")]

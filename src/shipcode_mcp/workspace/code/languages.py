@@ -105,30 +105,67 @@ def _identifier(node: SgNode | None) -> str | None:
     return node.text()
 
 
-_C_DECLARATORS = ("function_declarator", "pointer_declarator", "reference_declarator", "parenthesized_declarator",
-                  "array_declarator", "init_declarator", "attributed_declarator")
+_C_DECLARATORS = frozenset({"function_declarator", "pointer_declarator", "reference_declarator",
+                            "parenthesized_declarator", "array_declarator", "init_declarator",
+                            "attributed_declarator"})
+_C_NAMES = frozenset({"identifier", "field_identifier", "qualified_identifier", "operator_name", "destructor_name",
+                      "template_function", "type_identifier", "operator_cast"})
+
+
+def _c_inner(node: SgNode) -> SgNode | None:
+    """The declarator inside a declarator: its `declarator` field, or (reference_declarator and
+    parenthesized_declarator have no field) its first child that is a declarator or a name."""
+    inner = node.field("declarator")
+    if inner is None:
+        for child in node.children():
+            if child.kind() in _C_DECLARATORS or child.kind() in _C_NAMES:
+                return child
+    return inner
+
+
+def _c_declared(node: SgNode) -> tuple[SgNode | None, bool]:
+    """The name node a declaration declares, through its declarators (`*f(int)`, `&operator=(...)`,
+    `(*getf(void))(int)`), and whether one of them is a function declarator."""
+    current = node.field("declarator")
+    function = False
+    while current is not None and current.kind() in _C_DECLARATORS:
+        function = function or current.kind() == "function_declarator"
+        current = _c_inner(current)
+    return current, function
+
+
+_TEMPLATE_ARGUMENTS = re.compile(r"<[^<>]*>")
 
 
 def _c_name(node: SgNode) -> str | None:
-    """A C or C++ declaration's name: follow the declarators (`*f(int)`, `A::f`, `~A`)."""
-    current = node.field("declarator")
-    while current is not None and current.kind() in _C_DECLARATORS:
-        inner = current.field("declarator")
-        if inner is None:
-            break
-        current = inner
+    """A C or C++ declaration's name, qualified with `::` when written so (`Foo<T>::bar` -> `Foo::bar`:
+    template arguments are left out of the qualifier, kept in an operator's name: `operator<=>`)."""
+    current, _ = _c_declared(node)
     if current is None:
         return None
-    return re.sub(r"\s+", "", current.text())
+    text = re.sub(r"\s+", "", current.text())
+    if current.kind() != "qualified_identifier":
+        return text if text.startswith("operator") else _without_template_arguments(text)
+    name_node = current.field("name")
+    while name_node is not None and name_node.kind() == "qualified_identifier":
+        name_node = name_node.field("name")
+    name = re.sub(r"\s+", "", name_node.text()) if name_node is not None else text.rpartition("::")[2]
+    scope = text[:len(text) - len(name)].rstrip(":")
+    if not name.startswith("operator"):
+        name = _without_template_arguments(name)
+    return f"{_without_template_arguments(scope)}::{name}" if scope else name
+
+
+def _without_template_arguments(text: str) -> str:
+    while True:
+        shorter = _TEMPLATE_ARGUMENTS.sub("", text)
+        if shorter == text:
+            return text
+        text = shorter
 
 
 def _c_function_declaration(node: SgNode) -> bool:
-    current = node.field("declarator")
-    while current is not None and current.kind() in _C_DECLARATORS:
-        if current.kind() == "function_declarator":
-            return True
-        current = current.field("declarator")
-    return False
+    return _c_declared(node)[1]
 
 
 def _constant_case(name: str | None) -> bool:
@@ -348,6 +385,18 @@ def _cpp_field_kind(node: SgNode) -> str:
     return "method" if _c_function_declaration(node) else "field"
 
 
+def _cpp_function_kind(node: SgNode) -> str:
+    """An out-of-class definition `A::A()` is a constructor and `A::~A()` a method; `Foo::bar()` stays a
+    function (Foo may be a namespace: the file alone does not say)."""
+    name = _c_name(node) or ""
+    scope, _, last = name.rpartition("::")
+    if scope and last.startswith("~"):
+        return "method"
+    if scope and last == scope.rpartition("::")[2]:
+        return "constructor"
+    return "function"
+
+
 _C_DEFS = {
     "function_definition": Def("function", _c_name),
     "struct_specifier": Def("struct", rule=_C_BODY),
@@ -357,7 +406,8 @@ _C_DEFS = {
     "preproc_def": Def("macro", body=None),
     "preproc_function_def": Def("macro", body=None),
     "declaration": Def(_c_declaration_kind, _c_name, body=None,
-                       rule={"inside": {"any": [{"kind": "translation_unit"}, {"kind": "declaration_list"}]}}),
+                       rule={"inside": {"any": [{"kind": "translation_unit"}, {"kind": "declaration_list"},
+                                               {"kind": "field_declaration_list"}]}}),
     "field_declaration": Def("field", _c_name, body=None, rule={"inside": {"kind": "field_declaration_list"}}),
 }
 _C_LEADING = frozenset({"comment"})
@@ -365,6 +415,7 @@ C = Language(_C_DEFS, leading=_C_LEADING)
 CPP = Language(
     defs={
         **_C_DEFS,
+        "function_definition": Def(_cpp_function_kind, _c_name),
         "class_specifier": Def("class", rule=_C_BODY),
         "namespace_definition": Def("module"),
         "field_declaration": Def(_cpp_field_kind, _c_name, body=None, rule={"inside": {"kind": "field_declaration_list"}}),

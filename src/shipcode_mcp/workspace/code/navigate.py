@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
+import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
@@ -94,28 +95,60 @@ def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolRes
 
 
 # -- find_symbol -----------------------------------------------------------------------------------------
-def _matcher(name: str) -> tuple[str, Any]:
-    """The word rg looks for and a test of a symbol: exact name, qualified name (A.b, A::b) or a glob."""
-    name = name.replace("::", ".")
-    last = name.rsplit(".", 1)[-1]
-    glob = any(c in name for c in "*?[")
-    qualified = "." in name
+_WILDCARDS = "*?["
 
-    def test(symbol: Symbol) -> bool:
-        if glob:
-            return fnmatch.fnmatchcase(symbol.qualified_name if qualified else symbol.name, name)
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob as a regex where `*` and `?` do not cross a `.` (`Thread.*` is Thread's direct members)."""
+    out = []
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        close = pattern.find("]", index + 2) if char == "[" else -1
+        if char == "*":
+            out.append(r"[^.]*")
+        elif char == "?":
+            out.append(r"[^.]")
+        elif close > 0:
+            body = pattern[index + 1:close]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body.replace("\\", "\\\\")) + "]")
+            index = close
+        else:
+            out.append(re.escape(char))
+        index += 1
+    return re.compile("".join(out))
+
+
+def _matcher(name: str) -> tuple[str, Callable[[Symbol], bool]]:
+    """The word rg looks for and a test of a symbol: exact name, qualified name (`A.b`; C++'s `A::b` is the
+    same, qualified names always join with `.`), or a glob. A qualified name matches at the end of the
+    symbol's qualified name (`Circle.area` finds `geo.Circle.area`). The rg word is the last part with a
+    character that is not a wildcard (`Thread.*` looks in the files that mention Thread); "" when every
+    part is wildcards only."""
+    name = name.replace("::", ".")
+    parts = name.split(".")
+    word = next((part for part in reversed(parts) if part.strip(_WILDCARDS)), "")
+    if "[" in word:  # rg looks for a wider word: what comes before the character class, then anything
+        word = word[:word.index("[")] + "*" if word.index("[") else ""
+    qualified = len(parts) > 1
+    if any(c in name for c in _WILDCARDS):
+        regex = _glob_regex(name)
         if qualified:
-            return symbol.qualified_name == name or symbol.qualified_name.endswith("." + name)
-        return symbol.name == name
-    return last, test
+            count = len(parts)
+            return word, lambda symbol: regex.fullmatch(".".join(symbol.qualified_name.split(".")[-count:])) is not None
+        return word, lambda symbol: regex.fullmatch(symbol.name) is not None
+    if qualified:
+        return word, lambda symbol: symbol.qualified_name == name or symbol.qualified_name.endswith("." + name)
+    return word, lambda symbol: symbol.name == name
 
 
 def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: str, limit: int) -> ToolResult:
     if not name.strip() or "\n" in name or "\x00" in name:
         raise ToolError("name must be an identifier, a qualified name such as Class.method, or a glob such as get_*")
     word, test = _matcher(name.strip())
-    if not word.strip("*?"):
-        raise ToolError("name needs at least one character that is not a wildcard in its last part")
+    if not word:
+        raise ToolError("name needs at least one character that is not a wildcard (in its last part, or in an "
+                        "earlier part as in Class.*)")
     folder = Folder(roots, path)
     names = folder.candidates(ctx, word_regex(word))
     found: list[dict[str, Any]] = []

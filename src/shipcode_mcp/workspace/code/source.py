@@ -206,7 +206,10 @@ class Folder:
 
 
 def word_regex(name: str) -> str:
-    """An rg regex for the identifier `name` as a whole word; `*` and `?` are wildcards."""
+    """An rg regex for the identifier `name` as a whole word; `*` and `?` are wildcards. A word boundary
+    is required only next to a word character (`operator=`, `~Vec` are names in C++)."""
     parts = re.split(r"([*?])", name)
     body = "".join({"*": r"\w*", "?": r"\w"}.get(part) or re.escape(part) for part in parts)
-    return rf"\b{body}\b"
+    start = r"\b" if re.match(r"[\w*?]", name) else ""
+    end = r"\b" if re.search(r"[\w*?]$", name) else ""
+    return f"{start}{body}{end}"
