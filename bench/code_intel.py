@@ -615,7 +615,10 @@ def render(report: dict[str, Any]) -> str:
                   f"{score['lines']:,} lines; {score['skipped']} that ast does not parse left out): "
                   f"{score['expected']:,} definitions, {score['found']:,} found, {score['matched']:,} the same; "
                   f"precision {score['precision']:.3%}, recall {score['recall']:.3%} "
-                  f"(outlines in {score['outline_seconds']:.2f} s)", *(f"  {line}" for line in score["differences"]), ""]
+                  f"(outlines in {score['outline_seconds']:.2f} s)",
+                  "  differences by file: " + (", ".join(f"{where} {count}" for where, count in score["differences_by_file"].items())
+                                               or "none"),
+                  *(f"  {line}" for line in score["differences"][:3]), ""]
     big = report.get("outline")
     if big:
         lines += [harness.markdown_table(
@@ -760,7 +763,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def accuracy_figures(root: Path, files: list[str]) -> dict[str, Any]:
     result = accuracy.score((root / name for name in files), root)
-    return {**accuracy.summary(result), "differences": list(accuracy.near_misses(result))[:20]}
+    by_file = Counter(where for where, _ in result.missing + result.extra)
+    return {**accuracy.summary(result), "differences_by_file": dict(by_file.most_common()),
+            "differences": list(accuracy.near_misses(result))[:20]}
 
 
 if __name__ == "__main__":
