@@ -25,8 +25,12 @@ EXPECTED: dict[str, list[tuple[str, str, int, int]]] = {
         ("class", "Circle.Builder", 24, 28),
         ("method", "Circle.Builder.build", 25, 27),
         ("enum", "Color", 31, 38),
+        ("constant", "Color.RED", 32, 32),
+        ("constant", "Color.GREEN", 33, 33),
         ("method", "Color.warm", 35, 37),
         ("class", "Pair", 40, 40),
+        ("field", "Pair.a", 40, 40),
+        ("field", "Pair.b", 40, 40),
     ],
     "sample.c": [
         ("macro", "MAX", 4, 4),
@@ -36,6 +40,8 @@ EXPECTED: dict[str, list[tuple[str, str, int, int]]] = {
         ("field", "point.y", 9, 9),
         ("type", "point_t", 12, 12),
         ("enum", "color", 14, 14),
+        ("constant", "color.RED", 14, 14),
+        ("constant", "color.GREEN", 14, 14),
         ("variable", "counter", 16, 16),
         ("function", "add", 18, 21),
         ("function", "name_of", 23, 25),
@@ -69,7 +75,11 @@ EXPECTED: dict[str, list[tuple[str, str, int, int]]] = {
         ("struct", "Sample.Point", 26, 29),
         ("field", "Sample.Point.X", 28, 28),
         ("enum", "Sample.Color", 31, 31),
+        ("constant", "Sample.Color.Red", 31, 31),
+        ("constant", "Sample.Color.Green", 31, 31),
         ("class", "Sample.Pair", 33, 33),
+        ("property", "Sample.Pair.A", 33, 33),
+        ("property", "Sample.Pair.B", 33, 33),
     ],
     "sample.go": [
         ("constant", "MaxSize", 6, 6),
@@ -99,6 +109,7 @@ EXPECTED: dict[str, list[tuple[str, str, int, int]]] = {
         ("interface", "Shape", 8, 11),
         ("method", "Shape.area", 10, 10),
         ("class", "Circle", 13, 19),
+        ("property", "Circle.radius", 13, 13),
         ("method", "Circle.area", 14, 14),
         ("class", "Circle.Companion", 16, 18),
         ("method", "Circle.Companion.unit", 17, 17),
@@ -106,6 +117,8 @@ EXPECTED: dict[str, list[tuple[str, str, int, int]]] = {
         ("property", "Registry.shapes", 22, 22),
         ("method", "Registry.register", 24, 26),
         ("enum", "Color", 29, 31),
+        ("constant", "Color.RED", 30, 30),
+        ("constant", "Color.GREEN", 30, 30),
         ("type", "Shapes", 33, 33),
         ("function", "main", 35, 37),
     ],
@@ -130,6 +143,7 @@ EXPECTED: dict[str, list[tuple[str, str, int, int]]] = {
         ("constructor", "Circle.__construct", 27, 30),
         ("method", "Circle.area", 32, 35),
         ("enum", "Suit", 38, 41),
+        ("constant", "Suit.Hearts", 40, 40),
         ("function", "helper", 43, 46),
     ],
     "sample.py": [
@@ -162,6 +176,8 @@ EXPECTED: dict[str, list[tuple[str, str, int, int]]] = {
         ("field", "Point.x", 10, 10),
         ("field", "Point.y", 11, 11),
         ("enum", "Shape", 14, 17),
+        ("constant", "Shape.Circle", 15, 15),
+        ("constant", "Shape.Square", 16, 16),
         ("trait", "Area", 19, 21),
         ("method", "Area.area", 20, 20),
         ("module", "Shape", 23, 30),
@@ -206,6 +222,8 @@ EXPECTED: dict[str, list[tuple[str, str, int, int]]] = {
         ("property", "Registry.shapes", 24, 24),
         ("method", "Registry.add", 26, 28),
         ("enum", "Color", 31, 34),
+        ("constant", "Color.red", 32, 32),
+        ("constant", "Color.green", 33, 33),
         ("module", "Circle", 36, 40),
         ("method", "Circle.diameter", 37, 39),
         ("type", "Shapes", 42, 42),
@@ -218,6 +236,8 @@ EXPECTED: dict[str, list[tuple[str, str, int, int]]] = {
         ("method", "Point.norm", 5, 5),
         ("type", "Id", 8, 8),
         ("enum", "Color", 10, 13),
+        ("constant", "Color.Red", 11, 11),
+        ("constant", "Color.Green", 12, 12),
         ("constant", "ORIGIN", 15, 15),
         ("class", "Repo", 17, 29),
         ("field", "Repo.items", 19, 19),
@@ -334,3 +354,17 @@ def test_c_names_of_functions_returning_pointers() -> None:
             "struct point *make_point(void);\nconst char *names[] = {\"a\"};\n")
     found = [(s.kind, s.name) for s in walk(outline_source(text, "c"))]
     assert found == [("function", "split"), ("function", "getf"), ("function", "make_point"), ("variable", "names")]
+
+
+@pytest.mark.parametrize(("language", "text", "expected"), [
+    ("typescript", "enum E {\n  A = 1,\n  B,\n}\n", [("enum", "E"), ("constant", "E.A"), ("constant", "E.B")]),
+    ("rust", "enum E {\n    V { a: i32 },\n    W,\n}\n",
+     [("enum", "E"), ("constant", "E.V"), ("field", "E.V.a"), ("constant", "E.W")]),
+    ("cpp", "enum class Mode { Fast = 1, Slow };\n", [("enum", "Mode"), ("constant", "Mode.Fast"), ("constant", "Mode.Slow")]),
+    ("kotlin", "data class P(val x: Int, var y: Int, z: Int)\n", [("class", "P"), ("property", "P.x"), ("property", "P.y")]),
+    ("go", "type T struct {\n\tA int\n\tc string\n}\n", [("struct", "T"), ("field", "T.A"), ("field", "T.c")]),
+])
+def test_enum_members_and_record_fields_are_children(language: str, text: str, expected: list[tuple[str, str]]) -> None:
+    """Enum members are constants; struct and record fields (record components, Kotlin's val/var
+    parameters) are fields or properties, children of their type."""
+    assert [(s.kind, s.qualified_name) for s in walk(outline_source(text, language))] == expected

@@ -62,7 +62,7 @@ class Language:
             rules = []
             for kind, spec in self.defs.items():
                 try:
-                    root.find(kind=kind)
+                    root.find(kind=kind, **(spec.rule or {}))  # the kinds the constraints name, too
                 except RuntimeError:
                     continue
                 rules.append({"kind": kind, **(spec.rule or {})})
@@ -76,6 +76,11 @@ CLASS_LIKE = frozenset({"class", "interface", "struct", "enum", "trait"})
 # -- name helpers -------------------------------------------------------------------------------------
 def _text(node: SgNode | None) -> str | None:
     return node.text() if node is not None else None
+
+
+def _own_text(node: SgNode) -> str | None:
+    """The node is the name (a TypeScript enum member without a value)."""
+    return node.text()
 
 
 def _child_of(*kinds: str) -> NameOf:
@@ -245,6 +250,8 @@ _TS_DEFS = {
     "abstract_method_signature": Def("method", body=None),
     "property_signature": Def("property", body=None, rule=_TS_MEMBER),
     "public_field_definition": Def("field", body=None),
+    "enum_assignment": Def("constant", body=None),
+    "property_identifier": Def("constant", _own_text, body=None, rule={"inside": {"kind": "enum_body"}}),
 }
 _JS_LEADING = frozenset({"comment", "decorator"})
 JAVASCRIPT = Language(_JS_DEFS, frozenset({"export_statement"}), _JS_LEADING, frozenset({"constructor"}))
@@ -304,6 +311,7 @@ RUST = Language(
         "type_item": Def("type", body=None),
         "macro_definition": Def("macro", body=None),
         "field_declaration": Def("field", body=None),
+        "enum_variant": Def("constant", body=None),
     },
     leading=frozenset({"line_comment", "block_comment", "attribute_item"}),
 )
@@ -325,6 +333,9 @@ JAVA = Language(
         "compact_constructor_declaration": Def("constructor"),
         "field_declaration": Def("field", _java_field_name, body=None),
         "constant_declaration": Def("constant", _java_field_name, body=None),
+        "enum_constant": Def("constant", body=None),
+        "formal_parameter": Def("field", body=None,
+                                rule={"inside": {"kind": "formal_parameters", "inside": {"kind": "record_declaration"}}}),
     },
     leading=frozenset({"line_comment", "block_comment"}),
 )
@@ -369,6 +380,9 @@ KOTLIN = Language(
         "property_declaration": Def(_kotlin_property_kind, _kotlin_property_name, body=None,
                                     rule={"inside": {"any": [{"kind": "source_file"}, {"kind": "class_body"}]}}),
         "type_alias": Def("type", _child_of("type_identifier"), body=None),
+        "enum_entry": Def("constant", _child_of("simple_identifier"), body=None),
+        "class_parameter": Def("property", _child_of("simple_identifier"), body=None,
+                               rule={"has": {"kind": "binding_pattern_kind"}}),
     },
     leading=frozenset({"line_comment", "multiline_comment", "comment"}),
 )
@@ -409,6 +423,7 @@ _C_DEFS = {
                        rule={"inside": {"any": [{"kind": "translation_unit"}, {"kind": "declaration_list"},
                                                {"kind": "field_declaration_list"}]}}),
     "field_declaration": Def("field", _c_name, body=None, rule={"inside": {"kind": "field_declaration_list"}}),
+    "enumerator": Def("constant", body=None),
 }
 _C_LEADING = frozenset({"comment"})
 C = Language(_C_DEFS, leading=_C_LEADING)
@@ -453,6 +468,8 @@ CSHARP = Language(
         "event_declaration": Def("field", body=None),
         "field_declaration": Def("field", _csharp_variable_name, body=None),
         "delegate_declaration": Def("type", body=None),
+        "enum_member_declaration": Def("constant", body=None),
+        "parameter": Def("property", body=None, rule={"inside": {"kind": "parameter_list", "inside": {"kind": "record_declaration"}}}),
     },
     leading=frozenset({"comment"}),
 )
@@ -504,6 +521,7 @@ PHP = Language(
         "method_declaration": Def("method"),
         "property_declaration": Def("property", _php_property_name, body=None),
         "const_declaration": Def("constant", _php_const_name, body=None),
+        "enum_case": Def("constant", body=None),
     },
     leading=frozenset({"comment", "attribute_list"}),
     constructors=frozenset({"__construct"}),
@@ -536,6 +554,7 @@ SWIFT = Language(
         "property_declaration": Def(_swift_property_kind, body=None,
                                     rule={"inside": {"any": [{"kind": "source_file"}, {"kind": "class_body"}]}}),
         "typealias_declaration": Def("type", body=None),
+        "enum_entry": Def("constant", _child_of("simple_identifier"), body=None),
     },
     leading=frozenset({"comment", "multiline_comment"}),
 )
