@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 NameOf = Callable[["SgNode"], "str | None"]
 KindOf = Callable[["SgNode"], str]
+MembersOf = Callable[["SgNode", "list[SgNode]"], "list[SgNode]"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class Def:
     """Words the signature starts with that the node leaves out (Go's `type` before a type_spec)."""
     header_from_parent: bool = False
     """The signature starts at the parent node (a declarator's `const` declaration)."""
+    by_members: bool = False
+    """Found by the language's `members` function, not by the native search."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,10 @@ class Language:
     """A method named as its class is a constructor (C++, Java's are found by node kind)."""
     trim_comments: str | None = None
     """A line comment marker: trailing comment lines are not part of a definition's end (Python)."""
+    members: MembersOf | None = None
+    """More definition nodes, found from the root and the nodes the rule found, by looking at a few
+    children instead of a rule with `inside` (which costs the native search about as much again as
+    the search itself: it no longer skips nodes by kind). Their defs are in `defs`, marked by_members."""
     _rules: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, compare=False)
 
     def rule(self, language: str, root: SgNode) -> dict[str, Any]:
@@ -61,6 +68,8 @@ class Language:
         if rule is None:
             rules = []
             for kind, spec in self.defs.items():
+                if spec.by_members:
+                    continue
                 try:
                     root.find(kind=kind, **(spec.rule or {}))  # the kinds the constraints name, too
                 except RuntimeError:
@@ -200,17 +209,34 @@ def _py_assignment_kind(node: SgNode) -> str:
     return "constant" if _constant_case(name) else "variable"
 
 
-_PY_STATEMENT = {"kind": "expression_statement",
-                 "inside": {"any": [{"kind": "module"}, {"kind": "block", "inside": {"kind": "class_definition"}}]}}
+def _py_assignments(root: SgNode, found: list[SgNode]) -> list[SgNode]:
+    """The assignments that are statements of the module or of a class body (not of a function, an `if`
+    or a loop): the children of those few blocks, rather than every assignment of the file."""
+    blocks = [root]
+    for node in found:
+        if node.kind() == "class_definition":
+            body = node.field("body")
+            if body is not None:
+                blocks.append(body)
+    out = []
+    for block in blocks:
+        for statement in block.children():
+            if statement.kind() == "expression_statement":
+                assignment = statement.child(0)
+                if assignment is not None and assignment.kind() == "assignment":
+                    out.append(assignment)
+    return out
+
 
 PYTHON = Language(
     defs={
         "class_definition": Def("class"),
         "function_definition": Def("function"),
-        "assignment": Def(_py_assignment_kind, _py_assignment_name, body=None, rule={"inside": _PY_STATEMENT}),
+        "assignment": Def(_py_assignment_kind, _py_assignment_name, body=None, by_members=True),
     },
     wrappers=frozenset({"decorated_definition"}),
     trim_comments="#",
+    members=_py_assignments,
 )
 
 

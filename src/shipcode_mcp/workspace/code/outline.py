@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 
 MAX_SIGNATURE = 200
 """A longer header is cut (one line, whitespace collapsed)."""
-_SPACE = re.compile(r"\s+")
+_HEADER_SLICE = 8 * MAX_SIGNATURE
+"""At most this much text is read for a signature (whitespace collapsed, it may still fill one)."""
 _SAME_LINE = frozenset({"decorator", "attribute_item", "attribute_list", "annotation"})
 """Leading siblings that may share the definition's line (`@cached def f`)."""
 _QUALIFIER = re.compile(r"::|\.|:|#")
+_QUALIFIED = re.compile(r"[.:#]")
 
 
 class UnknownLanguage(ValueError):
@@ -64,57 +66,72 @@ def outline(text: str, language: str) -> list[Symbol]:
 def _items(root: SgNode, text: str, spec: Language, language: str) -> list[_Item]:
     top: list[_Item] = []
     stack: list[_Item] = []
-    lines: list[str] | None = None
-    for node in root.find_all(**spec.rule(language, root)):
-        definition = spec.defs.get(node.kind())
+    defs = spec.defs
+    nodes = root.find_all(**spec.rule(language, root))
+    if spec.members is not None:
+        extra = spec.members(root, nodes)
+        if extra:
+            nodes = sorted([*nodes, *extra], key=lambda node: node.range().start.index)
+    leading = spec.leading
+    lines = text.split("\n") if leading else None
+    trim = spec.trim_comments
+    for node in nodes:
+        definition = defs.get(node.kind())
         if definition is None:
             continue
-        raw = definition.name(node) if callable(definition.name) else _field_text(node, definition.name)
+        name_of = definition.name
+        if callable(name_of):
+            raw = name_of(node)
+        else:
+            found = node.field(name_of)
+            raw = found.text() if found is not None else None
         if not raw:
             continue
         where = node.range()
         start, end = where.start, where.end
-        while stack and stack[-1].end <= start.index:
+        start_index = start.index
+        while stack and stack[-1].end <= start_index:
             stack.pop()
         parent = stack[-1] if stack else None
-        parts = [part for part in _QUALIFIER.split(raw) if part] or [raw]
-        name = parts[-1]
-        prefix = ".".join(parts[:-1])
-        qualified = ".".join(x for x in (parent.qualified if parent else "", prefix, name) if x)
-        kind = definition.kind(node) if callable(definition.kind) else definition.kind
+        if _QUALIFIED.search(raw) is None:
+            name, prefix = raw, ""
+        else:
+            parts = [part for part in _QUALIFIER.split(raw) if part] or [raw]
+            name, prefix = parts[-1], ".".join(parts[:-1])
+        outer = parent.qualified if parent is not None else ""
+        qualified = f"{outer}.{prefix}" if outer and prefix else outer or prefix
+        qualified = f"{qualified}.{name}" if qualified else name
+        kind_of = definition.kind
+        kind = kind_of(node) if callable(kind_of) else kind_of
         if kind == "function" and parent is not None and parent.holds_methods:
             kind = "method"
         if kind == "method" and (name in spec.constructors or (spec.class_constructors and parent is not None
                                  and name == parent.name)):
             kind = "constructor"
-        end_line = end.line + 1 if end.column or end.line == start.line else end.line
-        if spec.trim_comments is not None and end_line > start.line + 1:
-            if lines is None:
-                lines = text.split("\n")
-            end_line = _trim(lines, start.line + 1, end_line, spec.trim_comments)
-        if lines is None and spec.leading:
-            lines = text.split("\n")
-        line = _first_line(node, start.line, spec, lines)
+        start_line = start.line
+        end_line = end.line + 1 if end.column or end.line == start_line else end.line
+        if trim is not None and end_line > start_line + 1:
+            end_line = _trim(text, start_line + 1, end_line, end.index if end.column else end.index - 1, trim)
+        line = _first_line(node, start_line, spec, lines)
         holds = definition.holds_methods if definition.holds_methods is not None else kind in CLASS_LIKE
-        item = _Item(name, qualified, kind, line + 1, end_line, start.line + 1, end.index,
-                     _signature(node, text, start.index, definition), holds)
+        item = _Item(name, qualified, kind, line + 1, end_line, start_line + 1, end.index,
+                     _signature(node, text, start_index, end.index, definition), holds)
         (parent.children if parent is not None else top).append(item)
         stack.append(item)
     return top
 
 
-def _field_text(node: SgNode, name: str) -> str | None:
-    found = node.field(name)
-    return found.text() if found is not None else None
-
-
-def _trim(lines: list[str], first: int, last: int, marker: str) -> int:
-    """The last line that is neither blank nor only a comment (tree-sitter-python keeps trailing comments)."""
+def _trim(text: str, first: int, last: int, stop: int, marker: str) -> int:
+    """The last line that is neither blank nor only a comment (tree-sitter-python keeps trailing comments
+    in a block). `stop` is where line `last` ends in `text`; lines are read backwards from there, so the
+    cost is the few lines looked at, not the file."""
     while last > first:
-        stripped = lines[last - 1].strip()
+        begin = text.rfind("\n", 0, stop) + 1
+        stripped = text[begin:stop].strip()
         if stripped and not stripped.startswith(marker):
             break
         last -= 1
+        stop = begin - 1
     return last
 
 
@@ -143,17 +160,19 @@ def _first_line(node: SgNode, line: int, spec: Language, lines: list[str] | None
     return line
 
 
-def _signature(node: SgNode, text: str, start: int, definition: Def) -> str:
-    """The definition's header on one line: up to its body, or its first line."""
+def _signature(node: SgNode, text: str, start: int, end: int, definition: Def) -> str:
+    """The definition's header on one line: up to its body, or its first line. Read from a bounded slice
+    of the text (never the node's whole text: a class's text is the class)."""
     if definition.header_from_parent:
         parent = node.parent()
         if parent is not None:
             start = parent.range().start.index
     body = node.field(definition.body) if definition.body else None
     if body is not None:
-        header = text[start:body.range().start.index]
+        stop = min(body.range().start.index, start + _HEADER_SLICE)
     else:
-        stop = text.find("\n", start, node.range().end.index)
-        header = text[start:stop if stop >= 0 else node.range().end.index]
-    header = definition.header + _SPACE.sub(" ", header).strip().rstrip("{:=").rstrip()
+        stop = text.find("\n", start, min(end, start + _HEADER_SLICE))
+        if stop < 0:
+            stop = min(end, start + _HEADER_SLICE)
+    header = definition.header + " ".join(text[start:stop].split()).rstrip("{:=").rstrip()
     return header if len(header) <= MAX_SIGNATURE else header[:MAX_SIGNATURE - 1] + "…"
