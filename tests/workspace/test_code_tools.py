@@ -191,3 +191,27 @@ def test_official_sdk_client_calls_the_code_tools_with_progress(root: Path) -> N
             assert failed.is_error is True
 
     anyio.run(main)
+
+
+def test_a_folder_outline_stops_between_files_once_cancelled(tmp_path: Path) -> None:
+    """Cancelled while it reports progress on the third file, a folder outline parses no further file
+    (in process, with a real Context whose transport cancels the request on that notification)."""
+    from shipcode_mcp.context import Cancelled, Context
+    from shipcode_mcp.runner import ThreadRunner
+    from shipcode_mcp.server import Server
+    from shipcode_mcp.workspace.code.navigate import outline
+    from shipcode_mcp.workspace.code.source import CACHE
+    from shipcode_mcp.workspace.roots import Roots
+
+    for n in range(20):
+        (tmp_path / f"m{n:02d}.py").write_text(f"def f{n}():\n    pass\n")
+
+    def send(message: dict[str, Any], related: Any) -> None:
+        if message.get("method") == "notifications/progress" and message["params"]["progress"] == 2:
+            ctx.cancel()
+
+    ctx = Context(ThreadRunner(Server("tests", "1"), send), 1, "tools/call", {"_meta": {"progressToken": "t"}})
+    misses = CACHE.misses
+    with pytest.raises(Cancelled):
+        outline(ctx, Roots([str(tmp_path)]), ".", None)
+    assert CACHE.misses - misses == 2  # m00.py and m01.py only

@@ -38,6 +38,9 @@ def _flat(symbols: list[Symbol] | tuple[Symbol, ...], depth: int, limit: int) ->
 
 
 def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolResult:
+    """A file's symbols, or the top-level symbols of each file under a folder within OUTLINE_BUDGET.
+    A folder's outline checks for cancellation between files; one file's parse is a single native call
+    that cannot be interrupted (at most MAX_SOURCE_BYTES: some 0.3 s at worst)."""
     folder = Folder(roots, path)
     lines: list[str] = []
     items: list[dict[str, Any]] = []
@@ -68,8 +71,8 @@ def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolRes
         names = folder.files(ctx)
         files = 0
         for index, name in enumerate(names):
-            ctx.check_cancelled()
             ctx.report_progress(index, len(names), f"outlining {plural(len(names), 'file')}")
+            ctx.check_cancelled()  # after the progress: a client may cancel on seeing it
             real, shown = folder.file(name)
             try:
                 symbols = cached_outline(roots, real, shown)
@@ -155,8 +158,8 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
     truncated = False
     skipped = 0
     for index, relative in enumerate(names):
-        ctx.check_cancelled()
         ctx.report_progress(index, len(names), f"parsing {plural(len(names), 'candidate file')}")
+        ctx.check_cancelled()
         real, shown = folder.file(relative) if folder.is_dir else (folder.real, folder.shown)
         if language_for(real) is None:
             continue

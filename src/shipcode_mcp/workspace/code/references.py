@@ -61,8 +61,8 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     truncated = False
     skipped = 0
     for index, relative in enumerate(names):
-        ctx.check_cancelled()
         ctx.report_progress(index, len(names), f"parsing {plural(len(names), 'candidate file')}")
+        ctx.check_cancelled()
         real, shown = folder.file(relative) if folder.is_dir else (folder.real, folder.shown)
         if language_for(real) is None:
             continue

@@ -150,7 +150,12 @@ def cached_outline(roots: Roots, real: str, shown: str) -> list[Symbol]:
     symbols = CACHE.get((real, info.st_size, info.st_mtime_ns))
     if symbols is not None:
         return symbols
-    return outline_of(read_source(roots, real, shown))
+    from .outline import outline
+
+    source = read_source(roots, real, shown)  # counted as one miss, not looked up again
+    symbols = outline(source.text, source.language)
+    CACHE.put(source.key, symbols)
+    return symbols
 
 
 # -- the files to look at -------------------------------------------------------------------------------

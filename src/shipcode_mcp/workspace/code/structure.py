@@ -49,8 +49,8 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
     truncated = False
     skipped = 0
     for index, relative in enumerate(names):
-        ctx.check_cancelled()
         ctx.report_progress(index, len(names), f"parsing {plural(len(names), 'file')}")
+        ctx.check_cancelled()
         real, shown = folder.file(relative) if folder.is_dir else (folder.real, folder.shown)
         try:
             source = read_source(roots, real, shown, language)
