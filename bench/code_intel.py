@@ -63,6 +63,9 @@ RESULT_LIMIT = 2000  # the tools' largest limit: every answer complete, so both 
 # decides how much rg and the parser have to do).
 SYMBOL_NAMES = ("HTTPConnection", "urlopen", "dataclass", "getLogger", "communicate")
 REFERENCE_NAMES = ("urlopen", "getLogger", "communicate")
+# find_symbol's definition-shaped prefilter must change no answer: these, with and without it, in-process.
+PREFILTER_NAMES = (*SYMBOL_NAMES, "Popen.communicate", "Thread.*", "Path.read_text", "get_*", "_make_*", "Test*Case",
+                   "DEFAULT_BUFFER_SIZE", "setUp", "main")
 # Modules the 10 000-line file is made of, in order, whole, until it has BIG_LINES lines (then cut there).
 BIG_PARTS = ("_pydecimal.py", "argparse.py", "typing.py", "dataclasses.py", "subprocess.py")
 
@@ -308,6 +311,34 @@ def lookup_speed(python: str, src: Path, root: Path, files: list[str], cache: Pa
             "samples": times,
         }
     (root / "_bench_tiny.py").unlink()
+    return out
+
+
+def prefilter_recall(root: Path) -> dict[str, Any]:
+    """find_symbol with and without the definition-shaped prefilter, in-process over the library: the
+    same definitions for every name of PREFILTER_NAMES (else BenchError), and how many files each parsed."""
+    from shipcode_mcp.context import Context
+    from shipcode_mcp.workspace.code.navigate import find_symbol
+    from shipcode_mcp.workspace.code.source import CACHE
+    from shipcode_mcp.workspace.roots import Roots
+
+    roots = Roots([str(root)])
+    ctx = Context(None, 1, "tools/call", {})
+    out: dict[str, Any] = {}
+    for name in PREFILTER_NAMES:
+        answers = []
+        parsed = []
+        for prefilter in (True, False):
+            CACHE.clear()
+            misses = CACHE.misses
+            found = find_symbol(ctx, roots, name, None, ".", 100_000, prefilter=prefilter)
+            parsed.append(CACHE.misses - misses)
+            answers.append((found.structured or {}).get("symbols"))
+        if answers[0] != answers[1]:
+            raise BenchError(f"find_symbol {name}: the prefilter changed the answer ({len(answers[0] or [])} "
+                             f"definitions with it, {len(answers[1] or [])} without)")
+        out[name] = {"definitions": len(answers[0] or []), "parsed": parsed[0], "parsed_unfiltered": parsed[1]}
+    CACHE.clear()
     return out
 
 
@@ -630,6 +661,12 @@ def render(report: dict[str, Any]) -> str:
                  f"{ms(figures['warm'])} ({figures['warm_ratio']:.2f}x)"] for figures in speed.values()]
         lines += [harness.markdown_table(["over the library (median)", "rg -w: files / lines", "answers", "rg -n -w NAME",
                                           "cold (÷ rg)", "warm (÷ rg)"], rows), ""]
+    recall = report.get("prefilter")
+    if recall:
+        rows = [[name, str(figures["definitions"]), f"{figures['parsed']} of {figures['parsed_unfiltered']}"]
+                for name, figures in recall.items()]
+        lines += [harness.markdown_table(["find_symbol prefilter: same answer as without it", "definitions",
+                                          "files parsed, of those that mention the name"], rows), ""]
     tags = report.get("ctags")
     if tags:
         rows = [[language, str(figures["files"]),
@@ -702,11 +739,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--src", type=Path, default=REPO / "src", help="the shipcode_mcp source tree to measure")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="the library's copy, logs (default .bench-cache/)")
     parser.add_argument("--json", type=Path, help="results file (default CACHE/code_intel.json)")
-    parser.add_argument("--only", help="comma-separated phases, of: accuracy,outline,lookups,ctags,economy (default: all)")
+    parser.add_argument("--only", help="comma-separated phases, of: accuracy,outline,lookups,prefilter,ctags,economy (default: all)")
     return parser.parse_args(argv)
 
 
-PHASES = ("accuracy", "outline", "lookups", "ctags", "economy")
+PHASES = ("accuracy", "outline", "lookups", "prefilter", "ctags", "economy")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -739,6 +776,7 @@ def main(argv: list[str] | None = None) -> int:
         "accuracy": lambda: accuracy_figures(root, files),
         "outline": lambda: outline_speed(args.python, src, root, cache, settings),
         "lookups": lambda: lookup_speed(args.python, src, root, files, cache, settings, rg),
+        "prefilter": lambda: prefilter_recall(root),
         "ctags": lambda: ctags_agreement(find_corpora(rg, settings.ctags_files)) if shutil.which("ctags") else {},
         "economy": lambda: token_economy(args.python, src, root, cache, settings),
     }

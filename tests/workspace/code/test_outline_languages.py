@@ -383,3 +383,67 @@ def test_python_assignments_are_the_statements_of_the_module_and_of_class_bodies
                      ("field", "C.D.inner", 11, 11), ("method", "C.m", 12, 13)]
     crlf = [(s.name, s.line, s.end_line) for s in outline_source("def f():\r\n    pass\r\n    # c\r\n\r\nx = 1\r\n", "python")]
     assert crlf == [("f", 1, 2), ("x", 5, 5)]
+
+
+TRICKY_PYTHON = '''import os
+a = 1; after_semicolon = 2
+class OneLine: in_one_line_class = 1
+def \\
+        continued():
+    pass
+annotated: int = 1
+@staticmethod
+async def decorated_async():
+    pass
+class Holder:
+    field_one = 1
+    def method_one(self):
+        return self.field_one
+'''
+USES_ONLY = '''from tricky import after_semicolon, continued, annotated, Holder
+print(after_semicolon, continued(), annotated, Holder().method_one(), Holder.field_one)
+x = {"in_one_line_class": in_one_line_class}  # decorated_async
+'''
+
+
+def test_the_definition_prefilter_finds_every_definition_the_parse_finds(tmp_path: Path) -> None:
+    """find_symbol with the definition-shaped prefilter (prefilter.py) answers exactly as without it, for
+    every name and qualified name of every fixture in a language that has a shape, and of a Python file with the rare
+    shapes (after `;`, in a one-line class, a def continued by a backslash); and it parses fewer files."""
+    from shipcode_mcp.context import Context
+    from shipcode_mcp.workspace.code.navigate import find_symbol
+    from shipcode_mcp.workspace.code.prefilter import definition_test
+    from shipcode_mcp.workspace.code.source import CACHE
+    from shipcode_mcp.workspace.roots import Roots
+
+    for path in DATA.iterdir():
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    (tmp_path / "tricky.py").write_text(TRICKY_PYTHON)
+    (tmp_path / "uses.py").write_text(USES_ONLY)
+    roots = Roots([str(tmp_path)])
+    ctx = Context(None, 1, "tools/call", {})
+    names: set[str] = set()
+    for path in tmp_path.iterdir():
+        language = language_for(path.name)
+        assert language is not None
+        if definition_test(language, "x") is None:
+            continue  # no shape: every file that mentions the name is parsed, as without the prefilter
+        for symbol in walk(outline_source(path.read_text(), language)):
+            names.update((symbol.name, symbol.qualified_name))
+    names.update(("in_one_line_class", "after_semicolon", "continued", "*_one", "Holder.*", "decorated_*"))
+    answered = 0
+    for name in sorted(names):
+        CACHE.clear()
+        filtered = find_symbol(ctx, roots, name, None, ".", 1000, prefilter=True)
+        CACHE.clear()
+        unfiltered = find_symbol(ctx, roots, name, None, ".", 1000, prefilter=False)
+        assert filtered.structured is not None and unfiltered.structured is not None
+        assert filtered.structured["symbols"] == unfiltered.structured["symbols"], name
+        answered += bool(filtered.structured["symbols"])
+    assert answered == len(names)
+    for name in ("after_semicolon", "in_one_line_class", "continued", "decorated_async", "field_one"):
+        CACHE.clear()
+        misses = CACHE.misses
+        found = find_symbol(ctx, roots, name, None, ".", 1000, prefilter=True)
+        assert found.structured is not None and [item["path"] for item in found.structured["symbols"]] == ["tricky.py"]
+        assert CACHE.misses - misses == 1, name  # uses.py mentions it but is not parsed

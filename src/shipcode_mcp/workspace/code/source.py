@@ -12,6 +12,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...primitives import ToolError
@@ -30,6 +31,10 @@ MAX_SOURCE_BYTES = 4 * 1024 * 1024
 CACHE_SYMBOLS = 500_000
 """The cache holds the outlines of at most about this many symbols (some 100 MB at worst)."""
 RG_TIMEOUT = 120.0
+LINE_COLUMNS = 400
+"""rg shows a longer matching line as `[Omitted long line...]` (kept: it might hold a definition)."""
+LINES_LIMIT = 64 * 1024 * 1024
+"""Past this much output of matching lines, every file that mentions the name is a candidate."""
 
 
 class Source:
@@ -208,6 +213,61 @@ class Folder:
         finally:
             os.close(fd)
         return walk_names(done.returncode, done.stdout, done.stderr)
+
+    def definition_candidates(self, ctx: Context, regex: str, word: str) -> list[str]:
+        """The code files under the folder that may define `word` (a Python regex; `regex` is the same in
+        rg syntax): those with a match of `regex` on a line of the language's definition shape
+        (prefilter.py), or with any match where the language has no shape. One rg prints the matching
+        lines; a file is kept on its first line of that shape. Relative and sorted."""
+        from .prefilter import definition_test
+
+        if not self.is_dir:
+            return [""]
+        fd = safe_open.open_dir(self.roots, self.real, self.shown)
+        try:
+            narrow = GlobFilter(code_globs())
+            with narrow as flags:
+                command = [rg_executable(), "--with-filename", "--no-heading", "--no-line-number", "--null",
+                           f"--max-columns={LINE_COLUMNS}", *RG_WALK_FLAGS, *flags, "--case-sensitive",
+                           f"--regexp={regex}", "--", "./"]
+                done = process.run(ctx, command, cwd=safe_open.proc_path(fd, self.real),
+                                   readable=[*walk_readable(self.roots.paths), *narrow.files], pass_fds=(fd,),
+                                   limit=LINES_LIMIT, timeout=RG_TIMEOUT, what="search")
+        finally:
+            os.close(fd)
+        if done.truncated:  # too many lines to look at: every file that mentions the word
+            return self.candidates(ctx, regex)
+        if done.returncode not in (0, 1, 2) or (done.returncode == 2 and not done.stdout):
+            walk_names(done.returncode, b"", done.stderr)  # raises the listing's error
+        data = done.stdout
+        kept: list[str] = []
+        tests: dict[str | None, Callable[[str], bool] | None] = {}
+        current = last = ""
+        test: Callable[[str], bool] | None = None
+        position = 0
+        size = len(data)
+        while position < size:  # records are `name NUL line NL`, a file's lines together
+            nul = data.find(b"\0", position)
+            if nul < 0:
+                break
+            end = data.find(b"\n", nul)
+            if end < 0:
+                end = size
+            name = data[position:nul].decode("utf-8", "surrogateescape")
+            position = end + 1
+            if name == last:
+                continue  # kept already
+            if name != current:
+                current = name
+                language = language_for(name)
+                test = tests[language] if language in tests else tests.setdefault(language, definition_test(language, word))
+            if test is None or test(data[nul + 1:end].decode("utf-8", "replace")):
+                kept.append(name)
+                last = name
+        if kept and kept[0].startswith("./"):
+            kept = [name[2:] for name in kept]
+        kept.sort()
+        return kept
 
 
 def word_regex(name: str) -> str:

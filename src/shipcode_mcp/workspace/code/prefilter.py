@@ -1,0 +1,38 @@
+"""Which of the files that mention a name can define it, from the lines ripgrep printed, before any parse.
+
+A parse costs some 5 ms a file; a line test costs microseconds. For a language where every definition
+the outline reports puts a recognisable shape on a line that holds the name, a file none of whose
+matching lines has that shape cannot define the name, and is not parsed. Each shape is a strict
+superset of what the outline reports (tests/workspace/code and bench/code_intel.py compare the
+answers with and without it). A language without such a shape keeps every file that mentions the name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+LONG_LINE = "[Omitted long line"
+"""How rg shows a line longer than --max-columns: such a line is kept (it might hold a definition)."""
+
+_PYTHON = (
+    # def/class NAME; NAME first on its line (an assignment at module or class level, or the name of a
+    # def continued with a backslash); after `;` (`a = 1; NAME = 2`) or after a one-line class's colon.
+    r"\b(?:def|class)\s+{w}|^\s*{w}|;\s*{w}|\bclass\b.*:\s*{w}"
+)
+_SHAPES: dict[str, str] = {"python": _PYTHON}
+_compiled: dict[tuple[str, str], re.Pattern[str]] = {}
+
+
+def definition_test(language: str | None, word: str) -> Callable[[str], bool] | None:
+    """A test of one line: could it hold a definition of `word` (a Python regex for the name, such as
+    word_regex gives)? None when the language has no shape: every file that mentions the word is kept."""
+    shape = _SHAPES.get(language or "")
+    if shape is None:
+        return None
+    key = (shape, word)
+    pattern = _compiled.get(key)
+    if pattern is None:
+        pattern = _compiled[key] = re.compile(shape.replace("{w}", f"(?:{word})"))
+    search = pattern.search
+    return lambda line: line.startswith(LONG_LINE) or search(line) is not None
