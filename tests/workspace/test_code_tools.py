@@ -215,3 +215,46 @@ def test_a_folder_outline_stops_between_files_once_cancelled(tmp_path: Path) -> 
     with pytest.raises(Cancelled):
         outline(ctx, Roots([str(tmp_path)]), ".", None)
     assert CACHE.misses - misses == 2  # m00.py and m01.py only
+
+
+def test_find_references_asked_again_parses_nothing_until_a_file_changes(tmp_path: Path) -> None:
+    """The uses found in a file are cached by (path, size, mtime) and name: the same question again reads
+    and parses no file and answers the same; a changed file is parsed again and its new uses counted."""
+    import os
+
+    from shipcode_mcp.context import Context
+    from shipcode_mcp.workspace.code.references import find_references
+    from shipcode_mcp.workspace.code.source import CACHE
+    from shipcode_mcp.workspace.roots import Roots
+
+    (tmp_path / "a.py").write_text("def helper():\n    pass\n# helper in a comment\n")
+    (tmp_path / "b.py").write_text("from a import helper\nhelper()\ns = 'helper'\n")
+    roots = Roots([str(tmp_path)])
+    ctx = Context(None, 1, "tools/call", {})
+    CACHE.clear()
+    first = find_references(ctx, roots, "helper", ".", 100).structured
+    misses = CACHE.misses
+    again = find_references(ctx, roots, "helper", ".", 100).structured
+    assert CACHE.misses == misses and again == first
+    assert first is not None and [(item["path"], item["line"], item["definition"]) for item in first["references"]] == [
+        ("a.py", 1, True), ("b.py", 1, False), ("b.py", 2, False)]
+    changed = tmp_path / "b.py"
+    changed.write_text("from a import helper\nhelper()\nhelper(helper)\n")
+    os.utime(changed, ns=(1, 1))  # a new mtime even on a coarse clock (and a new size)
+    after = find_references(ctx, roots, "helper", ".", 100).structured
+    assert after is not None and [(item["path"], item["line"]) for item in after["references"]] == [
+        ("a.py", 1), ("b.py", 1), ("b.py", 2), ("b.py", 3), ("b.py", 3)]
+
+
+def test_the_cache_keeps_outlines_and_references_within_one_bound() -> None:
+    """Symbols and references share the cache's bound: past it the least recently used file goes."""
+    from shipcode_mcp.workspace.code.source import OutlineCache
+
+    cache = OutlineCache(limit=10)
+    cache.put_references(("a", 1, 1), "x", ((1, 1, "x", False),) * 4)  # 1 + 5 units
+    cache.put_references(("b", 1, 1), "x", ((1, 1, "x", False),) * 2)  # 1 + 3 units: 10 in all
+    assert cache.references(("a", 1, 1), "x") is not None  # a is now the most recently used
+    cache.put_references(("c", 1, 1), "y", ())  # 1 + 1 units: b goes
+    assert cache.references(("b", 1, 1), "x") is None
+    assert cache.references(("a", 1, 1), "x") is not None and cache.references(("c", 1, 1), "y") == ()
+    assert cache.references(("a", 2, 1), "x") is None  # another version of a

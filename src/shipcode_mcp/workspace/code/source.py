@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 """A larger file is not parsed (generated code, data): the tools say it was skipped."""
 CACHE_SYMBOLS = 500_000
-"""The cache holds the outlines of at most about this many symbols (some 100 MB at worst)."""
+"""The cache holds at most about this many symbols and references (some 150 MB at worst)."""
 RG_TIMEOUT = 120.0
 LINE_COLUMNS = 400
 """rg shows a longer matching line as `[Omitted long line...]` (kept: it might hold a definition)."""
@@ -85,12 +85,30 @@ def _read_all(fd: int, size: int) -> bytes:
     return data
 
 
+Reference = tuple[int, int, str, bool]
+"""One use of a name in a file: line, column (1-based), the line's text, whether it is a definition."""
+
+
+class _Entry:
+    """What is known of one version of a file: its outline, and the uses of the names looked up in it."""
+
+    __slots__ = ("key", "references", "size", "symbols")
+
+    def __init__(self, key: tuple[str, int, int]) -> None:
+        self.key = key
+        self.symbols: list[Symbol] | None = None
+        self.references: dict[str, tuple[Reference, ...]] = {}
+        self.size = 1
+
+
 class OutlineCache:
-    """Outlines by (real path, size, mtime_ns), least recently used first out, bounded in symbols."""
+    """Outlines, and the references of each name looked up, by (real path, size, mtime_ns): least
+    recently used first out, bounded in units (a symbol or a reference is one unit, a name looked up one
+    more). A file that changed has a new key: everything known of its old version goes at once."""
 
     def __init__(self, limit: int = CACHE_SYMBOLS) -> None:
         self.limit = limit
-        self._entries: OrderedDict[str, tuple[tuple[str, int, int], list[Symbol], int]] = OrderedDict()
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -99,24 +117,57 @@ class OutlineCache:
     def get(self, key: tuple[str, int, int]) -> list[Symbol] | None:
         with self._lock:
             entry = self._entries.get(key[0])
-            if entry is None or entry[0] != key:
+            if entry is None or entry.key != key or entry.symbols is None:
                 self.misses += 1
                 return None
             self._entries.move_to_end(key[0])
             self.hits += 1
-            return entry[1]
+            return entry.symbols
 
     def put(self, key: tuple[str, int, int], symbols: list[Symbol]) -> None:
-        size = 1 + sum(1 for top in symbols for _ in top.walk())
+        size = sum(1 for top in symbols for _ in top.walk())
         with self._lock:
-            old = self._entries.pop(key[0], None)
-            if old is not None:
-                self._size -= old[2]
-            self._entries[key[0]] = (key, symbols, size)
-            self._size += size
-            while self._size > self.limit and self._entries:
-                _, (_, _, dropped) = self._entries.popitem(last=False)
-                self._size -= dropped
+            entry = self._entry(key)
+            if entry.symbols is None:
+                entry.symbols = symbols
+                self._grow(entry, size)
+
+    def references(self, key: tuple[str, int, int], name: str) -> tuple[Reference, ...] | None:
+        """The uses of `name` found in this version of the file before, None if it was not looked up."""
+        with self._lock:
+            entry = self._entries.get(key[0])
+            found = entry.references.get(name) if entry is not None and entry.key == key else None
+            if found is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key[0])
+            self.hits += 1
+            return found
+
+    def put_references(self, key: tuple[str, int, int], name: str, found: tuple[Reference, ...]) -> None:
+        with self._lock:
+            entry = self._entry(key)
+            if name not in entry.references:
+                entry.references[name] = found
+                self._grow(entry, 1 + len(found))
+
+    def _entry(self, key: tuple[str, int, int]) -> _Entry:
+        """The entry of this version of the file, made (and an older version's dropped) if need be."""
+        entry = self._entries.get(key[0])
+        if entry is None or entry.key != key:
+            if entry is not None:
+                self._size -= entry.size
+            entry = self._entries[key[0]] = _Entry(key)
+            self._size += entry.size
+        self._entries.move_to_end(key[0])
+        return entry
+
+    def _grow(self, entry: _Entry, size: int) -> None:
+        entry.size += size
+        self._size += size
+        while self._size > self.limit and len(self._entries) > 1:
+            _, dropped = self._entries.popitem(last=False)
+            self._size -= dropped.size
 
     def clear(self) -> None:
         with self._lock:
@@ -145,6 +196,13 @@ def outline_of(source: Source) -> list[Symbol]:
         symbols = outline(source.text, source.language)
         CACHE.put(source.key, symbols)
     return symbols
+
+
+def current_key(roots: Roots, real: str, shown: str) -> tuple[str, int, int]:
+    """The cache key of a file, opened through safe_open (confinement is checked every time)."""
+    fd, info = safe_open.open_file(roots, real, shown)
+    os.close(fd)
+    return (real, info.st_size, info.st_mtime_ns)
 
 
 def cached_outline(roots: Roots, real: str, shown: str) -> list[Symbol]:
