@@ -56,11 +56,12 @@ def parse(text: str, language: str) -> SgNode:
     return SgRoot(text, language).root()
 
 
-def outline(text: str, language: str) -> list[Symbol]:
+def outline(text: str, language: str, root: SgNode | None = None) -> list[Symbol]:
+    """The symbols of `text`; `root` is its tree when the caller parsed it already."""
     spec = RULES.get(language)
     if spec is None:
         raise UnknownLanguage(f"no outline rules for {language!r}")
-    return [item.freeze() for item in _items(parse(text, language), text, spec, language)]
+    return [item.freeze() for item in _items(root or parse(text, language), text, spec, language)]
 
 
 def _items(root: SgNode, text: str, spec: Language, language: str) -> list[_Item]:

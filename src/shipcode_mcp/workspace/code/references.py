@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import cut_line, place, plural, printable, result
+from .prefilter import definition_test
 from .source import CACHE, Folder, Reference, Source, current_key, outline_of, read_source, word_regex
 from .symbols import language_for
 
@@ -61,8 +62,12 @@ def _uses(source: Source, name: str, root: SgNode) -> tuple[Reference, ...]:
     nodes = root.find_all(**rule)
     if not nodes:
         return ()
-    definitions = {symbol.def_line for top in outline_of(source) for symbol in top.walk() if symbol.name == name}
     lines = source.text.split("\n")
+    shaped = definition_test(source.language, rf"\b{re.escape(name)}\b")
+    definitions: set[int] = set()
+    if shaped is None or any(shaped(lines[node.range().start.line]) for node in nodes):
+        # the outline (the same tree) only where a use is on a line that could define the name
+        definitions = {symbol.def_line for top in outline_of(source, root) for symbol in top.walk() if symbol.name == name}
     marked: set[int] = set()
     out: list[Reference] = []
     for node in nodes:

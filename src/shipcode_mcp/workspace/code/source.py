@@ -23,6 +23,8 @@ from ..text import is_binary, printable, size_text
 from .symbols import _EXTENSIONS, _NAMES, Symbol, language_for
 
 if TYPE_CHECKING:
+    from ast_grep_py import SgNode
+
     from ...context import Context
     from ..roots import Roots
 
@@ -187,13 +189,14 @@ def stat_key(real: str) -> tuple[str, int, int] | None:
     return (real, info.st_size, info.st_mtime_ns)
 
 
-def outline_of(source: Source) -> list[Symbol]:
-    """The outline of a file read with read_source, from the cache when the file has not changed."""
+def outline_of(source: Source, root: SgNode | None = None) -> list[Symbol]:
+    """The outline of a file read with read_source, from the cache when the file has not changed
+    (`root`: its tree, when the caller parsed it already)."""
     from .outline import outline
 
     symbols = CACHE.get(source.key)
     if symbols is None:
-        symbols = outline(source.text, source.language)
+        symbols = outline(source.text, source.language, root)
         CACHE.put(source.key, symbols)
     return symbols
 
