@@ -66,6 +66,8 @@ REFERENCE_NAMES = ("urlopen", "getLogger", "communicate")
 # find_symbol's definition-shaped prefilter must change no answer: these, with and without it, in-process.
 PREFILTER_NAMES = (*SYMBOL_NAMES, "Popen.communicate", "Thread.*", "Path.read_text", "get_*", "_make_*", "Test*Case",
                    "DEFAULT_BUFFER_SIZE", "setUp", "main")
+# find_references reads Python's uses from a scan of comments and strings: these, with it and with a parse.
+SCAN_NAMES = (*REFERENCE_NAMES, "Popen", "x", "name", "data", "format", "os", "i")
 # Modules the 10 000-line file is made of, in order, whole, until it has BIG_LINES lines (then cut there).
 BIG_PARTS = ("_pydecimal.py", "argparse.py", "typing.py", "dataclasses.py", "subprocess.py")
 
@@ -338,6 +340,34 @@ def prefilter_recall(root: Path) -> dict[str, Any]:
             raise BenchError(f"find_symbol {name}: the prefilter changed the answer ({len(answers[0] or [])} "
                              f"definitions with it, {len(answers[1] or [])} without)")
         out[name] = {"definitions": len(answers[0] or []), "parsed": parsed[0], "parsed_unfiltered": parsed[1]}
+    CACHE.clear()
+    return out
+
+
+def scan_agreement(root: Path) -> dict[str, Any]:
+    """find_references with Python's scan (pyscan.py) and with a parse of every file, in-process over
+    the library: the same uses for every name of SCAN_NAMES (else BenchError), and the time of each."""
+    from shipcode_mcp.context import Context
+    from shipcode_mcp.workspace.code.references import find_references
+    from shipcode_mcp.workspace.code.source import CACHE
+    from shipcode_mcp.workspace.roots import Roots
+
+    roots = Roots([str(root)])
+    ctx = Context(None, 1, "tools/call", {})
+    out: dict[str, Any] = {}
+    for name in SCAN_NAMES:
+        answers = []
+        times = []
+        for scan in (True, False):
+            CACHE.clear()
+            start = time.perf_counter()
+            found = find_references(ctx, roots, name, ".", 100_000, scan=scan)
+            times.append(time.perf_counter() - start)
+            answers.append((found.structured or {}).get("references"))
+        if answers[0] != answers[1]:
+            raise BenchError(f"find_references {name}: the scan changed the answer ({len(answers[0] or [])} uses "
+                             f"with it, {len(answers[1] or [])} with a parse)")
+        out[name] = {"references": len(answers[0] or []), "scan": times[0], "parse": times[1]}
     CACHE.clear()
     return out
 
@@ -667,6 +697,12 @@ def render(report: dict[str, Any]) -> str:
                 for name, figures in recall.items()]
         lines += [harness.markdown_table(["find_symbol prefilter: same answer as without it", "definitions",
                                           "files parsed, of those that mention the name"], rows), ""]
+    scanned = report.get("scan")
+    if scanned:
+        rows = [[name, f"{figures['references']:,}", ms(figures["scan"]), ms(figures["parse"])]
+                for name, figures in scanned.items()]
+        lines += [harness.markdown_table(["find_references: Python scan against parse, same answer", "uses",
+                                          "with the scan (cold, in-process)", "parsing every file"], rows), ""]
     tags = report.get("ctags")
     if tags:
         rows = [[language, str(figures["files"]),
@@ -739,11 +775,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--src", type=Path, default=REPO / "src", help="the shipcode_mcp source tree to measure")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="the library's copy, logs (default .bench-cache/)")
     parser.add_argument("--json", type=Path, help="results file (default CACHE/code_intel.json)")
-    parser.add_argument("--only", help="comma-separated phases, of: accuracy,outline,lookups,prefilter,ctags,economy (default: all)")
+    parser.add_argument("--only", help="comma-separated phases, of: accuracy,outline,lookups,prefilter,scan,ctags,economy (default: all)")
     return parser.parse_args(argv)
 
 
-PHASES = ("accuracy", "outline", "lookups", "prefilter", "ctags", "economy")
+PHASES = ("accuracy", "outline", "lookups", "prefilter", "scan", "ctags", "economy")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -777,6 +813,7 @@ def main(argv: list[str] | None = None) -> int:
         "outline": lambda: outline_speed(args.python, src, root, cache, settings),
         "lookups": lambda: lookup_speed(args.python, src, root, files, cache, settings, rg),
         "prefilter": lambda: prefilter_recall(root),
+        "scan": lambda: scan_agreement(root),
         "ctags": lambda: ctags_agreement(find_corpora(rg, settings.ctags_files)) if shutil.which("ctags") else {},
         "economy": lambda: token_economy(args.python, src, root, cache, settings),
     }

@@ -258,3 +258,53 @@ def test_the_cache_keeps_outlines_and_references_within_one_bound() -> None:
     assert cache.references(("b", 1, 1), "x") is None
     assert cache.references(("a", 1, 1), "x") is not None and cache.references(("c", 1, 1), "y") == ()
     assert cache.references(("a", 2, 1), "x") is None  # another version of a
+
+
+SCANNED = '''import os  # helper in a comment
+"""A docstring with helper and an escaped \\""" quote, helper"""
+x = 'helper' + "it's helper" + r'\\\\' + helper
+y = b"helper"; z = helper.attr + obj.helper
+def helper(helper=helper):  # helper
+    return rb"{helper}" + u'helper' + \\
+        helper
+s = \'\'\'
+helper \\\'\'\' still helper
+\'\'\' + helperish + _helper + helper_ + helper
+xhelper\U000e0100 = helper\U000e0100 = 4
+'''
+
+
+def test_pythons_scan_finds_the_uses_the_parse_finds(tmp_path: Path) -> None:
+    """find_references on Python scans comments and strings instead of parsing (pyscan.py): the same
+    answers as the parse, for names in strings, escapes, triple quotes, prefixes, identifiers that
+    continue with a combining character, and every name of the Python fixture; and the parse decides
+    for keywords, f-strings, strings that do not end and Python 2's backquotes."""
+    from shipcode_mcp.context import Context
+    from shipcode_mcp.workspace.code.pyscan import python_uses
+    from shipcode_mcp.workspace.code.references import find_references
+    from shipcode_mcp.workspace.roots import Roots
+
+    files = {"scanned.py": SCANNED, "sample.py": (REPO / "tests" / "data" / "code" / "sample.py").read_text(),
+             "fstring.py": 'x = f"{helper}" + helper\n', "open.py": "x = r'\\' + helper\n",
+             "py2.py": "print 'helper'\nx = `helper`\nexec 'helper'\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    roots = Roots([str(tmp_path)])
+    ctx = Context(None, 1, "tools/call", {})
+    names = {"helper", "print", "exec", "os", "x", "attr", "obj", "match", "xhelper"}
+    names.update(word for word in files["sample.py"].split() if word.isidentifier())
+    scanned = 0
+    for path, text in files.items():
+        for name in sorted(names) if path in ("scanned.py", "sample.py") else ["helper", "x"]:
+            fast = find_references(ctx, roots, name, path, 1000).structured
+            assert fast == find_references(ctx, roots, name, path, 1000, scan=False).structured, (path, name)
+            scanned += python_uses(text, name) is not None
+    assert scanned > len(names)  # most were answered by the scan, not the parse
+    helper = find_references(ctx, roots, "helper", "scanned.py", 1000).structured
+    assert helper is not None and [(item["line"], item["column"], item["definition"]) for item in helper["references"]] == [
+        (3, 40, False), (4, 20, False), (4, 38, False), (5, 5, True), (5, 12, False), (5, 19, False), (7, 9, False),
+        (10, 39, False)]
+    assert python_uses(SCANNED, "helper") is not None
+    for path in ("fstring.py", "open.py", "py2.py"):
+        assert python_uses(files[path], "helper") is None, path
+    assert python_uses(SCANNED, "print") is None and python_uses(SCANNED, "match") is None

@@ -1,7 +1,9 @@
 """find_references: where an identifier is used, from the syntax tree, so not in comments or strings.
 
 ripgrep names the files where the word occurs; each is parsed and only identifier nodes whose text
-is the name count (one native search a file). A use on a definition's own line, first on that line,
+is the name count (one native search a file). A Python file is scanned instead (pyscan.py: its
+comments and strings found by one regex, some 5x cheaper than the parse), unless the scan says only
+the tree can tell. A use on a definition's own line, first on that line,
 is the definition itself and is marked so. The uses found in a file are kept in the outline cache
 under the file's (path, size, mtime) and the name: asked again, a file that has not changed is not
 read nor parsed, and the call costs the rg and a look-up.
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ...primitives import ToolError
 from ..text import cut_line, place, plural, printable, result
 from .prefilter import definition_test
+from .pyscan import python_uses
 from .source import CACHE, Folder, Reference, Source, current_key, outline_of, read_source, word_regex
 from .symbols import language_for
 
@@ -55,48 +58,76 @@ def _kinds(language: str, root: SgNode) -> list[str]:
     return kinds
 
 
-def _uses(source: Source, name: str, root: SgNode) -> tuple[Reference, ...]:
-    """The uses of `name` in one parsed file, in source order (the outline, for the definitions, only
-    where there is a use)."""
+def _parsed_positions(source: Source, name: str, root: SgNode) -> list[tuple[int, int]]:
+    """(line, column), 0-based, of the identifier nodes whose text is `name`."""
     rule = {"regex": f"^{re.escape(name)}$", "any": [{"kind": kind} for kind in _kinds(source.language, root)]}
-    nodes = root.find_all(**rule)
-    if not nodes:
+    return [(start.line, start.column) for start in (node.range().start for node in root.find_all(**rule))]
+
+
+def _scanned_positions(text: str, offsets: list[int]) -> list[tuple[int, int]]:
+    """(line, column), 0-based, of offsets in `text` (in order)."""
+    out = []
+    line = 0
+    line_start = 0
+    last = 0
+    for offset in offsets:
+        newlines = text.count("\n", last, offset)
+        if newlines:
+            line += newlines
+            line_start = text.rfind("\n", last, offset) + 1
+        last = offset
+        out.append((line, offset - line_start))
+    return out
+
+
+def _uses(source: Source, name: str, positions: list[tuple[int, int]], root: SgNode | None) -> tuple[Reference, ...]:
+    """The uses at `positions`, in source order, each marked when it is a definition (the outline is
+    made, from `root` when given, only where a use is on a line that could define the name)."""
+    if not positions:
         return ()
     lines = source.text.split("\n")
     shaped = definition_test(source.language, rf"\b{re.escape(name)}\b")
     definitions: set[int] = set()
-    if shaped is None or any(shaped(lines[node.range().start.line]) for node in nodes):
-        # the outline (the same tree) only where a use is on a line that could define the name
+    if shaped is None or any(shaped(lines[line]) for line, _ in positions):
         definitions = {symbol.def_line for top in outline_of(source, root) for symbol in top.walk() if symbol.name == name}
     marked: set[int] = set()
     out: list[Reference] = []
-    for node in nodes:
-        start = node.range().start
-        number = start.line + 1
+    for line, column in positions:
+        number = line + 1
         definition = number in definitions and number not in marked
         if definition:
             marked.add(number)
-        text = lines[start.line].rstrip("\r")
-        out.append((number, start.column + 1,
-                    cut_line(text.strip(), MAX_LINE_CHARS, max(0, start.column - (len(text) - len(text.lstrip())))),
+        text = lines[line].rstrip("\r")
+        out.append((number, column + 1,
+                    cut_line(text.strip(), MAX_LINE_CHARS, max(0, column - (len(text) - len(text.lstrip())))),
                     definition))
     return tuple(out)
 
 
-def file_references(roots: Roots, real: str, shown: str, name: str) -> tuple[Reference, ...]:
+def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool = True) -> tuple[Reference, ...]:
     """The uses of `name` in one file: from the cache when the file has not changed since they were found
-    (the file is still opened through safe_open, so confinement is checked every time)."""
+    (the file is still opened through safe_open, so confinement is checked every time); else, in Python,
+    from pyscan's scan when it can tell (`scan`), or from the tree."""
     from .outline import parse
 
-    found = CACHE.references(current_key(roots, real, shown), name)
+    key = current_key(roots, real, shown)
+    found = CACHE.references(key, name) if scan else None
     if found is None:
         source = read_source(roots, real, shown)
-        found = _uses(source, name, parse(source.text, source.language))
-        CACHE.put_references(source.key, name, found)
+        offsets = python_uses(source.text, name) if scan and source.language == "python" else None
+        if offsets is not None:
+            found = _uses(source, name, _scanned_positions(source.text, offsets), None)
+        else:
+            root = parse(source.text, source.language)
+            found = _uses(source, name, _parsed_positions(source, name, root), root)
+        if scan:
+            CACHE.put_references(source.key, name, found)
     return found
 
 
-def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int) -> ToolResult:
+def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int, *, scan: bool = True) -> ToolResult:
+    """Uses of `name` in the files that mention it; `scan` off (for the tests and the bench that compare
+    the two) parses every file and leaves the cache alone."""
     name = name.strip()
     if not _IDENTIFIER.fullmatch(name):
         raise ToolError(f"name must be one identifier (such as parse_args), not '{printable(name)}'")
@@ -113,7 +144,7 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
         if language_for(real) is None:
             continue
         try:
-            uses = file_references(roots, real, shown, name)
+            uses = file_references(roots, real, shown, name, scan)
         except ToolError:
             skipped += 1
             continue
