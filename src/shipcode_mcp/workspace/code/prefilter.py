@@ -30,9 +30,32 @@ def definition_test(language: str | None, word: str) -> Callable[[str], bool] | 
     shape = _SHAPES.get(language or "")
     if shape is None:
         return None
+    search = _pattern(shape, word).search
+    return lambda line: line.startswith(LONG_LINE) or search(line) is not None
+
+
+# find_references marks a use that is a definition. In Python a use right after `def`/`class` is one
+# (every def and class is in the outline, with that line); one shaped like a module or class
+# assignment may be (the outline says); on any other line, none is.
+_PYTHON_DEFINES = r"\b(?:def|class)\s+{w}"
+_PYTHON_MAY_DEFINE = r"(?:^\s*|;\s*|\bclass\b.*:\s*){w}\s*(?:=(?!=)|:)"
+_DEFINING: dict[str, tuple[str, str]] = {"python": (_PYTHON_DEFINES, _PYTHON_MAY_DEFINE)}
+
+
+def defining_lines(language: str, word: str) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
+    """Two tests of a line that holds a use of `word` in code: it defines the word (no outline needed),
+    it may (the outline says); None when the language has no such shapes (the outline says always)."""
+    shapes = _DEFINING.get(language)
+    if shapes is None:
+        return None
+    return (_pattern(shapes[0], word), _pattern(shapes[1], word))
+
+
+def _pattern(shape: str, word: str) -> re.Pattern[str]:
     key = (shape, word)
     pattern = _compiled.get(key)
     if pattern is None:
+        if len(_compiled) > 1024:
+            _compiled.clear()
         pattern = _compiled[key] = re.compile(shape.replace("{w}", f"(?:{word})"))
-    search = pattern.search
-    return lambda line: line.startswith(LONG_LINE) or search(line) is not None
+    return pattern

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import cut_line, place, plural, printable, result
-from .prefilter import definition_test
+from .prefilter import defining_lines
 from .pyscan import python_uses
 from .source import CACHE, Folder, Reference, Source, current_key, outline_of, read_source, word_regex
 from .symbols import language_for
@@ -81,15 +81,22 @@ def _scanned_positions(text: str, offsets: list[int]) -> list[tuple[int, int]]:
 
 
 def _uses(source: Source, name: str, positions: list[tuple[int, int]], root: SgNode | None) -> tuple[Reference, ...]:
-    """The uses at `positions`, in source order, each marked when it is a definition (the outline is
-    made, from `root` when given, only where a use is on a line that could define the name)."""
+    """The uses at `positions`, in source order, each marked when it is a definition: from the line
+    where that is certain (prefilter.defining_lines), else from the outline (made from `root` when
+    given), and only where a use is on a line that may define the name."""
     if not positions:
         return ()
     lines = source.text.split("\n")
-    shaped = definition_test(source.language, rf"\b{re.escape(name)}\b")
+    shapes = defining_lines(source.language, rf"\b{re.escape(name)}\b")
     definitions: set[int] = set()
-    if shaped is None or any(shaped(lines[line]) for line, _ in positions):
-        definitions = {symbol.def_line for top in outline_of(source, root) for symbol in top.walk() if symbol.name == name}
+    if shapes is None:
+        outlined = True
+    else:
+        defines, may_define = shapes
+        definitions = {line + 1 for line, _ in positions if defines.search(lines[line])}
+        outlined = any(may_define.search(lines[line]) for line, _ in positions)
+    if outlined:
+        definitions |= {symbol.def_line for top in outline_of(source, root) for symbol in top.walk() if symbol.name == name}
     marked: set[int] = set()
     out: list[Reference] = []
     for line, column in positions:
