@@ -15,14 +15,16 @@ fifth of its speed), so they are parsed one after the other.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
+from .. import safe_open
 from ..text import cut_line, place, plural, printable, result
 from .prefilter import defining_lines
 from .pyscan import python_uses
-from .source import CACHE, Folder, Reference, Source, current_key, outline_of, read_source, word_regex
+from .source import CACHE, Folder, Reference, Source, known_language, outline_of, source_from, word_regex
 from .symbols import language_for
 
 if TYPE_CHECKING:
@@ -117,18 +119,23 @@ def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool =
     from pyscan's scan when it can tell (`scan`), or from the tree."""
     from .outline import parse
 
-    key = current_key(roots, real, shown)
-    found = CACHE.references(key, name) if scan else None
-    if found is None:
-        source = read_source(roots, real, shown)
-        offsets = python_uses(source.text, name) if scan and source.language == "python" else None
-        if offsets is not None:
-            found = _uses(source, name, _scanned_positions(source.text, offsets), None)
-        else:
-            root = parse(source.text, source.language)
-            found = _uses(source, name, _parsed_positions(source, name, root), root)
-        if scan:
-            CACHE.put_references(source.key, name, found)
+    language = known_language(real, shown)
+    fd, info = safe_open.open_file(roots, real, shown)
+    try:
+        found = CACHE.references((real, info.st_size, info.st_mtime_ns), name) if scan else None
+        if found is not None:
+            return found
+        source = source_from(fd, info, real, shown, language)
+    finally:
+        os.close(fd)
+    offsets = python_uses(source.text, name) if scan and source.language == "python" else None
+    if offsets is not None:
+        found = _uses(source, name, _scanned_positions(source.text, offsets), None)
+    else:
+        root = parse(source.text, source.language)
+        found = _uses(source, name, _parsed_positions(source, name, root), root)
+    if scan:
+        CACHE.put_references(source.key, name, found)
     return found
 
 

@@ -52,20 +52,31 @@ class Skipped(ToolError):
     """A file the code tools do not parse (binary, too large, a language without rules)."""
 
 
-def read_source(roots: Roots, real: str, shown: str, language: str | None = None) -> Source:
-    """The text of a workspace file, opened through safe_open like read_file's (confined, no links)."""
-    language = language or language_for(real)
+def known_language(real: str, shown: str) -> str:
+    """The language of a file by its name; Skipped if the code tools do not know it."""
+    language = language_for(real)
     if language is None:
         raise Skipped(f"{printable(shown)} is not in a language the code tools know (by its name); "
                       f"they know {', '.join(sorted(set(_EXTENSIONS.values())))}")
+    return language
+
+
+def read_source(roots: Roots, real: str, shown: str, language: str | None = None) -> Source:
+    """The text of a workspace file, opened through safe_open like read_file's (confined, no links)."""
+    language = language or known_language(real, shown)
     fd, info = safe_open.open_file(roots, real, shown)
     try:
-        if info.st_size > MAX_SOURCE_BYTES:
-            raise Skipped(f"{printable(shown)} is too large to parse ({size_text(info.st_size)}; "
-                          f"the limit is {size_text(MAX_SOURCE_BYTES)})")
-        data = _read_all(fd, info.st_size)
+        return source_from(fd, info, real, shown, language)
     finally:
         os.close(fd)
+
+
+def source_from(fd: int, info: os.stat_result, real: str, shown: str, language: str) -> Source:
+    """The Source of a file opened already (through safe_open), read from `fd`."""
+    if info.st_size > MAX_SOURCE_BYTES:
+        raise Skipped(f"{printable(shown)} is too large to parse ({size_text(info.st_size)}; "
+                      f"the limit is {size_text(MAX_SOURCE_BYTES)})")
+    data = _read_all(fd, info.st_size)
     if is_binary(data):
         raise Skipped(f"{printable(shown)} is a binary file")
     text = data.decode("utf-8", "replace")
@@ -201,24 +212,21 @@ def outline_of(source: Source, root: SgNode | None = None) -> list[Symbol]:
     return symbols
 
 
-def current_key(roots: Roots, real: str, shown: str) -> tuple[str, int, int]:
-    """The cache key of a file, opened through safe_open (confinement is checked every time)."""
-    fd, info = safe_open.open_file(roots, real, shown)
-    os.close(fd)
-    return (real, info.st_size, info.st_mtime_ns)
-
-
 def cached_outline(roots: Roots, real: str, shown: str) -> list[Symbol]:
     """A file's outline; a cached one is used without reading the file when its size and mtime match
-    (the file is still opened through safe_open, so confinement is checked every time)."""
+    (the file is still opened through safe_open, so confinement is checked every time; it is opened
+    once, and read from that descriptor on a miss)."""
+    language = known_language(real, shown)
     fd, info = safe_open.open_file(roots, real, shown)
-    os.close(fd)
-    symbols = CACHE.get((real, info.st_size, info.st_mtime_ns))
-    if symbols is not None:
-        return symbols
+    try:
+        symbols = CACHE.get((real, info.st_size, info.st_mtime_ns))
+        if symbols is not None:
+            return symbols
+        source = source_from(fd, info, real, shown, language)  # counted as one miss, not looked up again
+    finally:
+        os.close(fd)
     from .outline import outline
 
-    source = read_source(roots, real, shown)  # counted as one miss, not looked up again
     symbols = outline(source.text, source.language)
     CACHE.put(source.key, symbols)
     return symbols
