@@ -12,6 +12,9 @@ One command, one run, ratios within it:
   likewise. Rounds alternate which of the two goes first, after an untimed round that fills the page
   cache; the table shows medians. Every answer is checked: find_symbol finds exactly the definitions
   `ast` lists for the name; every reference is a line `rg -w` found.
+- **Prefilter and scan**, in-process on the same copy: find_symbol with and without its definition-shaped
+  prefilter (PREFILTER_NAMES, qualified names and globs among them) and find_references with Python's
+  comment-and-string scan and with a parse of every file (SCAN_NAMES) must give the same answers.
 - **ctags**: for each other language with real code on this machine (node_modules, npm caches,
   /usr/include, pyenv's C sources, shell scripts...), our outlines against Debian's universal-ctags
   (`ctags --output-format=json`): the functions and types both list, by name and definition line.
