@@ -50,6 +50,10 @@ def test_every_phase_ran_and_was_checked(smoke: tuple[dict[str, Any], str]) -> N
     for figures in lookups.values():
         assert figures["answers"] > 0 and figures["rg_lines"] >= figures["answers"]
         assert figures["cold"] > 0 and figures["warm"] > 0 and figures["rg"] > 0
+    prefilter = report["prefilter"]  # the same definitions with and without it (else an error), fewer parses
+    assert prefilter and all(figures["parsed"] <= figures["parsed_unfiltered"] for figures in prefilter.values())
+    scan = report["scan"]  # the same uses from Python's scan as from a parse (else an error)
+    assert scan and all(figures["references"] >= 0 and figures["scan"] > 0 for figures in scan.values())
     economy = report["economy"]
     assert [task["kind"] for task in economy["tasks"]] == [task.kind for task in driver().TASKS]
     assert all(task["ours"] > 0 and task["grep"] > 0 and task["whole"] >= task["grep"] for task in economy["tasks"])
