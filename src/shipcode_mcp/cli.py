@@ -358,7 +358,22 @@ def _resource_server(args: Any) -> Any:
             raise ValueError(f"--auth-client-secret-file {args.auth_client_secret_file}: {err.strerror or err}") from None
     resource = args.resource_url or _served_url(args)
     verifier = IssuerVerifier(args.auth_issuer, resource, client_id=args.auth_client_id, client_secret=secret)
+    _discover_soon(verifier)
     return ResourceServer(verifier, resource=resource, authorization_servers=[args.auth_issuer])
+
+
+def _discover_soon(verifier: Any) -> None:
+    """Read the issuer's metadata now, beside the start, so that a wrong --auth-issuer shows at once on
+    stderr rather than as 503s later (tokens are checked either way: discovery is retried when needed)."""
+    from .auth.issuer import IssuerUnavailable
+
+    def discover() -> None:
+        try:
+            verifier.metadata()
+        except IssuerUnavailable as err:
+            log.warning(f"--auth-issuer: {err}; requests get 503 until it can be read")
+
+    threading.Thread(target=discover, name="shipcode-mcp-discovery", daemon=True).start()
 
 
 def _auth_mode(auth: Any) -> tuple[str, str]:

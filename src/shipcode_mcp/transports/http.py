@@ -282,6 +282,7 @@ class StreamableHttp:
                 response = found
             else:
                 scope["auth"] = found
+                response = self.auth.check(found, None, self.server)  # nothing here without shipcode:read
         if response is None:
             if request.method == "POST":
                 response = await self._post(request)
@@ -363,7 +364,7 @@ class StreamableHttp:
         kind = jsonrpc.classify(message)
         if kind == "invalid":
             return _json(400, jsonrpc.invalid_request(message))
-        if self.auth is not None and kind == "request":
+        if self.auth is not None and kind == "request":  # a tool that writes also needs shipcode:write
             refused = self.auth.check(_principal(request), message, self.server)
             if refused is not None:
                 return refused

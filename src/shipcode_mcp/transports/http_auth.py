@@ -117,9 +117,10 @@ class ResourceServer:
             self._verdicts.popitem(last=False)
         return principal
 
-    def check(self, principal: Principal | None, message: dict[str, Any], server: Server) -> Response | None:
-        """403 when the caller's token lacks a scope the request needs (`auth.scopes.needed`), else None."""
-        wanted = needed(server, message)
+    def check(self, principal: Principal | None, message: dict[str, Any] | None, server: Server) -> Response | None:
+        """403 when the caller's token lacks a scope the message needs (`auth.scopes.needed`; any request,
+        a GET stream or a DELETE at all: `shipcode:read`), else None."""
+        wanted = needed(server, message) if message is not None else (READ,)
         if principal is None or any(scope not in principal.scopes for scope in wanted):
             return self.insufficient(principal, wanted)
         return None
