@@ -151,6 +151,11 @@ def uvicorn_formatter(as_json: bool = False) -> logging.Formatter:
         def format(self, record: logging.LogRecord) -> str:
             fields: dict[str, Any] = {}
             if record.name == "uvicorn.access" and isinstance(record.args, tuple) and len(record.args) == 5:
+                if isinstance(record.args[2], str) and "access_token=" in record.args[2]:  # refused (400), never logged
+                    import re
+
+                    path = re.sub(r"([?&]access_token=)[^&]*", r"\1[redacted]", record.args[2])
+                    record.args = (*record.args[:2], path, *record.args[3:])
                 fields = dict(zip(_ACCESS_FIELDS, record.args, strict=True))
             if record.exc_info and as_json:
                 fields["exception"] = self.formatException(record.exc_info)
