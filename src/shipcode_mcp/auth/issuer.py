@@ -36,6 +36,8 @@ KEY_LIFETIME = 3600.0
 """Keys older than this are fetched again on next use (an issuer rotates keys; a revoked one must go)."""
 INTROSPECTION_CACHE_SECONDS = 60.0
 """An introspected token is trusted this long at most (a revocation takes effect within it)."""
+INTROSPECTION_CACHE_ENTRIES = 4096
+"""At most this many introspection verdicts are kept (a flood of tokens cannot grow memory)."""
 FETCH_TIMEOUT = 10.0
 MAX_DOCUMENT_BYTES = 1024 * 1024
 
@@ -120,7 +122,7 @@ class IssuerVerifier:
         uri = self.metadata().get("jwks_uri")
         if not isinstance(uri, str):
             raise TokenRejected("the issuer publishes no keys (no jwks_uri): only introspected tokens are accepted")
-        check_url(uri, "jwks_uri")
+        check_issuer_url(uri, "jwks_uri")
         document = fetch_json(uri)
         keys: dict[str, tuple[Any, str | None]] = {}
         for entry in document.get("keys", []) if isinstance(document.get("keys"), list) else []:
@@ -201,7 +203,7 @@ class IssuerVerifier:
         endpoint = self.metadata().get("introspection_endpoint")
         if not isinstance(endpoint, str) or self.client_id is None:
             raise TokenRejected("the token is not a JWT, and this server cannot introspect tokens of its issuer")
-        check_url(endpoint, "introspection_endpoint")
+        check_issuer_url(endpoint, "introspection_endpoint")
         body = urllib.parse.urlencode({"token": token, "token_type_hint": "access_token"}).encode()
         credentials = f"{urllib.parse.quote(self.client_id, safe='')}:{urllib.parse.quote(self.client_secret or '', safe='')}"
         answer = fetch_json(endpoint, body, {"Authorization": "Basic " + base64.b64encode(credentials.encode()).decode(),
@@ -222,9 +224,9 @@ class IssuerVerifier:
         if isinstance(expiry, (int, float)):
             until = min(until, float(expiry))
         with self._lock:
-            if len(self._introspected) >= 4096:
+            if len(self._introspected) >= INTROSPECTION_CACHE_ENTRIES:
                 self._introspected = {k: v for k, v in self._introspected.items() if v[0] > now}
-                if len(self._introspected) >= 4096:
+                if len(self._introspected) >= INTROSPECTION_CACHE_ENTRIES:
                     self._introspected.clear()
             self._introspected[name] = (until, principal)
         return principal
@@ -252,6 +254,15 @@ def check_url(url: str, what: str) -> None:
     if parts.scheme == "http" and parts.hostname and is_loopback(parts.hostname):
         return
     raise ValueError(f"{what} must be an https:// URL (or http:// on a loopback address): {url!r}")
+
+
+def check_issuer_url(url: str, what: str) -> None:
+    """check_url for a URL the issuer's metadata names: a bad one is the issuer's fault (503), never an
+    error that escapes the verifier."""
+    try:
+        check_url(url, what)
+    except ValueError as err:
+        raise IssuerUnavailable(f"the metadata of the issuer is unusable: {err}") from None
 
 
 def fetch_json(url: str, data: bytes | None = None, headers: dict[str, str] | None = None) -> dict[str, Any]:
