@@ -858,6 +858,8 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
         endpoint.shutdown()
 
     routes = [Route(path, endpoint)]
+    if auth is not None:
+        auth.server = server
     if auth is not None and auth.discoverable:
         metadata = auth.metadata_response()
 

@@ -21,7 +21,7 @@ from starlette.responses import Response
 
 from .. import log
 from ..auth.issuer import IssuerUnavailable
-from ..auth.scopes import READ, SUPPORTED, needed
+from ..auth.scopes import READ, SUPPORTED, needed, offered
 from ..auth.tokens import Principal, TokenRejected, fingerprint
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ class ResourceServer:
         self.authorization_servers = list(authorization_servers)
         self.scopes = list(scopes)
         self._verdicts: collections.OrderedDict[str, tuple[float, Principal]] = collections.OrderedDict()
+        self.server: Server | None = None  # the server whose tools say what a 401 asks for (create_app sets it)
         self._generation = 0  # bumped by forget(): a verdict reached before it is not kept after it
 
     # -- Protected Resource Metadata (RFC 9728) -----------------------------------------------------------
@@ -145,8 +146,11 @@ class ResourceServer:
                             scope=" ".join(wanted))
 
     def refusal(self, status: int, error: str | None = None, description: str | None = None, *,
-                scope: str = READ) -> Response:
-        """`status` with the Bearer challenge of RFC 6750 section 3 (and RFC 9728's `resource_metadata`)."""
+                scope: str | None = None) -> Response:
+        """`status` with the Bearer challenge of RFC 6750 section 3 (and RFC 9728's `resource_metadata`); `scope`
+        by default names what the server's tools need between them (`auth.scopes.offered`)."""
+        if scope is None:
+            scope = " ".join(offered(self.server)) if self.server is not None else READ
         params: list[tuple[str, str]] = []
         if error is not None:
             params.append(("error", error))
