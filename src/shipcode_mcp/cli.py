@@ -62,6 +62,18 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a browser origin allowed besides loopback ones, e.g. https://app.example.com ('*': any)")
     http.add_argument("--allow-host", action="append", metavar="HOST",
                       help="a Host name to accept (default: loopback names when bound to loopback, any otherwise)")
+    http.add_argument("--max-connections", type=_count, metavar="N",
+                      help="open connections at most (default: from the open-file limit); at the cap a new connection "
+                      "closes the one that has waited longest for its request (0: no cap)")
+    http.add_argument("--header-timeout", type=_seconds, metavar="SECONDS",
+                      help="time a connection has to send a request's headers (default 10; 0: no limit)")
+    http.add_argument("--body-timeout", type=_seconds, metavar="SECONDS",
+                      help="time a request's body has to arrive, else 408 (default 60; 0: no limit)")
+    http.add_argument("--max-sessions", type=_count, metavar="N",
+                      help="sessions kept at most (default 1000); at the cap the least recently used idle one ends (0: no cap)")
+    http.add_argument("--max-concurrent-calls", type=_count, metavar="N",
+                      help="handler calls of one session (or one caller, without sessions) run at once; the rest wait "
+                      "their turn (default 8; 0: no limit)")
     secure = parser.add_argument_group("Securing HTTP (docs/http.md): a server beyond loopback needs one of the auth modes")
     secure.add_argument("--auth-issuer", metavar="URL",
                         help="be an OAuth 2.1 resource server of this authorization server: every request needs one of its "
@@ -90,7 +102,8 @@ def _option_defaults() -> dict[str, Any]:
     return {"log_level": "warning", "log_format": "text", "http": None, "stateless": False, "workers": 1,
             "allow_origin": [], "allow_host": None, "state_key_file": None, "auth_issuer": None, "resource_url": None,
             "auth_client_id": None, "auth_client_secret_file": None, "auth_token_file": None, "insecure_no_auth": False,
-            "tls_cert": None, "tls_key": None}
+            "tls_cert": None, "tls_key": None, "max_connections": None, "header_timeout": None, "body_timeout": None,
+            "max_sessions": None, "max_concurrent_calls": None}
 
 
 _SWITCHES = {"--allow-write": "allow_write", "--watch": "watch", "--require-sandbox": "require_sandbox"}
@@ -167,9 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     log.set_level(args.log_level)
     log.set_format(args.log_format)
-    if args.http is None and (args.stateless or args.workers != 1 or args.allow_origin or args.allow_host or _securing(args)):
-        print("shipcode-mcp: --stateless, --workers, --allow-origin, --allow-host and the auth and TLS options need --http",
-              file=sys.stderr)
+    if args.http is None and (args.stateless or args.workers != 1 or args.allow_origin or args.allow_host or _securing(args)
+                              or _limiting(args)):
+        print("shipcode-mcp: --stateless, --workers, --allow-origin, --allow-host, the limits and the auth and TLS options "
+              "need --http", file=sys.stderr)
         return 2
     if args.http is not None:
         refused = _unsafe(args)
@@ -258,7 +272,8 @@ def _serve_http(server: Server, workspace: Roots, args: Any, argv: list[str]) ->
     tls = (args.tls_cert, args.tls_key) if args.tls_cert else None
     if args.workers == 1:
         return http.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
-                               allowed_hosts=args.allow_host, log_level=args.log_level, auth=auth, tls=tls)
+                               allowed_hosts=args.allow_host, log_level=args.log_level, auth=auth, tls=tls,
+                               front=_front_limits(args), **_app_limits(args))
     os.environ[ARGV_VARIABLE] = json.dumps(argv)  # each worker builds its own server from it: see http_app
     if args.state_key_file is None:  # one random key for all the workers, so a client's retry may land on any
         from .request_state import KEY_ENV
@@ -266,7 +281,7 @@ def _serve_http(server: Server, workspace: Roots, args: Any, argv: list[str]) ->
         os.environ[KEY_ENV] = os.urandom(32).hex()
     tls_options = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
     return http.run_uvicorn(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
-                            log_level=args.log_level, **tls_options)
+                            log_level=args.log_level, front=_front_limits(args), **tls_options)
 
 
 def http_app() -> Any:
@@ -290,12 +305,32 @@ def http_app() -> Any:
         state_key = bytes.fromhex(shared) if shared else None
     server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch, state_key=state_key)
     app = http.create_app(server, stateless=True, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
-                          host=args.http[0], auth=_resource_server(args))
+                          host=args.http[0], auth=_resource_server(args), **_app_limits(args))
     if not log.enabled("debug"):
         return app
     from .transports.request_log import RequestLog  # one line per request (docs/logging.md)
 
     return RequestLog(app)
+
+
+def _limiting(args: Any) -> bool:
+    return any(getattr(args, name) is not None for name in ("max_connections", "header_timeout", "body_timeout",
+                                                            "max_sessions", "max_concurrent_calls"))
+
+
+def _front_limits(args: Any) -> Any:
+    """The connection limits the options give (transports.http_front.FrontLimits)."""
+    from .transports.http_front import HEADER_TIMEOUT, FrontLimits
+
+    return FrontLimits(header_timeout=HEADER_TIMEOUT if args.header_timeout is None else args.header_timeout,
+                       max_connections=args.max_connections)
+
+
+def _app_limits(args: Any) -> dict[str, Any]:
+    """The request, session and scheduling limits the options give (create_app's), where given."""
+    given = {"body_timeout": args.body_timeout, "max_sessions": args.max_sessions,
+             "max_concurrent_calls": args.max_concurrent_calls}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def _securing(args: Any) -> bool:
@@ -399,6 +434,28 @@ def _state_key(path: str | None) -> bytes | None:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _count(text: str) -> int:
+    """A whole number, 0 or more."""
+    import argparse  # loaded already: argparse is what calls this
+
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"not a whole number, 0 or more: {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds, 0 or more."""
+    import argparse  # loaded already: argparse is what calls this
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"not a number of seconds, 0 or more: {text!r}")
+    return value
 
 
 def _host_port(text: str) -> tuple[str, int]:

@@ -42,7 +42,7 @@ import signal
 import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -58,9 +58,10 @@ from ..jsonrpc import JsonRpcError
 from ..runner import Runner
 from .hosts import hostname as _hostname
 from .hosts import is_loopback
+from .lanes import PER_LANE, Call, Lanes
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+    from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
 
     from starlette.types import Receive, Scope, Send
 
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
     from ..server import Server
     from ..session import Job, Outcome
     from .http_auth import ResourceServer
+    from .http_front import FrontLimits
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
@@ -77,6 +79,10 @@ NAME_HEADER = "mcp-name"
 NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 """The modern requests that carry `Mcp-Name`, and the parameter it mirrors."""
 MAX_BODY_BYTES = 64 * 1024 * 1024
+BODY_TIMEOUT = 60.0  # seconds a request body may take to arrive, from its head
+MAX_SESSIONS = 1000
+EVICTED_MEMORY = 10000  # ids of sessions ended to make room, remembered for a clear 404
+RETRY_AFTER = 10  # seconds, when every session is busy and none can make room
 STANDALONE_BUFFER = 1000  # messages kept for a session's GET stream while none is open
 _ENDPOINTS: weakref.WeakSet[StreamableHttp] = weakref.WeakSet()  # for the server's shutdown: see uvicorn_server
 _DONE = object()  # a request's work has finished (after its response, if any)
@@ -102,6 +108,7 @@ class HttpSession(Runner):
         self.closed = False
         self.last_seen = time.monotonic()
         self.tasks: set[asyncio.Task[None]] = set()  # async handlers running on the loop
+        self.lane: Hashable = self  # whose turn its handler calls take (lanes.py): the session, or the caller
 
     # -- the runner's duties: messages are routed on the event loop, whichever thread sends them ---------
     def write(self, message: Message, related: Id | None) -> None:
@@ -112,8 +119,15 @@ class HttpSession(Runner):
         exchange = self.requests.get(job.context.request_id)
         if job.deferred.awork is not None:  # an async handler: a task on this loop, no thread
             self.transport.on_loop(self._start_task, job, exchange)
-        else:
-            self.transport.executor().submit(self._run, job, exchange)
+        else:  # a thread, when the lane has room and its turn comes (lanes.py)
+            call = self.transport.lanes().submit(self.lane, partial(self._run, job, exchange))
+            job.context.on_cancel(partial(self._withdrawn, call, job, exchange))
+
+    def _withdrawn(self, call: Call, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
+        """The request was cancelled: if its call still waits in the lane, it never runs its work; it is
+        finished here and now (a cancelled job's `run` returns at once), so the session forgets it."""
+        if self.transport.lanes().withdraw(call):
+            self._run(job, exchange)
 
     def _start_task(self, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
         loop = self.transport.loop
@@ -136,7 +150,7 @@ class HttpSession(Runner):
             self._done(job.context.request_id, exchange)
 
     def background(self, work: Callable[[], None]) -> None:
-        self.transport.executor().submit(work)
+        self.transport.lanes().submit(self.lane, work)
 
     def later(self, seconds: float, call: Callable[[], None]) -> Callable[[], None]:
         """On the loop itself (what the runner calls later never blocks), so a busy pool delays no timeout."""
@@ -198,10 +212,15 @@ class StreamableHttp:
     def __init__(self, server: Server, *, stateless: bool = False, allowed_origins: Iterable[str] = (),
                  allowed_hosts: Iterable[str] | None = None, allow_loopback: bool | None = None,
                  session_idle_timeout: float = 3600.0, keepalive: float = 15.0, max_workers: int = 64,
-                 max_body_bytes: int = MAX_BODY_BYTES, auth: ResourceServer | None = None) -> None:
+                 max_body_bytes: int = MAX_BODY_BYTES, auth: ResourceServer | None = None,
+                 body_timeout: float = BODY_TIMEOUT, max_sessions: int = MAX_SESSIONS,
+                 max_concurrent_calls: int = PER_LANE) -> None:
         """`allowed_hosts` None accepts loopback Host names only; `allow_loopback` (default: when
         `allowed_hosts` is None) also accepts loopback names and origins beside `allowed_hosts`. With
-        `auth`, every request needs a bearer token it accepts (docs/http.md, "Securing a remote server")."""
+        `auth`, every request needs a bearer token it accepts (docs/http.md, "Securing a remote server").
+        A body gets `body_timeout` seconds to arrive (408 after; 0: no limit); at `max_sessions` (0: no cap)
+        the least recently used idle session makes room for a new one; `max_concurrent_calls` handler calls
+        of a session (or of a caller, without one) run at once (0: no limit), see `_lane_of`."""
         self.server = server
         self.auth = auth
         self.stateless = stateless
@@ -212,11 +231,15 @@ class StreamableHttp:
         self.keepalive = keepalive
         self.max_workers = max_workers
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
+        self.max_sessions = max_sessions
+        self.max_concurrent_calls = max_concurrent_calls
         self.sessions: dict[str, HttpSession] = {}
+        self.evicted: collections.OrderedDict[str, str | None] = collections.OrderedDict()  # id -> owner
         self.listens: set[HttpSession] = set()  # the runners of open subscriptions/listen streams
         self.loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._lanes: Lanes | None = None
         self._reaper: asyncio.Task[None] | None = None
         _ENDPOINTS.add(self)
 
@@ -240,10 +263,11 @@ class StreamableHttp:
             except RuntimeError:  # the loop is closed: the server is shutting down
                 pass
 
-    def executor(self) -> ThreadPoolExecutor:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(self.max_workers, thread_name_prefix="shipcode-mcp-worker")
-        return self._executor
+    def lanes(self) -> Lanes:
+        """The worker threads, shared fairly by the sessions and callers (lanes.py)."""
+        if self._lanes is None:
+            self._lanes = Lanes(self.max_workers, self.max_concurrent_calls)
+        return self._lanes
 
     async def _reap_idle(self) -> None:
         """End sessions nobody used for `session_idle_timeout` seconds (no request, no open stream)."""
@@ -268,8 +292,8 @@ class StreamableHttp:
             self._end(session_id)
         if self._reaper is not None:
             self._reaper.cancel()
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._lanes is not None:
+            self._lanes.shutdown()
 
     # -- ASGI ---------------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -326,25 +350,52 @@ class StreamableHttp:
             return _error(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r} (this server speaks {PROTOCOL_VERSION})")
         caller = _principal(request)
         if self.stateless:
-            return self._runner(caller)
+            return self._runner(request)
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is None:
             if creating:
-                return self._runner(caller, secrets.token_hex(16))
+                return self._make_room() or self._runner(request, secrets.token_hex(16))
             return _error(400, "Bad Request: the Mcp-Session-Id header is required")
         http_session = self.sessions.get(session_id)
-        if http_session is None or http_session.owner != (caller.key if caller is not None else None):
+        owner = caller.key if caller is not None else None
+        if http_session is None or http_session.owner != owner:
             # Another caller's session is answered as if it did not exist: its id reveals nothing.
+            if http_session is None and session_id in self.evicted and self.evicted[session_id] == owner:
+                return _error(404, f"Not Found: this session was ended to make room for new ones (the server keeps "
+                              f"at most {self.max_sessions} sessions and this one was the least recently used idle "
+                              "one); initialize a new one")
             return _error(404, "Not Found: no such session (it ended or never existed); initialize a new one")
         http_session.last_seen = time.monotonic()
         return http_session
 
-    def _runner(self, caller: Principal | None, session_id: str | None = None) -> HttpSession:
+    def _runner(self, request: Request, session_id: str | None = None) -> HttpSession:
         """A new session (or a stateless request's runner), owned by the caller when tokens are checked."""
+        caller = _principal(request)
         runner = HttpSession(self, session_id)
         if caller is not None:
             runner.owner = runner.session.principal = caller.key
+        if session_id is None:
+            runner.lane = _lane_of(request)
         return runner
+
+    def _make_room(self) -> Response | None:
+        """At the session cap, end the least recently used idle session (no request in flight, no GET stream)
+        so a new one fits; its id is remembered for a clear 404. None: there is room. 503 when every session
+        is busy: ending one would cut work in progress."""
+        if self.max_sessions <= 0 or len(self.sessions) < self.max_sessions:
+            return None
+        idle = [(http_session.last_seen, session_id) for session_id, http_session in self.sessions.items()
+                if not (http_session.get_open or http_session.requests or http_session.tasks)]
+        if not idle:
+            return _error(503, f"Service Unavailable: {len(self.sessions)} sessions, all busy; try again later",
+                          headers={"Retry-After": str(RETRY_AFTER)})
+        session_id = min(idle)[1]
+        self.evicted[session_id] = self.sessions[session_id].owner
+        while len(self.evicted) > EVICTED_MEMORY:
+            self.evicted.popitem(last=False)
+        log.info(f"session {session_id} ended to make room ({self.max_sessions} sessions at most)")
+        self._end(session_id)
+        return None
 
     # -- POST -------------------------------------------------------------------------------------
     async def _post(self, request: Request) -> Response:
@@ -381,9 +432,20 @@ class StreamableHttp:
         return await self._answer(http_session, message, wants_json, wants_sse)
 
     async def _read_body(self, request: Request) -> bytes | Response:
+        """The whole body, within `body_timeout` seconds (408, and the connection closes: a client that
+        stops sending mid-way holds nothing for long) and `max_body_bytes` (413)."""
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
+        if self.body_timeout <= 0:
+            return await self._read_all(request)
+        try:
+            return await asyncio.wait_for(self._read_all(request), self.body_timeout)
+        except asyncio.TimeoutError:
+            return _error(408, f"Request Timeout: the body did not arrive within {self.body_timeout:g} s",
+                          headers={"Connection": "close"})
+
+    async def _read_all(self, request: Request) -> bytes | Response:
         chunks: list[bytes] = []
         size = 0
         try:
@@ -454,7 +516,7 @@ class StreamableHttp:
 
     # -- POST, modern (2026-07-28): one runner per request, no session ---------------------------------
     async def _post_modern(self, request: Request, message: Message, wants_json: bool, wants_sse: bool) -> Response:
-        runner = self._runner(_principal(request))
+        runner = self._runner(request)
         if "id" not in message:  # a notification: nothing to answer (cancelling is closing a stream)
             runner.receive(message)
             return Response(status_code=202)
@@ -789,6 +851,21 @@ def _principal(request: Request) -> Principal | None:
     return found
 
 
+def _lane_of(request: Request) -> Hashable:
+    """Whose turn the handler calls of a request without a session (stateless, or 2026-07-28) take: its
+    caller's. With tokens checked, the caller is the token's subject (`Principal.key`): one client over many
+    connections is still one caller, and callers behind one proxy are still several. Without tokens, the
+    client's address: a connection would not do, since a client may open one per request (SDKs do) and so
+    get a lane per call, which is no limit at all. Behind a proxy without tokens every client shares the
+    proxy's address, so they share a lane; a server beyond loopback has tokens unless told
+    --insecure-no-auth, and on loopback every client is this machine's user anyway."""
+    caller = _principal(request)
+    if caller is not None:
+        return ("caller", caller.key)
+    client = request.scope.get("client")
+    return ("address", client[0] if client else None)
+
+
 def _cancel_all(handles: list[asyncio.TimerHandle]) -> None:
     for handle in handles:
         handle.cancel()
@@ -832,7 +909,8 @@ async def _nothing() -> AsyncIterator[bytes]:
 def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, allowed_origins: Iterable[str] = (),
                allowed_hosts: Iterable[str] | None = None, host: str | None = None, session_idle_timeout: float = 3600.0,
                max_workers: int = 64, max_body_bytes: int = MAX_BODY_BYTES, keepalive: float = 15.0,
-               auth: ResourceServer | None = None) -> Starlette:
+               auth: ResourceServer | None = None, body_timeout: float = BODY_TIMEOUT, max_sessions: int = MAX_SESSIONS,
+               max_concurrent_calls: int = PER_LANE) -> Starlette:
     """A Starlette app serving `server` at `path`.
 
     `allowed_hosts` None accepts loopback Host names only (DNS-rebinding protection for a local
@@ -843,6 +921,10 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
     seconds end (0: never). `max_workers` threads run handlers; a body over `max_body_bytes` gets
     413; an idle GET stream carries a comment every `keepalive` seconds. With `auth`, every request
     needs a bearer token `auth` accepts, and the Protected Resource Metadata is served (RFC 9728).
+    A body must arrive within `body_timeout` seconds (408); at most `max_sessions` sessions are kept
+    (the least recently used idle one makes room); a session, or a caller without one, runs at most
+    `max_concurrent_calls` handlers at once, the rest wait their turn (transports/lanes.py). The
+    connection-level limits (request heads, open connections) are uvicorn's protocol's: see `serve_http`.
     """
     local = host is None or is_loopback(host)
     if allowed_hosts is None and not local:
@@ -850,7 +932,9 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
     endpoint = StreamableHttp(server, stateless=stateless, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts,
                               allow_loopback=local,
                               session_idle_timeout=session_idle_timeout, max_workers=max_workers,
-                              max_body_bytes=max_body_bytes, keepalive=keepalive, auth=auth)
+                              max_body_bytes=max_body_bytes, keepalive=keepalive, auth=auth,
+                              body_timeout=body_timeout, max_sessions=max_sessions,
+                              max_concurrent_calls=max_concurrent_calls)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -875,30 +959,42 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
 def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, path: str = "/mcp",
                stateless: bool = False, allowed_origins: Sequence[str] = (), allowed_hosts: Sequence[str] | None = None,
                session_idle_timeout: float = 3600.0, log_level: str = "warning", auth: ResourceServer | None = None,
-               tls: tuple[str, str] | None = None) -> int:
+               tls: tuple[str, str] | None = None, front: FrontLimits | None = None, body_timeout: float = BODY_TIMEOUT,
+               max_sessions: int = MAX_SESSIONS, max_concurrent_calls: int = PER_LANE) -> int:
     """Serve `server` over Streamable HTTP at http://host:port/path (https with `tls`, a certificate and its
     key) until SIGINT or SIGTERM; with `auth`, SIGHUP reads its token file again.
 
     A server bound to a non-loopback address accepts any Host name unless `allowed_hosts` says
-    otherwise; Origin is checked either way. For several worker processes, see `create_app`.
+    otherwise; Origin is checked either way. For several worker processes, see `create_app`. `front`
+    limits connections (http_front.py: request heads, open connections; default `FrontLimits()`); the
+    other limits are `create_app`'s.
     """
     app: Any = create_app(server, path=path, stateless=stateless, allowed_origins=allowed_origins,
-                          allowed_hosts=allowed_hosts, host=host, session_idle_timeout=session_idle_timeout, auth=auth)
+                          allowed_hosts=allowed_hosts, host=host, session_idle_timeout=session_idle_timeout, auth=auth,
+                          body_timeout=body_timeout, max_sessions=max_sessions, max_concurrent_calls=max_concurrent_calls)
     if log.enabled("debug"):  # one line per request (docs/logging.md)
         from .request_log import RequestLog
 
         app = RequestLog(app)
     options: dict[str, Any] = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
     return run_uvicorn(app, host=host, port=port, log_level=log_level, on_hangup=None if auth is None else auth.reload,
-                       **options)
+                       front=front, **options)
 
 
-def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | None = None, **options: Any) -> int:
+def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | None = None,
+                front: FrontLimits | None = None, **options: Any) -> int:
     """uvicorn.run with logging on stderr only, in our format (its access log would go to stdout), a prompt shutdown
     even with GET streams open, and exit status 0 after a graceful shutdown on SIGINT or SIGTERM
-    (uvicorn raises the signal again once done; it finds a handler that lets the process end normally)."""
+    (uvicorn raises the signal again once done; it finds a handler that lets the process end normally).
+
+    Connections go through the front (http_front.py: `front`, default `FrontLimits()`), in each worker too;
+    the descriptor limit is raised to its hard limit first (workers inherit it), which sizes the default cap."""
     import uvicorn
 
+    from .http_front import FrontLimits, protocol, raise_file_limit
+
+    raise_file_limit()
+    options["http"] = protocol(front if front is not None else FrontLimits())
     level = {"off": "critical"}.get(log_level, log_level)
     config = log.uvicorn_log_config(level)  # stderr, in our format (docs/logging.md)
     handled = (signal.SIGINT, signal.SIGTERM)

@@ -1,0 +1,457 @@
+"""An HTTP front that holds: slowloris, connection floods, stalled bodies, session floods, one session starving
+the others. Each attack is first shown to work with its defence turned off, then not to with it on.
+
+The connection attacks run against real server processes (the command line, a low RLIMIT_NOFILE where the
+attack is descriptor exhaustion) from an asyncio client in this process; the others against the app in
+uvicorn in this process. Loopback only, bounded in time and connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shipcode_mcp import Context, Server
+from shipcode_mcp.cli import build_server
+from support import REPO, wait_for
+from transports.http_support import (
+    McpHttpClient,
+    UvicornThread,
+    free_port,
+    initialize,
+    modern,
+    modern_headers,
+)
+
+SLOW = 600
+"""Slow connections of the slowloris attack, as the issue counts them."""
+FLOOD = 400
+"""Connections of the flood, beyond what a process with FLOOD_FILES descriptors can hold."""
+FLOOD_FILES = 256
+FRESH = 1.0
+"""A fresh client must be answered within this many seconds."""
+INIT = json.dumps(initialize()).encode()
+REQUEST = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+           b"Accept: application/json, text/event-stream\r\nContent-Length: " + str(len(INIT)).encode() + b"\r\n\r\n" + INIT)
+
+
+# -- connections: real server processes ---------------------------------------------------------------------------
+def _own_files(needed: int) -> None:
+    """This process opens many connections: its soft descriptor limit goes up to what the test needs."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < needed:
+        assert hard == resource.RLIM_INFINITY or hard >= needed, f"the test needs {needed} descriptors (hard limit {hard})"
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+
+
+@contextlib.contextmanager
+def serving(tmp_path: Path, *options: str, files: int | None = None) -> Iterator[int]:
+    """`shipcode-mcp --http PORT` with `options`, its descriptors limited to `files` (soft and hard, so it cannot
+    raise them); yields its port once it answers an initialize."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+    def limit() -> None:
+        if files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+
+    log = open(tmp_path / f"server-{port}.log", "wb")  # closed below; uvicorn's EMFILE errors go here
+    process = subprocess.Popen([sys.executable, "-m", "shipcode_mcp", "--http", str(port), *options, str(tmp_path)],
+                               env=env, stdout=subprocess.DEVNULL, stderr=log, preexec_fn=limit)
+    try:
+        wait_for(lambda: process.poll() is not None or _answers(port), 30, "the server to answer")
+        assert process.poll() is None, (tmp_path / f"server-{port}.log").read_text()
+        yield port
+    finally:
+        process.kill()
+        process.wait(10)
+        log.close()
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+            sock.sendall(REQUEST)
+            return sock.recv(12).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
+
+
+async def fresh_client(port: int) -> float:
+    """Seconds until a new connection's initialize is answered 200 (asyncio.TimeoutError after FRESH)."""
+    started = time.monotonic()
+
+    async def exchange() -> bytes:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(REQUEST)
+            return await reader.readline()
+        finally:
+            writer.close()
+
+    status = await asyncio.wait_for(exchange(), FRESH)
+    assert status.startswith(b"HTTP/1.1 200"), status
+    return time.monotonic() - started
+
+
+class Attackers:
+    """`count` connections to `port`; `trickle` sends a request line, then a header byte every half second."""
+
+    def __init__(self, port: int, count: int, *, trickle: bool) -> None:
+        self.port, self.count, self.trickle = port, count, trickle
+        self.closed_after: list[float] = []
+        self.writers: list[asyncio.StreamWriter] = []
+        self.tasks: list[asyncio.Task[None]] = []
+        self.started = 0.0
+
+    async def open(self) -> None:
+        self.started = time.monotonic()
+        for _ in range(self.count):
+            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+            self.writers.append(writer)
+            self.tasks.append(asyncio.ensure_future(self._watch(reader)))
+            if self.trickle:
+                writer.write(b"POST /mcp HTTP/1.1\r\nX-Slow: ")
+        if self.trickle:
+            self.tasks.append(asyncio.ensure_future(self._drip()))
+
+    async def _watch(self, reader: asyncio.StreamReader) -> None:
+        with contextlib.suppress(OSError):
+            while await reader.read(4096):
+                pass
+        self.closed_after.append(time.monotonic() - self.started)
+
+    async def _drip(self) -> None:
+        while True:
+            await asyncio.sleep(0.5)  # the attack's pace, not a synchronisation
+            for writer in self.writers:
+                if not writer.is_closing():
+                    with contextlib.suppress(OSError):
+                        writer.write(b"x")
+
+    @property
+    def still_open(self) -> int:
+        return self.count - len(self.closed_after)
+
+    def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        for writer in self.writers:
+            writer.transport.abort()
+
+
+async def _until(predicate: Any, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+def test_slowloris_holds_nothing_for_long_and_fresh_clients_are_served(tmp_path: Path) -> None:
+    """600 connections each sending a header byte every half second. Without a head deadline they stay open
+    as long as they like; with the default one (10 s) they are closed within 30 s, and a fresh client is
+    served within a second all along."""
+    _own_files(2 * SLOW + 200)
+    (tmp_path / "a.txt").write_text("a")
+    figures: dict[str, Any] = {}
+
+    async def attack(open_port: int, defended_port: int) -> None:
+        exposed = Attackers(open_port, SLOW, trickle=True)
+        held = Attackers(defended_port, SLOW, trickle=True)
+        try:
+            await exposed.open()
+            await held.open()
+            latencies = [await fresh_client(defended_port)]
+            while held.still_open and time.monotonic() - held.started < 30:
+                latencies.append(await fresh_client(defended_port))
+                await _until(lambda: not held.still_open, 1.0)
+            figures.update(fresh_max=max(latencies), fresh_count=len(latencies), closed_first=min(held.closed_after),
+                           closed_last=max(held.closed_after, default=None), exposed_open=exposed.still_open)
+            assert held.still_open == 0, f"{held.still_open} slow connections still open after 30 s"
+            assert exposed.still_open == SLOW  # the attack, undefended: every slow connection still held
+            assert max(latencies) < FRESH
+        finally:
+            exposed.close()
+            held.close()
+
+    with serving(tmp_path, "--header-timeout", "0") as open_port, serving(tmp_path) as defended_port:
+        asyncio.run(attack(open_port, defended_port))
+    print(f"slowloris figures: {figures}")
+    assert 9.0 <= figures["closed_first"]  # the default deadline is 10 s, counted from each connection
+
+
+def test_a_flood_beyond_the_descriptors_locks_nobody_out(tmp_path: Path) -> None:
+    """400 silent connections to a process that may open 256 descriptors: without a cap, accept() fails and a
+    fresh client waits in the backlog; with the cap sized from the limit, each new connection evicts the oldest
+    silent one, so the fresh client is served at once (no head deadline here: the cap alone does it), in a
+    process of several workers too."""
+    _own_files(2 * FLOOD + 200)
+    figures: dict[str, Any] = {}
+
+    async def attack(open_port: int, defended_port: int) -> None:
+        exposed = Attackers(open_port, FLOOD, trickle=False)
+        held = Attackers(defended_port, FLOOD, trickle=False)
+        try:
+            await exposed.open()
+            with pytest.raises(asyncio.TimeoutError):
+                await fresh_client(open_port)  # the attack works: nobody new gets in
+            await held.open()
+            figures["fresh"] = [await fresh_client(defended_port) for _ in range(5)]
+            figures["evicted"] = len(held.closed_after)
+            assert figures["evicted"] > 0
+        finally:
+            exposed.close()
+            held.close()
+
+    limits = ("--header-timeout", "0")
+    with serving(tmp_path, *limits, "--max-connections", "0", files=FLOOD_FILES) as open_port, \
+            serving(tmp_path, *limits, "--stateless", "--workers", "2", files=FLOOD_FILES) as defended_port:
+        asyncio.run(attack(open_port, defended_port))
+    print(f"flood figures: {figures}")
+
+
+# -- requests, sessions, scheduling: the app in uvicorn in this process -------------------------------------------------
+def _stalled_body(port: int, wait: float) -> bytes:
+    """Send a head that announces 100 bytes of body and only 10 of them; what comes back within `wait` s."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     b"Accept: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
+        received = b""
+        try:
+            while chunk := sock.recv(4096):
+                received += chunk
+        except TimeoutError:
+            return received + b"<still open>"
+        return received + b"<closed>"
+
+
+def test_a_stalled_body_gets_408_and_the_connection_closes() -> None:
+    server = Server("bodies", "1.0.0")
+    exposed = UvicornThread(server.http_app(session_idle_timeout=0, body_timeout=0))
+    try:
+        assert _stalled_body(exposed.port, 1.5) == b"<still open>"  # the attack: the read waits for ever
+    finally:
+        exposed.stop()
+    held = UvicornThread(server.http_app(session_idle_timeout=0, body_timeout=0.5))
+    try:
+        started = time.monotonic()
+        answer = _stalled_body(held.port, 5)
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        assert b"connection: close" in answer.lower() and answer.endswith(b"<closed>"), answer
+        assert time.monotonic() - started < 3
+    finally:
+        held.stop()
+
+
+def test_the_session_cap_ends_the_least_recently_used_idle_session(tmp_path: Path) -> None:
+    from transports.http_support import WAITING, add_common_features
+
+    server = Server("sessions", "1.0.0")
+    add_common_features(server)
+    unbounded = UvicornThread(server.http_app(session_idle_timeout=0, max_sessions=0))
+    try:
+        clients = [McpHttpClient(unbounded.port) for _ in range(20)]
+        assert len(unbounded.app.state.mcp.sessions) == 20  # the attack: every session is kept
+        assert clients[0].call("ping").status == 200
+    finally:
+        unbounded.stop()
+
+    capped = UvicornThread(server.http_app(session_idle_timeout=0, max_sessions=3))
+    streams: list[Any] = []
+    try:
+        endpoint = capped.app.state.mcp
+        oldest, streaming, working = (McpHttpClient(capped.port) for _ in range(3))
+        streams.append(streaming.get())
+        wait_for(lambda: endpoint.sessions[streaming.session_id].get_open, 10, "the GET stream")
+        caller = threading.Thread(target=lambda: streams.append(
+            working.call("tools/call", {"name": "wait", "arguments": {"tag": "cap"}}, stream=True)))
+        caller.start()
+        wait_for(lambda: "cap" in WAITING, 10, "the call in flight")
+        newest = McpHttpClient(capped.port)  # room made: the oldest idle session ends
+        gone = oldest.call("ping")
+        assert gone.status == 404 and "ended to make room" in gone.json()["error"]["message"], gone.body
+        assert streaming.call("ping").status == 200 and working.call("ping").status == 200
+        assert newest.call("ping").status == 200
+        streams.append(newest.get())
+        wait_for(lambda: endpoint.sessions[newest.session_id].get_open, 10, "the GET stream")
+        refused = McpHttpClient(capped.port, handshake=False).post(initialize())
+        assert refused.status == 503 and refused.headers["retry-after"].isdigit(), refused.body
+        assert set(endpoint.sessions) == {streaming.session_id, working.session_id, newest.session_id}
+        for client in (working, streaming, newest):  # ends their streams and the call in flight
+            assert client.delete().status == 204
+        caller.join(10)
+    finally:
+        capped.stop()
+
+
+HOLD = threading.Event()
+STARTED: list[str] = []
+RAN: list[str] = []
+_COUNT = threading.Lock()
+
+
+def fair_server(root: Path) -> Server:
+    """The workspace (list_files), a tool that holds its thread until the test lets go, and one that notes it ran."""
+    server = build_server([str(root)])
+
+    @server.tool
+    def hold(ctx: Context, tag: str) -> str:
+        """Busy until released (at most 30 s)."""
+        with _COUNT:
+            STARTED.append(tag)
+        HOLD.wait(30)
+        return tag
+
+    @server.tool
+    def record(tag: str) -> str:
+        """Note that it ran."""
+        RAN.append(tag)
+        return tag
+
+    return server
+
+
+def _timed(client: McpHttpClient, method: str, params: dict[str, Any] | None = None) -> float:
+    started = time.monotonic()
+    reply = client.call(method, params)
+    assert reply.status == 200 and "result" in reply.json(), reply.body
+    return time.monotonic() - started
+
+
+def _probe(client: McpHttpClient) -> dict[str, float]:
+    """The best of five of ping and list_files, in seconds."""
+    listing = {"name": "list_files", "arguments": {}}
+    return {"ping": min(_timed(client, "ping") for _ in range(5)),
+            "list_files": min(_timed(client, "tools/call", listing) for _ in range(5))}
+
+
+@pytest.mark.parametrize("per_session", [0, 8], ids=["no-limit", "limit-8"])
+def test_one_session_s_slow_calls_do_not_delay_another_s(tmp_path: Path, per_session: int) -> None:
+    """A session runs 70 calls of a tool that holds its thread; another session's ping and list_files,
+    timed before and during. Without a per-session limit the hog takes all 64 threads and list_files waits
+    for one; with it, the hog's calls wait in its own lane and the other session is served as if alone."""
+    (tmp_path / "a.txt").write_text("a")
+    HOLD.clear()
+    STARTED.clear()
+    served = UvicornThread(fair_server(tmp_path).http_app(session_idle_timeout=0, max_concurrent_calls=per_session))
+    callers: list[threading.Thread] = []
+    answers: list[int] = []
+    try:
+        prober = McpHttpClient(served.port)
+        alone = _probe(prober)
+        hog = McpHttpClient(served.port)
+        lanes = served.app.state.mcp.lanes()
+        session = served.app.state.mcp.sessions[hog.session_id]
+
+        def slow(n: int) -> None:
+            message = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "hold", "arguments": {"tag": str(n)}}}
+            answers.append(hog.post(message).status)
+
+        callers = [threading.Thread(target=slow, args=(n,)) for n in range(70)]
+        for caller in callers:
+            caller.start()
+        running = 64 if per_session == 0 else per_session
+        wait_for(lambda: len(STARTED) == running and lanes.waiting(session) == 70 - running, 20, "the hog's calls")
+        if per_session == 0:
+            assert _timed(prober, "ping") < 0.5  # ping is answered on the loop: no thread needed
+            with pytest.raises(TimeoutError):  # the attack: list_files waits for a thread the hog holds
+                http_client = http.client.HTTPConnection("127.0.0.1", served.port, timeout=1)
+                body = {"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "list_files", "arguments": {}}}
+                http_client.request("POST", "/mcp", json.dumps(body), prober.headers())
+                http_client.getresponse()
+        else:
+            loaded = _probe(prober)
+            print(f"fairness: alone {alone}, beside 70 slow calls {loaded}")
+            for name in alone:
+                assert loaded[name] - alone[name] < 0.05, (name, alone, loaded)
+    finally:
+        HOLD.set()
+        for caller in callers:
+            caller.join(30)
+        served.stop()
+    assert answers == [200] * 70
+
+
+def test_requests_without_a_session_share_their_caller_s_lane(tmp_path: Path) -> None:
+    """Modern requests have no session: their calls take turns by caller (here: the address), so one
+    client cannot get a lane per request by opening a connection per request."""
+    HOLD.clear()
+    STARTED.clear()
+    served = UvicornThread(fair_server(tmp_path).http_app(session_idle_timeout=0, max_concurrent_calls=2))
+    callers: list[threading.Thread] = []
+    try:
+        lanes = served.app.state.mcp.lanes()
+
+        def slow(n: int) -> None:
+            message = modern("tools/call", {"name": "hold", "arguments": {"tag": str(n)}}, msg_id=n)
+            connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+            connection.request("POST", "/mcp", json.dumps(message), modern_headers(message))
+            connection.getresponse().read()
+
+        callers = [threading.Thread(target=slow, args=(n,)) for n in range(3)]
+        for caller in callers:
+            caller.start()
+        wait_for(lambda: len(STARTED) == 2 and lanes.waiting(("address", "127.0.0.1")) == 1, 20, "two running, one waiting")
+    finally:
+        HOLD.set()
+        for caller in callers:
+            caller.join(30)
+        served.stop()
+
+
+def test_a_call_cancelled_while_it_waits_in_its_lane_never_runs(tmp_path: Path) -> None:
+    HOLD.clear()
+    STARTED.clear()
+    RAN.clear()
+    served = UvicornThread(fair_server(tmp_path).http_app(session_idle_timeout=0, max_concurrent_calls=1))
+    threads: list[threading.Thread] = []
+    try:
+        client = McpHttpClient(served.port)
+        lanes = served.app.state.mcp.lanes()
+        session = served.app.state.mcp.sessions[client.session_id]
+        calls = [({"name": "hold", "arguments": {"tag": "h"}}, 1), ({"name": "record", "arguments": {"tag": "cancelled"}}, 2)]
+        replies: dict[int, Any] = {}
+        for params, n in calls:
+            message = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+            threads.append(threading.Thread(target=lambda m=message, n=n: replies.update({n: client.post(m)})))
+            threads[-1].start()
+            wait_for(lambda n=n: lanes.running(session) + lanes.waiting(session) == n, 10, f"call {n} in the lane")
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+        assert client.post(cancel).status == 202
+        wait_for(lambda: lanes.waiting(session) == 0, 10, "the cancelled call to leave the lane")
+        HOLD.set()
+        threads[1].join(10)
+        assert client.call("tools/call", {"name": "record", "arguments": {"tag": "after"}}).status == 200
+        assert RAN == ["after"]  # the same lane, in order: the cancelled call would have run before this one
+        assert replies[2].status == 200 and replies[2].events() == []  # cancelled: its stream ends with no response
+    finally:
+        HOLD.set()
+        for thread in threads:
+            thread.join(10)
+        served.stop()
+
+
+def test_the_limits_are_command_line_options(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "shipcode_mcp", "--max-sessions", "3"], capture_output=True, text=True,
+                          timeout=30, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 2 and "need --http" in done.stderr
+    for bad in (["--max-sessions", "-1"], ["--header-timeout", "nan"], ["--body-timeout", "x"]):
+        done = subprocess.run([sys.executable, "-m", "shipcode_mcp", "--http", "0", *bad], capture_output=True, text=True,
+                              timeout=30, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+        assert done.returncode == 2 and bad[0] in done.stderr, done.stderr
