@@ -83,11 +83,14 @@ def metadata(issuer: str) -> dict[str, Any]:
 
 
 def register(issuer: str, *, client_name: str = "shipcode tests", confidential: bool = False,
-             resource_server: bool = False) -> dict[str, Any]:
+             resource_server: bool = False, scope: str | None = None) -> dict[str, Any]:
     """A client registered at `issuer` by RFC 7591 dynamic registration: public (PKCE, no secret) by
-    default, with a secret if `confidential`, or a resource server's introspection client."""
+    default, with a secret if `confidential`, or a resource server's introspection client; registered
+    with `scope`, it may never ask for more (without, it may ask for any scope)."""
     body: dict[str, Any] = {"client_name": client_name,
                             "token_endpoint_auth_method": "client_secret_basic" if confidential or resource_server else "none"}
+    if scope is not None:
+        body["scope"] = scope
     if resource_server:
         body.update(grant_types=[], response_types=[], redirect_uris=[])
     else:
@@ -100,7 +103,8 @@ def register(issuer: str, *, client_name: str = "shipcode tests", confidential: 
 
 def follow_authorization(url: str, redirect_uri: str = REDIRECT_URI) -> dict[str, str]:
     """Play the browser: follow `url` through the authorization server's (auto-approving) interaction,
-    with its cookies, until it redirects to `redirect_uri`; the parameters of that redirect."""
+    with its cookies, until it redirects to `redirect_uri`; the parameters of that redirect (a code, or
+    an error). Each call is a new browser, so a new login and a new consent."""
     with httpx2.Client(timeout=10, follow_redirects=False) as browser:
         for _ in range(12):
             answer = browser.get(url)
@@ -129,16 +133,20 @@ class Grant:
 
 
 def authorize(issuer: str, resource: str, scope: str = READ_WRITE, *, login_hint: str = "alice",
-              client_name: str = "shipcode tests") -> Grant:
+              client_name: str = "shipcode tests", consented: str | None = None) -> Grant:
     """A token from `issuer` for `resource` through the whole authorization code flow with PKCE S256:
-    register a public client, authorize (as `login_hint`), exchange the code with the verifier."""
+    register a public client, authorize (as `login_hint`, who consents to `consented` of the resource
+    scopes asked for, all by default), exchange the code with the verifier."""
     client = register(issuer, client_name=client_name)
     verifier, challenge = pkce_pair()
     state = secrets.token_urlsafe(16)
     endpoints = metadata(issuer)
-    query = urlencode({"response_type": "code", "client_id": client["client_id"], "redirect_uri": REDIRECT_URI,
-                       "scope": scope, "resource": resource, "state": state, "code_challenge": challenge,
-                       "code_challenge_method": "S256", "login_hint": login_hint})
+    params = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": REDIRECT_URI,
+              "scope": scope, "resource": resource, "state": state, "code_challenge": challenge,
+              "code_challenge_method": "S256", "login_hint": login_hint}
+    if consented is not None:
+        params["consented_scope"] = consented
+    query = urlencode(params)
     back = follow_authorization(f"{endpoints['authorization_endpoint']}?{query}")
     assert back.get("state") == state and back.get("iss") == issuer and "code" in back, back
     answer = httpx2.post(endpoints["token_endpoint"], timeout=10,

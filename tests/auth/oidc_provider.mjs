@@ -14,9 +14,14 @@
 // - client metadata documents (CIMD, experimental in oidc-provider 9), fetched without the SSRF guard
 //   so that a document served by the test on 127.0.0.1 (over HTTPS, NODE_EXTRA_CA_CERTS trusting its
 //   certificate) can be used;
-// - a client's registered `scope` does not cap later requests (so that a step-up works);
+// - a client registered with a `scope` may only ever ask for those scopes (oidc-provider's default: an
+//   MCP client registers with the scope of the first challenge, so that challenge must name every scope
+//   it will need; a client registered without `scope` may ask for any);
 // - the interaction (login, consent) approves at once: the account is the authorization request's
-//   `login_hint` (default "alice"), and every requested scope of every requested resource is granted.
+//   `login_hint` (default "alice"), and every requested scope of every requested resource is granted,
+//   unless the request says what the person consents to (`consented_scope`, a test-only parameter: the
+//   requested resource scopes outside it are declined, as a person unticking "write" would; the token
+//   then carries less than was asked, and a later authorization may grant the rest).
 // A client's registered `client_name` selects test variants of the access tokens it gets:
 //   "...opaque..."  opaque tokens (to be introspected) instead of JWTs;
 //   "...expired..." JWTs whose `exp` lies an hour in the past (signed by the issuer all the same).
@@ -49,15 +54,8 @@ const provider = new Provider(issuer, {
   },
   scopes: ['openid', 'offline_access', ...SCOPES.split(' ')], // registration may name them (RFC 7591 `scope`)
   pkce: { required: () => true },
-  // A registration's `scope` would cap what the client may ever ask for (oidc-provider checks requests
-  // against it): the MCP SDK registers with the scope of the first challenge (shipcode:read), so a later
-  // step-up to shipcode:write would be refused. This deployment grants per authorization instead.
-  extraClientMetadata: {
-    properties: ['software_statement_note'],
-    validator(ctx, key, value, metadata) {
-      delete metadata.scope;
-    },
-  },
+  // Test-only: what the (simulated) person consents to for this authorization; see interact().
+  extraParams: ['consented_scope'],
   clientDefaults: { grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'none' },
   features: {
     devInteractions: { enabled: false },
@@ -100,7 +98,11 @@ const provider = new Provider(issuer, {
   fetch: (url, options) => globalThis.fetch(url, { ...options, dispatcher: undefined }),
 });
 
-// The interaction: log in the hinted account, then grant what was asked.
+// The interaction: log in the hinted account, then grant what was asked (of the resource scopes, only
+// those in `consented_scope` when the request names it; the others are declined, so that the consent
+// prompt is satisfied and the token carries what was granted). A declined scope stays declined in that
+// login session's grant; the tests' browser (oauth_support.follow_authorization) starts a new session
+// for each authorization, so a later one is asked afresh.
 async function interact(req, res) {
   const details = await provider.interactionDetails(req, res);
   const { prompt, params, session } = details;
@@ -114,8 +116,12 @@ async function interact(req, res) {
   const missing = prompt.details;
   if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
   if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+  const consented = typeof params.consented_scope === 'string' ? new Set(params.consented_scope.split(' ')) : null;
   for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
-    grant.addResourceScope(indicator, scopes.join(' '));
+    const granted = scopes.filter((scope) => consented === null || consented.has(scope));
+    const declined = scopes.filter((scope) => !granted.includes(scope));
+    if (granted.length) grant.addResourceScope(indicator, granted.join(' '));
+    if (declined.length) grant.rejectResourceScope(indicator, declined.join(' '));
   }
   const grantId = await grant.save();
   return provider.interactionFinished(req, res, { consent: details.grantId ? {} : { grantId } },

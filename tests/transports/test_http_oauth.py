@@ -3,8 +3,11 @@ server written by others (oidc-provider, certified, under Node 22: tests/auth/oi
 `shipcode-mcp --http --auth-issuer` process, and the official Python SDK's OAuth client doing what a
 client does: discovery from our 401 (Protected Resource Metadata, then the issuer's metadata), dynamic
 client registration, the authorization code flow with PKCE (the test plays the browser through the
-server's auto-approving interaction), a token whose audience is our resource; then tools in both eras,
-and a scope step-up when a read-only token calls write_file.
+server's auto-approving interaction), a token whose audience is our resource; then tools in both eras.
+The authorization server binds a client to the scopes it registered with (oidc-provider's default), and
+the SDK registers with the scopes of our first 401: that 401 names every scope our tools need between
+them, so one authorization reads and writes. When the person consenting grants only reading, a write gets
+403 insufficient_scope and the SDK steps up.
 
 Then the refusals. Every forged or misdirected token is first shown to be a meaningful attack (it
 passes a claims-only reading with our audience and issuer, its signature is the issuer's own, or the same
@@ -23,6 +26,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import anyio
 import httpx2
@@ -42,6 +46,7 @@ from auth.oauth_support import (
     authorize,
     follow_authorization,
     metadata,
+    pkce_pair,
     register,
 )
 from interop.client_support import LEGACY, MODERN, shipcode_http
@@ -79,6 +84,13 @@ def server(issuer: str, root: Path) -> Iterator[str]:
     """`shipcode-mcp ROOT --allow-write --http 127.0.0.1:PORT --auth-issuer ISSUER`: its /mcp URL, which
     is also its resource (the default, derived from the listening address)."""
     with shipcode_http(str(root), "--allow-write", "--auth-issuer", issuer) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def read_only_server(issuer: str, root: Path) -> Iterator[str]:
+    """The same workspace and issuer without --allow-write: no tool needs shipcode:write."""
+    with shipcode_http(str(root), "--auth-issuer", issuer) as url:
         yield url
 
 
@@ -198,17 +210,24 @@ class Memory:
 @dataclass
 class Browser:
     """The SDK's redirect and callback handlers: follow the authorization URL through the server's
-    interaction (as `login`), keep the code, state and iss it redirects back with."""
+    interaction (as `login`), keep the code, state and iss it redirects back with. `consents` says what
+    the person consents to, one entry per authorization in turn (of the resource scopes asked for; when
+    the entries run out, everything asked for)."""
 
     login: str = "alice"
+    consents: list[str] = field(default_factory=list)
     authorizations: list[dict[str, list[str]]] = field(default_factory=list)
     back: dict[str, str] = field(default_factory=dict)
 
     async def redirect(self, url: str) -> None:
-        from urllib.parse import parse_qs, urlsplit
+        from urllib.parse import parse_qs, quote, urlsplit
 
+        turn = len(self.authorizations)
         self.authorizations.append(parse_qs(urlsplit(url).query))
-        self.back = await anyio.to_thread.run_sync(follow_authorization, f"{url}&login_hint={self.login}")
+        url = f"{url}&login_hint={self.login}"
+        if turn < len(self.consents):
+            url += f"&consented_scope={quote(self.consents[turn])}"
+        self.back = await anyio.to_thread.run_sync(follow_authorization, url)
         assert "code" in self.back, self.back
 
     async def callback(self) -> AuthorizationCodeResult:
@@ -217,12 +236,19 @@ class Browser:
 
 @dataclass
 class Wire:
-    """Every HTTP exchange of the SDK's client, auth flow included: (method, url, status)."""
+    """Every HTTP exchange of the SDK's client, auth flow included: (method, url, status), and the
+    WWW-Authenticate of each 401 and 403."""
 
     seen: list[tuple[str, str, int]] = field(default_factory=list)
+    challenges: list[tuple[int, str]] = field(default_factory=list)
 
     async def response(self, response: httpx2.Response) -> None:
         self.seen.append((response.request.method, str(response.request.url), response.status_code))
+        if response.status_code in (401, 403):
+            self.challenges.append((response.status_code, response.headers.get("www-authenticate", "")))
+
+    def paths(self) -> list[tuple[str, str, int]]:
+        return [(method, url.split("?")[0], status) for method, url, status in self.seen]
 
 
 @asynccontextmanager
@@ -244,6 +270,7 @@ def text_of(result: types.CallToolResult) -> str:
 @pytest.mark.parametrize(("mode", "version"), [("auto", MODERN), ("legacy", LEGACY)])
 def test_the_sdk_client_discovers_registers_authorizes_and_works(issuer: str, server: str, root: Path, mode: str,
                                                                   version: str) -> None:
+    """Against a server with write tools: one authorization for read and write, no 403, no step-up."""
     browser, wire, storage = Browser(), Wire(), Memory()
 
     async def main() -> None:
@@ -255,7 +282,6 @@ def test_the_sdk_client_discovers_registers_authorizes_and_works(issuer: str, se
             assert not read.is_error and "def greet(name):" in text_of(read), text_of(read)
             files = await client.call_tool("list_files", {})
             assert not files.is_error and "README.md" in text_of(files), text_of(files)
-            assert len(browser.authorizations) == 1  # one authorization so far, for reading
             written = await client.call_tool("write_file", {"path": f"notes/{mode}.md", "content": "- ship\n"})
             assert not written.is_error, text_of(written)
 
@@ -263,7 +289,7 @@ def test_the_sdk_client_discovers_registers_authorizes_and_works(issuer: str, se
     assert (root / "notes" / f"{mode}.md").read_text() == "- ship\n"
 
     # How the SDK got there: our 401, our metadata, the issuer's metadata, registration, the token.
-    paths = [(method, url.split("?")[0], status) for method, url, status in wire.seen]
+    paths = wire.paths()
     assert paths[:6] == [
         ("POST", server, 401),
         ("GET", prm_url(server), 200),
@@ -272,28 +298,109 @@ def test_the_sdk_client_discovers_registers_authorizes_and_works(issuer: str, se
         ("POST", f"{issuer}/token", 200),
         ("POST", server, 200),
     ], wire.seen
-    first, second = browser.authorizations
+    assert wire.challenges == [(401, f'Bearer resource_metadata="{prm_url(server)}", scope="{READ_WRITE}"')]
+    assert [status for _, url, status in paths if url == server].count(403) == 0, wire.seen
+    (first,) = browser.authorizations  # one authorization, for everything
     assert first["resource"] == [server] and first["code_challenge_method"] == ["S256"]
-    assert READ in first["scope"][0].split() and "shipcode:write" not in first["scope"][0].split()  # (+ offline_access)
-    # write_file with the read-only token: 403 insufficient_scope, then a step-up to read and write.
-    assert ("POST", server, 403) in paths
-    assert second["resource"] == [server] and set(READ_WRITE.split()) <= set(second["scope"][0].split())
+    assert set(READ_WRITE.split()) <= set(first["scope"][0].split()), first  # (+ offline_access)
+    # The client registered with those scopes, which bind it (test_the_authorization_server_binds_...).
+    assert storage.client_info is not None and storage.client_info.client_name == "shipcode e2e"
+    assert storage.client_info.scope is not None and set(READ_WRITE.split()) <= set(storage.client_info.scope.split())
     assert storage.tokens is not None
     claims = claims_only(storage.tokens.access_token)
     assert set(claims["scope"].split()) == set(READ_WRITE.split())
     assert claims["aud"] == server and claims["iss"] == issuer and claims["sub"] == "alice"
-    assert storage.client_info is not None and storage.client_info.client_name == "shipcode e2e"
+
+
+@pytest.mark.parametrize(("mode", "version"), [("auto", MODERN), ("legacy", LEGACY)])
+def test_the_sdk_client_steps_up_when_the_person_granted_only_reading(issuer: str, server: str, root: Path,
+                                                                      mode: str, version: str) -> None:
+    """The person consenting the first time grants shipcode:read alone (write was asked for): reading
+    works, write_file gets 403 insufficient_scope naming both scopes, the SDK authorizes again with the
+    client it registered, the person grants both this time, and the write goes through."""
+    browser, wire, storage = Browser(login="dana", consents=[READ]), Wire(), Memory()
+    granted: list[str] = []
+
+    async def main() -> None:
+        async with sdk_client(server, mode, browser, wire, storage) as client:
+            assert client.protocol_version == version
+            read = await client.call_tool("read_file", {"path": "src/app.py"})
+            assert not read.is_error and "def greet(name):" in text_of(read), text_of(read)
+            assert len(browser.authorizations) == 1 and storage.tokens is not None
+            granted.append(claims_only(storage.tokens.access_token)["scope"])
+            written = await client.call_tool("write_file", {"path": f"notes/step-up-{mode}.md", "content": "- up\n"})
+            assert not written.is_error, text_of(written)
+
+    anyio.run(main)
+    assert (root / "notes" / f"step-up-{mode}.md").read_text() == "- up\n"
+
+    first, second = browser.authorizations
+    assert set(READ_WRITE.split()) <= set(first["scope"][0].split()), first  # asked for both...
+    assert granted == [READ]  # ...and got reading only
+    assert wire.challenges == [
+        (401, f'Bearer resource_metadata="{prm_url(server)}", scope="{READ_WRITE}"'),
+        (403, f'Bearer error="insufficient_scope", scope="{READ_WRITE}", resource_metadata="{prm_url(server)}", '
+              'error_description="this request needs the scope shipcode:write"'),
+    ], wire.challenges
+    paths = wire.paths()
+    assert paths.count(("POST", f"{issuer}/reg", 201)) == 1, wire.seen  # the step-up reuses the registration
+    assert second["client_id"] == first["client_id"] and second["resource"] == [server]
+    assert set(READ_WRITE.split()) <= set(second["scope"][0].split()), second
+    assert storage.tokens is not None
+    claims = claims_only(storage.tokens.access_token)
+    assert set(claims["scope"].split()) == set(READ_WRITE.split())
+    assert claims["aud"] == server and claims["iss"] == issuer and claims["sub"] == "dana"
+
+
+def test_the_authorization_server_binds_a_client_to_its_registered_scopes(issuer: str, server: str) -> None:
+    """Why the first 401 must name shipcode:write too: a client registered with shipcode:read alone (as
+    the SDK would after a 401 naming only that) is refused shipcode:write later, while a client
+    registered with both gets both."""
+    endpoints = metadata(issuer)
+
+    def ask(client: dict[str, Any], scope: str) -> dict[str, str]:
+        _, challenge_ = pkce_pair()
+        query = urlencode({"response_type": "code", "client_id": client["client_id"], "redirect_uri": REDIRECT_URI,
+                           "scope": scope, "resource": server, "state": "s", "code_challenge": challenge_,
+                           "code_challenge_method": "S256"})
+        return follow_authorization(f"{endpoints['authorization_endpoint']}?{query}")
+
+    reader = register(issuer, scope=READ)
+    assert reader["scope"] == READ
+    assert "code" in ask(reader, READ)
+    refused = ask(reader, READ_WRITE)
+    assert refused.get("error") == "invalid_scope" and "code" not in refused, refused
+    assert refused.get("scope") == "shipcode:write", refused  # the scope it may not ask for
+    both = register(issuer, scope=READ_WRITE)
+    assert "code" in ask(both, READ_WRITE)
 
 
 # -- tokens that must not work --------------------------------------------------------------------------------
 
 def test_no_token_gets_the_challenge_that_starts_discovery(server: str, issuer: str) -> None:
+    """With write tools offered, the challenge asks for both scopes (what the SDK registers with)."""
     answer = post(server, initialize(), None)
     assert answer.status_code == 401
-    assert challenge(answer) == {"resource_metadata": prm_url(server), "scope": READ}
+    assert answer.headers["www-authenticate"] == f'Bearer resource_metadata="{prm_url(server)}", scope="{READ_WRITE}"'
     document = httpx2.get(prm_url(server), timeout=10).json()
     assert document["resource"] == server and document["authorization_servers"] == [issuer]
     assert document["scopes_supported"] == READ_WRITE.split()
+
+
+def test_a_server_without_write_tools_asks_for_reading_only(read_only_server: str, issuer: str) -> None:
+    """Without --allow-write no tool needs shipcode:write, and the 401 asks for shipcode:read alone."""
+    answer = post(read_only_server, initialize(), None)
+    assert answer.status_code == 401
+    assert answer.headers["www-authenticate"] == \
+        f'Bearer resource_metadata="{prm_url(read_only_server)}", scope="{READ}"'
+    refused = post(read_only_server, initialize(), "not-a-jwt")
+    assert refused.status_code == 401 and challenge(refused)["scope"] == READ, refused.headers
+    # A token for reading is all it takes: the whole tool list, without write_file.
+    token = authorize(issuer, read_only_server, READ).access_token
+    session = open_session(read_only_server, token)
+    listed = result_of(post(read_only_server, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, token, session))
+    names = {tool["name"] for tool in listed["tools"]}
+    assert "read_file" in names and "write_file" not in names and "edit_file" not in names, names
 
 
 def test_a_good_token_works_where_a_forged_one_would(server: str, issuer: str) -> None:
