@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from shipcode_mcp import Server
-from shipcode_mcp.auth.scopes import READ, SUPPORTED, WRITE, missing, needed
+from shipcode_mcp.auth.scopes import READ, SUPPORTED, WRITE, missing, needed, offered
 from shipcode_mcp.cli import build_server
 
 
@@ -81,3 +81,9 @@ def test_missing_names_what_a_token_lacks_in_the_order_wanted() -> None:
     assert missing(frozenset({WRITE}), (READ, WRITE)) == (READ,)
     assert missing(frozenset(), (READ, WRITE)) == (READ, WRITE)
     assert missing(frozenset({READ, WRITE, "other"}), (READ, WRITE)) == ()
+
+
+def test_a_401_asks_for_what_the_offered_tools_need_between_them(tmp_path: Path) -> None:
+    assert offered(build_server([str(tmp_path)], allow_write=True)) == (READ, WRITE)
+    assert offered(build_server([str(tmp_path)])) == (READ,)
+    assert offered(Server("empty", "1")) == (READ,)

@@ -46,6 +46,9 @@ from transports.mrtr_server import build_server as build_mrtr_server
 
 ISSUER = "http://127.0.0.1:9/"  # never asked: no request here carries a token to an OAuth server
 NO_TOKEN = {"error": "unauthorized", "error_description": "this server needs a bearer token"}
+OFFERED = 'scope="shipcode:read shipcode:write"'
+"""What a 401 or 400 asks for on a server with write tools (tokens_server): every scope its tools need, so one
+authorization covers them all; a read-only server (oauth_server) asks for shipcode:read alone."""
 INVALID_PARAMS = -32602
 
 
@@ -108,7 +111,7 @@ def tool_result(reply: Reply) -> dict[str, Any]:
 def test_without_a_token_the_open_server_answers_and_a_protected_one_says_401(
         open_server: CliServer, tokens_server: CliServer, oauth_server: CliServer) -> None:
     assert post_initialize(open_server.port).status == 200  # the attack: anyone who reaches the port
-    for server, expected in ((tokens_server, 'Bearer scope="shipcode:read"'),
+    for server, expected in ((tokens_server, f"Bearer {OFFERED}"),
                              (oauth_server, f'Bearer resource_metadata="{prm_url(oauth_server)}", scope="shipcode:read"')):
         reply = post_initialize(server.port)
         assert reply.status == 401
@@ -125,11 +128,11 @@ def test_another_scheme_is_as_if_no_token_came(tokens_server: CliServer, oauth_s
     assert post_initialize(tokens_server.port, {"Authorization": f"Bearer {READ_TOKEN}"}).status == 200
     if authorization == "Bearer":  # the scheme alone: a token that is empty, so malformed
         reply = post_initialize(tokens_server.port, {"Authorization": authorization})
-        assert (reply.status, challenge(reply)) == (401, 'Bearer error="invalid_token", scope="shipcode:read", '
+        assert (reply.status, challenge(reply)) == (401, f'Bearer error="invalid_token", {OFFERED}, '
                                                          'error_description="the token is malformed"')
         return
     reply = post_initialize(tokens_server.port, {"Authorization": authorization})
-    assert (reply.status, challenge(reply), json.loads(reply.body)) == (401, 'Bearer scope="shipcode:read"', NO_TOKEN)
+    assert (reply.status, challenge(reply), json.loads(reply.body)) == (401, f"Bearer {OFFERED}", NO_TOKEN)
     reply = post_initialize(oauth_server.port, {"Authorization": authorization})
     assert challenge(reply) == f'Bearer resource_metadata="{prm_url(oauth_server)}", scope="shipcode:read"'
 
@@ -145,7 +148,7 @@ def test_a_malformed_token_is_invalid(tokens_server: CliServer, oauth_server: Cl
     raw = token.encode("utf-8").decode("latin-1")  # http.client sends header values as latin-1
     reply = post_initialize(tokens_server.port, {"Authorization": f"Bearer {raw}"})
     assert reply.status == 401
-    assert challenge(reply) == 'Bearer error="invalid_token", scope="shipcode:read", error_description="the token is malformed"'
+    assert challenge(reply) == f'Bearer error="invalid_token", {OFFERED}, error_description="the token is malformed"'
     assert json.loads(reply.body) == {"error": "invalid_token", "error_description": "the token is malformed"}
     reply = post_initialize(oauth_server.port, {"Authorization": f"Bearer {raw}"})
     assert challenge(reply) == (f'Bearer error="invalid_token", resource_metadata="{prm_url(oauth_server)}", '
@@ -156,7 +159,7 @@ def test_an_unknown_token_is_invalid_and_never_echoed(tokens_server: CliServer) 
     guess = READ_TOKEN[:-1] + "X"
     reply = post_initialize(tokens_server.port, bearer(guess))
     assert reply.status == 401
-    assert challenge(reply) == 'Bearer error="invalid_token", scope="shipcode:read", error_description="the token is not valid"'
+    assert challenge(reply) == f'Bearer error="invalid_token", {OFFERED}, error_description="the token is not valid"'
     assert guess.encode() not in reply.body
     assert guess not in tokens_server.stderr()
 
@@ -178,8 +181,7 @@ def test_two_authorization_headers_are_a_bad_request(tokens_server: CliServer) -
         assert send_raw(tokens_server.port, [("Authorization", f"Bearer {token}")]).status == 200
     reply = send_raw(tokens_server.port, [("Authorization", f"Bearer {WRITE_TOKEN}"), ("Authorization", f"Bearer {READ_TOKEN}")])
     assert reply.status == 400
-    assert challenge(reply) == ('Bearer error="invalid_request", scope="shipcode:read", '
-                                'error_description="send one Authorization header"')
+    assert challenge(reply) == f'Bearer error="invalid_request", {OFFERED}, error_description="send one Authorization header"'
     assert json.loads(reply.body) == {"error": "invalid_request", "error_description": "send one Authorization header"}
 
 
@@ -189,7 +191,7 @@ def test_a_token_in_the_url_is_a_bad_request(tokens_server: CliServer, query: st
     assert post_initialize(tokens_server.port, bearer(WRITE_TOKEN), path="/mcp?x=1").status == 200
     reply = post_initialize(tokens_server.port, bearer(WRITE_TOKEN), path=f"/mcp?{query}")
     assert reply.status == 400
-    assert challenge(reply) == ('Bearer error="invalid_request", scope="shipcode:read", error_description='
+    assert challenge(reply) == (f'Bearer error="invalid_request", {OFFERED}, error_description='
                                 '"send the access token in the Authorization header, never in the URL"')
 
 
@@ -413,3 +415,18 @@ def test_the_official_sdk_client_with_a_bearer_token(tokens_server: CliServer, w
 
     anyio.run(main)
     assert (workspace / name).read_text() == "by the SDK\n"
+
+
+def test_a_token_without_read_gets_403_on_everything(workspace: Path, tmp_path: Path) -> None:
+    """`shipcode:read` is what every request needs, GET streams and DELETE included: a token granted only
+    shipcode:write (as a token-file line may say) reads nothing."""
+    path = write_tokens(tmp_path / "tokens", f"{WRITE_TOKEN} shipcode:read shipcode:write\n{OTHER_TOKEN} shipcode:write\n")
+    with CliServer(["--allow-write", "--auth-token-file", str(path), str(workspace)], tmp_path / "server.log") as server:
+        session = BearerClient(server.port, WRITE_TOKEN)  # with shipcode:read, in
+        assert session.call("ping").status == 200
+        assert post_initialize(server.port, bearer(OTHER_TOKEN)).status == 403
+        for method in ("GET", "DELETE"):
+            reply = request(server.port, method, headers={"Accept": "text/event-stream", **bearer(OTHER_TOKEN),
+                                                          "Mcp-Session-Id": "0" * 32})
+            assert (reply.status, challenge(reply)) == (403, 'Bearer error="insufficient_scope", scope="shipcode:read", '
+                                                             'error_description="this request needs the scope shipcode:read"')
