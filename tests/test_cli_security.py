@@ -162,13 +162,11 @@ def test_https_with_a_certificate_made_here(tmp_path: Path) -> None:
                                         f"not watching, bearer tokens from {tokens} (3)"), log
 
 
-@pytest.mark.xfail(strict=True, reason="cli.py accepts any --resource-url: reported to the lead (issue 14); remove this "
-                   "mark with the fix")
 @pytest.mark.parametrize("resource", ["mcp.example.com", "https://mcp.example.com/mcp#top", "ftp://mcp.example.com/mcp"],
                          ids=["no-scheme", "fragment", "not-http"])
 def test_a_resource_url_that_is_no_http_url_exits_2(tmp_path: Path, resource: str) -> None:
-    """RFC 8707 and RFC 9728: the resource is an absolute https (or http) URI without a fragment. Accepted, it
-    makes challenges no client can follow (without a scheme, `resource_metadata=":///.well-known/oauth-protected-
+    """RFC 8707 and RFC 9728: the resource is an absolute https (or http) URI without a fragment. Accepted (as it
+    was), it makes challenges no client can follow (without a scheme, `resource_metadata=":///.well-known/oauth-protected-
     resourcemcp.example.com"`) and an audience no authorization server issues."""
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "shipcode_mcp", "--http", f"127.0.0.1:{port}", "--auth-issuer",
