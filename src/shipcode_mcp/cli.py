@@ -297,6 +297,10 @@ def http_app() -> Any:
         missing = unavailable_reason()
         if missing is not None:
             raise SystemExit(f"shipcode-mcp: --require-sandbox: child processes cannot be sandboxed: {missing}")
+    try:
+        auth = _resource_server(args)
+    except ValueError as err:  # e.g. a token file broken since the parent read it: one line, not a traceback
+        raise SystemExit(f"shipcode-mcp: {err}") from None
     state_key = _state_key(args.state_key_file)
     if state_key is None:
         from .request_state import KEY_ENV
@@ -305,7 +309,7 @@ def http_app() -> Any:
         state_key = bytes.fromhex(shared) if shared else None
     server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch, state_key=state_key)
     app = http.create_app(server, stateless=True, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
-                          host=args.http[0], auth=_resource_server(args), **_app_limits(args))
+                          host=args.http[0], auth=auth, **_app_limits(args))
     if not log.enabled("debug"):
         return app
     from .transports.request_log import RequestLog  # one line per request (docs/logging.md)
@@ -362,6 +366,13 @@ def _unsafe(args: Any) -> str | None:
         return (f"refusing to serve {host} without authentication: anyone who reaches the port would get the workspace. "
                 "Give --auth-issuer URL (OAuth) or --auth-token-file FILE, listen on 127.0.0.1, or say --insecure-no-auth "
                 "(docs/http.md, \"Securing a remote server\")")
+    if args.resource_url:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(args.resource_url)
+        if parts.scheme not in ("https", "http") or not parts.hostname or parts.fragment or "#" in args.resource_url:
+            return (f"--resource-url {args.resource_url!r}: the resource is an absolute https:// (or http://) URL "
+                    "without a fragment (RFC 8707), the URL clients use, e.g. https://mcp.example.com/mcp")
     if args.auth_issuer and not args.resource_url and host in ("0.0.0.0", "::", ""):
         return f"--auth-issuer on {host}: give --resource-url, the URL clients use (tokens must name it as their audience)"
     return None

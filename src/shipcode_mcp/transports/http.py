@@ -1000,7 +1000,7 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     handled = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, _stopped) for sig in handled} if _main_thread() else {}
     if on_hangup is not None and _main_thread() and hasattr(signal, "SIGHUP"):
-        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, lambda signum, frame: on_hangup())
+        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, lambda signum, frame: _on_loop_soon(on_hangup))
     settings: dict[str, Any] = dict(log_config=config, log_level=level, access_log=level in ("debug", "info"),
                                     timeout_graceful_shutdown=3, server_header=False, **options)
     try:
@@ -1031,6 +1031,17 @@ def uvicorn_server(config: Any) -> Any:
             await super().shutdown(sockets)
 
     return Server(config)
+
+
+def _on_loop_soon(call: Callable[[], None]) -> None:
+    """From a signal handler: run `call` as the event loop's next callback, not in the middle of whatever the
+    loop was doing when the signal came (a reload must not interleave with a lookup of what it replaces)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # the server is not running yet (or any more): nothing to interleave with
+        call()
+        return
+    loop.call_soon_threadsafe(call)
 
 
 def _stopped(signum: int, frame: Any) -> None:
