@@ -11,19 +11,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-
-from support import load_script
+from shipcode_bench import driver as run  # bench/ is on sys.path (tests/bench/conftest.py)
+from shipcode_bench.driver import percentile
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "bench" / "run.py"
-
-
-def driver() -> ModuleType:
-    return load_script(RUN, "bench_run")
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +77,6 @@ def test_the_era_phase_compares_both_paths_in_every_round(smoke: dict[str, Any])
 
 
 def test_modern_results_must_be_complete_and_name_the_server() -> None:
-    run = driver()
     echo = run.Echo()
     content = [{"type": "text", "text": "echo 7"}]
     good: dict[str, Any] = {"jsonrpc": "2.0", "id": 7, "result": {"resultType": "complete", "content": content, "isError": False,
@@ -99,7 +93,6 @@ def test_modern_results_must_be_complete_and_name_the_server() -> None:
 
 
 def test_the_checks_reject_bad_responses() -> None:
-    run = driver()
     echo = run.Echo()
     good = {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "echo 7"}], "isError": False}}
     checker = run.Checker()
@@ -124,8 +117,7 @@ def test_the_checks_reject_bad_responses() -> None:
 
 
 def test_percentile_is_nearest_rank() -> None:
-    run = driver()
     values = [float(v) for v in range(1, 101)]
-    assert run.percentile(values, 0.5) == 50
-    assert run.percentile(values, 0.99) == 99
-    assert run.percentile([3.0], 0.99) == 3
+    assert percentile(values, 0.5) == 50
+    assert percentile(values, 0.99) == 99
+    assert percentile([3.0], 0.99) == 3
