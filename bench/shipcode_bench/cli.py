@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from .driver import DEFAULT_CACHE, REPO, SMOKE, Config, load_average, machine
+from .http import http_figures
 from .protocol import run_rounds, summary
 from .report import draw_chart, evaluate, render
 from .servers import ALL_KEYS, PEER_KEYS, make_targets
-from .tools import workspace_figures
+from .tools import tool_figures
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -37,7 +38,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="results file (default docs/benchmark.json; with --smoke, in the cache)")
     parser.add_argument("--chart", type=Path, help="bar chart PNG (default docs/benchmark.png; none with --smoke)")
     parser.add_argument("--no-chart", action="store_true")
-    parser.add_argument("--no-workspace", action="store_true", help="skip the search_code and list_files figures")
+    parser.add_argument("--no-tools", action="store_true", help="skip the tools against their floors and peers")
+    parser.add_argument("--no-http", action="store_true", help="skip the HTTP figures (floor, ours, the SDK, memory per session)")
     return parser.parse_args(argv)
 
 
@@ -62,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"unknown server(s): {', '.join(sorted(unknown))}")
             return 2
     else:
-        wanted = set(ALL_KEYS) - (set(PEER_KEYS) | {"shipcode-mcp", "shipcode-explicit"} if args.smoke else set())
+        wanted = set(ALL_KEYS) - (set(PEER_KEYS) | {"shipcode-mcp", "shipcode-echo-default", "shipcode-explicit"} if args.smoke else set())
     if args.no_peers:
         wanted -= set(PEER_KEYS)
     cache = args.cache.resolve()
@@ -80,13 +82,18 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.datetime.now(datetime.timezone.utc)
     results = run_rounds(targets, config, cache, log)
     servers = summary(targets, results)
-    workspace: dict[str, Any] = {}
-    if not args.smoke and not args.no_workspace and "shipcode-mcp" in wanted:
-        workspace = workspace_figures(args.python, args.src.resolve(), cache, config, log)
+    tools: dict[str, Any] = {}
+    if not args.smoke and not args.no_tools and "shipcode-mcp" in wanted:
+        tools = tool_figures(args.python, args.src.resolve(), cache, config, log, peers=not args.no_peers,
+                             install=not args.no_install)
+    http: dict[str, Any] = {}
+    if not args.smoke and not args.no_http and "shipcode-mcp" in wanted:
+        http = http_figures(args.python, args.src.resolve(), cache, config, log, peers=not args.no_peers,
+                            install=not args.no_install)
     report = {
         "date": started.strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(), "config": config.__dict__,
         "load_average": {"before": load_before, "after": load_average()},
-        "servers": servers, "workspace": workspace, "targets": evaluate(servers, workspace),
+        "servers": servers, "tools": tools, "http": http, "targets": evaluate(servers, tools, http),
     }
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
@@ -94,4 +101,4 @@ def main(argv: list[str] | None = None) -> int:
     if chart_path is not None:
         draw_chart(json_path, chart_path, cache, log)
     failed = [key for key, server in servers.items() if server["errors"] and key not in PEER_KEYS]
-    return 1 if failed or workspace.get("errors") else 0
+    return 1 if failed or tools.get("errors") or http.get("errors") else 0

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .driver import BENCH, SHUTDOWN_CALLS, BenchError, markdown_table
+from .http import http_table
 from .protocol import ERA_LIMIT, ERA_PAIRS, KILLED, METRICS, Metric
 from .servers import TOOLS_PINS, ensure_venv
 
@@ -19,7 +20,7 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 OURS = ("shipcode-echo", "shipcode-mcp")
 
 
-def evaluate(servers: dict[str, Any], workspace: dict[str, Any]) -> list[dict[str, Any]]:
+def evaluate(servers: dict[str, Any], tools: dict[str, Any], http: dict[str, Any]) -> list[dict[str, Any]]:
     """The issue's targets, each from figures of this run; `met` is None when it could not be measured."""
     checks: list[dict[str, Any]] = []
 
@@ -51,9 +52,19 @@ def evaluate(servers: dict[str, Any], workspace: dict[str, Any]) -> list[dict[st
         for pair in ERA_PAIRS[:2]:
             check(f"modern tools/call <= {ERA_LIMIT}x legacy ({pair.label.split(', ')[1]})", key,
                   med(key, f"era_{pair.key}_cost"), ERA_LIMIT)
-    for tool, command in (("search_code", "rg"), ("list_files", "rg --files")):
-        figures = workspace.get(tool)
-        check(f"{tool} <= 1.3x {command}", "shipcode-mcp", figures["ratio"] if figures else None, 1.3)
+    for task in tools.get("tasks", []):
+        if task["floor_limit"] is not None:
+            check(f"{task['task']} <= {task['floor_limit']}x `{task['floor_command']}`", "shipcode-mcp", task["to_floor"],
+                  task["floor_limit"])
+        if task["peer_limit"] is not None:
+            for peer, figures in task["peers"].items():
+                check(f"{task['task']} <= {task['peer_limit']}x {peer}", "shipcode-mcp", figures["ours_to_peer"], task["peer_limit"])
+    paging = tools.get("resources_list")
+    if tools:
+        check("resources/list, all pages: per-file cost at 100k <= 1.3x at 10k", "shipcode-mcp",
+              paging["growth"] if paging else None, 1.3)
+    for check_ in http.get("targets", []):
+        checks.append(check_)
     return checks
 
 
@@ -127,16 +138,28 @@ def targets_table(checks: list[dict[str, Any]]) -> str:
     return markdown_table(["target", "server", "measured", "verdict"], rows)
 
 
-def workspace_table(workspace: dict[str, Any]) -> str:
+def ms(seconds: float | None) -> str:
+    return NONE if seconds is None else f"{seconds * 1e3:.1f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def tools_table(tools: dict[str, Any]) -> str:
+    """Per task: ours, the floor and each peer (medians), ours ÷ floor and ours ÷ peer from the same rounds."""
     rows = []
-    for tool, alone in (("search_code", f"rg -n {workspace['pattern']}"), ("list_files", "rg --files")):
-        figures = workspace.get(tool)
-        if figures:
-            rows.append([f"{tool} via shipcode-mcp vs `{alone}`", f"{figures['ours'] * 1e3:.1f} ms",
-                         f"{figures['rg'] * 1e3:.1f} ms", f"{figures['ratio']:.2f}x"])
-    header = [f"workspace: {workspace['files']:,} files, {workspace['bytes'] / 1e6:.0f} MB (median)", "through MCP",
-              "rg alone", "ratio"]
-    return markdown_table(header, rows)
+    for task in tools["tasks"]:
+        to_floor = NONE if task["to_floor"] is None else f"{task['to_floor']:.2f}x"
+        if task["floor_limit"] is not None and task["to_floor"] is not None:
+            to_floor += f" (<= {task['floor_limit']})"
+        peers = "; ".join(f"{peer} {ms(figures['time'])}, ours ÷ it {figures['ours_to_peer']:.2f}x"
+                          for peer, figures in task["peers"].items() if figures["ours_to_peer"] is not None) or NONE
+        rows.append([task["task"], ms(task["ours"]), f"`{task['floor_command']}` {ms(task['floor'])}", to_floor, peers])
+    table = markdown_table(["tool task (median)", "shipcode-mcp", "floor", "ours ÷ floor", "peer"], rows)
+    paging = tools.get("resources_list")
+    if paging:
+        cells = [[f"resources/list, every page, {int(size):,} files", ms(paging["time"][size]),
+                  f"{paging['per_file'][size] * 1e6:.1f} µs per file"] for size in paging["time"]]
+        table += "\n\n" + markdown_table(["paging (median)", "all pages", "per file"], cells)
+        table += f"\nper-file cost, largest ÷ smaller tree: {paging['growth']:.2f}x (target <= {paging['limit']})"
+    return table
 
 
 def render(report: dict[str, Any]) -> str:
@@ -149,9 +172,14 @@ def render(report: dict[str, Any]) -> str:
         "",
         results_table(report["servers"]),
     ]
-    if report["workspace"].get("search_code") or report["workspace"].get("list_files"):
-        lines += ["", workspace_table(report["workspace"])]
-    lines += [f"workspace: {error}" for error in report["workspace"].get("errors", [])]
+    if report["tools"].get("tasks"):
+        versions = report["tools"]["versions"]
+        lines += ["", "tools' peers and floors: " + "; ".join(f"{key}: {value}" for key, value in versions.items()),
+                  tools_table(report["tools"])]
+    lines += [f"tools: {error}" for error in report["tools"].get("errors", [])]
+    if report["http"].get("rows"):
+        lines += ["", http_table(report["http"])]
+    lines += [f"http: {error}" for error in report["http"].get("errors", [])]
     for server in report["servers"].values():
         if any(key.startswith("era_") for key in server["median"]):
             lines += ["", era_table(server)]

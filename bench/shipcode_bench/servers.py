@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -82,6 +83,8 @@ def make_targets(python: str, src: Path, cache: Path, wanted: set[str], install:
         Target("shipcode-echo", "shipcode-mcp echo example", [python, str(REPO / "examples" / "echo_server.py")], Echo(),
                env=ours, version=version, modern=True),
         Target("shipcode-mcp", "shipcode-mcp (CLI)", [*cli, str(REPO)], env=ours, version=version),
+        Target("shipcode-echo-default", "echo, default tool path (thread)", [python, str(BENCH / "echo_default.py")], Echo(),
+               env=ours, version=version),
         Target("shipcode-explicit", "echo, explicit Tool", [python, str(BENCH / "echo_explicit.py")], Echo(),
                env=ours, version=version),
     ]
@@ -110,5 +113,47 @@ def make_targets(python: str, src: Path, cache: Path, wanted: set[str], install:
     return [t for t in targets if t.key in wanted]
 
 
-ALL_KEYS = ("python", "floor", "shipcode-echo", "shipcode-mcp", "shipcode-explicit", "mcp-sdk", "fastmcp", "node-everything")
+ALL_KEYS = ("python", "floor", "shipcode-echo", "shipcode-mcp", "shipcode-echo-default", "shipcode-explicit",
+            "mcp-sdk", "fastmcp", "node-everything")
 PEER_KEYS = ("mcp-sdk", "fastmcp", "node-everything")
+
+
+# -- the tools' peers: what a user would otherwise pick for the same task ------------------------------------
+NODE_VERSION = "22.23.3"  # the npm package `node`, as scripts/node_clients.sh and scripts/conformance.sh pin it
+FILESYSTEM_PIN = "@modelcontextprotocol/server-filesystem@2026.8.31"
+RIPGREP_PIN = "mcp-ripgrep@0.4.0"
+GIT_PIN = "mcp-server-git==2026.10.19"
+
+
+def ensure_npm(cache: Path, log: Callable[[str], None]) -> Path:
+    """Node 22 (the npm package `node`) and the Node peers of the tools, under the cache; returns the prefix.
+
+    Node comes from npm like the peers, so the figures do not depend on whichever Node the machine has.
+    """
+    if shutil.which("npm") is None:
+        raise BenchError("npm is not installed")
+    pins = (f"node@{NODE_VERSION}", FILESYSTEM_PIN, RIPGREP_PIN)
+    prefix = cache / "node-tools"
+    stamp = prefix / ".pins"
+    if stamp.exists() and stamp.read_text() == "\n".join(pins):
+        return prefix
+    log(f"installing {' '.join(pins)} into {prefix}")
+    prefix.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", *pins],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not node_of(prefix).exists():
+        raise BenchError(f"npm install {' '.join(pins)} failed: {done.stderr.strip()[-500:]}")
+    stamp.write_text("\n".join(pins))
+    return prefix
+
+
+def node_of(prefix: Path) -> Path:
+    return prefix / "node_modules" / "node" / "bin" / "node"
+
+
+def npm_entry(prefix: Path, package: str) -> Path:
+    """The `bin` script a package declares (its first), as npm would run it."""
+    folder = prefix / "node_modules" / package
+    declared = json.loads((folder / "package.json").read_text()).get("bin")
+    script = declared if isinstance(declared, str) else next(iter(declared.values()))
+    return folder / script

@@ -121,3 +121,16 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile(values, 0.5) == 50
     assert percentile(values, 0.99) == 99
     assert percentile([3.0], 0.99) == 3
+
+
+def test_generated_trees_are_deterministic(tmp_path: Path) -> None:
+    from shipcode_bench.workspaces import NEEDLE, make_files_tree
+
+    def snapshot(root: Path) -> dict[str, bytes]:
+        return {path.relative_to(root).as_posix(): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+    make_files_tree(tmp_path / "a" / "tree", 300, lambda _: None)
+    make_files_tree(tmp_path / "b" / "tree", 300, lambda _: None)
+    first, second = snapshot(tmp_path / "a" / "tree"), snapshot(tmp_path / "b" / "tree")
+    assert first == second and len(first) == 300
+    assert sum(NEEDLE.encode() in data for data in first.values()) == 3  # one file in a hundred holds the needle
