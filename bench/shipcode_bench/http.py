@@ -168,7 +168,7 @@ def floor_command(python: str, workers: int, result_file: Path, port: int) -> li
 
 
 def http_figures(python: str, src: Path, cache: Path, config: Config, log: Callable[[str], None],
-                 peers: bool = True, install: bool = True) -> dict[str, Any]:
+                 peers: bool = True, install: bool = True, sessions: int = SESSIONS) -> dict[str, Any]:
     """Ours, the floor and the SDK over HTTP, in interleaved rounds; medians; targets from this run only."""
     root = cache / "http-root"
     root.mkdir(parents=True, exist_ok=True)
@@ -182,7 +182,7 @@ def http_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
     errors: list[str] = []
     servers: dict[str, HttpServer] = {}
     results: dict[tuple[str, str, str, int], list[float]] = {}  # (mode, server, kind, concurrency) -> rates
-    out: dict[str, Any] = {"errors": errors, "rows": [], "targets": [], "concurrency": list(CONCURRENCY)}
+    out: dict[str, Any] = {"errors": errors, "rows": [], "targets": [], "concurrency": list(CONCURRENCY), "sessions": sessions}
     try:
         servers["ours stateful"] = HttpServer("ours stateful", lambda port: [*cli, "--http", f"127.0.0.1:{port}", str(root)],
                                               ours_env, True, logs / "http-ours.stderr")
@@ -208,7 +208,7 @@ def http_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
         modes = {"stateful": ["floor stateful", "ours stateful", "sdk stateful"],
                  "stateless --workers 2": ["floor stateless x2", "ours stateless x2"]}
         pools = {key: [server.connect() for _ in range(max(CONCURRENCY))] for key, server in servers.items()}
-        total = max(200, config.latency)
+        total = config.latency
         for round_number in range(config.repetitions + 1):
             log(f"http: round {round_number}/{config.repetitions}{' (untimed)' if round_number == 0 else ''}")
             for mode, keys in modes.items():
@@ -224,7 +224,7 @@ def http_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
         for pool in pools.values():
             for connection in pool:
                 connection.conn.close()
-        per_session = {key: session_memory(servers[key], SESSIONS) for key in ("ours stateful", "sdk stateful") if key in servers}
+        per_session = {key: session_memory(servers[key], sessions) for key in ("ours stateful", "sdk stateful") if key in servers}
         out["session_bytes"] = per_session
     except (BenchError, OSError, subprocess.SubprocessError) as err:
         log(f"http figures failed: {err}")
@@ -270,5 +270,5 @@ def http_table(figures: dict[str, Any]) -> str:
     sessions = figures.get("session_bytes") or {}
     if sessions:
         shown = "; ".join(f"{key.split()[0]} {value / 1024:.1f} KiB" for key, value in sessions.items())
-        table += f"\nRSS growth per open session ({SESSIONS} sessions): {shown}"
+        table += f"\nRSS growth per open session ({figures['sessions']} sessions): {shown}"
     return table

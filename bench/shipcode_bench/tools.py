@@ -25,7 +25,7 @@ from .driver import (
     timed_command,
 )
 from .servers import FILESYSTEM_PIN, GIT_PIN, RIPGREP_PIN, cli_command, ensure_npm, ensure_venv, node_of, npm_entry, our_env
-from .workspaces import NEEDLE, TREE_SIZES, make_big_file, make_files_tree, make_stdlib_repo
+from .workspaces import FULL, NEEDLE, Scale, make_big_file, make_files_tree, make_stdlib_repo
 
 
 def same_search(ours: dict[str, Any], rg_output: bytes) -> None:
@@ -109,7 +109,7 @@ def first_line_is(number: int) -> Callable[[dict[str, Any], bytes], None]:
 
 
 def tool_figures(python: str, src: Path, cache: Path, config: Config, log: Callable[[str], None],
-                 peers: bool = True, install: bool = True) -> dict[str, Any]:
+                 peers: bool = True, install: bool = True, scale: Scale = FULL) -> dict[str, Any]:
     """Every task of the issue on its workspace: ours, the floor and the peers in interleaved rounds, medians.
 
     Servers start once each, as a client would have them; round 0 is untimed (page cache, first imports).
@@ -118,23 +118,26 @@ def tool_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
     rg = executable_beside(python, "rg")
     if rg is None:
         return {"errors": ["rg is not installed"]}
-    stdlib = make_stdlib_repo(cache / "stdlib", cache / "stdlib.recipe", log)
+    stdlib = make_stdlib_repo(cache / "stdlib", cache / "stdlib.recipe", log, scale.library)
     repo: Path = stdlib["root"]
-    big = make_big_file(cache / "big", log)
-    trees = {size: cache / f"files-{size}" for size in TREE_SIZES}
+    big = make_big_file(cache / "big", log, scale.big_lines)
+    sizes = scale.tree_sizes
+    far = scale.far_offset
+    trees = {size: cache / f"files-{size}" for size in sizes}
     for size, root in trees.items():
         make_files_tree(root, size, log)
     long_file = stdlib["long_file"]
+    big_size = f"{big.stat().st_size / 1e6:.0f} MB" if big.stat().st_size >= 1e6 else f"{big.stat().st_size / 1e3:.0f} kB"
     tasks = [
         Task(f"read_file of {long_file} ({stdlib['long_file_lines']:,} lines)", "stdlib", "read_file",
              {"path": long_file, "limit": 10_000}, ["cat", long_file], "cat",
              [("server-filesystem", "read_text_file", {"path": str(repo / long_file)})], peer_limit=0.8),
-        Task("read_file, first 100 lines of 50 MB", "big", "read_file", {"path": big.name, "limit": 100},
+        Task(f"read_file, first 100 lines of {big_size}", "big", "read_file", {"path": big.name, "limit": 100},
              ["head", "-100", big.name], "head -100", [("server-filesystem", "read_text_file", {"path": str(big), "head": 100})],
              floor_limit=2.0, peer_limit=0.8, check=first_line_is(1)),
-        Task("read_file, 100 lines at offset 740 000 of 50 MB", "big", "read_file",
-             {"path": big.name, "offset": 740_000, "limit": 100}, ["sed", "-n", "740000,740099p;740099q", big.name],
-             "sed -n 740000,740099p", floor_limit=1.5, check=first_line_is(740_000)),
+        Task(f"read_file, 100 lines at offset {far:,} of {big_size}", "big", "read_file",
+             {"path": big.name, "offset": far, "limit": 100}, ["sed", "-n", f"{far},{far + 99}p;{far + 99}q", big.name],
+             f"sed -n {far},{far + 99}p", floor_limit=1.5, check=first_line_is(far)),
         Task("git_diff, dirty tree", "stdlib", "git_diff", {}, ["git", "diff"], "git diff",
              [("mcp-server-git", "git_diff_unstaged", {"repo_path": str(repo)})], floor_limit=1.2, peer_limit=1.0),
         Task("git_log 20", "stdlib", "git_log", {"limit": 20}, ["git", "log", "-20"], "git log -20",
@@ -143,9 +146,9 @@ def tool_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
              "git status --porcelain=v2 --branch", [("mcp-server-git", "git_status", {"repo_path": str(repo)})], floor_limit=1.2),
         *(Task(f"list_files, {size:,} files", f"files-{size}", "list_files", {}, [rg, "--files"], "rg --files",
                [("mcp-ripgrep", "list-files", {"path": str(trees[size])})], floor_limit=1.2, check=same_listing)
-          for size in TREE_SIZES),
-        Task(f"search_code, {TREE_SIZES[1]:,} files", f"files-{TREE_SIZES[1]}", "search_code", {"pattern": NEEDLE},
-             [rg, "-n", NEEDLE], f"rg -n {NEEDLE}", [("mcp-ripgrep", "search", {"pattern": NEEDLE, "path": str(trees[TREE_SIZES[1]])})],
+          for size in sizes),
+        Task(f"search_code, {sizes[1]:,} files", f"files-{sizes[1]}", "search_code", {"pattern": NEEDLE},
+             [rg, "-n", NEEDLE], f"rg -n {NEEDLE}", [("mcp-ripgrep", "search", {"pattern": NEEDLE, "path": str(trees[sizes[1]])})],
              floor_limit=1.1, check=same_search),
     ]
     roots = {"stdlib": repo, "big": big.parent, **{f"files-{size}": root for size, root in trees.items()}}
@@ -174,7 +177,7 @@ def tool_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
     samples = Samples()
     children: dict[str, Child] = {}
     times: dict[str, dict[str, list[float]]] = {task.key: {} for task in tasks}
-    pages: dict[int, list[float]] = {size: [] for size in TREE_SIZES[1:]}
+    pages: dict[int, list[float]] = {size: [] for size in sizes[1:]}
     resources: dict[int, int] = {}
     broken: dict[str, str] = {}  # task key or "task/peer" -> why it has no figure
 
@@ -238,7 +241,7 @@ def tool_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
             child.kill()
     out: dict[str, Any] = {"errors": errors + [f"{key}: {why}" for key, why in broken.items()], "tasks": [],
                            "workspaces": {"stdlib": {"files": stdlib["files"], "library": str(repo)},
-                                          "big": {"bytes": big.stat().st_size}, "trees": list(TREE_SIZES)},
+                                          "big": {"bytes": big.stat().st_size}, "trees": list(sizes)},
                            "versions": {"rg": output_of([rg, "--version"]).splitlines()[0] if output_of([rg, "--version"]) else "",
                                         "git": output_of(["git", "--version"]),
                                         **{key: pin for key, (_, _, pin) in commands.items() if pin}}}
@@ -253,7 +256,7 @@ def tool_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
             "peer_limit": task.peer_limit, "samples": times[task.key]})
     if all(pages.values()):
         per_file = {size: median(pages[size]) / max(1, resources[size]) for size in pages}
-        small, large = TREE_SIZES[1], TREE_SIZES[2]
+        small, large = sizes[1], sizes[2]
         out["resources_list"] = {"time": {str(size): median(values) for size, values in pages.items()},
                                  "resources": {str(size): count for size, count in resources.items()},
                                  "per_file": {str(size): cost for size, cost in per_file.items()},

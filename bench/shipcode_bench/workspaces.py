@@ -7,6 +7,7 @@ import random
 import shutil
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,20 @@ STDLIB_COMMITS = 30  # enough history for git_log 20
 BIG_LINES = 1_000_000  # about 50 MB: lines of 40 to 60 bytes
 LONG_FILE_LINES = 2_050  # the read_file case of the issue
 TREE_SIZES = (1_000, 10_000, 100_000)
+FAR_OFFSET = 740_000  # the far page of read_file
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How big the tool workspaces are: the issue's sizes, or tiny ones for the smoke test (same code)."""
+
+    tree_sizes: tuple[int, int, int] = TREE_SIZES
+    big_lines: int = BIG_LINES
+    far_offset: int = FAR_OFFSET
+    library: Path | None = None  # None: the CPython standard library (python_library())
+
+
+FULL = Scale()
 
 
 def stamped(stamp: Path, recipe: str) -> bool:
@@ -79,10 +94,10 @@ def python_library() -> Path:
     return library if library.is_dir() else Path(os.__file__).parent
 
 
-def make_stdlib_repo(root: Path, stamp: Path, log: Callable[[str], None]) -> dict[str, Any]:
+def make_stdlib_repo(root: Path, stamp: Path, log: Callable[[str], None], library: Path | None = None) -> dict[str, Any]:
     """CPython's standard library (.py files, no site-packages) as a git repo: fixed dates, STDLIB_COMMITS commits,
     and one dirty change (a function appended to the file of LONG_FILE_LINES lines) for git_diff."""
-    library = python_library()
+    library = library or python_library()
     files = sorted(p.relative_to(library) for p in library.rglob("*.py") if "site-packages" not in p.parts)
     recipe = f"{library} {len(files)} {STDLIB_COMMITS} {FIXED_DATE} 1"
     if not stamped(stamp, recipe):
@@ -144,18 +159,18 @@ def make_files_tree(root: Path, count: int, log: Callable[[str], None]) -> int:
     return count
 
 
-def make_big_file(folder: Path, log: Callable[[str], None]) -> Path:
-    """One text file of BIG_LINES numbered lines, about 50 MB; line N says N, so a page can be checked."""
+def make_big_file(folder: Path, log: Callable[[str], None], lines: int = BIG_LINES) -> Path:
+    """One text file of `lines` numbered lines (about 50 MB by default); line N says N, so a page can be checked."""
     path = folder / "big.txt"
     stamp = folder / "big.recipe"
-    recipe = f"{BIG_LINES} 1"
+    recipe = f"{lines} 1"
     if stamped(stamp, recipe) and path.exists():
         return path
     log(f"writing {path}")
     folder.mkdir(parents=True, exist_ok=True)
     rng = random.Random(50)
     with open(path, "w") as out:
-        for number in range(1, BIG_LINES + 1):
+        for number in range(1, lines + 1):
             out.write(f"line {number:07d} {' '.join(rng.choices(WORDS, k=5))}\n")
     stamp.write_text(recipe)
     return path

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from shipcode_bench import driver as run  # bench/ is on sys.path (tests/bench/conftest.py)
-from shipcode_bench.driver import percentile
+from shipcode_bench.driver import Config, percentile
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "bench" / "run.py"
@@ -134,3 +134,41 @@ def test_generated_trees_are_deterministic(tmp_path: Path) -> None:
     first, second = snapshot(tmp_path / "a" / "tree"), snapshot(tmp_path / "b" / "tree")
     assert first == second and len(first) == 300
     assert sum(NEEDLE.encode() in data for data in first.values()) == 3  # one file in a hundred holds the needle
+
+
+TINY = Config(repetitions=1, starts=1, pings=50, calls=20, latency=64, warmup=5, timeout=60.0, shutdown_timeout=10.0)
+
+
+def test_tool_measures_run_every_task_against_its_floor(tmp_path: Path) -> None:
+    """The tool measures on tiny workspaces (our own sources as the git repo), peers left out: every task has a figure
+    for ours and for its floor, our answers matched the floor's output, and resources/list paged through each tree."""
+    from shipcode_bench.tools import tool_figures
+    from shipcode_bench.workspaces import Scale
+
+    scale = Scale(tree_sizes=(100, 200, 400), big_lines=3000, far_offset=2500, library=REPO / "src" / "shipcode_mcp")
+    figures = tool_figures(sys.executable, REPO / "src", tmp_path, TINY, lambda _: None, peers=False, scale=scale)
+    assert figures["errors"] == []
+    tasks = {task["task"]: task for task in figures["tasks"]}
+    assert len(tasks) == 10
+    for task in tasks.values():
+        assert task["ours"] > 0 and task["floor"] > 0 and task["to_floor"] == pytest.approx(task["ours"] / task["floor"])
+        assert task["peers"] == {}
+    assert any(key.startswith("read_file, 100 lines at offset 2,500 of ") for key in tasks), sorted(tasks)
+    paging = figures["resources_list"]
+    assert paging["resources"] == {"200": 200, "400": 400}
+    assert paging["growth"] == pytest.approx(paging["per_file"]["400"] / paging["per_file"]["200"])
+
+
+def test_http_measures_compare_ours_with_the_floor(tmp_path: Path) -> None:
+    """Ours over HTTP (stateful, and --stateless --workers 2) beside the Starlette floor at each concurrency, every
+    reply checked; the memory of open sessions measured; the SDK left out."""
+    pytest.importorskip("uvicorn")
+    from shipcode_bench.http import CONCURRENCY, http_figures
+
+    figures = http_figures(sys.executable, REPO / "src", tmp_path, TINY, lambda _: None, peers=False, sessions=20)
+    assert figures["errors"] == []
+    cells = {(row["mode"], row["request"], row["concurrency"]) for row in figures["rows"]}
+    assert cells == {(mode, request, clients) for mode in ("stateful", "stateless --workers 2")
+                     for request in ("ping", "tools/call") for clients in CONCURRENCY}
+    assert all(row["ours"] > 0 and row["floor"] > 0 and row["sdk"] is None for row in figures["rows"])
+    assert figures["session_bytes"]["ours stateful"] > 0
