@@ -266,9 +266,14 @@ def _serve_http(server: Server, workspace: Roots, args: Any, argv: list[str]) ->
     if auth is None and not is_loopback(host):
         log.warning(f"--insecure-no-auth: anyone who can reach {host}:{port} can use the workspace "
                     f"({'read and write' if args.allow_write else 'read'}) without a token")
+    elif auth is not None and not args.tls_cert and not is_loopback(host):
+        log.warning("tokens cross the network in clear text: give --tls-cert/--tls-key, or keep a TLS proxy in front "
+                    "(docs/http.md, TLS)")
     announce(workspace.paths, url=_served_url(args), stateless=args.stateless, workers=args.workers,
              allow_write=args.allow_write, watch=args.watch, sandbox_required=args.require_sandbox,
              auth=_auth_mode(auth))
+    if auth is not None and args.auth_issuer:
+        _discover_soon(auth.verifier)  # after the start-up line, which stays the first
     tls = (args.tls_cert, args.tls_key) if args.tls_cert else None
     if args.workers == 1:
         return http.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
@@ -301,6 +306,8 @@ def http_app() -> Any:
         auth = _resource_server(args)
     except ValueError as err:  # e.g. a token file broken since the parent read it: one line, not a traceback
         raise SystemExit(f"shipcode-mcp: {err}") from None
+    if auth is not None and args.auth_issuer:
+        _discover_soon(auth.verifier)
     state_key = _state_key(args.state_key_file)
     if state_key is None:
         from .request_state import KEY_ENV
@@ -373,9 +380,19 @@ def _unsafe(args: Any) -> str | None:
         if parts.scheme not in ("https", "http") or not parts.hostname or parts.fragment or "#" in args.resource_url:
             return (f"--resource-url {args.resource_url!r}: the resource is an absolute https:// (or http://) URL "
                     "without a fragment (RFC 8707), the URL clients use, e.g. https://mcp.example.com/mcp")
-    if args.auth_issuer and not args.resource_url and host in ("0.0.0.0", "::", ""):
+    if args.auth_issuer and not args.resource_url and _unspecified(host):
         return f"--auth-issuer on {host}: give --resource-url, the URL clients use (tokens must name it as their audience)"
     return None
+
+
+def _unspecified(host: str) -> bool:
+    """0.0.0.0, ::, [::0], 0 and the like: every address of the machine, none a client would name."""
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return host in ("", "0")
 
 
 def _served_url(args: Any) -> str:
@@ -404,7 +421,6 @@ def _resource_server(args: Any) -> Any:
             raise ValueError(f"--auth-client-secret-file {args.auth_client_secret_file}: {err.strerror or err}") from None
     resource = args.resource_url or _served_url(args)
     verifier = IssuerVerifier(args.auth_issuer, resource, client_id=args.auth_client_id, client_secret=secret)
-    _discover_soon(verifier)
     return ResourceServer(verifier, resource=resource, authorization_servers=[args.auth_issuer])
 
 

@@ -287,7 +287,7 @@ def test_a_token_must_name_a_subject_or_a_client(fake: Issuer) -> None:
     refused(verifier, token(fake, sub=""), "names no subject")
     principal = verifier.verify(token(fake, sub=None, client_id="robot"))
     assert principal.subject == "robot" and principal.client_id == "robot" and principal.issuer == fake.base
-    assert principal.key == f"{fake.base}#robot"
+    assert principal.key == f"{fake.base}#client:robot"  # a client acting for itself, named apart from a user "robot"
 
 
 # -- introspection -----------------------------------------------------------------------------------------------
@@ -321,6 +321,7 @@ def test_an_opaque_token_is_introspected_with_our_credentials(fake: Issuer) -> N
     ({"active": True, "sub": "alice", "aud": RESOURCE, "iss": "https://someone.example"}, "not from"),
     ({"active": True, "sub": "alice", "aud": RESOURCE, "exp": 1000}, "expired"),
     ({"active": True, "aud": RESOURCE}, "names no subject"),
+    ({"active": True, "sub": "alice", "aud": RESOURCE, "token_type": "refresh_token"}, "refresh token is no access token"),
 ])
 def test_introspection_answers_that_do_not_let_a_token_in(fake: Issuer, answer: dict[str, Any], because: str) -> None:
     refused(introspecting(fake, answer), "opaque-token", because)

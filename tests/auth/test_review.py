@@ -1,7 +1,6 @@
 """A hostile client's and a hostile token's view of authorization (issue 14's security review): the attacks
 that got through, each first shown to be a real attack (the same input handled as it should be one step
-away, or the defence working for its neighbour), then the failing expectation, kept as a strict xfail
-until the lead fixes the source file it names.
+away, or the defence working for its neighbour), then what the fix holds to.
 
 The issuer is the one tests/auth/test_issuer.py builds (stdlib HTTP server, `cryptography` keys); the HTTP
 face is a library server (`create_app(auth=ResourceServer(...))`) under uvicorn on loopback.
@@ -68,9 +67,6 @@ UNREADABLE_HEADERS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="review: auth/issuer.py _verify_jwt catches only jwt.DecodeError around "
-                   "get_unverified_header; PyJWT raises InvalidTokenError for a non-string kid or an unknown crit, "
-                   "which escapes ResourceServer.authenticate as a 500 with a traceback in the log")
 @pytest.mark.parametrize("header", UNREADABLE_HEADERS)
 def test_a_jwt_header_pyjwt_refuses_is_a_401_not_a_500(fake: Issuer, oauth_endpoint: UvicornThread,  # noqa: F811
                                                      header: dict[str, Any]) -> None:
@@ -84,9 +80,6 @@ def test_a_jwt_header_pyjwt_refuses_is_a_401_not_a_500(fake: Issuer, oauth_endpo
     assert 'error="invalid_token"' in reply.headers["www-authenticate"]
 
 
-@pytest.mark.xfail(strict=True, reason="review: auth/issuer.py _verify_jwt: jwt.decode raises TypeError ('Expecting a "
-                   "PEM-formatted key') for an ES*/EdDSA token naming an RSA key published without 'alg' (and the like); "
-                   "only jwt.* errors are caught, so the request gets a 500")
 @pytest.mark.parametrize("alg", ["ES256", "ES512"])
 def test_a_token_whose_algorithm_does_not_fit_an_undeclared_key_is_refused(fake: Issuer, alg: str) -> None:  # noqa: F811
     undeclared = rsa_key("no-alg")
@@ -102,9 +95,6 @@ def test_a_token_whose_algorithm_does_not_fit_an_undeclared_key_is_refused(fake:
 
 
 # -- 2. a key set that fails to load is fetched again for every made-up kid -----------------------------------
-@pytest.mark.xfail(strict=True, reason="review: auth/issuer.py _key/_fetch_keys: _keys_fetched is set only after a "
-                   "successful fetch, so while the issuer's jwks_uri fails (5xx, timeout) every token naming an unknown "
-                   "kid makes another JWKS request (up to FETCH_TIMEOUT on a worker thread each): no MIN_KEY_REFRESH limit")
 def test_made_up_kids_do_not_hammer_an_issuer_whose_key_set_fails(fake: Issuer) -> None:  # noqa: F811
     publish(fake, KEY)
     stranger = rsa_key("stranger")
@@ -138,9 +128,6 @@ class Clock:
         return time.monotonic()
 
 
-@pytest.mark.xfail(strict=True, reason="review: transports/http_auth.py authenticate keeps every verdict CACHE_SECONDS "
-                   "(300 s) or to exp; an introspected token is trusted INTROSPECTION_CACHE_SECONDS (60 s) by the verifier "
-                   "(docs/http.md: '1 minute for an introspected one'), so a revoked opaque token works for 5 minutes")
 def test_a_revoked_opaque_token_stops_working_within_a_minute(fake: Issuer, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     clock = Clock()
     monkeypatch.setattr(http_auth, "time", clock)
@@ -171,9 +158,6 @@ def access_line(path: str) -> str:
     return log.uvicorn_formatter().format(record)
 
 
-@pytest.mark.xfail(strict=True, reason="review: log.py uvicorn_formatter redacts the raw text 'access_token=' only, while "
-                   "http_auth.authenticate finds the parameter with parse_qsl, which decodes '%5F' and '%61': "
-                   "'?access%5Ftoken=SECRET' is refused with 400 and written to the access log as sent")
 @pytest.mark.parametrize("name", ["access%5Ftoken", "%61ccess_token", "access_tok%65n"])
 def test_a_percent_encoded_token_parameter_is_refused_and_never_logged(fake: Issuer, name: str) -> None:  # noqa: F811
     secret = "url-token-0123456789abcdef"

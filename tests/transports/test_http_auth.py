@@ -11,6 +11,7 @@ and the request-state test is a library server built with `create_app(auth=Resou
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
@@ -417,16 +418,48 @@ def test_the_official_sdk_client_with_a_bearer_token(tokens_server: CliServer, w
     assert (workspace / name).read_text() == "by the SDK\n"
 
 
-def test_a_token_without_read_gets_403_on_everything(workspace: Path, tmp_path: Path) -> None:
-    """`shipcode:read` is what every request needs, GET streams and DELETE included: a token granted only
-    shipcode:write (as a token-file line may say) reads nothing."""
+def test_write_implies_read_and_a_token_with_neither_gets_403_on_everything(workspace: Path, tmp_path: Path) -> None:
+    """A broader scope covers the narrower one: a token granted only shipcode:write (as a token-file line may
+    say) reads too. `shipcode:read` is what every request needs, GET streams and DELETE included, so a token
+    with neither scope (an OAuth token for other purposes, say) gets 403 everywhere."""
     path = write_tokens(tmp_path / "tokens", f"{WRITE_TOKEN} shipcode:read shipcode:write\n{OTHER_TOKEN} shipcode:write\n")
     with CliServer(["--allow-write", "--auth-token-file", str(path), str(workspace)], tmp_path / "server.log") as server:
-        session = BearerClient(server.port, WRITE_TOKEN)  # with shipcode:read, in
-        assert session.call("ping").status == 200
-        assert post_initialize(server.port, bearer(OTHER_TOKEN)).status == 403
-        for method in ("GET", "DELETE"):
-            reply = request(server.port, method, headers={"Accept": "text/event-stream", **bearer(OTHER_TOKEN),
-                                                          "Mcp-Session-Id": "0" * 32})
-            assert (reply.status, challenge(reply)) == (403, 'Bearer error="insufficient_scope", scope="shipcode:read", '
-                                                             'error_description="this request needs the scope shipcode:read"')
+        assert BearerClient(server.port, WRITE_TOKEN).call("ping").status == 200
+        assert BearerClient(server.port, OTHER_TOKEN).call("ping").status == 200  # write alone: reads too
+
+    server = build_mrtr_server(bytes(32))
+    auth = ResourceServer(TokenFile(str(path)), resource="http://127.0.0.1/mcp")
+    create_app(server, auth=auth)
+    for wanted in (None, {"jsonrpc": "2.0", "id": 1, "method": "ping"}):
+        assert auth.check(Principal("x", frozenset({WRITE})), wanted, server) is None
+        refused = auth.check(Principal("x", frozenset({"openid", "profile"})), wanted, server)
+        assert refused is not None and refused.status_code == 403
+        assert refused.headers["WWW-Authenticate"] == ('Bearer error="insufficient_scope", scope="shipcode:read", '
+                                                       'error_description="this request needs the scope shipcode:read"')
+
+
+def test_an_unreachable_issuer_is_a_503_that_names_nothing_and_is_warned_about_once(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """The issuer is down: tokens cannot be checked, which is not the client's fault (503, Retry-After), but
+    the answer says no more than that (no issuer URL, no OS error text for whoever asks), and the log gets
+    one warning, not one per request."""
+    from shipcode_mcp.auth.issuer import IssuerVerifier
+
+    resource = "http://127.0.0.1/mcp"
+    auth = ResourceServer(IssuerVerifier("http://127.0.0.1:9", resource), resource=resource,
+                          authorization_servers=["http://127.0.0.1:9"])
+    running = UvicornThread(create_app(build_mrtr_server(bytes(32)), stateless=True, auth=auth))
+    try:
+        def b64(data: dict[str, Any]) -> str:
+            return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+        for kid in ("k1", "k2", "k3"):  # well-formed, so the issuer's keys are needed to judge it
+            token = f"{b64({'alg': 'RS256', 'kid': kid})}.{b64({'sub': 'x'})}.c2ln"
+            reply = post_initialize(running.port, bearer(token))
+            assert reply.status == 503 and reply.headers.get("retry-after") == "5"
+            assert json.loads(reply.body) == {"error": "temporarily_unavailable",
+                                              "error_description": "the authorization server cannot be reached"}
+    finally:
+        running.stop()
+    warnings = [line for line in capfd.readouterr().err.splitlines() if " WARNING: " in line]
+    assert len(warnings) == 1 and "cannot verify tokens now: " in warnings[0], warnings

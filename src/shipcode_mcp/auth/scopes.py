@@ -37,3 +37,8 @@ def offered(server: Server) -> tuple[str, ...]:
     if any(not (tool.annotations or {}).get("readOnlyHint", False) for tool in server.tools.values()):
         return (READ, WRITE)
     return (READ,)
+
+
+def granted(scopes: frozenset[str]) -> frozenset[str]:
+    """What a token's scopes allow: WRITE implies READ (a broader scope covers the narrower one)."""
+    return scopes | {READ} if WRITE in scopes else scopes

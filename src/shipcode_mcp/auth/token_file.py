@@ -67,7 +67,7 @@ class TokenFile:
                 raise ValueError(f"{where}: the same token is listed twice")
             seen.add(digest)
             subject = f"token:{fingerprint(token)[:16]}"
-            entries.append((digest, Principal(subject, frozenset(scopes), issuer="token-file")))
+            entries.append((digest, Principal(subject, frozenset(scopes), issuer="token-file", kind="token")))
         if not entries:
             raise ValueError(f"--auth-token-file {self.path}: no tokens in the file")
         return entries
