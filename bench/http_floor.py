@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 from typing import Any
 
@@ -31,8 +32,24 @@ async def mcp(request: Request) -> Response:
 
 app = Starlette(routes=[Route("/mcp", mcp, methods=["POST"])])
 
+def listening_socket(port: int) -> socket.socket:
+    """The socket bound here, with TCP_NODELAY, which accepted connections inherit (Linux).
+
+    With workers, uvicorn hands its workers a socket whose `proto` reads 0, so asyncio's own TCP_NODELAY
+    (set only where proto is IPPROTO_TCP) never applies and every response waits for a delayed ACK: a bare
+    `uvicorn --workers 2` answers one client 23 times a second. A floor must not carry that defect.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.set_inheritable(True)
+    return sock
+
+
 if __name__ == "__main__":
     port, workers = int(sys.argv[1]), int(sys.argv[2])
     os.environ["BENCH_CALL_RESULT"] = sys.argv[3]
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    uvicorn.run("http_floor:app", host="127.0.0.1", port=port, workers=workers, log_level="warning", access_log=False)
+    listener = listening_socket(port)
+    uvicorn.run("http_floor:app", fd=listener.fileno(), workers=workers, log_level="warning", access_log=False)

@@ -217,7 +217,7 @@ def http_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
                     for concurrency in CONCURRENCY:
                         shift = round_number % len(present)
                         for key in present[shift:] + present[:shift]:
-                            rate = load(pools[key][:concurrency], kind, total if concurrency > 1 else total // 4,
+                            rate = load(pools[key][:concurrency], kind, total if concurrency > 1 else total // 10,
                                         sdk_call if key.startswith("sdk") else call)
                             if round_number:
                                 results.setdefault((mode, key.split()[0], kind, concurrency), []).append(rate)
