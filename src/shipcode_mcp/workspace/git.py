@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from ..primitives import ToolError, inside
 from . import safe_open
 from .listing import walk_readable
-from .process import Completed, run
+from .process import Child, Completed, run
 from .sandbox import GIT_LIMITS
 from .text import cut_output, is_binary, plural, printable, result, size_text
 
@@ -424,12 +424,50 @@ class Repo:
 
     def check(self, args: list[str], *, limit: int = MAX_DATA_BYTES) -> Completed:
         """Run and fail with git's own message (the last line of it) when git fails."""
-        done = self.run(args, limit=limit)
-        if done.returncode != 0 and not done.truncated:
-            lines = done.stderr.strip().splitlines()
-            why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {done.returncode}"
-            raise ToolError(f"git {args[0]} failed: {printable(why)}")
-        return done
+        return _checked(args[0], self.run(args, limit=limit))
+
+    def diff(self, args: list[str]) -> tuple[bytes, Completed] | None:
+        """One `git diff --numstat -z --patch ...`: its file summary (complete, within MAX_DATA_BYTES) and its
+        patch (within MAX_PATCH_BYTES, `truncated` when cut), read as they come so that git is stopped as soon
+        as the patch is long enough. git ends the summary with an empty record: the first two NULs in a row
+        (no path is empty, and a patch line never comes before them). None when the output does not start
+        with the summary: the combined diffs of unmerged paths come before it, and are read with two runs."""
+        if self._submodules:
+            self._neutralise_submodules()
+        with Child(self.ctx, [_git(), *_SAFE_CONFIG, *args], cwd=self.cwd, readable=self.readable,
+                   executable=[_git_exec_path()], limits=GIT_LIMITS, env=self._env, pass_fds=(self._fd,),
+                   timeout=GIT_TIMEOUT, what="git") as child:
+            out = bytearray()
+            split = -1  # where the patch starts, once the summary's end was seen
+            truncated = False
+            for chunk in child.chunks():
+                if truncated:
+                    continue  # killed: read on to the end, so that what it said on stderr is kept
+                searched = max(0, len(out) - 1)
+                out += chunk
+                if not searched and out[:1] not in b"0123456789-":
+                    child.kill()  # unmerged paths: their combined diffs come first, the summary after them
+                    return None
+                if split < 0:
+                    end = out.find(b"\0\0", searched)
+                    split = end + 2 if end >= 0 else -1
+                if (len(out) - split > MAX_PATCH_BYTES) if split >= 0 else (len(out) > MAX_DATA_BYTES + MAX_PATCH_BYTES):
+                    truncated = True
+                    child.kill()
+            code = child.wait()
+            if not truncated:
+                stopped = child.stopped(code)
+                if stopped is not None:
+                    raise ToolError(stopped)
+            stderr = child.stderr
+        failed = list(dict.fromkeys(match.group(0) for match in _PROGRAM_FAILED.finditer(stderr)))
+        if failed:
+            raise _program_refused(args[0], failed)
+        if split < 0:  # no change at all (empty output), or a summary larger than MAX_DATA_BYTES: its whole records
+            summary, patch = bytes(out[:out.rfind(b"\0", 0, MAX_DATA_BYTES) + 1] if truncated else out), b""
+        else:
+            summary, patch = bytes(out[:split - 1]), bytes(out[split:split + MAX_PATCH_BYTES])
+        return summary, _checked(args[0], Completed(patch, code, stderr, truncated))
 
     def pathspec(self, real: str | None) -> list[str]:
         """`--` then the literal pathspec of `real`, or of the root when confined (relative to the cwd)."""
@@ -477,6 +515,15 @@ class Repo:
             return "(outside the workspace roots)"
         return self.roots.display(real) + ("/" if name.endswith("/") else "")  # an untracked folder keeps its '/'
 
+
+
+def _checked(command: str, done: Completed) -> Completed:
+    """`done`, or git's own message (the last line of it) as a ToolError when git failed."""
+    if done.returncode != 0 and not done.truncated:
+        lines = done.stderr.strip().splitlines()
+        why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {done.returncode}"
+        raise ToolError(f"git {command} failed: {printable(why)}")
+    return done
 
 
 _LEADS_OUT = "a symbolic link that leads there"
@@ -862,12 +909,15 @@ def git_log(ctx: Context, roots: Roots, limit: int = 20, path: str | None = None
             ref: str | None = None) -> ToolResult:
     repo, real = _repo_for(ctx, roots, path)
     with repo:
-        if ref is None and not repo.has_commits():
-            return result("No commits yet.", {"commits": [], "truncated": False})
         revision = repo.revisions(ref) if ref is not None else "HEAD"
         follow = ["--follow"] if real is not None and not os.path.isdir(real) else []
-        done = repo.check(["log", "--no-color", f"--format={_LOG_FORMAT}", f"--max-count={limit + 1}", *follow,
-                           "--end-of-options", revision, *repo.pathspec(real)])
+        args = ["log", "--no-color", f"--format={_LOG_FORMAT}", f"--max-count={limit + 1}", *follow,
+                "--end-of-options", revision, *repo.pathspec(real)]
+        done = repo.run(args)
+        # Whether there are commits at all is asked only when the log failed: one git run in the usual case.
+        if done.returncode != 0 and not done.truncated and ref is None and not repo.has_commits():
+            return result("No commits yet.", {"commits": [], "truncated": False})
+        _checked("log", done)
     fields = done.stdout.decode("utf-8", "replace").split("\0")[1:]
     commits: list[dict[str, Any]] = []
     lines: list[str] = []
@@ -915,9 +965,13 @@ def git_diff(ctx: Context, roots: Roots, ref: str | None = None, staged: bool = 
         elif staged and not repo.has_commits():
             revisions = ["--end-of-options", _empty_tree(repo)]
         spec = repo.pathspec(real)
-        numstat = repo.check(["diff", *options, "--numstat", "-z", *revisions, *spec])
-        patch = repo.check(["diff", *options, "--patch", *revisions, *spec], limit=MAX_PATCH_BYTES)
-        files = _parse_numstat(repo, numstat.stdout)
+        both = repo.diff(["diff", *options, "--numstat", "-z", "--patch", *revisions, *spec])
+        if both is None:  # during a merge with conflicts
+            numstat = repo.check(["diff", *options, "--numstat", "-z", *revisions, *spec]).stdout
+            patch = repo.check(["diff", *options, "--patch", *revisions, *spec], limit=MAX_PATCH_BYTES)
+        else:
+            numstat, patch = both
+        files = _parse_numstat(repo, numstat)
     diff = cut_output(patch.stdout, patch.truncated)
     what = _diff_subject(ref, staged)
     if not files:
@@ -952,6 +1006,9 @@ def _diff_subject(ref: str | None, staged: bool) -> str:
 
 
 def _parse_numstat(repo: Repo, output: bytes) -> list[dict[str, Any]]:
+    """`--numstat -z` records: `ADDED\tDELETED\tPATH`, or for a rename `ADDED\tDELETED\t` then the old and
+    the new path as records of their own; `-` counts for a binary file. A partial last record (a summary
+    cut at MAX_DATA_BYTES) is left out."""
     records = output.decode("utf-8", "surrogateescape").split("\0")
     files: list[dict[str, Any]] = []
     index = 0
@@ -967,6 +1024,8 @@ def _parse_numstat(repo: Repo, output: bytes) -> list[dict[str, Any]]:
             entry["old_path"] = _diff_path(repo, records[index])
             name = records[index + 1]
             index += 2
+            if not name:
+                break  # a rename cut after its old path: no path is empty
         entry = {"path": _diff_path(repo, name), **entry,
                  "added": None if added == "-" else int(added), "deleted": None if deleted == "-" else int(deleted)}
         files.append(entry)
