@@ -27,6 +27,8 @@ import pytest
 
 from shipcode_mcp import Context, Server
 from shipcode_mcp.cli import build_server
+from shipcode_mcp.transports.http import uvicorn_server
+from shipcode_mcp.transports.http_front import FrontLimits, protocol
 from support import REPO, wait_for
 from transports.http_support import (
     McpHttpClient,
@@ -257,6 +259,51 @@ def test_a_stalled_body_gets_408_and_the_connection_closes() -> None:
         assert time.monotonic() - started < 3
     finally:
         held.stop()
+
+
+class FrontThread(UvicornThread):
+    """`app` in uvicorn in a thread of this process, behind the front (http_front.protocol)."""
+
+    def __init__(self, app: Any, limits: FrontLimits | None = None) -> None:
+        import uvicorn
+
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
+                                timeout_graceful_shutdown=1, http=protocol(limits or FrontLimits()))
+        self.app = app
+        self.server = uvicorn_server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        wait_for(lambda: self.server.started or not self.thread.is_alive(), 10, "uvicorn to start")
+        assert self.server.started, "uvicorn did not start"
+        self.port = self.server.servers[0].sockets[0].getsockname()[1]
+
+
+def test_an_answer_given_before_the_body_says_close_and_the_connection_closes() -> None:
+    """413, 415, 406 and 403 answered before the body announced has come: no keep-alive promise, and the
+    connection closes once the answer is written (the rest of the body is never read)."""
+    served = FrontThread(Server("early", "1.0.0").http_app(session_idle_timeout=0, max_body_bytes=1000))
+    try:
+        heads = {413: (b"application/json", b"application/json", b"127.0.0.1", b"5000"),
+                 415: (b"text/plain", b"application/json", b"127.0.0.1", b"500"),
+                 406: (b"application/json", b"text/html", b"127.0.0.1", b"500"),
+                 403: (b"application/json", b"application/json", b"evil.example", b"500")}
+        for status, (content_type, accept, host, length) in heads.items():
+            with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:
+                sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: " + host + b"\r\nContent-Type: " + content_type
+                             + b"\r\nAccept: " + accept + b"\r\nContent-Length: " + length + b"\r\n\r\n{")
+                received = b""
+                while chunk := sock.recv(4096):  # to the end: the server closes (a timeout would raise)
+                    received += chunk
+            head = received.split(b"\r\n\r\n")[0].lower()
+            assert head.startswith(b"http/1.1 %d " % status) and b"\r\nconnection: close" in head, received
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+        with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:  # all of it sent: kept alive
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: "
+                         + str(len(body)).encode() + b"\r\n\r\n" + body)
+            head = sock.recv(4096).lower()
+            assert head.startswith(b"http/1.1 415 ") and b"connection: close" not in head, head
+    finally:
+        served.stop()
 
 
 def test_the_session_cap_ends_the_least_recently_used_idle_session(tmp_path: Path) -> None:

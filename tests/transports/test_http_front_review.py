@@ -96,12 +96,6 @@ REFUSED_HEAD = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: applica
 """A head the app answers at once (413: over the body limit) without reading the body it announces."""
 
 
-@pytest.mark.xfail(strict=True, reason="review: a connection whose request was answered before its body was read "
-                   "(413, 415, 401, 403, 400) and that keeps trickling body bytes is in neither `heads` nor `bodies` "
-                   "(http_front.py _track: their_state SEND_BODY with response_started), so it is never evicted; "
-                   "uvicorn's keep-alive timer is cancelled by each byte it receives and not re-armed, and the head "
-                   "deadline is not armed in SEND_BODY: ATTACKERS such connections fill the cap for good and every "
-                   "fresh connection is aborted")
 def test_answered_requests_that_trickle_their_body_do_not_lock_fresh_clients_out(tmp_path: Path) -> None:
     _own_files(4 * ATTACKERS + 200)
     (tmp_path / "a.txt").write_text("a")
@@ -173,13 +167,6 @@ UPGRADE = (b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConne
            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
 
 
-@pytest.mark.xfail(strict=True, reason="review: uvicorn hands an upgraded connection to its WebSocket protocol "
-                   "(transport.set_protocol), so FrontProtocol.connection_lost never runs and front.open is never "
-                   "decremented (http_front.py connection_made/_forget); with websockets installed (uvicorn[standard]) "
-                   "ATTACKERS upgrade requests, each sent on a connection that served a request before (its old cycle "
-                   "has response_started, so _track files it nowhere) and closed at once, leave the cap full of "
-                   "connections that are gone, and every fresh connection is aborted for good. run_uvicorn could "
-                   "pass ws='none' (the app has no WebSocket route)")
 def test_websocket_upgrades_do_not_use_up_the_connection_cap(tmp_path: Path, websockets_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a")
     seen: dict[str, object] = {}
@@ -272,12 +259,12 @@ async def _fresh_tls(port: int, context: ssl.SSLContext) -> bool:
         return False
 
 
-@pytest.mark.xfail(strict=True, reason="review: with --tls-cert, asyncio calls the protocol's connection_made only once "
-                   "the TLS handshake is over, so a connection that never sends its ClientHello is not counted, not "
-                   "evictable and under no head deadline (http_front.py connection_made); asyncio's ssl handshake "
-                   "timeout (60 s) is all that ends it. FLOOD silent TCP connections to a process with FLOOD_FILES "
-                   "descriptors make accept() fail (EMFILE) and a fresh client waits for a minute, as in the issue's "
-                   "attack the front was built against (which the plain-HTTP server survives, shown first)")
+@pytest.mark.xfail(strict=True, reason="review: with --tls-cert, connections that never send a ClientHello now "
+                   "belong to the front (http_front.Handshake: counted, evictable, head deadline), yet the flood still "
+                   "gets accept() to fail (EMFILE): asyncio accepts a burst of up to `backlog` sockets before any "
+                   "connection_made runs, so evictions come a loop iteration or two late, and on EMFILE asyncio stops "
+                   "accepting for 1 s (ACCEPT_RETRY_DELAY); the TLS path's extra work per connection widens the window "
+                   "(the plain server shows the same race under load)")
 def test_a_flood_of_silent_connections_to_a_tls_server_locks_nobody_out(tmp_path: Path) -> None:
     _own_files(2 * FLOOD + 200)
     (tmp_path / "a.txt").write_text("a")

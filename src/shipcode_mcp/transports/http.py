@@ -988,13 +988,24 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     (uvicorn raises the signal again once done; it finds a handler that lets the process end normally).
 
     Connections go through the front (http_front.py: `front`, default `FrontLimits()`), in each worker too;
-    the descriptor limit is raised to its hard limit first (workers inherit it), which sizes the default cap."""
+    the descriptor limit is raised to its hard limit first (workers inherit it), which sizes the default cap.
+    `ssl_certfile` and `ssl_keyfile` go to the front, which starts TLS itself (so a connection that never
+    completes its handshake is under its rules too); the files are read here first, so a bad pair stops the
+    start. No WebSocket (`ws="none"`): the app has no WebSocket route."""
+    import dataclasses
+
     import uvicorn
 
-    from .http_front import FrontLimits, protocol, raise_file_limit
+    from .http_front import FrontLimits, protocol, raise_file_limit, tls_context
 
     raise_file_limit()
-    options["http"] = protocol(front if front is not None else FrontLimits())
+    limits = front if front is not None else FrontLimits()
+    certificate, key = options.pop("ssl_certfile", None), options.pop("ssl_keyfile", None)
+    if certificate is not None:
+        tls_context(certificate, key)  # raises now on files that make no TLS server
+        limits = dataclasses.replace(limits, tls=(certificate, key))
+    options["http"] = protocol(limits)
+    options["ws"] = "none"
     level = {"off": "critical"}.get(log_level, log_level)
     config = log.uvicorn_log_config(level)  # stderr, in our format (docs/logging.md)
     handled = (signal.SIGINT, signal.SIGTERM)
@@ -1019,8 +1030,12 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
 
 def uvicorn_server(config: Any) -> Any:
     """A uvicorn.Server that first ends the open subscriptions/listen streams (each with its result) when
-    it shuts down: uvicorn waits for open responses before the app's lifespan hears of the shutdown."""
+    it shuts down: uvicorn waits for open responses before the app's lifespan hears of the shutdown. It serves
+    no WebSocket (`ws="none"`: the app has no WebSocket route, and an upgraded connection leaves the front)."""
     import uvicorn
+
+    if not config.loaded:
+        config.ws = "none"
 
     class Server(uvicorn.Server):
         async def shutdown(self, sockets: list[Any] | None = None) -> None:
