@@ -35,6 +35,13 @@ That check does not depend on the kernel sandbox (which is the backstop, not the
   was granted).
 - File names, refs and commit metadata reach the model's text only through `printable`; diff and show
   output keeps its content lines as they are and has every other line masked.
+
+Cost: a call runs git once for its own command (git_diff's file list and patch come from the same run).
+What git answers when locating the repository (rev-parse) and about its configuration (git config) is
+remembered (`_known`) while none of the files those answers come from changed (the .git entry, commondir,
+the repository's, the user's and the system's config: `_inputs`); a configuration with includes, or a
+file changed in the last two seconds, is asked about again on each call. Everything judged above still
+runs on every call: the walk of the git folders and the judgement of git's answers.
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ import os
 import re
 import shutil
 import stat
+import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -104,6 +113,17 @@ MAX_FILTERS = 256
 git command's environment."""
 _CONFIG_KEYS = r"^(filter\..+\.(clean|smudge|process)|protocol\..+\.allow|core\.(attributesfile|excludesfile)|diff\.orderfile)$"
 """The configuration `Repo` reads to neutralise: programs (filters, transports) and files read from outside."""
+_CONFIG_KEYS_AND_INCLUDES = _CONFIG_KEYS[:-2] + r"|include\.path|includeif\..+\.path)$"
+MAX_KNOWN = 256
+"""Repositories whose discovery `_known` keeps."""
+_RACY_NS = 2_000_000_000
+"""A file changed less than this long ago may change again within the same timestamp: not trusted to a cache."""
+_known_lock = threading.Lock()
+_known: dict[tuple[str, ...], tuple[tuple[Any, ...], bytes, bytes]] = {}
+"""What rev-parse and git config answered for a repository (by `Repo._cache_key`), with the fingerprint of
+every file those answers come from (`_inputs`): while none of them changed, a call runs no git but its own
+command. This caches only git's answers; the checks of the git folders (links, FIFOs, alternates) and every
+judgement of the answers run on each call, as without it. A configuration with includes is never kept."""
 _PROGRAM_FAILED = re.compile(
     r"^(?:error|fatal|warning): (?:.*: )?(?:(?:clean|smudge) filter '.*' failed"
     r"|external filter '.*' (?:failed|is not available)|cannot (?:exec|run|fork to run|feed the input to external filter) "
@@ -209,18 +229,29 @@ class Repo:
                 self.readable.append(nearest)  # the .git of a larger repository holding the root
             # Before git reads any of it: a FIFO where git starts (config, HEAD) would hold it until its deadline.
             self._check_git_folders(shown, nearest, common, confined=self.roots.root_of(holder) is None)
-        paths = [option for name in _GIT_PATHS for option in ("--git-path", name)]
-        done = self.run(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", *paths],
-                        limit=64 * 1024)
-        if done.returncode != 0:
-            message = done.stderr.strip().splitlines()
-            if message and "safe.bareRepository" in message[-1]:
-                raise ToolError(f"Refused: {printable(shown)} is in a bare repository (a folder holding HEAD, objects/ "
-                                "and refs/ that is not a .git folder); git tools use only repositories with a .git folder")
-            if message and "not a git repository" not in message[-1]:
-                raise ToolError(f"git failed: {printable(message[-1].removeprefix('fatal: '))}")
-            raise ToolError(f"{printable(shown)} is not in a git repository")
-        lines = done.stdout.decode("utf-8", "surrogateescape").split("\n")
+        key, fingerprint = (None, None) if nearest is None or common is None else (
+            self._cache_key(holder, nearest, common), _fingerprint(_inputs(holder, nearest, common)))
+        with _known_lock:
+            known = _known.get(key) if key is not None and fingerprint is not None else None
+        if known is not None and known[0] != fingerprint:
+            known = None
+        if known is not None:
+            located = known[1]
+        else:
+            paths = [option for name in _GIT_PATHS for option in ("--git-path", name)]
+            done = self.run(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", *paths],
+                            limit=64 * 1024)
+            if done.returncode != 0:
+                message = done.stderr.strip().splitlines()
+                if message and "safe.bareRepository" in message[-1]:
+                    raise ToolError(f"Refused: {printable(shown)} is in a bare repository (a folder holding HEAD, "
+                                    "objects/ and refs/ that is not a .git folder); git tools use only repositories "
+                                    "with a .git folder")
+                if message and "not a git repository" not in message[-1]:
+                    raise ToolError(f"git failed: {printable(message[-1].removeprefix('fatal: '))}")
+                raise ToolError(f"{printable(shown)} is not in a git repository")
+            located = done.stdout
+        lines = located.decode("utf-8", "surrogateescape").split("\n")
         if len(lines) != 4 + len(_GIT_PATHS) or lines[-1]:
             raise ToolError(f"git failed: unexpected output of rev-parse in {printable(shown)}")
         self.top, git_dir, common_dir = (os.path.realpath(os.path.join(self.directory, line)) for line in lines[:3])
@@ -237,7 +268,19 @@ class Repo:
             raise refused
         self.git_dir, self.common_dir = git_dir, common_dir
         self._env.update(GIT_DIR=git_dir, GIT_WORK_TREE=self.top)
-        self._neutralise_config(shown)
+        configured = known[2] if known is not None else self._read_config(shown)
+        includes, configured = _without_includes(configured)
+        self._override(configured, shown, files=True)
+        if known is None and key is not None and fingerprint is not None and not includes:
+            with _known_lock:
+                while len(_known) >= MAX_KNOWN:
+                    _known.pop(next(iter(_known)))
+                _known[key] = (fingerprint, located, configured)
+
+    def _cache_key(self, holder: str, nearest: str, common: str) -> tuple[str, ...]:
+        """What, besides the files `_inputs` names, the answers of rev-parse and git config depend on."""
+        return (*self.roots.paths, "\0", self.directory, holder, nearest, common,
+                self._env.get("HOME", ""), self._env.get("XDG_CONFIG_HOME", ""))
 
     def _check_git_folders(self, shown: str, git_dir: str, common_dir: str, *, confined: bool) -> None:
         """Refuse a repository whose git folders lead elsewhere: a symbolic link (packed-refs, shallow, objects,
@@ -310,9 +353,10 @@ class Repo:
             return self.roots.display(path)
         return os.path.relpath(path, self.top)
 
-    def _neutralise_config(self, shown: str) -> None:
-        """Override, for every later command, what the configuration (git's own view: all scopes, includes
-        and conditional includes resolved) names that git would run or read from outside.
+    def _read_config(self, shown: str) -> bytes:
+        """The settings of the configuration (git's own view: all scopes, includes and conditional includes
+        resolved) that `_override` neutralises for every later command, and the includes themselves (a
+        configuration with includes is never kept in `_known`: the files it includes are not watched):
 
         - Each filter that can run on reading (clean, process) becomes a required filter with no program: a
           file that needs it makes git stop with "clean filter 'NAME' failed", which `run` turns into a clear
@@ -321,14 +365,14 @@ class Repo:
         - An attributes, excludes or diff order file set by the repository's own configuration and lying
           outside the roots is not read (the user's own global settings stay).
         """
-        done = self.run(["config", "-z", "--show-scope", "--get-regexp", _CONFIG_KEYS], limit=1024 * 1024)
+        done = self.run(["config", "-z", "--show-scope", "--get-regexp", _CONFIG_KEYS_AND_INCLUDES], limit=1024 * 1024)
         if done.truncated:
             raise ToolError(f"Refused: the git configuration of {printable(shown)} is too large to check")
         if done.returncode not in (0, 1):  # 1: no key matched
             lines = done.stderr.strip().splitlines()
             why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {done.returncode}"
             raise ToolError(f"git config failed: {printable(why)}")
-        self._override(done.stdout, shown, files=True)
+        return done.stdout
 
     def _override(self, output: bytes, shown: str, *, files: bool) -> None:
         """Add the overrides for what `git config -z --show-scope --get-regexp` printed to every later command's
@@ -515,6 +559,54 @@ class Repo:
             return "(outside the workspace roots)"
         return self.roots.display(real) + ("/" if name.endswith("/") else "")  # an untracked folder keeps its '/'
 
+
+
+def _inputs(holder: str, git_dir: str, common_dir: str) -> list[str]:
+    """The files git reads to locate a repository and to read its configuration (but for includes): the
+    .git entry, the commondir file, the repository's and worktree's config, the user's and the system's."""
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    prefix = os.path.dirname(os.path.dirname(os.path.dirname(_git_exec_path())))  # PREFIX/libexec/git-core
+    return [os.path.join(holder, ".git"), git_dir, os.path.join(git_dir, "commondir"),
+            *(os.path.join(folder, name) for folder in dict.fromkeys((git_dir, common_dir))
+              for name in ("config", "config.worktree")),
+            os.path.join(home, ".gitconfig"), os.path.join(config_home, "git", "config"),
+            "/etc/gitconfig", os.path.join(prefix, "etc", "gitconfig")]
+
+
+def _fingerprint(paths: list[str]) -> tuple[Any, ...] | None:
+    """Who each path is and when it last changed, itself and what it leads to; None when one changed too
+    recently to tell a later change from it (git's "racy" files), or cannot be looked at."""
+    now = time.time_ns()
+    marks: list[Any] = []
+    for path in paths:
+        for follow in (False, True):
+            try:
+                info = os.stat(path, follow_symlinks=follow)
+            except (FileNotFoundError, NotADirectoryError):
+                marks.append(None)
+                continue
+            except OSError:
+                return None
+            if stat.S_ISDIR(info.st_mode):  # which folder it is; its entries change whenever git writes a lock
+                marks.append((info.st_dev, info.st_ino, info.st_mode))
+                continue
+            if now - max(info.st_mtime_ns, info.st_ctime_ns) < _RACY_NS:
+                return None
+            marks.append((info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+    return tuple(marks)
+
+
+def _without_includes(output: bytes) -> tuple[bool, bytes]:
+    """Whether `git config -z --show-scope --get-regexp` printed include settings, and its output without them."""
+    fields = output.split(b"\0")[:-1]  # scope, then "key\nvalue", each ending with NUL
+    if len(fields) % 2:
+        return True, output  # not as expected: `_override` says so, and nothing is kept
+    pairs = list(zip(fields[0::2], fields[1::2], strict=True))
+    kept = [pair for pair in pairs if not pair[1].startswith((b"include.", b"includeif."))]
+    if len(kept) == len(pairs):
+        return False, output
+    return True, b"".join(scope + b"\0" + entry + b"\0" for scope, entry in kept)
 
 
 def _checked(command: str, done: Completed) -> Completed:
