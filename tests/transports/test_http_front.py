@@ -14,6 +14,7 @@ import http.client
 import json
 import os
 import resource
+import select
 import socket
 import subprocess
 import sys
@@ -502,3 +503,90 @@ def test_the_limits_are_command_line_options(tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-m", "shipcode_mcp", "--http", "0", *bad], capture_output=True, text=True,
                               timeout=30, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
         assert done.returncode == 2 and bad[0] in done.stderr, done.stderr
+
+
+def _trickled(port: int, chunk: bytes, pace: float, count: int, wait: float) -> bytes:
+    """POST a stateless ping padded to `count` chunks of `chunk` (spaces), one every `pace` s; what comes back."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    padding = len(chunk) * count
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     b"Accept: application/json\r\nContent-Length: " + str(len(body) + padding).encode() + b"\r\n\r\n" + body)
+        try:
+            for _ in range(count):
+                time.sleep(pace)  # the client's pace, not a synchronisation
+                sock.sendall(chunk)
+            return sock.recv(4096)
+        except OSError as err:  # closed on us mid-way: the answer came first
+            return b"<" + type(err).__name__.encode() + b">"
+
+
+def test_a_body_below_the_minimum_rate_gets_408_and_a_steady_one_passes() -> None:
+    """A byte every 0.2 s never trips a 0.5 s inactivity deadline: without a minimum rate it goes on for as long
+    as its Content-Length says; with one (1000 bytes/s after the first 0.5 s) it gets 408 within a second. A body
+    at 2000 bytes/s taking three times body_timeout passes."""
+    server = Server("rates", "1.0.0")
+    exposed = UvicornThread(server.http_app(stateless=True, body_timeout=0.5, body_min_rate=0))
+    try:  # the attack: 8 bytes over 1.6 s, answered only at the end
+        assert _trickled(exposed.port, b" ", 0.2, 8, 5).startswith(b"HTTP/1.1 200 ")
+    finally:
+        exposed.stop()
+    held = UvicornThread(server.http_app(stateless=True, body_timeout=0.5, body_min_rate=1000))
+    try:
+        with socket.create_connection(("127.0.0.1", held.port), timeout=5) as sock:
+            started = time.monotonic()
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         b"Accept: application/json\r\nContent-Length: 1000\r\n\r\n")
+            answer = b""
+            while not answer:
+                time.sleep(0.2)  # the attack's pace
+                sock.sendall(b" ")
+                answer = sock.recv(4096) if select.select([sock], [], [], 0)[0] else b""
+            assert answer.startswith(b"HTTP/1.1 408 ") and b"connection: close" in answer.lower(), answer
+            assert time.monotonic() - started < 1.5
+        assert _trickled(held.port, b" " * 200, 0.1, 15, 5).startswith(b"HTTP/1.1 200 ")  # 1.5 s, 2000 bytes/s
+    finally:
+        held.stop()
+
+
+def _bearer_init(port: int, token: str) -> Any:
+    from transports.http_support import request
+
+    return request(port, "POST", initialize(), {**MCP_HEADERS_JSON, "Authorization": f"Bearer {token}"})
+
+
+MCP_HEADERS_JSON = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def test_one_caller_cannot_push_another_s_sessions_out(tmp_path: Path) -> None:
+    """Two token-file callers, 6 sessions at most, 3 per caller. Without the quota, the first caller's
+    initializes end the second's idle sessions; with it, the first caller at its quota ends its own least
+    recently used session, the second's stay; a failed initialize ends nobody's."""
+    from auth_support import READ_TOKEN, WRITE_TOKEN, write_tokens
+    from shipcode_mcp.auth.token_file import TokenFile
+    from shipcode_mcp.transports.http_auth import ResourceServer
+
+    tokens = write_tokens(tmp_path / "tokens", f"{READ_TOKEN} shipcode:read\n{WRITE_TOKEN} shipcode:read shipcode:write\n")
+    server = Server("quota", "1.0.0")
+    for quota, pushed_out in ((0, True), (None, False)):
+        auth = ResourceServer(TokenFile(str(tokens)), resource="http://127.0.0.1/mcp")
+        served = UvicornThread(server.http_app(session_idle_timeout=0, max_sessions=6, auth=auth,
+                                               max_sessions_per_caller=quota if quota is not None else 3))
+        try:
+            sessions = served.app.state.mcp.sessions
+            theirs = [_bearer_init(served.port, WRITE_TOKEN).headers["mcp-session-id"] for _ in range(3)]
+            mine = [_bearer_init(served.port, READ_TOKEN).headers["mcp-session-id"] for _ in range(3)]
+            assert len(sessions) == 6
+            bad = {"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {"capabilities": 7}}  # fails: nothing ends
+            from transports.http_support import request
+
+            refused = request(served.port, "POST", bad, {**MCP_HEADERS_JSON, "Authorization": f"Bearer {READ_TOKEN}"})
+            assert "mcp-session-id" not in refused.headers and set(sessions) == {*theirs, *mine}, refused.body
+            newest = [_bearer_init(served.port, READ_TOKEN).headers["mcp-session-id"] for _ in range(3)]
+            kept = set(sessions)
+            if pushed_out:  # the attack: the other caller's sessions made room for this one's
+                assert not set(theirs) & kept
+            else:
+                assert set(theirs) <= kept and kept == {*theirs, *newest}, (theirs, mine, newest, kept)
+        finally:
+            served.stop()

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
@@ -79,7 +79,10 @@ NAME_HEADER = "mcp-name"
 NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 """The modern requests that carry `Mcp-Name`, and the parameter it mirrors."""
 MAX_BODY_BYTES = 64 * 1024 * 1024
-BODY_TIMEOUT = 60.0  # seconds a request body may take to arrive, from its head
+BODY_TIMEOUT = 60.0  # seconds a request body may go without a byte (and the grace before BODY_MIN_RATE counts)
+BODY_MIN_RATE = 16 * 1024
+"""Bytes a second a body must average after its first BODY_TIMEOUT seconds: a 64 MiB upload on a 1 Mbit/s link
+(~122 KiB/s) passes with room to spare, a client that trickles a byte now and then does not."""
 MAX_SESSIONS = 1000
 EVICTED_MEMORY = 10000  # ids of sessions ended to make room, remembered for a clear 404
 RETRY_AFTER = 10  # seconds, when every session is busy and none can make room
@@ -150,7 +153,9 @@ class HttpSession(Runner):
             self._done(job.context.request_id, exchange)
 
     def background(self, work: Callable[[], None]) -> None:
-        self.transport.lanes().submit(self.lane, work)
+        """Roots refresh and adoption: a lane of their own (the session runs one at a time), so they never wait
+        behind the session's own calls when its lane is full; still on the pool, taking turns."""
+        self.transport.lanes().submit(("background", self.lane), work)
 
     def later(self, seconds: float, call: Callable[[], None]) -> Callable[[], None]:
         """On the loop itself (what the runner calls later never blocks), so a busy pool delays no timeout."""
@@ -214,13 +219,17 @@ class StreamableHttp:
                  session_idle_timeout: float = 3600.0, keepalive: float = 15.0, max_workers: int = 64,
                  max_body_bytes: int = MAX_BODY_BYTES, auth: ResourceServer | None = None,
                  body_timeout: float = BODY_TIMEOUT, max_sessions: int = MAX_SESSIONS,
-                 max_concurrent_calls: int = PER_LANE) -> None:
+                 max_concurrent_calls: int = PER_LANE, body_min_rate: int = BODY_MIN_RATE,
+                 max_sessions_per_caller: int | None = None) -> None:
         """`allowed_hosts` None accepts loopback Host names only; `allow_loopback` (default: when
         `allowed_hosts` is None) also accepts loopback names and origins beside `allowed_hosts`. With
         `auth`, every request needs a bearer token it accepts (docs/http.md, "Securing a remote server").
-        A body gets `body_timeout` seconds to arrive (408 after; 0: no limit); at `max_sessions` (0: no cap)
+        A body may go `body_timeout` seconds without a byte (408 after; 0: no limit); at `max_sessions` (0: no cap)
         the least recently used idle session makes room for a new one; `max_concurrent_calls` handler calls
-        of a session (or of a caller, without one) run at once (0: no limit), see `_lane_of`."""
+        of a session (or of a caller, without one) run at once (0: no limit), see `_lane_of`. A body also
+        averages `body_min_rate` bytes a second after its first `body_timeout` seconds (0: no minimum). With
+        tokens checked, one caller holds at most `max_sessions_per_caller` sessions (None: a quarter of
+        `max_sessions`, at least 16; 0: no quota), see `_room_for`."""
         self.server = server
         self.auth = auth
         self.stateless = stateless
@@ -232,6 +241,9 @@ class StreamableHttp:
         self.max_workers = max_workers
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
+        self.body_min_rate = body_min_rate
+        self.max_sessions_per_caller = (max(16, max_sessions // 4) if max_sessions > 0 else 0) \
+            if max_sessions_per_caller is None else max_sessions_per_caller
         self.max_sessions = max_sessions
         self.max_concurrent_calls = max_concurrent_calls
         self.sessions: dict[str, HttpSession] = {}
@@ -354,7 +366,9 @@ class StreamableHttp:
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is None:
             if creating:
-                return self._make_room() or self._runner(request, secrets.token_hex(16))
+                owner = caller.key if caller is not None else None
+                refused = self._room_for(owner)
+                return refused if isinstance(refused, Response) else self._runner(request, secrets.token_hex(16))
             return _error(400, "Bad Request: the Mcp-Session-Id header is required")
         http_session = self.sessions.get(session_id)
         owner = caller.key if caller is not None else None
@@ -378,24 +392,44 @@ class StreamableHttp:
             runner.lane = _lane_of(request)
         return runner
 
-    def _make_room(self) -> Response | None:
-        """At the session cap, end the least recently used idle session (no request in flight, no GET stream)
-        so a new one fits; its id is remembered for a clear 404. None: there is room. 503 when every session
-        is busy: ending one would cut work in progress."""
-        if self.max_sessions <= 0 or len(self.sessions) < self.max_sessions:
+    def _room_for(self, owner: str | None) -> str | Response | None:
+        """Whether a session of `owner` fits: None (room), the id of the session to end to make room once the
+        new one is made (`_make_room`), or 503 when that would cut work in progress.
+
+        At `max_sessions`, the least recently used idle session (no request in flight, no GET stream) goes.
+        With tokens checked, a caller at its quota (`max_sessions_per_caller`) makes room among its own
+        sessions only, and at the cap another caller's session goes only when that caller holds its quota
+        or more: no caller can push the others out by opening sessions."""
+        quota = self.max_sessions_per_caller if owner is not None else 0
+        mine = [s for s in self.sessions.values() if s.owner == owner] if quota > 0 else []
+        if quota > 0 and len(mine) >= quota:
+            candidates = mine
+            why = f"this caller's {len(mine)} sessions (at most {quota}) are all busy"
+        elif self.max_sessions > 0 and len(self.sessions) >= self.max_sessions:
+            held = collections.Counter(s.owner for s in self.sessions.values()) if quota > 0 else None
+            candidates = [s for s in self.sessions.values()
+                          if held is None or s.owner == owner or s.owner is None or held[s.owner] >= quota]
+            why = f"{len(self.sessions)} sessions, none of them idle and free to end"
+        else:
             return None
-        idle = [(http_session.last_seen, session_id) for session_id, http_session in self.sessions.items()
-                if not (http_session.get_open or http_session.requests or http_session.tasks)]
+        idle = [(s.last_seen, s.id) for s in candidates
+                if s.id is not None and not (s.get_open or s.requests or s.tasks)]
         if not idle:
-            return _error(503, f"Service Unavailable: {len(self.sessions)} sessions, all busy; try again later",
-                          headers={"Retry-After": str(RETRY_AFTER)})
-        session_id = min(idle)[1]
+            return _error(503, f"Service Unavailable: {why}; try again later", headers={"Retry-After": str(RETRY_AFTER)})
+        return min(idle)[1]
+
+    def _make_room(self, owner: str | None) -> None:
+        """A new session of `owner` is made: end the session `_room_for` names, if any (its id is remembered
+        for a clear 404)."""
+        session_id = self._room_for(owner)
+        if not isinstance(session_id, str):
+            return
         self.evicted[session_id] = self.sessions[session_id].owner
         while len(self.evicted) > EVICTED_MEMORY:
             self.evicted.popitem(last=False)
-        log.info(f"session {session_id} ended to make room ({self.max_sessions} sessions at most)")
+        log.info(f"session {session_id} ended to make room ({self.max_sessions} sessions at most, "
+                 f"{self.max_sessions_per_caller or 'no limit'} per caller)")
         self._end(session_id)
-        return None
 
     # -- POST -------------------------------------------------------------------------------------
     async def _post(self, request: Request) -> Response:
@@ -432,31 +466,43 @@ class StreamableHttp:
         return await self._answer(http_session, message, wants_json, wants_sse)
 
     async def _read_body(self, request: Request) -> bytes | Response:
-        """The whole body, within `body_timeout` seconds (408, and the connection closes: a client that
+        """The whole body, never stalled (`_read_all`: 408, and the connection closes: a client that
         stops sending mid-way holds nothing for long) and `max_body_bytes` (413)."""
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
-        if self.body_timeout <= 0:
-            return await self._read_all(request)
-        try:
-            return await asyncio.wait_for(self._read_all(request), self.body_timeout)
-        except asyncio.TimeoutError:
-            return _error(408, f"Request Timeout: the body did not arrive within {self.body_timeout:g} s",
-                          headers={"Connection": "close"})
+        return await self._read_all(request)
 
     async def _read_all(self, request: Request) -> bytes | Response:
+        """Chunk by chunk, each within `body_timeout` seconds of the last (0: no limit), and on average at
+        least `body_min_rate` bytes a second once `body_timeout` seconds have passed: by then the body is late
+        when `elapsed > body_timeout + received / body_min_rate` (408, and the connection closes)."""
         chunks: list[bytes] = []
         size = 0
-        try:
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > self.max_body_bytes:
-                    return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
-                chunks.append(chunk)
-        except ClientDisconnect:
-            return Response(status_code=400)
-        return b"".join(chunks)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        while True:
+            wait: float | None = None
+            if self.body_timeout > 0:
+                wait = self.body_timeout
+                if self.body_min_rate > 0:
+                    wait = min(wait, started + self.body_timeout + size / self.body_min_rate - loop.time())
+            try:
+                message = await asyncio.wait_for(request.receive(), wait) if wait is None or wait > 0 else None
+            except asyncio.TimeoutError:
+                message = None
+            if message is None:
+                return _error(408, f"Request Timeout: the body stalled (nothing for {self.body_timeout:g} s, or below "
+                              f"{self.body_min_rate} bytes/s on average)", headers={"Connection": "close"})
+            if message["type"] == "http.disconnect":
+                return Response(status_code=400)
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
     async def _answer(self, http_session: HttpSession, message: Message, wants_json: bool, wants_sse: bool) -> Response:
         request_id = message["id"]
@@ -474,6 +520,7 @@ class StreamableHttp:
             new_id = http_session.id if message["method"] == "initialize" and http_session.id not in self.sessions else None
             if new_id is not None:
                 if "result" in response:
+                    self._make_room(http_session.owner)  # only now: a failed initialize ends nobody's session
                     self.sessions[new_id] = http_session
                 else:
                     headers = {}  # a failed initialize creates no session: no id to hand out
@@ -910,7 +957,8 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
                allowed_hosts: Iterable[str] | None = None, host: str | None = None, session_idle_timeout: float = 3600.0,
                max_workers: int = 64, max_body_bytes: int = MAX_BODY_BYTES, keepalive: float = 15.0,
                auth: ResourceServer | None = None, body_timeout: float = BODY_TIMEOUT, max_sessions: int = MAX_SESSIONS,
-               max_concurrent_calls: int = PER_LANE) -> Starlette:
+               max_concurrent_calls: int = PER_LANE, body_min_rate: int = BODY_MIN_RATE,
+               max_sessions_per_caller: int | None = None) -> Starlette:
     """A Starlette app serving `server` at `path`.
 
     `allowed_hosts` None accepts loopback Host names only (DNS-rebinding protection for a local
@@ -921,9 +969,11 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
     seconds end (0: never). `max_workers` threads run handlers; a body over `max_body_bytes` gets
     413; an idle GET stream carries a comment every `keepalive` seconds. With `auth`, every request
     needs a bearer token `auth` accepts, and the Protected Resource Metadata is served (RFC 9728).
-    A body must arrive within `body_timeout` seconds (408); at most `max_sessions` sessions are kept
+    A body must not stall for `body_timeout` seconds (408); at most `max_sessions` sessions are kept
     (the least recently used idle one makes room); a session, or a caller without one, runs at most
-    `max_concurrent_calls` handlers at once, the rest wait their turn (transports/lanes.py). The
+    `max_concurrent_calls` handlers at once, the rest wait their turn (transports/lanes.py). A body must also
+    average `body_min_rate` bytes a second after its first `body_timeout` seconds; with `auth`, a caller holds
+    at most `max_sessions_per_caller` sessions (None: max(16, max_sessions // 4)). The
     connection-level limits (request heads, open connections) are uvicorn's protocol's: see `serve_http`.
     """
     local = host is None or is_loopback(host)
@@ -934,7 +984,8 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
                               session_idle_timeout=session_idle_timeout, max_workers=max_workers,
                               max_body_bytes=max_body_bytes, keepalive=keepalive, auth=auth,
                               body_timeout=body_timeout, max_sessions=max_sessions,
-                              max_concurrent_calls=max_concurrent_calls)
+                              max_concurrent_calls=max_concurrent_calls, body_min_rate=body_min_rate,
+                              max_sessions_per_caller=max_sessions_per_caller)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
