@@ -688,16 +688,36 @@ def test_a_configuration_with_includes_is_never_remembered(repo: Path, canary: C
     assert not canary.ran(), canary.path.read_text()
 
 
-def test_a_remembered_repository_is_still_checked_on_every_call(repo: Path, outside: Outside,
+@pytest.mark.parametrize("where", ["packed-refs", "a loose object", "a link whose target moves"])
+def test_a_remembered_repository_is_still_checked_on_every_call(repo: Path, outside: Outside, where: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only git's answers are remembered: the git folders are looked at on every call, so a link to the
-    outside that appears later is refused at once."""
+    """The git folders are looked at on every call: a folder is read again once it changed (its findings are
+    remembered only while its entries are the same), so a link to the outside that appears later, at the
+    top of .git or deep in objects/, is refused at once."""
     monkeypatch.setattr(git_tools, "_RACY_NS", 0)
+    loose = f"{outside.commit[:2]}/{outside.commit[2:]}"
+    (repo / ".git" / "objects" / outside.commit[:2]).mkdir(exist_ok=True)
+    if where == "a link whose target moves":  # .git/packed-refs leads into the root, at first
+        (repo / "store").mkdir()
+        (repo / "store" / "packed-refs").write_text("")
+        (repo / ".git" / "packed-refs").symlink_to(repo / "store" / "packed-refs")
     assert direct(repo, "git_status")[0] is False
-    _link(repo / ".git" / "packed-refs", outside.secret_file)
+    assert any(key[0] == str(repo / ".git" / "objects" / outside.commit[:2]) for key in git_tools._scanned)
+    if where == "a link whose target moves":  # nothing in .git changes: the folder on the way is swapped
+        (outside.path / "packed-refs").write_text(f"{outside.secret}\n")
+        (repo / "store").rename(repo / "store-before")
+        (repo / "store").symlink_to(outside.path)
+        expected = f".git/packed-refs {LEADS_OUT}"
+    elif where == "packed-refs":
+        _link(repo / ".git" / "packed-refs", outside.secret_file)
+        expected = f".git/packed-refs {LEADS_OUT}"
+    else:
+        (repo / ".git" / "refs" / "heads" / "main").write_text(f"{outside.commit}\n")
+        _link(repo / ".git" / "objects" / loose, outside.git_dir / "objects" / loose)
+        expected = f".git/objects/{loose} {LEADS_OUT}"
     for name, arguments in ALL_TOOLS:
         failed, text = direct(repo, name, arguments)
-        assert failed and f".git/packed-refs {LEADS_OUT}" in text and outside.secret not in text, (name, text)
+        assert failed and expected in text and outside.secret not in text, (name, text)
 
 
 def test_a_file_changed_just_now_is_not_trusted_to_be_remembered(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:

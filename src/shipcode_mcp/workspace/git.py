@@ -40,8 +40,9 @@ Cost: a call runs git once for its own command (git_diff's file list and patch c
 What git answers when locating the repository (rev-parse) and about its configuration (git config) is
 remembered (`_known`) while none of the files those answers come from changed (the .git entry, commondir,
 the repository's, the user's and the system's config: `_inputs`); a configuration with includes, or a
-file changed in the last two seconds, is asked about again on each call. Everything judged above still
-runs on every call: the walk of the git folders and the judgement of git's answers.
+file changed in the last two seconds, is asked about again on each call. The walk of the git folders
+runs on every call, but reads again only the folders that changed, or hold a link (`_scanned`: a
+folder's entries cannot change without its change time changing); git's answers are judged on every call.
 """
 
 from __future__ import annotations
@@ -660,6 +661,17 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
     visited = {top}
     while pending:
         folder, logical, kind = pending.pop()
+        key = (folder, logical, kind, store)
+        mark = _folder_mark(folder)  # before reading it: a change while it is read shows next time
+        seen = _scanned.get(key)
+        if seen is not None and mark is not None and seen[0] == mark:  # as it was: its findings again
+            found.budget -= seen[1]
+            if found.budget < 0:
+                return top, None
+            pending.extend(seen[2])
+            found.alternates.extend(seen[3])
+            found.submodules.extend([folder] * seen[4])
+            continue
         try:
             entries = list(os.scandir(folder))
         except (FileNotFoundError, NotADirectoryError):
@@ -671,6 +683,8 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
             return top, None
         if kind == _NEST and any(entry.name == "HEAD" for entry in entries):
             kind = _GIT  # a submodule's or a linked worktree's own git folder
+        entered: list[tuple[str, str, int]] = []
+        alternates, submodules, linked = len(found.alternates), len(found.submodules), False
         for entry in entries:  # the kind comes with the entry (d_type): a syscall only for links and oddities
             if entry.is_file(follow_symlinks=False):
                 if entry.name == "alternates":
@@ -684,7 +698,9 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
             if entry.is_dir(follow_symlinks=False):
                 if inner is not None:
                     pending.append((entry.path, name, inner))
+                    entered.append((entry.path, name, inner))
                 continue
+            linked = True  # where a link leads can change without this folder changing: never remembered
             if not entry.is_symlink():
                 return entry.path, safe_open.kind_of(entry.stat(follow_symlinks=False).st_mode)
             try:
@@ -707,7 +723,35 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
                 return entry.path, f"a symbolic link to {safe_open.kind_of(mode)}"
             elif entry.name == "alternates":
                 _alternates_file(real, name, store, found.alternates)
+        if mark is not None and not linked:
+            if len(_scanned) >= MAX_SCANNED:
+                _scanned.clear()
+            _scanned[key] = (mark, len(entries), entered, found.alternates[alternates:],
+                             len(found.submodules) - submodules)
     return None
+
+
+MAX_SCANNED = 200_000
+"""Folders of git folders whose findings `_scanned` keeps."""
+_scanned: dict[tuple[str, str, int, bool], tuple[tuple[int, ...], int, list[tuple[str, str, int]], list[str], int]] = {}
+"""What `_scan` found in a folder holding no link (its entries: how many, the folders to enter, alternates
+files, a submodule's config), by folder, with the folder's identity and times (`_folder_mark`). Entries
+are added, removed, renamed or replaced (a file by a FIFO or a link) only through the folder, which
+changes its modification and change times (the change time cannot be set back), so while those are the
+same its entries are: the folder's findings are used again without reading it. Where a link leads can
+change without its folder changing, so a folder holding a link is read on every call."""
+
+
+def _folder_mark(folder: str) -> tuple[int, ...] | None:
+    """A folder's identity and times; None when it changed too recently to be told from a change to come,
+    or cannot be looked at."""
+    try:
+        info = os.stat(folder, follow_symlinks=False)
+    except OSError:
+        return None
+    if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < _RACY_NS:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mode, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _alternates_file(path: str, name: str, store: bool, alternates: list[str]) -> None:
