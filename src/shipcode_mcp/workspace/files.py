@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from bisect import bisect_right
 from itertools import accumulate, repeat
+from operator import add
 from typing import TYPE_CHECKING
 
 from ..primitives import ToolError
@@ -120,7 +121,7 @@ class _Chunks:
 class _Page:
     """The lines of one read_file call (each cut to _KEEP bytes), and what is known of the rest."""
 
-    __slots__ = ("beyond", "first", "lines", "long", "total", "used")
+    __slots__ = ("beyond", "first", "lines", "long", "total", "used", "widest")
 
     def __init__(self, first: int) -> None:
         self.first = first
@@ -129,6 +130,7 @@ class _Page:
         self.used = 0  # bytes of text taken, against READ_BYTES
         self.total: int | None = None  # the file's lines, when it was read to its end
         self.beyond = False  # the page starts past MAX_SCAN_BYTES
+        self.widest = 0  # the longest line taken, in bytes (as kept): at least its length in characters
 
     @property
     def end(self) -> int:
@@ -139,7 +141,10 @@ class _Page:
 
         Lengths, sums and one bisect: a page of short lines costs no Python code per line."""
         sizes = list(map(len, lines))
-        if max(sizes) > _KEEP:  # rare: lines kept cut, their full length remembered
+        widest = max(sizes)
+        if widest > self.widest:
+            self.widest = min(widest, _KEEP)
+        if widest > _KEEP:  # rare: lines kept cut, their full length remembered
             number = self.first + len(self.lines)
             for index in [index for index, size in enumerate(sizes) if size > _KEEP]:
                 self.long[number + index] = sizes[index]
@@ -265,6 +270,25 @@ def _whole_chars(raw: bytes) -> bytes:
     return raw
 
 
+_NUMBERED = 20_000
+"""The line numbers whose `cat -n` prefix is kept made (a page of the first lines is the common read)."""
+_prefixes: list[str] = []
+
+
+def _numbers(first: int, end: int) -> list[str]:
+    """The prefixes of lines first to end - 1: the number right-aligned in six columns (more when it needs
+    them, for the whole page alike), then a tab."""
+    global _prefixes
+    width = max(6, len(str(end)))
+    if width > 6 or end > _NUMBERED + 1:
+        return list(map("{}\t".format, map(str.rjust, map(str, range(first, end)), repeat(width))))
+    made = _prefixes
+    if len(made) < end:  # grown in one go and swapped in whole: a thread reading the old list is not disturbed
+        made = made + [f"{number:>6}\t" for number in range(len(made), min(_NUMBERED + 1, max(end, 2 * len(made))))]
+        _prefixes = made
+    return made[first:end]
+
+
 def _render(shown: str, size: int, page: _Page) -> ToolResult:
     """Decode, cut and number the page in bulk; only lines to cut are looked at one by one."""
     lines = page.lines
@@ -279,16 +303,14 @@ def _render(shown: str, size: int, page: _Page) -> ToolResult:
     texts = joined.split("\n") if lines else []
     invalid = "\ufffd" in joined and joined.count("\ufffd") > raw.count("\ufffd".encode())
     cut = 0
-    if long or (texts and max(map(len, texts)) > MAX_LINE_CHARS):
+    if long or (page.widest > MAX_LINE_CHARS and max(map(len, texts)) > MAX_LINE_CHARS):
         for index in [index for index, line in enumerate(texts) if len(line) > MAX_LINE_CHARS or first + index in long]:
             line = texts[index]
             full = long.get(first + index) or len(lines[index].removesuffix(b"\r"))
             texts[index] = line[:MAX_LINE_CHARS] + f"… [line cut: {size_text(full)} in all]"
             cut += 1
         joined = "\n".join(texts)
-    width = max(6, len(str(first + len(lines))))
-    numbers = map(str.rjust, map(str, range(first, end + 1)), repeat(width))  # like `cat -n`, built in C
-    numbered = "\n".join(map("\t".join, zip(numbers, texts, strict=True)))
+    numbered = "\n".join(map(add, _numbers(first, end + 1), texts))
     more = total is None or end < total
     next_offset = end + 1 if more and (lines or total is None) else None
     notes: list[str] = []
