@@ -15,6 +15,8 @@ import json
 import os
 import resource
 import select
+import selectors
+import signal
 import socket
 import subprocess
 import sys
@@ -65,6 +67,14 @@ def _own_files(needed: int) -> None:
 def serving(tmp_path: Path, *options: str, files: int | None = None) -> Iterator[int]:
     """`shipcode-mcp --http PORT` with `options`, its descriptors limited to `files` (soft and hard, so it cannot
     raise them); yields its port once it answers an initialize."""
+    with serving_process(tmp_path, ["-m", "shipcode_mcp", "--http", "{port}", *options, str(tmp_path)], files) as (port, _):
+        yield port
+
+
+@contextlib.contextmanager
+def serving_process(tmp_path: Path, arguments: list[str], files: int | None = None) -> Iterator[tuple[int, int]]:
+    """`python ARGUMENTS` ("{port}" replaced by a free port) with its descriptors limited to `files`; yields
+    its port and pid once it answers an initialize."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
@@ -73,12 +83,12 @@ def serving(tmp_path: Path, *options: str, files: int | None = None) -> Iterator
             resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
 
     log = open(tmp_path / f"server-{port}.log", "wb")  # closed below; uvicorn's EMFILE errors go here
-    process = subprocess.Popen([sys.executable, "-m", "shipcode_mcp", "--http", str(port), *options, str(tmp_path)],
+    process = subprocess.Popen([sys.executable, *(a.replace("{port}", str(port)) for a in arguments)],
                                env=env, stdout=subprocess.DEVNULL, stderr=log, preexec_fn=limit)
     try:
         wait_for(lambda: process.poll() is not None or _answers(port), 30, "the server to answer")
         assert process.poll() is None, (tmp_path / f"server-{port}.log").read_text()
-        yield port
+        yield port, process.pid
     finally:
         process.kill()
         process.wait(10)
@@ -94,8 +104,8 @@ def _answers(port: int) -> bool:
         return False
 
 
-async def fresh_client(port: int) -> float:
-    """Seconds until a new connection's initialize is answered 200 (asyncio.TimeoutError after FRESH)."""
+async def fresh_client(port: int, within: float = FRESH) -> float:
+    """Seconds until a new connection's initialize is answered 200 (asyncio.TimeoutError after `within`)."""
     started = time.monotonic()
 
     async def exchange() -> bytes:
@@ -106,7 +116,7 @@ async def fresh_client(port: int) -> float:
         finally:
             writer.close()
 
-    status = await asyncio.wait_for(exchange(), FRESH)
+    status = await asyncio.wait_for(exchange(), within)
     assert status.startswith(b"HTTP/1.1 200"), status
     return time.monotonic() - started
 
@@ -229,6 +239,78 @@ def test_a_flood_beyond_the_descriptors_locks_nobody_out(tmp_path: Path) -> None
     print(f"flood figures: {figures}")
 
 
+BURST = 1100
+"""Connections of the accept burst, as the issue counts them, against BURST_FILES descriptors."""
+BURST_FILES = 1024
+ACCEPT_FAILED = "socket.accept() out of system resource"
+"""What asyncio logs when accept() meets EMFILE (it then stops accepting for a second)."""
+
+
+def _burst(port: int, count: int) -> list[socket.socket]:
+    """`count` connections at once: non-blocking connects, waited for together (the kernel completes them into the
+    server's queue whether or not the server is running)."""
+    sockets: list[socket.socket] = []
+    try:
+        with selectors.DefaultSelector() as selector:
+            for _ in range(count):
+                sock = socket.socket()
+                sockets.append(sock)
+                sock.setblocking(False)
+                sock.connect_ex(("127.0.0.1", port))
+                selector.register(sock, selectors.EVENT_WRITE)
+            deadline = time.monotonic() + 30
+            while selector.get_map():
+                assert time.monotonic() < deadline, f"{len(selector.get_map())} connections still connecting"
+                for key, _ in selector.select(1.0):
+                    selector.unregister(key.fileobj)
+                    assert key.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0  # type: ignore[union-attr]
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+def test_a_burst_of_connections_beyond_the_descriptors_locks_nobody_out(tmp_path: Path) -> None:
+    """The issue's flood as a burst: 1 100 connections queued at once (while the server's loop is held, as a busy
+    moment would) to a process that may open 1 024 descriptors. With uvicorn's accept batch (its backlog: 2 048
+    at one loop turn) and a cap that leaves a quarter free, accept() meets EMFILE before the front hears of a
+    single one, asyncio stops accepting for a second and a fresh client waits for it; with `FrontLoop`'s
+    batches and the cap sized for them, the front evicts a batch at a time and the fresh client is served at
+    once."""
+    _own_files(2 * BURST + 200)
+    (tmp_path / "a.txt").write_text("a")
+    figures: dict[str, Any] = {}
+
+    def attack(port: int, pid: int, within: float) -> list[float]:
+        os.kill(pid, signal.SIGSTOP)  # the burst arrives while the loop is busy: all of it queued at once
+        try:
+            burst = _burst(port, BURST)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        try:
+            return asyncio.run(_fresh_clients(port, within))
+        finally:
+            for sock in burst:
+                sock.close()
+
+    async def _fresh_clients(port: int, within: float) -> list[float]:
+        return [await fresh_client(port, within) for _ in range(3)]
+
+    exposed = [str(Path(__file__).parent / "front_burst_server.py"), "{port}", str(tmp_path)]
+    with serving_process(tmp_path, exposed, files=BURST_FILES) as (port, pid):
+        figures["exposed"] = attack(port, pid, 10.0)
+        exposed_log = (tmp_path / f"server-{port}.log").read_text()
+    with serving_process(tmp_path, ["-m", "shipcode_mcp", "--http", "{port}", "--header-timeout", "0", str(tmp_path)],
+                         files=BURST_FILES) as (port, pid):
+        figures["defended"] = attack(port, pid, FRESH)
+        defended_log = (tmp_path / f"server-{port}.log").read_text()
+    print(f"burst figures: {figures}")
+    assert ACCEPT_FAILED in exposed_log and figures["exposed"][0] > 0.5  # the attack: accept() failed, the client waited
+    assert ACCEPT_FAILED not in defended_log, defended_log[-2000:]
+    assert max(figures["defended"]) < FRESH
+
+
 # -- requests, sessions, scheduling: the app in uvicorn in this process -------------------------------------------------
 def _stalled_body(port: int, wait: float) -> bytes:
     """Send a head that announces 100 bytes of body and only 10 of them; what comes back within `wait` s."""
@@ -305,6 +387,72 @@ def test_an_answer_given_before_the_body_says_close_and_the_connection_closes() 
             assert head.startswith(b"http/1.1 415 ") and b"connection: close" not in head, head
     finally:
         served.stop()
+
+
+def _accepted_nodelay(listening: socket.socket) -> int:
+    """TCP_NODELAY of the socket a plain asyncio server (no front) accepts on `listening`."""
+    async def main() -> int:
+        accepted: asyncio.Future[asyncio.BaseTransport] = asyncio.get_running_loop().create_future()
+
+        class Recorder(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                accepted.set_result(transport)
+
+        server = await asyncio.get_running_loop().create_server(Recorder, sock=listening)
+        async with server:
+            _, writer = await asyncio.open_connection(*listening.getsockname()[:2])
+            transport = await asyncio.wait_for(accepted, 10)
+            value: int = transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            writer.close()
+            return value
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("mode", ["single-process", "workers"])
+def test_every_accepted_connection_has_tcp_nodelay(mode: str) -> None:
+    """Read back from the sockets the front accepted. In single-process mode uvicorn's asyncio server makes its
+    listening socket through getaddrinfo (proto IPPROTO_TCP); with --workers each worker serves the socket the
+    parent bound (`Config.bind_socket`, proto 0), where asyncio sets no TCP_NODELAY: without it every response
+    waits for the client's delayed ACK. Here the worker's path is run in this process (`Server.run(sockets=...)`,
+    as uvicorn's worker does)."""
+    import uvicorn
+
+    from shipcode_mcp.transports.http_front import front_of
+
+    config = uvicorn.Config(Server("nodelay", "1.0.0").http_app(session_idle_timeout=0), host="127.0.0.1",
+                            port=free_port() if mode == "workers" else 0, log_level="warning",
+                            timeout_graceful_shutdown=1, http=protocol(FrontLimits()),
+                            loop="shipcode_mcp.transports.http_front:FrontLoop")
+    sockets = None
+    if mode == "workers":
+        parent = config.bind_socket()
+        assert parent.proto == 0
+        assert _accepted_nodelay(parent.dup()) == 0  # the defect: asyncio alone leaves Nagle on
+        sockets = [parent]
+    server = uvicorn_server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": sockets}, daemon=True)
+    thread.start()
+    clients: list[socket.socket] = []
+    try:
+        wait_for(lambda: server.started or not thread.is_alive(), 10, "uvicorn to start")
+        port = server.servers[0].sockets[0].getsockname()[1]
+        for _ in range(3):
+            client = socket.create_connection(("127.0.0.1", port), timeout=5)
+            clients.append(client)
+            client.sendall(REQUEST)
+            assert client.recv(12) == b"HTTP/1.1 200"
+        front = front_of(server.server_state)
+        assert front is not None
+        accepted = wait_for(lambda: list(front.heads) if len(front.heads) == 3 else None, 10, "3 kept-alive connections")
+        options = [member.transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+                   for member in accepted]
+        assert all(options) and len(options) == 3, options
+    finally:
+        for client in clients:
+            client.close()
+        server.should_exit = True
+        thread.join(10)
 
 
 def test_the_session_cap_ends_the_least_recently_used_idle_session(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Review of the HTTP front (issue 14, point 5): attacks that get past it, each a strict xfail until fixed.
+"""Review of the HTTP front (issue 14, point 5): attacks that got past it (each was a strict xfail until fixed).
 
 Each test first shows that the front works against the plain form of its attack, so that the failure is the
 variant's, not the set-up's. Loopback only, bounded in time and connections.
@@ -259,12 +259,6 @@ async def _fresh_tls(port: int, context: ssl.SSLContext) -> bool:
         return False
 
 
-@pytest.mark.xfail(strict=True, reason="review: with --tls-cert, connections that never send a ClientHello now "
-                   "belong to the front (http_front.Handshake: counted, evictable, head deadline), yet the flood still "
-                   "gets accept() to fail (EMFILE): asyncio accepts a burst of up to `backlog` sockets before any "
-                   "connection_made runs, so evictions come a loop iteration or two late, and on EMFILE asyncio stops "
-                   "accepting for 1 s (ACCEPT_RETRY_DELAY); the TLS path's extra work per connection widens the window "
-                   "(the plain server shows the same race under load)")
 def test_a_flood_of_silent_connections_to_a_tls_server_locks_nobody_out(tmp_path: Path) -> None:
     _own_files(2 * FLOOD + 200)
     (tmp_path / "a.txt").write_text("a")

@@ -39,6 +39,7 @@ import contextlib
 import re
 import secrets
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -1039,7 +1040,8 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     (uvicorn raises the signal again once done; it finds a handler that lets the process end normally).
 
     Connections go through the front (http_front.py: `front`, default `FrontLimits()`), in each worker too;
-    the descriptor limit is raised to its hard limit first (workers inherit it), which sizes the default cap.
+    the descriptor limit is raised to its hard limit first (workers inherit it), which sizes the default cap
+    and the accept batch (`http_front.FrontLoop`, uvicorn's `loop`: the cap leaves room for the bursts).
     `ssl_certfile` and `ssl_keyfile` go to the front, which starts TLS itself (so a connection that never
     completes its handshake is under its rules too); the files are read here first, so a bad pair stops the
     start. No WebSocket (`ws="none"`): the app has no WebSocket route."""
@@ -1050,6 +1052,8 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     from .http_front import FrontLimits, protocol, raise_file_limit, tls_context
 
     raise_file_limit()
+    if sys.platform != "win32":  # asyncio's selector loop, accepting in batches the front's cap leaves room for
+        options.setdefault("loop", "shipcode_mcp.transports.http_front:FrontLoop")
     limits = front if front is not None else FrontLimits()
     certificate, key = options.pop("ssl_certfile", None), options.pop("ssl_keyfile", None)
     if certificate is not None:

@@ -13,8 +13,16 @@ protocol with these rules added, holds:
   its request head (or its TLS handshake, or idled longest between requests); if none does, the one
   that has spent longest sending a request body (a client that uploads slowly on purpose); if none does
   either, the new one is closed: connections whose requests are being served are never cut. The default
-  cap sits well below RLIMIT_NOFILE (which `raise_file_limit` lifts to its hard limit), so accept() never
-  runs out of descriptors: a fresh client always gets in and slow ones make room;
+  cap sits below RLIMIT_NOFILE (which `raise_file_limit` lifts to its hard limit) by the accept bursts
+  (see `accept_batch`) and room for files and pipes, so accept() never runs out of descriptors: a fresh
+  client always gets in and slow ones make room;
+- accept bursts that fit: asyncio accepts up to `backlog` connections at one loop turn, before any of
+  them reaches the front, and on EMFILE stops accepting for a second. `FrontLoop` (uvicorn's `loop`)
+  accepts at most `accept_batch()` at a turn, while the kernel still queues `backlog` (a burst waits
+  there, not in SYN retries), and the default cap leaves room for the batches not yet counted;
+- TCP_NODELAY on every accepted connection: asyncio sets it only where the listening socket's `proto` is
+  IPPROTO_TCP, which uvicorn's own socket (`--workers`) is not; without it every response waits for the
+  client's delayed ACK (Nagle), some 40 ms;
 - an answer given before the request's body was read (413, 415, 401, 403, ...) says `Connection: close`
   and the connection closes once it is written: the rest of the body is never read, so a client cannot
   hold a served connection open by trickling a body nobody waits for;
@@ -41,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import socket
 import ssl
 import weakref
 from collections.abc import Callable
@@ -56,6 +65,15 @@ HEADER_TIMEOUT = 10.0
 """Seconds a connection has to send a request head."""
 CONNECTIONS_CEILING = 16384
 """The default cap never goes above this, however many descriptors the process may open."""
+ACCEPT_BATCH_MAX = 2048
+"""The accept batch never goes above this (uvicorn's default backlog)."""
+IN_FLIGHT_BATCHES = 3
+"""Accept batches a server may hold beyond its cap: asyncio accepts a batch at one loop turn, makes their
+transports at the next, and their protocols' `connection_made` (where the front counts them and evicts)
+runs at the turn after; the sockets of connections evicted then close at the turn after that. So when a
+batch is accepted, the two before it may not be counted yet, or their victims not closed."""
+RESERVED = 64
+"""Descriptors kept beyond the connections for files, pipes to rg and git, and the loop's own."""
 HANDSHAKE_TIMEOUT = 60.0
 """Seconds a TLS handshake may take when there is no head deadline (asyncio's default)."""
 CLOSE = (b"connection", b"close")
@@ -93,13 +111,54 @@ def tls_context(certificate: str, key: str) -> ssl.SSLContext:
     return context
 
 
-def default_max_connections() -> int:
-    """Three quarters of the descriptors this process may open (at least 64 are left for files, pipes to
-    rg and git, and the listening sockets), at most `CONNECTIONS_CEILING`, at least 16."""
-    soft = _file_limit()
+def accept_batch(soft: int | None = None) -> int:
+    """How many connections `FrontLoop` accepts at one loop turn: a sixteenth of the descriptors this process
+    may open (`soft`, by default the limit in force), between 16 and `ACCEPT_BATCH_MAX`.
+    `default_max_connections` leaves `IN_FLIGHT_BATCHES` of them free, so a burst accepted before the front
+    could evict anyone never meets EMFILE (which stops asyncio accepting for 1 s)."""
+    soft = _file_limit() if soft is None else soft
+    if soft is None:
+        return ACCEPT_BATCH_MAX
+    return max(16, min(ACCEPT_BATCH_MAX, soft // 16))
+
+
+def default_max_connections(soft: int | None = None) -> int:
+    """The descriptors this process may open (`soft`, by default the limit in force) less an eighth of them
+    (at least `RESERVED`) for files, pipes to rg and git and the loop's own, and less `IN_FLIGHT_BATCHES`
+    accept batches (`accept_batch`); at most `CONNECTIONS_CEILING`, at least 16."""
+    soft = _file_limit() if soft is None else soft
     if soft is None:
         return CONNECTIONS_CEILING
-    return max(16, min(CONNECTIONS_CEILING, soft - max(64, soft // 4)))
+    reserve = max(RESERVED, soft // 8) + IN_FLIGHT_BATCHES * accept_batch(soft)
+    return max(16, min(CONNECTIONS_CEILING, soft - reserve))
+
+
+class FrontLoop(asyncio.SelectorEventLoop):
+    """The event loop of a server behind the front (uvicorn's `loop`, as "module:FrontLoop"): its servers accept
+    at most `accept_batch()` connections at one loop turn (asyncio's accept loop runs `backlog` times per
+    readiness event), while the kernel's queue still holds the `backlog` asked for: a burst larger than a
+    batch waits in the queue and is taken a batch a turn, each after the front has counted (and evicted for)
+    the ones before, rather than waiting for SYN retries (a second or more) as it would with a short queue."""
+
+    async def create_server(self, *args: Any, **kwargs: Any) -> asyncio.Server:
+        backlog = int(kwargs.get("backlog", 100))
+        kwargs["backlog"] = min(backlog, accept_batch())
+        server = await super().create_server(*args, **kwargs)
+        if backlog > kwargs["backlog"]:
+            for listening in server.sockets:  # listen() again on the same socket: only the queue's length changes
+                with listening.dup() as same:
+                    same.listen(backlog)
+        return server
+
+
+def no_delay(transport: asyncio.BaseTransport) -> None:
+    """TCP_NODELAY on the connection's socket (a TCP one; anything else is left alone)."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:  # closed meanwhile
+            pass
 
 
 def raise_file_limit() -> int | None:
@@ -230,6 +289,7 @@ class Handshake(_Member, asyncio.Protocol):
         if not self._admit():
             transport.abort()
             return
+        no_delay(transport)
         self.front.heads[self] = None
         started = self.loop.time()
         if self.limits.header_timeout > 0:
@@ -301,6 +361,8 @@ class FrontProtocol(_Member, H11Protocol):
         if not self._admit():  # every open connection is being served: this one cannot be
             transport.abort()
             return
+        if self._started is None:  # a TLS connection's socket had it from its Handshake
+            no_delay(transport)
         self._track(arm=True)
 
     def data_received(self, data: bytes) -> None:
