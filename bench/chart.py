@@ -70,12 +70,13 @@ def main(results_path: str, chart_path: str) -> None:
                 labels.append(f"    {peer}")
                 values.append(figures["time"] / task["floor"])
                 colours.append(COLOURS["peer"])
-        bars(flat[extra], "tools: time ÷ command-line floor (1 = the floor; lower is better)", labels, values, colours, True)
+        bars(flat[extra], "tools: time ÷ command-line floor (lower is better)", labels, values, colours, False)
+        flat[extra].axvline(1, color=COLOURS["floor"], linewidth=1)  # the floor itself
         flat[extra].tick_params(axis="y", labelsize=7)
         extra += 1
     if http:
         labels = [f"{row['mode']}, {row['request']}, {row['concurrency']} clients" for row in http]
-        bars(flat[extra], "HTTP: shipcode-mcp req/s ÷ bare Starlette floor (higher is better)", labels,
+        bars(flat[extra], "HTTP: req/s ÷ bare Starlette floor (higher is better)", labels,
              [row["to_floor"] for row in http], [COLOURS["ours"]] * len(http), False)
         flat[extra].tick_params(axis="y", labelsize=7)
     for axis in flat[panels:]:
