@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import http.client
 import json
+import os
 import socket
 import subprocess
 import threading
@@ -19,7 +20,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .driver import BENCH, PROTOCOL_VERSION, REPO, BenchError, Config, clean_environment, markdown_table, median, memory
+from .driver import (
+    BENCH,
+    PROTOCOL_VERSION,
+    REPO,
+    BenchError,
+    Config,
+    clean_environment,
+    cpu_seconds,
+    markdown_table,
+    median,
+    memory,
+)
 from .servers import MCP_PIN, cli_command, ensure_venv, our_env
 
 CONCURRENCY = (1, 16, 64)
@@ -119,8 +131,8 @@ def checker(kind: str, request_id_of: Callable[[], int]) -> Callable[[Any], None
     return check
 
 
-def load(connections: list[Connection], kind: str, total: int, call: dict[str, Any]) -> float:
-    """`total` requests over len(connections) threads, one request at a time each; requests per second."""
+def load(connections: list[Connection], kind: str, total: int, call: dict[str, Any]) -> tuple[float, int]:
+    """`total` requests over len(connections) threads, one request at a time each; requests per second, requests."""
     per = max(1, total // len(connections))
     failures: list[BaseException] = []
 
@@ -146,7 +158,27 @@ def load(connections: list[Connection], kind: str, total: int, call: dict[str, A
     elapsed = time.perf_counter() - started
     if failures:
         raise BenchError(f"{kind}: {failures[0]}")
-    return per * len(connections) / elapsed
+    return per * len(connections) / elapsed, per * len(connections)
+
+
+def family(pid: int) -> list[int]:
+    """The process and its descendants (uvicorn's workers), from /proc/PID/task/*/children."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as children:
+                    pending += [int(child) for child in children.read().split()]
+        except OSError:
+            continue
+    return found
+
+
+def server_cpu(pid: int) -> float:
+    """CPU seconds of a server and its workers: what it spent, whatever the client could send."""
+    return sum(cpu_seconds(member) for member in family(pid))
 
 
 def session_memory(server: HttpServer, count: int) -> float:
@@ -182,6 +214,7 @@ def http_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
     errors: list[str] = []
     servers: dict[str, HttpServer] = {}
     results: dict[tuple[str, str, str, int], list[float]] = {}  # (mode, server, kind, concurrency) -> rates
+    cpu: dict[tuple[str, str, str, int], list[float]] = {}  # the same -> server CPU seconds per request
     out: dict[str, Any] = {"errors": errors, "rows": [], "targets": [], "concurrency": list(CONCURRENCY), "sessions": sessions}
     try:
         servers["ours stateful"] = HttpServer("ours stateful", lambda port: [*cli, "--http", f"127.0.0.1:{port}", str(root)],
@@ -217,10 +250,13 @@ def http_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
                     for concurrency in CONCURRENCY:
                         shift = round_number % len(present)
                         for key in present[shift:] + present[:shift]:
-                            rate = load(pools[key][:concurrency], kind, total if concurrency > 1 else total // 10,
-                                        sdk_call if key.startswith("sdk") else call)
+                            before = server_cpu(servers[key].proc.pid)
+                            rate, sent = load(pools[key][:concurrency], kind, total if concurrency > 1 else total // 10,
+                                              sdk_call if key.startswith("sdk") else call)
+                            spent = (server_cpu(servers[key].proc.pid) - before) / sent
                             if round_number:
                                 results.setdefault((mode, key.split()[0], kind, concurrency), []).append(rate)
+                                cpu.setdefault((mode, key.split()[0], kind, concurrency), []).append(spent)
         for pool in pools.values():
             for connection in pool:
                 connection.conn.close()
@@ -242,6 +278,9 @@ def http_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
                "floor": median(floor) if floor else None, "sdk": median(sdk) if sdk else None}
         row["to_floor"] = ours / row["floor"] if row["floor"] else None
         row["to_sdk"] = ours / row["sdk"] if row["sdk"] else None
+        row["cpu"] = {who: median(cpu[(mode, who, kind, concurrency)]) for who in ("floor", "ours", "sdk")
+                      if cpu.get((mode, who, kind, concurrency))}
+        row["cpu_to_sdk"] = row["cpu"]["sdk"] / row["cpu"]["ours"] if "sdk" in row["cpu"] and row["cpu"].get("ours") else None
         out["rows"].append(row)
         name = f"HTTP {mode}, {kind} at concurrency {concurrency}"
         out["targets"].append({"target": f"{name} >= {FLOOR_LIMIT}x the HTTP floor", "server": "shipcode-mcp",
@@ -264,9 +303,11 @@ def http_table(figures: dict[str, Any]) -> str:
             return "-" if value is None else f"{value:,.0f}/s"
         rows.append([row["mode"], row["request"], str(row["concurrency"]), rate(row["floor"]), rate(row["ours"]),
                      "-" if row["to_floor"] is None else f"{row['to_floor']:.2f}x", rate(row["sdk"]),
-                     "-" if row["to_sdk"] is None else f"{row['to_sdk']:.1f}x"])
+                     "-" if row["to_sdk"] is None else f"{row['to_sdk']:.1f}x",
+                     " / ".join(f"{row['cpu'][who] * 1e6:.0f}" if who in row["cpu"] else "-" for who in ("floor", "ours", "sdk")),
+                     "-" if row["cpu_to_sdk"] is None else f"{row['cpu_to_sdk']:.1f}x"])
     table = markdown_table(["HTTP (median req/s)", "request", "clients", "Starlette floor", "shipcode-mcp", "ours ÷ floor",
-                            "official SDK", "ours ÷ SDK"], rows)
+                            "official SDK", "ours ÷ SDK", "server CPU µs/request: floor / ours / SDK", "SDK CPU ÷ ours"], rows)
     sessions = figures.get("session_bytes") or {}
     if sessions:
         shown = "; ".join(f"{key.split()[0]} {value / 1024:.1f} KiB" for key, value in sessions.items())

@@ -171,6 +171,7 @@ def test_http_measures_compare_ours_with_the_floor(tmp_path: Path) -> None:
     assert cells == {(mode, request, clients) for mode in ("stateful", "stateless --workers 2")
                      for request in ("ping", "tools/call") for clients in CONCURRENCY}
     assert all(row["ours"] > 0 and row["floor"] > 0 and row["sdk"] is None for row in figures["rows"])
+    assert all(set(row["cpu"]) == {"floor", "ours"} and row["cpu_to_sdk"] is None for row in figures["rows"])
     # every one of the 20 sessions got its id (else a BenchError); 20 sessions may fit in pages already mapped: >= 0
     assert figures["session_bytes"]["ours stateful"] >= 0
     assert [check["target"] for check in figures["targets"]][-1] == "HTTP memory per open session <= 8 KiB"
