@@ -611,6 +611,66 @@ def test_requests_without_a_session_share_their_caller_s_lane(tmp_path: Path) ->
         served.stop()
 
 
+@pytest.mark.parametrize("background_lane", ["the session's", "its own"])
+def test_roots_are_asked_for_promptly_while_the_session_s_lane_is_full(tmp_path: Path, background_lane: str) -> None:
+    """A session with one call at a time runs a slow call, two more wait in its lane; the client says its roots
+    changed. The roots refresh (background work) asks roots/list at once on the GET stream: it has a lane of
+    its own. Put in the session's lane (as it was), it waits behind the slow calls."""
+    HOLD.clear()
+    STARTED.clear()
+    server = fair_server(tmp_path)
+    listed: list[list[dict[str, Any]]] = []
+    server.on_roots(lambda session, roots: listed.append(roots))  # a server that follows the client's roots
+    served = UvicornThread(server.http_app(session_idle_timeout=0, max_concurrent_calls=1))
+    threads: list[threading.Thread] = []
+    try:
+        endpoint = served.app.state.mcp
+        client = McpHttpClient(served.port, capabilities={"roots": {"listChanged": True}})
+        session = endpoint.sessions[client.session_id]
+        lanes = endpoint.lanes()
+        if background_lane == "the session's":  # the defence off: background work queues behind the session's calls
+            session.background = lambda work: lanes.submit(session.lane, work)
+        stream = client.get()
+        first: list[Any] = []
+        opening = threading.Thread(target=lambda: first.append(stream.next_event()), daemon=True)
+        opening.start()
+        opening.join(10)
+        assert first and first[0] is not None and first[0]["method"] == "roots/list", first
+        assert client.post({"jsonrpc": "2.0", "id": first[0]["id"], "result": {"roots": []}}).status == 202
+        wait_for(lambda: listed, 10, "the first roots")
+        for n in range(3):
+            message = {"jsonrpc": "2.0", "id": 100 + n, "method": "tools/call",
+                       "params": {"name": "hold", "arguments": {"tag": str(n)}}}
+            threads.append(threading.Thread(target=client.post, args=(message,)))
+            threads[-1].start()
+        wait_for(lambda: len(STARTED) == 1 and lanes.waiting(session) == 2, 10, "one call running, two waiting")
+        got: list[Any] = []
+        reader = threading.Thread(target=lambda: got.append(stream.next_event()), daemon=True)
+        started = time.monotonic()
+        assert client.post({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}).status == 202
+        reader.start()
+        reader.join(1.0)
+        waited = time.monotonic() - started
+        if background_lane == "the session's":
+            assert not got  # the attack: the refresh waits for the slow calls
+            HOLD.set()
+            reader.join(30)
+        else:
+            print(f"roots/list asked {waited * 1000:.1f} ms after list_changed, beside a full lane")
+            assert got and waited < 0.5, (got, waited)
+        asked = got[0]
+        assert asked is not None and asked["method"] == "roots/list", asked
+        assert client.post({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [{"uri": tmp_path.as_uri()}]}}).status == 202
+        wait_for(lambda: len(listed) == 2, 10, "the roots listed again")
+        HOLD.set()
+        assert client.delete().status == 204  # ends the GET stream
+    finally:
+        HOLD.set()
+        for thread in threads:
+            thread.join(30)
+        served.stop()
+
+
 def test_a_call_cancelled_while_it_waits_in_its_lane_never_runs(tmp_path: Path) -> None:
     HOLD.clear()
     STARTED.clear()
