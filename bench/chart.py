@@ -16,7 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-OURS = ("shipcode-echo", "shipcode-mcp", "shipcode-explicit")
+OURS = ("shipcode-echo", "shipcode-mcp", "shipcode-echo-default", "shipcode-explicit")
 COLOURS = {"ours": "#1f77b4", "floor": "#7f7f7f", "python": "#bdbdbd", "peer": "#ff7f0e"}
 
 # (metric, title, scale to the unit shown, log scale)
@@ -49,25 +49,36 @@ def bars(axis: Any, title: str, labels: list[str], values: list[float], colours:
 def main(results_path: str, chart_path: str) -> None:
     report = json.loads(Path(results_path).read_text())
     servers = {key: s for key, s in report["servers"].items() if not s["unavailable"]}
-    workspace = report.get("workspace") or {}
-    panels = len(PANELS) + (1 if workspace.get("search_code") or workspace.get("list_files") else 0)
+    tasks = [task for task in (report.get("tools") or {}).get("tasks", []) if task["ours"] and task["floor"]]
+    http = [row for row in (report.get("http") or {}).get("rows", []) if row["floor"]]
+    panels = len(PANELS) + (1 if tasks else 0) + (1 if http else 0)
     rows = (panels + 1) // 2
-    figure, axes = plt.subplots(rows, 2, figsize=(13, 3.1 * rows))
+    figure, axes = plt.subplots(rows, 2, figsize=(13, 3.1 * rows + (2.5 if tasks else 0)))
     flat = list(axes.flat)
     for axis, (metric, title, scale, log) in zip(flat, PANELS, strict=False):
         keys = [key for key, s in servers.items() if metric in s["median"]]
         bars(axis, title, [servers[k]["label"] for k in keys], [servers[k]["median"][metric] * scale for k in keys],
              [colour(k) for k in keys], log)
-    if panels > len(PANELS):
+    extra = len(PANELS)
+    if tasks:  # each tool task: ours, and each peer, as a multiple of its command-line floor
         labels, values, colours = [], [], []
-        for tool, alone in (("search_code", "rg"), ("list_files", "rg --files")):
-            figures = workspace.get(tool)
-            if figures:
-                labels += [f"{tool} via shipcode-mcp", alone]
-                values += [figures["ours"] * 1e3, figures["rg"] * 1e3]
-                colours += [COLOURS["ours"], COLOURS["floor"]]
-        bars(flat[len(PANELS)], f"workspace of {workspace.get('files', 0):,} files, ms (lower is better)",
-             labels, values, colours, False)
+        for task in tasks:
+            labels.append(f"{task['task']}: shipcode-mcp")
+            values.append(task["to_floor"])
+            colours.append(COLOURS["ours"])
+            for peer, figures in task["peers"].items():
+                labels.append(f"    {peer}")
+                values.append(figures["time"] / task["floor"])
+                colours.append(COLOURS["peer"])
+        bars(flat[extra], "tools: time ÷ command-line floor (lower is better)", labels, values, colours, False)
+        flat[extra].axvline(1, color=COLOURS["floor"], linewidth=1)  # the floor itself
+        flat[extra].tick_params(axis="y", labelsize=7)
+        extra += 1
+    if http:
+        labels = [f"{row['mode']}, {row['request']}, {row['concurrency']} clients" for row in http]
+        bars(flat[extra], "HTTP: req/s ÷ bare Starlette floor (higher is better)", labels,
+             [row["to_floor"] for row in http], [COLOURS["ours"]] * len(http), False)
+        flat[extra].tick_params(axis="y", labelsize=7)
     for axis in flat[panels:]:
         axis.set_visible(False)
     host = report["machine"]

@@ -26,8 +26,10 @@ A block without one fails `test_every_block_is_accounted_for`. The kinds:
 - `sh [only=N,M]`: each line (or lines N, M; 1-based) runs in bash from the repository's folder and
   must exit 0 within two minutes.
 - `serve [only=N]`: each line (or line N) starts a Streamable HTTP server; on loopback, a free port for
-  8765, a temporary folder for /abs/project, in a folder holding the doc's `python as=` modules. It
-  must answer a POST `initialize` with a result, then stop on SIGTERM.
+  8765, a temporary folder for /abs/project, a token file for /abs/tokens (whose token the POST then
+  carries), in a folder holding the doc's `python as=` modules. It must answer a POST `initialize`
+  with a result, then stop on SIGTERM. A `shipcode-mcp` line on 0.0.0.0 must name an auth mode or
+  --insecure-no-auth, as the command line requires beyond loopback (the test itself stays on loopback).
 - `setup`: the README's first screen: exactly two commands. The first (set up and run) runs in a copy
   of the repository, and its stdout must be protocol only; the second is the test command, which
   runs this file: it is checked to exist, never run from here.
@@ -94,6 +96,8 @@ PENDING: dict[str, str] = {}
 DOCS = documents()
 ALL = [block for doc in DOCS for block in blocks(doc)]
 MARKED = [block for block in ALL if block.kind is not None]
+DOC_TOKEN = "doc-token-0123456789abcdef"
+"""The token of the file a `serve` line's /abs/tokens stands for."""
 PYTHON_PRELUDE = 'from shipcode_mcp import *\nserver = Server("docs", "1.0.0")\n'
 
 
@@ -341,7 +345,8 @@ def test_signature(block: Block) -> None:
 @pytest.mark.parametrize("block", by_kind("usage"))
 def test_usage(block: Block) -> None:
     """The options a doc shows are the command line's (and, for the complete list, all of them)."""
-    help_text = subprocess.run([str(BIN / "shipcode-mcp"), "--help"], capture_output=True, text=True, check=True).stdout
+    help_text = subprocess.run([str(BIN / "shipcode-mcp"), "--help"], capture_output=True, text=True, check=True,
+                               env={**os.environ, "COLUMNS": "1000"}).stdout  # no option cut at a line's end
     real = set(re.findall(r"--[a-z][a-z-]*", help_text))
     shown = set(re.findall(r"--[a-z][a-z-]*", block.text))
     assert shown and shown <= real, shown - real
@@ -387,15 +392,21 @@ def test_serve(block: Block, tmp_path: Path) -> None:
             (modules / other.options["as"]).write_text(other.text)
     project = tmp_path / "project"
     project.mkdir()
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{DOC_TOKEN} shipcode:read\n")
+    tokens.chmod(0o600)
     for line in selected(block):
         port = free_port()
         command = (shlex.split(line, comments=True))
+        if command[0] == "shipcode-mcp" and "0.0.0.0" in line:
+            assert {"--auth-issuer", "--auth-token-file", "--insecure-no-auth"} & set(command), f"{line}: refused to start"
         command = [word.replace("0.0.0.0", "127.0.0.1").replace("8765", str(port)).replace("/abs/project", str(project))
-                   for word in command]
+                   .replace("/abs/tokens", str(tokens)) for word in command]
+        token = DOC_TOKEN if "/abs/tokens" in line else None
         server = subprocess.Popen(command, cwd=modules, env=run_env(BIN), stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         try:
-            reply = wait_for(partial(answer_or_exit, server, port), 60, f"{line} to answer")
+            reply = wait_for(partial(answer_or_exit, server, port, token), 60, f"{line} to answer")
             assert reply and "result" in reply, reply
         finally:
             os.killpg(server.pid, signal.SIGTERM)
@@ -403,9 +414,9 @@ def test_serve(block: Block, tmp_path: Path) -> None:
         assert server.returncode == 0, stderr.decode()[-2000:]
 
 
-def answer_or_exit(server: subprocess.Popen[bytes], port: int) -> dict[str, Any] | None:
+def answer_or_exit(server: subprocess.Popen[bytes], port: int, token: str | None = None) -> dict[str, Any] | None:
     """The server's answer to initialize; its exit status if it stopped; None while it is not listening yet."""
-    if (reply := initialize(port)) is not None:
+    if (reply := initialize(port, token)) is not None:
         return reply
     return {"exited": server.returncode} if server.poll() is not None else None
 
@@ -425,12 +436,15 @@ def free_port() -> int:
         return port
 
 
-def initialize(port: int) -> dict[str, Any] | None:
-    """POST initialize to http://127.0.0.1:PORT/mcp: the response, or None while nothing listens."""
+def initialize(port: int, token: str | None = None) -> dict[str, Any] | None:
+    """POST initialize to http://127.0.0.1:PORT/mcp (with `token` as a bearer token): the response, or
+    None while nothing listens."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
     try:
-        connection.request("POST", "/mcp", HANDSHAKE, {"Content-Type": "application/json",
-                                                        "Accept": "application/json, text/event-stream"})
+        connection.request("POST", "/mcp", HANDSHAKE, headers)
         response = connection.getresponse()
         body = response.read()
     except ConnectionRefusedError:

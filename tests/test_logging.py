@@ -299,3 +299,35 @@ def test_a_cancelled_listen_ends_its_debug_line_and_its_id_may_serve_again(tmp_p
     assert done.returncode == 0
     said = done.stderr.decode()
     assert "subscriptions/listen id=1 cancelled" in said and "tools/list id=1 ok" in said, said
+
+
+@pytest.mark.skipif(not HTTP, reason="needs the 'http' extra")
+def test_a_token_sent_in_the_url_is_refused_and_never_logged(tmp_path: Path) -> None:
+    import logging
+    import urllib.error
+    import urllib.request
+
+    from transports.http_support import free_port, start_process
+
+    secret = "url-token-0123456789abcdef"
+    # The attack: uvicorn's access log, as it comes, writes the query string and the token in it.
+    record = logging.LogRecord("uvicorn.access", logging.INFO, "", 0, '%s - "%s %s HTTP/%s" %d',
+                               ("127.0.0.1:1", "POST", f"/mcp?access_token={secret}", "1.1", 400), None)
+    assert secret in logging.Formatter().format(record)
+
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{secret}\n")
+    tokens.chmod(0o600)
+    port = free_port()
+    process = start_process(["-m", "shipcode_mcp", str(tmp_path), "--http", str(port), "--auth-token-file", str(tokens),
+                             "--log-level", "info"], port, env=env())
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp?x=1&access_token={secret}", method="POST",
+                                     data=b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 400
+    assert b'error="invalid_request"' in refused.value.headers["WWW-Authenticate"].encode()
+    stderr = stopped(process).decode()
+    assert secret not in stderr
+    assert '"POST /mcp?x=1&access_token=[redacted] HTTP/1.1" 400' in stderr

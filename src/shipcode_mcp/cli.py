@@ -62,6 +62,18 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a browser origin allowed besides loopback ones, e.g. https://app.example.com ('*': any)")
     http.add_argument("--allow-host", action="append", metavar="HOST",
                       help="a Host name to accept (default: loopback names when bound to loopback, any otherwise)")
+    http.add_argument("--max-connections", type=_count, metavar="N",
+                      help="open connections at most (default: from the open-file limit); at the cap a new connection "
+                      "closes the one that has waited longest for its request (0: no cap)")
+    http.add_argument("--header-timeout", type=_seconds, metavar="SECONDS",
+                      help="time a connection has to send a request's headers (default 10; 0: no limit)")
+    http.add_argument("--body-timeout", type=_seconds, metavar="SECONDS",
+                      help="time a request's body has to arrive, else 408 (default 60; 0: no limit)")
+    http.add_argument("--max-sessions", type=_count, metavar="N",
+                      help="sessions kept at most (default 1000); at the cap the least recently used idle one ends (0: no cap)")
+    http.add_argument("--max-concurrent-calls", type=_count, metavar="N",
+                      help="handler calls of one session (or one caller, without sessions) run at once; the rest wait "
+                      "their turn (default 8; 0: no limit)")
     secure = parser.add_argument_group("Securing HTTP (docs/http.md): a server beyond loopback needs one of the auth modes")
     secure.add_argument("--auth-issuer", metavar="URL",
                         help="be an OAuth 2.1 resource server of this authorization server: every request needs one of its "
@@ -90,7 +102,8 @@ def _option_defaults() -> dict[str, Any]:
     return {"log_level": "warning", "log_format": "text", "http": None, "stateless": False, "workers": 1,
             "allow_origin": [], "allow_host": None, "state_key_file": None, "auth_issuer": None, "resource_url": None,
             "auth_client_id": None, "auth_client_secret_file": None, "auth_token_file": None, "insecure_no_auth": False,
-            "tls_cert": None, "tls_key": None}
+            "tls_cert": None, "tls_key": None, "max_connections": None, "header_timeout": None, "body_timeout": None,
+            "max_sessions": None, "max_concurrent_calls": None}
 
 
 _SWITCHES = {"--allow-write": "allow_write", "--watch": "watch", "--require-sandbox": "require_sandbox"}
@@ -167,9 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     log.set_level(args.log_level)
     log.set_format(args.log_format)
-    if args.http is None and (args.stateless or args.workers != 1 or args.allow_origin or args.allow_host or _securing(args)):
-        print("shipcode-mcp: --stateless, --workers, --allow-origin, --allow-host and the auth and TLS options need --http",
-              file=sys.stderr)
+    if args.http is None and (args.stateless or args.workers != 1 or args.allow_origin or args.allow_host or _securing(args)
+                              or _limiting(args)):
+        print("shipcode-mcp: --stateless, --workers, --allow-origin, --allow-host, the limits and the auth and TLS options "
+              "need --http", file=sys.stderr)
         return 2
     if args.http is not None:
         refused = _unsafe(args)
@@ -252,13 +266,19 @@ def _serve_http(server: Server, workspace: Roots, args: Any, argv: list[str]) ->
     if auth is None and not is_loopback(host):
         log.warning(f"--insecure-no-auth: anyone who can reach {host}:{port} can use the workspace "
                     f"({'read and write' if args.allow_write else 'read'}) without a token")
+    elif auth is not None and not args.tls_cert and not is_loopback(host):
+        log.warning("tokens cross the network in clear text: give --tls-cert/--tls-key, or keep a TLS proxy in front "
+                    "(docs/http.md, TLS)")
     announce(workspace.paths, url=_served_url(args), stateless=args.stateless, workers=args.workers,
              allow_write=args.allow_write, watch=args.watch, sandbox_required=args.require_sandbox,
              auth=_auth_mode(auth))
+    if auth is not None and args.auth_issuer:
+        _discover_soon(auth.verifier)  # after the start-up line, which stays the first
     tls = (args.tls_cert, args.tls_key) if args.tls_cert else None
     if args.workers == 1:
         return http.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
-                               allowed_hosts=args.allow_host, log_level=args.log_level, auth=auth, tls=tls)
+                               allowed_hosts=args.allow_host, log_level=args.log_level, auth=auth, tls=tls,
+                               front=_front_limits(args), **_app_limits(args))
     os.environ[ARGV_VARIABLE] = json.dumps(argv)  # each worker builds its own server from it: see http_app
     if args.state_key_file is None:  # one random key for all the workers, so a client's retry may land on any
         from .request_state import KEY_ENV
@@ -266,7 +286,7 @@ def _serve_http(server: Server, workspace: Roots, args: Any, argv: list[str]) ->
         os.environ[KEY_ENV] = os.urandom(32).hex()
     tls_options = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
     return http.run_uvicorn(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
-                            log_level=args.log_level, **tls_options)
+                            log_level=args.log_level, front=_front_limits(args), **tls_options)
 
 
 def http_app() -> Any:
@@ -282,6 +302,12 @@ def http_app() -> Any:
         missing = unavailable_reason()
         if missing is not None:
             raise SystemExit(f"shipcode-mcp: --require-sandbox: child processes cannot be sandboxed: {missing}")
+    try:
+        auth = _resource_server(args)
+    except ValueError as err:  # e.g. a token file broken since the parent read it: one line, not a traceback
+        raise SystemExit(f"shipcode-mcp: {err}") from None
+    if auth is not None and args.auth_issuer:
+        _discover_soon(auth.verifier)
     state_key = _state_key(args.state_key_file)
     if state_key is None:
         from .request_state import KEY_ENV
@@ -290,12 +316,32 @@ def http_app() -> Any:
         state_key = bytes.fromhex(shared) if shared else None
     server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch, state_key=state_key)
     app = http.create_app(server, stateless=True, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
-                          host=args.http[0], auth=_resource_server(args))
+                          host=args.http[0], auth=auth, **_app_limits(args))
     if not log.enabled("debug"):
         return app
     from .transports.request_log import RequestLog  # one line per request (docs/logging.md)
 
     return RequestLog(app)
+
+
+def _limiting(args: Any) -> bool:
+    return any(getattr(args, name) is not None for name in ("max_connections", "header_timeout", "body_timeout",
+                                                            "max_sessions", "max_concurrent_calls"))
+
+
+def _front_limits(args: Any) -> Any:
+    """The connection limits the options give (transports.http_front.FrontLimits)."""
+    from .transports.http_front import HEADER_TIMEOUT, FrontLimits
+
+    return FrontLimits(header_timeout=HEADER_TIMEOUT if args.header_timeout is None else args.header_timeout,
+                       max_connections=args.max_connections)
+
+
+def _app_limits(args: Any) -> dict[str, Any]:
+    """The request, session and scheduling limits the options give (create_app's), where given."""
+    given = {"body_timeout": args.body_timeout, "max_sessions": args.max_sessions,
+             "max_concurrent_calls": args.max_concurrent_calls}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def _securing(args: Any) -> bool:
@@ -327,9 +373,26 @@ def _unsafe(args: Any) -> str | None:
         return (f"refusing to serve {host} without authentication: anyone who reaches the port would get the workspace. "
                 "Give --auth-issuer URL (OAuth) or --auth-token-file FILE, listen on 127.0.0.1, or say --insecure-no-auth "
                 "(docs/http.md, \"Securing a remote server\")")
-    if args.auth_issuer and not args.resource_url and host in ("0.0.0.0", "::", ""):
+    if args.resource_url:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(args.resource_url)
+        if parts.scheme not in ("https", "http") or not parts.hostname or parts.fragment or "#" in args.resource_url:
+            return (f"--resource-url {args.resource_url!r}: the resource is an absolute https:// (or http://) URL "
+                    "without a fragment (RFC 8707), the URL clients use, e.g. https://mcp.example.com/mcp")
+    if args.auth_issuer and not args.resource_url and _unspecified(host):
         return f"--auth-issuer on {host}: give --resource-url, the URL clients use (tokens must name it as their audience)"
     return None
+
+
+def _unspecified(host: str) -> bool:
+    """0.0.0.0, ::, [::0], 0 and the like: every address of the machine, none a client would name."""
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return host in ("", "0")
 
 
 def _served_url(args: Any) -> str:
@@ -361,6 +424,20 @@ def _resource_server(args: Any) -> Any:
     return ResourceServer(verifier, resource=resource, authorization_servers=[args.auth_issuer])
 
 
+def _discover_soon(verifier: Any) -> None:
+    """Read the issuer's metadata now, beside the start, so that a wrong --auth-issuer shows at once on
+    stderr rather than as 503s later (tokens are checked either way: discovery is retried when needed)."""
+    from .auth.issuer import IssuerUnavailable
+
+    def discover() -> None:
+        try:
+            verifier.metadata()
+        except IssuerUnavailable as err:
+            log.warning(f"--auth-issuer: {err}; requests get 503 until it can be read")
+
+    threading.Thread(target=discover, name="shipcode-mcp-discovery", daemon=True).start()
+
+
 def _auth_mode(auth: Any) -> tuple[str, str]:
     if auth is None:
         return ("none", "no auth")
@@ -384,6 +461,28 @@ def _state_key(path: str | None) -> bytes | None:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _count(text: str) -> int:
+    """A whole number, 0 or more."""
+    import argparse  # loaded already: argparse is what calls this
+
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"not a whole number, 0 or more: {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds, 0 or more."""
+    import argparse  # loaded already: argparse is what calls this
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"not a number of seconds, 0 or more: {text!r}")
+    return value
 
 
 def _host_port(text: str) -> tuple[str, int]:

@@ -141,6 +141,19 @@ def uvicorn_log_config(level: str) -> dict[str, Any]:
 _ACCESS_FIELDS = ("client", "http_method", "path", "http_version", "status")
 
 
+def _without_token(path: str) -> str:
+    """`path` with the value of any query parameter named access_token redacted, the name read as the
+    server reads it (percent-decoded, `+` as a space), so `access%5Ftoken=...` is caught too."""
+    from urllib.parse import unquote_plus
+
+    base, _, query = path.partition("?")
+    fields = [field.partition("=") for field in query.split("&")]
+    if not any(unquote_plus(name) == "access_token" for name, _, _ in fields):
+        return path
+    return base + "?" + "&".join(name + "=[redacted]" if unquote_plus(name) == "access_token" else name + sep + value
+                                 for name, sep, value in fields)
+
+
 def uvicorn_formatter(as_json: bool = False) -> logging.Formatter:
     """A `logging.Formatter` writing our lines (named in `uvicorn_log_config`, so each --workers process
     makes its own). uvicorn's main logger, `uvicorn.error`, is shown as `uvicorn`; an access line keeps
@@ -151,6 +164,8 @@ def uvicorn_formatter(as_json: bool = False) -> logging.Formatter:
         def format(self, record: logging.LogRecord) -> str:
             fields: dict[str, Any] = {}
             if record.name == "uvicorn.access" and isinstance(record.args, tuple) and len(record.args) == 5:
+                if isinstance(record.args[2], str) and "?" in record.args[2]:  # a token in the URL: refused, never logged
+                    record.args = (*record.args[:2], _without_token(record.args[2]), *record.args[3:])
                 fields = dict(zip(_ACCESS_FIELDS, record.args, strict=True))
             if record.exc_info and as_json:
                 fields["exception"] = self.formatException(record.exc_info)

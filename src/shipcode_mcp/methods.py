@@ -155,12 +155,8 @@ def _list_resources(server: Server, session: Session, context: Context,
     cursor = params.get("cursor")
 
     def work() -> dict[str, Any]:
-        if cursor is None:
-            server.start_listing()
-        items = server.all_resources()
-        page, next_cursor = paginate(items, cursor, server.page_size, lambda r: r.uri)
+        page, next_cursor, meta = server.resources_page(cursor)  # a cursor pins its listing (listings.py)
         out = _listed("resources", [resource.to_dict() for resource in page], next_cursor)
-        meta = getattr(items, "meta", None)
         if meta:
             out["_meta"] = meta
         return out

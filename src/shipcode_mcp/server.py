@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeVar, overload
 
     from .context import Context
+    from .listings import PinnedListings
     from .primitives import Completer
     from .request_state import RequestStates
     from .runner import Runner
@@ -105,6 +106,8 @@ class Server:
         self._server_info: tuple[tuple[str, str, str | None], dict[str, Any]] | None = None
         self._state_key = state_key
         self._request_states: RequestStates | None = None
+        self._listings: PinnedListings | None = None  # made by the first resources/list (listings.py)
+        self._listings_lock = threading.Lock()
 
     # -- what is registered (read-only views) -------------------------------------------------------
     @property
@@ -166,11 +169,12 @@ class Server:
     def add_resource_source(self, source: ResourceSource, *, on_new_listing: Callable[[], None] | None = None) -> None:
         """A callable that lists resources when asked (a directory tree, say) rather than up front.
 
-        It is called for every page of resources/list, off the reading loop, and cursors index its
-        result: any sequence, so a big one can make its resources only for the page asked for. A result
+        It is called off the reading loop when a client starts a resources/list (no cursor), and that
+        listing's cursors index its result, kept (pinned, listings.py) until the client has paged through
+        it: any sequence, so a big one can make its resources only for the page asked for. A result
         with a `meta` attribute (a dict, e.g. saying the list was cut) adds it to the page's `_meta`.
-        `on_new_listing` runs when a client starts a listing (no cursor), so a source that keeps its
-        result between pages (rather than walk a big tree once per page) knows when to look afresh.
+        `on_new_listing` runs just before, so a source that keeps a walk knows when to look afresh. (A
+        cursor another process made calls it again, and is read against what it gives.)
         """
         self._resource_sources.append(source)
         if on_new_listing is not None:
@@ -579,6 +583,25 @@ class Server:
         if len(parts) == 1:
             return parts[0]
         return _Joined(parts)
+
+    def resource_listings(self) -> PinnedListings:
+        """The listings resources/list cursors point at, pinned while clients page (listings.py)."""
+        if self._listings is None:
+            with self._listings_lock:
+                if self._listings is None:
+                    from .listings import PinnedListings
+
+                    self._listings = PinnedListings()
+        return self._listings
+
+    def resources_page(self, cursor: Any) -> tuple[Sequence[Resource], str | None, dict[str, Any] | None]:
+        """One page of resources/list, its next cursor and the listing's `_meta`. A listing (no cursor) asks
+        the sources once and is pinned: its later pages never ask them again (listings.py)."""
+        from .listings import page
+
+        shown, next_cursor, items = page(self.resource_listings(), self.all_resources, self.start_listing, cursor,
+                                         self.page_size)
+        return shown, next_cursor, getattr(items, "meta", None)
 
     def find_template(self, uri: str) -> tuple[ResourceTemplate, dict[str, str]] | None:
         for template in self.resource_templates():

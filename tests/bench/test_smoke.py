@@ -11,19 +11,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-
-from support import load_script
+from shipcode_bench import driver as run  # bench/ is on sys.path (tests/bench/conftest.py)
+from shipcode_bench.driver import Config, percentile
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "bench" / "run.py"
-
-
-def driver() -> ModuleType:
-    return load_script(RUN, "bench_run")
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +77,6 @@ def test_the_era_phase_compares_both_paths_in_every_round(smoke: dict[str, Any])
 
 
 def test_modern_results_must_be_complete_and_name_the_server() -> None:
-    run = driver()
     echo = run.Echo()
     content = [{"type": "text", "text": "echo 7"}]
     good: dict[str, Any] = {"jsonrpc": "2.0", "id": 7, "result": {"resultType": "complete", "content": content, "isError": False,
@@ -99,7 +93,6 @@ def test_modern_results_must_be_complete_and_name_the_server() -> None:
 
 
 def test_the_checks_reject_bad_responses() -> None:
-    run = driver()
     echo = run.Echo()
     good = {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "echo 7"}], "isError": False}}
     checker = run.Checker()
@@ -124,8 +117,61 @@ def test_the_checks_reject_bad_responses() -> None:
 
 
 def test_percentile_is_nearest_rank() -> None:
-    run = driver()
     values = [float(v) for v in range(1, 101)]
-    assert run.percentile(values, 0.5) == 50
-    assert run.percentile(values, 0.99) == 99
-    assert run.percentile([3.0], 0.99) == 3
+    assert percentile(values, 0.5) == 50
+    assert percentile(values, 0.99) == 99
+    assert percentile([3.0], 0.99) == 3
+
+
+def test_generated_trees_are_deterministic(tmp_path: Path) -> None:
+    from shipcode_bench.workspaces import NEEDLE, make_files_tree
+
+    def snapshot(root: Path) -> dict[str, bytes]:
+        return {path.relative_to(root).as_posix(): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+    make_files_tree(tmp_path / "a" / "tree", 300, lambda _: None)
+    make_files_tree(tmp_path / "b" / "tree", 300, lambda _: None)
+    first, second = snapshot(tmp_path / "a" / "tree"), snapshot(tmp_path / "b" / "tree")
+    assert first == second and len(first) == 300
+    assert sum(NEEDLE.encode() in data for data in first.values()) == 3  # one file in a hundred holds the needle
+
+
+TINY = Config(repetitions=1, starts=1, pings=50, calls=20, latency=64, warmup=5, timeout=60.0, shutdown_timeout=10.0)
+
+
+def test_tool_measures_run_every_task_against_its_floor(tmp_path: Path) -> None:
+    """The tool measures on tiny workspaces (our own sources as the git repo), peers left out: every task has a figure
+    for ours and for its floor, our answers matched the floor's output, and resources/list paged through each tree."""
+    from shipcode_bench.tools import tool_figures
+    from shipcode_bench.workspaces import Scale
+
+    scale = Scale(tree_sizes=(100, 200, 400), big_lines=3000, far_offset=2500, library=REPO / "src" / "shipcode_mcp")
+    figures = tool_figures(sys.executable, REPO / "src", tmp_path, TINY, lambda _: None, peers=False, scale=scale)
+    assert figures["errors"] == []
+    tasks = {task["task"]: task for task in figures["tasks"]}
+    assert len(tasks) == 10
+    for task in tasks.values():
+        assert task["ours"] > 0 and task["floor"] > 0 and task["to_floor"] == pytest.approx(task["ours"] / task["floor"])
+        assert task["peers"] == {}
+    assert any(key.startswith("read_file, 100 lines at offset 2,500 of ") for key in tasks), sorted(tasks)
+    paging = figures["resources_list"]
+    assert paging["resources"] == {"200": 200, "400": 400}
+    assert paging["growth"] == pytest.approx(paging["per_file"]["400"] / paging["per_file"]["200"])
+
+
+def test_http_measures_compare_ours_with_the_floor(tmp_path: Path) -> None:
+    """Ours over HTTP (stateful, and --stateless --workers 2) beside the Starlette floor at each concurrency, every
+    reply checked; the memory of open sessions measured; the SDK left out."""
+    pytest.importorskip("uvicorn")
+    from shipcode_bench.http import CONCURRENCY, http_figures
+
+    figures = http_figures(sys.executable, REPO / "src", tmp_path, TINY, lambda _: None, peers=False, sessions=20)
+    assert figures["errors"] == []
+    cells = {(row["mode"], row["request"], row["concurrency"]) for row in figures["rows"]}
+    assert cells == {(mode, request, clients) for mode in ("stateful", "stateless --workers 2")
+                     for request in ("ping", "tools/call") for clients in CONCURRENCY}
+    assert all(row["ours"] > 0 and row["floor"] > 0 and row["sdk"] is None for row in figures["rows"])
+    assert all(set(row["cpu"]) == {"floor", "ours"} and row["cpu_to_sdk"] is None for row in figures["rows"])
+    # every one of the 20 sessions got its id (else a BenchError); 20 sessions may fit in pages already mapped: >= 0
+    assert figures["session_bytes"]["ours stateful"] >= 0
+    assert [check["target"] for check in figures["targets"]][-1] == "HTTP memory per open session <= 8 KiB"

@@ -3,6 +3,7 @@ need big files, in-process with smaller limits)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,77 @@ def test_read_file_in_process_beyond_the_scan_limit(tmp_path: Path, monkeypatch:
     assert last is not None and last["text"] == "000000099\n000000100" and last["next_offset"] == 101
     with pytest.raises(ToolError, match=r"beyond the first 1000 bytes of big\.txt"):
         files.read_file(context(), roots, "big.txt", 101, 5)
+
+
+def _bytes_read() -> int:
+    """Bytes this process has read with read(2) and friends so far (Linux's /proc/self/io `rchar`)."""
+    with open("/proc/self/io") as io:
+        return next(int(line.split()[1]) for line in io if line.startswith("rchar:"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts bytes read through /proc/self/io (Linux)")
+def test_read_file_of_a_huge_file_reads_only_what_the_page_needs(tmp_path: Path) -> None:
+    """A 2 GiB file (sparse: 2 MiB of text, then NUL bytes past the binary sniff): the first page reads one
+    chunk, a far page the bytes before it and one chunk more; no page counts the rest of the file."""
+    text = "".join(f"line {n:07d} of the text\n" for n in range(1, 80_001))  # 25 bytes a line, 2 MB
+    path = tmp_path / "huge.txt"
+    path.write_text(text)
+    os.truncate(path, 2 << 30)
+    roots = Roots([str(tmp_path)])
+    files.read_file(context(), roots, "huge.txt", 1, 1)  # imports and caches warmed up: they read files too
+    before = _bytes_read()
+    page = files.read_file(context(), roots, "huge.txt", 1, 100).structured
+    used = _bytes_read() - before
+    assert page is not None and (page["start_line"], page["end_line"], page["next_offset"]) == (1, 100, 101)
+    assert page["total_lines"] is None and page["text"].splitlines()[-1] == "line 0000100 of the text"
+    assert used <= 2 * files._CHUNK
+    before = _bytes_read()
+    far = files.read_file(context(), roots, "huge.txt", 60_001, 100).structured
+    used = _bytes_read() - before
+    assert far is not None and far["text"].splitlines()[0] == "line 0060001 of the text" and far["next_offset"] == 60_101
+    assert 60_000 * 25 <= used <= 60_100 * 25 + 2 * files._CHUNK
+
+
+def test_read_file_counts_the_lines_left_only_when_few_bytes_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """total_lines is exact when the end of the file lies within COUNT_AHEAD bytes of what the page read, null
+    before that; next_offset is exact either way, and the text says which it is."""
+    monkeypatch.setattr(files, "COUNT_AHEAD", 1000)
+    monkeypatch.setattr(files, "_CHUNK", 100)
+    (tmp_path / "f.txt").write_text("".join(f"{n:09d}\n" for n in range(1, 301)))  # 3000 bytes, 10 a line
+    roots = Roots([str(tmp_path)])
+    start = files.read_file(context(), roots, "f.txt", 1, 5)
+    assert start.structured is not None and start.structured["total_lines"] is None
+    assert start.structured["next_offset"] == 6
+    assert start.content[0]["text"].endswith(
+        "[Lines 1-5 of f.txt (2.9 KiB), which goes on; lines past this page were not counted. "
+        "Call read_file with offset=6 to read on.]")
+    near = files.read_file(context(), roots, "f.txt", 150, 60).structured  # 900 bytes left after line 209
+    assert near is not None and (near["total_lines"], near["next_offset"]) == (300, 210)
+    last = files.read_file(context(), roots, "f.txt", 296, 10).structured
+    assert last is not None and (last["total_lines"], last["end_line"], last["next_offset"]) == (300, 300, None)
+    with pytest.raises(ToolError, match=r"offset 302 is past the end of f\.txt, which has 300 lines"):
+        files.read_file(context(), roots, "f.txt", 302, 10)
+
+
+def test_read_file_lines_across_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of a few bytes: lines that span them, long lines kept cut mid-way, a last line without a
+    newline, CR LF ends and a character cut in two all read as with one chunk."""
+    body = "€" * 3000 + "\r\nshort\r\n" + "".join(f"{n}\n" for n in range(3, 40)) + "end"
+    (tmp_path / "f.txt").write_text(body, encoding="utf-8", newline="")
+    roots = Roots([str(tmp_path)])
+    whole = files.read_file(context(), roots, "f.txt", 1, 100)
+    monkeypatch.setattr(files, "_CHUNK", 7)
+    monkeypatch.setattr(files, "_BLOCK", 3)
+    for offset, limit in ((1, 100), (1, 2), (2, 5), (39, 3), (40, 1)):
+        small = files.read_file(context(), roots, "f.txt", offset, limit)
+        monkeypatch.setattr(files, "_CHUNK", 1 << 18)
+        big = files.read_file(context(), roots, "f.txt", offset, limit)
+        monkeypatch.setattr(files, "_CHUNK", 7)
+        assert small.structured == big.structured and small.content == big.content
+    assert whole.structured is not None and whole.structured["total_lines"] == 40
+    assert whole.structured["text"].split("\n")[:2] == ["€" * 2000 + "… [line cut: 8.8 KiB in all]", "short"]
+    assert whole.structured["text"].endswith("39\nend")
+    assert "Not valid UTF-8" not in whole.content[0]["text"]  # the character the cut split is left out whole
 
 
 def test_read_file_stops_when_cancelled(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from workspace_support import Tools, git, make_repo
+from workspace_support import Tools, git, git_run, make_repo
 
 
 @pytest.fixture
@@ -181,6 +181,78 @@ def test_diff_of_binary_files_and_the_byte_bound(repo: Path) -> None:
         assert big["content"][0]["text"].endswith(
             "[The diff is longer than 256.0 KiB and was cut here. The file list above is complete; pass path to see "
             "one file's changes.]")
+
+
+def test_diff_summary_and_patch_of_odd_names_renames_and_binaries(repo: Path) -> None:
+    """One git run gives both the file list and the patch: names with spaces, a line break and a byte that
+    is not UTF-8, a binary file and a rename each appear once in each, as git itself lists them."""
+    (repo / "sp ace.txt").write_text("one\n")
+    (repo / "new\nline.txt").write_text("two\n")
+    (repo / os.fsdecode(b"caf\xe9.txt")).write_text("three\n")
+    (repo / "blob.bin").write_bytes(b"\x00\x01\x02")
+    git(repo, "mv", "docs/guide.md", "docs/handbook.md")
+    git(repo, "add", "-A")
+    with Tools(repo) as tools:
+        result = tools.call("git_diff", {"staged": True})
+    data = result["structuredContent"]
+    assert data["files"] == [
+        {"path": "blob.bin", "added": None, "deleted": None},
+        {"path": "caf\udce9.txt", "added": 1, "deleted": 0},
+        {"path": "docs/handbook.md", "old_path": "docs/guide.md", "added": 0, "deleted": 0},
+        {"path": "new\nline.txt", "added": 1, "deleted": 0},
+        {"path": "sp ace.txt", "added": 1, "deleted": 0},
+    ]
+    listed = git(repo, "diff", "--cached", "--numstat", "-z").split("\0")
+    assert len([record for record in listed if record.count("\t") == 2]) == len(data["files"])
+    headers = [line for line in data["diff"].splitlines() if line.startswith("diff --git ")]
+    assert headers == ["diff --git a/blob.bin b/blob.bin", "diff --git a/caf\ufffd.txt b/caf\ufffd.txt",
+                       "diff --git a/docs/guide.md b/docs/handbook.md",
+                       'diff --git "a/new\\nline.txt" "b/new\\nline.txt"', "diff --git a/sp ace.txt b/sp ace.txt"]
+    assert "Binary files /dev/null and b/blob.bin differ" in data["diff"] and "\0" not in data["diff"]
+    text = result["content"][0]["text"]
+    summary = text.split("\n\n", 1)[0].splitlines()
+    assert summary[:2] + summary[3:] == ["5 files changed (staged, against HEAD), +3 -0:", "  blob.bin (binary)",
+                                         "  docs/guide.md -> docs/handbook.md (+0 -0)", "  new\\nline.txt (+1 -0)",
+                                         "  sp ace.txt (+1 -0)"]
+    assert text.split("\n\n", 1)[1].startswith("diff --git a/blob.bin b/blob.bin\n")
+
+
+def test_diff_during_a_merge_with_conflicts(repo: Path) -> None:
+    """Unmerged paths: git prints their combined diff before the file list, so the two are read apart."""
+    git(repo, "checkout", "-q", "-b", "side", "HEAD~1")
+    (repo / "README.md").write_text("# Demo, the side\n")
+    git(repo, "commit", "-q", "-am", "Side")
+    git(repo, "checkout", "-q", "main")
+    (repo / "README.md").write_text("# Demo, the main\n")
+    git(repo, "commit", "-q", "-am", "Main")
+    assert git_run(repo, "merge", "-q", "side").returncode != 0
+    (repo / "docs" / "guide.md").write_text("Changed meanwhile\n")
+    with Tools(repo) as tools:
+        data = tools.data("git_diff")
+        assert [entry["path"] for entry in data["files"]] == ["README.md", "README.md", "docs/guide.md"]  # as git lists them
+        assert data["diff"].startswith("diff --cc README.md\n") and "diff --git a/docs/guide.md b/docs/guide.md\n" in data["diff"]
+        assert "\0" not in data["diff"] and not data["truncated"]
+        staged = tools.data("git_diff", {"staged": True})
+        assert staged["files"] == [{"path": "README.md", "added": 0, "deleted": 0}] and staged["diff"] == "* Unmerged path README.md\n"
+
+
+def test_diff_and_log_of_an_empty_repository_and_a_detached_head(repo: Path, tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    git(fresh, "init", "-q", "-b", "trunk")
+    with Tools(fresh) as tools:
+        assert tools.text("git_diff") == "No changes (unstaged, working tree against the index)."
+        assert tools.text("git_log", {"path": "."}) == "No commits yet."
+        assert tools.error("git_log", {"ref": "HEAD"}) == "Unknown revision: 'HEAD' does not name a commit in this repository"
+        (fresh / "a.txt").write_text("a\n")
+        git(fresh, "add", "a.txt")
+        (fresh / "a.txt").write_text("a\nb\n")
+        assert tools.data("git_diff")["files"] == [{"path": "a.txt", "added": 1, "deleted": 0}]
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    (repo / "README.md").write_text("# Detached\n")
+    with Tools(repo) as tools:
+        assert [commit["subject"] for commit in tools.data("git_log")["commits"]] == ["Add greeting", "Initial commit"]
+        assert tools.data("git_diff", {"ref": "HEAD"})["files"] == [{"path": "README.md", "added": 1, "deleted": 3}]
 
 
 # -- git_show ------------------------------------------------------------------------------------------

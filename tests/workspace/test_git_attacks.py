@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from attack_support import ALL_TOOLS, Canary, Outside, direct, everything, index_state, refused, sandbox_off, stale, waits_on_a_fifo
@@ -618,3 +619,111 @@ def test_the_check_comes_before_any_command_reads_refs(repo: Path, outside: Outs
     with sandbox_off(), pytest.raises(ToolError, match="packed-refs is a symbolic link"):
         git_tools.Repo(context(), Roots([str(repo)]), str(repo))
     assert stat.S_ISLNK(os.lstat(repo / ".git" / "packed-refs").st_mode)
+
+
+# -- a remembered repository -----------------------------------------------------------------------
+def _count_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The git subcommands run from now on (the real `run` and `Child`, counted on the way)."""
+    from shipcode_mcp.workspace.process import Child
+
+    git_tools._git_exec_path()  # found once per process: not a run of the calls counted
+    started: list[str] = []
+    real = git_tools.run
+    skip = len(git_tools._SAFE_CONFIG) + 1
+
+    def counted(ctx: Any, argv: list[str], **options: Any) -> Any:
+        started.append(argv[skip])
+        return real(ctx, argv, **options)
+
+    class Counted(Child):
+        def __init__(self, ctx: Any, argv: list[str], **options: Any) -> None:
+            started.append(argv[skip])
+            super().__init__(ctx, argv, **options)
+
+    monkeypatch.setattr(git_tools, "run", counted)
+    monkeypatch.setattr(git_tools, "Child", Counted)
+    return started
+
+
+def test_a_filter_configured_after_the_repository_was_remembered_never_runs(
+        repo: Path, canary: Canary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the files git locates a repository and reads its configuration from are unchanged, a call runs
+    git once, for its own command. A filter configured afterwards changes .git/config: read again, and
+    neutralised. Checked without the kernel sandbox, shipcode-mcp's own confinement alone."""
+    monkeypatch.setattr(git_tools, "_RACY_NS", 0)  # every file settled: remembered at once
+    started = _count_runs(monkeypatch)
+    assert direct(repo, "git_status")[0] is False
+    assert started == ["rev-parse", "config", "status"]
+    started.clear()
+    assert direct(repo, "git_status")[0] is False and direct(repo, "git_log")[0] is False
+    assert direct(repo, "git_diff")[0] is False
+    assert started == ["status", "log", "diff"]
+    started.clear()
+    git(repo, "config", "filter.x.clean", str(canary.script))
+    (repo / ".git" / "info" / "attributes").write_text("* filter=x\n")
+    stale(repo)
+    for name in ("git_status", "git_diff"):
+        failed, text = direct(repo, name)
+        assert failed and NOT_RUN in text and "filter 'x'" in text, (name, text)
+    assert started[:2] == ["rev-parse", "config"]
+    assert not canary.ran(), canary.path.read_text()
+
+
+def test_a_configuration_with_includes_is_never_remembered(repo: Path, canary: Canary,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files a configuration includes are not watched, so such a configuration is read on every call: a
+    filter that appears in an included file alone is neutralised."""
+    monkeypatch.setattr(git_tools, "_RACY_NS", 0)
+    included = repo / ".git" / "more.config"
+    included.write_text("[core]\n\tabbrev = 12\n")
+    git(repo, "config", "include.path", "more.config")
+    started = _count_runs(monkeypatch)
+    assert direct(repo, "git_status")[0] is False and direct(repo, "git_status")[0] is False
+    assert started == ["rev-parse", "config", "status"] * 2
+    included.write_text(f"[filter \"y\"]\n\tclean = {canary.script}\n")
+    (repo / ".git" / "info" / "attributes").write_text("* filter=y\n")
+    _attack_works(repo, canary)
+    failed, text = direct(repo, "git_status")
+    assert failed and NOT_RUN in text and "filter 'y'" in text, text
+    assert not canary.ran(), canary.path.read_text()
+
+
+@pytest.mark.parametrize("where", ["packed-refs", "a loose object", "a link whose target moves"])
+def test_a_remembered_repository_is_still_checked_on_every_call(repo: Path, outside: Outside, where: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The git folders are looked at on every call: a folder is read again once it changed (its findings are
+    remembered only while its entries are the same), so a link to the outside that appears later, at the
+    top of .git or deep in objects/, is refused at once."""
+    monkeypatch.setattr(git_tools, "_RACY_NS", 0)
+    loose = f"{outside.commit[:2]}/{outside.commit[2:]}"
+    (repo / ".git" / "objects" / outside.commit[:2]).mkdir(exist_ok=True)
+    if where == "a link whose target moves":  # .git/packed-refs leads into the root, at first
+        (repo / "store").mkdir()
+        (repo / "store" / "packed-refs").write_text("")
+        (repo / ".git" / "packed-refs").symlink_to(repo / "store" / "packed-refs")
+    assert direct(repo, "git_status")[0] is False
+    assert any(key[0] == str(repo / ".git" / "objects" / outside.commit[:2]) for key in git_tools._scanned)
+    if where == "a link whose target moves":  # nothing in .git changes: the folder on the way is swapped
+        (outside.path / "packed-refs").write_text(f"{outside.secret}\n")
+        (repo / "store").rename(repo / "store-before")
+        (repo / "store").symlink_to(outside.path)
+        expected = f".git/packed-refs {LEADS_OUT}"
+    elif where == "packed-refs":
+        _link(repo / ".git" / "packed-refs", outside.secret_file)
+        expected = f".git/packed-refs {LEADS_OUT}"
+    else:
+        (repo / ".git" / "refs" / "heads" / "main").write_text(f"{outside.commit}\n")
+        _link(repo / ".git" / "objects" / loose, outside.git_dir / "objects" / loose)
+        expected = f".git/objects/{loose} {LEADS_OUT}"
+    for name, arguments in ALL_TOOLS:
+        failed, text = direct(repo, name, arguments)
+        assert failed and expected in text and outside.secret not in text, (name, text)
+
+
+def test_a_file_changed_just_now_is_not_trusted_to_be_remembered(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A config written less than _RACY_NS ago could change again within the same timestamp: until it
+    settles, every call asks git again."""
+    git(repo, "config", "core.abbrev", "12")  # now: racy
+    started = _count_runs(monkeypatch)
+    assert direct(repo, "git_status")[0] is False and direct(repo, "git_status")[0] is False
+    assert started == ["rev-parse", "config", "status"] * 2

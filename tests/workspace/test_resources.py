@@ -409,7 +409,10 @@ def test_pagination_over_10000_files(tmp_path: Path) -> None:
         # Stable: the same cursor gives the same page, and a new listing gives the same cursors.
         again = process.request("resources/list", {"cursor": cursors[41]})["result"]
         assert again["resources"] == resources[4200:4300] and again["nextCursor"] == cursors[42]
-        assert list_all(process)[1] == cursors
+        # A new listing is pinned under a new id; within it, the same places.
+        renewed = list_all(process)[1]
+        assert [c.partition(".")[2] for c in renewed] == [c.partition(".")[2] for c in cursors]
+        assert {c.partition(".")[0] for c in renewed}.isdisjoint({c.partition(".")[0] for c in cursors})
         # Forged cursors are refused.
         forged = [
             "not a cursor", "", "!!!", base64.urlsafe_b64encode(b"100:00000000").decode(),
@@ -422,7 +425,9 @@ def test_pagination_over_10000_files(tmp_path: Path) -> None:
             assert process.request("resources/list", {"cursor": wrong_type})["error"]["code"] == -32602
 
 
-def test_stale_cursor_is_refused(tmp_path: Path) -> None:
+def test_a_cursor_pins_its_listing(tmp_path: Path) -> None:
+    """A listing's later pages show the tree as its first page saw it, even after the tree changed and
+    another listing walked it again; a cursor without its listing's id is read against the current tree."""
     names = make_files(tmp_path, 250)
     with start(tmp_path) as process:
         first = process.request("resources/list")["result"]
@@ -430,18 +435,21 @@ def test_stale_cursor_is_refused(tmp_path: Path) -> None:
         os.unlink(tmp_path / names[0])  # everything after it moves up one place
         restarted = process.request("resources/list")["result"]  # a new listing walks the tree again
         assert restarted["resources"][0]["name"] == names[1]
-        reply = process.request("resources/list", {"cursor": cursor})
-        assert reply["error"]["code"] == -32602 and "result" not in reply
-        # A change after the cursor's place leaves it valid.
-        cursor = restarted["nextCursor"]
-        os.unlink(tmp_path / names[-1])
-        process.request("resources/list")
         page = process.request("resources/list", {"cursor": cursor})["result"]
+        assert [r["name"] for r in page["resources"]] == names[100:200]  # the first listing, unmoved
+        last = process.request("resources/list", {"cursor": page["nextCursor"]})["result"]
+        assert [r["name"] for r in last["resources"]] == names[200:] and "nextCursor" not in last
+        # Without the id (as another process would read it), the offset no longer fits the tree: refused.
+        reply = process.request("resources/list", {"cursor": "someone-else." + cursor.partition(".")[2]})
+        assert reply["error"]["code"] == -32602 and "result" not in reply
+        # ... and where it still fits, it is read against the current tree.
+        bare = restarted["nextCursor"].partition(".")[2]
+        page = process.request("resources/list", {"cursor": bare})["result"]
         assert page["resources"][0]["name"] == names[101]
 
 
-def test_paging_walks_the_tree_once_per_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """In process: a listing's later pages reuse its walk; a new listing, or an expired walk, walks again."""
+def _in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: int) -> tuple[Any, list[str], Any]:
+    """A Server with the workspace resources over `files` files, driven in process; (page, walks, server)."""
     from core_support import Driver
     from shipcode_mcp import jsonrpc
     from shipcode_mcp.server import Server
@@ -449,7 +457,7 @@ def test_paging_walks_the_tree_once_per_listing(tmp_path: Path, monkeypatch: pyt
     from shipcode_mcp.workspace.resources import install_resources
     from shipcode_mcp.workspace.roots import Roots
 
-    make_files(tmp_path, 1_000)
+    make_files(tmp_path, files)
     walks: list[str] = []
 
     def counting(directory: str) -> list[str]:
@@ -462,25 +470,70 @@ def test_paging_walks_the_tree_once_per_listing(tmp_path: Path, monkeypatch: pyt
     driver = Driver(server)
     driver.receive(json.loads(HANDSHAKE))
     driver.receive(json.loads(INITIALIZED))
+    numbers = iter(range(2, 1_000_000))
 
-    def page(number: int, cursor: str | None) -> dict[str, Any]:
+    def page(cursor: str | None) -> dict[str, Any]:
+        number = next(numbers)
         params = {"cursor": cursor} if cursor is not None else {}
         assert driver.receive(jsonrpc.request(number, "resources/list", params)) == []  # listings are deferred
         [reply] = driver.run_all()
         assert reply["id"] == number
-        return reply["result"]  # type: ignore[no-any-return]
+        return reply  # type: ignore[no-any-return]
 
+    return page, walks, server
+
+
+def test_paging_walks_the_tree_once_per_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process: a listing's later pages reuse its walk, however old; a new listing walks again."""
+    from shipcode_mcp.workspace import resource_tree
+
+    page, walks, _ = _in_process(tmp_path, monkeypatch, 1_000)
     cursor: str | None = None
-    for number in range(10):
-        cursor = page(number + 2, cursor).get("nextCursor")
+    for _ in range(10):
+        cursor = page(cursor)["result"].get("nextCursor")
     assert cursor is None and len(walks) == 1
-    second = page(20, None)["nextCursor"]
+    second = page(None)["result"]["nextCursor"]
     assert len(walks) == 2
-    page(21, second)
+    page(second)
     assert len(walks) == 2
-    monkeypatch.setattr(resource_tree, "SNAPSHOT_SECONDS", 0.0)  # the walk is now too old for a later page
-    page(22, second)
-    assert len(walks) == 3
+    monkeypatch.setattr(resource_tree, "SNAPSHOT_SECONDS", 0.0)  # every walk is now too old to reuse...
+    for _ in range(9):
+        second = page(second)["result"].get("nextCursor")
+    assert second is None and len(walks) == 2  # ... but a listing's pages never walk: its cursor pins it
+
+
+def test_a_cursor_past_its_lifetime_is_refused_and_says_list_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shipcode_mcp.listings import LIFETIME
+
+    page, walks, server = _in_process(tmp_path, monkeypatch, 300)
+    now = [1000.0]
+    server.resource_listings().clock = lambda: now[0]
+    cursor = page(None)["result"]["nextCursor"]
+    now[0] += LIFETIME - 1  # a slow client: each page read starts the lifetime again
+    cursor = page(cursor)["result"]["nextCursor"]
+    now[0] += LIFETIME - 1
+    assert "resources" in page(cursor)["result"] and len(walks) == 1
+    now[0] += LIFETIME + 1
+    reply = page(cursor)
+    assert "result" not in reply and reply["error"]["code"] == -32602
+    assert "expired" in reply["error"]["message"] and "without a cursor" in reply["error"]["message"]
+    assert len(walks) == 1  # refused, not walked again
+    assert page(None)["result"]["nextCursor"] and len(walks) == 2  # listing again works
+
+
+def test_pinned_listings_are_bounded_by_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shipcode_mcp.listings import MAX_LISTINGS
+
+    page, walks, server = _in_process(tmp_path, monkeypatch, 150)
+    cursors = [page(None)["result"]["nextCursor"] for _ in range(MAX_LISTINGS + 3)]
+    pins = server.resource_listings()
+    assert len(pins) == MAX_LISTINGS and pins.entries == MAX_LISTINGS * 150
+    for dropped in cursors[:3]:  # the oldest went first
+        reply = page(dropped)
+        assert reply["error"]["code"] == -32602 and "expired" in reply["error"]["message"]
+    for kept in cursors[3:]:
+        assert [r["name"] for r in page(kept)["result"]["resources"]][:1] == ["d001/f 00#.txt"]
+    assert len(walks) == MAX_LISTINGS + 3
 
 
 def test_a_huge_folder_reads_as_its_first_entries_and_a_note(tmp_path: Path) -> None:
@@ -499,10 +552,14 @@ def test_a_huge_folder_reads_as_its_first_entries_and_a_note(tmp_path: Path) -> 
 
 # -- the official SDK as the client ---------------------------------------------------------------------
 def test_official_sdk_lists_every_file_once_and_reads(tmp_path: Path) -> None:
+    """The official SDK client pages a real 10k-file tree (bench/run.py's shape) to its end, while the tree
+    changes and another listing walks it again midway: its cursor pins its listing, so it gets exactly
+    the files its first page saw, each once."""
     from mcp import ClientSession, types
     from mcp.client.stdio import StdioServerParameters, stdio_client
+    from tree_support import make_tree
 
-    names = make_files(tmp_path, 10_000)
+    names = make_tree(tmp_path, 10_000)
     write(tmp_path / "text \u00e9 #1.md", "# hello\n")
     write(tmp_path / "blob.bin", bytes(range(256)))
     server = StdioServerParameters(command=SERVER[0], args=[*SERVER[1:], str(tmp_path)],
@@ -513,14 +570,21 @@ def test_official_sdk_lists_every_file_once_and_reads(tmp_path: Path) -> None:
             await session.initialize()
             listed: list[types.Resource] = []
             cursor: str | None = None
+            pages = 0
             while True:
                 page = await session.list_resources(params=types.PaginatedRequestParams(cursor=cursor))
                 listed += page.resources
+                pages += 1
+                if pages == 3:  # midway: the tree changes, and a new listing sees it
+                    os.unlink(tmp_path / names[0])
+                    write(tmp_path / "aaa-new.txt", "new\n")
+                    again = await session.list_resources()
+                    assert again.resources[0].name == "aaa-new.txt"
                 if page.next_cursor is None:
                     break
                 cursor = page.next_cursor
             by_name = {resource.name: resource for resource in listed}
-            assert len(listed) == len(by_name) == 10_002
+            assert pages == 101 and len(listed) == len(by_name) == 10_002
             assert set(by_name) == {*names, "text \u00e9 #1.md", "blob.bin"}
             text = await session.read_resource(by_name["text \u00e9 #1.md"].uri)
             [item] = text.contents

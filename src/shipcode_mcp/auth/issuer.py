@@ -36,6 +36,8 @@ KEY_LIFETIME = 3600.0
 """Keys older than this are fetched again on next use (an issuer rotates keys; a revoked one must go)."""
 INTROSPECTION_CACHE_SECONDS = 60.0
 """An introspected token is trusted this long at most (a revocation takes effect within it)."""
+INTROSPECTION_CACHE_ENTRIES = 4096
+"""At most this many introspection verdicts are kept (a flood of tokens cannot grow memory)."""
 FETCH_TIMEOUT = 10.0
 MAX_DOCUMENT_BYTES = 1024 * 1024
 
@@ -59,7 +61,9 @@ class IssuerVerifier:
         self._metadata: dict[str, Any] | None = None
         self._metadata_tried = 0.0
         self._keys: dict[str, tuple[Any, str | None]] = {}  # kid -> (PyJWK, the algorithm the key declares)
-        self._keys_fetched = 0.0
+        self._keys_fetched = 0.0  # when keys were last read
+        self._keys_tried = 0.0  # when a read was last attempted, whatever came of it
+        self._fetching = threading.Lock()  # one read of the key set at a time
         self._introspected: dict[str, tuple[float, Principal]] = {}
 
     def describe(self) -> str:
@@ -93,20 +97,39 @@ class IssuerVerifier:
         raise IssuerUnavailable(f"no usable metadata for issuer {self.issuer}: {'; '.join(problems)}")
 
     def _key(self, kid: str | None) -> tuple[Any, str | None]:
-        """The issuer's signing key `kid` (or its only key when the token names none)."""
-        with self._lock:
-            stale = time.monotonic() - self._keys_fetched > KEY_LIFETIME
-            found = self._pick(kid) if not stale else None
-            may_refresh = stale or time.monotonic() - self._keys_fetched >= MIN_KEY_REFRESH
+        """The issuer's signing key `kid` (or its only key when the token names none). The key set is read
+        again when it is older than KEY_LIFETIME or a token names a kid it lacks, but at most once every
+        MIN_KEY_REFRESH seconds whatever came of the last attempt, and by one thread at a time: made-up
+        kids cannot make us hammer an issuer, least of all one that is failing. Keys read before stay in
+        use while a new read fails."""
+        found = self._known(kid)
         if found is not None:
             return found
-        if may_refresh:
-            self._fetch_keys()
-            with self._lock:
-                found = self._pick(kid)
+        with self._fetching:
+            found = self._known(kid)  # another thread may have read the keys meanwhile
+            if found is None and self._may_fetch():
+                self._keys_tried = time.monotonic()
+                try:
+                    self._fetch_keys()
+                except IssuerUnavailable:
+                    if not self._keys:
+                        raise
+                    log.warning(f"the keys of {self.issuer} could not be read again; those read before stay in use")
+                found = self._known(kid, stale_ok=True)
+        if found is None and not self._keys_fetched:  # never read: we cannot tell, the issuer is to blame
+            raise IssuerUnavailable(f"the keys of {self.issuer} have not been read yet; retrying shortly")
         if found is None:
             raise TokenRejected("the token is signed with a key the issuer does not publish")
         return found
+
+    def _known(self, kid: str | None, *, stale_ok: bool = False) -> tuple[Any, str | None] | None:
+        with self._lock:
+            if not stale_ok and time.monotonic() - self._keys_fetched > KEY_LIFETIME and self._may_fetch():
+                return None  # old: read them again first (if allowed now)
+            return self._pick(kid)
+
+    def _may_fetch(self) -> bool:
+        return not self._keys_tried or time.monotonic() - self._keys_tried >= MIN_KEY_REFRESH
 
     def _pick(self, kid: str | None) -> tuple[Any, str | None] | None:
         if kid is not None:
@@ -120,7 +143,7 @@ class IssuerVerifier:
         uri = self.metadata().get("jwks_uri")
         if not isinstance(uri, str):
             raise TokenRejected("the issuer publishes no keys (no jwks_uri): only introspected tokens are accepted")
-        check_url(uri, "jwks_uri")
+        check_issuer_url(uri, "jwks_uri")
         document = fetch_json(uri)
         keys: dict[str, tuple[Any, str | None]] = {}
         for entry in document.get("keys", []) if isinstance(document.get("keys"), list) else []:
@@ -148,7 +171,7 @@ class IssuerVerifier:
 
         try:
             header = jwt.get_unverified_header(token)
-        except jwt.DecodeError:
+        except jwt.PyJWTError:  # not JSON, a kid that is no string, an unknown crit, ...
             raise TokenRejected("the token is not a well-formed JWT") from None
         algorithm = header.get("alg")
         if algorithm not in ALGORITHMS:
@@ -172,14 +195,18 @@ class IssuerVerifier:
             raise TokenRejected("the token's signature does not verify") from None
         except jwt.MissingRequiredClaimError as err:
             raise TokenRejected(f"the token has no {err.claim!r} claim") from None
-        except jwt.InvalidKeyError:
+        except (jwt.InvalidKeyError, TypeError, ValueError):  # e.g. an ES256 token naming an RSA key
             raise TokenRejected("the token's algorithm is not the one its key is for") from None
         except jwt.InvalidTokenError as err:
             raise TokenRejected(f"the token is not valid: {err}") from None
+        except jwt.PyJWTError:
+            raise TokenRejected("the token is not valid") from None
         return self._principal(claims)
 
     def _principal(self, claims: dict[str, Any]) -> Principal:
-        subject = claims.get("sub") or claims.get("client_id")
+        subject, kind = claims.get("sub"), "sub"
+        if not subject:  # a client acting for itself (client credentials): named apart from users
+            subject, kind = claims.get("client_id"), "client"
         if not isinstance(subject, str) or not subject:
             raise TokenRejected("the token names no subject (sub) or client (client_id)")
         scope = claims.get("scope", claims.get("scp", ""))
@@ -187,7 +214,7 @@ class IssuerVerifier:
         expiry = claims.get("exp")
         client = claims.get("client_id", claims.get("azp"))
         return Principal(subject, frozenset(scopes), issuer=self.issuer, client_id=client if isinstance(client, str) else None,
-                         expires_at=float(expiry) if isinstance(expiry, (int, float)) else None)
+                         expires_at=float(expiry) if isinstance(expiry, (int, float)) else None, kind=kind)
 
     def _introspect(self, token: str) -> Principal:
         from .tokens import fingerprint
@@ -201,13 +228,15 @@ class IssuerVerifier:
         endpoint = self.metadata().get("introspection_endpoint")
         if not isinstance(endpoint, str) or self.client_id is None:
             raise TokenRejected("the token is not a JWT, and this server cannot introspect tokens of its issuer")
-        check_url(endpoint, "introspection_endpoint")
+        check_issuer_url(endpoint, "introspection_endpoint")
         body = urllib.parse.urlencode({"token": token, "token_type_hint": "access_token"}).encode()
         credentials = f"{urllib.parse.quote(self.client_id, safe='')}:{urllib.parse.quote(self.client_secret or '', safe='')}"
         answer = fetch_json(endpoint, body, {"Authorization": "Basic " + base64.b64encode(credentials.encode()).decode(),
                                              "Content-Type": "application/x-www-form-urlencoded"})
         if answer.get("active") is not True:
             raise TokenRejected("the token is not active (expired, revoked or unknown to the issuer)")
+        if str(answer.get("token_type", "")).lower() in ("refresh_token", "urn:ietf:params:oauth:token-type:refresh_token"):
+            raise TokenRejected("a refresh token is no access token")
         if answer.get("iss", self.issuer) != self.issuer:
             raise TokenRejected(f"the token is not from {self.issuer}")
         audience = answer.get("aud")
@@ -217,14 +246,16 @@ class IssuerVerifier:
         expiry = answer.get("exp")
         if isinstance(expiry, (int, float)) and expiry + self.leeway < now:
             raise TokenRejected("the token has expired")
-        principal = self._principal({**answer, "exp": expiry})
         until = now + INTROSPECTION_CACHE_SECONDS
         if isinstance(expiry, (int, float)):
             until = min(until, float(expiry))
+        # The verdict lasts until `until` wherever it is kept (the HTTP front caches by expires_at too), so
+        # a revocation takes effect within INTROSPECTION_CACHE_SECONDS.
+        principal = self._principal({**answer, "exp": until})
         with self._lock:
-            if len(self._introspected) >= 4096:
+            if len(self._introspected) >= INTROSPECTION_CACHE_ENTRIES:
                 self._introspected = {k: v for k, v in self._introspected.items() if v[0] > now}
-                if len(self._introspected) >= 4096:
+                if len(self._introspected) >= INTROSPECTION_CACHE_ENTRIES:
                     self._introspected.clear()
             self._introspected[name] = (until, principal)
         return principal
@@ -252,6 +283,15 @@ def check_url(url: str, what: str) -> None:
     if parts.scheme == "http" and parts.hostname and is_loopback(parts.hostname):
         return
     raise ValueError(f"{what} must be an https:// URL (or http:// on a loopback address): {url!r}")
+
+
+def check_issuer_url(url: str, what: str) -> None:
+    """check_url for a URL the issuer's metadata names: a bad one is the issuer's fault (503), never an
+    error that escapes the verifier."""
+    try:
+        check_url(url, what)
+    except ValueError as err:
+        raise IssuerUnavailable(f"the metadata of the issuer is unusable: {err}") from None
 
 
 def fetch_json(url: str, data: bytes | None = None, headers: dict[str, str] | None = None) -> dict[str, Any]:

@@ -28,3 +28,17 @@ def needed(server: Server, message: dict[str, Any]) -> tuple[str, ...]:
 def missing(granted: frozenset[str], wanted: tuple[str, ...]) -> tuple[str, ...]:
     """The wanted scopes a token was not granted."""
     return tuple(scope for scope in wanted if scope not in granted)
+
+
+def offered(server: Server) -> tuple[str, ...]:
+    """The scopes the server's tools need between them: what a 401 asks a client to get, so that one
+    authorization covers every tool offered (a server with write tools asks for WRITE too; the person
+    who consents may still grant less, and a write then gets 403 and a step-up challenge)."""
+    if any(not (tool.annotations or {}).get("readOnlyHint", False) for tool in server.tools.values()):
+        return (READ, WRITE)
+    return (READ,)
+
+
+def granted(scopes: frozenset[str]) -> frozenset[str]:
+    """What a token's scopes allow: WRITE implies READ (a broader scope covers the narrower one)."""
+    return scopes | {READ} if WRITE in scopes else scopes

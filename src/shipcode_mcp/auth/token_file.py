@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 import stat
 import threading
 
@@ -19,6 +20,9 @@ from .tokens import Principal, TokenRejected, fingerprint
 
 MIN_TOKEN_CHARS = 16
 """A shorter token could be guessed: the file is refused."""
+SENDABLE = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+"""What a client can send after `Bearer ` (RFC 6750's b64token): any other token could never be used, so
+the file is refused rather than a client left with 401s it cannot explain."""
 
 
 class TokenFile:
@@ -52,6 +56,9 @@ class TokenFile:
             where = f"--auth-token-file {self.path}, line {number}"
             if len(token) < MIN_TOKEN_CHARS:
                 raise ValueError(f"{where}: a token needs at least {MIN_TOKEN_CHARS} characters")
+            if SENDABLE.fullmatch(token) is None:
+                raise ValueError(f"{where}: a token is made of letters, digits and - . _ ~ + / (then = padding only), "
+                                 "which is what a bearer token can carry")
             unknown = [scope for scope in scopes if scope not in SUPPORTED]
             if unknown:
                 raise ValueError(f"{where}: unknown scope {unknown[0]!r} (known: {', '.join(SUPPORTED)})")
@@ -60,7 +67,7 @@ class TokenFile:
                 raise ValueError(f"{where}: the same token is listed twice")
             seen.add(digest)
             subject = f"token:{fingerprint(token)[:16]}"
-            entries.append((digest, Principal(subject, frozenset(scopes), issuer="token-file")))
+            entries.append((digest, Principal(subject, frozenset(scopes), issuer="token-file", kind="token")))
         if not entries:
             raise ValueError(f"--auth-token-file {self.path}: no tokens in the file")
         return entries

@@ -17,10 +17,12 @@ class Principal:
     issuer: str | None = None
     client_id: str | None = None
     expires_at: float | None = None
+    kind: str = "sub"  # what `subject` names: a user ("sub"), a client acting for itself ("client"), a token ("token")
 
     @property
     def key(self) -> str:
-        return f"{self.issuer or ''}#{self.subject}"
+        """One caller, whatever token it shows: a client named X is not the user named X."""
+        return f"{self.issuer or ''}#{self.kind}:{self.subject}"
 
 
 class TokenRejected(Exception):

@@ -39,15 +39,16 @@ import contextlib
 import re
 import secrets
 import signal
+import sys
 import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
@@ -58,9 +59,10 @@ from ..jsonrpc import JsonRpcError
 from ..runner import Runner
 from .hosts import hostname as _hostname
 from .hosts import is_loopback
+from .lanes import PER_LANE, Call, Lanes
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+    from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Sequence
 
     from starlette.types import Receive, Scope, Send
 
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
     from ..server import Server
     from ..session import Job, Outcome
     from .http_auth import ResourceServer
+    from .http_front import FrontLimits
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
@@ -77,6 +80,13 @@ NAME_HEADER = "mcp-name"
 NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 """The modern requests that carry `Mcp-Name`, and the parameter it mirrors."""
 MAX_BODY_BYTES = 64 * 1024 * 1024
+BODY_TIMEOUT = 60.0  # seconds a request body may go without a byte (and the grace before BODY_MIN_RATE counts)
+BODY_MIN_RATE = 16 * 1024
+"""Bytes a second a body must average after its first BODY_TIMEOUT seconds: a 64 MiB upload on a 1 Mbit/s link
+(~122 KiB/s) passes with room to spare, a client that trickles a byte now and then does not."""
+MAX_SESSIONS = 1000
+EVICTED_MEMORY = 10000  # ids of sessions ended to make room, remembered for a clear 404
+RETRY_AFTER = 10  # seconds, when every session is busy and none can make room
 STANDALONE_BUFFER = 1000  # messages kept for a session's GET stream while none is open
 _ENDPOINTS: weakref.WeakSet[StreamableHttp] = weakref.WeakSet()  # for the server's shutdown: see uvicorn_server
 _DONE = object()  # a request's work has finished (after its response, if any)
@@ -102,6 +112,7 @@ class HttpSession(Runner):
         self.closed = False
         self.last_seen = time.monotonic()
         self.tasks: set[asyncio.Task[None]] = set()  # async handlers running on the loop
+        self.lane: Hashable = self  # whose turn its handler calls take (lanes.py): the session, or the caller
 
     # -- the runner's duties: messages are routed on the event loop, whichever thread sends them ---------
     def write(self, message: Message, related: Id | None) -> None:
@@ -112,8 +123,15 @@ class HttpSession(Runner):
         exchange = self.requests.get(job.context.request_id)
         if job.deferred.awork is not None:  # an async handler: a task on this loop, no thread
             self.transport.on_loop(self._start_task, job, exchange)
-        else:
-            self.transport.executor().submit(self._run, job, exchange)
+        else:  # a thread, when the lane has room and its turn comes (lanes.py)
+            call = self.transport.lanes().submit(self.lane, partial(self._run, job, exchange))
+            job.context.on_cancel(partial(self._withdrawn, call, job, exchange))
+
+    def _withdrawn(self, call: Call, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
+        """The request was cancelled: if its call still waits in the lane, it never runs its work; it is
+        finished here and now (a cancelled job's `run` returns at once), so the session forgets it."""
+        if self.transport.lanes().withdraw(call):
+            self._run(job, exchange)
 
     def _start_task(self, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
         loop = self.transport.loop
@@ -136,7 +154,9 @@ class HttpSession(Runner):
             self._done(job.context.request_id, exchange)
 
     def background(self, work: Callable[[], None]) -> None:
-        self.transport.executor().submit(work)
+        """Roots refresh and adoption: a lane of their own (the session runs one at a time), so they never wait
+        behind the session's own calls when its lane is full; still on the pool, taking turns."""
+        self.transport.lanes().submit(("background", self.lane), work)
 
     def later(self, seconds: float, call: Callable[[], None]) -> Callable[[], None]:
         """On the loop itself (what the runner calls later never blocks), so a busy pool delays no timeout."""
@@ -198,10 +218,19 @@ class StreamableHttp:
     def __init__(self, server: Server, *, stateless: bool = False, allowed_origins: Iterable[str] = (),
                  allowed_hosts: Iterable[str] | None = None, allow_loopback: bool | None = None,
                  session_idle_timeout: float = 3600.0, keepalive: float = 15.0, max_workers: int = 64,
-                 max_body_bytes: int = MAX_BODY_BYTES, auth: ResourceServer | None = None) -> None:
+                 max_body_bytes: int = MAX_BODY_BYTES, auth: ResourceServer | None = None,
+                 body_timeout: float = BODY_TIMEOUT, max_sessions: int = MAX_SESSIONS,
+                 max_concurrent_calls: int = PER_LANE, body_min_rate: int = BODY_MIN_RATE,
+                 max_sessions_per_caller: int | None = None) -> None:
         """`allowed_hosts` None accepts loopback Host names only; `allow_loopback` (default: when
         `allowed_hosts` is None) also accepts loopback names and origins beside `allowed_hosts`. With
-        `auth`, every request needs a bearer token it accepts (docs/http.md, "Securing a remote server")."""
+        `auth`, every request needs a bearer token it accepts (docs/http.md, "Securing a remote server").
+        A body may go `body_timeout` seconds without a byte (408 after; 0: no limit); at `max_sessions` (0: no cap)
+        the least recently used idle session makes room for a new one; `max_concurrent_calls` handler calls
+        of a session (or of a caller, without one) run at once (0: no limit), see `_lane_of`. A body also
+        averages `body_min_rate` bytes a second after its first `body_timeout` seconds (0: no minimum). With
+        tokens checked, one caller holds at most `max_sessions_per_caller` sessions (None: a quarter of
+        `max_sessions`, at least 16; 0: no quota), see `_room_for`."""
         self.server = server
         self.auth = auth
         self.stateless = stateless
@@ -212,11 +241,18 @@ class StreamableHttp:
         self.keepalive = keepalive
         self.max_workers = max_workers
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
+        self.body_min_rate = body_min_rate
+        self.max_sessions_per_caller = (max(16, max_sessions // 4) if max_sessions > 0 else 0) \
+            if max_sessions_per_caller is None else max_sessions_per_caller
+        self.max_sessions = max_sessions
+        self.max_concurrent_calls = max_concurrent_calls
         self.sessions: dict[str, HttpSession] = {}
+        self.evicted: collections.OrderedDict[str, str | None] = collections.OrderedDict()  # id -> owner
         self.listens: set[HttpSession] = set()  # the runners of open subscriptions/listen streams
         self.loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._lanes: Lanes | None = None
         self._reaper: asyncio.Task[None] | None = None
         _ENDPOINTS.add(self)
 
@@ -240,10 +276,11 @@ class StreamableHttp:
             except RuntimeError:  # the loop is closed: the server is shutting down
                 pass
 
-    def executor(self) -> ThreadPoolExecutor:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(self.max_workers, thread_name_prefix="shipcode-mcp-worker")
-        return self._executor
+    def lanes(self) -> Lanes:
+        """The worker threads, shared fairly by the sessions and callers (lanes.py)."""
+        if self._lanes is None:
+            self._lanes = Lanes(self.max_workers, self.max_concurrent_calls)
+        return self._lanes
 
     async def _reap_idle(self) -> None:
         """End sessions nobody used for `session_idle_timeout` seconds (no request, no open stream)."""
@@ -268,8 +305,8 @@ class StreamableHttp:
             self._end(session_id)
         if self._reaper is not None:
             self._reaper.cancel()
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._lanes is not None:
+            self._lanes.shutdown()
 
     # -- ASGI ---------------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -282,6 +319,7 @@ class StreamableHttp:
                 response = found
             else:
                 scope["auth"] = found
+                response = self.auth.check(found, None, self.server)  # nothing here without shipcode:read
         if response is None:
             if request.method == "POST":
                 response = await self._post(request)
@@ -325,25 +363,74 @@ class StreamableHttp:
             return _error(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r} (this server speaks {PROTOCOL_VERSION})")
         caller = _principal(request)
         if self.stateless:
-            return self._runner(caller)
+            return self._runner(request)
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is None:
             if creating:
-                return self._runner(caller, secrets.token_hex(16))
+                owner = caller.key if caller is not None else None
+                refused = self._room_for(owner)
+                return refused if isinstance(refused, Response) else self._runner(request, secrets.token_hex(16))
             return _error(400, "Bad Request: the Mcp-Session-Id header is required")
         http_session = self.sessions.get(session_id)
-        if http_session is None or http_session.owner != (caller.key if caller is not None else None):
+        owner = caller.key if caller is not None else None
+        if http_session is None or http_session.owner != owner:
             # Another caller's session is answered as if it did not exist: its id reveals nothing.
+            if http_session is None and session_id in self.evicted and self.evicted[session_id] == owner:
+                return _error(404, f"Not Found: this session was ended to make room for new ones (the server keeps "
+                              f"at most {self.max_sessions} sessions and this one was the least recently used idle "
+                              "one); initialize a new one")
             return _error(404, "Not Found: no such session (it ended or never existed); initialize a new one")
         http_session.last_seen = time.monotonic()
         return http_session
 
-    def _runner(self, caller: Principal | None, session_id: str | None = None) -> HttpSession:
+    def _runner(self, request: Request, session_id: str | None = None) -> HttpSession:
         """A new session (or a stateless request's runner), owned by the caller when tokens are checked."""
+        caller = _principal(request)
         runner = HttpSession(self, session_id)
         if caller is not None:
             runner.owner = runner.session.principal = caller.key
+        if session_id is None:
+            runner.lane = _lane_of(request)
         return runner
+
+    def _room_for(self, owner: str | None) -> str | Response | None:
+        """Whether a session of `owner` fits: None (room), the id of the session to end to make room once the
+        new one is made (`_make_room`), or 503 when that would cut work in progress.
+
+        At `max_sessions`, the least recently used idle session (no request in flight, no GET stream) goes.
+        With tokens checked, a caller at its quota (`max_sessions_per_caller`) makes room among its own
+        sessions only, and at the cap another caller's session goes only when that caller holds its quota
+        or more: no caller can push the others out by opening sessions."""
+        quota = self.max_sessions_per_caller if owner is not None else 0
+        mine = [s for s in self.sessions.values() if s.owner == owner] if quota > 0 else []
+        if quota > 0 and len(mine) >= quota:
+            candidates = mine
+            why = f"this caller's {len(mine)} sessions (at most {quota}) are all busy"
+        elif self.max_sessions > 0 and len(self.sessions) >= self.max_sessions:
+            held = collections.Counter(s.owner for s in self.sessions.values()) if quota > 0 else None
+            candidates = [s for s in self.sessions.values()
+                          if held is None or s.owner == owner or s.owner is None or held[s.owner] >= quota]
+            why = f"{len(self.sessions)} sessions, none of them idle and free to end"
+        else:
+            return None
+        idle = [(s.last_seen, s.id) for s in candidates
+                if s.id is not None and not (s.get_open or s.requests or s.tasks)]
+        if not idle:
+            return _error(503, f"Service Unavailable: {why}; try again later", headers={"Retry-After": str(RETRY_AFTER)})
+        return min(idle)[1]
+
+    def _make_room(self, owner: str | None) -> None:
+        """A new session of `owner` is made: end the session `_room_for` names, if any (its id is remembered
+        for a clear 404)."""
+        session_id = self._room_for(owner)
+        if not isinstance(session_id, str):
+            return
+        self.evicted[session_id] = self.sessions[session_id].owner
+        while len(self.evicted) > EVICTED_MEMORY:
+            self.evicted.popitem(last=False)
+        log.info(f"session {session_id} ended to make room ({self.max_sessions} sessions at most, "
+                 f"{self.max_sessions_per_caller or 'no limit'} per caller)")
+        self._end(session_id)
 
     # -- POST -------------------------------------------------------------------------------------
     async def _post(self, request: Request) -> Response:
@@ -363,7 +450,7 @@ class StreamableHttp:
         kind = jsonrpc.classify(message)
         if kind == "invalid":
             return _json(400, jsonrpc.invalid_request(message))
-        if self.auth is not None and kind == "request":
+        if self.auth is not None and kind == "request":  # a tool that writes also needs shipcode:write
             refused = self.auth.check(_principal(request), message, self.server)
             if refused is not None:
                 return refused
@@ -380,20 +467,43 @@ class StreamableHttp:
         return await self._answer(http_session, message, wants_json, wants_sse)
 
     async def _read_body(self, request: Request) -> bytes | Response:
+        """The whole body, never stalled (`_read_all`: 408, and the connection closes: a client that
+        stops sending mid-way holds nothing for long) and `max_body_bytes` (413)."""
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
+        return await self._read_all(request)
+
+    async def _read_all(self, request: Request) -> bytes | Response:
+        """Chunk by chunk, each within `body_timeout` seconds of the last (0: no limit), and on average at
+        least `body_min_rate` bytes a second once `body_timeout` seconds have passed: by then the body is late
+        when `elapsed > body_timeout + received / body_min_rate` (408, and the connection closes)."""
         chunks: list[bytes] = []
         size = 0
-        try:
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > self.max_body_bytes:
-                    return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
-                chunks.append(chunk)
-        except ClientDisconnect:
-            return Response(status_code=400)
-        return b"".join(chunks)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        while True:
+            wait: float | None = None
+            if self.body_timeout > 0:
+                wait = self.body_timeout
+                if self.body_min_rate > 0:
+                    wait = min(wait, started + self.body_timeout + size / self.body_min_rate - loop.time())
+            try:
+                message = await asyncio.wait_for(request.receive(), wait) if wait is None or wait > 0 else None
+            except asyncio.TimeoutError:
+                message = None
+            if message is None:
+                return _error(408, f"Request Timeout: the body stalled (nothing for {self.body_timeout:g} s, or below "
+                              f"{self.body_min_rate} bytes/s on average)", headers={"Connection": "close"})
+            if message["type"] == "http.disconnect":
+                return Response(status_code=400)
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
     async def _answer(self, http_session: HttpSession, message: Message, wants_json: bool, wants_sse: bool) -> Response:
         request_id = message["id"]
@@ -411,6 +521,7 @@ class StreamableHttp:
             new_id = http_session.id if message["method"] == "initialize" and http_session.id not in self.sessions else None
             if new_id is not None:
                 if "result" in response:
+                    self._make_room(http_session.owner)  # only now: a failed initialize ends nobody's session
                     self.sessions[new_id] = http_session
                 else:
                     headers = {}  # a failed initialize creates no session: no id to hand out
@@ -453,7 +564,7 @@ class StreamableHttp:
 
     # -- POST, modern (2026-07-28): one runner per request, no session ---------------------------------
     async def _post_modern(self, request: Request, message: Message, wants_json: bool, wants_sse: bool) -> Response:
-        runner = self._runner(_principal(request))
+        runner = self._runner(request)
         if "id" not in message:  # a notification: nothing to answer (cancelling is closing a stream)
             runner.receive(message)
             return Response(status_code=202)
@@ -788,6 +899,21 @@ def _principal(request: Request) -> Principal | None:
     return found
 
 
+def _lane_of(request: Request) -> Hashable:
+    """Whose turn the handler calls of a request without a session (stateless, or 2026-07-28) take: its
+    caller's. With tokens checked, the caller is the token's subject (`Principal.key`): one client over many
+    connections is still one caller, and callers behind one proxy are still several. Without tokens, the
+    client's address: a connection would not do, since a client may open one per request (SDKs do) and so
+    get a lane per call, which is no limit at all. Behind a proxy without tokens every client shares the
+    proxy's address, so they share a lane; a server beyond loopback has tokens unless told
+    --insecure-no-auth, and on loopback every client is this machine's user anyway."""
+    caller = _principal(request)
+    if caller is not None:
+        return ("caller", caller.key)
+    client = request.scope.get("client")
+    return ("address", client[0] if client else None)
+
+
 def _cancel_all(handles: list[asyncio.TimerHandle]) -> None:
     for handle in handles:
         handle.cancel()
@@ -831,7 +957,9 @@ async def _nothing() -> AsyncIterator[bytes]:
 def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, allowed_origins: Iterable[str] = (),
                allowed_hosts: Iterable[str] | None = None, host: str | None = None, session_idle_timeout: float = 3600.0,
                max_workers: int = 64, max_body_bytes: int = MAX_BODY_BYTES, keepalive: float = 15.0,
-               auth: ResourceServer | None = None) -> Starlette:
+               auth: ResourceServer | None = None, body_timeout: float = BODY_TIMEOUT, max_sessions: int = MAX_SESSIONS,
+               max_concurrent_calls: int = PER_LANE, body_min_rate: int = BODY_MIN_RATE,
+               max_sessions_per_caller: int | None = None) -> Starlette:
     """A Starlette app serving `server` at `path`.
 
     `allowed_hosts` None accepts loopback Host names only (DNS-rebinding protection for a local
@@ -842,6 +970,12 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
     seconds end (0: never). `max_workers` threads run handlers; a body over `max_body_bytes` gets
     413; an idle GET stream carries a comment every `keepalive` seconds. With `auth`, every request
     needs a bearer token `auth` accepts, and the Protected Resource Metadata is served (RFC 9728).
+    A body must not stall for `body_timeout` seconds (408); at most `max_sessions` sessions are kept
+    (the least recently used idle one makes room); a session, or a caller without one, runs at most
+    `max_concurrent_calls` handlers at once, the rest wait their turn (transports/lanes.py). A body must also
+    average `body_min_rate` bytes a second after its first `body_timeout` seconds; with `auth`, a caller holds
+    at most `max_sessions_per_caller` sessions (None: max(16, max_sessions // 4)). The
+    connection-level limits (request heads, open connections) are uvicorn's protocol's: see `serve_http`.
     """
     local = host is None or is_loopback(host)
     if allowed_hosts is None and not local:
@@ -849,7 +983,10 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
     endpoint = StreamableHttp(server, stateless=stateless, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts,
                               allow_loopback=local,
                               session_idle_timeout=session_idle_timeout, max_workers=max_workers,
-                              max_body_bytes=max_body_bytes, keepalive=keepalive, auth=auth)
+                              max_body_bytes=max_body_bytes, keepalive=keepalive, auth=auth,
+                              body_timeout=body_timeout, max_sessions=max_sessions,
+                              max_concurrent_calls=max_concurrent_calls, body_min_rate=body_min_rate,
+                              max_sessions_per_caller=max_sessions_per_caller)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -857,6 +994,8 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
         endpoint.shutdown()
 
     routes = [Route(path, endpoint)]
+    if auth is not None:
+        auth.server = server
     if auth is not None and auth.discoverable:
         metadata = auth.metadata_response()
 
@@ -872,36 +1011,62 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
 def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, path: str = "/mcp",
                stateless: bool = False, allowed_origins: Sequence[str] = (), allowed_hosts: Sequence[str] | None = None,
                session_idle_timeout: float = 3600.0, log_level: str = "warning", auth: ResourceServer | None = None,
-               tls: tuple[str, str] | None = None) -> int:
+               tls: tuple[str, str] | None = None, front: FrontLimits | None = None, body_timeout: float = BODY_TIMEOUT,
+               max_sessions: int = MAX_SESSIONS, max_concurrent_calls: int = PER_LANE) -> int:
     """Serve `server` over Streamable HTTP at http://host:port/path (https with `tls`, a certificate and its
     key) until SIGINT or SIGTERM; with `auth`, SIGHUP reads its token file again.
 
     A server bound to a non-loopback address accepts any Host name unless `allowed_hosts` says
-    otherwise; Origin is checked either way. For several worker processes, see `create_app`.
+    otherwise; Origin is checked either way. For several worker processes, see `create_app`. `front`
+    limits connections (http_front.py: request heads, open connections; default `FrontLimits()`); the
+    other limits are `create_app`'s.
     """
     app: Any = create_app(server, path=path, stateless=stateless, allowed_origins=allowed_origins,
-                          allowed_hosts=allowed_hosts, host=host, session_idle_timeout=session_idle_timeout, auth=auth)
+                          allowed_hosts=allowed_hosts, host=host, session_idle_timeout=session_idle_timeout, auth=auth,
+                          body_timeout=body_timeout, max_sessions=max_sessions, max_concurrent_calls=max_concurrent_calls)
     if log.enabled("debug"):  # one line per request (docs/logging.md)
         from .request_log import RequestLog
 
         app = RequestLog(app)
     options: dict[str, Any] = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
     return run_uvicorn(app, host=host, port=port, log_level=log_level, on_hangup=None if auth is None else auth.reload,
-                       **options)
+                       front=front, **options)
 
 
-def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | None = None, **options: Any) -> int:
+def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | None = None,
+                front: FrontLimits | None = None, **options: Any) -> int:
     """uvicorn.run with logging on stderr only, in our format (its access log would go to stdout), a prompt shutdown
     even with GET streams open, and exit status 0 after a graceful shutdown on SIGINT or SIGTERM
-    (uvicorn raises the signal again once done; it finds a handler that lets the process end normally)."""
+    (uvicorn raises the signal again once done; it finds a handler that lets the process end normally).
+
+    Connections go through the front (http_front.py: `front`, default `FrontLimits()`), in each worker too;
+    the descriptor limit is raised to its hard limit first (workers inherit it), which sizes the default cap
+    and the accept batch (`http_front.FrontLoop`, uvicorn's `loop`: the cap leaves room for the bursts).
+    `ssl_certfile` and `ssl_keyfile` go to the front, which starts TLS itself (so a connection that never
+    completes its handshake is under its rules too); the files are read here first, so a bad pair stops the
+    start. No WebSocket (`ws="none"`): the app has no WebSocket route."""
+    import dataclasses
+
     import uvicorn
 
+    from .http_front import FrontLimits, protocol, raise_file_limit, tls_context
+
+    raise_file_limit()
+    if sys.platform != "win32":  # asyncio's selector loop, accepting in batches the front's cap leaves room for
+        options.setdefault("loop", "shipcode_mcp.transports.http_front:FrontLoop")
+    limits = front if front is not None else FrontLimits()
+    certificate, key = options.pop("ssl_certfile", None), options.pop("ssl_keyfile", None)
+    if certificate is not None:
+        tls_context(certificate, key)  # raises now on files that make no TLS server
+        limits = dataclasses.replace(limits, tls=(certificate, key))
+    options["http"] = protocol(limits)
+    options["ws"] = "none"
     level = {"off": "critical"}.get(log_level, log_level)
     config = log.uvicorn_log_config(level)  # stderr, in our format (docs/logging.md)
     handled = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, _stopped) for sig in handled} if _main_thread() else {}
     if on_hangup is not None and _main_thread() and hasattr(signal, "SIGHUP"):
-        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, lambda signum, frame: on_hangup())
+        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, lambda signum, frame: _on_loop_soon(on_hangup))
     settings: dict[str, Any] = dict(log_config=config, log_level=level, access_log=level in ("debug", "info"),
                                     timeout_graceful_shutdown=3, server_header=False, **options)
     try:
@@ -920,8 +1085,12 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
 
 def uvicorn_server(config: Any) -> Any:
     """A uvicorn.Server that first ends the open subscriptions/listen streams (each with its result) when
-    it shuts down: uvicorn waits for open responses before the app's lifespan hears of the shutdown."""
+    it shuts down: uvicorn waits for open responses before the app's lifespan hears of the shutdown. It serves
+    no WebSocket (`ws="none"`: the app has no WebSocket route, and an upgraded connection leaves the front)."""
     import uvicorn
+
+    if not config.loaded:
+        config.ws = "none"
 
     class Server(uvicorn.Server):
         async def shutdown(self, sockets: list[Any] | None = None) -> None:
@@ -932,6 +1101,17 @@ def uvicorn_server(config: Any) -> Any:
             await super().shutdown(sockets)
 
     return Server(config)
+
+
+def _on_loop_soon(call: Callable[[], None]) -> None:
+    """From a signal handler: run `call` as the event loop's next callback, not in the middle of whatever the
+    loop was doing when the signal came (a reload must not interleave with a lookup of what it replaces)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # the server is not running yet (or any more): nothing to interleave with
+        call()
+        return
+    loop.call_soon_threadsafe(call)
 
 
 def _stopped(signum: int, frame: Any) -> None:

@@ -21,7 +21,7 @@ from starlette.responses import Response
 
 from .. import log
 from ..auth.issuer import IssuerUnavailable
-from ..auth.scopes import READ, SUPPORTED, needed
+from ..auth.scopes import READ, SUPPORTED, granted, needed, offered
 from ..auth.tokens import Principal, TokenRejected, fingerprint
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ METADATA_PATH = "/.well-known/oauth-protected-resource"
 CACHE_SECONDS = 300.0
 CACHE_ENTRIES = 4096
 MAX_TOKEN_CHARS = 8192
+WARN_EVERY = 30.0  # seconds between two warnings that the issuer cannot be reached
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")  # RFC 6750 section 2.1
 _QUOTABLE = re.compile(r"[^\x20-\x7e]|[\"\\]")
 
@@ -51,7 +52,9 @@ class ResourceServer:
         self.authorization_servers = list(authorization_servers)
         self.scopes = list(scopes)
         self._verdicts: collections.OrderedDict[str, tuple[float, Principal]] = collections.OrderedDict()
-        self._generation = 0  # bumped by forget(): a verdict reached before it is not kept after it
+        self.server: Server | None = None  # the server whose tools say what a 401 asks for (create_app sets it)
+        self._generation = 0
+        self._warned = -WARN_EVERY  # bumped by forget(): a verdict reached before it is not kept after it
 
     # -- Protected Resource Metadata (RFC 9728) -----------------------------------------------------------
     @property
@@ -103,12 +106,18 @@ class ResourceServer:
         try:
             principal = await asyncio.to_thread(self.verifier.verify, token)
         except TokenRejected as err:
-            log.info(f"token {name[:12]} refused: {err.description}")
+            log.info(f"a token refused: {err.description}")
             return self.refusal(401, err.error, err.description)
         except IssuerUnavailable as err:
-            log.warning(f"cannot verify tokens now: {err}")
-            return Response(json.dumps({"error": "temporarily_unavailable", "error_description": str(err)}).encode(),
-                            status_code=503, media_type="application/json", headers={"Retry-After": "5"})
+            if time.monotonic() - self._warned >= WARN_EVERY:  # once in a while, not once per request
+                self._warned = time.monotonic()
+                log.warning(f"cannot verify tokens now: {err}")
+            body = {"error": "temporarily_unavailable", "error_description": "the authorization server cannot be reached"}
+            return Response(json.dumps(body).encode(), status_code=503, media_type="application/json",
+                            headers={"Retry-After": "5"})
+        except Exception as err:  # a verifier's bug must not let a token in, nor answer 500 with a traceback
+            log.error(f"a token could not be verified ({type(err).__name__}: {err}); refused")
+            return self.refusal(401, "invalid_token", "the token could not be verified")
         if generation != self._generation:
             return principal  # good when asked, but the tokens changed meanwhile: not kept
         until = now + CACHE_SECONDS if principal.expires_at is None else min(now + CACHE_SECONDS, principal.expires_at)
@@ -117,10 +126,11 @@ class ResourceServer:
             self._verdicts.popitem(last=False)
         return principal
 
-    def check(self, principal: Principal | None, message: dict[str, Any], server: Server) -> Response | None:
-        """403 when the caller's token lacks a scope the request needs (`auth.scopes.needed`), else None."""
-        wanted = needed(server, message)
-        if principal is None or any(scope not in principal.scopes for scope in wanted):
+    def check(self, principal: Principal | None, message: dict[str, Any] | None, server: Server) -> Response | None:
+        """403 when the caller's token lacks a scope the message needs (`auth.scopes.needed`; any request,
+        a GET stream or a DELETE at all: `shipcode:read`), else None."""
+        wanted = needed(server, message) if message is not None else (READ,)
+        if principal is None or any(scope not in granted(principal.scopes) for scope in wanted):
             return self.insufficient(principal, wanted)
         return None
 
@@ -139,13 +149,16 @@ class ResourceServer:
     def insufficient(self, principal: Principal | None, wanted: Sequence[str]) -> Response:
         """403 for a token without the scopes a request needs; the challenge lists them all, so one
         re-authorization is enough (step-up)."""
-        missing = [scope for scope in wanted if principal is None or scope not in principal.scopes]
+        missing = [scope for scope in wanted if principal is None or scope not in granted(principal.scopes)]
         return self.refusal(403, "insufficient_scope", f"this request needs the scope {' and '.join(missing)}",
                             scope=" ".join(wanted))
 
     def refusal(self, status: int, error: str | None = None, description: str | None = None, *,
-                scope: str = READ) -> Response:
-        """`status` with the Bearer challenge of RFC 6750 section 3 (and RFC 9728's `resource_metadata`)."""
+                scope: str | None = None) -> Response:
+        """`status` with the Bearer challenge of RFC 6750 section 3 (and RFC 9728's `resource_metadata`); `scope`
+        by default names what the server's tools need between them (`auth.scopes.offered`)."""
+        if scope is None:
+            scope = " ".join(offered(self.server)) if self.server is not None else READ
         params: list[tuple[str, str]] = []
         if error is not None:
             params.append(("error", error))

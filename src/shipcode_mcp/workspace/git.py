@@ -35,6 +35,14 @@ That check does not depend on the kernel sandbox (which is the backstop, not the
   was granted).
 - File names, refs and commit metadata reach the model's text only through `printable`; diff and show
   output keeps its content lines as they are and has every other line masked.
+
+Cost: a call runs git once for its own command (git_diff's file list and patch come from the same run).
+What git answers when locating the repository (rev-parse) and about its configuration (git config) is
+remembered (`_known`) while none of the files those answers come from changed (the .git entry, commondir,
+the repository's, the user's and the system's config: `_inputs`); a configuration with includes, or a
+file changed in the last two seconds, is asked about again on each call. The walk of the git folders
+runs on every call, but reads again only the folders that changed, or hold a link (`_scanned`: a
+folder's entries cannot change without its change time changing); git's answers are judged on every call.
 """
 
 from __future__ import annotations
@@ -44,13 +52,15 @@ import os
 import re
 import shutil
 import stat
+import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..primitives import ToolError, inside
 from . import safe_open
 from .listing import walk_readable
-from .process import Completed, run
+from .process import Child, Completed, run
 from .sandbox import GIT_LIMITS
 from .text import cut_output, is_binary, plural, printable, result, size_text
 
@@ -104,6 +114,17 @@ MAX_FILTERS = 256
 git command's environment."""
 _CONFIG_KEYS = r"^(filter\..+\.(clean|smudge|process)|protocol\..+\.allow|core\.(attributesfile|excludesfile)|diff\.orderfile)$"
 """The configuration `Repo` reads to neutralise: programs (filters, transports) and files read from outside."""
+_CONFIG_KEYS_AND_INCLUDES = _CONFIG_KEYS[:-2] + r"|include\.path|includeif\..+\.path)$"
+MAX_KNOWN = 256
+"""Repositories whose discovery `_known` keeps."""
+_RACY_NS = 2_000_000_000
+"""A file changed less than this long ago may change again within the same timestamp: not trusted to a cache."""
+_known_lock = threading.Lock()
+_known: dict[tuple[str, ...], tuple[tuple[Any, ...], bytes, bytes]] = {}
+"""What rev-parse and git config answered for a repository (by `Repo._cache_key`), with the fingerprint of
+every file those answers come from (`_inputs`): while none of them changed, a call runs no git but its own
+command. This caches only git's answers; the checks of the git folders (links, FIFOs, alternates) and every
+judgement of the answers run on each call, as without it. A configuration with includes is never kept."""
 _PROGRAM_FAILED = re.compile(
     r"^(?:error|fatal|warning): (?:.*: )?(?:(?:clean|smudge) filter '.*' failed"
     r"|external filter '.*' (?:failed|is not available)|cannot (?:exec|run|fork to run|feed the input to external filter) "
@@ -209,18 +230,29 @@ class Repo:
                 self.readable.append(nearest)  # the .git of a larger repository holding the root
             # Before git reads any of it: a FIFO where git starts (config, HEAD) would hold it until its deadline.
             self._check_git_folders(shown, nearest, common, confined=self.roots.root_of(holder) is None)
-        paths = [option for name in _GIT_PATHS for option in ("--git-path", name)]
-        done = self.run(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", *paths],
-                        limit=64 * 1024)
-        if done.returncode != 0:
-            message = done.stderr.strip().splitlines()
-            if message and "safe.bareRepository" in message[-1]:
-                raise ToolError(f"Refused: {printable(shown)} is in a bare repository (a folder holding HEAD, objects/ "
-                                "and refs/ that is not a .git folder); git tools use only repositories with a .git folder")
-            if message and "not a git repository" not in message[-1]:
-                raise ToolError(f"git failed: {printable(message[-1].removeprefix('fatal: '))}")
-            raise ToolError(f"{printable(shown)} is not in a git repository")
-        lines = done.stdout.decode("utf-8", "surrogateescape").split("\n")
+        key, fingerprint = (None, None) if nearest is None or common is None else (
+            self._cache_key(holder, nearest, common), _fingerprint(_inputs(holder, nearest, common)))
+        with _known_lock:
+            known = _known.get(key) if key is not None and fingerprint is not None else None
+        if known is not None and known[0] != fingerprint:
+            known = None
+        if known is not None:
+            located = known[1]
+        else:
+            paths = [option for name in _GIT_PATHS for option in ("--git-path", name)]
+            done = self.run(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir", *paths],
+                            limit=64 * 1024)
+            if done.returncode != 0:
+                message = done.stderr.strip().splitlines()
+                if message and "safe.bareRepository" in message[-1]:
+                    raise ToolError(f"Refused: {printable(shown)} is in a bare repository (a folder holding HEAD, "
+                                    "objects/ and refs/ that is not a .git folder); git tools use only repositories "
+                                    "with a .git folder")
+                if message and "not a git repository" not in message[-1]:
+                    raise ToolError(f"git failed: {printable(message[-1].removeprefix('fatal: '))}")
+                raise ToolError(f"{printable(shown)} is not in a git repository")
+            located = done.stdout
+        lines = located.decode("utf-8", "surrogateescape").split("\n")
         if len(lines) != 4 + len(_GIT_PATHS) or lines[-1]:
             raise ToolError(f"git failed: unexpected output of rev-parse in {printable(shown)}")
         self.top, git_dir, common_dir = (os.path.realpath(os.path.join(self.directory, line)) for line in lines[:3])
@@ -237,7 +269,19 @@ class Repo:
             raise refused
         self.git_dir, self.common_dir = git_dir, common_dir
         self._env.update(GIT_DIR=git_dir, GIT_WORK_TREE=self.top)
-        self._neutralise_config(shown)
+        configured = known[2] if known is not None else self._read_config(shown)
+        includes, configured = _without_includes(configured)
+        self._override(configured, shown, files=True)
+        if known is None and key is not None and fingerprint is not None and not includes:
+            with _known_lock:
+                while len(_known) >= MAX_KNOWN:
+                    _known.pop(next(iter(_known)))
+                _known[key] = (fingerprint, located, configured)
+
+    def _cache_key(self, holder: str, nearest: str, common: str) -> tuple[str, ...]:
+        """What, besides the files `_inputs` names, the answers of rev-parse and git config depend on."""
+        return (*self.roots.paths, "\0", self.directory, holder, nearest, common,
+                self._env.get("HOME", ""), self._env.get("XDG_CONFIG_HOME", ""))
 
     def _check_git_folders(self, shown: str, git_dir: str, common_dir: str, *, confined: bool) -> None:
         """Refuse a repository whose git folders lead elsewhere: a symbolic link (packed-refs, shallow, objects,
@@ -310,9 +354,10 @@ class Repo:
             return self.roots.display(path)
         return os.path.relpath(path, self.top)
 
-    def _neutralise_config(self, shown: str) -> None:
-        """Override, for every later command, what the configuration (git's own view: all scopes, includes
-        and conditional includes resolved) names that git would run or read from outside.
+    def _read_config(self, shown: str) -> bytes:
+        """The settings of the configuration (git's own view: all scopes, includes and conditional includes
+        resolved) that `_override` neutralises for every later command, and the includes themselves (a
+        configuration with includes is never kept in `_known`: the files it includes are not watched):
 
         - Each filter that can run on reading (clean, process) becomes a required filter with no program: a
           file that needs it makes git stop with "clean filter 'NAME' failed", which `run` turns into a clear
@@ -321,14 +366,14 @@ class Repo:
         - An attributes, excludes or diff order file set by the repository's own configuration and lying
           outside the roots is not read (the user's own global settings stay).
         """
-        done = self.run(["config", "-z", "--show-scope", "--get-regexp", _CONFIG_KEYS], limit=1024 * 1024)
+        done = self.run(["config", "-z", "--show-scope", "--get-regexp", _CONFIG_KEYS_AND_INCLUDES], limit=1024 * 1024)
         if done.truncated:
             raise ToolError(f"Refused: the git configuration of {printable(shown)} is too large to check")
         if done.returncode not in (0, 1):  # 1: no key matched
             lines = done.stderr.strip().splitlines()
             why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {done.returncode}"
             raise ToolError(f"git config failed: {printable(why)}")
-        self._override(done.stdout, shown, files=True)
+        return done.stdout
 
     def _override(self, output: bytes, shown: str, *, files: bool) -> None:
         """Add the overrides for what `git config -z --show-scope --get-regexp` printed to every later command's
@@ -424,12 +469,50 @@ class Repo:
 
     def check(self, args: list[str], *, limit: int = MAX_DATA_BYTES) -> Completed:
         """Run and fail with git's own message (the last line of it) when git fails."""
-        done = self.run(args, limit=limit)
-        if done.returncode != 0 and not done.truncated:
-            lines = done.stderr.strip().splitlines()
-            why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {done.returncode}"
-            raise ToolError(f"git {args[0]} failed: {printable(why)}")
-        return done
+        return _checked(args[0], self.run(args, limit=limit))
+
+    def diff(self, args: list[str]) -> tuple[bytes, Completed] | None:
+        """One `git diff --numstat -z --patch ...`: its file summary (complete, within MAX_DATA_BYTES) and its
+        patch (within MAX_PATCH_BYTES, `truncated` when cut), read as they come so that git is stopped as soon
+        as the patch is long enough. git ends the summary with an empty record: the first two NULs in a row
+        (no path is empty, and a patch line never comes before them). None when the output does not start
+        with the summary: the combined diffs of unmerged paths come before it, and are read with two runs."""
+        if self._submodules:
+            self._neutralise_submodules()
+        with Child(self.ctx, [_git(), *_SAFE_CONFIG, *args], cwd=self.cwd, readable=self.readable,
+                   executable=[_git_exec_path()], limits=GIT_LIMITS, env=self._env, pass_fds=(self._fd,),
+                   timeout=GIT_TIMEOUT, what="git") as child:
+            out = bytearray()
+            split = -1  # where the patch starts, once the summary's end was seen
+            truncated = False
+            for chunk in child.chunks():
+                if truncated:
+                    continue  # killed: read on to the end, so that what it said on stderr is kept
+                searched = max(0, len(out) - 1)
+                out += chunk
+                if not searched and out[:1] not in b"0123456789-":
+                    child.kill()  # unmerged paths: their combined diffs come first, the summary after them
+                    return None
+                if split < 0:
+                    end = out.find(b"\0\0", searched)
+                    split = end + 2 if end >= 0 else -1
+                if (len(out) - split > MAX_PATCH_BYTES) if split >= 0 else (len(out) > MAX_DATA_BYTES + MAX_PATCH_BYTES):
+                    truncated = True
+                    child.kill()
+            code = child.wait()
+            if not truncated:
+                stopped = child.stopped(code)
+                if stopped is not None:
+                    raise ToolError(stopped)
+            stderr = child.stderr
+        failed = list(dict.fromkeys(match.group(0) for match in _PROGRAM_FAILED.finditer(stderr)))
+        if failed:
+            raise _program_refused(args[0], failed)
+        if split < 0:  # no change at all (empty output), or a summary larger than MAX_DATA_BYTES: its whole records
+            summary, patch = bytes(out[:out.rfind(b"\0", 0, MAX_DATA_BYTES) + 1] if truncated else out), b""
+        else:
+            summary, patch = bytes(out[:split - 1]), bytes(out[split:split + MAX_PATCH_BYTES])
+        return summary, _checked(args[0], Completed(patch, code, stderr, truncated))
 
     def pathspec(self, real: str | None) -> list[str]:
         """`--` then the literal pathspec of `real`, or of the root when confined (relative to the cwd)."""
@@ -479,6 +562,63 @@ class Repo:
 
 
 
+def _inputs(holder: str, git_dir: str, common_dir: str) -> list[str]:
+    """The files git reads to locate a repository and to read its configuration (but for includes): the
+    .git entry, the commondir file, the repository's and worktree's config, the user's and the system's."""
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    prefix = os.path.dirname(os.path.dirname(os.path.dirname(_git_exec_path())))  # PREFIX/libexec/git-core
+    return [os.path.join(holder, ".git"), git_dir, os.path.join(git_dir, "commondir"),
+            *(os.path.join(folder, name) for folder in dict.fromkeys((git_dir, common_dir))
+              for name in ("config", "config.worktree")),
+            os.path.join(home, ".gitconfig"), os.path.join(config_home, "git", "config"),
+            "/etc/gitconfig", os.path.join(prefix, "etc", "gitconfig")]
+
+
+def _fingerprint(paths: list[str]) -> tuple[Any, ...] | None:
+    """Who each path is and when it last changed, itself and what it leads to; None when one changed too
+    recently to tell a later change from it (git's "racy" files), or cannot be looked at."""
+    now = time.time_ns()
+    marks: list[Any] = []
+    for path in paths:
+        for follow in (False, True):
+            try:
+                info = os.stat(path, follow_symlinks=follow)
+            except (FileNotFoundError, NotADirectoryError):
+                marks.append(None)
+                continue
+            except OSError:
+                return None
+            if stat.S_ISDIR(info.st_mode):  # which folder it is; its entries change whenever git writes a lock
+                marks.append((info.st_dev, info.st_ino, info.st_mode))
+                continue
+            if now - max(info.st_mtime_ns, info.st_ctime_ns) < _RACY_NS:
+                return None
+            marks.append((info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+    return tuple(marks)
+
+
+def _without_includes(output: bytes) -> tuple[bool, bytes]:
+    """Whether `git config -z --show-scope --get-regexp` printed include settings, and its output without them."""
+    fields = output.split(b"\0")[:-1]  # scope, then "key\nvalue", each ending with NUL
+    if len(fields) % 2:
+        return True, output  # not as expected: `_override` says so, and nothing is kept
+    pairs = list(zip(fields[0::2], fields[1::2], strict=True))
+    kept = [pair for pair in pairs if not pair[1].startswith((b"include.", b"includeif."))]
+    if len(kept) == len(pairs):
+        return False, output
+    return True, b"".join(scope + b"\0" + entry + b"\0" for scope, entry in kept)
+
+
+def _checked(command: str, done: Completed) -> Completed:
+    """`done`, or git's own message (the last line of it) as a ToolError when git failed."""
+    if done.returncode != 0 and not done.truncated:
+        lines = done.stderr.strip().splitlines()
+        why = lines[-1].removeprefix("fatal: ") if lines else f"exit status {done.returncode}"
+        raise ToolError(f"git {command} failed: {printable(why)}")
+    return done
+
+
 _LEADS_OUT = "a symbolic link that leads there"
 
 
@@ -521,6 +661,17 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
     visited = {top}
     while pending:
         folder, logical, kind = pending.pop()
+        key = (folder, logical, kind, store)
+        mark = _folder_mark(folder)  # before reading it: a change while it is read shows next time
+        seen = _scanned.get(key)
+        if seen is not None and mark is not None and seen[0] == mark:  # as it was: its findings again
+            found.budget -= seen[1]
+            if found.budget < 0:
+                return top, None
+            pending.extend(seen[2])
+            found.alternates.extend(seen[3])
+            found.submodules.extend([folder] * seen[4])
+            continue
         try:
             entries = list(os.scandir(folder))
         except (FileNotFoundError, NotADirectoryError):
@@ -532,6 +683,8 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
             return top, None
         if kind == _NEST and any(entry.name == "HEAD" for entry in entries):
             kind = _GIT  # a submodule's or a linked worktree's own git folder
+        entered: list[tuple[str, str, int]] = []
+        alternates, submodules, linked = len(found.alternates), len(found.submodules), False
         for entry in entries:  # the kind comes with the entry (d_type): a syscall only for links and oddities
             if entry.is_file(follow_symlinks=False):
                 if entry.name == "alternates":
@@ -545,7 +698,9 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
             if entry.is_dir(follow_symlinks=False):
                 if inner is not None:
                     pending.append((entry.path, name, inner))
+                    entered.append((entry.path, name, inner))
                 continue
+            linked = True  # where a link leads can change without this folder changing: never remembered
             if not entry.is_symlink():
                 return entry.path, safe_open.kind_of(entry.stat(follow_symlinks=False).st_mode)
             try:
@@ -568,7 +723,35 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
                 return entry.path, f"a symbolic link to {safe_open.kind_of(mode)}"
             elif entry.name == "alternates":
                 _alternates_file(real, name, store, found.alternates)
+        if mark is not None and not linked:
+            if len(_scanned) >= MAX_SCANNED:
+                _scanned.clear()
+            _scanned[key] = (mark, len(entries), entered, found.alternates[alternates:],
+                             len(found.submodules) - submodules)
     return None
+
+
+MAX_SCANNED = 200_000
+"""Folders of git folders whose findings `_scanned` keeps."""
+_scanned: dict[tuple[str, str, int, bool], tuple[tuple[int, ...], int, list[tuple[str, str, int]], list[str], int]] = {}
+"""What `_scan` found in a folder holding no link (its entries: how many, the folders to enter, alternates
+files, a submodule's config), by folder, with the folder's identity and times (`_folder_mark`). Entries
+are added, removed, renamed or replaced (a file by a FIFO or a link) only through the folder, which
+changes its modification and change times (the change time cannot be set back), so while those are the
+same its entries are: the folder's findings are used again without reading it. Where a link leads can
+change without its folder changing, so a folder holding a link is read on every call."""
+
+
+def _folder_mark(folder: str) -> tuple[int, ...] | None:
+    """A folder's identity and times; None when it changed too recently to be told from a change to come,
+    or cannot be looked at."""
+    try:
+        info = os.stat(folder, follow_symlinks=False)
+    except OSError:
+        return None
+    if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < _RACY_NS:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mode, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _alternates_file(path: str, name: str, store: bool, alternates: list[str]) -> None:
@@ -862,12 +1045,15 @@ def git_log(ctx: Context, roots: Roots, limit: int = 20, path: str | None = None
             ref: str | None = None) -> ToolResult:
     repo, real = _repo_for(ctx, roots, path)
     with repo:
-        if ref is None and not repo.has_commits():
-            return result("No commits yet.", {"commits": [], "truncated": False})
         revision = repo.revisions(ref) if ref is not None else "HEAD"
         follow = ["--follow"] if real is not None and not os.path.isdir(real) else []
-        done = repo.check(["log", "--no-color", f"--format={_LOG_FORMAT}", f"--max-count={limit + 1}", *follow,
-                           "--end-of-options", revision, *repo.pathspec(real)])
+        args = ["log", "--no-color", f"--format={_LOG_FORMAT}", f"--max-count={limit + 1}", *follow,
+                "--end-of-options", revision, *repo.pathspec(real)]
+        done = repo.run(args)
+        # Whether there are commits at all is asked only when the log failed: one git run in the usual case.
+        if done.returncode != 0 and not done.truncated and ref is None and not repo.has_commits():
+            return result("No commits yet.", {"commits": [], "truncated": False})
+        _checked("log", done)
     fields = done.stdout.decode("utf-8", "replace").split("\0")[1:]
     commits: list[dict[str, Any]] = []
     lines: list[str] = []
@@ -915,9 +1101,13 @@ def git_diff(ctx: Context, roots: Roots, ref: str | None = None, staged: bool = 
         elif staged and not repo.has_commits():
             revisions = ["--end-of-options", _empty_tree(repo)]
         spec = repo.pathspec(real)
-        numstat = repo.check(["diff", *options, "--numstat", "-z", *revisions, *spec])
-        patch = repo.check(["diff", *options, "--patch", *revisions, *spec], limit=MAX_PATCH_BYTES)
-        files = _parse_numstat(repo, numstat.stdout)
+        both = repo.diff(["diff", *options, "--numstat", "-z", "--patch", *revisions, *spec])
+        if both is None:  # during a merge with conflicts
+            numstat = repo.check(["diff", *options, "--numstat", "-z", *revisions, *spec]).stdout
+            patch = repo.check(["diff", *options, "--patch", *revisions, *spec], limit=MAX_PATCH_BYTES)
+        else:
+            numstat, patch = both
+        files = _parse_numstat(repo, numstat)
     diff = cut_output(patch.stdout, patch.truncated)
     what = _diff_subject(ref, staged)
     if not files:
@@ -952,6 +1142,9 @@ def _diff_subject(ref: str | None, staged: bool) -> str:
 
 
 def _parse_numstat(repo: Repo, output: bytes) -> list[dict[str, Any]]:
+    """`--numstat -z` records: `ADDED\tDELETED\tPATH`, or for a rename `ADDED\tDELETED\t` then the old and
+    the new path as records of their own; `-` counts for a binary file. A partial last record (a summary
+    cut at MAX_DATA_BYTES) is left out."""
     records = output.decode("utf-8", "surrogateescape").split("\0")
     files: list[dict[str, Any]] = []
     index = 0
@@ -967,6 +1160,8 @@ def _parse_numstat(repo: Repo, output: bytes) -> list[dict[str, Any]]:
             entry["old_path"] = _diff_path(repo, records[index])
             name = records[index + 1]
             index += 2
+            if not name:
+                break  # a rename cut after its old path: no path is empty
         entry = {"path": _diff_path(repo, name), **entry,
                  "added": None if added == "-" else int(added), "deleted": None if deleted == "-" else int(deleted)}
         files.append(entry)

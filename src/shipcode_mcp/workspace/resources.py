@@ -6,11 +6,11 @@ missing, outside or malformed URI all get the same -32002 "Resource not found", 
 tells what lies outside a root or why a URI was refused.
 
 A listing is a snapshot: one walk per root. The first page of resources/list always walks afresh;
-its later pages reuse that walk for SNAPSHOT_SECONDS (or until --watch sees a change), so paging
-through 10 000 files walks once rather than a hundred times. After that the tree is walked again,
-and a cursor that no longer fits it is refused (-32602) by the server's fingerprinted cursors.
-Listing, reading and subscribing run off the reading loop (the server defers them), so a walk of
-a million files never holds up `ping` or cancellation.
+the server pins what it gives (listings.py), so the later pages of that listing read the same walk
+however slowly they come, and a cursor of a listing no longer pinned is refused (-32602). Reads reuse a
+walk for SNAPSHOT_SECONDS (or until --watch sees a change). Listing, reading and subscribing run off
+the reading loop (the server defers them), so a walk of a million files never holds up `ping` or
+cancellation.
 
 A root of more than MAX_LISTED_FILES files is cut: its first MAX_LISTED_FILES files in path order
 are listed and served, every page of resources/list says so in `_meta` (TRUNCATED_META_KEY), and
@@ -56,7 +56,8 @@ TRUNCATED_META_KEY = "shipcode-mcp/truncated"
 `limit` is per root and `files` counts every root's files."""
 
 SNAPSHOT_SECONDS = 5.0
-"""How long the later pages of a listing may reuse the walk its first page made."""
+"""How long a resources/read may reuse the last walk (a listing's pages always read their own: listings.py),
+and how long a cursor from another process is read against it."""
 
 DIRECTORY_MIME_TYPE = "inode/directory"
 IGNORE_FILES = frozenset({".gitignore", ".ignore", ".rgignore"})

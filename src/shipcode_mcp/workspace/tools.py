@@ -144,7 +144,9 @@ READ_FILE = {
         "text": {"type": "string", "description": "The lines returned, without numbers."},
         "start_line": {"type": "integer", "minimum": 1},
         "end_line": _INT,
-        "total_lines": {**_nullable("integer"), "description": "null when the file is too large to count"},
+        "total_lines": {**_nullable("integer"), "description": (
+            "the file's lines; null when not counted: more than 1 MiB of the file lies past what this page read "
+            "(next_offset is exact either way)")},
         "next_offset": {**_nullable("integer"), "description": "where to continue; null at the end of the file"},
         "size": {"type": "integer", "minimum": 0, "description": "bytes"},
     }),
