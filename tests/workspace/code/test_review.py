@@ -1,0 +1,166 @@
+"""A hostile review of the code tools (issue 11): each test shows one problem found, and is marked
+xfail(strict) until it is fixed. Calls that hang are made through a real server with a short deadline,
+and the server is killed after, so a failing test costs seconds, not the hang."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from support import peak_rss
+from workspace_support import Tools
+
+pytest.importorskip("ast_grep_py")
+
+from shipcode_mcp.workspace.code.source import OutlineCache
+from shipcode_mcp.workspace.code.symbols import outline_source
+
+
+def _killed(tools: Tools) -> None:
+    """Stop a server that may be stuck in a call (the test's own process)."""
+    if tools.process.proc.poll() is None:
+        tools.process.proc.kill()
+    tools.process.close()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "good.py").write_text("def good():\n    return 1\n")
+    return folder
+
+
+@pytest.fixture
+def server(ws: Path) -> Iterator[Tools]:
+    tools = Tools(ws)
+    try:
+        yield tools
+    finally:
+        _killed(tools)
+
+
+# -- 1. find_symbol's glob: catastrophic backtracking in Python's re, holding the GIL -----------------
+@pytest.mark.xfail(strict=True, reason="review: navigate._glob_regex turns each * into [^.]* and fullmatch "
+                   "backtracks exponentially (a*a*...b against a 40-character name: hours, the server frozen)")
+def test_a_glob_with_many_stars_answers_quickly(ws: Path, server: Tools) -> None:
+    # the file mentions the word rg looks for (aaaaaaaaaaaab), so the long name beside it is tested too
+    (ws / "names.py").write_text("aaaaaaaaaaaab = 1\n\ndef " + "a" * 40 + "():\n    pass\n")
+    name = "a*" * 12 + "b"
+    started = time.monotonic()
+    reply = server.process.request("tools/call", {"name": "find_symbol", "arguments": {"name": name}}, timeout=3)
+    assert time.monotonic() - started < 3
+    assert reply["result"]["structuredContent"]["symbols"][0]["name"] == "aaaaaaaaaaaab"
+
+
+# -- 2. a bad character class is an internal error, not a tool error ----------------------------------
+@pytest.mark.xfail(strict=True, reason="review: navigate._glob_regex builds an invalid regex from [z-a] or [!\\] "
+                   "and re.error escapes as JSON-RPC -32603 Internal error (find_symbol and read_symbol)")
+@pytest.mark.parametrize(("tool", "arguments"), [
+    ("find_symbol", {"name": "[z-a]ood"}),
+    ("find_symbol", {"name": "go[!\\]d"}),
+    ("read_symbol", {"path": "good.py", "name": "[z-a]ood"}),
+])
+def test_a_bad_character_class_is_a_tool_error(server: Tools, tool: str, arguments: dict[str, str]) -> None:
+    reply = server.process.request("tools/call", {"name": tool, "arguments": arguments})
+    assert "result" in reply, reply
+    assert reply["result"]["isError"] is True
+
+
+# -- 3. deep nesting: RecursionError in the outline's freeze, one file breaks the workspace -----------
+DEEP_JS = "function f(){\n" * 600 + "}\n" * 600
+
+
+@pytest.mark.xfail(strict=True, reason="review: outline._Item.freeze (and Symbol.walk, navigate._flat) recurse per "
+                   "nesting level: 500 nested functions raise RecursionError")
+def test_the_outline_of_deeply_nested_code_does_not_raise() -> None:
+    symbols = outline_source(DEEP_JS, "javascript")
+    assert symbols[0].name == "f"
+
+
+@pytest.mark.xfail(strict=True, reason="review: a RecursionError is not a ToolError, so one hostile file turns "
+                   "find_symbol over the whole workspace (and a folder's outline) into -32603 Internal error")
+def test_one_deeply_nested_file_does_not_break_find_symbol_elsewhere(ws: Path, server: Tools) -> None:
+    (ws / "deep.js").write_text(DEEP_JS + "function good() {}\n")
+    reply = server.process.request("tools/call", {"name": "find_symbol", "arguments": {"name": "good"}})
+    assert "result" in reply, reply
+    assert "good.py" in {item["path"] for item in reply["result"]["structuredContent"]["symbols"]}
+
+
+# -- 4. a path that does not exist is "no definition", not "not found" --------------------------------
+@pytest.mark.xfail(strict=True, reason="review: Folder.candidates returns [''] for any non-folder, so a missing "
+                   "path gives 'No definition ... (1 file could define it)' (find_symbol, find_references, "
+                   "search_structure) instead of the 'Not found' outline and read_file give")
+@pytest.mark.parametrize(("tool", "arguments"), [
+    ("find_symbol", {"name": "good", "path": "missing"}),
+    ("find_symbol", {"name": "good", "path": "missing.py"}),
+    ("find_references", {"name": "good", "path": "missing.py"}),
+    ("search_structure", {"pattern": "good()", "language": "python", "path": "missing.py"}),
+])
+def test_a_missing_path_is_an_error(server: Tools, tool: str, arguments: dict[str, str]) -> None:
+    assert "Not found" in server.error(tool, arguments)
+
+
+# -- 5. find_references on a long Python line: quadratic, uncancellable --------------------------------
+@pytest.mark.xfail(strict=True, reason="review: references._uses runs defines/may_define .search over the whole "
+                   "line once per use (and pyscan.python_uses slices the line per hit): a 40 KB line with 20 000 "
+                   "uses takes ~90 s, 4 MB never ends, and no cancellation is checked within a file")
+def test_find_references_on_one_long_line_is_fast(ws: Path, server: Tools) -> None:
+    (ws / "long.py").write_text("y = " + "x+" * 20_000 + "x\n")
+    reply = server.process.request("tools/call", {"name": "find_references", "arguments": {"name": "x", "limit": 5}},
+                                   timeout=3)
+    assert reply["result"]["structuredContent"]["truncated"] is True
+
+
+# -- 6. the outline cache's bound does not hold for one file ------------------------------------------
+@pytest.mark.xfail(strict=True, reason="review: OutlineCache._grow never drops the last entry, so one file's "
+                   "references exceed the bound (find_references 'x' on a 4 MB file: 1.97 M units against 500 000, "
+                   "1.9 GB resident)")
+def test_the_cache_bound_holds_for_one_large_file() -> None:
+    cache = OutlineCache(limit=100)
+    cache.put_references(("/ws/big.py", 1, 1), "x", tuple((line, 1, "x", False) for line in range(1, 1001)))
+    assert cache._size <= cache.limit
+
+
+# -- 7. search_structure materialises every match before applying limit -------------------------------
+@pytest.mark.xfail(strict=True, reason="review: structure.search_structure calls find_all (a list of every match) "
+                   "and only then stops at limit: '$A' with limit 1 on a 1.5 MB file holds some 600 MB more")
+def test_search_structure_memory_does_not_grow_with_the_matches_past_limit(ws: Path, server: Tools) -> None:
+    (ws / "data.py").write_text("a = [1, 1, 1, 1, 1, 1, 1, 1]\n" * 52_000)
+    pid = server.process.proc.pid
+    server.call("search_structure", {"pattern": "$A[$B:$C:$D]", "language": "python", "limit": 1}, timeout=120)
+    parsed = peak_rss(pid)
+    server.call("search_structure", {"pattern": "$A", "language": "python", "limit": 1}, timeout=120)
+    assert peak_rss(pid) - parsed < 150 * 1024 * 1024
+
+
+# -- 8. one file's parse holds the GIL: every other request waits -------------------------------------
+@pytest.mark.xfail(strict=True, reason="review: ast-grep-py parses holding the GIL; a 3 MB hostile .cpp (garbage "
+                   "punctuation: tree-sitter's error recovery) takes 10-40 s, during which the server answers nothing, "
+                   "ping included: one waited 19 s (outline's docstring says 'some 0.3 s at worst')")
+def test_a_slow_parse_does_not_stop_the_server_answering_ping(ws: Path, server: Tools) -> None:
+    rng = random.Random(1)
+    block = "".join(rng.choice("()[]{}:=,.;'\"\n x1") for _ in range(64 * 1024))
+    (ws / "garbage.cpp").write_text(block * 48)
+    server.process.send({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+                         "params": {"name": "outline", "arguments": {"path": "garbage.cpp"}}})
+    # pings one after the other for 5 s (the parse starts within the first): each must be answered in 2 s
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not any(m.get("id") == "slow" for m in server.process.notifications):
+        assert server.process.request("ping", timeout=2)["result"] == {}
+
+
+# -- 9. docs/tools.md: find_references shows lines up to 2000 characters -------------------------------
+@pytest.mark.xfail(strict=True, reason="review: docs/tools.md says a line longer than 2000 characters is shown as a "
+                   "window; references.MAX_LINE_CHARS is 300")
+def test_find_references_shows_a_1000_character_line_whole(ws: Path, server: Tools) -> None:
+    line = "value = good() + " + " + ".join(f"n{i}" for i in range(200))
+    assert 1000 < len(line) < 2000
+    (ws / "wide.py").write_text(line + "\n")
+    references = server.data("find_references", {"name": "good", "path": "wide.py"})["references"]
+    assert references[0]["text"] == line
+
