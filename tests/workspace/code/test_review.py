@@ -120,8 +120,6 @@ def test_the_cache_bound_holds_for_one_large_file() -> None:
 
 
 # -- 7. search_structure materialises every match before applying limit -------------------------------
-@pytest.mark.xfail(strict=True, reason="review: structure.search_structure calls find_all (a list of every match) "
-                   "and only then stops at limit: '$A' with limit 1 on a 1.5 MB file holds some 600 MB more")
 def test_search_structure_memory_does_not_grow_with_the_matches_past_limit(ws: Path, server: Tools) -> None:
     (ws / "data.py").write_text("a = [1, 1, 1, 1, 1, 1, 1, 1]\n" * 52_000)
     pid = server.process.proc.pid
@@ -132,9 +130,6 @@ def test_search_structure_memory_does_not_grow_with_the_matches_past_limit(ws: P
 
 
 # -- 8. one file's parse holds the GIL: every other request waits -------------------------------------
-@pytest.mark.xfail(strict=True, reason="review: ast-grep-py parses holding the GIL; a 3 MB hostile .cpp (garbage "
-                   "punctuation: tree-sitter's error recovery) takes 10-40 s, during which the server answers nothing, "
-                   "ping included: one waited 19 s (outline's docstring says 'some 0.3 s at worst')")
 def test_a_slow_parse_does_not_stop_the_server_answering_ping(ws: Path, server: Tools) -> None:
     rng = random.Random(1)
     block = "".join(rng.choice("()[]{}:=,.;'\"\n x1") for _ in range(64 * 1024))

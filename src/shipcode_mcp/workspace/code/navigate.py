@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import cut_line, place, plural, printable, result
-from .source import Folder, Skipped, cached_outline, word_regex
+from .source import SKIPPED_WHY, Folder, Skipped, cached_outline, word_regex
 from .symbols import Symbol, language_for
 
 if TYPE_CHECKING:
@@ -39,7 +39,8 @@ def _flat(symbols: list[Symbol] | tuple[Symbol, ...], depth: int, limit: int) ->
 def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolResult:
     """A file's symbols, or the top-level symbols of each file under a folder within OUTLINE_BUDGET.
     A folder's outline checks for cancellation between files; one file's parse is a single native call
-    that cannot be interrupted (at most MAX_SOURCE_BYTES: some 0.3 s at worst)."""
+    that cannot be interrupted and holds the GIL (at most MAX_SOURCE_BYTES: some 0.1 s for real code, 5 s
+    for a MiB of random punctuation, the worst measured; see source.MAX_SOURCE_BYTES)."""
     folder = Folder(roots, path)
     lines: list[str] = []
     items: list[dict[str, Any]] = []
@@ -91,8 +92,8 @@ def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolRes
         if not names:
             lines.append(f"No source files the outline knows under {place(folder.shown)}.")
         if skipped:
-            lines.append(f"[{plural(skipped, 'file')} skipped: too large, binary or unreadable.]")
-    data = {"path": folder.shown, "symbols": items, "files": files, "truncated": truncated}
+            lines.append(f"[{plural(skipped, 'file')} skipped: {SKIPPED_WHY}.]")
+    data = {"path": folder.shown, "symbols": items, "files": files, "truncated": truncated, "skipped": skipped}
     return result("\n".join(lines), data)
 
 
@@ -273,8 +274,8 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
         lines.append(f"[Showing the first {plural(len(found), 'definition')}; there are more. Narrow with path or kind, "
                      "or raise limit.]")
     if skipped:
-        lines.append(f"[{plural(skipped, 'file')} skipped: too large, binary or unreadable.]")
-    return result("\n".join(lines), {"name": name, "symbols": found, "truncated": truncated})
+        lines.append(f"[{plural(skipped, 'file')} skipped: {SKIPPED_WHY}.]")
+    return result("\n".join(lines), {"name": name, "symbols": found, "truncated": truncated, "skipped": skipped})
 
 
 # -- read_symbol ----------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from .. import safe_open
 from ..text import cut_line, place, plural, printable, result
 from .prefilter import defining_lines
 from .pyscan import python_uses
-from .source import CACHE, Folder, Reference, Source, known_language, outline_of, source_from, word_regex
+from .source import CACHE, SKIPPED_WHY, Folder, Reference, Source, known_language, outline_of, parse_source, source_from, word_regex
 from .symbols import language_for
 
 if TYPE_CHECKING:
@@ -127,8 +127,6 @@ def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool =
     cache when the file has not changed since they were all found (the file is still opened through
     safe_open, so confinement is checked every time); else, in Python, from pyscan's scan when it can
     tell (`scan`), or from the tree. Only a complete list is cached; `check` is called now and then."""
-    from .outline import parse
-
     language = known_language(real, shown)
     fd, info = safe_open.open_file(roots, real, shown)
     try:
@@ -144,7 +142,7 @@ def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool =
         complete = bound is None or len(offsets) <= bound
         found = _uses(source, name, _scanned_positions(source.text, offsets[:bound]), None)
     else:
-        root = parse(source.text, source.language)
+        root = parse_source(source)
         positions = _parsed_positions(source, name, root)
         complete = bound is None or len(positions) <= bound
         found = _uses(source, name, positions[:bound], root)
@@ -195,5 +193,6 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     else:
         out.append(f"[{plural(len(found), 'reference')} in {plural(len(files), 'file')}.]")
     if skipped:
-        out.append(f"[{plural(skipped, 'file')} skipped: too large, binary or unreadable.]")
-    return result("\n".join(out), {"name": name, "references": found, "file_count": len(files), "truncated": truncated})
+        out.append(f"[{plural(skipped, 'file')} skipped: {SKIPPED_WHY}.]")
+    return result("\n".join(out), {"name": name, "references": found, "file_count": len(files), "truncated": truncated,
+                                    "skipped": skipped})

@@ -28,8 +28,16 @@ if TYPE_CHECKING:
     from ...context import Context
     from ..roots import Roots
 
-MAX_SOURCE_BYTES = 4 * 1024 * 1024
-"""A larger file is not parsed (generated code, data): the tools say it was skipped."""
+MAX_SOURCE_BYTES = 1024 * 1024
+"""A larger file is not read nor parsed (generated code, data): the tools say it was skipped. It bounds
+how long one parse holds the GIL (ast-grep-py does), when the server answers nothing, ping included:
+a MiB of real code parses in some 0.1 s, but a MiB of random punctuation (tree-sitter's error recovery
+at its worst) took 5.3 s in C++ (2.5 s for 512 KiB) on the machine of docs/performance.md."""
+MAX_PARSE_LINE = 32 * 1024
+"""A file with a longer line (minified or generated code) is not parsed: the tools say it was skipped."""
+SKIPPED_WHY = (f"over {MAX_SOURCE_BYTES // (1024 * 1024)} MiB, a line over {MAX_PARSE_LINE} characters, binary, "
+               "unreadable or not parsed")
+"""Why a folder's or a search's files were skipped, as the tools say it."""
 CACHE_SYMBOLS = 500_000
 """The cache holds at most about this many symbols and references (some 150 MB at worst)."""
 RG_TIMEOUT = 120.0
@@ -69,6 +77,17 @@ def read_source(roots: Roots, real: str, shown: str, language: str | None = None
         return source_from(fd, info, real, shown, language)
     finally:
         os.close(fd)
+
+
+def parse_source(source: Source) -> SgNode:
+    """The tree of a file read with read_source; Skipped if a line is over MAX_PARSE_LINE."""
+    from .outline import parse
+
+    longest = max(map(len, source.text.split("\n")))
+    if longest > MAX_PARSE_LINE:
+        raise Skipped(f"{printable(source.shown)} has a line of {longest} characters (minified or generated code?); "
+                      f"the code tools do not parse a file with a line over {MAX_PARSE_LINE}")
+    return parse(source.text, source.language)
 
 
 def source_from(fd: int, info: os.stat_result, real: str, shown: str, language: str) -> Source:
@@ -207,7 +226,7 @@ def outline_of(source: Source, root: SgNode | None = None) -> list[Symbol]:
 
     symbols = CACHE.get(source.key)
     if symbols is None:
-        symbols = outline(source.text, source.language, root)
+        symbols = outline(source.text, source.language, root or parse_source(source))
         CACHE.put(source.key, symbols)
     return symbols
 
@@ -227,7 +246,7 @@ def cached_outline(roots: Roots, real: str, shown: str) -> list[Symbol]:
         os.close(fd)
     from .outline import outline
 
-    symbols = outline(source.text, source.language)
+    symbols = outline(source.text, source.language, parse_source(source))
     CACHE.put(source.key, symbols)
     return symbols
 
