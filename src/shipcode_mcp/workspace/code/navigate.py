@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import cut_line, place, plural, printable, result
-from .source import SKIPPED_WHY, Folder, Skipped, cached_outline, word_regex
+from .source import FILE_FAILURES, SKIPPED_WHY, Folder, Skipped, cached_outline, word_regex
 from .symbols import Symbol, language_for
 
 if TYPE_CHECKING:
@@ -28,11 +28,14 @@ def _entry(symbol: Symbol, depth: int) -> str:
 
 
 def _flat(symbols: list[Symbol] | tuple[Symbol, ...], depth: int, limit: int) -> list[tuple[Symbol, int]]:
+    """Each symbol with its depth, in source order, down to depth `limit` (without recursion)."""
     out: list[tuple[Symbol, int]] = []
-    for symbol in symbols:
-        out.append((symbol, depth))
-        if depth + 1 < limit:
-            out.extend(_flat(symbol.children, depth + 1, limit))
+    stack = [(symbol, depth) for symbol in reversed(symbols)]
+    while stack:
+        symbol, level = stack.pop()
+        out.append((symbol, level))
+        if level + 1 < limit:
+            stack.extend((child, level + 1) for child in reversed(symbol.children))
     return out
 
 
@@ -76,7 +79,7 @@ def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolRes
             real, shown = folder.file(name)
             try:
                 symbols = cached_outline(roots, real, shown)
-            except ToolError:  # Skipped, vanished, unreadable: counted, not fatal for a folder
+            except FILE_FAILURES:  # Skipped, vanished, unreadable, failed: counted, not fatal for a folder
                 skipped += 1
                 continue
             block = [printable(shown)] + [_entry(symbol, level + 1) for symbol, level in _flat(symbols, 0, depth or 1)]
@@ -250,7 +253,7 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
             continue
         try:
             symbols = cached_outline(roots, real, shown)
-        except ToolError:
+        except FILE_FAILURES:  # one file must not fail a search of many
             skipped += 1
             continue
         for top in symbols:

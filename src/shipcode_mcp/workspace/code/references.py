@@ -25,7 +25,19 @@ from .. import safe_open
 from ..text import cut_line, place, plural, printable, result
 from .prefilter import defining_lines
 from .pyscan import python_uses
-from .source import CACHE, SKIPPED_WHY, Folder, Reference, Source, known_language, outline_of, parse_source, source_from, word_regex
+from .source import (
+    CACHE,
+    FILE_FAILURES,
+    SKIPPED_WHY,
+    Folder,
+    Reference,
+    Source,
+    known_language,
+    outline_of,
+    parse_source,
+    source_from,
+    word_regex,
+)
 from .symbols import language_for
 
 if TYPE_CHECKING:
@@ -171,7 +183,7 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
             continue
         try:
             uses, _ = file_references(roots, real, shown, name, scan, limit - len(found) + 1, ctx.check_cancelled)
-        except ToolError:
+        except FILE_FAILURES:  # one file must not fail a search of many
             skipped += 1
             continue
         for number, column, text, definition in uses:

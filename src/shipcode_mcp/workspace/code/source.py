@@ -60,6 +60,11 @@ class Skipped(ToolError):
     """A file the code tools do not parse (binary, too large, a language without rules)."""
 
 
+FILE_FAILURES = (ToolError, RecursionError, RuntimeError, ValueError)
+"""What one file's read, parse or outline may raise: a search over many counts the file as skipped
+(Cancelled is none of these)."""
+
+
 def known_language(real: str, shown: str) -> str:
     """The language of a file by its name; Skipped if the code tools do not know it."""
     language = language_for(real)
@@ -222,13 +227,24 @@ def stat_key(real: str) -> tuple[str, int, int] | None:
 def outline_of(source: Source, root: SgNode | None = None) -> list[Symbol]:
     """The outline of a file read with read_source, from the cache when the file has not changed
     (`root`: its tree, when the caller parsed it already)."""
-    from .outline import outline
 
     symbols = CACHE.get(source.key)
     if symbols is None:
-        symbols = outline(source.text, source.language, root or parse_source(source))
+        symbols = _outlined(source, root)
         CACHE.put(source.key, symbols)
     return symbols
+
+
+def _outlined(source: Source, root: SgNode | None) -> list[Symbol]:
+    """The outline of a file; Skipped when the parse or the outline fails (ast-grep's errors, code nested
+    deeper than a recursion somewhere still has)."""
+    from .outline import outline
+
+    try:
+        return outline(source.text, source.language, root or parse_source(source))
+    except (RecursionError, RuntimeError) as err:
+        raise Skipped(f"{printable(source.shown)} could not be outlined ({type(err).__name__}: "
+                      f"{printable(str(err).splitlines()[0] if str(err) else '')})") from None
 
 
 def cached_outline(roots: Roots, real: str, shown: str) -> list[Symbol]:
@@ -244,9 +260,8 @@ def cached_outline(roots: Roots, real: str, shown: str) -> list[Symbol]:
         source = source_from(fd, info, real, shown, language)  # counted as one miss, not looked up again
     finally:
         os.close(fd)
-    from .outline import outline
 
-    symbols = outline(source.text, source.language, parse_source(source))
+    symbols = _outlined(source, None)
     CACHE.put(source.key, symbols)
     return symbols
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import place, plural, printable, result
-from .source import SKIPPED_WHY, Folder, parse_source, read_source, word_regex
+from .source import FILE_FAILURES, SKIPPED_WHY, Folder, parse_source, read_source, word_regex
 from .symbols import LANGUAGES, language_for
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
         real, shown = folder.file(relative) if folder.is_dir else (folder.real, folder.shown)
         try:
             root = parse_source(read_source(roots, real, shown, language))
-        except ToolError:
+        except FILE_FAILURES:
             skipped += 1
             continue
         for node in _matches(root, pattern):
