@@ -164,8 +164,10 @@ class OutlineCache:
     def put(self, key: tuple[str, int, int], symbols: list[Symbol]) -> None:
         size = sum(1 for top in symbols for _ in top.walk())
         with self._lock:
+            if size + 1 > self.limit:  # never an entry bigger than the whole bound
+                return
             entry = self._entry(key)
-            if entry.symbols is None:
+            if entry.symbols is None and entry.size + size <= self.limit:
                 entry.symbols = symbols
                 self._grow(entry, size)
 
@@ -183,8 +185,10 @@ class OutlineCache:
 
     def put_references(self, key: tuple[str, int, int], name: str, found: tuple[Reference, ...]) -> None:
         with self._lock:
+            if 2 + len(found) > self.limit:  # never an entry bigger than the whole bound
+                return
             entry = self._entry(key)
-            if name not in entry.references:
+            if name not in entry.references and entry.size + 1 + len(found) <= self.limit:
                 entry.references[name] = found
                 self._grow(entry, 1 + len(found))
 
@@ -200,6 +204,8 @@ class OutlineCache:
         return entry
 
     def _grow(self, entry: _Entry, size: int) -> None:
+        """Count `size` more units for `entry` (at most the bound, the callers check), and drop the least
+        recently used other entries until the whole fits."""
         entry.size += size
         self._size += size
         while self._size > self.limit and len(self._entries) > 1:
