@@ -23,6 +23,7 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tools]:
     (folder / "good.py").write_text("def good():\n    return 1\n")
     (folder / "big.py").write_text("def good():\n    return 1\n" + "# padding\n" * (MAX_SOURCE_BYTES // 10 + 1))
     (folder / "minified.js").write_text(MINIFIED + "\n")
+    (folder / "notes.txt").write_text("good\n")
     tools = Tools(folder)
     try:
         yield tools
@@ -46,3 +47,8 @@ def test_a_folder_outline_and_searches_count_the_files_past_a_limit_as_skipped(t
     assert found["structuredContent"]["skipped"] == 2
     structure = tools.data("search_structure", {"pattern": "good()", "language": "javascript"})
     assert structure["skipped"] == 1 and structure["matches"] == []
+
+
+@pytest.mark.parametrize("tool", ["find_symbol", "find_references"])
+def test_a_file_of_a_language_the_tools_do_not_know_is_an_error_not_no_definition(tools: Tools, tool: str) -> None:
+    assert "not in a language the code tools know" in tools.error(tool, {"name": "good", "path": "notes.txt"})

@@ -84,9 +84,6 @@ def test_one_deeply_nested_file_does_not_break_find_symbol_elsewhere(ws: Path, s
 
 
 # -- 4. a path that does not exist is "no definition", not "not found" --------------------------------
-@pytest.mark.xfail(strict=True, reason="review: Folder.candidates returns [''] for any non-folder, so a missing "
-                   "path gives 'No definition ... (1 file could define it)' (find_symbol, find_references, "
-                   "search_structure) instead of the 'Not found' outline and read_file give")
 @pytest.mark.parametrize(("tool", "arguments"), [
     ("find_symbol", {"name": "good", "path": "missing"}),
     ("find_symbol", {"name": "good", "path": "missing.py"}),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import cut_line, place, plural, printable, result
-from .source import FILE_FAILURES, SKIPPED_WHY, Folder, Skipped, cached_outline, word_regex
+from .source import FILE_FAILURES, SKIPPED_WHY, Folder, Skipped, cached_outline, known_language, word_regex
 from .symbols import Symbol, language_for
 
 if TYPE_CHECKING:
@@ -240,6 +240,8 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
         raise ToolError("name needs at least one character that is not a wildcard (in its last part, or in an "
                         "earlier part as in Class.*)")
     folder = Folder(roots, path)
+    if not folder.is_dir:
+        known_language(folder.real, folder.shown)  # a file of another language cannot define it: say so
     regex = word_regex(word)
     names = folder.definition_candidates(ctx, regex, regex) if prefilter else folder.candidates(ctx, regex)
     found: list[dict[str, Any]] = []

@@ -170,6 +170,8 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     if not _IDENTIFIER.fullmatch(name):
         raise ToolError(f"name must be one identifier (such as parse_args), not '{printable(name)}'")
     folder = Folder(roots, path)
+    if not folder.is_dir:
+        known_language(folder.real, folder.shown)  # a file of another language has no uses in code: say so
     names = folder.candidates(ctx, word_regex(name))
     found: list[dict[str, Any]] = []
     files: set[str] = set()

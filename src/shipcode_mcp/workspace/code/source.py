@@ -281,13 +281,19 @@ def code_globs(language: str | None = None) -> list[str]:
 
 
 class Folder:
-    """A folder or a file to look in: resolved, opened (confined), shown as the other tools show it."""
+    """A folder or a file to look in: resolved, opened (confined), shown as the other tools show it;
+    ToolError (Not found) for a path that does not exist."""
 
     def __init__(self, roots: Roots, path: str) -> None:
         self.roots = roots
         self.real = roots.resolve(path)
         self.shown = roots.display(self.real)
         self.is_dir = os.path.isdir(self.real)
+        if not self.is_dir:  # as outline and read_file say it (safe_open would, on opening it)
+            if not os.path.lexists(self.real):
+                raise ToolError(f"Not found: {printable(self.shown)}")
+            if not os.path.isfile(self.real):
+                raise ToolError(f"{printable(self.shown)} is neither a folder nor a regular file")
 
     def file(self, name: str) -> tuple[str, str]:
         """(real, shown) of a file named relative to this folder."""
