@@ -24,7 +24,11 @@ MAX_LINE_CHARS = 2000
 
 
 def _entry(symbol: Symbol, depth: int) -> str:
-    return f"{'  ' * depth}{symbol.line}-{symbol.end_line} {symbol.kind} {printable(symbol.signature or symbol.name)}"
+    """One outline line: `first-last kind signature`, the kind left out when the signature starts with
+    it (`class Fraction(...)`, not `class class Fraction(...)`)."""
+    header = printable(symbol.signature or symbol.name)
+    kind = "" if header.startswith(symbol.kind + " ") else symbol.kind + " "
+    return f"{'  ' * depth}{symbol.line}-{symbol.end_line} {kind}{header}"
 
 
 def _flat(symbols: list[Symbol] | tuple[Symbol, ...], depth: int, limit: int) -> list[tuple[Symbol, int]]:

@@ -201,7 +201,8 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
            f"{printable(item['text'])}" for item in found]
     if not found:
         out.append(f"No uses of '{printable(name)}' in code under {place(folder.shown)} "
-                   f"({plural(len(names), 'file')} mention the word in text, comments or strings only).")
+                   f"({plural(len(names), 'file')} {'mentions' if len(names) == 1 else 'mention'} the word in text, "
+                   "comments or strings only).")
     elif truncated:
         out.append(f"[Showing the first {plural(len(found), 'reference')}; there are more. Narrow with path, or raise limit.]")
     else:
