@@ -46,8 +46,8 @@ def _flat(symbols: list[Symbol] | tuple[Symbol, ...], depth: int, limit: int) ->
 def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolResult:
     """A file's symbols, or the top-level symbols of each file under a folder within OUTLINE_BUDGET.
     A folder's outline checks for cancellation between files; one file's parse is a single native call
-    that cannot be interrupted and holds the GIL (at most MAX_SOURCE_BYTES: some 0.1 s for real code, 5 s
-    for a MiB of random punctuation, the worst measured; see source.MAX_SOURCE_BYTES)."""
+    that cannot be interrupted and holds the GIL (at most MAX_SOURCE_BYTES: some 0.05 s for real code, 2.5 s
+    for 512 KiB of random punctuation, the worst measured; see source.MAX_SOURCE_BYTES)."""
     folder = Folder(roots, path)
     lines: list[str] = []
     items: list[dict[str, Any]] = []

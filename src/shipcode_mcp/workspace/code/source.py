@@ -28,14 +28,14 @@ if TYPE_CHECKING:
     from ...context import Context
     from ..roots import Roots
 
-MAX_SOURCE_BYTES = 1024 * 1024
+MAX_SOURCE_BYTES = 512 * 1024
 """A larger file is not read nor parsed (generated code, data): the tools say it was skipped. It bounds
 how long one parse holds the GIL (ast-grep-py does), when the server answers nothing, ping included:
-a MiB of real code parses in some 0.1 s, but a MiB of random punctuation (tree-sitter's error recovery
-at its worst) took 5.3 s in C++ (2.5 s for 512 KiB) on the machine of docs/performance.md."""
+512 KiB of real code parse in some 0.05 s, but 512 KiB of random punctuation (tree-sitter's error
+recovery at its worst) took 2.5 s in C++ (5.3 s for a MiB) on the machine of docs/performance.md."""
 MAX_PARSE_LINE = 32 * 1024
 """A file with a longer line (minified or generated code) is not parsed: the tools say it was skipped."""
-SKIPPED_WHY = (f"over {MAX_SOURCE_BYTES // (1024 * 1024)} MiB, a line over {MAX_PARSE_LINE} characters, binary, "
+SKIPPED_WHY = (f"over {MAX_SOURCE_BYTES // 1024} KiB, a line over {MAX_PARSE_LINE} characters, binary, "
                "unreadable or not parsed")
 """Why a folder's or a search's files were skipped, as the tools say it."""
 CACHE_SYMBOLS = 500_000
