@@ -353,6 +353,8 @@ EDIT_FILE = {
 
 
 # -- code intelligence (offered when the `code` extra, ast-grep-py, is installed) ----------------------
+_SKIPPED = {"type": "integer", "minimum": 0, "description": "files not parsed: over 1 MiB, with a line over 32 768 "
+            "characters (minified), binary, unreadable, or whose parse failed"}
 _LANGUAGES_HELP = ("Python, JavaScript, TypeScript, TSX, Go, Rust, Java, Kotlin, C, C++, C#, Ruby, PHP, Swift, Scala, "
                    "Lua and Bash, recognised by file name")
 _SYMBOL_ITEM = _output({
@@ -387,6 +389,7 @@ OUTLINE = {
             "required": [*_SYMBOL_ITEM["required"], "depth"]}},
         "files": {"type": "integer", "minimum": 0, "description": "files outlined"},
         "truncated": _BOOL,
+        "skipped": _SKIPPED,
     }),
 }
 
@@ -410,6 +413,7 @@ FIND_SYMBOL = {
         "name": _STR,
         "symbols": {"type": "array", "items": _SYMBOL_ITEM},
         "truncated": _BOOL,
+        "skipped": _SKIPPED,
     }),
 }
 
@@ -438,6 +442,7 @@ FIND_REFERENCES = {
         })},
         "file_count": _INT,
         "truncated": _BOOL,
+        "skipped": _SKIPPED,
     }),
 }
 
@@ -490,6 +495,7 @@ SEARCH_STRUCTURE = {
         })},
         "file_count": _INT,
         "truncated": _BOOL,
+        "skipped": _SKIPPED,
     }),
 }
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import cut_line, place, plural, printable, result
-from .source import Folder, Skipped, cached_outline, word_regex
+from .source import FILE_FAILURES, SKIPPED_WHY, Folder, Skipped, cached_outline, known_language, word_regex
 from .symbols import Symbol, language_for
 
 if TYPE_CHECKING:
@@ -25,22 +24,30 @@ MAX_LINE_CHARS = 2000
 
 
 def _entry(symbol: Symbol, depth: int) -> str:
-    return f"{'  ' * depth}{symbol.line}-{symbol.end_line} {symbol.kind} {printable(symbol.signature or symbol.name)}"
+    """One outline line: `first-last kind signature`, the kind left out when the signature starts with
+    it (`class Fraction(...)`, not `class class Fraction(...)`)."""
+    header = printable(symbol.signature or symbol.name)
+    kind = "" if header.startswith(symbol.kind + " ") else symbol.kind + " "
+    return f"{'  ' * depth}{symbol.line}-{symbol.end_line} {kind}{header}"
 
 
 def _flat(symbols: list[Symbol] | tuple[Symbol, ...], depth: int, limit: int) -> list[tuple[Symbol, int]]:
+    """Each symbol with its depth, in source order, down to depth `limit` (without recursion)."""
     out: list[tuple[Symbol, int]] = []
-    for symbol in symbols:
-        out.append((symbol, depth))
-        if depth + 1 < limit:
-            out.extend(_flat(symbol.children, depth + 1, limit))
+    stack = [(symbol, depth) for symbol in reversed(symbols)]
+    while stack:
+        symbol, level = stack.pop()
+        out.append((symbol, level))
+        if level + 1 < limit:
+            stack.extend((child, level + 1) for child in reversed(symbol.children))
     return out
 
 
 def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolResult:
     """A file's symbols, or the top-level symbols of each file under a folder within OUTLINE_BUDGET.
     A folder's outline checks for cancellation between files; one file's parse is a single native call
-    that cannot be interrupted (at most MAX_SOURCE_BYTES: some 0.3 s at worst)."""
+    that cannot be interrupted and holds the GIL (at most MAX_SOURCE_BYTES: some 0.05 s for real code, 2.5 s
+    for 512 KiB of random punctuation, the worst measured; see source.MAX_SOURCE_BYTES)."""
     folder = Folder(roots, path)
     lines: list[str] = []
     items: list[dict[str, Any]] = []
@@ -76,7 +83,7 @@ def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolRes
             real, shown = folder.file(name)
             try:
                 symbols = cached_outline(roots, real, shown)
-            except ToolError:  # Skipped, vanished, unreadable: counted, not fatal for a folder
+            except FILE_FAILURES:  # Skipped, vanished, unreadable, failed: counted, not fatal for a folder
                 skipped += 1
                 continue
             block = [printable(shown)] + [_entry(symbol, level + 1) for symbol, level in _flat(symbols, 0, depth or 1)]
@@ -92,34 +99,114 @@ def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolRes
         if not names:
             lines.append(f"No source files the outline knows under {place(folder.shown)}.")
         if skipped:
-            lines.append(f"[{plural(skipped, 'file')} skipped: too large, binary or unreadable.]")
-    data = {"path": folder.shown, "symbols": items, "files": files, "truncated": truncated}
+            lines.append(f"[{plural(skipped, 'file')} skipped: {SKIPPED_WHY}.]")
+    data = {"path": folder.shown, "symbols": items, "files": files, "truncated": truncated, "skipped": skipped}
     return result("\n".join(lines), data)
 
 
 # -- find_symbol -----------------------------------------------------------------------------------------
 _WILDCARDS = "*?["
+MAX_GLOB_CHARS = 200
+"""A longer name or glob is refused (identifiers are shorter; it bounds a match's work)."""
+MAX_GLOB_STARS = 16
+"""A glob with more `*` is refused: each star is a place the match may go back to."""
+_STAR = "*"
+_ANY = "?"
+_Token = str | tuple[bool, tuple[tuple[str, str], ...]]
+"""One part of a glob segment: `*`, `?`, a literal character, or a class (negated, its ranges)."""
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """A glob as a regex where `*` and `?` do not cross a `.` (`Thread.*` is Thread's direct members)."""
-    out = []
+def _glob_tokens(pattern: str) -> list[list[_Token]]:
+    """A glob's segments (split at each `.` outside a class), each a list of tokens. Wildcards and classes
+    never match a `.`: a segment matches one part of a qualified name. ToolError for a bad glob."""
+    if len(pattern) > MAX_GLOB_CHARS:
+        raise ToolError(f"name is too long ({len(pattern)} characters; at most {MAX_GLOB_CHARS})")
+    if pattern.count("*") > MAX_GLOB_STARS:
+        raise ToolError(f"name has too many * wildcards ({pattern.count('*')}; at most {MAX_GLOB_STARS})")
+    if "\\" in pattern:
+        raise ToolError("name cannot hold a backslash: a glob has no escapes (identifiers have no backslash)")
+    segments: list[list[_Token]] = [[]]
     index = 0
     while index < len(pattern):
         char = pattern[index]
-        close = pattern.find("]", index + 2) if char == "[" else -1
-        if char == "*":
-            out.append(r"[^.]*")
-        elif char == "?":
-            out.append(r"[^.]")
-        elif close > 0:
+        if char == "[":
+            close = pattern.find("]", index + 2)
+            if close < 0:
+                raise ToolError(f"name has a '[' without its ']' (a character class such as [a-z]): '{printable(pattern)}'")
             body = pattern[index + 1:close]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body.replace("\\", "\\\\")) + "]")
-            index = close
+            negated = body.startswith("!")
+            if negated:
+                body = body[1:]
+                if not body:
+                    raise ToolError("name has an empty character class '[!]'")
+            ranges: list[tuple[str, str]] = []
+            at = 0
+            while at < len(body):
+                if at + 2 < len(body) and body[at + 1] == "-":
+                    low, high = body[at], body[at + 2]
+                    if low > high:
+                        raise ToolError(f"name has a bad character class: the range {low}-{high} is empty")
+                    ranges.append((low, high))
+                    at += 3
+                else:
+                    ranges.append((body[at], body[at]))
+                    at += 1
+            segments[-1].append((negated, tuple(ranges)))
+            index = close + 1
+            continue
+        if char == ".":
+            segments.append([])
         else:
-            out.append(re.escape(char))
+            segments[-1].append(char)
         index += 1
-    return re.compile("".join(out))
+    return segments
+
+
+def _one(token: _Token, char: str) -> bool:
+    if token == _ANY:
+        return True
+    if isinstance(token, str):
+        return token == char
+    negated, ranges = token
+    return any(low <= char <= high for low, high in ranges) != negated
+
+
+def _segment_matches(tokens: list[_Token], text: str) -> bool:
+    """Whether `text` (no `.` in it) matches a glob segment: the greedy match that goes back only to the
+    last `*` seen (a later star can take over whatever an earlier one would): at most len(text) x
+    len(tokens) steps, never exponential."""
+    token = at = 0
+    star = -1
+    mark = 0
+    while at < len(text):
+        if token < len(tokens) and tokens[token] == _STAR:
+            star, mark = token, at
+            token += 1
+        elif token < len(tokens) and _one(tokens[token], text[at]):
+            token += 1
+            at += 1
+        elif star >= 0:
+            mark += 1
+            token, at = star + 1, mark
+        else:
+            return False
+    while token < len(tokens) and tokens[token] == _STAR:
+        token += 1
+    return token == len(tokens)
+
+
+def glob_matcher(pattern: str) -> Callable[[str], bool]:
+    """A test of a (qualified) name against a glob where `*` and `?` do not cross a `.` (`Thread.*` is
+    Thread's direct members): the name's last parts, as many as the glob's, each match their segment."""
+    segments = _glob_tokens(pattern)
+    count = len(segments)
+
+    def test(name: str) -> bool:
+        parts = name.split(".")
+        if len(parts) < count:
+            return False
+        return all(_segment_matches(tokens, part) for tokens, part in zip(segments, parts[-count:], strict=True))
+    return test
 
 
 def _matcher(name: str) -> tuple[str, Callable[[Symbol], bool]]:
@@ -127,19 +214,20 @@ def _matcher(name: str) -> tuple[str, Callable[[Symbol], bool]]:
     same, qualified names always join with `.`), or a glob. A qualified name matches at the end of the
     symbol's qualified name (`Circle.area` finds `geo.Circle.area`). The rg word is the last part with a
     character that is not a wildcard (`Thread.*` looks in the files that mention Thread); "" when every
-    part is wildcards only."""
+    part is wildcards only. ToolError for a name too long or a bad glob."""
     name = name.replace("::", ".")
+    if len(name) > MAX_GLOB_CHARS:
+        raise ToolError(f"name is too long ({len(name)} characters; at most {MAX_GLOB_CHARS})")
     parts = name.split(".")
     word = next((part for part in reversed(parts) if part.strip(_WILDCARDS)), "")
     if "[" in word:  # rg looks for a wider word: what comes before the character class, then anything
         word = word[:word.index("[")] + "*" if word.index("[") else ""
     qualified = len(parts) > 1
     if any(c in name for c in _WILDCARDS):
-        regex = _glob_regex(name)
+        matches = glob_matcher(name)
         if qualified:
-            count = len(parts)
-            return word, lambda symbol: regex.fullmatch(".".join(symbol.qualified_name.split(".")[-count:])) is not None
-        return word, lambda symbol: regex.fullmatch(symbol.name) is not None
+            return word, lambda symbol: matches(symbol.qualified_name)
+        return word, lambda symbol: "." not in symbol.name and matches(symbol.name)
     if qualified:
         return word, lambda symbol: symbol.qualified_name == name or symbol.qualified_name.endswith("." + name)
     return word, lambda symbol: symbol.name == name
@@ -156,6 +244,8 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
         raise ToolError("name needs at least one character that is not a wildcard (in its last part, or in an "
                         "earlier part as in Class.*)")
     folder = Folder(roots, path)
+    if not folder.is_dir:
+        known_language(folder.real, folder.shown)  # a file of another language cannot define it: say so
     regex = word_regex(word)
     names = folder.definition_candidates(ctx, regex, regex) if prefilter else folder.candidates(ctx, regex)
     found: list[dict[str, Any]] = []
@@ -169,7 +259,7 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
             continue
         try:
             symbols = cached_outline(roots, real, shown)
-        except ToolError:
+        except FILE_FAILURES:  # one file must not fail a search of many
             skipped += 1
             continue
         for top in symbols:
@@ -193,8 +283,8 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
         lines.append(f"[Showing the first {plural(len(found), 'definition')}; there are more. Narrow with path or kind, "
                      "or raise limit.]")
     if skipped:
-        lines.append(f"[{plural(skipped, 'file')} skipped: too large, binary or unreadable.]")
-    return result("\n".join(lines), {"name": name, "symbols": found, "truncated": truncated})
+        lines.append(f"[{plural(skipped, 'file')} skipped: {SKIPPED_WHY}.]")
+    return result("\n".join(lines), {"name": name, "symbols": found, "truncated": truncated, "skipped": skipped})
 
 
 # -- read_symbol ----------------------------------------------------------------------------------------

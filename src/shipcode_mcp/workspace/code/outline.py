@@ -45,8 +45,19 @@ class _Item:
         self.children: list[_Item] = []
 
     def freeze(self) -> Symbol:
-        return Symbol(self.name, self.qualified, self.kind, self.line, self.end_line, self.signature,
-                      tuple(child.freeze() for child in self.children), self.def_line)
+        """This item as a Symbol, children first; without recursion (code nests deeper than Python's
+        recursion limit: 600 nested JavaScript functions)."""
+        frozen: dict[int, Symbol] = {}
+        stack: list[tuple[_Item, bool]] = [(self, False)]
+        while stack:
+            item, ready = stack.pop()
+            if not ready:
+                stack.append((item, True))
+                stack.extend((child, False) for child in item.children)
+                continue
+            frozen[id(item)] = Symbol(item.name, item.qualified, item.kind, item.line, item.end_line, item.signature,
+                                      tuple(frozen.pop(id(child)) for child in item.children), item.def_line)
+        return frozen[id(self)]
 
 
 def parse(text: str, language: str) -> SgNode:

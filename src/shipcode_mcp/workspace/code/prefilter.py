@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-LONG_LINE = "[Omitted long line"
-"""How rg shows a line longer than --max-columns: such a line is kept (it might hold a definition)."""
+LONG_LINE = "[Omitted long "
+"""How rg shows a line longer than --max-columns (`[Omitted long matching line]` in ripgrep 14, `[Omitted
+long line with N matches]` before): such a line is kept (it might hold a definition)."""
 
 _PYTHON = (
     # def/class NAME; NAME first on its line (an assignment at module or class level, or the name of a

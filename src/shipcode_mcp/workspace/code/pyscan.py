@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Callable
 
 _SPANS = re.compile(
     # comments and strings, found from their first character (`#` or a quote: re skips to those fast);
@@ -34,33 +35,55 @@ def _continues(char: str) -> bool:
     return char.isalnum() or char == "_" or ("a" + char).isidentifier()
 
 
-def python_uses(text: str, name: str) -> list[int] | None:
-    """The offsets in `text` where `name` is used in code, in order; None when only a parse can tell."""
+def python_uses(text: str, name: str, bound: int | None = None,
+                check: Callable[[], None] | None = None) -> list[int] | None:
+    """The offsets in `text` where `name` is used in code, in order, at most `bound` of them; None when only
+    a parse can tell. Linear in the text (a long line is looked at once, not once a hit); `check` is
+    called now and then (cancellation)."""
     if name in _PARSE_ONLY:
         return None
-    hits = []
     size = len(name)
+    length = len(text)
+    out: list[int] = []
+    spans = _SPANS.finditer(text)
+    span = None
+    span_end = -1
+    line_start = 0
+    line_end = -1  # where the line of the last hit ends (its `\n`, or the text's end)
+    last = 0
+    seen = 0
     start = text.find(name)
     while start >= 0:
         end = start + size
-        if not (start and _continues(text[start - 1])) and not (end < len(text) and _continues(text[end])):
-            hits.append(start)
+        if (start and _continues(text[start - 1])) or (end < length and _continues(text[end])):
+            start = text.find(name, end)
+            continue
+        seen += 1
+        if check is not None and not seen % 1024:
+            check()
+        hit = start
         start = text.find(name, end)
-    if not hits:
-        return []
-    out: list[int] = []
-    spans = _SPANS.finditer(text)
-    span = next(spans, None)
-    for hit in hits:
-        while span is not None and span.end() <= hit:
+        while span_end <= hit:
             span = next(spans, None)
+            if span is None:
+                span_end = length + 1
+                break
+            span_end = span.end()
         if span is None or hit < span.start():
-            line_start = text.rfind("\n", 0, hit) + 1
-            line_end = text.find("\n", hit)
-            if "`" in text[line_start:line_end if line_end >= 0 else len(text)]:
-                return None  # Python 2's `repr`: the tree has no rule for it
+            if hit > line_end:  # a new line: find its ends once, and look for backquotes once
+                newline = text.rfind("\n", last, hit)
+                if newline >= 0:
+                    line_start = newline + 1
+                line_end = text.find("\n", hit)
+                if line_end < 0:
+                    line_end = length
+                if "`" in text[line_start:line_end]:
+                    return None  # Python 2's `repr`: the tree has no rule for it
+            last = hit
             out.append(hit)
-        elif span.group()[0] != "#":
+            if bound is not None and len(out) >= bound:
+                break
+        elif text[span.start()] != "#":
             prefix = text[max(0, span.start() - 2):span.start()]
             if "f" in prefix or "F" in prefix:
                 return None  # perhaps in an f-string's {expression}: the tree says

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
@@ -24,7 +25,19 @@ from .. import safe_open
 from ..text import cut_line, place, plural, printable, result
 from .prefilter import defining_lines
 from .pyscan import python_uses
-from .source import CACHE, Folder, Reference, Source, known_language, outline_of, source_from, word_regex
+from .source import (
+    CACHE,
+    FILE_FAILURES,
+    SKIPPED_WHY,
+    Folder,
+    Reference,
+    Source,
+    known_language,
+    outline_of,
+    parse_source,
+    source_from,
+    word_regex,
+)
 from .symbols import language_for
 
 if TYPE_CHECKING:
@@ -34,7 +47,8 @@ if TYPE_CHECKING:
     from ...primitives import ToolResult
     from ..roots import Roots
 
-MAX_LINE_CHARS = 300
+MAX_LINE_CHARS = 2000
+"""A longer line is shown as a window of this many characters around the use."""
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 IDENTIFIER_KINDS = ("identifier", "type_identifier", "field_identifier", "property_identifier",
                     "shorthand_property_identifier", "shorthand_property_identifier_pattern", "private_property_identifier",
@@ -85,58 +99,68 @@ def _scanned_positions(text: str, offsets: list[int]) -> list[tuple[int, int]]:
 def _uses(source: Source, name: str, positions: list[tuple[int, int]], root: SgNode | None) -> tuple[Reference, ...]:
     """The uses at `positions`, in source order, each marked when it is a definition: from the line
     where that is certain (prefilter.defining_lines), else from the outline (made from `root` when
-    given), and only where a use is on a line that may define the name."""
+    given), and only where a use is on a line that may define the name. Each line is looked at once,
+    however many uses it holds (a long line must not cost its length once a use)."""
     if not positions:
         return ()
     lines = source.text.split("\n")
+    numbers = dict.fromkeys(line for line, _ in positions)
     shapes = defining_lines(source.language, rf"\b{re.escape(name)}\b")
     definitions: set[int] = set()
     if shapes is None:
         outlined = True
     else:
         defines, may_define = shapes
-        definitions = {line + 1 for line, _ in positions if defines.search(lines[line])}
-        outlined = any(may_define.search(lines[line]) for line, _ in positions)
+        definitions = {line + 1 for line in numbers if defines.search(lines[line])}
+        outlined = any(may_define.search(lines[line]) for line in numbers)
     if outlined:
         definitions |= {symbol.def_line for top in outline_of(source, root) for symbol in top.walk() if symbol.name == name}
     marked: set[int] = set()
     out: list[Reference] = []
+    shown: dict[int, tuple[str, int]] = {}
     for line, column in positions:
         number = line + 1
         definition = number in definitions and number not in marked
         if definition:
             marked.add(number)
-        text = lines[line].rstrip("\r")
-        out.append((number, column + 1,
-                    cut_line(text.strip(), MAX_LINE_CHARS, max(0, column - (len(text) - len(text.lstrip())))),
-                    definition))
+        held = shown.get(line)
+        if held is None:
+            text = lines[line].rstrip("\r")
+            stripped = text.lstrip()
+            held = shown[line] = (stripped.rstrip(), len(text) - len(stripped))
+        text, indent = held
+        out.append((number, column + 1, cut_line(text, MAX_LINE_CHARS, max(0, column - indent)), definition))
     return tuple(out)
 
 
-def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool = True) -> tuple[Reference, ...]:
-    """The uses of `name` in one file: from the cache when the file has not changed since they were found
-    (the file is still opened through safe_open, so confinement is checked every time); else, in Python,
-    from pyscan's scan when it can tell (`scan`), or from the tree."""
-    from .outline import parse
-
+def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool = True, bound: int | None = None,
+                    check: Callable[[], None] | None = None) -> tuple[tuple[Reference, ...], bool]:
+    """The uses of `name` in one file, at most `bound` of them, and whether that is all of them: from the
+    cache when the file has not changed since they were all found (the file is still opened through
+    safe_open, so confinement is checked every time); else, in Python, from pyscan's scan when it can
+    tell (`scan`), or from the tree. Only a complete list is cached; `check` is called now and then."""
     language = known_language(real, shown)
     fd, info = safe_open.open_file(roots, real, shown)
     try:
         found = CACHE.references((real, info.st_size, info.st_mtime_ns), name) if scan else None
         if found is not None:
-            return found
+            return (found if bound is None else found[:bound]), bound is None or len(found) <= bound
         source = source_from(fd, info, real, shown, language)
     finally:
         os.close(fd)
-    offsets = python_uses(source.text, name) if scan and source.language == "python" else None
+    offsets = python_uses(source.text, name, None if bound is None else bound + 1, check) \
+        if scan and source.language == "python" else None
     if offsets is not None:
-        found = _uses(source, name, _scanned_positions(source.text, offsets), None)
+        complete = bound is None or len(offsets) <= bound
+        found = _uses(source, name, _scanned_positions(source.text, offsets[:bound]), None)
     else:
-        root = parse(source.text, source.language)
-        found = _uses(source, name, _parsed_positions(source, name, root), root)
-    if scan:
+        root = parse_source(source)
+        positions = _parsed_positions(source, name, root)
+        complete = bound is None or len(positions) <= bound
+        found = _uses(source, name, positions[:bound], root)
+    if scan and complete:
         CACHE.put_references(source.key, name, found)
-    return found
+    return found, complete
 
 
 def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int, *, scan: bool = True) -> ToolResult:
@@ -146,6 +170,8 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     if not _IDENTIFIER.fullmatch(name):
         raise ToolError(f"name must be one identifier (such as parse_args), not '{printable(name)}'")
     folder = Folder(roots, path)
+    if not folder.is_dir:
+        known_language(folder.real, folder.shown)  # a file of another language has no uses in code: say so
     names = folder.candidates(ctx, word_regex(name))
     found: list[dict[str, Any]] = []
     files: set[str] = set()
@@ -158,8 +184,8 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
         if language_for(real) is None:
             continue
         try:
-            uses = file_references(roots, real, shown, name, scan)
-        except ToolError:
+            uses, _ = file_references(roots, real, shown, name, scan, limit - len(found) + 1, ctx.check_cancelled)
+        except FILE_FAILURES:  # one file must not fail a search of many
             skipped += 1
             continue
         for number, column, text, definition in uses:
@@ -175,11 +201,13 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
            f"{printable(item['text'])}" for item in found]
     if not found:
         out.append(f"No uses of '{printable(name)}' in code under {place(folder.shown)} "
-                   f"({plural(len(names), 'file')} mention the word in text, comments or strings only).")
+                   f"({plural(len(names), 'file')} {'mentions' if len(names) == 1 else 'mention'} the word in text, "
+                   "comments or strings only).")
     elif truncated:
         out.append(f"[Showing the first {plural(len(found), 'reference')}; there are more. Narrow with path, or raise limit.]")
     else:
         out.append(f"[{plural(len(found), 'reference')} in {plural(len(files), 'file')}.]")
     if skipped:
-        out.append(f"[{plural(skipped, 'file')} skipped: too large, binary or unreadable.]")
-    return result("\n".join(out), {"name": name, "references": found, "file_count": len(files), "truncated": truncated})
+        out.append(f"[{plural(skipped, 'file')} skipped: {SKIPPED_WHY}.]")
+    return result("\n".join(out), {"name": name, "references": found, "file_count": len(files), "truncated": truncated,
+                                    "skipped": skipped})

@@ -28,8 +28,16 @@ if TYPE_CHECKING:
     from ...context import Context
     from ..roots import Roots
 
-MAX_SOURCE_BYTES = 4 * 1024 * 1024
-"""A larger file is not parsed (generated code, data): the tools say it was skipped."""
+MAX_SOURCE_BYTES = 512 * 1024
+"""A larger file is not read nor parsed (generated code, data): the tools say it was skipped. It bounds
+how long one parse holds the GIL (ast-grep-py does), when the server answers nothing, ping included:
+512 KiB of real code parse in some 0.05 s, but 512 KiB of random punctuation (tree-sitter's error
+recovery at its worst) took 2.5 s in C++ (5.3 s for a MiB) on the machine of docs/performance.md."""
+MAX_PARSE_LINE = 32 * 1024
+"""A file with a longer line (minified or generated code) is not parsed: the tools say it was skipped."""
+SKIPPED_WHY = (f"over {MAX_SOURCE_BYTES // 1024} KiB, a line over {MAX_PARSE_LINE} characters, binary, "
+               "unreadable or not parsed")
+"""Why a folder's or a search's files were skipped, as the tools say it."""
 CACHE_SYMBOLS = 500_000
 """The cache holds at most about this many symbols and references (some 150 MB at worst)."""
 RG_TIMEOUT = 120.0
@@ -52,6 +60,11 @@ class Skipped(ToolError):
     """A file the code tools do not parse (binary, too large, a language without rules)."""
 
 
+FILE_FAILURES = (ToolError, RecursionError, RuntimeError, ValueError)
+"""What one file's read, parse or outline may raise: a search over many counts the file as skipped
+(Cancelled is none of these)."""
+
+
 def known_language(real: str, shown: str) -> str:
     """The language of a file by its name; Skipped if the code tools do not know it."""
     language = language_for(real)
@@ -69,6 +82,17 @@ def read_source(roots: Roots, real: str, shown: str, language: str | None = None
         return source_from(fd, info, real, shown, language)
     finally:
         os.close(fd)
+
+
+def parse_source(source: Source) -> SgNode:
+    """The tree of a file read with read_source; Skipped if a line is over MAX_PARSE_LINE."""
+    from .outline import parse
+
+    longest = max(map(len, source.text.split("\n")))
+    if longest > MAX_PARSE_LINE:
+        raise Skipped(f"{printable(source.shown)} has a line of {longest} characters (minified or generated code?); "
+                      f"the code tools do not parse a file with a line over {MAX_PARSE_LINE}")
+    return parse(source.text, source.language)
 
 
 def source_from(fd: int, info: os.stat_result, real: str, shown: str, language: str) -> Source:
@@ -140,8 +164,10 @@ class OutlineCache:
     def put(self, key: tuple[str, int, int], symbols: list[Symbol]) -> None:
         size = sum(1 for top in symbols for _ in top.walk())
         with self._lock:
+            if size + 1 > self.limit:  # never an entry bigger than the whole bound
+                return
             entry = self._entry(key)
-            if entry.symbols is None:
+            if entry.symbols is None and entry.size + size <= self.limit:
                 entry.symbols = symbols
                 self._grow(entry, size)
 
@@ -159,8 +185,10 @@ class OutlineCache:
 
     def put_references(self, key: tuple[str, int, int], name: str, found: tuple[Reference, ...]) -> None:
         with self._lock:
+            if 2 + len(found) > self.limit:  # never an entry bigger than the whole bound
+                return
             entry = self._entry(key)
-            if name not in entry.references:
+            if name not in entry.references and entry.size + 1 + len(found) <= self.limit:
                 entry.references[name] = found
                 self._grow(entry, 1 + len(found))
 
@@ -176,6 +204,8 @@ class OutlineCache:
         return entry
 
     def _grow(self, entry: _Entry, size: int) -> None:
+        """Count `size` more units for `entry` (at most the bound, the callers check), and drop the least
+        recently used other entries until the whole fits."""
         entry.size += size
         self._size += size
         while self._size > self.limit and len(self._entries) > 1:
@@ -203,13 +233,24 @@ def stat_key(real: str) -> tuple[str, int, int] | None:
 def outline_of(source: Source, root: SgNode | None = None) -> list[Symbol]:
     """The outline of a file read with read_source, from the cache when the file has not changed
     (`root`: its tree, when the caller parsed it already)."""
-    from .outline import outline
 
     symbols = CACHE.get(source.key)
     if symbols is None:
-        symbols = outline(source.text, source.language, root)
+        symbols = _outlined(source, root)
         CACHE.put(source.key, symbols)
     return symbols
+
+
+def _outlined(source: Source, root: SgNode | None) -> list[Symbol]:
+    """The outline of a file; Skipped when the parse or the outline fails (ast-grep's errors, code nested
+    deeper than a recursion somewhere still has)."""
+    from .outline import outline
+
+    try:
+        return outline(source.text, source.language, root or parse_source(source))
+    except (RecursionError, RuntimeError) as err:
+        raise Skipped(f"{printable(source.shown)} could not be outlined ({type(err).__name__}: "
+                      f"{printable(str(err).splitlines()[0] if str(err) else '')})") from None
 
 
 def cached_outline(roots: Roots, real: str, shown: str) -> list[Symbol]:
@@ -225,9 +266,8 @@ def cached_outline(roots: Roots, real: str, shown: str) -> list[Symbol]:
         source = source_from(fd, info, real, shown, language)  # counted as one miss, not looked up again
     finally:
         os.close(fd)
-    from .outline import outline
 
-    symbols = outline(source.text, source.language)
+    symbols = _outlined(source, None)
     CACHE.put(source.key, symbols)
     return symbols
 
@@ -241,13 +281,19 @@ def code_globs(language: str | None = None) -> list[str]:
 
 
 class Folder:
-    """A folder or a file to look in: resolved, opened (confined), shown as the other tools show it."""
+    """A folder or a file to look in: resolved, opened (confined), shown as the other tools show it;
+    ToolError (Not found) for a path that does not exist."""
 
     def __init__(self, roots: Roots, path: str) -> None:
         self.roots = roots
         self.real = roots.resolve(path)
         self.shown = roots.display(self.real)
         self.is_dir = os.path.isdir(self.real)
+        if not self.is_dir:  # as outline and read_file say it (safe_open would, on opening it)
+            if not os.path.lexists(self.real):
+                raise ToolError(f"Not found: {printable(self.shown)}")
+            if not os.path.isfile(self.real):
+                raise ToolError(f"{printable(self.shown)} is neither a folder nor a regular file")
 
     def file(self, name: str) -> tuple[str, str]:
         """(real, shown) of a file named relative to this folder."""

@@ -11,16 +11,22 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import place, plural, printable, result
-from .source import Folder, read_source, word_regex
+from .source import FILE_FAILURES, SKIPPED_WHY, Folder, parse_source, read_source, word_regex
 from .symbols import LANGUAGES, language_for
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ast_grep_py import SgNode
+
     from ...context import Context
     from ...primitives import ToolResult
     from ..roots import Roots
 
 MAX_MATCH_CHARS = 2000
 """A longer match is shown cut (its structured text too)."""
+MATCH_SPAN = 16 * 1024
+"""find_all is asked of subtrees of at most this many characters (see _matches)."""
 _VARIABLE = re.compile(r"\$(\$\$)?([A-Z_][A-Z0-9_]*)")
 _ANY_VARIABLE = re.compile(r"\$\$\$(?:[A-Z_][A-Z0-9_]*)?|\$[A-Z_][A-Z0-9_]*")
 _WORD = re.compile(r"(?<![\w$])[A-Za-z_]\w*")
@@ -53,11 +59,11 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
         ctx.check_cancelled()
         real, shown = folder.file(relative) if folder.is_dir else (folder.real, folder.shown)
         try:
-            source = read_source(roots, real, shown, language)
-        except ToolError:
+            root = parse_source(read_source(roots, real, shown, language))
+        except FILE_FAILURES:
             skipped += 1
             continue
-        for node in parse(source.text, language).find_all(pattern=pattern):
+        for node in _matches(root, pattern):
             if len(found) >= limit:
                 truncated = True
                 break
@@ -96,9 +102,25 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
     else:
         out.append(f"[{plural(len(found), 'match')} in {plural(len(files), 'file')}.]")
     if skipped:
-        out.append(f"[{plural(skipped, 'file')} skipped: too large, binary or unreadable.]")
+        out.append(f"[{plural(skipped, 'file')} skipped: {SKIPPED_WHY}.]")
     return result("\n".join(out), {"pattern": pattern, "language": language, "matches": found,
-                                   "file_count": len(files), "truncated": truncated})
+                                   "file_count": len(files), "truncated": truncated, "skipped": skipped})
+
+
+def _matches(root: SgNode, pattern: str) -> Iterator[SgNode]:
+    """The matches of `pattern` under `root`, in source order, made a subtree at a time: find_all makes a
+    list of every match (`$A` matches every node: hundreds of MB for a large file), so it is asked only of
+    subtrees of at most MATCH_SPAN characters, and a caller that stops at its limit makes no more."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        where = node.range()
+        if where.end.index - where.start.index <= MATCH_SPAN:
+            yield from node.find_all(pattern=pattern)
+            continue
+        if node.matches(pattern=pattern):
+            yield node
+        stack.extend(reversed(node.children()))
 
 
 def _syntax_error(pattern: str, language: str) -> str | None:

@@ -67,10 +67,13 @@ class Symbol:
     def_line: int
 
     def walk(self) -> Iterator[Symbol]:
-        """This symbol, then every symbol nested in it, in source order."""
-        yield self
-        for child in self.children:
-            yield from child.walk()
+        """This symbol, then every symbol nested in it, in source order (without recursion: code nests
+        deeper than Python's recursion limit)."""
+        stack = [self]
+        while stack:
+            symbol = stack.pop()
+            yield symbol
+            stack.extend(reversed(symbol.children))
 
     def item(self, path: str) -> dict[str, Any]:
         """The structured form of the tools' answers (without children)."""
