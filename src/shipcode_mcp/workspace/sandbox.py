@@ -396,8 +396,10 @@ class Spawner:
        shared lock, then execs the program in place (same pid);
     4. it sets the resource limits on the child with prlimit (the child is still waiting in flock), and
        exits. Its descriptor table goes with it (after its memory map: exit_mm comes before exit_files
-       in the kernel's do_exit), which releases the lock, and only then does the program start: no task of
-       the server remains in the child's domain, and the limits are already in place (no window).
+       and the final fput in the kernel's do_exit), which releases the lock, and only then can the program
+       start: with its limits in place (no window), and with nothing of the server reachable through the
+       thread (no memory map, no descriptors). It is unhashed (exit_notify) microseconds after the lock
+       goes: a signal aimed at its id in between is the one thing left, documented in docs/security.md.
 
     Nothing else runs on that thread: the cyclic garbage collector is paused while one exists (a finalizer
     there would close a descriptor in its table only), it imports nothing and opens nothing but its lock.
