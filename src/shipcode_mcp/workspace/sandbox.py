@@ -363,8 +363,14 @@ def _lock_folder() -> str:
         import shutil
         import tempfile
 
-        _folder = tempfile.mkdtemp(prefix="shipcode-spawn-")
-        atexit.register(shutil.rmtree, _folder, True)
+        _folder = folder = tempfile.mkdtemp(prefix="shipcode-spawn-")
+        owner = os.getpid()
+
+        def remove() -> None:
+            if os.getpid() == owner:  # not from a forked copy of this process
+                shutil.rmtree(folder, True)
+
+        atexit.register(remove)
     return _folder
 
 
