@@ -198,3 +198,21 @@ def test_a_start_that_fails_on_the_thread_is_a_clean_error(monkeypatch: pytest.M
         finally:
             taken.unlink()
     assert gc.isenabled()
+
+
+def test_where_threads_cannot_unshare_children_start_through_preexec_still_confined(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seccomp filter refusing unshare (a container's default profile): the older start, the same rules."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside\n")
+    root = tmp_path / "root"
+    root.mkdir()
+    assert subprocess.run(["cat", str(secret)], capture_output=True, check=True).stdout == b"outside\n"  # the attack
+    monkeypatch.setattr(sandbox, "_threads_can_unshare_files", lambda: False)
+    monkeypatch.setattr(sandbox, "_trampoline_path", False)  # looked for again
+    with sandbox.confine("/usr/bin/cat", [str(root)]) as confined:
+        assert isinstance(confined, sandbox.Confinement)
+    done = run(context(), ["cat", str(secret)], cwd=str(root), readable=[str(root)], limit=1000)
+    assert done.stdout == b"" and "Permission denied" in done.stderr
+    monkeypatch.undo()
+    assert sandbox._trampoline() is not None

@@ -336,13 +336,15 @@ def _cached_ruleset_fd(rules: tuple[tuple[str, int, bool], ...]) -> int:
 
 
 def _trampoline() -> str | None:
-    """flock(1) from util-linux, if it can take a shared lock and then exec its command (-F, 2.38 and later)."""
+    """flock(1) from util-linux, if it can take a shared lock and then exec its command (-F, 2.38 and later),
+    and a thread here may have a descriptor table of its own (a seccomp filter, as in a container's default
+    profile, may refuse unshare): else None, and children start through `Confinement`."""
     global _trampoline_path
     if _trampoline_path is False:
         import shutil
         import subprocess
 
-        found = shutil.which("flock")
+        found = shutil.which("flock") if _threads_can_unshare_files() else None
         if found is not None:
             found = os.path.realpath(found)
             try:
@@ -353,6 +355,23 @@ def _trampoline() -> str | None:
                 found = None
         _trampoline_path = found
     return _trampoline_path if isinstance(_trampoline_path, str) else None
+
+
+def _threads_can_unshare_files() -> bool:
+    """Try unshare(CLONE_FILES) on a throwaway thread (its table goes with it)."""
+    result: list[int] = []
+    done = _thread.allocate_lock()
+    done.acquire()
+
+    def probe() -> None:
+        try:
+            result.append(_syscalls().unshare(CLONE_FILES))
+        finally:
+            done.release()
+
+    _thread.start_new_thread(probe, ())
+    done.acquire()
+    return result == [0]
 
 
 def _lock_folder() -> str:
