@@ -271,6 +271,25 @@ def _burst(port: int, count: int) -> list[socket.socket]:
     return sockets
 
 
+@pytest.mark.parametrize("soft", [64, 256, 1024, 4096, 20000, 65536, 1 << 20])
+def test_the_default_cap_leaves_room_for_the_accept_batches(soft: int) -> None:
+    """Connections at the cap, the batches accepted before the front counts them, and the descriptors kept for
+    files and pipes fit in the limit (a limit too small for that gets the smallest cap, 16)."""
+    from shipcode_mcp.transports.http_front import (
+        CONNECTIONS_CEILING,
+        IN_FLIGHT_BATCHES,
+        RESERVED,
+        accept_batch,
+        default_max_connections,
+    )
+
+    cap, batch = default_max_connections(soft), accept_batch(soft)
+    assert 16 <= batch <= 2048 and 16 <= cap <= CONNECTIONS_CEILING
+    if cap > 16:
+        assert cap + IN_FLIGHT_BATCHES * batch + RESERVED <= soft, (cap, batch)
+    assert default_max_connections(1024) == 704  # the issue's process: 1 024 descriptors
+
+
 def test_a_burst_of_connections_beyond_the_descriptors_locks_nobody_out(tmp_path: Path) -> None:
     """The issue's flood as a burst: 1 100 connections queued at once (while the server's loop is held, as a busy
     moment would) to a process that may open 1 024 descriptors. With uvicorn's accept batch (its backlog: 2 048

@@ -1092,8 +1092,8 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     from .http_front import FrontLimits, protocol, raise_file_limit, tls_context
 
     raise_file_limit()
-    if sys.platform != "win32":  # asyncio's selector loop, accepting in batches the front's cap leaves room for
-        options.setdefault("loop", "shipcode_mcp.transports.http_front:FrontLoop")
+    if sys.platform != "win32" and hasattr(uvicorn.Config, "get_loop_factory"):  # uvicorn 0.36+ takes a loop class
+        options.setdefault("loop", "shipcode_mcp.transports.http_front:FrontLoop")  # accept batches the cap has room for
     limits = front if front is not None else FrontLimits()
     certificate, key = options.pop("ssl_certfile", None), options.pop("ssl_keyfile", None)
     if certificate is not None:
