@@ -103,9 +103,11 @@ def test_other_threads_keep_their_access_and_the_spawning_thread_is_gone(tmp_pat
     outside.write_text("still mine\n")
     root = tmp_path / "root"
     root.mkdir()
-    before = _our_tasks()
+    before, folder = _our_tasks(), os.getcwd()
     done = run(context(), ["cat", str(outside)], cwd=str(root), readable=[str(root)], limit=1000)
     assert done.stdout == b"" and "Permission denied" in done.stderr  # the child may not read it
+    assert os.getcwd() == folder != str(root)  # the spawning thread's working folder was its own
+    assert run(context(), ["pwd"], cwd=str(root), readable=[str(root)], limit=1000).stdout == f"{root}\n".encode()
     assert outside.read_text() == "still mine\n"  # this thread may
     seen: list[str] = []
     reader = threading.Thread(target=lambda: seen.append(outside.read_text()))
@@ -216,3 +218,29 @@ def test_where_threads_cannot_unshare_children_start_through_preexec_still_confi
     assert done.stdout == b"" and "Permission denied" in done.stderr
     monkeypatch.undo()
     assert sandbox._trampoline() is not None
+
+
+def test_a_child_inherits_no_descriptor_of_the_server_but_those_passed(tmp_path: Path) -> None:
+    """A descriptor is a way around Landlock (it checks opens, not reads): the child gets stdio and pass_fds only,
+    though the descriptors are settled in the spawning thread's own table and the child closes nothing itself."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("secret-" + secrets.token_hex(8))
+    passed = tmp_path / "passed.txt"
+    passed.write_text("passed on purpose")
+    script = ("import os\nfor fd in range(3, 1024):\n    try:\n        os.lseek(fd, 0, 0); print(fd, os.read(fd, 100))\n"
+              "    except OSError:\n        pass\n")
+    leaked = os.open(secret, os.O_RDONLY)
+    given = os.open(passed, os.O_RDONLY)
+    try:
+        os.set_inheritable(leaked, True)
+        plain = subprocess.run([sys.executable, "-c", script], close_fds=False, capture_output=True, check=True)
+        assert b"secret-" in plain.stdout  # the attack works when a descriptor is inherited
+        done = run(context(), [sys.executable, "-c", script], cwd="/", readable=PYTHON_HOME, pass_fds=(given,),
+                   limit=1 << 16)
+        assert b"secret-" not in done.stdout
+        assert f"{given} b'passed on purpose'".encode() in done.stdout
+        assert os.get_inheritable(leaked) and not os.get_inheritable(given)  # this process's table is as it was
+        assert os.pread(leaked, 7, 0) == b"secret-"
+    finally:
+        os.close(leaked)
+        os.close(given)
