@@ -271,6 +271,25 @@ def _burst(port: int, count: int) -> list[socket.socket]:
     return sockets
 
 
+@pytest.mark.parametrize("soft", [64, 256, 1024, 4096, 20000, 65536, 1 << 20])
+def test_the_default_cap_leaves_room_for_the_accept_batches(soft: int) -> None:
+    """Connections at the cap, the batches accepted before the front counts them, and the descriptors kept for
+    files and pipes fit in the limit (a limit too small for that gets the smallest cap, 16)."""
+    from shipcode_mcp.transports.http_front import (
+        CONNECTIONS_CEILING,
+        IN_FLIGHT_BATCHES,
+        RESERVED,
+        accept_batch,
+        default_max_connections,
+    )
+
+    cap, batch = default_max_connections(soft), accept_batch(soft)
+    assert 16 <= batch <= 2048 and 16 <= cap <= CONNECTIONS_CEILING
+    if cap > 16:
+        assert cap + IN_FLIGHT_BATCHES * batch + RESERVED <= soft, (cap, batch)
+    assert default_max_connections(1024) == 704  # the issue's process: 1 024 descriptors
+
+
 def test_a_burst_of_connections_beyond_the_descriptors_locks_nobody_out(tmp_path: Path) -> None:
     """The issue's flood as a burst: 1 100 connections queued at once (while the server's loop is held, as a busy
     moment would) to a process that may open 1 024 descriptors. With uvicorn's accept batch (its backlog: 2 048
@@ -453,6 +472,63 @@ def test_every_accepted_connection_has_tcp_nodelay(mode: str) -> None:
             client.close()
         server.should_exit = True
         thread.join(10)
+
+
+def _nodelay_in_workers(port: int, parent: int, count: int = 4) -> list[int]:
+    """TCP_NODELAY of the sockets `count` kept-alive connections to `port` have in the worker processes of `parent`,
+    read from those very sockets (pidfd_getfd, Linux 5.6+: a copy of a child's descriptor)."""
+    import ctypes
+
+    pidfd_getfd = 438  # the same number on every architecture
+    libc = ctypes.CDLL(None, use_errno=True)
+    clients = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(count)]
+    try:
+        for client in clients:
+            client.sendall(REQUEST)
+            assert client.recv(12) == b"HTTP/1.1 200"
+        peers = {client.getsockname()[1] for client in clients}
+        inodes = set()
+        with open("/proc/net/tcp") as table:
+            for line in table.read().splitlines()[1:]:
+                fields = line.split()
+                if int(fields[1].split(":")[1], 16) == port and int(fields[2].split(":")[1], 16) in peers:
+                    inodes.add(f"socket:[{fields[9]}]")
+        assert len(inodes) == count
+        workers = [int(child) for task in os.listdir(f"/proc/{parent}/task")
+                   for child in Path(f"/proc/{parent}/task/{task}/children").read_text().split()]
+        found = []
+        for worker in workers:
+            pidfd = os.pidfd_open(worker)
+            try:
+                for fd in os.listdir(f"/proc/{worker}/fd"):
+                    with contextlib.suppress(OSError):
+                        if os.readlink(f"/proc/{worker}/fd/{fd}") not in inodes:
+                            continue
+                        copy = libc.syscall(pidfd_getfd, pidfd, int(fd), 0)
+                        assert copy >= 0, os.strerror(ctypes.get_errno())
+                        with socket.socket(fileno=copy) as sock:
+                            found.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            finally:
+                os.close(pidfd)
+        assert len(found) == count, found
+        return found
+    finally:
+        for client in clients:
+            client.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="reads a worker's sockets through pidfd_getfd (Linux)")
+def test_tcp_nodelay_in_the_worker_processes(tmp_path: Path) -> None:
+    """`--stateless --workers 2` for real: the accepted sockets in the worker processes have TCP_NODELAY. A bare
+    `uvicorn --workers 2` (the same uvicorn, no front) leaves it off: every response would wait for a delayed ACK."""
+    (tmp_path / "a.txt").write_text("a")
+    bare = ["-m", "uvicorn", "http_worker_app:app", "--workers", "2", "--port", "{port}", "--http", "h11",
+            "--app-dir", str(Path(__file__).parent), "--log-level", "warning"]
+    with serving_process(tmp_path, bare) as (port, pid):
+        assert _nodelay_in_workers(port, pid) == [0, 0, 0, 0]  # the defect, without the front
+    ours = ["-m", "shipcode_mcp", "--http", "{port}", "--stateless", "--workers", "2", str(tmp_path)]
+    with serving_process(tmp_path, ours) as (port, pid):
+        assert all(_nodelay_in_workers(port, pid))
 
 
 def test_the_session_cap_ends_the_least_recently_used_idle_session(tmp_path: Path) -> None:

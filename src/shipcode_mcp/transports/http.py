@@ -87,6 +87,7 @@ BODY_MIN_RATE = 16 * 1024
 MAX_SESSIONS = 1000
 EVICTED_MEMORY = 10000  # ids of sessions ended to make room, remembered for a clear 404
 RETRY_AFTER = 10  # seconds, when every session is busy and none can make room
+HOST_VERDICTS = 256  # Host header values whose verdict is remembered
 STANDALONE_BUFFER = 1000  # messages kept for a session's GET stream while none is open
 _ENDPOINTS: weakref.WeakSet[StreamableHttp] = weakref.WeakSet()  # for the server's shutdown: see uvicorn_server
 _DONE = object()  # a request's work has finished (after its response, if any)
@@ -106,13 +107,27 @@ class HttpSession(Runner):
         self.id = session_id
         self.owner: str | None = None  # the caller (Principal.key) a session belongs to, when tokens are checked
         self.requests: dict[Id, asyncio.Queue[Any]] = {}  # open POST exchanges, by request id
-        self.standalone: collections.deque[Message] = collections.deque(maxlen=STANDALONE_BUFFER)
-        self.wake = asyncio.Event()
+        self._standalone: collections.deque[Message] | None = None  # made with the first message for the GET stream
+        self._wake: asyncio.Event | None = None  # made when first needed: most sessions never open a GET stream
         self.get_open = False
         self.closed = False
         self.last_seen = time.monotonic()
         self.tasks: set[asyncio.Task[None]] = set()  # async handlers running on the loop
         self.lane: Hashable = self  # whose turn its handler calls take (lanes.py): the session, or the caller
+
+    @property
+    def standalone(self) -> collections.deque[Message]:
+        """Messages for the GET stream, waiting for it (at most STANDALONE_BUFFER, oldest dropped first)."""
+        if self._standalone is None:
+            self._standalone = collections.deque(maxlen=STANDALONE_BUFFER)
+        return self._standalone
+
+    @property
+    def wake(self) -> asyncio.Event:
+        """Set when the GET stream has something to do: a message waits, or the session ended."""
+        if self._wake is None:
+            self._wake = asyncio.Event()
+        return self._wake
 
     # -- the runner's duties: messages are routed on the event loop, whichever thread sends them ---------
     def write(self, message: Message, related: Id | None) -> None:
@@ -209,7 +224,8 @@ class HttpSession(Runner):
         self.close()
         for queue in self.requests.values():
             queue.put_nowait(_DONE)
-        self.wake.set()
+        if self._wake is not None:  # a GET stream may be waiting on it (one that opens later sees `closed`)
+            self._wake.set()
 
 
 class StreamableHttp:
@@ -254,6 +270,7 @@ class StreamableHttp:
         self._loop_thread: int | None = None
         self._lanes: Lanes | None = None
         self._reaper: asyncio.Task[None] | None = None
+        self._hosts: dict[str, bool] = {}  # Host header value -> allowed (`_host_allowed`), at most HOST_VERDICTS
         _ENDPOINTS.add(self)
 
     # -- plumbing ---------------------------------------------------------------------------------
@@ -337,10 +354,12 @@ class StreamableHttp:
     def _check_origin_and_host(self, request: Request) -> Response | None:
         """DNS-rebinding protection: a web page must not reach a local server through a name it controls."""
         host = request.headers.get("host", "").lower()
-        hostname = _hostname(host)  # None: not a host[:port] at all (userinfo, junk after a bracket, ...)
-        host_ok = hostname is not None and ((self.allow_loopback and is_loopback(hostname)) or (
-            self.allowed_hosts is not None and (
-                "*" in self.allowed_hosts or host in self.allowed_hosts or hostname in self.allowed_hosts)))
+        host_ok = self._hosts.get(host)
+        if host_ok is None:
+            host_ok = self._host_allowed(host)
+            if len(self._hosts) >= HOST_VERDICTS:  # a client sending ever new names costs a lookup each, no memory
+                self._hosts.clear()
+            self._hosts[host] = host_ok
         if not host_ok:
             return _error(403, f"Forbidden: Host {host!r} is not allowed")
         origin = request.headers.get("origin")
@@ -355,6 +374,13 @@ class StreamableHttp:
         if self.allow_loopback and origin_host is not None and is_loopback(origin_host):
             return None  # a page served from this machine, to a server that accepts loopback names
         return _error(403, f"Forbidden: Origin {origin!r} is not allowed")
+
+    def _host_allowed(self, host: str) -> bool:
+        """The Host check proper (`_check_origin_and_host` remembers its verdicts, by header value)."""
+        hostname = _hostname(host)  # None: not a host[:port] at all (userinfo, junk after a bracket, ...)
+        return hostname is not None and ((self.allow_loopback and is_loopback(hostname)) or (
+            self.allowed_hosts is not None and (
+                "*" in self.allowed_hosts or host in self.allowed_hosts or hostname in self.allowed_hosts)))
 
     def _session_for(self, request: Request, *, creating: bool = False) -> HttpSession | Response:
         """The session the request names, a new one for initialize, or the error response to send."""
@@ -488,10 +514,7 @@ class StreamableHttp:
                 wait = self.body_timeout
                 if self.body_min_rate > 0:
                     wait = min(wait, started + self.body_timeout + size / self.body_min_rate - loop.time())
-            try:
-                message = await asyncio.wait_for(request.receive(), wait) if wait is None or wait > 0 else None
-            except asyncio.TimeoutError:
-                message = None
+            message = await _receive_within(request, wait) if wait is None or wait > 0 else None
             if message is None:
                 return _error(408, f"Request Timeout: the body stalled (nothing for {self.body_timeout:g} s, or below "
                               f"{self.body_min_rate} bytes/s on average)", headers={"Connection": "close"})
@@ -887,6 +910,23 @@ def modern_status(response: Message, request: Message) -> int:
     return 200
 
 
+_TIMEOUT = getattr(asyncio, "timeout", None)
+"""asyncio.timeout (Python 3.11+): a deadline on the task itself, where wait_for makes a task per wait."""
+
+
+async def _receive_within(request: Request, wait: float | None) -> Any:
+    """The next ASGI message of the request, or None when `wait` seconds pass first (None: no limit)."""
+    if wait is None:
+        return await request.receive()
+    try:
+        if _TIMEOUT is not None:
+            async with _TIMEOUT(wait):
+                return await request.receive()
+        return await asyncio.wait_for(request.receive(), wait)
+    except (asyncio.TimeoutError, TimeoutError):
+        return None
+
+
 async def _disconnected(request: Request) -> None:
     """Returns when the client closes the connection (the body has been read: nothing else comes)."""
     while (await request.receive())["type"] != "http.disconnect":
@@ -1052,8 +1092,8 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     from .http_front import FrontLimits, protocol, raise_file_limit, tls_context
 
     raise_file_limit()
-    if sys.platform != "win32":  # asyncio's selector loop, accepting in batches the front's cap leaves room for
-        options.setdefault("loop", "shipcode_mcp.transports.http_front:FrontLoop")
+    if sys.platform != "win32" and hasattr(uvicorn.Config, "get_loop_factory"):  # uvicorn 0.36+ takes a loop class
+        options.setdefault("loop", "shipcode_mcp.transports.http_front:FrontLoop")  # accept batches the cap has room for
     limits = front if front is not None else FrontLimits()
     certificate, key = options.pop("ssl_certfile", None), options.pop("ssl_keyfile", None)
     if certificate is not None:

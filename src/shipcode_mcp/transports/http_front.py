@@ -42,7 +42,7 @@ to test. httptools' speed does not matter here: a request's cost is its tool's w
 
 `protocol(limits)` is what `uvicorn.Config(http=...)` takes; it pickles, so `--workers` processes get it
 too. An app served by another uvicorn command line gets these rules with `--http` pointing at a module
-attribute made with `protocol(...)`.
+attribute made with `protocol(...)` (and its accept batches with `--loop shipcode_mcp.transports.http_front:FrontLoop`).
 """
 
 from __future__ import annotations

@@ -55,7 +55,10 @@ class Lanes:
             if self._closed:
                 call.state = "withdrawn"
                 return call
-            self._queues.setdefault(key, collections.deque()).append(call)
+            queue = self._queues.get(key)
+            if queue is None:  # not setdefault: that would make a deque for every call
+                queue = self._queues[key] = collections.deque()
+            queue.append(call)
             self._ready(key)
             started = self._take()
         self._launch(started)
