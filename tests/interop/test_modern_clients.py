@@ -58,6 +58,11 @@ def every_tool_call(root: Path) -> list[tuple[str, dict[str, Any], str]]:
         ("git_log", {"limit": 3}, "Rename util to helpers"),
         ("git_diff", {}, "+A demo project, changed."),
         ("git_show", {"ref": "v1.0", "path": "src/util.py"}, "return 42"),
+        ("outline", {"path": "src/app.py"}, "8-9 function def greet(name)"),
+        ("find_symbol", {"name": "greet"}, "src/app.py:8-9 function greet"),
+        ("find_references", {"name": "answer"}, "src/app.py:5:17: return util.answer()"),
+        ("read_symbol", {"path": "src/app.py", "name": "greet"}, "return f'Hello, {name}!'"),
+        ("search_structure", {"pattern": "util.answer()", "language": "python"}, "src/app.py:5:12: util.answer()"),
         ("write_file", {"path": "notes/todo.md", "content": "- ship\n"}, "+- ship"),
         ("edit_file", {"path": "src/app.py", "old_text": "Hello", "new_text": "Hi"}, "+    return f'Hi, {name}!'"),
     ]
