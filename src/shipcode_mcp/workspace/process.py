@@ -2,10 +2,8 @@
 
 Every child of the workspace starts here and nowhere else, inside the kernel sandbox (sandbox.py):
 it reads only beneath the paths its caller names, writes nothing, runs nothing but itself, and has
-resource limits. It is started without a fork of the server where the kernel allows (sandbox.Spawner:
-about 1.3 ms over a plain start, against 7 for a fork and Python's preexec_fn), else the older way.
-A child runs in its own session and is killed with its whole process group, so nothing it started
-outlives the request. stdout is read as it comes (search streams it); stderr is
+resource limits. A child runs in its own session and is killed with its whole process group, so
+nothing it started outlives the request. stdout is read as it comes (search streams it); stderr is
 kept, bounded, for error messages.
 """
 
@@ -82,18 +80,13 @@ class Child:
             raise ToolError(f"Could not prepare the sandbox of {self.what}: {err.strerror or err}") from None
         self._deadline = time.monotonic() + timeout
         self._slot = False
-        self._lock_path: str | None = None
         try:
             self._take_slot()
-            if isinstance(confined, sandbox.Spawner):
-                with confined:
-                    self.proc: subprocess.Popen[bytes] = self._spawn(confined, argv, cwd, env, pass_fds)
-            else:
-                with confined:
-                    self.proc = subprocess.Popen(
-                        list(argv), cwd=cwd, env=env, pass_fds=tuple(pass_fds), stdin=subprocess.DEVNULL,
-                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=confined,
-                    )
+            with confined:
+                self.proc: subprocess.Popen[bytes] = subprocess.Popen(
+                    list(argv), cwd=cwd, env=env, pass_fds=tuple(pass_fds), stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=confined,
+                )
         except OSError as err:
             self._give_slot()
             raise ToolError(f"Could not start {self.what}: {os.strerror(err.errno) if err.errno else err}") from None
@@ -106,26 +99,6 @@ class Child:
             raise
         if ctx is not None:
             ctx.on_cancel(self.kill)
-
-    def _spawn(self, spawner: sandbox.Spawner, argv: Sequence[str], cwd: str, env: Mapping[str, str] | None,
-               pass_fds: Sequence[int]) -> subprocess.Popen[bytes]:
-        """Start through a spawning thread (sandbox.Spawner): the pipes are made here, in the table of the
-        process, since the thread's own table goes with it."""
-        out_read, out_write = os.pipe()
-        err_read, err_write = os.pipe()
-        stdin = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            proc, self._lock_path = spawner.start(argv, cwd=cwd, env=env, pass_fds=pass_fds, stdin=stdin,
-                                                  stdout=out_write, stderr=err_write)
-        except BaseException:
-            os.close(out_read)
-            os.close(err_read)
-            raise
-        finally:
-            for fd in (stdin, out_write, err_write):
-                os.close(fd)
-        proc.stdout, proc.stderr = open(out_read, "rb", buffering=0), open(err_read, "rb", buffering=0)
-        return proc
 
     def _take_slot(self) -> None:
         """Wait for one of the MAX_CHILDREN slots; the request's cancellation and deadline still hold."""
@@ -149,9 +122,6 @@ class Child:
         self.kill()
         self.proc.wait()
         self._give_slot()
-        if self._lock_path is not None:
-            sandbox.release(self._lock_path)
-            self._lock_path = None
         for pipe in (self.proc.stdout, self.proc.stderr):
             if pipe is not None:
                 pipe.close()
