@@ -15,22 +15,6 @@ PROVIDER_VERSION=9.13.3   # oidc-provider
 NODE_VERSION=22.23.3      # the npm package `node`, as in scripts/node_clients.sh
 CACHE="${AUTH_SERVER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shipcode-mcp/oidc-provider-$PROVIDER_VERSION-node-$NODE_VERSION}"
 
-NODE="$CACHE/node_modules/node/bin/node"
-PROVIDER="$CACHE/node_modules/oidc-provider/package.json"
-if [ ! -x "$NODE" ] || [ ! -f "$PROVIDER" ]; then
-  source scripts/npm_cache.sh
-  echo "auth_server: installing node@$NODE_VERSION and oidc-provider@$PROVIDER_VERSION into $CACHE" >&2
-  STAGING="$(cache_staging auth_server "$CACHE")"
-  trap 'rm -rf "$STAGING"' EXIT
-  npm_into auth_server "$STAGING" "node@$NODE_VERSION" "oidc-provider@$PROVIDER_VERSION"
-  into_place "$STAGING" "$CACHE"
-fi
-if [ "$("$NODE" --version)" != "v$NODE_VERSION" ]; then
-  echo "auth_server: $NODE is not Node $NODE_VERSION (remove $CACHE and run again)" >&2
-  exit 2
-fi
-if [ "$("$NODE" -p "require('$PROVIDER').version")" != "$PROVIDER_VERSION" ]; then
-  echo "auth_server: $PROVIDER is not version $PROVIDER_VERSION (remove $CACHE and run again)" >&2
-  exit 2
-fi
+source scripts/npm_cache.sh
+node_and_package auth_server "$CACHE" "$NODE_VERSION" oidc-provider "$PROVIDER_VERSION"
 echo "$CACHE"

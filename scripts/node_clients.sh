@@ -15,22 +15,6 @@ CLIENT_VERSION=2.4.0   # @modelcontextprotocol/client
 NODE_VERSION=22.23.3   # the npm package `node`, as in scripts/conformance.sh
 CACHE="${NODE_CLIENTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shipcode-mcp/node-clients-$CLIENT_VERSION-node-$NODE_VERSION}"
 
-NODE="$CACHE/node_modules/node/bin/node"
-CLIENT="$CACHE/node_modules/@modelcontextprotocol/client/package.json"
-if [ ! -x "$NODE" ] || [ ! -f "$CLIENT" ]; then
-  source scripts/npm_cache.sh
-  echo "node_clients: installing node@$NODE_VERSION and @modelcontextprotocol/client@$CLIENT_VERSION into $CACHE" >&2
-  STAGING="$(cache_staging node_clients "$CACHE")"
-  trap 'rm -rf "$STAGING"' EXIT
-  npm_into node_clients "$STAGING" "node@$NODE_VERSION" "@modelcontextprotocol/client@$CLIENT_VERSION"
-  into_place "$STAGING" "$CACHE"
-fi
-if [ "$("$NODE" --version)" != "v$NODE_VERSION" ]; then
-  echo "node_clients: $NODE is not Node $NODE_VERSION (remove $CACHE and run again)" >&2
-  exit 2
-fi
-if [ "$("$NODE" -p "require('$CLIENT').version")" != "$CLIENT_VERSION" ]; then
-  echo "node_clients: $CLIENT is not version $CLIENT_VERSION (remove $CACHE and run again)" >&2
-  exit 2
-fi
+source scripts/npm_cache.sh
+node_and_package node_clients "$CACHE" "$NODE_VERSION" @modelcontextprotocol/client "$CLIENT_VERSION"
 echo "$CACHE"

@@ -1,4 +1,4 @@
-# Sourced by the scripts that put pinned npm packages into a cache folder (node_clients.sh,
+# Sourced by the scripts that put pinned npm packages into a cache folder (node_clients.sh, auth_server.sh,
 # provider_converters.sh, build_mcpb.sh): each fills a fresh folder beside the cache, then moves it into
 # place, so a run that stops half way leaves no half cache and two runs at once cannot mix their files.
 # Exit status 3: npm or its registry cannot be reached (the tests that need the cache then skip, saying
@@ -34,4 +34,27 @@ npm_into() {
 into_place() {
   rm -rf "$2"
   mv -T "$1" "$2" 2>/dev/null || true
+}
+
+# node_and_package LABEL CACHE NODE_VERSION PACKAGE VERSION: Node (the npm package `node`) and
+# PACKAGE@VERSION in CACHE, installed there the first time; exit status 2 when what is there is not
+# those versions (auth_server.sh, node_clients.sh).
+node_and_package() {
+  local label="$1" cache="$2" node_version="$3" package="$4" version="$5"
+  local node="$cache/node_modules/node/bin/node" manifest="$cache/node_modules/$package/package.json"
+  if [ ! -x "$node" ] || [ ! -f "$manifest" ]; then
+    echo "$label: installing node@$node_version and $package@$version into $cache" >&2
+    STAGING="$(cache_staging "$label" "$cache")"  # global: the trap runs after this function returns
+    trap 'rm -rf "$STAGING"' EXIT
+    npm_into "$label" "$STAGING" "node@$node_version" "$package@$version"
+    into_place "$STAGING" "$cache"
+  fi
+  if [ "$("$node" --version)" != "v$node_version" ]; then
+    echo "$label: $node is not Node $node_version (remove $cache and run again)" >&2
+    exit 2
+  fi
+  if [ "$("$node" -p "require('$manifest').version")" != "$version" ]; then
+    echo "$label: $manifest is not version $version (remove $cache and run again)" >&2
+    exit 2
+  fi
 }
