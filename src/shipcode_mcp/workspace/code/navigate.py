@@ -251,10 +251,7 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
     found: list[dict[str, Any]] = []
     truncated = False
     skipped = 0
-    for index, relative in enumerate(names):
-        ctx.report_progress(index, len(names), f"parsing {plural(len(names), 'candidate file')}")
-        ctx.check_cancelled()
-        real, shown = folder.file(relative) if folder.is_dir else (folder.real, folder.shown)
+    for real, shown in folder.each(ctx, names, "candidate file"):
         if language_for(real) is None:
             continue
         try:

@@ -177,10 +177,7 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     files: set[str] = set()
     truncated = False
     skipped = 0
-    for index, relative in enumerate(names):
-        ctx.report_progress(index, len(names), f"parsing {plural(len(names), 'candidate file')}")
-        ctx.check_cancelled()
-        real, shown = folder.file(relative) if folder.is_dir else (folder.real, folder.shown)
+    for real, shown in folder.each(ctx, names, "candidate file"):
         if language_for(real) is None:
             continue
         try:

@@ -12,14 +12,15 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ...primitives import ToolError
 from .. import process, safe_open
 from ..listing import RG_WALK_FLAGS, GlobFilter, rg_executable, walk, walk_names, walk_readable
 from ..roots import join_display
-from ..text import is_binary, printable, size_text
+from ..text import is_binary, plural, printable, size_text
 from .symbols import _EXTENSIONS, _NAMES, Symbol, language_for
 
 if TYPE_CHECKING:
@@ -299,34 +300,43 @@ class Folder:
         """(real, shown) of a file named relative to this folder."""
         return os.path.join(self.real, name), join_display(self.shown, name)
 
-    def files(self, ctx: Context, language: str | None = None) -> list[str]:
-        """The code files under the folder, relative and sorted (the walk list_files does)."""
-        if not self.is_dir:
-            return [""]
+    def each(self, ctx: Context, names: list[str], noun: str) -> Iterator[tuple[str, str]]:
+        """(real, shown) of each of `names` (from files or candidates) in turn, as its file is parsed:
+        progress says "parsing N `noun`s", and a cancelled call stops before the next file."""
+        for index, relative in enumerate(names):
+            ctx.report_progress(index, len(names), f"parsing {plural(len(names), noun)}")
+            ctx.check_cancelled()
+            yield self.file(relative) if self.is_dir else (self.real, self.shown)
+
+    @contextmanager
+    def _opened(self, language: str | None) -> Iterator[tuple[int, str, list[str], list[str]]]:
+        """For a walk or an rg over the folder: its descriptor, open while in the block, the working folder
+        for the child (through the descriptor), the rg flags narrowing it to the code files of `language`
+        (of every outlined language when None), and the paths the child may read."""
         fd = safe_open.open_dir(self.roots, self.real, self.shown)
         try:
             narrow = GlobFilter(code_globs(language))
             with narrow as flags:
-                return walk(ctx, safe_open.proc_path(fd, self.real), flags,
-                            readable=[*walk_readable(self.roots.paths), *narrow.files], pass_fds=(fd,))
+                yield fd, safe_open.proc_path(fd, self.real), flags, [*walk_readable(self.roots.paths), *narrow.files]
         finally:
             os.close(fd)
+
+    def files(self, ctx: Context, language: str | None = None) -> list[str]:
+        """The code files under the folder, relative and sorted (the walk list_files does)."""
+        if not self.is_dir:
+            return [""]
+        with self._opened(language) as (fd, cwd, flags, readable):
+            return walk(ctx, cwd, flags, readable=readable, pass_fds=(fd,))
 
     def candidates(self, ctx: Context, regex: str, language: str | None = None) -> list[str]:
         """The code files under the folder with a match of `regex` (rg syntax), relative and sorted."""
         if not self.is_dir:
             return [""]
-        fd = safe_open.open_dir(self.roots, self.real, self.shown)
-        try:
-            narrow = GlobFilter(code_globs(language))
-            with narrow as flags:
-                command = [rg_executable(), "--files-with-matches", "--null", *RG_WALK_FLAGS, *flags,
-                           "--case-sensitive", f"--regexp={regex}", "--", "./"]
-                done = process.run(ctx, command, cwd=safe_open.proc_path(fd, self.real),
-                                   readable=[*walk_readable(self.roots.paths), *narrow.files], pass_fds=(fd,),
-                                   limit=64 * 1024 * 1024, timeout=RG_TIMEOUT, what="search")
-        finally:
-            os.close(fd)
+        with self._opened(language) as (fd, cwd, flags, readable):
+            command = [rg_executable(), "--files-with-matches", "--null", *RG_WALK_FLAGS, *flags,
+                       "--case-sensitive", f"--regexp={regex}", "--", "./"]
+            done = process.run(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,),
+                               limit=64 * 1024 * 1024, timeout=RG_TIMEOUT, what="search")
         return walk_names(done.returncode, done.stdout, done.stderr)
 
     def definition_candidates(self, ctx: Context, regex: str, word: str) -> list[str]:
@@ -338,18 +348,12 @@ class Folder:
 
         if not self.is_dir:
             return [""]
-        fd = safe_open.open_dir(self.roots, self.real, self.shown)
-        try:
-            narrow = GlobFilter(code_globs())
-            with narrow as flags:
-                command = [rg_executable(), "--with-filename", "--no-heading", "--no-line-number", "--null",
-                           f"--max-columns={LINE_COLUMNS}", *RG_WALK_FLAGS, *flags, "--case-sensitive",
-                           f"--regexp={regex}", "--", "./"]
-                done = process.run(ctx, command, cwd=safe_open.proc_path(fd, self.real),
-                                   readable=[*walk_readable(self.roots.paths), *narrow.files], pass_fds=(fd,),
-                                   limit=LINES_LIMIT, timeout=RG_TIMEOUT, what="search")
-        finally:
-            os.close(fd)
+        with self._opened(None) as (fd, cwd, flags, readable):
+            command = [rg_executable(), "--with-filename", "--no-heading", "--no-line-number", "--null",
+                       f"--max-columns={LINE_COLUMNS}", *RG_WALK_FLAGS, *flags, "--case-sensitive",
+                       f"--regexp={regex}", "--", "./"]
+            done = process.run(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,),
+                               limit=LINES_LIMIT, timeout=RG_TIMEOUT, what="search")
         if done.truncated:  # too many lines to look at: every file that mentions the word
             return self.candidates(ctx, regex)
         if done.returncode not in (0, 1, 2) or (done.returncode == 2 and not done.stdout):

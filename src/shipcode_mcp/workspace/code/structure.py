@@ -54,10 +54,7 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
     files: set[str] = set()
     truncated = False
     skipped = 0
-    for index, relative in enumerate(names):
-        ctx.report_progress(index, len(names), f"parsing {plural(len(names), 'file')}")
-        ctx.check_cancelled()
-        real, shown = folder.file(relative) if folder.is_dir else (folder.real, folder.shown)
+    for real, shown in folder.each(ctx, names, "file"):
         try:
             root = parse_source(read_source(roots, real, shown, language))
         except FILE_FAILURES:
