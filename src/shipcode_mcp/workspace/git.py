@@ -499,11 +499,7 @@ class Repo:
                 if (len(out) - split > MAX_PATCH_BYTES) if split >= 0 else (len(out) > MAX_DATA_BYTES + MAX_PATCH_BYTES):
                     truncated = True
                     child.kill()
-            code = child.wait()
-            if not truncated:
-                stopped = child.stopped(code)
-                if stopped is not None:
-                    raise ToolError(stopped)
+            code = child.finish(truncated)
             stderr = child.stderr
         failed = list(dict.fromkeys(match.group(0) for match in _PROGRAM_FAILED.finditer(stderr)))
         if failed:

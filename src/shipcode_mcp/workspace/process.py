@@ -200,6 +200,16 @@ class Child:
         """Why the child was stopped by one of its limits (memory, CPU time), in words; None otherwise."""
         return limit_message(self.what, code, self.stderr)
 
+    def finish(self, truncated: bool) -> int:
+        """The exit status (as wait); a child stopped by one of its limits is a ToolError that says so,
+        unless it was killed for printing too much (`truncated`)."""
+        code = self.wait()
+        if not truncated:
+            stopped = self.stopped(code)
+            if stopped is not None:
+                raise ToolError(stopped)
+        return code
+
     @property
     def stderr(self) -> str:
         return self._stderr.decode("utf-8", "replace")
@@ -246,10 +256,6 @@ def run(ctx: Context | None, argv: Sequence[str], *, cwd: str, readable: Sequenc
             if size > limit:
                 truncated = True
                 child.kill()
-        code = child.wait()
-        if not truncated:
-            stopped = child.stopped(code)
-            if stopped is not None:
-                raise ToolError(stopped)
+        code = child.finish(truncated)
         stdout = b"".join(parts)
         return Completed(stdout[:limit] if truncated else stdout, code, child.stderr, truncated)
