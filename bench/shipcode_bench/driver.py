@@ -447,8 +447,9 @@ def timed_command(command: list[str], cwd: Path) -> tuple[float, bytes]:
     return elapsed, done.stdout
 
 
-def timed_call(child: Child, samples: Samples, tool: str, arguments: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-    """One tools/call, end to end through the server: write to response read; the result is checked."""
+def call_tool(child: Child, samples: Samples, tool: str, arguments: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """One tools/call, end to end through the server: write to response read; (the seconds, its result),
+    the response checked against the protocol."""
     (request_id,) = child.ids(1)
     line = encode({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
     samples.sent[tool] += 1
@@ -457,7 +458,12 @@ def timed_call(child: Child, samples: Samples, tool: str, arguments: dict[str, A
     message = child.read_response()
     elapsed = time.perf_counter() - started
     samples.checker.response(tool, message, request_id)
-    result = message["result"]
+    return elapsed, message["result"]
+
+
+def timed_call(child: Child, samples: Samples, tool: str, arguments: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """One tools/call, end to end through the server: write to response read; the result is checked."""
+    elapsed, result = call_tool(child, samples, tool, arguments)
     if result.get("isError") or not isinstance(result.get("structuredContent"), dict):
         raise BenchError(f"{tool} failed: {json.dumps(result)[:300]}")
     return elapsed, result["structuredContent"]

@@ -16,6 +16,7 @@ from .driver import (
     Config,
     Samples,
     Target,
+    call_tool,
     encode,
     executable_beside,
     median,
@@ -64,16 +65,9 @@ class Task:
 
 def peer_call(child: Child, samples: Samples, tool: str, arguments: dict[str, Any]) -> float:
     """One tools/call to a peer, end to end; an error or isError makes the task have no peer figure."""
-    (request_id,) = child.ids(1)
-    line = encode({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
-    samples.sent[tool] += 1
-    started = time.perf_counter()
-    child.send(line)
-    message = child.read_response()
-    elapsed = time.perf_counter() - started
-    samples.checker.response(tool, message, request_id)
-    if message["result"].get("isError"):
-        raise BenchError(f"{child.target.key} {tool} failed: {str(message['result'])[:300]}")
+    elapsed, result = call_tool(child, samples, tool, arguments)
+    if result.get("isError"):
+        raise BenchError(f"{child.target.key} {tool} failed: {str(result)[:300]}")
     return elapsed
 
 
