@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from support import REPO, wait_for
+from support import REPO, terminate, wait_for
 from transports.http_support import McpHttpClient, free_port
 
 READ_TOKEN = "read-token-0123456789abcdef"
@@ -60,14 +60,7 @@ class CliServer:
         self.process.send_signal(signal.SIGHUP)
 
     def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
+        return terminate(self.process)
 
     def __enter__(self) -> CliServer:
         return self

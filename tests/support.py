@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -275,6 +276,19 @@ class McpProcess:
     def __exit__(self, *exc: object) -> None:
         if self.proc.poll() is None:
             self.close()
+
+
+def terminate(process: subprocess.Popen[Any], timeout: float = 15) -> int:
+    """Stop a server process as an operator would: SIGTERM, then SIGKILL if it has not exited within
+    `timeout` seconds. Its exit status (the one it had, if it had ended already)."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
 
 
 def wait_for(predicate: Callable[[], T], timeout: float, what: str) -> T:

@@ -9,7 +9,6 @@ import base64
 import hashlib
 import os
 import secrets
-import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ import httpx2
 import pytest
 
 from interop.client_support import free_port
-from support import REPO
+from support import REPO, terminate
 
 HERE = Path(__file__).resolve().parent
 REDIRECT_URI = "http://127.0.0.1:9/callback"
@@ -64,13 +63,7 @@ def authorization_server(env: dict[str, str] | None = None) -> Iterator[str]:
                 raise AssertionError(f"oidc_provider.mjs did not start ({process.returncode}): {stderr.read()[-3000:]!r}")
             yield line
         finally:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            terminate(process, 10)
             if process.stdout is not None:
                 process.stdout.close()
 

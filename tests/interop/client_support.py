@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import pytest
 from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters
 
-from support import REPO
+from support import REPO, terminate
 
 HERE = Path(__file__).resolve().parent
 SHIPCODE = ["-m", "shipcode_mcp"]
@@ -76,13 +75,7 @@ def http_server(server: Sequence[str], *args: str, http_flag: str = "--http", po
                     time.sleep(0.05)  # polls a condition: returns as soon as the port accepts
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            terminate(process)
 
 
 def shipcode_http(*args: str, stateless: bool = False) -> Any:

@@ -15,7 +15,6 @@ import base64
 import http.client
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -25,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from support import REPO, validate_server_message
+from support import REPO, terminate, validate_server_message
 
 SERVER = Path(__file__).resolve().parent / "mrtr_server.py"
 MODERN_VERSION = "2026-07-28"
@@ -55,13 +54,7 @@ class Backend:
         self.pid = self.process.pid
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
         if self.process.stdout is not None:
             self.process.stdout.close()
 
