@@ -3,7 +3,9 @@ that shows exactly what went over the wire (status, headers, JSON or SSE events)
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import http.client
 import json
 import os
@@ -332,3 +334,13 @@ def add_common_features(server: Server) -> None:
     @server.resource("test://note", mime_type="text/plain")
     def note() -> str:
         return "a note"
+
+
+async def drip(writers: list[asyncio.StreamWriter]) -> None:
+    """A slow attacker's trickle: one byte on each open connection every half second, until cancelled."""
+    while True:
+        await asyncio.sleep(0.5)  # the attack's pace, not a synchronisation
+        for writer in writers:
+            if not writer.is_closing():
+                with contextlib.suppress(OSError):
+                    writer.write(b"x")

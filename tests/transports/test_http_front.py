@@ -36,6 +36,7 @@ from support import REPO, wait_for
 from transports.http_support import (
     McpHttpClient,
     UvicornThread,
+    drip,
     free_port,
     initialize,
     modern,
@@ -140,7 +141,7 @@ class Attackers:
             if self.trickle:
                 writer.write(b"POST /mcp HTTP/1.1\r\nX-Slow: ")
         if self.trickle:
-            self.tasks.append(asyncio.ensure_future(self._drip()))
+            self.tasks.append(asyncio.ensure_future(drip(self.writers)))
 
     async def _watch(self, reader: asyncio.StreamReader) -> None:
         with contextlib.suppress(OSError):
@@ -148,13 +149,6 @@ class Attackers:
                 pass
         self.closed_after.append(time.monotonic() - self.started)
 
-    async def _drip(self) -> None:
-        while True:
-            await asyncio.sleep(0.5)  # the attack's pace, not a synchronisation
-            for writer in self.writers:
-                if not writer.is_closing():
-                    with contextlib.suppress(OSError):
-                        writer.write(b"x")
 
     @property
     def still_open(self) -> int:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from support import REPO, wait_for
-from transports.http_support import free_port
+from transports.http_support import drip, free_port
 from transports.test_http_front import FRESH, REQUEST, _answers, _own_files, fresh_client, serving
 
 ATTACKERS = 20
@@ -58,7 +58,7 @@ class _Trickling:
             self.statuses.append(await asyncio.wait_for(_status(reader), 5))
             self.writers.append(writer)
             self.tasks.append(asyncio.ensure_future(self._watch(reader)))
-        self.tasks.append(asyncio.ensure_future(self._drip()))
+        self.tasks.append(asyncio.ensure_future(drip(self.writers)))
 
     async def _watch(self, reader: asyncio.StreamReader) -> None:
         with contextlib.suppress(OSError):
@@ -66,13 +66,6 @@ class _Trickling:
                 pass
         self.closed += 1
 
-    async def _drip(self) -> None:
-        while True:
-            await asyncio.sleep(0.5)  # the attack's pace, not a synchronisation
-            for writer in self.writers:
-                if not writer.is_closing():
-                    with contextlib.suppress(OSError):
-                        writer.write(b"x")
 
     def close(self) -> None:
         for task in self.tasks:
