@@ -313,6 +313,17 @@ def run_transcript(input_bytes: bytes, *args: str, cwd: str | os.PathLike[str] |
     return done.stdout, done.stderr, done.returncode
 
 
+def bench_smoke(script: Path, folder: Path, timeout: float) -> tuple[dict[str, Any], str]:
+    """A bench script's --smoke run with its cache in `folder`, which must succeed: (the report it wrote
+    as JSON, what it printed)."""
+    results = folder / "results.json"
+    done = subprocess.run([sys.executable, str(script), "--smoke", "--cache", str(folder), "--json", str(results)],
+                          capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report: dict[str, Any] = json.loads(results.read_text())
+    return report, done.stdout
+
+
 def load_script(path: Path, name: str) -> Any:
     """A script that is not a package module (bench/*.py), imported under `name`; its own folder is on
     sys.path as when it runs, so it can import its neighbours."""

@@ -7,17 +7,14 @@ phase ran, that every figure was measured, and that the answer checks reject wro
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from support import REPO, load_script
+from support import REPO, bench_smoke, load_script
 
 SCRIPT = REPO / "bench" / "code_intel.py"
 
@@ -29,12 +26,7 @@ def driver() -> ModuleType:
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
     folder = tmp_path_factory.mktemp("code-intel")
-    results = folder / "results.json"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--cache", str(folder), "--json", str(results)],
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    report: dict[str, Any] = json.loads(results.read_text())
-    return report, done.stdout
+    return bench_smoke(SCRIPT, folder, 120)
 
 
 def test_every_phase_ran_and_was_checked(smoke: tuple[dict[str, Any], str]) -> None:

@@ -7,16 +7,13 @@ sandboxed, and that the answer checks reject a wrong answer.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from support import load_script
+from support import bench_smoke, load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench" / "sandbox_cost.py"
@@ -34,12 +31,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str
     if reason is not None:
         pytest.skip(f"no kernel sandbox to measure here: {reason}")
     folder = tmp_path_factory.mktemp("sandbox-cost")
-    results = folder / "results.json"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--cache", str(folder), "--json", str(results)],
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    report: dict[str, Any] = json.loads(results.read_text())
-    return report, done.stdout
+    return bench_smoke(SCRIPT, folder, 60)
 
 
 def test_every_figure_is_measured_with_and_without_the_sandbox(smoke: tuple[dict[str, Any], str]) -> None:

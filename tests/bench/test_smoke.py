@@ -8,7 +8,6 @@ responses.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,8 @@ import pytest
 from shipcode_bench import driver as run  # bench/ is on sys.path (tests/bench/conftest.py)
 from shipcode_bench.driver import Config, percentile
 
+from support import bench_smoke
+
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "bench" / "run.py"
 
@@ -24,12 +25,8 @@ RUN = REPO / "bench" / "run.py"
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("bench")
-    results = folder / "results.json"
-    done = subprocess.run([sys.executable, str(RUN), "--smoke", "--cache", str(folder), "--json", str(results)],
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "| ping throughput, pipelined" in done.stdout  # the table was printed
-    report: dict[str, Any] = json.loads(results.read_text())
+    report, printed = bench_smoke(RUN, folder, 120)
+    assert "| ping throughput, pipelined" in printed  # the table was printed
     return report
 
 
