@@ -294,6 +294,17 @@ class Handshake(_Member, asyncio.Protocol):
         started = self.loop.time()
         if self.limits.header_timeout > 0:
             self._deadline = self.loop.call_later(self.limits.header_timeout, self._overdue)
+        self.loop.call_soon(self._begin, started)
+
+    def _begin(self, started: float) -> None:
+        """Start the handshake, reading still paused. Python 3.10's transport adds its reader after
+        connection_made even when that paused it, so a ClientHello could reach the TLS protocol before it is
+        set up, and be lost: pausing again here, after that, holds it for start_tls on every version."""
+        transport = self.transport
+        if transport is None or transport.is_closing() or not self._counted:
+            return
+        transport.resume_reading()
+        transport.pause_reading()
         self._task = self.loop.create_task(self._handshake(started))
 
     def connection_lost(self, exc: Exception | None) -> None:  # closed before start_tls took the transport
