@@ -345,10 +345,15 @@ def family(pid: int) -> list[int]:
     todo = [pid]
     while todo:
         current = todo.pop()
-        try:
-            todo += [int(child) for child in Path(f"/proc/{current}/task/{current}/children").read_text().split()]
+        try:  # every thread's children: a child started from a worker thread is listed under that thread
+            tasks = os.listdir(f"/proc/{current}/task")
         except OSError:
             continue  # gone meanwhile
+        for task in tasks:
+            try:
+                todo += [int(child) for child in Path(f"/proc/{current}/task/{task}/children").read_text().split()]
+            except OSError:
+                pass  # a thread that ended meanwhile
         found.append(current)
     return found
 

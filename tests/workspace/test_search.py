@@ -15,7 +15,7 @@ from shipcode_mcp.primitives import ToolResult
 from shipcode_mcp.workspace import process as process_module
 from shipcode_mcp.workspace import search
 from shipcode_mcp.workspace.roots import Roots
-from support import peak_rss, wait_for
+from support import family, peak_rss, wait_for
 from workspace_support import Tools, context, make_repo
 
 # Slow for ripgrep's regex engine (Unicode word boundaries rule out its fastest paths) and without a
@@ -146,15 +146,14 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _children(pid: int, name: str) -> list[int]:
+    """The processes named `name` the server started (through its fork server: descendants, not children)."""
     found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)
-            except OSError:
-                continue
-            if f"({name}" in fields[0] and int(fields[1].split()[1]) == pid:
-                found.append(int(entry))
+    for member in family(pid)[1:]:
+        try:
+            if Path(f"/proc/{member}/comm").read_text().strip() == name:
+                found.append(member)
+        except OSError:
+            continue  # gone meanwhile
     return found
 
 

@@ -18,10 +18,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..primitives import ToolError
-from . import sandbox
+from . import sandbox, spawner
 from .sandbox import Limits
 
 if TYPE_CHECKING:
@@ -83,14 +83,11 @@ class Child:
         try:
             self._take_slot()
             with confined:
-                self.proc: subprocess.Popen[bytes] = subprocess.Popen(
-                    list(argv), cwd=cwd, env=env, pass_fds=tuple(pass_fds), stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=confined,
-                )
+                self.proc, self._out, self._err = _start(argv, cwd, env, confined, pass_fds)
         except OSError as err:
             self._give_slot()
             raise ToolError(f"Could not start {self.what}: {os.strerror(err.errno) if err.errno else err}") from None
-        except subprocess.SubprocessError:  # the sandbox could not be entered: the child never ran
+        except (subprocess.SubprocessError, spawner.SandboxRefused):  # the sandbox could not be entered: the child never ran
             self._give_slot()
             raise ToolError(f"Could not start {self.what} in its sandbox") from None
         except BaseException:
@@ -122,22 +119,16 @@ class Child:
         self.kill()
         self.proc.wait()
         self._give_slot()
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        for fd in (self._out, self._err):
+            os.close(fd)
 
     def kill(self) -> None:
         """Kill the child and everything it started; harmless once it has exited."""
-        if self.proc.returncode is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        self.proc.kill()
 
     def chunks(self) -> Iterator[bytes]:
         """stdout as it arrives, until EOF; raises Cancelled if the request was cancelled meanwhile."""
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        out, err = self.proc.stdout.fileno(), self.proc.stderr.fileno()
+        out, err = self._out, self._err
         with selectors.DefaultSelector() as selector:
             selector.register(out, selectors.EVENT_READ)
             selector.register(err, selectors.EVENT_READ)
@@ -213,6 +204,67 @@ class Child:
     @property
     def stderr(self) -> str:
         return self._stderr.decode("utf-8", "replace")
+
+
+class Process(Protocol):
+    """A started child, whoever forked it: `kill()` kills its whole process group."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def kill(self) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+class Forked:
+    """A child this process forked itself (where the fork server cannot be used)."""
+
+    __slots__ = ("_popen", "pid")
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.returncode
+
+    def kill(self) -> None:
+        if self._popen.returncode is None:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self._popen.wait(timeout)
+
+
+def _start(argv: Sequence[str], cwd: str, env: Mapping[str, str] | None, confined: sandbox.Confinement,
+           pass_fds: Sequence[int]) -> tuple[Process, int, int]:
+    """Start a child (by the fork server where it can, else by forking here): the child and the read ends
+    of its stdout and stderr pipes."""
+    try:
+        return spawner.fork_server().spawn(argv, cwd=cwd, env=env, confinement=confined, pass_fds=pass_fds)
+    except spawner.Unavailable:
+        pass
+    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    try:
+        popen = subprocess.Popen(list(argv), cwd=cwd, env=env, pass_fds=tuple(pass_fds), stdin=subprocess.DEVNULL,
+                                 stdout=out_w, stderr=err_w, start_new_session=True, preexec_fn=confined)
+    except BaseException:
+        os.close(out_r)
+        os.close(err_r)
+        raise
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    return Forked(popen), out_r, err_r
 
 
 class Completed:

@@ -132,6 +132,15 @@ class Confinement:
         if self._restrict is not None:
             self._restrict()
 
+    @property
+    def limits(self) -> list[tuple[int, tuple[int, int]]]:
+        return self._limits
+
+    @property
+    def ruleset_fd(self) -> int | None:
+        """The Landlock ruleset's descriptor (for the fork server to enforce), None without Landlock."""
+        return self._ruleset.fileno() if self._ruleset is not None else None
+
     def close(self) -> None:
         if self._ruleset is not None:
             self._ruleset.close()

@@ -1,0 +1,242 @@
+"""The fork server: a small process that starts the server's sandboxed children (rg, git) for it.
+
+A child needs its limits and its Landlock domain applied between fork and exec. Done from the server
+itself, that forces a real fork of a large, threaded process (subprocess cannot vfork when it must run
+code in the child), which costs milliseconds more as the server's memory grows. This process is
+started once, fresh (`python -I -S` on this file: the standard library only, none of the server's
+memory), and forks itself instead, small and single-threaded, so a fork costs a fraction of that.
+
+What it runs and how is decided by the server, never here: each request comes over a private socket
+(a socketpair, nothing anyone else can connect to) with the descriptors the child gets (stdout and
+stderr pipes, the folders it works in, the Landlock ruleset the server built) and, as JSON, the
+program, its arguments, environment, working directory and resource limits. It answers on a socket
+of the request's own: `started PID` or `error STAGE ERRNO`, then `exit CODE` (subprocess's
+returncode: negative for a signal). The server may send `kill` on it; closing it kills the child too.
+The child runs in a session and process group of its own; `kill`, the child's exit (anything it left
+behind in its group) and the end of the server (EOF on the control socket) kill its whole group.
+
+The children stay as confined as when the server forked them: each gets a Landlock domain of its own
+that this process is outside of (so no child can trace or signal it, or the server), and this process
+holds nothing but descriptors the server handed over for children.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import resource
+import selectors
+import signal
+import socket
+import sys
+
+MAX_REQUEST = 1 << 20
+MAX_FDS = 64
+PR_SET_NO_NEW_PRIVS = 38
+SYS_LANDLOCK_RESTRICT_SELF = 446
+"""The system call's number, the same on every architecture that has it."""
+RESTORED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name))
+"""Python ignores these; ignored signals stay ignored across exec, so a child gets them back as subprocess
+gives them back (a child that writes a file past its limit must die of SIGXFSZ, as the server expects)."""
+
+
+class Kid:
+    """One running child: its process id, the pidfd that says when it exits, the request's socket."""
+
+    __slots__ = ("channel", "pid", "pidfd")
+
+    def __init__(self, pid: int, pidfd: int, channel: socket.socket) -> None:
+        self.pid = pid
+        self.pidfd = pidfd
+        self.channel = channel
+
+
+class ForkServer:
+    def __init__(self, control: socket.socket) -> None:
+        self.control = control
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(control, selectors.EVENT_READ, None)
+        self.kids: dict[int, Kid] = {}
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.prctl = libc.prctl
+        self.syscall = libc.syscall
+        self.syscall.restype = ctypes.c_long
+
+    def serve(self) -> None:
+        while True:
+            for key, _ in self.selector.select():
+                if key.data is None:
+                    if not self.request():
+                        self.shut_down()
+                        return
+                else:
+                    kind, kid = key.data
+                    if kind == "exit":
+                        self.reap(kid)
+                    else:
+                        self.message(kid)
+
+    def request(self) -> bool:
+        """Start the child one request asks for; False at the end of the server."""
+        try:
+            data, fds, flags, _ = socket.recv_fds(self.control, MAX_REQUEST, MAX_FDS, socket.MSG_CMSG_CLOEXEC)
+        except InterruptedError:
+            return True
+        except OSError:
+            return False
+        if not data and not fds:
+            return False
+        if flags & (socket.MSG_CTRUNC | socket.MSG_TRUNC) or len(fds) < 3:
+            for fd in fds:
+                os.close(fd)
+            return True
+        channel = socket.socket(fileno=fds[0])
+        try:
+            spec = json.loads(data)
+            self.start(spec, channel, fds[1:])
+        except Exception as err:  # a malformed request: say so, never die of it
+            self.send(channel, f"error request {getattr(err, 'errno', None) or errno.EINVAL}")
+            channel.close()
+        finally:
+            for fd in fds[1:]:
+                os.close(fd)
+        return True
+
+    def start(self, spec: dict[str, object], channel: socket.socket, fds: list[int]) -> None:
+        binary = str(spec["binary"])
+        argv = [str(arg) for arg in spec["argv"]]  # type: ignore[attr-defined]
+        env = {str(name): str(value) for name, value in spec["env"].items()}  # type: ignore[attr-defined]
+        cwd = str(spec["cwd"])
+        limits = [(int(kind), int(soft), int(hard)) for kind, soft, hard in spec["limits"]]  # type: ignore[attr-defined]
+        numbers = [int(number) for number in spec["pass_fds"]]  # type: ignore[attr-defined]
+        sandboxed = bool(spec["sandboxed"])
+        out, err = fds[0], fds[1]
+        ruleset = fds[2] if sandboxed else -1
+        passed = fds[3:] if sandboxed else fds[2:]
+        if len(passed) != len(numbers):
+            raise ValueError("descriptor count")
+        report_r, report_w = os.pipe2(os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            stage = "setup"
+            try:
+                os.setsid()
+                null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+                targets = [0, 1, 2, *numbers]
+                base = max(targets) + 1
+                report_w = fcntl.fcntl(report_w, fcntl.F_DUPFD_CLOEXEC, base)
+                if ruleset >= 0:
+                    ruleset = fcntl.fcntl(ruleset, fcntl.F_DUPFD_CLOEXEC, base)
+                held = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, base) for fd in (null, out, err, *passed)]
+                for fd, target in zip(held, targets, strict=True):
+                    os.dup2(fd, target)  # inheritable: kept across exec, every other descriptor here is close-on-exec
+                stage = "cwd"
+                os.chdir(cwd)
+                stage = "setup"
+                for number in RESTORED_SIGNALS:
+                    signal.signal(number, signal.SIG_DFL)
+                for kind, soft, hard in limits:
+                    resource.setrlimit(kind, (soft, hard))
+                if ruleset >= 0:
+                    stage = "sandbox"
+                    if self.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+                        raise OSError(ctypes.get_errno(), "prctl")
+                    if self.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
+                        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+                stage = "exec"
+                os.execve(binary, argv, env)
+            except BaseException as failure:
+                code = failure.errno if isinstance(failure, OSError) and failure.errno else errno.EINVAL
+                try:
+                    os.write(report_w, f"{stage} {code}".encode())
+                finally:
+                    os._exit(127)
+        os.close(report_w)
+        report = b""
+        while True:
+            try:
+                part = os.read(report_r, 256)
+            except InterruptedError:
+                continue
+            if not part:
+                break
+            report += part
+        os.close(report_r)
+        if report:
+            os.waitpid(pid, 0)
+            self.send(channel, "error " + report.decode("ascii", "replace"))
+            channel.close()
+            return
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError as failure:  # a kernel without pidfds (before 5.3): the server forks its children itself
+            kill_group(pid)
+            os.waitpid(pid, 0)
+            self.send(channel, f"error unavailable {failure.errno or errno.ENOSYS}")
+            channel.close()
+            return
+        kid = Kid(pid, pidfd, channel)
+        self.kids[pid] = kid
+        self.selector.register(pidfd, selectors.EVENT_READ, ("exit", kid))
+        self.selector.register(channel, selectors.EVENT_READ, ("message", kid))
+        self.send(channel, f"started {pid}")
+
+    def message(self, kid: Kid) -> None:
+        """`kill` from the server, or the end of its interest in the child: both kill it."""
+        try:
+            data = kid.channel.recv(64)
+        except OSError:
+            data = b""
+        if data == b"kill" or not data:
+            kill_group(kid.pid)
+        if not data:
+            self.selector.unregister(kid.channel)
+            kid.channel.close()
+
+    def reap(self, kid: Kid) -> None:
+        """The child exited: what it left in its group dies with it (its id still names the group while
+        it is unreaped), then its status goes to the server."""
+        kill_group(kid.pid)
+        _, status = os.waitpid(kid.pid, 0)
+        self.selector.unregister(kid.pidfd)
+        os.close(kid.pidfd)
+        del self.kids[kid.pid]
+        if kid.channel.fileno() >= 0:
+            self.selector.unregister(kid.channel)
+            self.send(kid.channel, f"exit {os.waitstatus_to_exitcode(status)}")
+            kid.channel.close()
+
+    @staticmethod
+    def send(channel: socket.socket, text: str) -> None:
+        try:
+            channel.send(text.encode(), socket.MSG_NOSIGNAL)
+        except OSError:
+            pass  # the server no longer listens for this child
+
+    def shut_down(self) -> None:
+        """The server is gone: nothing it started may outlive it."""
+        for kid in list(self.kids.values()):
+            kill_group(kid.pid)
+            os.waitpid(kid.pid, 0)
+
+
+def kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def main() -> None:
+    control = socket.socket(fileno=int(sys.argv[1]))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the server's descriptor numbers must fit
+    ForkServer(control).serve()
+
+
+if __name__ == "__main__":
+    main()
