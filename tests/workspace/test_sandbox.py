@@ -160,3 +160,64 @@ def test_a_search_that_would_take_gigabytes_stops_with_a_clear_error(tmp_path: P
         assert peak < sandbox.CHILD_LIMITS.address_space + 512 * 1024 * 1024, peak
         assert tools.data("search_code", {"pattern": "^a{3}"})["match_count"] == 1  # the server is fine
 
+
+
+# -- rulesets kept for later children ----------------------------------------------------------------
+def _reads(root: Path, *paths: Path) -> str:
+    """What a sandboxed bash allowed to read beneath `root` prints of `paths` (and its complaints)."""
+    script = " ".join(f"read -r line < {path} && echo \"$line\";" for path in paths)  # no other program runs
+    done = run(context(), [BASH, "-c", script], cwd="/",
+               readable=[str(root)], limit=1 << 20)
+    return done.stdout.decode() + done.stderr
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_a_root_replaced_by_another_folder_gets_a_new_ruleset(tmp_path: Path, defended: bool,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Landlock rule holds the folder it was added on, wherever that folder goes. A root renamed away (to
+    the outside) and made again: a ruleset kept from before would still let a child read the old folder,
+    now outside, and not the new one. Without the identity check (every path the same to it) the attack
+    works; with it, the child gets a ruleset for what the path names now."""
+    if not defended:
+        monkeypatch.setattr(sandbox, "_identity", lambda path: None)
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    secret = secrets.token_hex(16)
+    (root / "secret.txt").write_text(f"{secret}\n")
+    assert secret in _reads(root, root / "secret.txt")  # the ruleset for this root is kept from here
+    (root).rename(outside / "moved")
+    root.mkdir()
+    (root / "new.txt").write_text("new\n")
+    text = _reads(root, outside / "moved" / "secret.txt", root / "new.txt")
+    if not defended:
+        assert secret in text and "new\n" not in text  # the kept ruleset follows the folder outside
+    else:
+        assert secret not in text and "Permission denied" in text and "new\n" in text
+
+
+def test_a_kept_ruleset_is_used_again_and_closed_only_once_no_child_needs_it(tmp_path: Path) -> None:
+    """The same rules on the same folders: the same ruleset, which a child's close() leaves open for the next.
+    Pushed out of the bounded cache while a child not started yet holds it, it stays open until that child
+    lets go."""
+    first = sandbox.confine(BASH, [str(tmp_path)])
+    second = sandbox.confine(BASH, [str(tmp_path)])
+    fd = first.ruleset_fd
+    assert fd is not None and fd == second.ruleset_fd
+    assert os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:[landlock-ruleset]"
+    second.close()
+    second.close()  # a second close releases nothing more
+    for number in range(sandbox.MAX_KEPT_RULESETS):  # others push it out of the cache
+        folder = tmp_path / f"other{number}"
+        folder.mkdir()
+        other = sandbox.confine(BASH, [str(folder)])
+        assert other.ruleset_fd != fd
+        other.close()
+    assert os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:[landlock-ruleset]"  # still held by `first`
+    ruleset = first._ruleset
+    assert ruleset is not None and not ruleset.closed
+    first.close()
+    assert ruleset.closed
+    third = sandbox.confine(BASH, [str(tmp_path)])  # made again
+    assert third.ruleset_fd is not None
+    third.close()

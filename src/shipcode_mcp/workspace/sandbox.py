@@ -15,6 +15,8 @@ exec (`preexec`), the child gets resource limits and a Landlock domain that allo
 The ruleset is built in the parent, where errors are easy to report, and only enforced in the child:
 the code that runs between fork and exec is a few system calls on objects made beforehand (no
 imports, no locks taken), which is what makes `preexec_fn` safe enough with threads around.
+A ruleset is made once and kept for later children with the same rules, while every path still names
+the file or folder its rule was added on (`_kept_ruleset`).
 Where Landlock is missing (an older kernel, not Linux) children run with the limits alone, and the
 server says so once at start (`--require-sandbox` makes that fatal).
 """
@@ -28,10 +30,11 @@ import os
 import resource
 import struct
 import sys
+import threading
 
 TYPE_CHECKING = False  # typing stays out of start-up, where the sandbox check imports this module
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from landlockpy import Ruleset
 
@@ -115,15 +118,18 @@ class Confinement:
     """Called in the child between fork and exec: the limits, then the Landlock domain (if any).
 
     Everything it needs is made beforehand, in the parent: in the child it only makes system calls.
-    `close()` releases the ruleset's descriptor in the parent once the child has started.
+    `close()` releases the ruleset's descriptor in the parent once the child has started: closes it, or,
+    for a ruleset `confine` keeps for later children (`release`), says this child no longer needs it.
     """
 
-    __slots__ = ("_limits", "_restrict", "_ruleset", "_setrlimit")
+    __slots__ = ("_limits", "_release", "_restrict", "_ruleset", "_setrlimit")
 
-    def __init__(self, limits: list[tuple[int, tuple[int, int]]], ruleset: Ruleset | None) -> None:
+    def __init__(self, limits: list[tuple[int, tuple[int, int]]], ruleset: Ruleset | None,
+                 release: Callable[[], None] | None = None) -> None:
         self._limits = limits
         self._setrlimit = resource.setrlimit
         self._ruleset = ruleset
+        self._release = release
         self._restrict = ruleset.restrict if ruleset is not None else None
 
     def __call__(self) -> None:
@@ -142,8 +148,12 @@ class Confinement:
         return self._ruleset.fileno() if self._ruleset is not None else None
 
     def close(self) -> None:
-        if self._ruleset is not None:
-            self._ruleset.close()
+        """Release the ruleset, once (a second call does nothing)."""
+        ruleset, release, self._ruleset, self._release = self._ruleset, self._release, None, None
+        if release is not None:
+            release()
+        elif ruleset is not None:
+            ruleset.close()
 
     def __enter__(self) -> Confinement:
         return self
@@ -157,9 +167,12 @@ def confine(binary: str, readable: Sequence[str], limits: Limits = CHILD_LIMITS,
     """The confinement of a child about to run `binary` (an absolute path), which may read beneath
     `readable` (folders and files) and run, besides itself, the programs beneath `executable` (git's
     exec-path). Raises OSError if a rule cannot be made, so a child never starts with less
-    confinement than asked."""
-    ruleset = None if unavailable_reason() is not None else _ruleset(binary, readable, executable)
-    return Confinement(_limit_pairs(limits), ruleset)
+    confinement than asked. The ruleset is one made for an earlier child when it would be the same
+    (`_kept_ruleset`)."""
+    if unavailable_reason() is not None:
+        return Confinement(_limit_pairs(limits), None)
+    kept = _kept_ruleset(binary, readable, executable)
+    return Confinement(_limit_pairs(limits), kept.ruleset, kept.release)
 
 
 def _limit_pairs(limits: Limits) -> list[tuple[int, tuple[int, int]]]:
@@ -180,29 +193,108 @@ def _limit_pairs(limits: Limits) -> list[tuple[int, tuple[int, int]]]:
     return pairs
 
 
-def _ruleset(binary: str, readable: Sequence[str], executable: Sequence[str]) -> Ruleset:
+_READ, _RUN, _RUN_BENEATH, _WRITE = 1, 2, 3, 4
+"""The rights a rule gives (`_rules`), made into Landlock's in `_ruleset`, where the binding is imported."""
+Rule = tuple[str, int, bool]
+"""(path, rights, required): one rule of a ruleset."""
+
+
+def _rules(binary: str, readable: Sequence[str], executable: Sequence[str]) -> tuple[Rule, ...]:
+    """The rules of a child's ruleset: what it may read, the programs it may run, /dev/null."""
+    real = os.path.realpath(binary)
+    interpreter = _interpreters.get(real) or _interpreters.setdefault(real, elf_interpreter(real))
+    return (*((path, _READ, True) for path in readable),
+            *((path, _READ, False) for path in (*LIBRARY_FOLDERS, *SYSTEM_DATA, *_git_config_files())),
+            (real, _RUN, True), *(((interpreter, _RUN, True),) if interpreter is not None else ()),
+            *((path, _RUN_BENEATH, True) for path in executable),
+            (os.devnull, _WRITE, False))
+
+
+def _ruleset(rules: Sequence[Rule]) -> Ruleset:
     from landlockpy import AccessFS, Ruleset, Scope
 
     read = AccessFS.READ_FILE | AccessFS.READ_DIR
     run = AccessFS.EXECUTE | AccessFS.READ_FILE
+    rights = {_READ: read, _RUN: run, _RUN_BENEATH: run | AccessFS.READ_DIR,
+              _WRITE: AccessFS.READ_FILE | AccessFS.WRITE_FILE}
     ruleset = Ruleset(scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL)  # every fs and net right handled: denied
     try:
-        for path in readable:
-            _allow(ruleset, path, read, required=True)
-        for path in (*LIBRARY_FOLDERS, *SYSTEM_DATA, *_git_config_files()):
-            _allow(ruleset, path, read, required=False)
-        real = os.path.realpath(binary)
-        _allow(ruleset, real, run, required=True)
-        interpreter = _interpreters.get(real) or _interpreters.setdefault(real, elf_interpreter(real))
-        if interpreter is not None:
-            _allow(ruleset, interpreter, run, required=True)
-        for path in executable:
-            _allow(ruleset, path, run | AccessFS.READ_DIR, required=True)
-        _allow(ruleset, os.devnull, AccessFS.READ_FILE | AccessFS.WRITE_FILE, required=False)
+        for path, access, required in rules:
+            _allow(ruleset, path, rights[access], required=required)
     except BaseException:
         ruleset.close()
         raise
     return ruleset
+
+
+MAX_KEPT_RULESETS = 16
+"""Rulesets `_kept_ruleset` keeps open for later children (a descriptor each)."""
+
+
+class _Kept:
+    """A ruleset kept for later children: the identity of what each of its rules was added on (`_identity`),
+    and how many children not started yet use it. One no longer kept is closed when the last one has."""
+
+    __slots__ = ("identities", "kept", "ruleset", "users")
+
+    def __init__(self, ruleset: Ruleset, identities: tuple[tuple[int, int] | None, ...]) -> None:
+        self.ruleset, self.identities = ruleset, identities
+        self.users, self.kept = 0, True
+
+    def release(self) -> None:
+        with _kept_lock:
+            self.users -= 1
+            if self.users == 0 and not self.kept:
+                self.ruleset.close()
+
+    def drop(self) -> None:
+        """No longer kept (called with `_kept_lock` held): closed now, or when its last user releases it."""
+        self.kept = False
+        if self.users == 0:
+            self.ruleset.close()
+
+
+_kept: dict[tuple[Rule, ...], _Kept] = {}
+_kept_lock = threading.Lock()
+
+
+def _kept_ruleset(binary: str, readable: Sequence[str], executable: Sequence[str]) -> _Kept:
+    """The ruleset for these rules, one use of it taken (`_Kept.release` gives it back).
+
+    A Landlock rule is bound to the file or folder opened when it was added, not to its path: a path
+    that names another one now (a root removed and made again, a folder renamed away and another put in
+    its place, a missing optional file that appeared) must not keep the old rule, which would follow the
+    old folder wherever it went. So a ruleset is used again only while each path still names what it did
+    (`_identity`: its device and inode, which no other file can have while the ruleset holds the old one
+    open); otherwise a new one is made. The identities are taken before the rules are added: a path
+    replaced meanwhile makes them differ next time (a new ruleset), never the reverse."""
+    rules = _rules(binary, readable, executable)
+    identities = tuple(_identity(path) for path, _, _ in rules)
+    with _kept_lock:
+        kept = _kept.get(rules)
+        if kept is not None and kept.identities == identities:
+            kept.users += 1
+            return kept
+    kept = _Kept(_ruleset(rules), identities)
+    with _kept_lock:
+        kept.users += 1
+        old = _kept.pop(rules, None)
+        if old is not None:
+            old.drop()
+        while len(_kept) >= MAX_KEPT_RULESETS:
+            _kept.pop(next(iter(_kept))).drop()
+        _kept[rules] = kept
+    return kept
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """What a rule for `path` would be added on (followed, as the kernel does): its device and inode, None
+    when there is nothing there that can be looked at (an optional path is then left out)."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _allow(ruleset: Ruleset, path: str, access: int, *, required: bool) -> None:
