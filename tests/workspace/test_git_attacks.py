@@ -703,6 +703,9 @@ def test_a_remembered_repository_is_still_checked_on_every_call(repo: Path, outs
         (repo / ".git" / "packed-refs").symlink_to(repo / "store" / "packed-refs")
     assert direct(repo, "git_status")[0] is False
     assert any(key[0] == str(repo / ".git" / "objects" / outside.commit[:2]) for key in git_tools._scanned)
+    if where != "a link whose target moves":  # no link in .git: the whole walk is remembered, and used as it is
+        tree = git_tools._trees[(str(repo / ".git"), False)]
+        assert direct(repo, "git_status")[0] is False and git_tools._trees[(str(repo / ".git"), False)] is tree
     if where == "a link whose target moves":  # nothing in .git changes: the folder on the way is swapped
         (outside.path / "packed-refs").write_text(f"{outside.secret}\n")
         (repo / "store").rename(repo / "store-before")

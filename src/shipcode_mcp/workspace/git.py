@@ -42,7 +42,9 @@ remembered (`_known`) while none of the files those answers come from changed (t
 the repository's, the user's and the system's config: `_inputs`); a configuration with includes, or a
 file changed in the last two seconds, is asked about again on each call. The walk of the git folders
 runs on every call, but reads again only the folders that changed, or hold a link (`_scanned`: a
-folder's entries cannot change without its change time changing); git's answers are judged on every call.
+folder's entries cannot change without its change time changing); when none changed and none holds a
+link, the whole walk is checked in one pass, a stat per folder (`_trees`). git's answers are judged on
+every call.
 """
 
 from __future__ import annotations
@@ -619,10 +621,11 @@ _LEADS_OUT = "a symbolic link that leads there"
 
 
 def _walked(path: str, git_dir: str) -> bool:
-    """Whether `_scan` looked at `path`: an entry of the git folder, or anything in a folder it walks."""
-    if not inside(path, git_dir) or path == git_dir:
+    """Whether `_scan` looked at `path` (normalised): an entry of the git folder, or anything in a folder it walks."""
+    base = git_dir.rstrip("/") + "/"
+    if not path.startswith(base) or len(path) == len(base):
         return False
-    first, _, rest = os.path.relpath(path, git_dir).partition(os.sep)
+    first, _, rest = path[len(base):].partition("/")
     return not rest or first in _GIT_FOLDERS
 
 
@@ -652,13 +655,32 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
     the folders git reads (_GIT_FOLDERS) are entered: not hooks (none runs), lfs, annex or rr-cache, which
     can hold a link to a shared folder elsewhere, or more entries than anything git reads. The
     `info/alternates` files of object stores (by their real path) and the submodules' git folders (those
-    under modules/ holding a config) are added to `found`."""
+    under modules/ holding a config) are added to `found`.
+
+    When every folder of the last walk of `top` is as it was (`_trees`), its findings are used as a whole."""
+    tree = _trees.get((top, store))
+    if tree is not None and tree.unchanged(top):
+        found.budget -= tree.entries
+        if found.budget < 0:
+            return top, None
+        found.alternates.extend(tree.alternates)
+        found.submodules.extend(tree.submodules)
+        return None
+    budget, alternates_before, submodules_before = found.budget, len(found.alternates), len(found.submodules)
+    names: list[str] = []  # the folders walked, from top, and their marks: the tree, if each could be remembered
+    marks: list[tuple[int, ...]] = []
+    whole = True
     pending = [(top, "", _ALL if store else _GIT)]  # (real folder, its path from top as git names it: links kept, kind)
     visited = {top}
     while pending:
         folder, logical, kind = pending.pop()
         key = (folder, logical, kind, store)
         mark = _folder_mark(folder)  # before reading it: a change while it is read shows next time
+        if mark is None or not (folder == top or folder.startswith(top + "/")):
+            whole = False
+        elif whole:
+            names.append(folder[len(top) + 1:] or ".")
+            marks.append(mark)
         seen = _scanned.get(key)
         if seen is not None and mark is not None and seen[0] == mark:  # as it was: its findings again
             found.budget -= seen[1]
@@ -671,6 +693,7 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
         try:
             entries = list(os.scandir(folder))
         except (FileNotFoundError, NotADirectoryError):
+            whole = False
             continue  # gone, or a file (a .git file git will say it cannot read): nothing below to look at
         except OSError as err:
             return folder, f"a folder that cannot be read ({os.strerror(err.errno) if err.errno else err})"
@@ -724,6 +747,11 @@ def _scan(top: str, allowed: Callable[[str], bool], found: _Found, *, store: boo
                 _scanned.clear()
             _scanned[key] = (mark, len(entries), entered, found.alternates[alternates:],
                              len(found.submodules) - submodules)
+        else:
+            whole = False
+    if whole:
+        _remember_tree((top, store), _Tree(names, marks, budget - found.budget, found.alternates[alternates_before:],
+                                           found.submodules[submodules_before:]))
     return None
 
 
@@ -736,6 +764,59 @@ are added, removed, renamed or replaced (a file by a FIFO or a link) only throug
 changes its modification and change times (the change time cannot be set back), so while those are the
 same its entries are: the folder's findings are used again without reading it. Where a link leads can
 change without its folder changing, so a folder holding a link is read on every call."""
+
+
+class _Tree:
+    """A walk of a git folder (or object store) that met no link and no folder changed too recently: every
+    folder it read (relative to the top, "." for the top) with its mark, and what the walk found. While each
+    folder's mark is the same, each folder's entries are (see `_scanned`), so the walk would go through the
+    same folders and find the same: `unchanged` checks them all in one pass, a stat each and no other work."""
+
+    __slots__ = ("alternates", "entries", "marks", "names", "newest", "submodules")
+
+    def __init__(self, names: list[str], marks: list[tuple[int, ...]], entries: int, alternates: list[str],
+                 submodules: list[str]) -> None:
+        self.names, self.marks, self.entries = names, marks, entries
+        self.alternates, self.submodules = alternates, submodules
+        self.newest = max(max(mark[3], mark[4]) for mark in marks)
+
+    def unchanged(self, top: str) -> bool:
+        """Whether every folder is as it was, and none changed too recently to tell (as `_folder_mark`). The
+        folders are looked up from the top, opened now without following a link (as a path from / would be:
+        each folder on the way is one of those checked)."""
+        if time.time_ns() - self.newest < _RACY_NS:
+            return False
+        try:
+            fd = os.open(top, safe_open.DIR_FLAGS)
+        except OSError:
+            return False
+        try:
+            look = os.stat
+            return [(info.st_dev, info.st_ino, info.st_mode, info.st_mtime_ns, info.st_ctime_ns)
+                    for info in [look(name, dir_fd=fd, follow_symlinks=False) for name in self.names]] == self.marks
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+
+
+MAX_TREES = 64
+"""Walks of git folders that `_trees` keeps (besides MAX_SCANNED folders in all)."""
+_trees: dict[tuple[str, bool], _Tree] = {}
+"""The last walk of a git folder or object store (by top, and whether a store), when it can be checked again in
+one pass (`_Tree`)."""
+_trees_lock = threading.Lock()
+
+
+def _remember_tree(key: tuple[str, bool], tree: _Tree) -> None:
+    if len(tree.names) > MAX_SCANNED:
+        return
+    with _trees_lock:
+        _trees.pop(key, None)
+        while _trees and (len(_trees) >= MAX_TREES
+                          or sum(len(kept.names) for kept in _trees.values()) + len(tree.names) > MAX_SCANNED):
+            _trees.pop(next(iter(_trees)))
+        _trees[key] = tree
 
 
 def _folder_mark(folder: str) -> tuple[int, ...] | None:
