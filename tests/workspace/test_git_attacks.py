@@ -688,7 +688,8 @@ def test_a_configuration_with_includes_is_never_remembered(repo: Path, canary: C
     assert not canary.ran(), canary.path.read_text()
 
 
-@pytest.mark.parametrize("where", ["packed-refs", "a loose object", "a link whose target moves"])
+@pytest.mark.parametrize("where", ["packed-refs", "a loose object", "a link whose target moves", "alternates",
+                                   "a FIFO among the refs"])
 def test_a_remembered_repository_is_still_checked_on_every_call(repo: Path, outside: Outside, where: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The git folders are looked at on every call: a folder is read again once it changed (its findings are
@@ -714,6 +715,13 @@ def test_a_remembered_repository_is_still_checked_on_every_call(repo: Path, outs
     elif where == "packed-refs":
         _link(repo / ".git" / "packed-refs", outside.secret_file)
         expected = f".git/packed-refs {LEADS_OUT}"
+    elif where == "alternates":
+        (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{outside.git_dir / 'objects'}\n")
+        (repo / ".git" / "refs" / "heads" / "stolen").write_text(f"{outside.commit}\n")
+        expected = "reads objects from outside the workspace roots (.git/objects/info/alternates lists an object store there)"
+    elif where == "a FIFO among the refs":
+        os.mkfifo(repo / ".git" / "refs" / "heads" / "waiting")
+        expected = ".git/refs/heads/waiting is a named pipe (FIFO)"
     else:
         (repo / ".git" / "refs" / "heads" / "main").write_text(f"{outside.commit}\n")
         _link(repo / ".git" / "objects" / loose, outside.git_dir / "objects" / loose)

@@ -584,15 +584,21 @@ def _fingerprint(paths: list[str]) -> tuple[Any, ...] | None:
                 info = os.stat(path, follow_symlinks=follow)
             except (FileNotFoundError, NotADirectoryError):
                 marks.append(None)
+                if not follow:
+                    marks.append(None)  # no entry: nothing to follow either
+                    break
                 continue
             except OSError:
                 return None
             if stat.S_ISDIR(info.st_mode):  # which folder it is; its entries change whenever git writes a lock
                 marks.append((info.st_dev, info.st_ino, info.st_mode))
-                continue
-            if now - max(info.st_mtime_ns, info.st_ctime_ns) < _RACY_NS:
+            elif now - max(info.st_mtime_ns, info.st_ctime_ns) < _RACY_NS:
                 return None
-            marks.append((info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+            else:
+                marks.append((info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+            if not follow and not stat.S_ISLNK(info.st_mode):
+                marks.append(marks[-1])  # not a link: what it leads to is itself
+                break
     return tuple(marks)
 
 
