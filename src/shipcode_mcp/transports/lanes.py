@@ -8,18 +8,37 @@ thread takes the next call of the next lane in turn (round robin). So one lane's
 lane's call by nothing while threads are free, and by at most one turn when they are all busy.
 
 A call still waiting in its lane can be withdrawn (its request was cancelled): it then never runs.
+
+The threads are the lanes' own, not a ThreadPoolExecutor's: a call taken from its lane goes to an idle
+thread through one queue, with no Future, no work item and no executor locks. Handing a call over is the
+one cost every blocking handler pays on the event loop, so it is kept to a queue put (and a wake-up).
 """
 
 from __future__ import annotations
 
 import collections
+import queue
 import threading
+import weakref
 from collections.abc import Callable, Hashable
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 PER_LANE = 8
 """Calls of one lane that run at once, by default: a few parallel tool calls, and room for seven more lanes
 as busy as that in the 64 threads of the pool."""
+
+
+_ALL: weakref.WeakSet[Lanes] = weakref.WeakSet()
+
+
+def _at_exit() -> None:
+    """The interpreter is exiting: idle threads stop (a running call is let finish), so the exit, which waits
+    for non-daemon threads, does not wait for ever on lanes nobody shut down."""
+    for lanes in list(_ALL):
+        lanes._stop_threads()
+
+
+threading._register_atexit(_at_exit)  # type: ignore[attr-defined]  # what concurrent.futures' pools use (3.9+)
 
 
 class Call:
@@ -46,7 +65,12 @@ class Lanes:
         self._turns: collections.OrderedDict[Hashable, None] = collections.OrderedDict()  # lanes that may start one
         self._busy = 0
         self._closed = False
-        self._executor = ThreadPoolExecutor(workers, thread_name_prefix=thread_name_prefix)
+        self._prefix = thread_name_prefix
+        self._threads: list[threading.Thread] = []  # started as calls need them, up to `workers`; never fewer than `_busy`
+        self._handed: queue.SimpleQueue[Call | None] = queue.SimpleQueue()  # calls taken, for the next idle thread; None: stop
+        # The threads hold the lanes weakly: lanes nobody shut down, once forgotten, stop their threads too.
+        self._myself = weakref.ref(self, partial(_forgotten, self._handed))
+        _ALL.add(self)
 
     def submit(self, key: Hashable, work: Callable[[], None]) -> Call:
         """Queue `work` in lane `key`; it runs when the lane and a thread are free."""
@@ -95,7 +119,7 @@ class Lanes:
                     call.state = "withdrawn"
             self._queues.clear()
             self._turns.clear()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._stop_threads()
 
     # -- under the lock ---------------------------------------------------------------------------
     def _ready(self, key: Hashable) -> None:
@@ -125,17 +149,22 @@ class Lanes:
 
     # -- off the lock -----------------------------------------------------------------------------
     def _launch(self, calls: list[Call]) -> None:
+        """Hand calls just taken to the threads, starting one for each call no thread is free for (`_busy` counts
+        the calls taken and not finished, so with as many threads as that, every call handed over finds one)."""
         for call in calls:
-            try:
-                self._executor.submit(self._work, call)
-            except RuntimeError:  # shut down meanwhile: it will not run
-                self._finished(call)
+            self._handed.put(call)
+        if not calls:
+            return
+        with self._lock:
+            missing = 0 if self._closed else min(self._busy, self.workers) - len(self._threads)
+            new = [threading.Thread(target=_serve, args=(self._myself, self._handed),
+                                    name=f"{self._prefix}_{len(self._threads) + n}") for n in range(max(0, missing))]
+            self._threads += new
+        for thread in new:
+            thread.start()
 
-    def _work(self, call: Call) -> None:
-        try:
-            call.work()
-        finally:
-            self._finished(call)
+    def _stop_threads(self) -> None:
+        self._handed.put(None)  # each thread passes it on and stops once its current call (if any) is over
 
     def _finished(self, call: Call) -> None:
         with self._lock:
@@ -145,3 +174,26 @@ class Lanes:
             self._tidy(call.key)
             started = [] if self._closed else self._take()
         self._launch(started)
+
+
+def _forgotten(handed: queue.SimpleQueue[Call | None], _: object) -> None:
+    handed.put(None)  # the lanes are gone: their threads stop
+
+
+def _serve(myself: weakref.ref[Lanes], handed: queue.SimpleQueue[Call | None]) -> None:
+    """A worker thread: the calls handed over, one at a time, until told to stop (None, passed on to the next
+    thread). Not a daemon: a call under way when the process exits is let finish, as a pool's would be."""
+    while True:
+        call = handed.get()
+        lanes = myself() if call is not None else None
+        if call is None or lanes is None:
+            handed.put(None)
+            return
+        try:
+            if not lanes._closed:  # shut down while it waited for a thread: it never runs
+                call.work()
+        except BaseException:  # the call's own business, as a pool's future would keep it
+            pass
+        finally:
+            lanes._finished(call)
+        del lanes, call  # nothing held while idle: forgotten lanes can go
