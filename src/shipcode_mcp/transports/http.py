@@ -96,6 +96,18 @@ _HEADER_VALUE = re.compile(rb"[\x20-\x7e\t]*")  # what RFC 9110 and MCP allow in
 _BASE64 = re.compile(r"=\?base64\?(.*)\?=", re.DOTALL)
 
 
+class _Here(threading.local):
+    """Per thread: the job `HttpSession._run` runs here, where the messages of its end go, and, while
+    `finish_job` ends it, the runner whose messages go there."""
+
+    job: Job | None = None
+    ending: list[tuple[Message, Id | None]] | None = None
+    collect: tuple[HttpSession, list[tuple[Message, Id | None]]] | None = None
+
+
+_here = _Here()
+
+
 class HttpSession(Runner):
     """One MCP session over HTTP, the asyncio runner of the sans-IO session: the event loop receives,
     routes and writes and runs async tools as tasks; other handlers run on worker threads. It holds the
@@ -131,6 +143,10 @@ class HttpSession(Runner):
 
     # -- the runner's duties: messages are routed on the event loop, whichever thread sends them ---------
     def write(self, message: Message, related: Id | None) -> None:
+        collect = _here.collect
+        if collect is not None and collect[0] is self:  # the end of a job `_run` runs: it goes with that (one hop)
+            collect[1].append((message, related))
+            return
         self.transport.on_loop(self.route, message, related)
 
     def start(self, job: Job) -> None:
@@ -190,10 +206,37 @@ class HttpSession(Runner):
         return cancel
 
     def _run(self, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
+        """The job, then one hop back to the loop with what its end sent (its response) and the end of its
+        exchange, rather than a hop for each: from a worker thread, a hop is a wake-up of the loop."""
+        ending: list[tuple[Message, Id | None]] = []
+        outer = _here.job, _here.ending
+        _here.job, _here.ending = job, ending
         try:
-            self.run_job(job)
+            self.run_job(job)  # its `finish_job` (below) keeps what it sends in `ending`
         finally:
-            self.transport.on_loop(self._done, job.context.request_id, exchange)
+            _here.job, _here.ending = outer
+            self.transport.on_loop(self._ended, ending, job.context.request_id, exchange)
+
+    def finish_job(self, job: Job, outcome: Outcome) -> None:
+        """The end of a job `_run` runs here: what it sends waits in `_run`'s list for the hop that also ends
+        the exchange. The messages the handler sent while it worked went at once, on hops queued before that
+        one, so the order is kept. Any other end (an async handler's) sends as always."""
+        if _here.job is not job or _here.ending is None:
+            super().finish_job(job, outcome)
+            return
+        outer = _here.collect
+        _here.collect = (self, _here.ending)
+        try:
+            super().finish_job(job, outcome)
+        finally:
+            _here.collect = outer
+
+    def _ended(self, ending: list[tuple[Message, Id | None]], request_id: Id,
+               exchange: asyncio.Queue[Any] | None) -> None:
+        """On the loop: the messages a job's end sent, in order, then the end of its exchange."""
+        for message, related in ending:
+            self.route(message, related)
+        self._done(request_id, exchange)
 
     def _done(self, request_id: Id, exchange: asyncio.Queue[Any] | None) -> None:
         """On the loop: the job's work is over; its exchange, if still open (and not a new one under the same
@@ -514,6 +557,8 @@ class StreamableHttp:
                 wait = self.body_timeout
                 if self.body_min_rate > 0:
                     wait = min(wait, started + self.body_timeout + size / self.body_min_rate - loop.time())
+            if wait is not None and wait > 0 and _received(request):
+                wait = None  # what comes next is here already: no timer to set and cancel
             message = await _receive_within(request, wait) if wait is None or wait > 0 else None
             if message is None:
                 return _error(408, f"Request Timeout: the body stalled (nothing for {self.body_timeout:g} s, or below "
@@ -925,6 +970,15 @@ async def _receive_within(request: Request, wait: float | None) -> Any:
         return await asyncio.wait_for(request.receive(), wait)
     except (asyncio.TimeoutError, TimeoutError):
         return None
+
+
+def _received(request: Request) -> bool:
+    """Whether the request's next ASGI message is in already, so receiving it cannot wait: uvicorn's request
+    cycles (h11 and httptools alike) set their `message_event` when a body chunk, the body's end or a
+    disconnect is in, and `receive` then returns without suspending. Anything else: False (wait, with a timer)."""
+    cycle = getattr(request.receive, "__self__", None)
+    event = getattr(cycle, "message_event", None)
+    return isinstance(event, asyncio.Event) and event.is_set()
 
 
 async def _disconnected(request: Request) -> None:
