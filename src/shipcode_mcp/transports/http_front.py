@@ -26,6 +26,8 @@ protocol with these rules added, holds:
 - an answer given before the request's body was read (413, 415, 401, 403, ...) says `Connection: close`
   and the connection closes once it is written: the rest of the body is never read, so a client cannot
   hold a served connection open by trickling a body nobody waits for;
+- a fixed-length answer's head and body in one write (`HeldHead`): uvicorn writes them apart, which with
+  TCP_NODELAY is two packets, two wake-ups of the client and a second read before it has its answer;
 - no protocol switch: a WebSocket upgrade is refused (403, as uvicorn's WebSocket protocol answers an app
   without a WebSocket route) and the connection closes, whatever WebSocket library is installed;
 - TLS inside the front (`FrontLimits.tls`): uvicorn's server listens in plain TCP and each connection
@@ -77,6 +79,9 @@ RESERVED = 64
 HANDSHAKE_TIMEOUT = 60.0
 """Seconds a TLS handshake may take when there is no head deadline (asyncio's default)."""
 CLOSE = (b"connection", b"close")
+JOINED = 64 * 1024
+"""Bodies up to this size are joined to their head in one write; a larger one goes in a write of its own (a
+copy of it would cost more than the write it saves)."""
 
 
 @dataclass(frozen=True)
@@ -429,10 +434,13 @@ class FrontProtocol(_Member, H11Protocol):
         send = cycle.send
 
         async def guarded(message: Any) -> None:
-            if message["type"] == "http.response.start" and self.conn.their_state is h11.SEND_BODY:
-                headers = list(message.get("headers", ()))
-                if CLOSE not in headers:
-                    message = {**message, "headers": [*headers, CLOSE]}
+            if message["type"] == "http.response.start":
+                if self.conn.their_state is h11.SEND_BODY:
+                    headers = list(message.get("headers", ()))
+                    if CLOSE not in headers:
+                        message = {**message, "headers": [*headers, CLOSE]}
+                if any(name.lower() == b"content-length" for name, _ in message.get("headers", ())):
+                    cycle.transport = HeldHead(cycle, cycle.transport)  # type: ignore[assignment]  # its body follows: one write
             await send(message)
 
         cycle.send = guarded  # type: ignore[method-assign]  # run_asgi looks it up when it starts, later
@@ -467,3 +475,55 @@ class FrontProtocol(_Member, H11Protocol):
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
             self.front.timed_out += 1
             self._drop()
+
+
+class HeldHead:
+    """The transport of a request cycle between a fixed-length response's head and its body: it keeps the
+    head back and writes it with the body's first bytes, in one write, then hands the cycle its transport
+    back. The body of such a response is sent right after its head (a streamed answer has no length and is
+    never held), so nothing waits on this; should the cycle do anything else first (close on an error, ...),
+    the head goes before it, as it would have."""
+
+    __slots__ = ("cycle", "head", "transport")
+
+    def __init__(self, cycle: Any, transport: asyncio.Transport) -> None:
+        self.cycle = cycle
+        self.transport = transport
+        self.head: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        if self.head is None:  # the head itself (the cycle's first write once the response starts)
+            self.head = bytes(data)
+            return
+        head = self._release()
+        if len(data) <= JOINED:
+            self.transport.write(head + data)
+        else:
+            self.transport.write(head)
+            self.transport.write(data)
+
+    def _release(self) -> bytes:
+        """The cycle writes straight again; the head, if any, is the caller's to write first."""
+        self.cycle.transport = self.transport
+        head, self.head = self.head or b"", None
+        return head
+
+    def _flush(self) -> None:
+        head = self._release()
+        if head and not self.transport.is_closing():
+            self.transport.write(head)
+
+    def is_closing(self) -> bool:
+        return self.transport.is_closing()
+
+    def close(self) -> None:
+        self._flush()
+        self.transport.close()
+
+    def abort(self) -> None:
+        self._release()
+        self.transport.abort()
+
+    def __getattr__(self, name: str) -> Any:  # anything else: the head first, then the transport's own
+        self._flush()
+        return getattr(self.transport, name)
