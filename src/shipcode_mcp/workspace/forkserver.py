@@ -13,15 +13,18 @@ program, its arguments, environment, working directory and resource limits. It a
 of the request's own: `started PID` or `error STAGE ERRNO`, then `exit CODE` (subprocess's
 returncode: negative for a signal). The server may send `kill` on it; closing it kills the child too.
 The child runs in a session and process group of its own; `kill`, the child's exit (anything it left
-behind in its group) and the end of the server (EOF on the control socket) kill its whole group.
+behind in its group) and the end of the server (EOF on the control socket) kill its whole group; the
+end of this process kills the child itself (PR_SET_PDEATHSIG).
 
 The children stay as confined as when the server forked them: each gets a Landlock domain of its own
-that this process is outside of (so no child can trace or signal it, or the server), and this process
-holds nothing but descriptors the server handed over for children.
+that this process is outside of (so no child can trace or signal it, or the server). Every descriptor
+here is close-on-exec (the control socket included: a child holding it could take other children's
+requests and answer them), so a child holds only what its own request handed over.
 """
 
 from __future__ import annotations
 
+import array
 import ctypes
 import errno
 import fcntl
@@ -31,10 +34,12 @@ import resource
 import selectors
 import signal
 import socket
+import stat
 import sys
 
 MAX_REQUEST = 1 << 20
 MAX_FDS = 64
+PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 SYS_LANDLOCK_RESTRICT_SELF = 446
 """The system call's number, the same on every architecture that has it."""
@@ -66,30 +71,40 @@ class ForkServer:
         self.syscall.restype = ctypes.c_long
 
     def serve(self) -> None:
-        while True:
-            for key, _ in self.selector.select():
-                if key.data is None:
-                    if not self.request():
-                        self.shut_down()
-                        return
-                else:
-                    kind, kid = key.data
+        """Until the server ends; whatever ends it (even a bug here), the children end with it."""
+        try:
+            while True:
+                for key, _ in self.selector.select():
+                    if key.data is None:
+                        if not self.request():
+                            return
+                        continue
+                    kind: str = key.data[0]
+                    kid: Kid = key.data[1]
+                    if self.kids.get(kid.pid) is not kid:
+                        continue  # reaped earlier in this same batch: a stale event, its id may be another's now
                     if kind == "exit":
                         self.reap(kid)
-                    else:
+                    elif kid.channel.fileno() >= 0:
                         self.message(kid)
+        finally:
+            self.shut_down()
 
     def request(self) -> bool:
         """Start the child one request asks for; False at the end of the server."""
         try:
-            data, fds, flags, _ = socket.recv_fds(self.control, MAX_REQUEST, MAX_FDS, socket.MSG_CMSG_CLOEXEC)
+            data, fds, flags = receive(self.control)
         except InterruptedError:
             return True
         except OSError:
             return False
         if not data and not fds:
             return False
-        if flags & (socket.MSG_CTRUNC | socket.MSG_TRUNC) or len(fds) < 3:
+        if flags & (socket.MSG_CTRUNC | socket.MSG_TRUNC) or len(fds) < 3 or not is_socket(fds[0]):
+            # Cut short (too many descriptors here, EMFILE): say so on its channel if that came (descriptors
+            # arrive in order), and the server starts that child itself.
+            if fds and is_socket(fds[0]):
+                self.send(socket.socket(fileno=os.dup(fds[0])), f"error request {errno.EMSGSIZE}", close=True)
             for fd in fds:
                 os.close(fd)
             return True
@@ -98,8 +113,7 @@ class ForkServer:
             spec = json.loads(data)
             self.start(spec, channel, fds[1:])
         except Exception as err:  # a malformed request: say so, never die of it
-            self.send(channel, f"error request {getattr(err, 'errno', None) or errno.EINVAL}")
-            channel.close()
+            self.send(channel, f"error request {getattr(err, 'errno', None) or errno.EINVAL}", close=True)
         finally:
             for fd in fds[1:]:
                 os.close(fd)
@@ -118,11 +132,23 @@ class ForkServer:
         passed = fds[3:] if sandboxed else fds[2:]
         if len(passed) != len(numbers):
             raise ValueError("descriptor count")
+        parent = os.getpid()
         report_r, report_w = os.pipe2(os.O_CLOEXEC)
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except BaseException:
+            os.close(report_r)
+            os.close(report_w)
+            raise
         if pid == 0:  # the child: never returns
             stage = "setup"
             try:
+                # Dies with this process, even mid-start: a fork server killed must not leave its children
+                # running on alone (their output would hold the server's reads until the deadline).
+                if self.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+                    raise OSError(ctypes.get_errno(), "prctl")
+                if os.getppid() != parent:
+                    os._exit(127)
                 os.setsid()
                 null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
                 targets = [0, 1, 2, *numbers]
@@ -167,16 +193,14 @@ class ForkServer:
         os.close(report_r)
         if report:
             os.waitpid(pid, 0)
-            self.send(channel, "error " + report.decode("ascii", "replace"))
-            channel.close()
+            self.send(channel, "error " + report.decode("ascii", "replace"), close=True)
             return
         try:
             pidfd = os.pidfd_open(pid)
         except OSError as failure:  # a kernel without pidfds (before 5.3): the server forks its children itself
             kill_group(pid)
             os.waitpid(pid, 0)
-            self.send(channel, f"error unavailable {failure.errno or errno.ENOSYS}")
-            channel.close()
+            self.send(channel, f"error unavailable {failure.errno or errno.ENOSYS}", close=True)
             return
         kid = Kid(pid, pidfd, channel)
         self.kids[pid] = kid
@@ -185,7 +209,8 @@ class ForkServer:
         self.send(channel, f"started {pid}")
 
     def message(self, kid: Kid) -> None:
-        """`kill` from the server, or the end of its interest in the child: both kill it."""
+        """`kill` from the server, or the end of its interest in the child: both kill it (still unreaped,
+        so its id is still its group's)."""
         try:
             data = kid.channel.recv(64)
         except OSError:
@@ -206,21 +231,54 @@ class ForkServer:
         del self.kids[kid.pid]
         if kid.channel.fileno() >= 0:
             self.selector.unregister(kid.channel)
-            self.send(kid.channel, f"exit {os.waitstatus_to_exitcode(status)}")
-            kid.channel.close()
+            self.send(kid.channel, f"exit {os.waitstatus_to_exitcode(status)}", close=True, drain=True)
 
     @staticmethod
-    def send(channel: socket.socket, text: str) -> None:
+    def send(channel: socket.socket, text: str, *, close: bool = False, drain: bool = False) -> None:
+        """`drain`: first read what the server sent and no longer matters (a `kill` crossing the exit):
+        a socket closed with unread data resets the connection, and the server would lose the answer."""
+        try:
+            if drain:
+                channel.shutdown(socket.SHUT_RD)  # the server's sends fail from now on, so nothing more comes
+                while channel.recv(64, socket.MSG_DONTWAIT):
+                    pass
+        except OSError:
+            pass  # drained (EAGAIN), or the server is gone
         try:
             channel.send(text.encode(), socket.MSG_NOSIGNAL)
         except OSError:
             pass  # the server no longer listens for this child
+        finally:
+            if close:
+                channel.close()
 
     def shut_down(self) -> None:
         """The server is gone: nothing it started may outlive it."""
         for kid in list(self.kids.values()):
             kill_group(kid.pid)
-            os.waitpid(kid.pid, 0)
+            _, status = os.waitpid(kid.pid, 0)
+            if kid.channel.fileno() >= 0:  # reported, so that the server does not kill its (now free) id again
+                self.send(kid.channel, f"exit {os.waitstatus_to_exitcode(status)}", close=True, drain=True)
+        self.kids.clear()
+
+
+def is_socket(fd: int) -> bool:
+    try:
+        return stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
+def receive(control: socket.socket) -> tuple[bytes, list[int], int]:
+    """One request: its JSON, its descriptors, recvmsg's flags. The descriptors arrive close-on-exec
+    (socket.recv_fds ignores its flags), so no child forked meanwhile inherits another's."""
+    fds = array.array("i")
+    data, ancillary, flags, _ = control.recvmsg(MAX_REQUEST, socket.CMSG_SPACE(MAX_FDS * fds.itemsize),
+                                                socket.MSG_CMSG_CLOEXEC)
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+    return data, list(fds), flags
 
 
 def kill_group(pid: int) -> None:
@@ -232,6 +290,7 @@ def kill_group(pid: int) -> None:
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
+    control.set_inheritable(False)  # inherited from the server for us alone: a child holding it could ask for anything
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the server's descriptor numbers must fit

@@ -2,8 +2,9 @@
 
 The fork server is started on the first child, from this process without a `preexec_fn` (so subprocess
 can vfork it: cheap whatever this process's size), and lives until this process ends (its control
-socket closes with us, and it kills what it started). A fork server that dies is started again on the
-next child. Where it cannot work at all (not Linux, no pidfd, a kernel that refuses its first child),
+socket closes with us, and it kills what it started). A fork server that dies takes its children with
+it (their parent-death signal), a thread here kills what they started (`Live.watch`), and it is started
+again on the next child. Where it cannot work at all (not Linux, no pidfd, a kernel that refuses its first child),
 `Unavailable` tells the caller to fork the child itself, as before.
 """
 
@@ -25,6 +26,8 @@ from .sandbox import Confinement
 START_TIMEOUT = 10.0
 """How long a child's start may take in the fork server (its own first start included) before the fork
 server is deemed stuck, stopped, and the child started here."""
+MAX_REQUEST = 1 << 20
+"""forkserver.MAX_REQUEST: a larger request would arrive cut short."""
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "forkserver.py")
 
 
@@ -40,20 +43,25 @@ class Spawned:
     """A child the fork server started. `kill()` kills its whole group; `wait()` gives subprocess's
     returncode (negative for a signal)."""
 
-    __slots__ = ("_channel", "_lock", "pid", "returncode")
+    __slots__ = ("_channel", "_closing", "_live", "_lock", "pid", "returncode")
 
-    def __init__(self, pid: int, channel: socket.socket) -> None:
+    def __init__(self, pid: int, channel: socket.socket, live: Live) -> None:
         self.pid = pid
         self.returncode: int | None = None
         self._channel = channel
+        self._live = live
         self._lock = threading.Lock()
+        self._closing = threading.Lock()
+        """Held to send on the channel or close it: a kill from another thread must never reach a descriptor
+        number that a close just freed and another child's channel took (it would kill that child)."""
 
     def kill(self) -> None:
-        if self.returncode is None:
-            try:
-                self._channel.send(b"kill", socket.MSG_NOSIGNAL)
-            except OSError:
-                pass  # the child has been reported, or the fork server is gone (and killed it)
+        with self._closing:
+            if self.returncode is None and self._channel.fileno() >= 0:
+                try:
+                    self._channel.send(b"kill", socket.MSG_NOSIGNAL)
+                except OSError:
+                    pass  # the child has been reported, or the fork server is gone (and killed it)
 
     def wait(self, timeout: float | None = None) -> int:
         with self._lock:
@@ -72,13 +80,65 @@ class Spawned:
                     except OSError:
                         pass
                     self.returncode = -signal.SIGKILL
-                self._channel.close()
+                with self._closing:
+                    self._channel.close()
+                self._live.discard(self)
             return self.returncode
+
+    def orphaned(self) -> None:
+        """Its fork server died: kill its group (what it started would run on, holding its output open),
+        unless the fork server reported it first (reaped, its id may be another's by now)."""
+        with self._closing:
+            if self.returncode is not None or self._channel.fileno() < 0:
+                return
+            try:
+                answer = self._channel.recv(64, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            except OSError:
+                answer = b""
+            if not answer.startswith(b"exit "):
+                try:
+                    os.killpg(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
     def close(self) -> None:
         """Stop listening for the child (which the fork server then kills, if it still runs)."""
-        if self.returncode is None:
-            self._channel.close()
+        with self._closing:
+            if self.returncode is None:
+                self._channel.close()
+
+
+class Live:
+    """The children one fork server started and the server has not yet seen end."""
+
+    __slots__ = ("_lock", "_spawned")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._spawned: set[Spawned] = set()
+
+    def add(self, spawned: Spawned) -> None:
+        with self._lock:
+            self._spawned.add(spawned)
+
+    def discard(self, spawned: Spawned) -> None:
+        with self._lock:
+            self._spawned.discard(spawned)
+
+    def watch(self, ended: int) -> None:
+        """Wait for the fork server (`ended`: its pidfd, which this closes) to end, then kill the groups of
+        its children still running: its death kills them (PR_SET_PDEATHSIG), not what they started."""
+        try:
+            poll = select.poll()
+            poll.register(ended, select.POLLIN)
+            while not poll.poll():
+                pass
+        finally:
+            os.close(ended)
+        with self._lock:
+            orphans = list(self._spawned)
+        for spawned in orphans:
+            spawned.orphaned()
 
 
 class ForkServer:
@@ -89,6 +149,7 @@ class ForkServer:
         self._control: socket.socket | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._owner = 0
+        self._live = Live()
         self._broken = not usable()
 
     def spawn(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None, confinement: Confinement,
@@ -103,12 +164,14 @@ class ForkServer:
             "limits": [[kind, soft, hard] for kind, (soft, hard) in confinement.limits],
             "pass_fds": list(pass_fds), "sandboxed": ruleset is not None,
         }).encode()
+        if len(spec) > MAX_REQUEST:
+            raise Unavailable("request too large for the fork server")
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         handed = [theirs.fileno(), out_w, err_w, *([] if ruleset is None else [ruleset]), *pass_fds]
         try:
-            self._send(spec, handed)
+            used, live = self._send(spec, handed)
         except BaseException:
             for fd in (out_r, err_r):
                 os.close(fd)
@@ -124,17 +187,19 @@ class ForkServer:
                 answer = mine.recv(128)
             except OSError:
                 answer = b""
-            if answer.startswith(b"started "):
-                mine.settimeout(None)
-                return Spawned(int(answer[8:]), mine), out_r, err_r
-            raise self._failure(answer)
+            if answer.startswith(b"started ") and answer[8:].isdigit() and int(answer[8:]) > 1:
+                mine.settimeout(None)  # (a group id of 0 or 1 would make a kill of it a kill of everything)
+                spawned = Spawned(int(answer[8:]), mine, live)
+                live.add(spawned)
+                return spawned, out_r, err_r
+            raise self._failure(answer, used)
         except BaseException:
             mine.close()
             os.close(out_r)
             os.close(err_r)
             raise
 
-    def _failure(self, answer: bytes) -> Exception:
+    def _failure(self, answer: bytes, used: socket.socket) -> Exception:
         parts = answer.decode("ascii", "replace").split()
         if len(parts) == 3 and parts[0] == "error" and parts[2].isdigit():
             stage, code = parts[1], int(parts[2])
@@ -145,22 +210,24 @@ class ForkServer:
             if stage == "unavailable":
                 self._broken = True
         else:
-            self._restart_next_time()
+            self._restart_next_time(used)
         return Unavailable(answer.decode("ascii", "replace") or "the fork server did not answer")
 
-    def _send(self, spec: bytes, fds: list[int]) -> None:
+    def _send(self, spec: bytes, fds: list[int]) -> tuple[socket.socket, Live]:
+        """Send one request; the control socket of the fork server that got it, and its children."""
         with self._lock:
             for attempt in range(2):
                 control = self._connected()
                 try:
                     socket.send_fds(control, [spec], fds, socket.MSG_NOSIGNAL)
-                    return
+                    return control, self._live
                 except OSError as err:
                     if err.errno == errno.EMSGSIZE:
                         raise Unavailable("request too large for the fork server") from None
                     self._stop()
                     if attempt:
                         raise Unavailable(f"the fork server is gone: {err}") from None
+        raise AssertionError("unreachable")
 
     def _connected(self) -> socket.socket:
         if self._control is not None and self._owner == os.getpid():
@@ -178,17 +245,28 @@ class ForkServer:
             raise Unavailable(f"the fork server could not start: {err}") from None
         finally:
             theirs.close()
-        self._control, self._owner = mine, os.getpid()
+        self._control, self._owner, self._live = mine, os.getpid(), Live()
+        try:  # opened now, while the fork server is surely unreaped: its id cannot be another's yet
+            ended = os.pidfd_open(self._process.pid)
+        except OSError:
+            pass  # no watch: the children's own reports (or their channels' end) still come
+        else:
+            threading.Thread(target=self._live.watch, args=(ended,), name="fork server watch", daemon=True).start()
         return mine
 
-    def _restart_next_time(self) -> None:
+    def _restart_next_time(self, used: socket.socket) -> None:
+        """The fork server that got a request failed it: stop it, unless it was replaced meanwhile (its
+        successor, and the children others started there, are not to blame)."""
         with self._lock:
-            self._stop()
+            if self._control is used:
+                self._stop()
 
     def _stop(self) -> None:
-        if self._control is not None and self._owner == os.getpid():
+        if self._control is not None:
             self._control.close()  # the fork server's cue to kill its children and end
         self._control = None
+        if self._owner != os.getpid():  # a copy inherited by a fork of the server: the fork server is not ours
+            self._process = None
         if self._process is not None:
             process, self._process = self._process, None
             try:
