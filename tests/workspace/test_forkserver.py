@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -79,6 +80,8 @@ def test_children_are_forked_by_one_fork_server_started_once() -> None:
     first = server_pid()
     assert "forkserver.py" in Path(f"/proc/{first}/cmdline").read_text()
     assert int(stat_fields(first)[1]) == os.getpid()
+    held = descriptors(first)
+    assert held[0] == held[1] == "/dev/null"  # never this process's stdout, where the stdio protocol lives
     for _ in range(2):
         with Child(None, SLEEPER, cwd="/", readable=PYTHON_HOME) as child:
             assert next(child.lines()) == b"ready"
@@ -513,3 +516,24 @@ def test_malformed_requests_are_answered_and_leave_nothing_behind(fresh: spawner
         os.close(read)
         os.close(write)
 
+
+
+def test_a_fork_server_out_of_descriptors_refuses_one_child_and_keeps_the_others(fresh: spawner.ForkServer) -> None:
+    """EMFILE in the fork server cuts a request short (MSG_CTRUNC): that child starts here instead, and the
+    fork server is not blamed for it (a restart would kill every child it runs)."""
+    with Child(None, SLEEPER, cwd="/", readable=PYTHON_HOME) as other:
+        assert next(other.lines()) == b"ready"
+        assert fresh._process is not None
+        fork_server = fresh._process.pid
+        held = descriptors(fork_server)
+        lowest = min(set(range(len(held) + 1)) - set(held))
+        soft, hard = resource.prlimit(fork_server, resource.RLIMIT_NOFILE)
+        resource.prlimit(fork_server, resource.RLIMIT_NOFILE, (lowest + 1, hard))  # room for the channel alone
+        try:
+            with Child(None, ["sh", "-c", "echo fine"], cwd="/", readable=[]) as child:
+                assert isinstance(child.proc, process.Forked)
+                assert list(child.lines()) == [b"fine"] and child.wait() == 0
+        finally:
+            resource.prlimit(fork_server, resource.RLIMIT_NOFILE, (soft, hard))
+        assert alive(other.proc.pid) and alive(fork_server) and fresh._process.pid == fork_server
+    assert run(None, ["sh", "-c", "echo again"], cwd="/", readable=[], limit=100).stdout == b"again\n"

@@ -103,8 +103,8 @@ class ForkServer:
         if flags & (socket.MSG_CTRUNC | socket.MSG_TRUNC) or len(fds) < 3 or not is_socket(fds[0]):
             # Cut short (too many descriptors here, EMFILE): say so on its channel if that came (descriptors
             # arrive in order), and the server starts that child itself.
-            if fds and is_socket(fds[0]):
-                self.send(socket.socket(fileno=os.dup(fds[0])), f"error request {errno.EMSGSIZE}", close=True)
+            if fds and is_socket(fds[0]):  # (no dup: out of descriptors, there may be none to spare)
+                self.send(socket.socket(fileno=fds.pop(0)), f"error request {errno.EMSGSIZE}", close=True)
             for fd in fds:
                 os.close(fd)
             return True
