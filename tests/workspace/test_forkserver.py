@@ -537,3 +537,19 @@ def test_a_fork_server_out_of_descriptors_refuses_one_child_and_keeps_the_others
             resource.prlimit(fork_server, resource.RLIMIT_NOFILE, (soft, hard))
         assert alive(other.proc.pid) and alive(fork_server) and fresh._process.pid == fork_server
     assert run(None, ["sh", "-c", "echo again"], cwd="/", readable=[], limit=100).stdout == b"again\n"
+
+
+def test_waiting_with_a_timeout_works_whatever_the_descriptor_numbers() -> None:
+    """A busy server holds over a thousand descriptors: select() cannot watch those, so the wait must not use it."""
+    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    filler = [os.dup(null) for _ in range(1100)]
+    try:
+        with Child(None, SLEEPER, cwd="/", readable=PYTHON_HOME) as child:
+            assert next(child.lines()) == b"ready"
+            with pytest.raises(subprocess.TimeoutExpired):
+                child.proc.wait(0.05)
+            child.kill()
+            assert child.proc.wait(10) == -signal.SIGKILL
+    finally:
+        for fd in (null, *filler):
+            os.close(fd)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import select
 import signal
@@ -66,8 +67,11 @@ class Spawned:
     def wait(self, timeout: float | None = None) -> int:
         with self._lock:
             if self.returncode is None:
-                if timeout is not None and not select.select([self._channel], [], [], timeout)[0]:
-                    raise subprocess.TimeoutExpired(str(self.pid), timeout)
+                if timeout is not None:
+                    poll = select.poll()  # (not select(): a busy server's descriptors go past 1024)
+                    poll.register(self._channel, select.POLLIN)
+                    if not poll.poll(max(0, math.ceil(timeout * 1000))):
+                        raise subprocess.TimeoutExpired(str(self.pid), timeout)
                 try:
                     answer = self._channel.recv(64)
                 except OSError:
