@@ -153,8 +153,8 @@ class Lanes:
         the calls taken and not finished, so with as many threads as that, every call handed over finds one)."""
         for call in calls:
             self._handed.put(call)
-        if not calls:
-            return
+        if not calls or len(self._threads) >= self._busy:  # enough threads (read off the lock: they only grow,
+            return  # and whoever took more calls since checks again after its own `_take`)
         with self._lock:
             missing = 0 if self._closed else min(self._busy, self.workers) - len(self._threads)
             new = [threading.Thread(target=_serve, args=(self._myself, self._handed),
