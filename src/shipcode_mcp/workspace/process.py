@@ -74,6 +74,7 @@ class Child:
         if binary is None or not os.path.isfile(binary):
             raise ToolError(f"Could not start {self.what}: {os.strerror(errno.ENOENT)}")
         argv = [binary, *argv[1:]]
+        spawner.fork_server().warm()
         try:
             confined = sandbox.confine(binary, readable, limits or sandbox.CHILD_LIMITS, executable)
         except OSError as err:

@@ -203,6 +203,18 @@ class ForkServer:
             os.close(err_r)
             raise
 
+    def warm(self) -> None:
+        """Start the fork server now if it is not running, without waiting for it: its own start-up (tens of
+        milliseconds, in its own process) then overlaps the caller's preparations (on a first call, the
+        sandbox binding's import and the ruleset)."""
+        if self._broken or (self._control is not None and self._owner == os.getpid()):
+            return
+        with self._lock:
+            try:
+                self._connected()
+            except Unavailable:
+                pass  # the child will be forked here; spawn says so again
+
     def _failure(self, answer: bytes, used: socket.socket) -> Exception:
         parts = answer.decode("ascii", "replace").split()
         if len(parts) == 3 and parts[0] == "error" and parts[2].isdigit():
