@@ -22,7 +22,7 @@ from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import sandbox
 from shipcode_mcp.workspace.listing import rg_executable
 from shipcode_mcp.workspace.process import run
-from support import TreeSampler
+from support import TreeSampler, wait_for
 from workspace_support import Tools, context
 
 BASH = shutil.which("bash") or "/bin/bash"
@@ -178,8 +178,10 @@ def test_a_root_replaced_by_another_folder_gets_a_new_ruleset(tmp_path: Path, de
     the outside) and made again: a ruleset kept from before would still let a child read the old folder,
     now outside, and not the new one. Without the identity check (every path the same to it) the attack
     works; with it, the child gets a ruleset for what the path names now."""
-    if not defended:
+    if not defended:  # every path the same to it: a look at a path, and the file each rule was added on
+        made = sandbox._ruleset
         monkeypatch.setattr(sandbox, "_identity", lambda path: None)
+        monkeypatch.setattr(sandbox, "_ruleset", lambda rules: (made(rules)[0], (None,) * len(rules)))
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()
     outside.mkdir()
@@ -221,3 +223,69 @@ def test_a_kept_ruleset_is_used_again_and_closed_only_once_no_child_needs_it(tmp
     third = sandbox.confine(BASH, [str(tmp_path)])  # made again
     assert third.ruleset_fd is not None
     third.close()
+
+
+TRIALS = 100
+"""Rounds of swapping, each ended by a child started while nothing moves."""
+_SWAPPER = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+first, second = sys.argv[1].encode(), sys.argv[2].encode()
+while True:
+    if libc.renameat2(-100, first, -100, second, 2) != 0:  # RENAME_EXCHANGE: each path always names a folder
+        sys.exit(ctypes.get_errno())
+"""
+
+
+def _stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as file:
+        return file.read().rpartition(")")[2].split()[0] == "T"
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_a_root_swapped_while_its_rules_are_made_never_leaves_a_kept_ruleset_on_the_other_folder(
+        tmp_path: Path, defended: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule holds what the path named when the rule was added. Another process swaps the root with a folder
+    outside, again and again, while rulesets are made: with the identities taken before the rules are added
+    (a stat of each path, then the rules), a ruleset can be kept as if on the root while its rule is on the
+    other folder; once the swapping stops, with the root back in place, a later child gets that ruleset and
+    reads the folder outside. The identity of a rule is that of the very file it was added on (the
+    descriptor the rule is made from): a kept ruleset is then never used for a path naming something else."""
+    if not defended:
+        made = sandbox._ruleset
+
+        def stale(rules: tuple[sandbox.Rule, ...]) -> tuple[object, tuple[tuple[int, int] | None, ...]]:
+            before = tuple(sandbox._identity(path) for path, _, _ in rules)  # then the rules: a swap between goes unseen
+            return made(rules)[0], before
+
+        monkeypatch.setattr(sandbox, "_ruleset", stale)
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    for folder in (root, outside):
+        folder.mkdir()
+        (folder / "mark.txt").write_text(f"{secrets.token_hex(16)}\n")
+    swapper = subprocess.Popen([sys.executable, "-c", _SWAPPER, str(root), str(outside)])
+    leaked = []
+    try:
+        for _ in range(TRIALS):
+            for _ in range(20):  # rulesets made while the two folders trade places
+                try:
+                    sandbox.confine(BASH, [str(root)]).close()
+                except OSError:
+                    pass
+            os.kill(swapper.pid, signal.SIGSTOP)
+            wait_for(lambda: _stopped(swapper.pid), 10, "the swapper to stop")
+            assert swapper.poll() is None
+            inside, beyond = ((folder / "mark.txt").read_text() for folder in (root, outside))
+            text = _reads(root, root / "mark.txt", outside / "mark.txt")
+            assert inside in text or not defended  # the folder the root names now is read
+            if beyond in text:
+                leaked.append(text)
+                break
+            os.kill(swapper.pid, signal.SIGCONT)
+    finally:
+        swapper.kill()
+        swapper.wait()
+    if not defended:
+        assert leaked  # a child read the folder outside, through a ruleset kept for the root
+    else:
+        assert not leaked

@@ -24,10 +24,10 @@ server says so once at start (`--require-sandbox` makes that fatal).
 from __future__ import annotations
 
 import ctypes
-import errno
 import importlib.util
 import os
 import resource
+import stat
 import struct
 import sys
 import threading
@@ -210,7 +210,12 @@ def _rules(binary: str, readable: Sequence[str], executable: Sequence[str]) -> t
             (os.devnull, _WRITE, False))
 
 
-def _ruleset(rules: Sequence[Rule]) -> Ruleset:
+Identity = tuple[int, int] | None
+"""The device and inode a rule was added on, None for an optional path left out (`_allow`)."""
+
+
+def _ruleset(rules: Sequence[Rule]) -> tuple[Ruleset, tuple[Identity, ...]]:
+    """A ruleset of `rules`, and the identity of what each rule was added on."""
     from landlockpy import AccessFS, Ruleset, Scope
 
     read = AccessFS.READ_FILE | AccessFS.READ_DIR
@@ -219,12 +224,11 @@ def _ruleset(rules: Sequence[Rule]) -> Ruleset:
               _WRITE: AccessFS.READ_FILE | AccessFS.WRITE_FILE}
     ruleset = Ruleset(scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL)  # every fs and net right handled: denied
     try:
-        for path, access, required in rules:
-            _allow(ruleset, path, rights[access], required=required)
+        identities = tuple(_allow(ruleset, path, rights[access], required=required) for path, access, required in rules)
     except BaseException:
         ruleset.close()
         raise
-    return ruleset
+    return ruleset, identities
 
 
 MAX_KEPT_RULESETS = 16
@@ -237,7 +241,7 @@ class _Kept:
 
     __slots__ = ("identities", "kept", "ruleset", "users")
 
-    def __init__(self, ruleset: Ruleset, identities: tuple[tuple[int, int] | None, ...]) -> None:
+    def __init__(self, ruleset: Ruleset, identities: tuple[Identity, ...]) -> None:
         self.ruleset, self.identities = ruleset, identities
         self.users, self.kept = 0, True
 
@@ -266,8 +270,9 @@ def _kept_ruleset(binary: str, readable: Sequence[str], executable: Sequence[str
     its place, a missing optional file that appeared) must not keep the old rule, which would follow the
     old folder wherever it went. So a ruleset is used again only while each path still names what it did
     (`_identity`: its device and inode, which no other file can have while the ruleset holds the old one
-    open); otherwise a new one is made. The identities are taken before the rules are added: a path
-    replaced meanwhile makes them differ next time (a new ruleset), never the reverse."""
+    open); otherwise a new one is made. The identities kept are those of the very files the rules were
+    added on (`_allow`), not of a look at the paths before or after: a path swapped back and forth while
+    the rules are made must not leave a ruleset that seems to be on one folder and is on another."""
     rules = _rules(binary, readable, executable)
     identities = tuple(_identity(path) for path, _, _ in rules)
     with _kept_lock:
@@ -275,7 +280,7 @@ def _kept_ruleset(binary: str, readable: Sequence[str], executable: Sequence[str
         if kept is not None and kept.identities == identities:
             kept.users += 1
             return kept
-    kept = _Kept(_ruleset(rules), identities)
+    kept = _Kept(*_ruleset(rules))
     with _kept_lock:
         kept.users += 1
         old = _kept.pop(rules, None)
@@ -287,7 +292,7 @@ def _kept_ruleset(binary: str, readable: Sequence[str], executable: Sequence[str
     return kept
 
 
-def _identity(path: str) -> tuple[int, int] | None:
+def _identity(path: str) -> Identity:
     """What a rule for `path` would be added on (followed, as the kernel does): its device and inode, None
     when there is nothing there that can be looked at (an optional path is then left out)."""
     try:
@@ -297,20 +302,29 @@ def _identity(path: str) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
-def _allow(ruleset: Ruleset, path: str, access: int, *, required: bool) -> None:
-    """A rule for `path` (followed to what it names: the kernel checks real paths); a missing
-    optional path is skipped. File-only rights on a file, folder rights on a folder."""
+def _allow(ruleset: Ruleset, path: str, access: int, *, required: bool) -> Identity:
+    """A rule for `path` (followed to what it names: the kernel checks real paths), and the device and
+    inode it was added on; a path that cannot be opened is left out (None) when optional. File-only rights
+    on a file, folder rights on a folder. The path is opened once: the kind of the file and its identity
+    are those of the descriptor the rule is made from, whatever the path names a moment later."""
     from landlockpy import AccessFS
+    from landlockpy._syscall import PathBeneathAttr, add_path_beneath  # Ruleset.allow_path opens the path again
 
     try:
-        is_dir = os.path.isdir(path)
-        granted = AccessFS(access) if is_dir else AccessFS(access) & ~AccessFS.READ_DIR
-        if not is_dir and not os.path.exists(path):
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-        ruleset.allow_path(path, granted)
-    except FileNotFoundError:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
         if required:
             raise
+        return None
+    try:
+        info = os.fstat(fd)
+        granted = AccessFS(access) if stat.S_ISDIR(info.st_mode) else AccessFS(access) & ~AccessFS.READ_DIR
+        granted &= ruleset.handled_fs
+        if granted:
+            add_path_beneath(ruleset.fileno(), PathBeneathAttr(allowed_access=int(granted), parent_fd=fd))
+    finally:
+        os.close(fd)
+    return info.st_dev, info.st_ino
 
 
 def _git_config_files() -> list[str]:
