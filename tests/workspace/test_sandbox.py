@@ -289,3 +289,30 @@ def test_a_root_swapped_while_its_rules_are_made_never_leaves_a_kept_ruleset_on_
         assert leaked  # a child read the folder outside, through a ruleset kept for the root
     else:
         assert not leaked
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_a_readable_file_that_became_a_link_gives_no_rule_on_what_it_leads_to(
+        places: tuple[Path, Path, str], defended: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files a caller names besides the roots (the ignore and attributes files above a root, in a larger
+    repository whose contents may be hostile) were found as regular files, never links (`walk_readable`);
+    swapped for a link to a file outside before the rules are made, a rule added through the link would be
+    on that outside file, and the child could read it by its own path. A path the caller names is opened
+    without following a link at its end, and one that is a link is refused: the child never starts."""
+    if not defended:
+        monkeypatch.setattr(sandbox, "_HERE", 0)
+    root, outside, secret = places
+    above = root.parent / ".gitattributes"
+    above.symlink_to(outside / "secret.txt")  # a regular file when it was looked at, a link now
+    argv = [BASH, "-c", f"read -r line < {outside / 'secret.txt'} && echo \"$line\""]
+    if not defended:
+        done = run(context(), argv, cwd="/", readable=[str(root), str(above)], limit=1 << 20)
+        assert secret in done.stdout.decode()  # the rule went through the link, to the file outside
+    else:
+        with pytest.raises(ToolError, match="sandbox") as refused:
+            run(context(), argv, cwd="/", readable=[str(root), str(above)], limit=1 << 20)
+        assert secret not in str(refused.value)
+        with pytest.raises(OSError):
+            sandbox.confine(BASH, [str(root), str(above)])
+    assert "inside" in run(context(), [BASH, "-c", f"read -r line < {root / 'inside.txt'} && echo $line"], cwd="/",
+                           readable=[str(root)], limit=1 << 20).stdout.decode()

@@ -24,6 +24,7 @@ server says so once at start (`--require-sandbox` makes that fatal).
 from __future__ import annotations
 
 import ctypes
+import errno
 import importlib.util
 import os
 import resource
@@ -193,8 +194,14 @@ def _limit_pairs(limits: Limits) -> list[tuple[int, tuple[int, int]]]:
     return pairs
 
 
-_READ, _RUN, _RUN_BENEATH, _WRITE = 1, 2, 3, 4
-"""The rights a rule gives (`_rules`), made into Landlock's in `_ruleset`, where the binding is imported."""
+_READ, _RUN, _RUN_BENEATH, _WRITE, _READ_HERE = 1, 2, 3, 4, 5
+"""The rights a rule gives (`_rules`), made into Landlock's in `_ruleset`, where the binding is imported.
+_READ_HERE is _READ on a path the caller names (`readable`), which is not followed if it ends in a link."""
+_HERE = getattr(os, "O_NOFOLLOW", 0)
+"""How `_allow` opens a path the caller names. Callers name real paths (the roots, a .git folder) and files
+found as regular files, never links (`listing.walk_readable`: ignore and attributes files above a root, in
+a larger repository whose contents may be hostile): one that ends in a link now was swapped meanwhile, and a
+rule added through it would be on what it leads to, outside. Such a path is refused (ELOOP)."""
 Rule = tuple[str, int, bool]
 """(path, rights, required): one rule of a ruleset."""
 
@@ -203,7 +210,7 @@ def _rules(binary: str, readable: Sequence[str], executable: Sequence[str]) -> t
     """The rules of a child's ruleset: what it may read, the programs it may run, /dev/null."""
     real = os.path.realpath(binary)
     interpreter = _interpreters.get(real) or _interpreters.setdefault(real, elf_interpreter(real))
-    return (*((path, _READ, True) for path in readable),
+    return (*((path, _READ_HERE, True) for path in readable),
             *((path, _READ, False) for path in (*LIBRARY_FOLDERS, *SYSTEM_DATA, *_git_config_files())),
             (real, _RUN, True), *(((interpreter, _RUN, True),) if interpreter is not None else ()),
             *((path, _RUN_BENEATH, True) for path in executable),
@@ -220,11 +227,12 @@ def _ruleset(rules: Sequence[Rule]) -> tuple[Ruleset, tuple[Identity, ...]]:
 
     read = AccessFS.READ_FILE | AccessFS.READ_DIR
     run = AccessFS.EXECUTE | AccessFS.READ_FILE
-    rights = {_READ: read, _RUN: run, _RUN_BENEATH: run | AccessFS.READ_DIR,
+    rights = {_READ: read, _READ_HERE: read, _RUN: run, _RUN_BENEATH: run | AccessFS.READ_DIR,
               _WRITE: AccessFS.READ_FILE | AccessFS.WRITE_FILE}
     ruleset = Ruleset(scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL)  # every fs and net right handled: denied
     try:
-        identities = tuple(_allow(ruleset, path, rights[access], required=required) for path, access, required in rules)
+        identities = tuple(_allow(ruleset, path, rights[access], required=required, here=access == _READ_HERE)
+                           for path, access, required in rules)
     except BaseException:
         ruleset.close()
         raise
@@ -302,22 +310,25 @@ def _identity(path: str) -> Identity:
     return info.st_dev, info.st_ino
 
 
-def _allow(ruleset: Ruleset, path: str, access: int, *, required: bool) -> Identity:
-    """A rule for `path` (followed to what it names: the kernel checks real paths), and the device and
-    inode it was added on; a path that cannot be opened is left out (None) when optional. File-only rights
-    on a file, folder rights on a folder. The path is opened once: the kind of the file and its identity
-    are those of the descriptor the rule is made from, whatever the path names a moment later."""
+def _allow(ruleset: Ruleset, path: str, access: int, *, required: bool, here: bool = False) -> Identity:
+    """A rule for `path` (followed to what it names: the kernel checks real paths; `here`, a path the caller
+    names, must not end in a link: `_HERE`), and the device and inode it was added on; a path that cannot
+    be opened is left out (None) when optional. File-only rights on a file, folder rights on a folder. The
+    path is opened once: the kind of the file and its identity are those of the descriptor the rule is made
+    from, whatever the path names a moment later."""
     from landlockpy import AccessFS
     from landlockpy._syscall import PathBeneathAttr, add_path_beneath  # Ruleset.allow_path opens the path again
 
     try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC | (_HERE if here else 0))
     except OSError:
         if required:
             raise
         return None
     try:
         info = os.fstat(fd)
+        if stat.S_ISLNK(info.st_mode):
+            raise OSError(errno.ELOOP, "a symbolic link where the sandbox was to allow reading", path)
         granted = AccessFS(access) if stat.S_ISDIR(info.st_mode) else AccessFS(access) & ~AccessFS.READ_DIR
         granted &= ruleset.handled_fs
         if granted:
