@@ -8,15 +8,18 @@ its own domain. Its memory is bounded: a search that would take gigabytes stops 
 from __future__ import annotations
 
 import os
+import random
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
+from landlockpy import Ruleset
 
 from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import sandbox
@@ -316,3 +319,38 @@ def test_a_readable_file_that_became_a_link_gives_no_rule_on_what_it_leads_to(
             sandbox.confine(BASH, [str(root), str(above)])
     assert "inside" in run(context(), [BASH, "-c", f"read -r line < {root / 'inside.txt'} && echo $line"], cwd="/",
                            readable=[str(root)], limit=1 << 20).stdout.decode()
+
+
+def test_kept_rulesets_taken_and_released_by_threads_at_once_are_never_closed_while_held(tmp_path: Path) -> None:
+    """Threads take and release rulesets at once, more kinds than are kept (each push-out while others hold
+    it): a ruleset held is never closed (its descriptor could be another file's by the time it is sent), and
+    every one no longer kept is closed once released (no descriptor lost)."""
+    folders = [tmp_path / f"root{number}" for number in range(sandbox.MAX_KEPT_RULESETS + 8)]
+    for folder in folders:
+        folder.mkdir()
+    seen: dict[int, Ruleset] = {}
+    problems: list[str] = []
+
+    def work(seed: int) -> None:
+        chosen = random.Random(seed)
+        for _ in range(150):
+            held = [sandbox.confine(BASH, [str(chosen.choice(folders))]) for _ in range(chosen.randint(1, 3))]
+            for confined in held:
+                ruleset = confined._ruleset
+                if ruleset is None or ruleset.closed:
+                    problems.append("a ruleset closed while a child held it")
+                else:
+                    seen[id(ruleset)] = ruleset
+            for confined in held:
+                confined.close()
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not problems
+    kept = {id(entry.ruleset) for entry in sandbox._kept.values()}
+    assert len(seen) > sandbox.MAX_KEPT_RULESETS  # some were pushed out
+    assert all(ruleset.closed for key, ruleset in seen.items() if key not in kept)
+    assert all(entry.users == 0 for entry in sandbox._kept.values())
