@@ -689,7 +689,8 @@ def test_a_configuration_with_includes_is_never_remembered(repo: Path, canary: C
 
 
 @pytest.mark.parametrize("where", ["packed-refs", "a loose object", "a link whose target moves", "alternates",
-                                   "a FIFO among the refs"])
+                                   "a FIFO among the refs", "a folder moved in from hooks",
+                                   "a folder replaced, its times set back"])
 def test_a_remembered_repository_is_still_checked_on_every_call(repo: Path, outside: Outside, where: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The git folders are looked at on every call: a folder is read again once it changed (its findings are
@@ -722,6 +723,23 @@ def test_a_remembered_repository_is_still_checked_on_every_call(repo: Path, outs
     elif where == "a FIFO among the refs":
         os.mkfifo(repo / ".git" / "refs" / "heads" / "waiting")
         expected = ".git/refs/heads/waiting is a named pipe (FIFO)"
+    elif where == "a folder moved in from hooks":  # made where the walk never looks, then moved over objects/xx
+        (repo / ".git" / "hooks" / "stash").mkdir()
+        (repo / ".git" / "hooks" / "stash" / outside.commit[2:]).symlink_to(outside.git_dir / "objects" / loose)
+        (repo / ".git" / "hooks" / "stash").rename(repo / ".git" / "objects" / outside.commit[:2])
+        (repo / ".git" / "refs" / "heads" / "main").write_text(f"{outside.commit}\n")
+        expected = f".git/objects/{loose} {LEADS_OUT}"
+    elif where == "a folder replaced, its times set back":  # only its inode and change time tell it apart
+        objects, folder = repo / ".git" / "objects", repo / ".git" / "objects" / outside.commit[:2]
+        times = {path: (path.stat().st_atime_ns, path.stat().st_mtime_ns) for path in (objects, folder)}
+        folder.rmdir()
+        folder.mkdir()
+        (folder / outside.commit[2:]).symlink_to(outside.git_dir / "objects" / loose)
+        for path, (atime, mtime) in times.items():
+            os.utime(path, ns=(atime, mtime))
+        assert folder.stat().st_mtime_ns == times[folder][1]
+        (repo / ".git" / "refs" / "heads" / "main").write_text(f"{outside.commit}\n")
+        expected = f".git/objects/{loose} {LEADS_OUT}"
     else:
         (repo / ".git" / "refs" / "heads" / "main").write_text(f"{outside.commit}\n")
         _link(repo / ".git" / "objects" / loose, outside.git_dir / "objects" / loose)
