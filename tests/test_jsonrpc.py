@@ -98,3 +98,49 @@ def test_the_reused_c_encoder_fails_where_json_fails(value: object) -> None:
 def test_the_reused_c_encoder_is_in_use_where_python_has_one() -> None:
     """So that the two tests above compare two different paths, not one with itself."""
     assert (jsonrpc._compact is not jsonrpc._COMPACT.encode) == (getattr(json.encoder, "c_make_encoder", None) is not None)
+
+
+def _utf8_way(message: dict[str, object]) -> bytes:
+    """What encode wrote before its ASCII-first path: the UTF-8 encoder, the ASCII one for lone surrogates."""
+    try:
+        return (json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(message, separators=(",", ":"), ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
+
+
+@pytest.mark.parametrize("odd", ["", "\x00", "\x1f", "\x7f", "\u00e9", "\u2603", "\U0001f600", "\ud800", "\\u00e9", '"\\\n\t'])
+@pytest.mark.parametrize("where", ["text", "structured", "key"])
+def test_a_long_tool_result_is_written_to_the_byte_as_the_utf8_encoder_writes_it(odd: str, where: str) -> None:
+    """The ASCII path (a long result of ASCII strings) must write what the UTF-8 way writes, whatever
+    character the rest of the result holds: control characters, DEL, non-ASCII, astral, lone surrogates,
+    a literal backslash-u."""
+    long_text = "def f(x):\n    return x  # plain code\n" * 600
+    assert len(long_text) >= jsonrpc.ASCII_FIRST_LENGTH and long_text.isascii()
+    text = long_text + odd if where == "text" else long_text
+    structured = {"text": long_text, "path": "a" + (odd if where == "structured" else "") + ".py"}
+    if where == "key":
+        structured[odd or "k"] = 1
+    message = jsonrpc.result(1, {"content": [{"type": "text", "text": text}], "structuredContent": structured,
+                                 "isError": False})
+    assert jsonrpc.encode(message) == _utf8_way(message)
+    assert jsonrpc._plain_ascii(message, message["result"]) == (odd.isascii() and "\x7f" not in odd)  # the ASCII path, where it may go
+
+
+def test_every_character_beside_a_long_ascii_text() -> None:
+    long_text = "x" * jsonrpc.ASCII_FIRST_LENGTH
+    for start in range(0, 0x110000, 0x800):
+        chars = "".join(chr(code) for code in range(start, start + 0x800))
+        message = jsonrpc.result(2, {"content": [{"type": "text", "text": long_text}], "structuredContent": {"t": chars}})
+        assert jsonrpc.encode(message) == _utf8_way(message), hex(start)
+        if start == 0:  # ASCII, but with DEL and control characters: not the ASCII path
+            assert not jsonrpc._plain_ascii(message, message["result"])
+    plain = jsonrpc.result(3, {"content": [{"type": "text", "text": long_text + "\n\t\"\\ \x01"}], "n": [1, True, None]})
+    assert jsonrpc._plain_ascii(plain, plain["result"]) and jsonrpc.encode(plain) == _utf8_way(plain)
+    wide = jsonrpc.result(4, {"content": [{"type": "text", "text": long_text}] * (jsonrpc.ASCII_WALK + 1)})
+    assert not jsonrpc._plain_ascii(wide, wide["result"]) and jsonrpc.encode(wide) == _utf8_way(wide)
+
+
+@pytest.mark.parametrize("result", [5, "content", ["content"], None, {}, {"content": "x" * 20000}, {"content": [5]}])
+def test_any_result_is_written_as_before(result: object) -> None:
+    message = {"jsonrpc": "2.0", "id": 1, "result": result}
+    assert jsonrpc.encode(message) == _utf8_way(message)  # type: ignore[arg-type]

@@ -100,13 +100,61 @@ def parse(line: bytes) -> Any:
         raise JsonRpcError(PARSE_ERROR) from None
 
 
+ASCII_FIRST_LENGTH = 16 * 1024
+"""A tool result whose first text is at least this long may be written by the ASCII encoder."""
+ASCII_WALK = 64
+"""At most this many values of such a result are looked at; a larger one is written the usual way."""
+
+
 def encode(message: Message) -> bytes:
-    """One compact line, UTF-8, ending in a newline; property order is the dict's insertion order."""
+    """One compact line, UTF-8, ending in a newline; property order is the dict's insertion order.
+
+    CPython's encoder writes long ASCII text 1.5-2x faster with `ensure_ascii=True` than without (0.62
+    against 0.99 ms for a 189 KB read_file answer), and for strings of ASCII without DEL (which only
+    the ASCII encoder escapes) both write the same bytes. So a large tool result made only of such
+    strings (source code mostly is; CPython knows a string is ASCII without reading it) is written
+    that way; every other message the usual way.
+    """
+    result = message.get("result")
+    if type(result) is dict and "content" in result and _plain_ascii(message, result):
+        return (_compact_ascii(message) + "\n").encode("ascii")
     try:
         return (_compact(message) + "\n").encode("utf-8")
     except UnicodeEncodeError:
         # Lone surrogates (which json.loads accepts from "\ud800") cannot be UTF-8; escape them.
         return (_compact_ascii(message) + "\n").encode("ascii")
+
+
+def _plain_ascii(message: Message, result: dict[str, Any]) -> bool:
+    """A tool result (`result`, the message's) with a long first text (`result.content[0].text`) whose
+    every key and string is ASCII without DEL, found within ASCII_WALK values; False for anything else."""
+    content = result.get("content")
+    if type(content) is not list or not content or type(content[0]) is not dict:
+        return False
+    text = content[0].get("text")
+    if type(text) is not str or len(text) < ASCII_FIRST_LENGTH:
+        return False
+    pending: list[Any] = [message]
+    seen = 0
+    while pending:
+        value = pending.pop()
+        seen += 1
+        if seen > ASCII_WALK:
+            return False
+        kind = type(value)
+        if kind is str:
+            if not value.isascii() or "\x7f" in value:
+                return False
+        elif kind is dict:
+            for key in value:
+                if type(key) is not str or not key.isascii() or "\x7f" in key:
+                    return False
+            pending.extend(value.values())
+        elif kind is list:
+            pending.extend(value)
+        elif kind is not int and kind is not bool and value is not None:
+            return False  # floats and anything else: the usual way, which judges them
+    return True
 
 
 def encode_or_substitute(message: Message) -> bytes | None:
