@@ -183,7 +183,7 @@ def test_a_root_replaced_by_another_folder_gets_a_new_ruleset(tmp_path: Path, de
     works; with it, the child gets a ruleset for what the path names now."""
     if not defended:  # every path the same to it: a look at a path, and the file each rule was added on
         made = sandbox._ruleset
-        monkeypatch.setattr(sandbox, "_identity", lambda path: None)
+        monkeypatch.setattr(sandbox, "_identity", lambda path, follow=True: None)
         monkeypatch.setattr(sandbox, "_ruleset", lambda rules: (made(rules)[0], (None,) * len(rules)))
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()
@@ -354,3 +354,28 @@ def test_kept_rulesets_taken_and_released_by_threads_at_once_are_never_closed_wh
     assert len(seen) > sandbox.MAX_KEPT_RULESETS  # some were pushed out
     assert all(ruleset.closed for key, ruleset in seen.items() if key not in kept)
     assert all(entry.users == 0 for entry in sandbox._kept.values())
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_a_root_replaced_by_a_link_to_itself_moved_outside_gets_no_kept_ruleset(
+        tmp_path: Path, defended: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The root renamed away, outside, and a link to it put in its place: looked at through the link, the path
+    names the very folder the kept ruleset's rule is on, and a child would go on reading it outside. A
+    path the caller names is looked at as it is opened for its rule, without following a link at its end:
+    it names something else now, and a new ruleset is made, which refuses the link (the child never starts)."""
+    if not defended:
+        looked = sandbox._identity  # every path followed to what it leads to
+        monkeypatch.setattr(sandbox, "_identity", lambda path, follow=True: looked(path, True))
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    secret = secrets.token_hex(16)
+    (root / "secret.txt").write_text(f"{secret}\n")
+    assert secret in _reads(root, root / "secret.txt")  # the ruleset for this root is kept from here
+    root.rename(outside / "moved")
+    root.symlink_to(outside / "moved")
+    if not defended:
+        assert secret in _reads(root, outside / "moved" / "secret.txt")  # the kept ruleset, on the folder outside
+    else:
+        with pytest.raises(ToolError, match="sandbox"):
+            _reads(root, outside / "moved" / "secret.txt")

@@ -282,7 +282,7 @@ def _kept_ruleset(binary: str, readable: Sequence[str], executable: Sequence[str
     added on (`_allow`), not of a look at the paths before or after: a path swapped back and forth while
     the rules are made must not leave a ruleset that seems to be on one folder and is on another."""
     rules = _rules(binary, readable, executable)
-    identities = tuple(_identity(path) for path, _, _ in rules)
+    identities = tuple(_identity(path, follow=access != _READ_HERE) for path, access, _ in rules)
     with _kept_lock:
         kept = _kept.get(rules)
         if kept is not None and kept.identities == identities:
@@ -300,11 +300,12 @@ def _kept_ruleset(binary: str, readable: Sequence[str], executable: Sequence[str
     return kept
 
 
-def _identity(path: str) -> Identity:
-    """What a rule for `path` would be added on (followed, as the kernel does): its device and inode, None
-    when there is nothing there that can be looked at (an optional path is then left out)."""
+def _identity(path: str, follow: bool = True) -> Identity:
+    """What a rule for `path` would be added on, looked at as `_allow` opens it (followed, as the kernel
+    does, but for a path the caller names: `_HERE`): its device and inode, None when there is nothing there
+    that can be looked at (an optional path is then left out)."""
     try:
-        info = os.stat(path)
+        info = os.stat(path, follow_symlinks=follow)
     except (OSError, ValueError):
         return None
     return info.st_dev, info.st_ino
