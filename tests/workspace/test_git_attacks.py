@@ -724,16 +724,25 @@ def test_a_remembered_repository_is_still_checked_on_every_call(repo: Path, outs
         os.mkfifo(repo / ".git" / "refs" / "heads" / "waiting")
         expected = ".git/refs/heads/waiting is a named pipe (FIFO)"
     elif where == "a folder moved in from hooks":  # made where the walk never looks, then moved over objects/xx
-        (repo / ".git" / "hooks" / "stash").mkdir()
-        (repo / ".git" / "hooks" / "stash" / outside.commit[2:]).symlink_to(outside.git_dir / "objects" / loose)
-        (repo / ".git" / "hooks" / "stash").rename(repo / ".git" / "objects" / outside.commit[:2])
+        stash = repo / ".git" / "hooks" / "stash"
+        stash.mkdir()
+        for entry in (repo / ".git" / "objects" / outside.commit[:2]).iterdir():  # the repository's own objects there
+            entry.rename(stash / entry.name)
+        (stash / outside.commit[2:]).symlink_to(outside.git_dir / "objects" / loose)
+        stash.rename(repo / ".git" / "objects" / outside.commit[:2])
         (repo / ".git" / "refs" / "heads" / "main").write_text(f"{outside.commit}\n")
         expected = f".git/objects/{loose} {LEADS_OUT}"
     elif where == "a folder replaced, its times set back":  # only its inode and change time tell it apart
         objects, folder = repo / ".git" / "objects", repo / ".git" / "objects" / outside.commit[:2]
         times = {path: (path.stat().st_atime_ns, path.stat().st_mtime_ns) for path in (objects, folder)}
+        saved = repo / ".git" / "hooks" / "saved"
+        saved.mkdir()
+        for entry in folder.iterdir():  # the repository's own objects there, put back in the new folder
+            entry.rename(saved / entry.name)
         folder.rmdir()
         folder.mkdir()
+        for entry in saved.iterdir():
+            entry.rename(folder / entry.name)
         (folder / outside.commit[2:]).symlink_to(outside.git_dir / "objects" / loose)
         for path, (atime, mtime) in times.items():
             os.utime(path, ns=(atime, mtime))
