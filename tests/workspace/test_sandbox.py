@@ -174,6 +174,18 @@ def _reads(root: Path, *paths: Path) -> str:
     return done.stdout.decode() + done.stderr
 
 
+def _root_with_kept_ruleset(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A root holding a secret, a folder outside it, and the secret: read once by a child, so that the
+    ruleset for this root is kept from here on."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    secret = secrets.token_hex(16)
+    (root / "secret.txt").write_text(f"{secret}\n")
+    assert secret in _reads(root, root / "secret.txt")
+    return root, outside, secret
+
+
 @pytest.mark.parametrize("defended", [False, True])
 def test_a_root_replaced_by_another_folder_gets_a_new_ruleset(tmp_path: Path, defended: bool,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
@@ -185,12 +197,7 @@ def test_a_root_replaced_by_another_folder_gets_a_new_ruleset(tmp_path: Path, de
         made = sandbox._ruleset
         monkeypatch.setattr(sandbox, "_identity", lambda path, follow=True: None)
         monkeypatch.setattr(sandbox, "_ruleset", lambda rules: (made(rules)[0], (None,) * len(rules)))
-    root, outside = tmp_path / "root", tmp_path / "outside"
-    root.mkdir()
-    outside.mkdir()
-    secret = secrets.token_hex(16)
-    (root / "secret.txt").write_text(f"{secret}\n")
-    assert secret in _reads(root, root / "secret.txt")  # the ruleset for this root is kept from here
+    root, outside, secret = _root_with_kept_ruleset(tmp_path)
     (root).rename(outside / "moved")
     root.mkdir()
     (root / "new.txt").write_text("new\n")
@@ -366,12 +373,7 @@ def test_a_root_replaced_by_a_link_to_itself_moved_outside_gets_no_kept_ruleset(
     if not defended:
         looked = sandbox._identity  # every path followed to what it leads to
         monkeypatch.setattr(sandbox, "_identity", lambda path, follow=True: looked(path, True))
-    root, outside = tmp_path / "root", tmp_path / "outside"
-    root.mkdir()
-    outside.mkdir()
-    secret = secrets.token_hex(16)
-    (root / "secret.txt").write_text(f"{secret}\n")
-    assert secret in _reads(root, root / "secret.txt")  # the ruleset for this root is kept from here
+    root, outside, secret = _root_with_kept_ruleset(tmp_path)
     root.rename(outside / "moved")
     root.symlink_to(outside / "moved")
     if not defended:
