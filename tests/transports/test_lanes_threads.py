@@ -54,7 +54,13 @@ def test_a_call_handed_over_but_not_started_at_shutdown_never_runs() -> None:
 
     lanes.submit("a", first)
     assert started.wait(30)
-    lanes._handed.put(lanes.submit("b", second.set))  # as if taken before the shutdown below (one thread: it waits)
+    lanes.submit("b", second.set)  # waits in its lane: the one thread is busy
+    with lanes._lock:  # taken as a second thread would take it, and handed over: the one thread is still busy
+        lanes.workers = 2
+        taken = lanes._take()
+    assert [call.key for call in taken] == ["b"]
+    for call in taken:
+        lanes._handed.put(call)
     lanes.shutdown()
     gate.set()
     wait_for(lambda: not _workers("lanes-test-handed"), 30, "the thread to stop")
