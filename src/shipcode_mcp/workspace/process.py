@@ -1,6 +1,7 @@
 """Child processes for tools (rg, git): sandboxed, bounded output, a deadline, killed when cancelled.
 
-Every child of the workspace starts here and nowhere else, inside the kernel sandbox (sandbox.py):
+Every child of the workspace starts here and nowhere else (`_start`: by the fork server of spawner.py,
+or, where it cannot, forked here with the same confinement), inside the kernel sandbox (sandbox.py):
 it reads only beneath the paths its caller names, writes nothing, runs nothing but itself, and has
 resource limits. A child runs in its own session and is killed with its whole process group, so
 nothing it started outlives the request. stdout is read as it comes (search streams it); stderr is
@@ -236,10 +237,7 @@ class Forked:
 
     def kill(self) -> None:
         if self._popen.returncode is None:
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            spawner.kill_group(self.pid)
 
     def wait(self, timeout: float | None = None) -> int:
         return self._popen.wait(timeout)

@@ -116,7 +116,9 @@ def set_enabled(enabled: bool) -> None:
 
 
 class Confinement:
-    """Called in the child between fork and exec: the limits, then the Landlock domain (if any).
+    """A child's limits, then its Landlock domain (if any): applied between fork and exec by the fork
+    server (from `limits` and `ruleset_fd`, which it receives), or called as `preexec_fn` where the
+    server forks the child itself.
 
     Everything it needs is made beforehand, in the parent: in the child it only makes system calls.
     `close()` releases the ruleset's descriptor in the parent once the child has started: closes it, or,

@@ -79,10 +79,7 @@ class Spawned:
                 if answer.startswith(b"exit "):
                     self.returncode = int(answer[5:])
                 else:  # the fork server died: the child may live on, orphaned; it must not
-                    try:
-                        os.killpg(self.pid, signal.SIGKILL)
-                    except OSError:
-                        pass
+                    kill_group(self.pid)
                     self.returncode = -signal.SIGKILL
                 with self._closing:
                     self._channel.close()
@@ -100,16 +97,7 @@ class Spawned:
             except OSError:
                 answer = b""
             if not answer.startswith(b"exit "):
-                try:
-                    os.killpg(self.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        """Stop listening for the child (which the fork server then kills, if it still runs)."""
-        with self._closing:
-            if self.returncode is None:
-                self._channel.close()
+                kill_group(self.pid)
 
 
 class Live:
@@ -290,6 +278,14 @@ class ForkServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL to the process group `pid` leads (each child leads its own); nothing if it is gone."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def usable() -> bool:
