@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import cut_line, place, plural, printable, result
-from .source import FILE_FAILURES, SKIPPED_WHY, Folder, Skipped, cached_outline, known_language, word_regex
+from .source import Folder, Skipped, cached_outline, known_language, word_regex
 from .symbols import Symbol, language_for
 
 if TYPE_CHECKING:
@@ -53,7 +54,6 @@ def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolRes
     items: list[dict[str, Any]] = []
     used = 0
     truncated = False
-    skipped = 0
     if not folder.is_dir:
         if language_for(folder.real) is None:
             raise ToolError(f"{printable(folder.shown)}: no outline for this kind of file (by its name); "
@@ -77,15 +77,8 @@ def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolRes
     else:
         names = folder.files(ctx)
         files = 0
-        for index, name in enumerate(names):
-            ctx.report_progress(index, len(names), f"outlining {plural(len(names), 'file')}")
-            ctx.check_cancelled()  # after the progress: a client may cancel on seeing it
-            real, shown = folder.file(name)
-            try:
-                symbols = cached_outline(roots, real, shown)
-            except FILE_FAILURES:  # Skipped, vanished, unreadable, failed: counted, not fatal for a folder
-                skipped += 1
-                continue
+        outline = partial(cached_outline, roots)
+        for shown, symbols in folder.parsed(ctx, names, "file", outline, doing="outlining"):
             block = [printable(shown)] + [_entry(symbol, level + 1) for symbol, level in _flat(symbols, 0, depth or 1)]
             size = sum(len(line) + 1 for line in block)
             if used + size > OUTLINE_BUDGET:
@@ -98,9 +91,8 @@ def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolRes
             items.extend({**symbol.item(shown), "depth": level} for symbol, level in _flat(symbols, 0, depth or 1))
         if not names:
             lines.append(f"No source files the outline knows under {place(folder.shown)}.")
-        if skipped:
-            lines.append(f"[{plural(skipped, 'file')} skipped: {SKIPPED_WHY}.]")
-    data = {"path": folder.shown, "symbols": items, "files": files, "truncated": truncated, "skipped": skipped}
+        lines += folder.skipped_note()
+    data = {"path": folder.shown, "symbols": items, "files": files, "truncated": truncated, "skipped": folder.skipped}
     return result("\n".join(lines), data)
 
 
@@ -250,15 +242,7 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
     names = folder.definition_candidates(ctx, regex, regex) if prefilter else folder.candidates(ctx, regex)
     found: list[dict[str, Any]] = []
     truncated = False
-    skipped = 0
-    for real, shown in folder.each(ctx, names, "candidate file"):
-        if language_for(real) is None:
-            continue
-        try:
-            symbols = cached_outline(roots, real, shown)
-        except FILE_FAILURES:  # one file must not fail a search of many
-            skipped += 1
-            continue
+    for shown, symbols in folder.parsed(ctx, names, "candidate file", partial(cached_outline, roots), code_only=True):
         for top in symbols:
             for symbol in top.walk():
                 if test(symbol) and (kind is None or symbol.kind == kind):
@@ -279,9 +263,8 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
     elif truncated:
         lines.append(f"[Showing the first {plural(len(found), 'definition')}; there are more. Narrow with path or kind, "
                      "or raise limit.]")
-    if skipped:
-        lines.append(f"[{plural(skipped, 'file')} skipped: {SKIPPED_WHY}.]")
-    return result("\n".join(lines), {"name": name, "symbols": found, "truncated": truncated, "skipped": skipped})
+    lines += folder.skipped_note()
+    return result("\n".join(lines), {"name": name, "symbols": found, "truncated": truncated, "skipped": folder.skipped})
 
 
 # -- read_symbol ----------------------------------------------------------------------------------------

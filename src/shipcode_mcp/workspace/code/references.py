@@ -27,8 +27,6 @@ from .prefilter import defining_lines
 from .pyscan import python_uses
 from .source import (
     CACHE,
-    FILE_FAILURES,
-    SKIPPED_WHY,
     Folder,
     Reference,
     Source,
@@ -38,7 +36,6 @@ from .source import (
     source_from,
     word_regex,
 )
-from .symbols import language_for
 
 if TYPE_CHECKING:
     from ast_grep_py import SgNode
@@ -176,15 +173,11 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     found: list[dict[str, Any]] = []
     files: set[str] = set()
     truncated = False
-    skipped = 0
-    for real, shown in folder.each(ctx, names, "candidate file"):
-        if language_for(real) is None:
-            continue
-        try:
-            uses, _ = file_references(roots, real, shown, name, scan, limit - len(found) + 1, ctx.check_cancelled)
-        except FILE_FAILURES:  # one file must not fail a search of many
-            skipped += 1
-            continue
+
+    def uses_in(real: str, shown: str) -> tuple[Reference, ...]:
+        return file_references(roots, real, shown, name, scan, limit - len(found) + 1, ctx.check_cancelled)[0]
+
+    for shown, uses in folder.parsed(ctx, names, "candidate file", uses_in, code_only=True):
         for number, column, text, definition in uses:
             if len(found) >= limit:
                 truncated = True
@@ -204,7 +197,6 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
         out.append(f"[Showing the first {plural(len(found), 'reference')}; there are more. Narrow with path, or raise limit.]")
     else:
         out.append(f"[{plural(len(found), 'reference')} in {plural(len(files), 'file')}.]")
-    if skipped:
-        out.append(f"[{plural(skipped, 'file')} skipped: {SKIPPED_WHY}.]")
+    out += folder.skipped_note()
     return result("\n".join(out), {"name": name, "references": found, "file_count": len(files), "truncated": truncated,
-                                    "skipped": skipped})
+                                    "skipped": folder.skipped})

@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ...primitives import ToolError
 from .. import process, safe_open
@@ -281,6 +281,9 @@ def code_globs(language: str | None = None) -> list[str]:
     return globs
 
 
+T = TypeVar("T")
+
+
 class Folder:
     """A folder or a file to look in: resolved, opened (confined), shown as the other tools show it;
     ToolError (Not found) for a path that does not exist."""
@@ -290,6 +293,7 @@ class Folder:
         self.real = roots.resolve(path)
         self.shown = roots.display(self.real)
         self.is_dir = os.path.isdir(self.real)
+        self.skipped = 0  # files `parsed` could not parse
         if not self.is_dir:  # as outline and read_file say it (safe_open would, on opening it)
             if not os.path.lexists(self.real):
                 raise ToolError(f"Not found: {printable(self.shown)}")
@@ -300,13 +304,32 @@ class Folder:
         """(real, shown) of a file named relative to this folder."""
         return os.path.join(self.real, name), join_display(self.shown, name)
 
-    def each(self, ctx: Context, names: list[str], noun: str) -> Iterator[tuple[str, str]]:
+    def each(self, ctx: Context, names: list[str], noun: str, doing: str = "parsing") -> Iterator[tuple[str, str]]:
         """(real, shown) of each of `names` (from files or candidates) in turn, as its file is parsed:
-        progress says "parsing N `noun`s", and a cancelled call stops before the next file."""
+        progress says "`doing` N `noun`s", and a cancelled call stops before the next file."""
         for index, relative in enumerate(names):
-            ctx.report_progress(index, len(names), f"parsing {plural(len(names), noun)}")
-            ctx.check_cancelled()
+            ctx.report_progress(index, len(names), f"{doing} {plural(len(names), noun)}")
+            ctx.check_cancelled()  # after the progress: a client may cancel on seeing it
             yield self.file(relative) if self.is_dir else (self.real, self.shown)
+
+    def parsed(self, ctx: Context, names: list[str], noun: str, parse: Callable[[str, str], T], *,
+               doing: str = "parsing", code_only: bool = False) -> Iterator[tuple[str, T]]:
+        """(shown, parse(real, shown)) of each of `names`, as `each` gives them (`code_only`: of the files of a
+        known language). A file that cannot be parsed (FILE_FAILURES: over the caps, vanished, unreadable,
+        failed) is counted in `skipped`, never fatal for a search of many."""
+        for real, shown in self.each(ctx, names, noun, doing):
+            if code_only and language_for(real) is None:
+                continue
+            try:
+                value = parse(real, shown)
+            except FILE_FAILURES:
+                self.skipped += 1
+                continue
+            yield shown, value
+
+    def skipped_note(self) -> list[str]:
+        """The line that says how many files `parsed` skipped, and why; none when it skipped none."""
+        return [f"[{plural(self.skipped, 'file')} skipped: {SKIPPED_WHY}.]"] if self.skipped else []
 
     @contextmanager
     def _opened(self, language: str | None) -> Iterator[tuple[int, str, list[str], list[str]]]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import place, plural, printable, result
-from .source import FILE_FAILURES, SKIPPED_WHY, Folder, parse_source, read_source, word_regex
+from .source import Folder, parse_source, read_source, word_regex
 from .symbols import LANGUAGES, language_for
 
 if TYPE_CHECKING:
@@ -53,13 +53,11 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
     found: list[dict[str, Any]] = []
     files: set[str] = set()
     truncated = False
-    skipped = 0
-    for real, shown in folder.each(ctx, names, "file"):
-        try:
-            root = parse_source(read_source(roots, real, shown, language))
-        except FILE_FAILURES:
-            skipped += 1
-            continue
+
+    def parsed(real: str, shown: str) -> SgNode:
+        return parse_source(read_source(roots, real, shown, language))
+
+    for shown, root in folder.parsed(ctx, names, "file", parsed):
         for node in _matches(root, pattern):
             if len(found) >= limit:
                 truncated = True
@@ -98,10 +96,9 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
         out.append(f"[Showing the first {plural(len(found), 'match')}; there are more. Narrow with path, or raise limit.]")
     else:
         out.append(f"[{plural(len(found), 'match')} in {plural(len(files), 'file')}.]")
-    if skipped:
-        out.append(f"[{plural(skipped, 'file')} skipped: {SKIPPED_WHY}.]")
+    out += folder.skipped_note()
     return result("\n".join(out), {"pattern": pattern, "language": language, "matches": found,
-                                   "file_count": len(files), "truncated": truncated, "skipped": skipped})
+                                   "file_count": len(files), "truncated": truncated, "skipped": folder.skipped})
 
 
 def _matches(root: SgNode, pattern: str) -> Iterator[SgNode]:
