@@ -762,8 +762,11 @@ def test_a_call_cancelled_while_it_waits_in_its_lane_never_runs(tmp_path: Path) 
         assert client.post(cancel).status == 202
         wait_for(lambda: lanes.waiting(session) == 0, 10, "the cancelled call to leave the lane")
         HOLD.set()
-        threads[1].join(10)
-        assert client.call("tools/call", {"name": "record", "arguments": {"tag": "after"}}).status == 200
+        for thread in threads:  # the held call's id 1 stays in use until its answer is written
+            thread.join(10)
+        client.next_id = len(calls)  # a fresh id: ids 1 and 2 were written by hand above
+        after = client.call("tools/call", {"name": "record", "arguments": {"tag": "after"}})
+        assert after.status == 200 and after.json()["result"]["content"][0]["text"] == "after", after.body
         assert RAN == ["after"]  # the same lane, in order: the cancelled call would have run before this one
         assert replies[2].status == 200 and replies[2].events() == []  # cancelled: its stream ends with no response
     finally:
