@@ -141,6 +141,9 @@ class McpHttpClient:
         return headers
 
     def post(self, message: Any, extra: dict[str, str] | None = None, *, stream: bool = False) -> Reply:
+        for sent in message if isinstance(message, list) else [message]:  # ids written by hand: call() numbers past them
+            if isinstance(sent, dict) and type(sent.get("id")) is int:
+                self.next_id = max(self.next_id, sent["id"])
         return request(self.port, "POST", message, self.headers(extra), stream=stream)
 
     def call(self, method: str, params: dict[str, Any] | None = None, *, stream: bool = False,
