@@ -24,6 +24,8 @@ _SAME_LINE = frozenset({"decorator", "attribute_item", "attribute_list", "annota
 """Leading siblings that may share the definition's line (`@cached def f`)."""
 _QUALIFIER = re.compile(r"::|\.|:|#")
 _QUALIFIED = re.compile(r"[.:#]")
+_COMMENT_START = re.compile(r"#|//|/\*|--")
+"""Where a comment may start in some outlined language (a header without any holds no comment)."""
 
 
 class UnknownLanguage(ValueError):
@@ -186,5 +188,37 @@ def _signature(node: SgNode, text: str, start: int, end: int, definition: Def) -
         stop = text.find("\n", start, min(end, start + _HEADER_SLICE))
         if stop < 0:
             stop = min(end, start + _HEADER_SLICE)
-    header = definition.header + " ".join(text[start:stop].split()).rstrip("{:=").rstrip()
+    raw = text[start:stop]
+    if _COMMENT_START.search(raw) is not None:  # cheap test first: most headers hold no comment
+        raw = _without_comments(node.parent() if definition.header_from_parent else node, text, start, stop)
+    header = definition.header + " ".join(raw.split()).rstrip("{:=").rstrip()
     return header if len(header) <= MAX_SIGNATURE else header[:MAX_SIGNATURE - 1] + "…"
+
+
+def _without_comments(node: SgNode | None, text: str, start: int, stop: int) -> str:
+    """`text[start:stop]` without the comments in it: a comment after `def f(x):`, or on the lines
+    above the first statement of a Python body, sits before the body node, and one between parameters
+    inside the header; neither is the signature. Only the nodes that overlap the header are visited."""
+    comments: list[tuple[int, int]] = []
+    stack = [node] if node is not None else []
+    while stack:
+        for child in stack.pop().children():
+            where = child.range()
+            begin, end = where.start.index, where.end.index
+            if begin >= stop:
+                break
+            if end <= start:
+                continue
+            if "comment" in child.kind():
+                comments.append((max(begin, start), min(end, stop)))
+            else:
+                stack.append(child)
+    if not comments:
+        return text[start:stop]
+    comments.sort()
+    parts, at = [], start
+    for begin, end in comments:
+        parts.append(text[at:begin])
+        at = max(at, end)
+    parts.append(text[at:stop])
+    return " ".join(parts)
