@@ -148,7 +148,7 @@ def test_search_structure_captures_metavariables(tools: Tools) -> None:
 
 
 @pytest.mark.parametrize(("name", "arguments", "message"), [
-    ("search_structure", {"pattern": "def (", "language": "python"}, "not valid python"),
+    ("search_structure", {"pattern": "x = 1\ny = 2", "language": "python"}, "more than one node"),
     ("search_structure", {"pattern": "x", "language": "cobol"}, "cobol"),
     ("outline", {"path": "src/missing.py"}, "Not found"),
     ("outline", {"path": "/etc/passwd"}, "not inside the workspace roots"),

@@ -7,7 +7,7 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shipcode_mcp.workspace.text import printable
+from shipcode_mcp.workspace.text import cut_text, printable
 
 _BIDI = "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
@@ -64,3 +64,24 @@ def test_printable_is_fast_on_ordinary_names() -> None:
         timings.append(time.perf_counter() - start)
     assert masked == names
     assert min(timings) < 0.05  # the best pass: load slows some passes, it does not change what printable costs
+
+
+def test_cut_text_ends_at_a_line_break_in_the_second_half_and_counts_what_it_left_out() -> None:
+    text = "\n".join(f"line {index:02}" for index in range(10))  # 10 lines of 7 characters
+    assert cut_text(text, len(text)) == text
+    assert cut_text(text, 20) == "line 00\nline 01… [cut: 63 more characters in 8 more lines]"
+    one_line = "x" * 50 + "\n" + "y" * 100
+    assert cut_text(one_line, 120) == "x" * 50 + "\n" + "y" * 69 + "… [cut: 31 more characters in 1 more line]"
+
+
+@given(st.text(alphabet="ab\n", max_size=60), st.integers(min_value=1, max_value=40))
+def test_cut_text_is_a_head_of_the_text_and_says_exactly_how_much_follows(text: str, limit: int) -> None:
+    cut = cut_text(text, limit)
+    if len(text) <= limit:
+        assert cut == text
+        return
+    head, marker = cut.split("… [cut: ")
+    rest = text[len(head):].removeprefix("\n")
+    assert text.startswith(head) and len(head) <= limit
+    lines = rest.count("\n") + 1 if rest else 0
+    assert marker == f"{len(rest)} more characters in {lines} more line{'s' if lines != 1 else ''}]"

@@ -32,6 +32,20 @@ def cut_line(line: str, limit: int, focus: int = 0, size: str | None = None) -> 
     return f"{head}{line[start:start + limit]}{tail} [line cut: {len(line)} characters]"
 
 
+def cut_text(text: str, limit: int) -> str:
+    """`text` if it has at most `limit` characters, else its head, ended at its last line break within the
+    limit when that keeps at least half of it (mid-line otherwise), and a marker that says how many
+    characters and lines were left out: a cut is never mistaken for the whole."""
+    if len(text) <= limit:
+        return text
+    end = text.rfind("\n", 0, limit + 1)
+    if end < limit // 2:
+        end = limit
+    rest = text[end:].removeprefix("\n")
+    lines = rest.count("\n") + 1 if rest else 0
+    return f"{text[:end]}… [cut: {len(rest)} more characters in {plural(lines, 'more line')}]"
+
+
 def cut_output(data: bytes, truncated: bool) -> str:
     """Decode command output; when it was cut, drop the partial last line so no line is half shown."""
     if truncated:

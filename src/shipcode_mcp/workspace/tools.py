@@ -353,8 +353,11 @@ EDIT_FILE = {
 
 
 # -- code intelligence (offered when the `code` extra, ast-grep-py, is installed) ----------------------
-_SKIPPED = {"type": "integer", "minimum": 0, "description": "files not parsed: over 1 MiB, with a line over 32 768 "
+_SKIPPED = {"type": "integer", "minimum": 0, "description": "files not parsed: over 512 KiB, with a line over 32 768 "
             "characters (minified), binary, unreadable, or whose parse failed"}
+_SKIPPED_FILES = {"type": "array", "maxItems": 20, "description": "the first 20 files not parsed, and why",
+                  "items": _output({"path": _STR, "reason": {"type": "string", "description": "why, such as "
+                                                             "'too large, 600.0 KiB, over 512.0 KiB' or 'binary'"}})}
 _LANGUAGES_HELP = ("Python, JavaScript, TypeScript, TSX, Go, Rust, Java, Kotlin, C, C++, C#, Ruby, PHP, Swift, Scala, "
                    "Lua and Bash, recognised by file name")
 _SYMBOL_ITEM = _output({
@@ -390,6 +393,7 @@ OUTLINE = {
         "files": {"type": "integer", "minimum": 0, "description": "files outlined"},
         "truncated": _BOOL,
         "skipped": _SKIPPED,
+        "skipped_files": _SKIPPED_FILES,
     }),
 }
 
@@ -414,6 +418,7 @@ FIND_SYMBOL = {
         "symbols": {"type": "array", "items": _SYMBOL_ITEM},
         "truncated": _BOOL,
         "skipped": _SKIPPED,
+        "skipped_files": _SKIPPED_FILES,
     }),
 }
 
@@ -443,6 +448,7 @@ FIND_REFERENCES = {
         "file_count": _INT,
         "truncated": _BOOL,
         "skipped": _SKIPPED,
+        "skipped_files": _SKIPPED_FILES,
     }),
 }
 
@@ -473,7 +479,9 @@ SEARCH_STRUCTURE = {
         "one node and $$$NAME any number of them, such as '$OBJ.close()', 'print($$$ARGS)', 'if $COND: return "
         "$X' or 'fetch($URL, { method: $M })'. Layout and comments do not matter; a metavariable used twice must "
         "match the same code. Returns each match's place and text and what each metavariable captured. Searches "
-        "the files of that language under `path`. An unparsable pattern or an unknown language is an error."
+        "the files of that language under `path`. A pattern ast-grep cannot use (several nodes) or an unknown "
+        "language is an error; a pattern that matches nothing says when its syntax may be why (not valid code, or a "
+        "definition that leaves out a part the code has, such as a return type)."
     ),
     "input": _object({
         "pattern": _string("The pattern, code with $METAVARIABLES (upper case).", minLength=1),
@@ -489,13 +497,16 @@ SEARCH_STRUCTURE = {
             "line": {"type": "integer", "minimum": 1},
             "column": {"type": "integer", "minimum": 1},
             "end_line": {"type": "integer", "minimum": 1},
-            "text": _STR,
+            "text": {"type": "string", "description": "the match's source; past 2000 characters cut (at a line "
+                     "break where one is near) and ended by '… [cut: N more characters in M more lines]'"},
             "variables": {"type": "object", "additionalProperties": _STR,
-                          "description": "each metavariable's captured text ($$$ ones joined by ', ')"},
+                          "description": "each metavariable's captured text (a $$$ one's is the source from its "
+                                         "first node to its last), cut past 2000 characters like `text`"},
         })},
         "file_count": _INT,
         "truncated": _BOOL,
         "skipped": _SKIPPED,
+        "skipped_files": _SKIPPED_FILES,
     }),
 }
 

@@ -41,7 +41,9 @@ def test_a_file_past_a_limit_alone_is_a_tool_error_that_says_why(tools: Tools, p
 def test_a_folder_outline_and_searches_count_the_files_past_a_limit_as_skipped(tools: Tools) -> None:
     outline = tools.call("outline", {"path": "."})
     assert outline["structuredContent"]["files"] == 1 and outline["structuredContent"]["skipped"] == 2
-    assert "2 files skipped: over 512 KiB, a line over" in outline["content"][0]["text"]
+    assert outline["content"][0]["text"].endswith(
+        f"[2 files skipped: big.py (too large, 512.0 KiB, over 512.0 KiB); minified.js (a line of {len(MINIFIED)} "
+        f"characters, over {MAX_PARSE_LINE}).]")
     found = tools.call("find_symbol", {"name": "good"})
     assert [item["path"] for item in found["structuredContent"]["symbols"]] == ["good.py"]
     assert found["structuredContent"]["skipped"] == 2

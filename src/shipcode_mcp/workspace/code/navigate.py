@@ -92,7 +92,8 @@ def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolRes
         if not names:
             lines.append(f"No source files the outline knows under {place(folder.shown)}.")
         lines += folder.skipped_note()
-    data = {"path": folder.shown, "symbols": items, "files": files, "truncated": truncated, "skipped": folder.skipped}
+    data = {"path": folder.shown, "symbols": items, "files": files, "truncated": truncated, "skipped": folder.skipped,
+            "skipped_files": folder.skipped_files}
     return result("\n".join(lines), data)
 
 
@@ -264,7 +265,8 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
         lines.append(f"[Showing the first {plural(len(found), 'definition')}; there are more. Narrow with path or kind, "
                      "or raise limit.]")
     lines += folder.skipped_note()
-    return result("\n".join(lines), {"name": name, "symbols": found, "truncated": truncated, "skipped": folder.skipped})
+    return result("\n".join(lines), {"name": name, "symbols": found, "truncated": truncated, "skipped": folder.skipped,
+            "skipped_files": folder.skipped_files})
 
 
 # -- read_symbol ----------------------------------------------------------------------------------------

@@ -199,4 +199,4 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
         out.append(f"[{plural(len(found), 'reference')} in {plural(len(files), 'file')}.]")
     out += folder.skipped_note()
     return result("\n".join(out), {"name": name, "references": found, "file_count": len(files), "truncated": truncated,
-                                    "skipped": folder.skipped})
+                                    "skipped": folder.skipped, "skipped_files": folder.skipped_files})

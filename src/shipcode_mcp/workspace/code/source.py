@@ -20,7 +20,7 @@ from ...primitives import ToolError
 from .. import process, safe_open
 from ..listing import RG_WALK_FLAGS, GlobFilter, rg_executable, walk, walk_names, walk_readable
 from ..roots import join_display
-from ..text import is_binary, plural, printable, size_text
+from ..text import cut_line, is_binary, plural, printable, size_text
 from .symbols import _EXTENSIONS, _NAMES, Symbol, language_for
 
 if TYPE_CHECKING:
@@ -36,9 +36,9 @@ how long one parse holds the GIL (ast-grep-py does), when the server answers not
 recovery at its worst) took 2.5 s in C++ (5.3 s for a MiB) on the machine of docs/performance.md."""
 MAX_PARSE_LINE = 32 * 1024
 """A file with a longer line (minified or generated code) is not parsed: the tools say it was skipped."""
-SKIPPED_WHY = (f"over {MAX_SOURCE_BYTES // 1024} KiB, a line over {MAX_PARSE_LINE} characters, binary, "
-               "unreadable or not parsed")
-"""Why a folder's or a search's files were skipped, as the tools say it."""
+MAX_SKIPPED_NAMED = 20
+"""A search names at most this many of the files it skipped (and counts the others)."""
+MAX_REASON_CHARS = 200
 CACHE_SYMBOLS = 500_000
 """The cache holds at most about this many symbols and references (some 150 MB at worst)."""
 RG_TIMEOUT = 120.0
@@ -58,7 +58,12 @@ class Source:
 
 
 class Skipped(ToolError):
-    """A file the code tools do not parse (binary, too large, a language without rules)."""
+    """A file the code tools do not parse (binary, too large, a language without rules); `reason` says why
+    without naming the file, for the list of a search's skipped files."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 FILE_FAILURES = (ToolError, RecursionError, RuntimeError, ValueError)
@@ -71,7 +76,7 @@ def known_language(real: str, shown: str) -> str:
     language = language_for(real)
     if language is None:
         raise Skipped(f"{printable(shown)} is not in a language the code tools know (by its name); "
-                      f"they know {', '.join(sorted(set(_EXTENSIONS.values())))}")
+                      f"they know {', '.join(sorted(set(_EXTENSIONS.values())))}", "not a language the code tools know")
     return language
 
 
@@ -92,7 +97,8 @@ def parse_source(source: Source) -> SgNode:
     longest = max(map(len, source.text.split("\n")))
     if longest > MAX_PARSE_LINE:
         raise Skipped(f"{printable(source.shown)} has a line of {longest} characters (minified or generated code?); "
-                      f"the code tools do not parse a file with a line over {MAX_PARSE_LINE}")
+                      f"the code tools do not parse a file with a line over {MAX_PARSE_LINE}",
+                      f"a line of {longest} characters, over {MAX_PARSE_LINE}")
     return parse(source.text, source.language)
 
 
@@ -100,10 +106,11 @@ def source_from(fd: int, info: os.stat_result, real: str, shown: str, language: 
     """The Source of a file opened already (through safe_open), read from `fd`."""
     if info.st_size > MAX_SOURCE_BYTES:
         raise Skipped(f"{printable(shown)} is too large to parse ({size_text(info.st_size)}; "
-                      f"the limit is {size_text(MAX_SOURCE_BYTES)})")
+                      f"the limit is {size_text(MAX_SOURCE_BYTES)})",
+                      f"too large, {size_text(info.st_size)}, over {size_text(MAX_SOURCE_BYTES)}")
     data = _read_all(fd, info.st_size)
     if is_binary(data):
-        raise Skipped(f"{printable(shown)} is a binary file")
+        raise Skipped(f"{printable(shown)} is a binary file", "binary")
     text = data.decode("utf-8", "replace")
     return Source(real, shown, language, text, (real, info.st_size, info.st_mtime_ns))
 
@@ -119,7 +126,8 @@ def _read_all(fd: int, size: int) -> bytes:
         left -= len(chunk)
     data = b"".join(parts)
     if len(data) > MAX_SOURCE_BYTES:
-        raise Skipped(f"file grew past {size_text(MAX_SOURCE_BYTES)} while it was read")
+        message = f"grew past {size_text(MAX_SOURCE_BYTES)} while it was read"
+        raise Skipped(f"file {message}", message)
     return data
 
 
@@ -250,8 +258,8 @@ def _outlined(source: Source, root: SgNode | None) -> list[Symbol]:
     try:
         return outline(source.text, source.language, root or parse_source(source))
     except (RecursionError, RuntimeError) as err:
-        raise Skipped(f"{printable(source.shown)} could not be outlined ({type(err).__name__}: "
-                      f"{printable(str(err).splitlines()[0] if str(err) else '')})") from None
+        why = f"{type(err).__name__}: {printable(str(err).splitlines()[0] if str(err) else '')}"
+        raise Skipped(f"{printable(source.shown)} could not be outlined ({why})", f"outline failed, {why}") from None
 
 
 def cached_outline(roots: Roots, real: str, shown: str) -> list[Symbol]:
@@ -294,6 +302,7 @@ class Folder:
         self.shown = roots.display(self.real)
         self.is_dir = os.path.isdir(self.real)
         self.skipped = 0  # files `parsed` could not parse
+        self.skipped_files: list[dict[str, str]] = []  # the first MAX_SKIPPED_NAMED of them, and why
         if not self.is_dir:  # as outline and read_file say it (safe_open would, on opening it)
             if not os.path.lexists(self.real):
                 raise ToolError(f"Not found: {printable(self.shown)}")
@@ -322,14 +331,21 @@ class Folder:
                 continue
             try:
                 value = parse(real, shown)
-            except FILE_FAILURES:
+            except FILE_FAILURES as err:
                 self.skipped += 1
+                if len(self.skipped_files) < MAX_SKIPPED_NAMED:
+                    self.skipped_files.append({"path": shown, "reason": skip_reason(err, shown)})
                 continue
             yield shown, value
 
     def skipped_note(self) -> list[str]:
-        """The line that says how many files `parsed` skipped, and why; none when it skipped none."""
-        return [f"[{plural(self.skipped, 'file')} skipped: {SKIPPED_WHY}.]"] if self.skipped else []
+        """The line that says how many files `parsed` skipped, which (the first MAX_SKIPPED_NAMED) and why;
+        none when it skipped none."""
+        if not self.skipped:
+            return []
+        named = "; ".join(f"{printable(item['path'])} ({printable(item['reason'])})" for item in self.skipped_files)
+        more = self.skipped - len(self.skipped_files)
+        return [f"[{plural(self.skipped, 'file')} skipped: {named}{f'; and {more} more' if more else ''}.]"]
 
     @contextmanager
     def _opened(self, language: str | None) -> Iterator[tuple[int, str, list[str], list[str]]]:
@@ -410,6 +426,22 @@ class Folder:
             kept = [name[2:] for name in kept]
         kept.sort()
         return kept
+
+
+def skip_reason(err: BaseException, shown: str) -> str:
+    """Why a file was skipped, without its name: a Skipped says it; another failure's message, the name
+    taken off its start or end (`Permission denied: a.py`, `a.py is a FIFO, ...`), or its kind."""
+    if isinstance(err, Skipped):
+        return err.reason
+    if isinstance(err, RecursionError):
+        return "nested too deeply to parse"
+    message = str(err).splitlines()[0] if str(err) else type(err).__name__
+    name = printable(shown)
+    if isinstance(err, ToolError):
+        message = message.removesuffix(f": {name}").removeprefix(f"{name} ")
+    else:
+        message = f"parse failed, {type(err).__name__}: {message}"
+    return cut_line(message, MAX_REASON_CHARS)
 
 
 def word_regex(name: str) -> str:
