@@ -6,7 +6,10 @@
 # server type "uv": the host installs the dependencies from pyproject.toml with uv, so it holds no
 # compiled code and serves every platform the package does.
 #
-#   scripts/build_mcpb.sh [OUTPUT.mcpb]    # default dist/shipcode-mcp-VERSION.mcpb; MCPB_CACHE and PYTHON may override
+#   scripts/build_mcpb.sh [OUTPUT.mcpb]    # default dist/shipcode-mcp-VERSION.mcpb; MCPB_CACHE may override
+#
+# It needs node and npm, nothing of Python: the two versions are read by node, so a fresh clone without
+# .venv builds the bundle too.
 #
 # Prints the bundle's path on stdout. Exit status 3 means npm or its registry cannot be reached.
 set -euo pipefail
@@ -14,7 +17,6 @@ cd "$(dirname "$0")/.."
 
 MCPB_VERSION=2.1.2   # @anthropic-ai/mcpb
 CACHE="${MCPB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shipcode-mcp/mcpb-$MCPB_VERSION}"
-PYTHON="${PYTHON:-.venv/bin/python}"
 CLI="$CACHE/node_modules/@anthropic-ai/mcpb/dist/cli/cli.js"
 
 if [ ! -f "$CLI" ]; then
@@ -32,8 +34,8 @@ if [ "$(mcpb --version)" != "$MCPB_VERSION" ]; then
   exit 2
 fi
 
-VERSION="$("$PYTHON" -c 'import re, sys; print(re.search(r"^__version__ = \"(.+)\"$", open("src/shipcode_mcp/__init__.py").read(), re.M).group(1))')"
-MANIFEST_VERSION="$("$PYTHON" -c 'import json; print(json.load(open("mcpb/manifest.json"))["version"])')"
+VERSION="$(node -p 'require("fs").readFileSync("src/shipcode_mcp/__init__.py", "utf8").match(/^__version__ = "(.+)"$/m)[1]')"
+MANIFEST_VERSION="$(node -p 'require("./mcpb/manifest.json").version')"
 if [ "$MANIFEST_VERSION" != "$VERSION" ]; then
   echo "build_mcpb: mcpb/manifest.json says version $MANIFEST_VERSION, the package is $VERSION" >&2
   exit 1

@@ -26,6 +26,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from docs_support import repo_copy
 from shipcode_mcp import __version__
 from shipcode_mcp.cli import build_parser
 from support import REPO
@@ -185,9 +186,15 @@ def test_server_json_names_only_options_the_command_knows() -> None:
 
 
 def _mcpb(tmp_path: Path) -> Path:
+    """scripts/build_mcpb.sh run as in a fresh clone: no .venv, nor this suite's venv on PATH."""
     bundle = tmp_path / "shipcode-mcp.mcpb"
-    done = subprocess.run([str(REPO / "scripts" / "build_mcpb.sh"), str(bundle)], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "PYTHON": sys.executable})
+    clone = repo_copy(tmp_path / "clone")
+    assert not (clone / ".venv").exists()
+    path = os.pathsep.join(part for part in os.environ.get("PATH", "").split(os.pathsep)
+                           if Path(part).resolve() != Path(sys.executable).parent.resolve())
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHON", "VIRTUAL_ENV")}
+    done = subprocess.run([str(clone / "scripts" / "build_mcpb.sh"), str(bundle)], capture_output=True, text=True,
+                          timeout=600, env={**env, "PATH": path})
     if done.returncode == 3:
         pytest.skip(f"npm cannot install @anthropic-ai/mcpb: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
