@@ -3,6 +3,7 @@ docs' examples were made on (so that their output can be compared byte for byte)
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -179,6 +180,60 @@ def with_real_ids(text: str, ids: dict[str, str]) -> str:
         return token
 
     return OBJECT_ID.sub(real, text)
+
+
+# The object id the README's tool table shows, as git (SHA-1) makes it for demo_repo: replaced by the real one
+# as for tools_repo (with_real_ids).
+DEMO_REPO_IDS = {"bf012573fd2fde305b78f24c080f1fecb7c7aa5b": ("rev-parse", "--verify", "HEAD")}
+
+
+@dataclass
+class ToolRow:
+    """One row of the README's tool table: `name` `{arg, optional?, ...}` (and `(--allow-write)`), the
+    `arguments` JSON, and the result's text: its lines, `a line` each (a note in parentheses may follow
+    one), joined by `<br>`, where `… words` stands for any lines (the words say which)."""
+
+    line: int
+    tool: str
+    shown_arguments: list[tuple[str, bool]]   # (name, required), in the order shown
+    write: bool
+    arguments: dict[str, Any]
+    text: str                                  # for text_matches: one line each, `…` alone for any lines
+
+    @property
+    def name(self) -> str:
+        return f"README.md:{self.line}:{self.tool}"
+
+
+TOOL_ROW = re.compile(r"^\| `(?P<tool>\w+)` `\{(?P<args>[^}]*)\}`(?P<write> \(`--allow-write`\))? \| `(?P<arguments>[^`]+)` "
+                      r"\| (?P<result>.+) \|$")
+CODE_SPAN = re.compile(r"`([^`]+)`(?: \(.+\))?")  # a line, maybe with a note after it
+
+
+def readme_tool_rows() -> list[ToolRow]:
+    """The rows of the README's table under "## Tools" (the one whose header names `content[0].text`); a
+    row of another shape, or a result cell that is neither code spans nor `…`, fails here."""
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    header = next(index for index, line in enumerate(lines) if line.startswith("| tool |") and "content[0].text" in line)
+    rows: list[ToolRow] = []
+    for index in range(header + 2, len(lines)):
+        line = lines[index]
+        if not line.startswith("|"):
+            break
+        match = TOOL_ROW.match(line)
+        assert match, f"README.md:{index + 1}: a tool row is | `NAME` `{{ARGS}}` | `ARGUMENTS` | RESULT |: {line!r}"
+        shown = [(arg.strip().rstrip("?"), not arg.strip().endswith("?")) for arg in match["args"].split(",") if arg.strip()]
+        text = []
+        for part in match["result"].split("<br>"):
+            span = CODE_SPAN.fullmatch(part)
+            if span:
+                text.append(span[1].replace("\\t", "\t"))  # a tab, as the README writes it
+            else:
+                assert part.startswith(ELLIPSIS), f"README.md:{index + 1}: {part!r} is neither `a line` nor `… what follows`"
+                text.append(ELLIPSIS)
+        rows.append(ToolRow(index + 1, match["tool"], shown, bool(match["write"]), json.loads(match["arguments"]),
+                            "\n".join(text)))
+    return rows
 
 
 ELLIPSIS = "…"

@@ -48,6 +48,8 @@ A block without one fails `test_every_block_is_accounted_for`. The kinds:
   served folder.
 - `skip -- REASON`: not run, for the reason given (required).
 Every repository path (scripts/..., tests/..., ...) a command or a skipped block names must exist.
+The README's tool table is no fenced block but is run too, row by row (docs_support.readme_tool_rows: the
+arguments each row gives, on the README's demo repository; its result lines, `…` for any lines).
 """
 
 from __future__ import annotations
@@ -72,14 +74,18 @@ import jsonschema
 import pytest
 
 from docs_support import (
+    DEMO_REPO_IDS,
     FIXTURES,
     KINDS,
     Block,
+    ToolRow,
     act,
     blocks,
+    demo_repo,
     documents,
     json_mismatches,
     missing_paths,
+    readme_tool_rows,
     real_ids,
     repo_copy,
     run_env,
@@ -88,6 +94,7 @@ from docs_support import (
     with_real_ids,
 )
 from support import HANDSHAKE, HANDSHAKE_REPLY, INITIALIZED, REPO, McpProcess, validate_server_message, wait_for
+from workspace_support import git as git_output
 
 BIN = Path(sys.executable).parent  # the venv this suite runs in, where `pip install -e .` put shipcode-mcp
 # Pages owned by work in progress whose blocks are not marked yet. A page listed here must still have an
@@ -299,6 +306,36 @@ def test_tool(example: ToolExample, tmp_path: Path) -> None:
         else:
             mismatches = json_mismatches(json.loads(shown), result["structuredContent"])
             assert not mismatches, f"{block.name}: " + "\n".join(mismatches)
+
+
+def test_the_readme_tool_table_has_a_row_for_every_built_in_tool() -> None:
+    """Every tool the CLI offers without the code extra (with --allow-write) has its row, once, in the
+    order tools/list gives (the code tools have their paragraph below the table)."""
+    from shipcode_mcp.workspace.tools import READ_TOOLS, WRITE_TOOLS
+
+    assert [row.tool for row in readme_tool_rows()] == [tool[0] for tool in READ_TOOLS + WRITE_TOOLS]
+
+
+@pytest.mark.parametrize("row", [pytest.param(row, id=row.name) for row in readme_tool_rows()])
+def test_readme_tool_row(row: ToolRow, tmp_path: Path) -> None:
+    """A row of the README's tool table, called as shown on the README's demo repository (a new one for each
+    row): its arguments are the tool's (`?`: optional), `(--allow-write)` marks exactly the write tools, and
+    the result's text is the one shown, line for line (`…`: any lines), with the fixture's real object ids."""
+    root = demo_repo(tmp_path).resolve()
+    ids = {shown: git_output(root, *command).strip() for shown, command in DEMO_REPO_IDS.items()}
+    with McpProcess(command=[str(BIN / "shipcode-mcp"), "--allow-write", str(root)], cwd=REPO, env=run_env(BIN)) as server:
+        server.initialize()
+        tools = {tool["name"]: tool for tool in server.request("tools/list")["result"]["tools"]}
+        result = server.call_tool(row.tool, row.arguments)
+        assert server.close() == 0, server.stderr.decode()[-2000:]
+    schema = tools[row.tool]["inputSchema"]
+    assert row.shown_arguments == [(name, name in schema.get("required", [])) for name in schema["properties"]]
+    assert row.write == (tools[row.tool]["annotations"].get("readOnlyHint") is False)
+    assert result["isError"] is False, result
+    jsonschema.Draft202012Validator(tools[row.tool]["outputSchema"]).validate(result["structuredContent"])
+    (content,) = result["content"]
+    shown = with_real_ids(row.text, ids)
+    assert text_matches(shown, content["text"]), f"{row.name}: the README shows\n{shown}\nthe server says\n{content['text']}"
 
 
 @pytest.mark.parametrize("block", by_kind("python"))
