@@ -186,8 +186,15 @@ def test_without_the_sandbox_the_server_says_so_once_or_refuses_to_start(tmp_pat
     served = subprocess.run([sys.executable, "-c", WITHOUT_BINDING, str(tmp_path)], input=INITIALIZE_LINE,
                             capture_output=True, text=True, timeout=30, env=env)
     assert served.returncode == 0 and json.loads(served.stdout)["id"] == 1
-    warnings = [line for line in served.stderr.splitlines() if "without the kernel sandbox" in line]
-    assert len(warnings) == 1 and "landlockpy package is not installed" in warnings[0], served.stderr
+    start, *warnings = served.stderr.splitlines()  # the start-up line says it first, then a warning, once
+    assert start.endswith(f" shipcode-mcp NOTICE: serving {tmp_path} over stdio; read-only, not watching, children not "
+                          "sandboxed (the landlockpy package is not installed), no auth"), served.stderr
+    assert len(warnings) == 1 and "without the kernel sandbox" in warnings[0], served.stderr
+    assert "landlockpy package is not installed" in warnings[0], served.stderr
+    in_json = subprocess.run([sys.executable, "-c", WITHOUT_BINDING, "--log-format", "json", str(tmp_path)], input="",
+                             capture_output=True, text=True, timeout=30, env=env)
+    record = json.loads(in_json.stderr.splitlines()[0])
+    assert (record["sandbox"], record["sandbox_missing"]) == ("off", "the landlockpy package is not installed")
 
 
 def test_a_state_key_file_too_short_or_missing_refuses_to_start(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ def test_loopback_without_auth_is_served_and_says_so(tmp_path: Path) -> None:
     with CliServer(["--allow-write", str(tmp_path)], tmp_path / "server.log") as server:
         log = server.stderr()
         url = f"http://127.0.0.1:{server.port}/mcp"
-    assert only_start_line(log, f"serving {tmp_path} at {url} (sessions); writes allowed, not watching, no auth"), log
+    assert only_start_line(log, f"serving {tmp_path} at {url} (sessions); writes allowed, not watching, children sandboxed, no auth"), log
 
 
 def test_insecure_no_auth_starts_with_a_warning(tmp_path: Path) -> None:
@@ -53,7 +53,7 @@ def test_insecure_no_auth_starts_with_a_warning(tmp_path: Path) -> None:
     assert lines[0].endswith(f" shipcode-mcp WARNING: --insecure-no-auth: anyone who can reach {UNASSIGNED}:8765 can use "
                              "the workspace (read and write) without a token"), done.stderr
     assert lines[1].endswith(f" shipcode-mcp NOTICE: serving {tmp_path} at http://{UNASSIGNED}:8765/mcp (sessions); "
-                             "writes allowed, not watching, no auth"), done.stderr
+                             "writes allowed, not watching, children sandboxed, no auth"), done.stderr
     assert done.returncode != 0  # nothing could bind the address: not a start that goes unnoticed
 
 
@@ -102,7 +102,7 @@ def test_the_start_up_line_names_the_oauth_mode(tmp_path: Path) -> None:
         url = f"http://127.0.0.1:{server.port}/mcp"
     # (a warning may follow: nothing answers at the issuer's address)
     assert log.splitlines()[0].endswith(f" shipcode-mcp NOTICE: serving {tmp_path} at {url} (sessions); read-only, "
-                                        "not watching, OAuth, tokens of http://127.0.0.1:9/ for https://mcp.example.com/mcp")
+                                        "not watching, children sandboxed, OAuth, tokens of http://127.0.0.1:9/ for https://mcp.example.com/mcp")
 
 
 # -- TLS -------------------------------------------------------------------------------------------------
@@ -159,7 +159,7 @@ def test_https_with_a_certificate_made_here(tmp_path: Path) -> None:
         log = server.stderr()
         url = f"https://127.0.0.1:{server.port}/mcp"
     assert log.splitlines()[0].endswith(f" shipcode-mcp NOTICE: serving {tmp_path} at {url} (sessions); read-only, "
-                                        f"not watching, bearer tokens from {tokens} (3)"), log
+                                        f"not watching, children sandboxed, bearer tokens from {tokens} (3)"), log
 
 
 @pytest.mark.parametrize("resource", ["mcp.example.com", "https://mcp.example.com/mcp#top", "ftp://mcp.example.com/mcp"],

@@ -67,20 +67,20 @@ def test_stdio_with_roots_says_them_and_nothing_else(tmp_path: Path) -> None:
     done = stdio([str(tmp_path / "a"), str(tmp_path / "b")], [HANDSHAKE, INITIALIZED, request(2, "ping")])
     assert done.returncode == 0 and [r["id"] for r in protocol_only(done.stdout)] == [1, 2]
     assert only_start_line(done.stderr, f"serving {tmp_path / 'a'}, {tmp_path / 'b'} over stdio; read-only, not "
-                                        "watching, no auth"), done.stderr
+                                        "watching, children sandboxed, no auth"), done.stderr
 
 
 def test_stdio_following_the_clients_roots_says_so(tmp_path: Path) -> None:
     done = stdio([], [], cwd=tmp_path)
     assert done.returncode == 0 and done.stdout == b""
     assert only_start_line(done.stderr, f"serving the client's roots (or {tmp_path} if it gives none) over stdio; "
-                                        "read-only, not watching, no auth"), done.stderr
+                                        "read-only, not watching, children sandboxed, no auth"), done.stderr
 
 
 def test_allow_write_says_writes_are_allowed(tmp_path: Path) -> None:
     done = stdio(["--allow-write", str(tmp_path)], [])
     assert done.returncode == 0
-    assert only_start_line(done.stderr, f"serving {tmp_path} over stdio; writes allowed, not watching, no auth"), \
+    assert only_start_line(done.stderr, f"serving {tmp_path} over stdio; writes allowed, not watching, children sandboxed, no auth"), \
         done.stderr
 
 
@@ -88,8 +88,8 @@ def test_allow_write_says_writes_are_allowed(tmp_path: Path) -> None:
 def test_watch_says_it_watches(tmp_path: Path) -> None:
     done = stdio(["--watch", "--allow-write", str(tmp_path)], [])
     assert done.returncode == 0
-    assert only_start_line(done.stderr, f"serving {tmp_path} over stdio; writes allowed, watching for changes, no auth"), \
-        done.stderr
+    assert only_start_line(done.stderr, f"serving {tmp_path} over stdio; writes allowed, watching for changes, children sandboxed, "
+                                        "no auth"), done.stderr
 
 
 @pytest.mark.parametrize("level", ["error", "off"])
@@ -101,7 +101,7 @@ def test_error_and_off_say_nothing_at_start(tmp_path: Path, level: str) -> None:
 def test_info_says_the_start_up_line_too(tmp_path: Path) -> None:
     done = stdio(["--log-level", "info", str(tmp_path)], [])
     assert done.returncode == 0 and only_start_line(
-        done.stderr, f"serving {tmp_path} over stdio; read-only, not watching, no auth"), done.stderr
+        done.stderr, f"serving {tmp_path} over stdio; read-only, not watching, children sandboxed, no auth"), done.stderr
 
 
 def test_the_start_up_line_in_json(tmp_path: Path) -> None:
@@ -109,10 +109,10 @@ def test_the_start_up_line_in_json(tmp_path: Path) -> None:
     assert done.returncode == 0
     [record] = [json.loads(line) for line in done.stderr.splitlines()]
     assert record.pop("time").endswith("Z")
-    said = f"serving {tmp_path} over stdio; writes allowed, not watching, no auth"
+    said = f"serving {tmp_path} over stdio; writes allowed, not watching, children sandboxed, no auth"
     assert record == {"level": "notice", "logger": "shipcode-mcp", "message": said,
                       "event": "start", "version": "1.0.0", "roots": [str(tmp_path)], "client_roots": False,
-                      "transport": "stdio", "write": True, "watch": False, "sandbox": "checked", "auth": "none"}
+                      "transport": "stdio", "write": True, "watch": False, "sandbox": "on", "auth": "none"}
 
 
 def http_server(args: list[str], port: int) -> subprocess.Popen[bytes]:
@@ -138,7 +138,7 @@ def test_http_with_sessions_says_its_url(tmp_path: Path) -> None:
     assert McpHttpClient(port).call("ping").json()["result"] == {}
     stderr = stopped(process)
     assert only_start_line(stderr, f"serving {tmp_path} at http://127.0.0.1:{port}/mcp (sessions); read-only, not "
-                                   "watching, no auth"), stderr
+                                   "watching, children sandboxed, no auth"), stderr
 
 
 @pytest.mark.skipif(not HTTP, reason="needs the 'http' extra")
@@ -149,7 +149,8 @@ def test_http_stateless_with_two_workers_says_so_once(tmp_path: Path) -> None:
     process = http_server(["--stateless", "--workers", "2", "--allow-write", str(tmp_path)], port)
     assert McpHttpClient(port, handshake=False).call("ping").json()["result"] == {}
     stderr = stopped(process)
-    said = f"serving {tmp_path} at http://127.0.0.1:{port}/mcp (stateless, 2 workers); writes allowed, not watching, no auth"
+    said = (f"serving {tmp_path} at http://127.0.0.1:{port}/mcp (stateless, 2 workers); writes allowed, not watching, "
+            "children sandboxed, no auth")
     assert only_start_line(stderr, said), stderr
 
 
@@ -180,13 +181,48 @@ def test_warning_on_stdio_writes_no_request_lines() -> None:
     assert done.returncode == 0 and done.stderr == b"" and len(protocol_only(done.stdout)) == 2
 
 
+def test_a_line_written_before_the_start_up_line_waits_for_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """The stdio start-up line is written after the sandbox check, up to 100 ms after start (cli._check_sandbox_soon):
+    a line any thread writes sooner makes it be said first, once, and a thread writing while it is being said
+    waits for it."""
+    import threading
+
+    from shipcode_mcp import log
+
+    being_said, go_on = threading.Event(), threading.Event()
+    said: list[str] = []
+
+    def start() -> None:
+        said.append("start")
+        being_said.set()
+        assert go_on.wait(30)
+        log.notice("the start-up line")
+
+    log.say_first(start)
+    first = threading.Thread(target=log.warning, args=("one",))
+    first.start()
+    assert being_said.wait(30)
+    second = threading.Thread(target=log.warning, args=("two",))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()  # waiting for the start-up line
+    go_on.set()
+    first.join(30)
+    second.join(30)
+    log.warning("three")
+    log.first_said()  # said already: nothing more
+    lines = [line.split(": ", 1)[1] for line in capsys.readouterr().err.splitlines()]
+    assert said == ["start"]
+    assert lines[0] == "the start-up line" and sorted(lines[1:3]) == ["one", "two"] and lines[3:] == ["three"]
+
+
 def test_the_cli_at_debug_says_its_start_and_each_request(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("hello\n")
     done = stdio(["--log-level", "debug", str(tmp_path)], [
         HANDSHAKE, INITIALIZED, tool(2, "read_file", {"path": "a.txt"}), tool(3, "read_file", {"path": "missing.txt"}),
         tool(4, "nosuch")])
     assert done.returncode == 0 and len(protocol_only(done.stdout)) == 4
-    assert messages(done.stderr)[0] == f"serving {tmp_path} over stdio; read-only, not watching, no auth"
+    assert messages(done.stderr)[0] == f"serving {tmp_path} over stdio; read-only, not watching, children sandboxed, no auth"
     assert request_lines(done.stderr) == {"1": ("initialize", "ok"), "2": ("tools/call", "ok"),
                                           "3": ("tools/call", "tool_error"), "4": ("tools/call", "error -32602")}
 
@@ -282,7 +318,7 @@ def test_the_cli_over_http_at_debug_says_its_start_then_each_request(tmp_path: P
     assert client.call("tools/call", {"name": "nosuch", "arguments": {}}).json()["error"]["code"] == -32602
     stderr = stopped(process)
     said = messages(stderr)
-    assert said[0] == f"serving {tmp_path} at http://127.0.0.1:{port}/mcp (stateless); read-only, not watching, no auth"
+    assert said[0] == f"serving {tmp_path} at http://127.0.0.1:{port}/mcp (stateless); read-only, not watching, children sandboxed, no auth"
     assert request_lines(stderr) == {"1": ("tools/call", "error -32602")}
 
 

@@ -26,7 +26,7 @@ STDLIB = {
     "threading", "_weakrefset", "weakref", "warnings", "contextlib",  # the reading loop and the worker threads
     "signal", "errno",  # stdio: a broken pipe, an interrupted read
     "bisect", "_bisect",  # the core's runner
-    # the sandbox check, 100 ms after start or at exit, whichever comes first (cli._check_sandbox_soon)
+    # the sandbox check for the start-up line: 100 ms after start, at exit, or before another line (cli._check_sandbox_soon)
     "ctypes", "_ctypes", "ctypes._endian", "struct", "_struct", "importlib", "importlib._abc", "importlib.util", "resource",
 }
 OURS = {

@@ -17,7 +17,7 @@ from .workspace.roots import Roots, client_root_folders
 TYPE_CHECKING = False  # typing is not imported at start
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 SERVER_NAME = "shipcode-mcp"
@@ -141,9 +141,10 @@ def _build(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_clien
 
 def announce(paths: Sequence[str], *, following: bool = False, url: str | None = None, stateless: bool = False,
              workers: int = 1, allow_write: bool = False, watch: bool = False, sandbox_required: bool = False,
-             auth: tuple[str, str] = ("none", "no auth")) -> None:
+             sandbox_missing: str | None = None, auth: tuple[str, str] = ("none", "no auth")) -> None:
     """The start-up line: what is served, where, and how, for the person who started the server. It shows
     at the default level (a notice) and hides with --log-level error or off; docs/logging.md shows each.
+    `sandbox_missing` is why children run without the kernel sandbox (None: they run in it).
     `auth` is (mode, how it reads): ("oauth", "OAuth, tokens of ISSUER for URL"), ("token-file", ...), ("none", "no auth")."""
     folders = ", ".join(paths)
     served = f"the client's roots (or {folders} if it gives none)" if following else folders
@@ -152,12 +153,14 @@ def announce(paths: Sequence[str], *, following: bool = False, url: str | None =
     else:
         where = f"at {url} ({'stateless' if stateless else 'sessions'}{f', {workers} workers' if workers > 1 else ''})"
     modes = ["writes allowed" if allow_write else "read-only", "watching for changes" if watch else "not watching"]
-    if sandbox_required:
-        modes.append("children sandboxed")
+    modes.append("children sandboxed" if sandbox_missing is None else f"children not sandboxed ({sandbox_missing})")
     modes.append(auth[1])
+    sandbox = "required" if sandbox_required else "on" if sandbox_missing is None else "off"
     fields: dict[str, Any] = {"event": "start", "version": __version__, "roots": list(paths), "client_roots": following,
                               "transport": "stdio" if url is None else "http", "write": allow_write, "watch": watch,
-                              "sandbox": "required" if sandbox_required else "checked", "auth": auth[0]}
+                              "sandbox": sandbox, "auth": auth[0]}
+    if sandbox_missing is not None:
+        fields["sandbox_missing"] = sandbox_missing
     if url is not None:
         fields.update(url=url, stateless=stateless, workers=workers)
     log.notice(f"serving {served} {where}; {', '.join(modes)}", **fields)
@@ -210,40 +213,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as err:
         print(f"shipcode-mcp: {err}", file=sys.stderr)
         return 2
-    check = None if args.require_sandbox else _check_sandbox_soon()
+    check = None
     try:
         if args.http is None:
-            announce(workspace.paths, following=not args.roots, allow_write=args.allow_write, watch=args.watch,
-                     sandbox_required=args.require_sandbox)
+            paths = list(workspace.paths)  # as served at start: the client's roots may replace them before the line
+
+            def start(missing: str | None) -> None:
+                announce(paths, following=not args.roots, allow_write=args.allow_write, watch=args.watch,
+                         sandbox_required=args.require_sandbox, sandbox_missing=missing)
+
+            if args.require_sandbox:
+                start(None)  # checked above
+            else:
+                check = _check_sandbox_soon(start)
             return serve_stdio(server)
         return _serve_http(server, workspace, args, list(sys.argv[1:] if argv is None else argv))
     finally:
         if check is not None:  # a server that stopped at once still says it, once
             check.cancel()
-            check.function()
+            log.first_said()
             check.join(1.0)
 
 
-def _check_sandbox_soon() -> threading.Timer:
-    """Say once on stderr if children will run without the kernel sandbox. The check (ctypes and a system
-    call) runs 100 ms after start, out of its way; calling the timer's function again, as main does at
-    the end, says nothing twice."""
-    said = threading.Lock()
+def _check_sandbox_soon(start: Callable[[str | None], None]) -> threading.Timer:
+    """The start-up line over stdio, which says whether children run in the kernel sandbox: the check (the
+    sandbox module, ctypes and a system call: 3 to 10 ms) runs 100 ms after start, out of its way, and
+    `start(why_not)` writes the line then, or sooner if another line is written first (log.say_first: the
+    start-up line stays the first); main runs it at the end if it has not run."""
 
     def check() -> None:
-        if not said.acquire(blocking=False):
-            return
-        from .workspace.sandbox import unavailable_reason
+        missing = _sandbox_missing()
+        start(missing)
+        _warn_unsandboxed(missing)
 
-        missing = unavailable_reason()
-        if missing is not None:
-            log.warning(f"child processes (rg, git) run without the kernel sandbox: {missing}; path checks and "
-                        "git's settings still confine them (--require-sandbox refuses to start like this)")
-
-    timer = threading.Timer(0.1, check)
+    log.say_first(check)
+    timer = threading.Timer(0.1, log.first_said)
     timer.name, timer.daemon = "shipcode-mcp-sandbox-check", True
     timer.start()
     return timer
+
+
+def _sandbox_missing() -> str | None:
+    from .workspace.sandbox import unavailable_reason
+
+    return unavailable_reason()
+
+
+def _warn_unsandboxed(missing: str | None) -> None:
+    if missing is not None:
+        log.warning(f"child processes (rg, git) run without the kernel sandbox: {missing}; path checks and "
+                    "git's settings still confine them (--require-sandbox refuses to start like this)")
 
 
 def _serve_http(server: Server, workspace: Roots, args: Any, argv: list[str]) -> int:
@@ -269,9 +288,11 @@ def _serve_http(server: Server, workspace: Roots, args: Any, argv: list[str]) ->
     elif auth is not None and not args.tls_cert and not is_loopback(host):
         log.warning("tokens cross the network in clear text: give --tls-cert/--tls-key, or keep a TLS proxy in front "
                     "(docs/http.md, TLS)")
+    missing = None if args.require_sandbox else _sandbox_missing()  # checked at once: HTTP's start-up is far longer
     announce(workspace.paths, url=_served_url(args), stateless=args.stateless, workers=args.workers,
              allow_write=args.allow_write, watch=args.watch, sandbox_required=args.require_sandbox,
-             auth=_auth_mode(auth))
+             sandbox_missing=missing, auth=_auth_mode(auth))
+    _warn_unsandboxed(missing)
     if auth is not None and args.auth_issuer:
         _discover_soon(auth.verifier)  # after the start-up line, which stays the first
     tls = (args.tls_cert, args.tls_key) if args.tls_cert else None

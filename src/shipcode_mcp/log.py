@@ -14,6 +14,7 @@ import time
 TYPE_CHECKING = False  # typing is not imported at start
 if TYPE_CHECKING:
     import logging
+    from collections.abc import Callable
     from typing import Any
 
 LEVELS = {"debug": 10, "info": 20, "notice": 30, "warning": 30, "error": 40, "off": 100}
@@ -58,7 +59,39 @@ def format_line(created: float, logger: str, level: str, message: str, fields: d
     return json.dumps(record, ensure_ascii=False, default=str)
 
 
+_first: Callable[[], None] | None = None
+_first_lock = threading.RLock()  # re-entrant: the first line is itself written from inside it
+
+
+def _being_said() -> None:
+    """What `_first` holds while the first line is being said (by the thread holding `_first_lock`)."""
+
+
+def say_first(say: Callable[[], None]) -> None:
+    """Have `say` write the line that must come before any other (the start-up line, which waits for a
+    check kept off the start-up path): the first line written from now on, by any thread, runs it first;
+    calling `first_said()` runs it at once. It runs once."""
+    global _first
+    _first = say
+
+
+def first_said() -> None:
+    """Run the pending first line's `say` now (once; a thread that writes meanwhile waits for it)."""
+    global _first
+    with _first_lock:
+        say = _first
+        if say is None or say is _being_said:
+            return
+        _first = _being_said
+        try:
+            say()
+        finally:
+            _first = None
+
+
 def _write(level: str, message: str, fields: dict[str, Any] | None = None) -> None:
+    if _first is not None:
+        first_said()
     if LEVELS[level] >= _threshold:
         line = format_line(time.time(), NAME, level, message, fields) + "\n"
         try:

@@ -108,7 +108,7 @@ def test_a_private_file_starts_with_the_start_up_line_alone(tmp_path: Path) -> N
         assert status_with(server.port, WRITE_TOKEN) == 200
         log = server.stderr()
         url = f"http://127.0.0.1:{server.port}/mcp"
-    assert only_start_line(log, f"serving {tmp_path} at {url} (sessions); read-only, not watching, "
+    assert only_start_line(log, f"serving {tmp_path} at {url} (sessions); read-only, not watching, children sandboxed, "
                                 f"bearer tokens from {path} (3)"), log
 
 
