@@ -25,7 +25,7 @@ One command, one run, ratios within it:
   the bytes of the text blocks returned (what a model reads), each route's answer checked.
 
     .venv/bin/python bench/code_intel.py            # about a minute and a half on 2 cores
-    .venv/bin/python bench/code_intel.py --smoke    # a slice of the library, 1 round: a few seconds
+    .venv/bin/python bench/code_intel.py --smoke    # a slice of the library, 1 round: 6 to 10 s on 2 cores
 
 The library is the running interpreter's (`--stdlib` names another; its files are copied, without
 site-packages and __pycache__, under the cache folder). Results: .bench-cache/code_intel.json.

@@ -8,7 +8,7 @@ of the same run only. Every response is checked (id, no error, the echoed text);
 a check has no figure for that phase.
 
     .venv/bin/python bench/run.py             # everything; peers install under .bench-cache/
-    .venv/bin/python bench/run.py --smoke     # tiny counts, our server and the floor: a few seconds
+    .venv/bin/python bench/run.py --smoke     # tiny counts, our server and the floor: about 2 s
 
 Peers install into their own virtual environments (and npm prefix) under the cache folder, pinned.
 The chart is drawn by bench/chart.py with matplotlib from a cache venv, so nothing here needs it.

@@ -6,6 +6,7 @@ import argparse
 import datetime
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ def config_from(args: argparse.Namespace) -> Config:
 
 
 def main(argv: list[str] | None = None) -> int:
+    began = time.monotonic()  # the report's `seconds`: the whole run, installs and workspaces included
     args = parse_args(argv)
     config = config_from(args)
 
@@ -94,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": started.strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(), "config": config.__dict__,
         "load_average": {"before": load_before, "after": load_average()},
         "servers": servers, "tools": tools, "http": http, "targets": evaluate(servers, tools, http),
+        "seconds": round(time.monotonic() - began, 1),
     }
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")

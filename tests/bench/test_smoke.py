@@ -52,6 +52,7 @@ def test_ratios_and_targets_come_from_the_same_run(smoke: dict[str, Any]) -> Non
     assert smoke["servers"]["python"]["median"]["cold_start"] > 0
     measured = {check["target"] for check in smoke["targets"] if check["measured"] is not None}
     assert "ping throughput >= 0.7x floor" in measured and "shutdown: 10 of 10 answered" in measured
+    assert smoke["seconds"] > 0  # how long the whole run took, for docs/performance.md's "about N minutes"
 
 
 def test_the_era_phase_compares_both_paths_in_every_round(smoke: dict[str, Any]) -> None:
