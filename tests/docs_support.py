@@ -18,8 +18,8 @@ from workspace_support import make_repo
 
 MARKER = re.compile(r"^<!-- doctest: (?P<body>.*?) -->$")
 FENCE = re.compile(r"^(?P<fence>```+|~~~+)(?P<info>.*)$")
-KINDS = {"setup", "transcript", "python", "signature", "usage", "tree", "sh", "serve", "tool", "tool-text", "tool-json",
-         "skip"}
+KINDS = {"setup", "transcript", "python", "signature", "usage", "tree", "sh", "serve", "install", "tool", "tool-text",
+         "tool-json", "skip"}
 # Paths a block names in this repository (a command's script, a test file): each must exist.
 REPO_PATH = re.compile(r"(?<![\w/.-])(?:tests|scripts|bench|examples|src|docs)/[\w./-]*\w")
 

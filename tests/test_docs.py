@@ -46,6 +46,13 @@ A block without one fails `test_every_block_is_accounted_for`. The kinds:
   shown are the ones git (SHA-1) makes for that fixture, named in docs_support.TOOLS_REPO_IDS: each id
   or abbreviation is replaced by the real one before comparing; `root` is how the block spells the
   served folder.
+- `install`: docs/install.md's routes: the block's lines run one after another in bash, in a fresh copy of
+  the repository (no .venv), with uv, pipx and build (packaging_support.installers) first on PATH, then
+  `~/.local/bin` of a temporary HOME (pipx's), and the index caches kept; /abs/project is a temporary
+  folder, /tmp/shipcode a temporary venv. Each must exit 0 within five minutes; a `--version` prints the
+  package's; a command serving /abs/project over stdio answers initialize and lists the code tools
+  exactly when the block names the `code` extra; one with `--http 8765` answers initialize on a free
+  loopback port. Marked `install` (a minute or two cold).
 - `skip -- REASON`: not run, for the reason given (required).
 Every repository path (scripts/..., tests/..., ...) a command or a skipped block names must exist.
 The README's tool table is no fenced block but is run too, row by row (docs_support.readme_tool_rows: the
@@ -65,6 +72,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -164,7 +172,7 @@ def test_every_block_is_accounted_for(doc: str) -> None:
         assert block.kind in KINDS, f"{block.name}: unknown kind {block.kind!r}"
         if block.kind == "skip":
             assert block.reason, f"{block.name}: a skipped block says why"
-        if block.kind in ("sh", "serve", "setup", "skip"):  # commands: what they name must be there
+        if block.kind in ("sh", "serve", "setup", "install", "skip"):  # commands: what they name must be there
             assert not missing_paths(block.text), f"{block.name} names paths that do not exist: {missing_paths(block.text)}"
 
 
@@ -449,6 +457,64 @@ def test_serve(block: Block, tmp_path: Path) -> None:
             os.killpg(server.pid, signal.SIGTERM)
             _, stderr = server.communicate(timeout=30)
         assert server.returncode == 0, stderr.decode()[-2000:]
+
+
+CODE_TOOLS = {"outline", "find_symbol", "find_references", "read_symbol", "search_structure"}
+
+
+@pytest.mark.install
+@pytest.mark.parametrize("block", by_kind("install"))
+def test_install(block: Block, tmp_path: Path) -> None:
+    """The route as a reader runs it on a fresh clone: it installs, and what it installs serves what the page
+    says (the code tools exactly when the block names the `code` extra)."""
+    from packaging_support import CACHE, installers, uv_env
+    from shipcode_mcp import __version__
+
+    copy = repo_copy(tmp_path / "repo")
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    suite_bin = BIN.resolve()
+    path = [str(home / ".local" / "bin"), str(installers())] + [
+        part for part in os.environ.get("PATH", "").split(os.pathsep) if part and Path(part).resolve() != suite_bin]
+    real_home = Path.home()
+    env = {**uv_env(tmp_path), "PATH": os.pathsep.join(path), "HOME": str(home), "PIPX_HOME": str(home / "pipx"),
+           "PIPX_BIN_DIR": str(home / ".local" / "bin"), "PIPX_MAN_DIR": str(home / "man"),
+           "PIP_CACHE_DIR": str(real_home / ".cache" / "pip"), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+           "npm_config_cache": str(real_home / ".npm"),
+           "MCPB_CACHE": str(real_home / ".cache" / "shipcode-mcp" / "mcpb-2.1.2"), "UV_CACHE_DIR": str(CACHE / "uv-cache")}
+    env.pop("PYTHONPATH", None)
+    code = any("code" in extras.split(",") for extras in re.findall(r"\[([\w,]+)\]", block.text))
+    handshake = f"{HANDSHAKE}\n{INITIALIZED}\n" + '{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'
+    for shown in selected(block):
+        line = shown.replace("/abs/project", shlex.quote(str(project))).replace("/tmp/shipcode", str(tmp_path / "venv"))
+        words = shlex.split(line, comments=True)
+        started = time.monotonic()
+        if "--http" in words:
+            port = free_port()
+            words = [str(port) if word == "8765" else word for word in words]
+            server = subprocess.Popen(words, cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, start_new_session=True)
+            try:
+                reply = wait_for(partial(answer_or_exit, server, port), 300, f"{shown} to answer")
+                assert reply and "result" in reply, reply
+            finally:
+                os.killpg(server.pid, signal.SIGTERM)
+                server.communicate(timeout=30)
+        else:
+            serving = str(project) in words
+            done = subprocess.run(["bash", "-c", line], cwd=copy, env=env, input=handshake.encode() if serving else b"",
+                                  capture_output=True, timeout=300)
+            assert done.returncode == 0, f"{shown}\n{done.stderr.decode()[-3000:]}"
+            if "--version" in words:
+                assert done.stdout == f"shipcode-mcp {__version__}\n".encode(), done.stdout
+            if serving:
+                replies = [json.loads(reply) for reply in done.stdout.splitlines()]
+                assert [reply["id"] for reply in replies] == [1, 2], replies
+                tools = {tool["name"] for tool in replies[1]["result"]["tools"]}
+                assert {"read_file", "git_log"} <= tools and (CODE_TOOLS <= tools if code else not CODE_TOOLS & tools), \
+                    f"{shown}: {sorted(tools)}"
+        print(f"{shown.split('#')[0].strip()}: {time.monotonic() - started:.1f} s")
 
 
 def answer_or_exit(server: subprocess.Popen[bytes], port: int, token: str | None = None) -> dict[str, Any] | None:

@@ -3,8 +3,8 @@ venv with a working `shipcode-mcp`; `uvx --from <checkout>` runs it; server.json
 Registry's schema; the Claude Desktop bundle (MCPB) packs, and the command its manifest gives a host
 serves the folder the user picked.
 
-The tools (PyPI `build` and `uv`, pinned) live in a venv made once in a cache folder (SHIPCODE_PEER_CACHE,
-else ~/.cache/shipcode-mcp/peers), as in tests/test_legacy_sdk1.py; the fresh venvs install the package's
+The tools (PyPI `build` and `uv`, pinned) live in a venv made once in a cache folder (packaging_support);
+the fresh venvs install the package's
 dependencies from the index through pip's or uv's cache, so a warm run takes seconds.
 """
 
@@ -27,13 +27,11 @@ import jsonschema
 import pytest
 
 from docs_support import repo_copy
+from packaging_support import installers, uv_env
 from shipcode_mcp import __version__
 from shipcode_mcp.cli import build_parser
-from support import REPO
+from support import REPO, McpProcess
 
-BUILD = "1.6.1"
-UV = "0.13.9"
-CACHE = Path(os.environ.get("SHIPCODE_PEER_CACHE") or Path.home() / ".cache" / "shipcode-mcp" / "peers")
 REGISTRY_SCHEMA = Path(__file__).parent / "data" / "mcp-registry-server-2025-12-11.schema.json"
 _PYPROJECT = (REPO / "pyproject.toml").read_text()  # tomllib is 3.11+: the two facts we need, read plainly
 NAME = re.search(r'^name = "([^"]+)"', _PYPROJECT, re.M).group(1)  # type: ignore[union-attr]
@@ -49,16 +47,8 @@ def _bin(folder: Path, name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def tools() -> Path:
-    """A venv holding build==BUILD and uv==UV, made on first use; its bin folder."""
-    folder = CACHE / f"packaging-build-{BUILD}-uv-{UV}"
-    check = [str(_bin(folder, "python")), "-c",
-             f"import importlib.metadata as m; assert (m.version('build'), m.version('uv')) == ({BUILD!r}, {UV!r})"]
-    if not _bin(folder, "python").exists() or subprocess.run(check, capture_output=True).returncode != 0:
-        venv.create(folder, with_pip=True, clear=True)
-        subprocess.run([str(_bin(folder, "python")), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        f"build=={BUILD}", f"uv=={UV}"], check=True, timeout=600)
-        subprocess.run(check, check=True)
-    return folder / "bin"
+    """The bin folder of the installers' venv (packaging_support.installers)."""
+    return installers()
 
 
 @pytest.fixture(scope="session")
@@ -135,17 +125,10 @@ def test_installs_into_a_clean_venv_with_a_working_command(dists: dict[str, Path
     _check_serves([str(command), str(workspace)], workspace)
 
 
-def _uv_env(tmp_path: Path) -> dict[str, str]:
-    """uv with tools and environments in `tmp_path`, this interpreter, and a cache that outlives the test."""
-    return {**os.environ, "UV_CACHE_DIR": str(CACHE / "uv-cache"), "UV_TOOL_DIR": str(tmp_path / "uv-tools"),
-            "UV_TOOL_BIN_DIR": str(tmp_path / "uv-bin"), "UV_PYTHON": sys.executable, "UV_PYTHON_DOWNLOADS": "never",
-            "UV_NO_CONFIG": "1", "VIRTUAL_ENV": ""}
-
-
 def test_uvx_from_the_checkout(tools: Path, tmp_path: Path) -> None:
     workspace = tmp_path / "project"
     workspace.mkdir()
-    env = _uv_env(tmp_path)
+    env = uv_env(tmp_path)
     # A copy of the checkout: setuptools builds in the source tree, and a build/ left in the real one would
     # carry stale modules into later in-tree builds.
     checkout = tmp_path / "checkout"
@@ -183,6 +166,23 @@ def test_server_json_names_only_options_the_command_knows() -> None:
                 assert argument["choices"] == list(action.choices or [])
         for variable in package.get("environmentVariables", []):
             assert any(variable["name"] in path.read_text() for path in (REPO / "src").rglob("*.py"))
+
+
+def _extras() -> dict[str, list[str]]:
+    """pyproject.toml's extras: name -> its requirements (read plainly, as above: tomllib is 3.11+)."""
+    section = _PYPROJECT.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    return {name: re.findall(r'"([^"]+)"', body) for name, body in re.findall(r"^(\w+) = \[(.*?)\]", section, re.M)}
+
+
+def test_server_json_gives_uvx_the_extras_pyproject_declares() -> None:
+    """Each package's `--with` runtime arguments are exactly the requirements of its extras: `code` for both
+    (so a registry install serves the code tools), `http` too for the Streamable HTTP one."""
+    extras = _extras()
+    server = json.loads((REPO / "server.json").read_text())
+    for package in server["packages"]:
+        wanted = extras["code"] + (extras["http"] if package["transport"]["type"] == "streamable-http" else [])
+        given = [argument["value"] for argument in package.get("runtimeArguments", []) if argument["name"] == "--with"]
+        assert sorted(given) == sorted(wanted), package["transport"]
 
 
 def _mcpb(tmp_path: Path) -> Path:
@@ -230,4 +230,11 @@ def test_the_mcpb_bundle_serves_the_folder_the_user_picks(tools: Path, tmp_path:
     workspace.mkdir()
     command = [str(tools / config["command"])] + [part for arg in config["args"]
                                                   for part in _substitute(arg, unpacked, [str(workspace)])]
-    _check_serves(command, workspace, _uv_env(tmp_path))
+    _check_serves(command, workspace, uv_env(tmp_path))
+    # What the host shows as the extension's tools is what the command serves: the code tools included.
+    with McpProcess(command=command, cwd=workspace, env=uv_env(tmp_path)) as server:
+        server.initialize()
+        served = [tool["name"] for tool in server.request("tools/list", timeout=300)["result"]["tools"]]
+        assert server.close() == 0
+    assert served == [tool["name"] for tool in manifest["tools"]]
+    assert {"outline", "search_structure"} <= set(served)
