@@ -20,6 +20,7 @@ import pytest
 
 from auth_support import READ_TOKEN, CliServer, bearer, run_cli, write_tokens
 from logging_support import only_start_line
+from shipcode_mcp.cli import parse_args
 from support import REPO, wait_for
 from transports.http_support import MCP_HEADERS, free_port, initialize
 
@@ -187,3 +188,10 @@ def listening(port: int) -> bool:
         return True
     except OSError:
         return False
+
+
+def test_a_client_id_that_starts_with_a_dash_is_read_in_the_equals_form() -> None:
+    """Authorization servers make ids of random characters, '-' first among them; `--opt=VALUE` is argparse's way."""
+    args = parse_args(["--http", "8765", "--auth-issuer", "https://auth.example.com", "--auth-client-id=-Zq3x",
+                       "--auth-client-secret-file", "secret", "root"])
+    assert args.auth_client_id == "-Zq3x" and args.roots == ["root"]

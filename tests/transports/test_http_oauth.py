@@ -494,7 +494,7 @@ def test_an_opaque_token_is_introspected_with_the_servers_credentials(issuer: st
     secret = tmp_path / "secret"
     secret.write_text(introspector["client_secret"] + "\n")
     secret.chmod(0o600)
-    with shipcode_http(str(root), "--auth-issuer", issuer, "--auth-client-id", introspector["client_id"],
+    with shipcode_http(str(root), "--auth-issuer", issuer, f"--auth-client-id={introspector['client_id']}",  # an id may start with '-'
                        "--auth-client-secret-file", str(secret)) as url:
         token = authorize(issuer, url, READ, client_name="opaque tokens", login_hint="carol").access_token
         session = open_session(url, token)
