@@ -52,6 +52,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import shutil
 import stat
 import threading
@@ -91,6 +92,9 @@ _SAFE_CONFIG = (
     "-c", "diff.submodule=short",  # `log` would print a submodule's commit subjects, read through its .git file
     "-c", "protocol.allow=never",  # a partial clone's lazy fetch runs a transport (GIT_NO_LAZY_FETCH is git 2.44+)
     "-c", "color.ui=false",
+    # Output in one encoding whatever the repository says: re-encoded as UTF-16, every field holds NULs.
+    "-c", "i18n.logOutputEncoding=UTF-8",
+    "-c", "log.follow=false",  # git_log says --follow itself, where it wants it
     "-c", "core.pager=cat",
     "-c", "diff.external=",
     # Pack windows that fit the address space of GIT_LIMITS (sandbox.py), whatever the repository's config says.
@@ -99,6 +103,9 @@ _SAFE_CONFIG = (
 _DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv")
 _SIDE = re.compile(r"@\{[^}]*\}")  # reflog and upstream syntax (HEAD@{1}, main@{upstream}) may hold ':'
 _RANGE = re.compile(r"\.\.\.?")
+_SEARCH = re.compile(r"\{/|:/")
+"""Revision syntax that searches commit messages (`REV^{/text}`, `:/text`): in a larger repository it would
+answer from commits outside the root (a yes/no oracle on their messages)."""
 
 _GIT_PATHS = ("objects", "refs", "packed-refs", "shallow", "index", "HEAD", "logs", "info", "commondir", "config",
               "objects/info/alternates", "modules", "worktrees")
@@ -532,6 +539,10 @@ class Repo:
     def resolve(self, ref: str, peel: str = "commit") -> str:
         """The full object id `ref` names (a commit, unless `peel` says otherwise); refs are checked first."""
         check_ref(ref)
+        if self.confined and _SEARCH.search(ref):
+            raise ToolError(f"Refused: the ref {ref!r} searches commit messages, and this root is a folder inside a "
+                            "larger repository whose other commits are not shown; use git_log (with path) to find "
+                            "the commit, then name it by its id")
         done = self.run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{{peel}}}"])
         object_id = done.stdout.decode("ascii", "replace").strip()
         if done.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40,64}", object_id):
@@ -1121,27 +1132,37 @@ def _status_text(report: dict[str, Any]) -> str:
 
 # -- git_log -------------------------------------------------------------------------------------------
 _LOG_FIELDS = ("commit", "parents", "author", "email", "date", "subject", "body")
-_LOG_FORMAT = "%x00%H%x00%P%x00%an%x00%ae%x00%aI%x00%s%x00%b"
+_LOG_FORMAT = "%H%x00%P%x00%an%x00%ae%x00%aI%x00%s%x00%b"
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
 def git_log(ctx: Context, roots: Roots, limit: int = 20, path: str | None = None,
             ref: str | None = None) -> ToolResult:
     repo, real = _repo_for(ctx, roots, path)
+    # Each record starts with a mark no commit can hold (it is made now): whatever a subject or body holds,
+    # it cannot start a record of its own; the id and parents, git's own, come first in each.
+    mark = "%x00" + secrets.token_hex(16) + "%x00"
     with repo:
         revision = repo.revisions(ref) if ref is not None else "HEAD"
         follow = ["--follow"] if real is not None and not os.path.isdir(real) else []
-        args = ["log", "--no-color", f"--format={_LOG_FORMAT}", f"--max-count={limit + 1}", *follow,
-                "--end-of-options", revision, *repo.pathspec(real)]
+        # --relative keeps a larger repository's commits outside the root out, renames followed there too.
+        args = ["log", "--no-color", "--encoding=UTF-8", f"--format={mark}{_LOG_FORMAT}", f"--max-count={limit + 1}",
+                *follow, *repo.relative(), "--end-of-options", revision, *repo.pathspec(real)]
         done = repo.run(args)
         # Whether there are commits at all is asked only when the log failed: one git run in the usual case.
         if done.returncode != 0 and not done.truncated and ref is None and not repo.has_commits():
             return result("No commits yet.", {"commits": [], "truncated": False})
         _checked("log", done)
-    fields = done.stdout.decode("utf-8", "replace").split("\0")[1:]
+    records = done.stdout.decode("utf-8", "replace").split(mark.replace("%x00", "\0"))[1:]
+    if done.truncated and records:
+        records.pop()  # the last one may be partial
     commits: list[dict[str, Any]] = []
     lines: list[str] = []
-    for start in range(0, len(fields) - len(_LOG_FIELDS) + 1, len(_LOG_FIELDS)):
-        record = dict(zip(_LOG_FIELDS, fields[start:start + len(_LOG_FIELDS)], strict=True))
+    for text in records:
+        fields = text.split("\0", len(_LOG_FIELDS) - 1)
+        if len(fields) != len(_LOG_FIELDS) or not _OBJECT_ID.fullmatch(fields[0]):
+            continue  # not as git writes one
+        record = dict(zip(_LOG_FIELDS, fields, strict=True))
         if len(commits) == limit:  # the one asked for beyond the limit: it only tells that there are more
             break
         body = record["body"].strip()
@@ -1160,7 +1181,7 @@ def git_log(ctx: Context, roots: Roots, limit: int = 20, path: str | None = None
         lines.extend(f"    {printable(line)}" for line in body_lines[:10])
         if len(body_lines) > 10:
             lines.append(f"    … ({len(body_lines) - 10} more lines; git_show shows the whole message)")
-    truncated = len(fields) // len(_LOG_FIELDS) > limit or done.truncated
+    truncated = len(records) > limit or done.truncated
     if not commits:
         lines.append("No commits match.")
     elif truncated:
