@@ -41,11 +41,54 @@ MAX_REQUEST = 1 << 20
 MAX_FDS = 64
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SYS_LANDLOCK_RESTRICT_SELF = 446
 """The system call's number, the same on every architecture that has it."""
 RESTORED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name))
 """Python ignores these; ignored signals stay ignored across exec, so a child gets them back as subprocess
 gives them back (a child that writes a file past its limit must die of SIGXFSZ, as the server expects)."""
+
+
+class Hardening:
+    """What a child gets beside its Landlock domain, made before the fork (in the child only system calls are
+    made, so the server's own `preexec_fn` uses it too): every capability dropped (`drop_caps`: the highest
+    capability number, -1 to keep them: a server that is not root has none) and a seccomp filter (`program`:
+    BPF instructions, as sandbox.socket_filter makes them, empty for none) that refuses new sockets."""
+
+    __slots__ = ("_caps", "_drop_caps", "_fprog", "_header", "_libc", "_program", "wanted")
+
+    def __init__(self, program: bytes, drop_caps: int) -> None:
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._drop_caps = drop_caps
+        self._program = ctypes.create_string_buffer(program, len(program) or 1)
+        fprog = (len(program) // 8).to_bytes(2, sys.byteorder) + bytes(ctypes.sizeof(ctypes.c_void_p) - 2)
+        self._fprog = ctypes.create_string_buffer(fprog + ctypes.addressof(self._program).to_bytes(
+            ctypes.sizeof(ctypes.c_void_p), sys.byteorder)) if program else None
+        self._header = ctypes.create_string_buffer(_LINUX_CAPABILITY_VERSION_3.to_bytes(4, sys.byteorder) + bytes(4))
+        self._caps = ctypes.create_string_buffer(24)  # two __user_cap_data_struct, all zero
+        self.wanted = bool(program) or drop_caps >= 0
+
+    def _prctl(self, *args: int) -> None:
+        if self._libc.prctl(*(ctypes.c_ulong(arg) for arg in args)) != 0:
+            raise OSError(ctypes.get_errno(), "prctl")
+
+    def drop(self) -> None:
+        """Before the Landlock domain: no capability left, none regained at exec (even as root)."""
+        if self._drop_caps < 0:
+            return
+        for number in range(self._drop_caps + 1):
+            self._prctl(PR_CAPBSET_DROP, number, 0, 0, 0)
+        self._prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        if self._libc.capset(self._header, self._caps) != 0:
+            raise OSError(ctypes.get_errno(), "capset")
+
+    def filter(self) -> None:
+        """Last before exec (no_new_privs already set): the seccomp filter."""
+        if self._fprog is not None:
+            self._prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            self._prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(self._fprog), 0, 0)
 
 
 class Kid:
@@ -127,6 +170,7 @@ class ForkServer:
         limits = [(int(kind), int(soft), int(hard)) for kind, soft, hard in spec["limits"]]  # type: ignore[attr-defined]
         numbers = [int(number) for number in spec["pass_fds"]]  # type: ignore[attr-defined]
         sandboxed = bool(spec["sandboxed"])
+        hardening = Hardening(bytes.fromhex(str(spec.get("seccomp", ""))), int(spec.get("drop_caps", -1)))  # type: ignore[call-overload]
         out, err = fds[0], fds[1]
         ruleset = fds[2] if sandboxed else -1
         passed = fds[3:] if sandboxed else fds[2:]
@@ -166,12 +210,14 @@ class ForkServer:
                     signal.signal(number, signal.SIG_DFL)
                 for kind, soft, hard in limits:
                     resource.setrlimit(kind, (soft, hard))
+                stage = "sandbox"
+                hardening.drop()
                 if ruleset >= 0:
-                    stage = "sandbox"
                     if self.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
                         raise OSError(ctypes.get_errno(), "prctl")
                     if self.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
                         raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+                hardening.filter()
                 stage = "exec"
                 os.execve(binary, argv, env)
             except BaseException as failure:

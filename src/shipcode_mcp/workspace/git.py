@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any
 from ..primitives import ToolError, inside
 from . import safe_open
 from .listing import walk_readable
-from .process import Child, Completed, run
+from .process import Child, Completed, child_environment, run
 from .sandbox import GIT_LIMITS
 from .text import cut_output, is_binary, plural, printable, result, size_text
 
@@ -171,8 +171,9 @@ def _git_exec_path() -> str:
 
 
 def _env() -> dict[str, str]:
-    """The environment without GIT_* (which could point git at another repository or program)."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    """A child's environment (`child_environment`: no GIT_*, which could point git at another repository or
+    program, nor anything else of the server's), with git's settings."""
+    env = child_environment()
     env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", PAGER="cat",
                GIT_LITERAL_PATHSPECS="1", GIT_NO_LAZY_FETCH="1", LC_ALL="C")
     return env

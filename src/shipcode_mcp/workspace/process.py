@@ -40,6 +40,15 @@ MAX_CHILDREN = max(4, 2 * (os.cpu_count() or 1))
 hundreds of rg processes (each with its threads) on a few cores, and every start is a fork that holds
 the interpreter's lock, so the reading loop itself would wait. The others wait for a slot, cancellable."""
 _slots = threading.BoundedSemaphore(MAX_CHILDREN)
+CHILD_ENVIRONMENT = ("PATH", "HOME", "XDG_CONFIG_HOME", "LANG", "LANGUAGE", "TZ")
+"""The variables of the server's environment a child gets (and `LC_*`): where the user's git configuration
+and ignore files are, the language and time zone. Nothing else: the server's environment may hold tokens
+(an HTTP server's, a cloud's), and a compromised rg or git must find none."""
+
+
+def child_environment() -> dict[str, str]:
+    """The environment of a child whose caller gives none, and the base of one it gives."""
+    return {key: value for key, value in os.environ.items() if key in CHILD_ENVIRONMENT or key.startswith("LC_")}
 
 
 class CutLine(bytes):
@@ -85,7 +94,8 @@ class Child:
         try:
             self._take_slot()
             with confined:
-                self.proc, self._out, self._err = _start(argv, cwd, env, confined, pass_fds)
+                self.proc, self._out, self._err = _start(argv, cwd, child_environment() if env is None else env,
+                                                         confined, pass_fds)
         except OSError as err:
             self._give_slot()
             raise ToolError(f"Could not start {self.what}: {os.strerror(err.errno) if err.errno else err}") from None
@@ -243,7 +253,7 @@ class Forked:
         return self._popen.wait(timeout)
 
 
-def _start(argv: Sequence[str], cwd: str, env: Mapping[str, str] | None, confined: sandbox.Confinement,
+def _start(argv: Sequence[str], cwd: str, env: Mapping[str, str], confined: sandbox.Confinement,
            pass_fds: Sequence[int]) -> tuple[Process, int, int]:
     """Start a child (by the fork server where it can, else by forking here): the child and the read ends
     of its stdout and stderr pipes."""

@@ -10,7 +10,9 @@ exec (`preexec`), the child gets resource limits and a Landlock domain that allo
   own git configuration files and the time zone data;
 - executing only the binary itself, its ELF interpreter and, for git, git's own exec-path;
 - writing nothing but /dev/null; no TCP bind or connect; no signals or abstract unix sockets
-  outside the child's own domain (where the kernel's Landlock ABI has those rights).
+  outside the child's own domain (where the kernel's Landlock ABI has those rights);
+- no new socket at all (a seccomp filter, `socket_filter`: UDP, raw and pathname unix sockets, which
+  Landlock does not cover), and, for a child of a root server, no capability (`capabilities_to_drop`).
 
 The ruleset is built in the parent, where errors are easy to report, and only enforced in the child:
 the code that runs between fork and exec is a few system calls on objects made beforehand (no
@@ -36,6 +38,7 @@ import threading
 TYPE_CHECKING = False  # typing stays out of start-up, where the sandbox check imports this module
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from typing import Any
 
     from landlockpy import Ruleset
 
@@ -115,6 +118,55 @@ def set_enabled(enabled: bool) -> None:
     _disabled = not enabled
 
 
+_SYSCALLS = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}
+"""AUDIT_ARCH_*, and the numbers of socket and io_uring_setup (which can make sockets too), per machine."""
+_X32_BIT = 0x40000000
+
+
+def socket_filter() -> bytes:
+    """A seccomp program (BPF, `struct sock_filter` each) under which a child makes no socket: socket() and
+    io_uring_setup() fail with EACCES, and so does every call of another ABI than the machine's (x32, i386:
+    other numbers, socketcall). rg and git need no socket to read a repository; Landlock (ABI 4 and later)
+    denies TCP only, and no ABI up to 7 denies UDP, raw sockets or connecting to a pathname unix socket.
+    Empty on a machine whose numbers are not known here (then only Landlock's rules hold)."""
+    import platform
+
+    known = _SYSCALLS.get(platform.machine())
+    if known is None:
+        return b""
+    arch, socket_nr, io_uring_nr = known
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | errno.EACCES
+    program = [(ld, 0, 0, 4), (jeq, 0, 5, arch), (ld, 0, 0, 0), (jge, 3, 0, _X32_BIT),
+               (jeq, 2, 0, socket_nr), (jeq, 1, 0, io_uring_nr), (ret, 0, 0, allow), (ret, 0, 0, deny)]
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
+
+
+def capabilities_to_drop() -> int:
+    """The highest capability number, when this process holds capabilities it can drop from its children
+    (root, or CAP_SETPCAP): a child of a root server would keep every one (and as root, exec gives them
+    back unless they leave the bounding set); -1 when there are none to drop."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            effective = next((int(line.split()[1], 16) for line in status if line.startswith("CapEff:")), 0)
+        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as last:
+            highest = int(last.read())
+    except (OSError, ValueError):
+        return -1
+    return highest if effective & (1 << 8) else -1  # CAP_SETPCAP: what dropping from the bounding set needs
+
+
+_hardening: tuple[bytes, int] | None = None
+
+
+def hardening() -> tuple[bytes, int]:
+    """(seccomp program, capabilities to drop) of every child: besides Landlock, wherever it is Linux."""
+    global _hardening
+    if _hardening is None:
+        _hardening = (socket_filter(), capabilities_to_drop()) if sys.platform.startswith("linux") else (b"", -1)
+    return _hardening if not _disabled else (b"", -1)
+
+
 class Confinement:
     """A child's limits, then its Landlock domain (if any): applied between fork and exec by the fork
     server (from `limits` and `ruleset_fd`, which it receives), or called as `preexec_fn` where the
@@ -125,21 +177,31 @@ class Confinement:
     for a ruleset `confine` keeps for later children (`release`), says this child no longer needs it.
     """
 
-    __slots__ = ("_limits", "_release", "_restrict", "_ruleset", "_setrlimit")
+    __slots__ = ("_harden", "_limits", "_release", "_restrict", "_ruleset", "_setrlimit", "drop_caps", "seccomp")
 
     def __init__(self, limits: list[tuple[int, tuple[int, int]]], ruleset: Ruleset | None,
-                 release: Callable[[], None] | None = None) -> None:
+                 release: Callable[[], None] | None = None, seccomp: bytes = b"", drop_caps: int = -1) -> None:
         self._limits = limits
         self._setrlimit = resource.setrlimit
         self._ruleset = ruleset
         self._release = release
         self._restrict = ruleset.restrict if ruleset is not None else None
+        self.seccomp, self.drop_caps = seccomp, drop_caps
+        """The seccomp program and the capabilities to drop (`hardening`), for the fork server."""
+        self._harden: Any = None
+        if seccomp or drop_caps >= 0:  # the fork server's own code, for a child forked here (`__call__`)
+            from .forkserver import Hardening
+            self._harden = Hardening(seccomp, drop_caps)
 
     def __call__(self) -> None:
         for kind, pair in self._limits:
             self._setrlimit(kind, pair)
+        if self._harden is not None:
+            self._harden.drop()
         if self._restrict is not None:
             self._restrict()
+        if self._harden is not None:
+            self._harden.filter()
 
     @property
     def limits(self) -> list[tuple[int, tuple[int, int]]]:
@@ -172,10 +234,11 @@ def confine(binary: str, readable: Sequence[str], limits: Limits = CHILD_LIMITS,
     exec-path). Raises OSError if a rule cannot be made, so a child never starts with less
     confinement than asked. The ruleset is one made for an earlier child when it would be the same
     (`_kept_ruleset`)."""
+    seccomp, drop_caps = hardening()
     if unavailable_reason() is not None:
-        return Confinement(_limit_pairs(limits), None)
+        return Confinement(_limit_pairs(limits), None, seccomp=seccomp, drop_caps=drop_caps)
     kept = _kept_ruleset(binary, readable, executable)
-    return Confinement(_limit_pairs(limits), kept.ruleset, kept.release)
+    return Confinement(_limit_pairs(limits), kept.ruleset, kept.release, seccomp, drop_caps)
 
 
 def _limit_pairs(limits: Limits) -> list[tuple[int, tuple[int, int]]]:

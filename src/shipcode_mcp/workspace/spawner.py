@@ -155,6 +155,7 @@ class ForkServer:
             "binary": argv[0], "argv": list(argv), "cwd": cwd, "env": dict(os.environ if env is None else env),
             "limits": [[kind, soft, hard] for kind, (soft, hard) in confinement.limits],
             "pass_fds": list(pass_fds), "sandboxed": ruleset is not None,
+            "seccomp": confinement.seccomp.hex(), "drop_caps": confinement.drop_caps,
         }).encode()
         if len(spec) > MAX_REQUEST:
             raise Unavailable("request too large for the fork server")

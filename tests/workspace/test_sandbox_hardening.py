@@ -1,0 +1,125 @@
+"""Attack tests: what a compromised rg or git could still reach beside the files Landlock guards.
+
+A sandboxed child could send UDP, connect to a pathname unix socket (Landlock up to ABI 7 denies TCP
+only), open a raw packet socket and, as a child of a root server, use every capability (read a file no
+one may read); it also inherited the server's whole environment, tokens included. Each is first shown
+from the same child with the sandbox off (or from a plain process), then refused.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from shipcode_mcp.workspace import process, sandbox, spawner
+from shipcode_mcp.workspace.process import run
+from workspace_support import context
+
+PROBE = """
+import os, socket
+def attempt(name, action):
+    try:
+        action()
+        print(name, "yes")
+    except OSError as err:
+        print(name, "no", err.errno)
+attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"udp-canary", ("127.0.0.1", {port})))
+attempt("unix", lambda: socket.socket(socket.AF_UNIX).connect({path!r}))
+attempt("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW))
+attempt("locked", lambda: open({locked!r}).read())
+print("token", "{token}" in repr(os.environ))
+"""
+
+
+@pytest.fixture
+def listeners(tmp_path: Path) -> Iterator[tuple[str, socket.socket, socket.socket]]:
+    """A loopback UDP socket and a pathname unix listener, a file no one may read (mode 000), and the probe
+    script that tries each of them from a child."""
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind(str(tmp_path / "server.sock"))
+    unix.listen(4)
+    locked = tmp_path / "locked.txt"
+    locked.write_text("locked\n")
+    locked.chmod(0)
+    script = PROBE.format(port=udp.getsockname()[1], path=str(tmp_path / "server.sock"), locked=str(locked),
+                          token="token-" + "7f3a" * 4)
+    try:
+        yield script, udp, unix
+    finally:
+        udp.close()
+        unix.close()
+
+
+def _probe(script: str, tmp_path: Path) -> dict[str, str]:
+    done = run(context(), [sys.executable, "-I", "-S", "-c", script], cwd="/", readable=[sys.base_prefix, str(tmp_path)],
+               limit=1 << 20)
+    assert done.returncode == 0, done.stderr
+    return dict(line.split(" ", 1) for line in done.stdout.decode().splitlines())
+
+
+def _received(udp: socket.socket, unix: socket.socket) -> tuple[bool, bool]:
+    udp.setblocking(False)
+    unix.setblocking(False)
+    try:
+        got_udp = udp.recv(64) == b"udp-canary"
+    except BlockingIOError:
+        got_udp = False
+    try:
+        unix.accept()[0].close()
+        got_unix = True
+    except BlockingIOError:
+        got_unix = False
+    return got_udp, got_unix
+
+
+@pytest.mark.parametrize("forked_here", [False, True], ids=["fork-server", "forked-here"])
+def test_a_child_makes_no_socket_and_holds_no_capability(listeners: tuple[str, socket.socket, socket.socket],
+                                                         tmp_path: Path, forked_here: bool,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    script, udp, unix = listeners
+    if forked_here:  # where the fork server cannot run, the server forks the child itself, as confined
+        def unavailable(*args: object, **kwargs: object) -> None:
+            raise spawner.Unavailable("test")
+        monkeypatch.setattr(spawner.fork_server(), "spawn", unavailable)
+    sandbox.set_enabled(False)
+    try:
+        plain = _probe(script, tmp_path)
+    finally:
+        sandbox.set_enabled(True)
+    assert plain["udp"] == plain["unix"] == "yes" and _received(udp, unix) == (True, True)  # the attack works
+    if os.geteuid() == 0:
+        assert plain["packet"] == plain["locked"] == "yes"  # as root: a raw socket, a file mode 000
+    confined = _probe(script, tmp_path)
+    assert confined["udp"].startswith("no") and confined["unix"].startswith("no")
+    assert confined["packet"].startswith("no") and confined["locked"].startswith("no")
+    assert _received(udp, unix) == (False, False)
+
+
+def test_a_child_gets_none_of_the_servers_environment(listeners: tuple[str, socket.socket, socket.socket],
+                                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script, _, _ = listeners
+    monkeypatch.setenv("SHIPCODE_TEST_TOKEN", "token-" + "7f3a" * 4)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    plain = subprocess.run([sys.executable, "-I", "-S", "-c", script], capture_output=True, text=True, check=True)
+    assert "token True" in plain.stdout  # a child started as usual inherits it
+    assert _probe(script, tmp_path)["token"] == "False"
+    environment = process.child_environment()
+    assert "SHIPCODE_TEST_TOKEN" not in environment and environment["HOME"] == str(tmp_path)
+    from shipcode_mcp.workspace import git
+
+    assert "SHIPCODE_TEST_TOKEN" not in git._env()
+
+
+def test_the_socket_filter_is_known_on_this_machine() -> None:
+    """CI runs on x86_64 or aarch64: an empty filter would make the test above pass only through Landlock."""
+    program = sandbox.socket_filter()
+    assert program and len(program) % 8 == 0
+    assert sandbox.hardening()[0] == program
