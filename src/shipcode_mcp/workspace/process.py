@@ -51,6 +51,39 @@ def child_environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key in CHILD_ENVIRONMENT or key.startswith("LC_")}
 
 
+FIFO_LOOK_INTERVAL = 0.5
+"""How often a running child is looked at for a thread waiting to open a named pipe (`waits_on_a_fifo`)."""
+_FIFO_WAITS = ("fifo_open", "wait_for_partner")
+"""Where in the kernel a thread opening a FIFO sleeps until the other end is opened (/proc/TID/wchan)."""
+MAX_LOOKED_AT = 64
+
+
+def waits_on_a_fifo(pid: int) -> bool:
+    """Whether a thread of `pid`, or of a process it started (at most MAX_LOOKED_AT processes), sleeps opening
+    a named pipe. rg and git open every folder's .gitignore (and git its attributes): a FIFO by that name
+    deep in a tree, too many to look for before they start, would hold one of the MAX_CHILDREN slots until
+    the deadline (30 to 120 s) and starve every other root. A child of ours has no other reason to open one."""
+    todo, looked = [pid], 0
+    while todo and looked < MAX_LOOKED_AT:
+        current = todo.pop()
+        looked += 1
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue  # gone, or no /proc
+        for task in tasks:
+            folder = f"/proc/{current}/task/{task}/"
+            try:
+                with open(folder + "wchan", encoding="ascii", errors="replace") as wchan:
+                    if wchan.read() in _FIFO_WAITS:
+                        return True
+                with open(folder + "children", encoding="ascii") as children:
+                    todo.extend(int(child) for child in children.read().split())
+            except (OSError, ValueError):
+                continue  # a thread that ended meanwhile
+    return False
+
+
 class CutLine(bytes):
     """The head of an output line longer than the limit; `size` is the whole line's length in bytes and
     `tail` its last TAIL_BYTES (where rg's --json puts a match's line number)."""
@@ -145,12 +178,22 @@ class Child:
             selector.register(out, selectors.EVENT_READ)
             selector.register(err, selectors.EVENT_READ)
             open_fds = 2
+            look = time.monotonic() + FIFO_LOOK_INTERVAL
             while open_fds:
-                remaining = self._deadline - time.monotonic()
+                now = time.monotonic()
+                remaining = self._deadline - now
                 if remaining <= 0:
                     self.kill()
                     raise ToolError(f"{self.what} took longer than {self.timeout:g} s and was stopped; narrow the request")
-                for key, _ in selector.select(remaining):
+                if now >= look:
+                    look = now + FIFO_LOOK_INTERVAL
+                    if waits_on_a_fifo(self.proc.pid):
+                        self.kill()
+                        raise ToolError(f"{self.what} stopped: it was opening a named pipe (FIFO) in the workspace (one "
+                                        "named .gitignore, .ignore or like a file it reads), which would have held it "
+                                        "until its deadline; remove the FIFO, or narrow the request to a folder "
+                                        "without it")
+                for key, _ in selector.select(min(remaining, look - now)):
                     data = os.read(key.fd, _CHUNK)
                     if not data:
                         selector.unregister(key.fd)
