@@ -41,6 +41,13 @@ DEBOUNCE_MS = 1_600
 """A burst that goes on is reported at least this often."""
 POLL_DELAY_MS = 500
 """How often the polling fallback (no inotify watches left, or WATCHFILES_FORCE_POLLING) looks."""
+MAX_WATCHES = 8192
+"""At most this many folders are watched natively, one inotify watch each. Watches come from the user's
+`fs.inotify.max_user_watches`, shared by every program of that user: 30 000 folders took 30 001, and 200 000
+every one of a machine's 192 536, so no other watcher of that user could start. Beyond this, or beyond a
+quarter of what the user has, the roots are polled instead, and the server says so."""
+POLL_MS_PER_FOLDER = 0.1
+"""Polling lists every folder each round: with many, the rounds are spaced (10 000 folders: every second)."""
 READY_SECONDS = 60.0
 """How long resources/subscribe and resources/list wait for the watcher to start."""
 
@@ -79,6 +86,7 @@ class Watcher:
         self._watched: set[str] = set()  # the folders self._notify watches
         self._created: set[str] = set()  # folders created since the start, maybe still holding no listed file
         self._polling = False  # native notifications failed once: do not try them at every rebuild
+        self._capped = False  # the last folders opened were more than the watches allowed (`_watch_cap`)
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -180,10 +188,18 @@ class Watcher:
         from watchfiles._rust_notify import RustNotify
 
         forced = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower() not in ("", "false", "disable", "disabled")
-        polling = forced or self._polling
+        cap, allowed = _watch_cap()
+        capped = len(folders) > cap
+        delay = max(POLL_DELAY_MS, round(len(folders) * POLL_MS_PER_FOLDER)) if capped else POLL_DELAY_MS
+        if capped and not self._capped:
+            log.warning(f"--watch: the roots hold {len(folders)} folders to watch, more than the {cap} watched at most "
+                        f"(one inotify watch each, from the {allowed} this user has for all its programs); polling "
+                        f"every {delay} ms instead")
+        self._capped = capped
+        polling = forced or self._polling or capped
         for _ in range(REWATCH_ROUNDS):
             try:
-                return RustNotify(folders, False, polling, POLL_DELAY_MS, False, True)
+                return RustNotify(folders, False, polling, delay, False, True)
             except FileNotFoundError:  # a folder went away since the walk: its parent's watch says so
                 folders = [folder for folder in folders if _is_folder(folder)]
             except Exception as err:
@@ -237,6 +253,17 @@ class Watcher:
         if directory:  # its entries, not their contents
             return old is None or old.entries(rel) != new.entries(rel)
         return old is None or old.has_file(rel) != new.has_file(rel)
+
+
+def _watch_cap() -> tuple[int, int | None]:
+    """How many folders may be watched natively (MAX_WATCHES, at most a quarter of the user's inotify watches),
+    and how many watches the user has (None where that cannot be read)."""
+    try:
+        with open("/proc/sys/fs/inotify/max_user_watches", encoding="ascii") as limit:
+            allowed: int | None = int(limit.read())
+    except (OSError, ValueError):
+        allowed = None
+    return (MAX_WATCHES if allowed is None else max(1, min(MAX_WATCHES, allowed // 4))), allowed
 
 
 class _Interrupted:
