@@ -78,7 +78,7 @@ class Roots:
         if path == "":
             path = "."
         candidate = path if os.path.isabs(path) else os.path.join(self.first, path)
-        if not self._stays_inside(candidate):
+        if not self._stays_inside(candidate) or self._back_through_a_link(candidate):
             raise OutsideRoots(given)
         try:
             real = os.path.realpath(candidate)
@@ -101,6 +101,29 @@ class Roots:
             if not any(inside(here, root) or inside(root, here) for root in lexical):
                 return False
         return any(inside(here, root) for root in lexical)
+
+    def _back_through_a_link(self, candidate: str) -> bool:
+        """Whether `candidate` steps back (`..`) after passing through a symbolic link inside a root. The kernel
+        takes that `..` from where the link leads, so whether `door/../../root/a.txt` lands in the root would
+        tell what lies outside (whether a folder there is a link). Refused alike wherever the link leads:
+        nothing past the link is looked at."""
+        if "/.." not in candidate:
+            return False
+        lexical = self._lexical
+        here = "/"
+        linked = False
+        for part in candidate.split("/"):
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if linked:
+                    return True
+                here = os.path.dirname(here)
+                continue
+            here = os.path.join(here, part)
+            if not linked and any(inside(here, root) and here != root for root in lexical):
+                linked = os.path.islink(here)
+        return False
 
     def display(self, real: str) -> str:
         """How to show a resolved path: relative to the first root, absolute for the others."""
