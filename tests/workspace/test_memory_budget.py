@@ -16,19 +16,18 @@ import pytest
 
 from shipcode_mcp.workspace import git, process, sandbox, spawner
 from shipcode_mcp.workspace.roots import Roots
-from support import family, tree_rss
+from support import TreeSampler, family, tree_rss
 from workspace_support import context, make_repo
 
 CALLS = 4
 
 
-class ChildSampler:
+class ChildSampler(TreeSampler):
     """The most children the fork server ran at once, and their highest resident size together."""
 
     def __init__(self, pid: int) -> None:
-        self.pid, self.most, self.peak = pid, 0, 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        super().__init__(pid)
+        self.most = 0
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -36,14 +35,6 @@ class ChildSampler:
             self.most = max(self.most, len(children))
             self.peak = max(self.peak, sum(tree_rss(pid) for pid in children))
             self._stop.wait(0.01)
-
-    def __enter__(self) -> ChildSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
 
 
 def _at_once(roots: Roots, calls: int) -> ChildSampler:
@@ -58,7 +49,8 @@ def _at_once(roots: Roots, calls: int) -> ChildSampler:
         except BaseException as err:  # reported below
             errors.append(err)
 
-    with ChildSampler(server._process.pid) as sampler:
+    sampler = ChildSampler(server._process.pid)
+    with sampler:
         threads = [threading.Thread(target=status) for _ in range(calls)]
         for thread in threads:
             thread.start()
