@@ -278,6 +278,31 @@ class McpProcess:
             self.close()
 
 
+def request_while_pinging(process: McpProcess, method: str, params: dict[str, Any], timeout: float = 120.0,
+                          ) -> tuple[dict[str, Any], float, list[float]]:
+    """Send one request, then a ping every 10 ms until it is answered: (its reply, seconds, ping latencies).
+    Each ping's latency is measured from its own sending, so a server held by the request shows as a slow ping."""
+    sent: dict[int, float] = {}
+    latencies: list[float] = []
+    started = time.monotonic()
+    process.send({"jsonrpc": "2.0", "id": "request", "method": method, "params": params})
+    number = 0
+    while True:
+        assert time.monotonic() - started < timeout, f"{method} was not answered within {timeout} s"
+        number += 1
+        sent[number] = time.monotonic()
+        process.send({"jsonrpc": "2.0", "id": number, "method": "ping"})
+        reply = process.read(timeout=60)
+        if reply.get("id") == "request":
+            took = time.monotonic() - started
+            while len(latencies) < number:  # the pings still on their way
+                latencies.append(time.monotonic() - sent[process.read(timeout=10)["id"]])
+            return reply, took, latencies
+        assert reply == {"jsonrpc": "2.0", "id": number, "result": {}}
+        latencies.append(time.monotonic() - sent[number])
+        time.sleep(max(0.0, 0.01 - latencies[-1]))
+
+
 def terminate(process: subprocess.Popen[Any], timeout: float = 15) -> int:
     """Stop a server process as an operator would: SIGTERM, then SIGKILL if it has not exited within
     `timeout` seconds. Its exit status (the one it had, if it had ended already)."""

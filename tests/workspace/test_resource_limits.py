@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from shipcode_mcp.workspace.resources import MAX_LISTED_FILES, TRUNCATED_META_KEY
 from shipcode_mcp.workspace.uris import file_uri
-from support import McpProcess, TreeSampler, peak_rss, tree_rss
+from support import McpProcess, TreeSampler, peak_rss, request_while_pinging, tree_rss
 
 FILES = 1_000_000
 PER_FOLDER = 1_000
@@ -60,28 +60,6 @@ def million() -> Iterator[Path]:
             print(f"removed in {time.monotonic() - started:.1f} s")
 
 
-def list_while_pinging(process: McpProcess, params: dict[str, Any]) -> tuple[dict[str, Any], float, list[float]]:
-    """Send resources/list, then a ping every 10 ms until it is answered: (its reply, seconds, ping latencies)."""
-    sent: dict[int, float] = {}
-    latencies: list[float] = []
-    started = time.monotonic()
-    process.send({"jsonrpc": "2.0", "id": "list", "method": "resources/list", "params": params})
-    number = 0
-    while True:
-        number += 1
-        sent[number] = time.monotonic()
-        process.send({"jsonrpc": "2.0", "id": number, "method": "ping"})
-        reply = process.read(timeout=60)
-        if reply.get("id") == "list":
-            took = time.monotonic() - started
-            while len(latencies) < number:  # the pings still on their way
-                latencies.append(time.monotonic() - sent[process.read(timeout=10)["id"]])
-            return reply, took, latencies
-        assert reply == {"jsonrpc": "2.0", "id": number, "result": {}}
-        latencies.append(time.monotonic() - sent[number])
-        time.sleep(max(0.0, 0.01 - latencies[-1]))
-
-
 @pytest.mark.timeout(300)
 def test_a_million_files_list_off_the_loop_cut_and_in_bounded_memory(million: Path) -> None:
     root_uri = file_uri(str(million)) + "/"
@@ -89,7 +67,7 @@ def test_a_million_files_list_off_the_loop_cut_and_in_bounded_memory(million: Pa
         process.initialize()
         assert process.request("ping")["result"] == {}
         with TreeSampler(process.proc.pid) as sampler:
-            reply, took, latencies = list_while_pinging(process, {})
+            reply, took, latencies = request_while_pinging(process, "resources/list", {})
         retained = tree_rss(process.proc.pid)
         server_peak = peak_rss(process.proc.pid)
         print(f"resources/list of {FILES} files: {took:.2f} s; {len(latencies)} pings meanwhile, slowest "
@@ -126,7 +104,7 @@ def test_a_million_files_list_off_the_loop_cut_and_in_bounded_memory(million: Pa
         assert len(entries) == MAX_LISTED_FILES // PER_FOLDER and entries[-1]["text"] == kept.partition("/")[0] + "/"
 
         # A new listing walks again, answers the same, and the warning on stderr came once.
-        again, took, latencies = list_while_pinging(process, {})
+        again, took, latencies = request_while_pinging(process, "resources/list", {})
         print(f"a second listing: {took:.2f} s, slowest ping {max(latencies) * 1000:.0f} ms")
         assert max(latencies) < 1.0
         # the same page, under a new listing's id (pinned apart from the first; the same place within it)

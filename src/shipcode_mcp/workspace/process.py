@@ -136,7 +136,8 @@ class Child:
 
     def __init__(self, ctx: Context | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str],
                  executable: Sequence[str] = (), limits: Limits | None = None, env: Mapping[str, str] | None = None,
-                 pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None) -> None:
+                 pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None,
+                 slot: bool = True) -> None:
         self.what = what or os.path.basename(argv[0])
         self.timeout = timeout
         self._ctx = ctx
@@ -156,7 +157,8 @@ class Child:
         self._memory = (limits or sandbox.CHILD_LIMITS).address_space
         self._reserved = False
         try:
-            self._take_slot()
+            if slot:  # (a long-lived child that counts apart, the parse workers, takes none)
+                self._take_slot()
             with confined:
                 self.proc, self._out, self._err = _start(argv, cwd, child_environment() if env is None else env,
                                                          confined, pass_fds)
@@ -196,6 +198,11 @@ class Child:
         if self._slot:
             self._slot = False
             _slots.release()
+
+    @property
+    def stdout_fd(self) -> int:
+        """The read end of the child's stdout, for a caller that reads it its own way (a worker's answers)."""
+        return self._out
 
     def __enter__(self) -> Child:
         return self

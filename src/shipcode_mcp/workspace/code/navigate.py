@@ -46,9 +46,7 @@ def _flat(symbols: list[Symbol] | tuple[Symbol, ...], depth: int, limit: int) ->
 
 def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolResult:
     """A file's symbols, or the top-level symbols of each file under a folder within OUTLINE_BUDGET.
-    A folder's outline checks for cancellation between files; one file's parse is a single native call
-    that cannot be interrupted and holds the GIL (at most MAX_SOURCE_BYTES: some 0.05 s for real code, 2.5 s
-    for 512 KiB of random punctuation, the worst measured; see source.MAX_SOURCE_BYTES)."""
+    Each file is parsed in a parse worker (parsers.py), with a deadline, and cancellable."""
     folder = Folder(roots, path)
     lines: list[str] = []
     items: list[dict[str, Any]] = []
@@ -59,7 +57,7 @@ def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolRes
             raise ToolError(f"{printable(folder.shown)}: no outline for this kind of file (by its name); "
                             "outline knows Python, JavaScript, TypeScript, Go, Rust, Java, Kotlin, C, C++, C#, Ruby, PHP, "
                             "Swift, Scala, Lua and Bash")
-        symbols = cached_outline(roots, folder.real, folder.shown)
+        symbols = cached_outline(roots, folder.real, folder.shown, ctx.check_cancelled)
         for symbol, level in _flat(symbols, 0, depth or 100):
             entry = _entry(symbol, level)
             if used + len(entry) > OUTLINE_BUDGET:
@@ -77,7 +75,7 @@ def outline(ctx: Context, roots: Roots, path: str, depth: int | None) -> ToolRes
     else:
         names = folder.files(ctx)
         files = 0
-        outline = partial(cached_outline, roots)
+        outline = partial(cached_outline, roots, check=ctx.check_cancelled)
         for shown, symbols in folder.parsed(ctx, names, "file", outline, doing="outlining"):
             block = [printable(shown)] + [_entry(symbol, level + 1) for symbol, level in _flat(symbols, 0, depth or 1)]
             size = sum(len(line) + 1 for line in block)
@@ -243,7 +241,8 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
     names = folder.definition_candidates(ctx, regex, regex) if prefilter else folder.candidates(ctx, regex)
     found: list[dict[str, Any]] = []
     truncated = False
-    for shown, symbols in folder.parsed(ctx, names, "candidate file", partial(cached_outline, roots), code_only=True):
+    outlined = partial(cached_outline, roots, check=ctx.check_cancelled)
+    for shown, symbols in folder.parsed(ctx, names, "candidate file", outlined, code_only=True):
         for top in symbols:
             for symbol in top.walk():
                 if test(symbol) and (kind is None or symbol.kind == kind):
@@ -283,7 +282,7 @@ def read_symbol(ctx: Context, roots: Roots, path: str, name: str) -> ToolResult:
         raise ToolError(str(err)) from None
     from .source import outline_of
 
-    symbols = outline_of(source)
+    symbols = outline_of(source, ctx.check_cancelled)
     _, test = _matcher(name.strip())
     matches = [symbol for top in symbols for symbol in top.walk() if test(symbol)]
     if not matches:

@@ -30,16 +30,16 @@ from .source import (
     Folder,
     Reference,
     Source,
+    check_parsable,
     known_language,
     outline_of,
-    parse_source,
+    parse_failed,
     source_from,
     word_regex,
 )
+from .symbols import Symbol
 
 if TYPE_CHECKING:
-    from ast_grep_py import SgNode
-
     from ...context import Context
     from ...primitives import ToolResult
     from ..roots import Roots
@@ -47,34 +47,24 @@ if TYPE_CHECKING:
 MAX_LINE_CHARS = 2000
 """A longer line is shown as a window of this many characters around the use."""
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
-IDENTIFIER_KINDS = ("identifier", "type_identifier", "field_identifier", "property_identifier",
-                    "shorthand_property_identifier", "shorthand_property_identifier_pattern", "private_property_identifier",
-                    "simple_identifier", "constant", "name", "namespace_identifier", "package_identifier",
-                    "statement_identifier", "variable_name", "command_name", "word")
-_rules: dict[str, list[str]] = {}
+def _parsed_positions(source: Source, name: str, check: Callable[[], None] | None,
+                      ) -> tuple[list[tuple[int, int]], list[Symbol] | None]:
+    """(line, column), 0-based, of the identifier nodes whose text is `name`, found in a parse worker, and
+    the file's outline made from the same parse when it is not cached and the language has no line shapes
+    that tell definitions (then the outline always does: _uses); None when not made or no use was found."""
+    from .parsers import POOL, Failed, symbols_from
 
-
-def _kinds(language: str, root: SgNode) -> list[str]:
-    """The identifier node kinds this language's grammar has."""
-    kinds = _rules.get(language)
-    if kinds is None:
-        kinds = []
-        for kind in IDENTIFIER_KINDS:
-            if kind == "word" and language != "bash":
-                continue
-            try:
-                root.find(kind=kind)
-            except RuntimeError:
-                continue
-            kinds.append(kind)
-        _rules[language] = kinds
-    return kinds
-
-
-def _parsed_positions(source: Source, name: str, root: SgNode) -> list[tuple[int, int]]:
-    """(line, column), 0-based, of the identifier nodes whose text is `name`."""
-    rule = {"regex": f"^{re.escape(name)}$", "any": [{"kind": kind} for kind in _kinds(source.language, root)]}
-    return [(start.line, start.column) for start in (node.range().start for node in root.find_all(**rule))]
+    check_parsable(source)
+    outlined = defining_lines(source.language, "") is None and CACHE.get(source.key) is None
+    try:
+        answer = POOL.ask({"op": "positions", "text": source.text, "language": source.language, "name": name,
+                           "outline": outlined}, check)
+    except Failed as err:
+        raise parse_failed(source, err) from None
+    symbols = symbols_from(answer["outline"]) if answer["outline"] is not None else None
+    if symbols is not None:
+        CACHE.put(source.key, symbols)
+    return [(line, column) for line, column in answer["positions"]], symbols
 
 
 def _scanned_positions(text: str, offsets: list[int]) -> list[tuple[int, int]]:
@@ -93,10 +83,11 @@ def _scanned_positions(text: str, offsets: list[int]) -> list[tuple[int, int]]:
     return out
 
 
-def _uses(source: Source, name: str, positions: list[tuple[int, int]], root: SgNode | None) -> tuple[Reference, ...]:
+def _uses(source: Source, name: str, positions: list[tuple[int, int]], symbols: list[Symbol] | None,
+          check: Callable[[], None] | None) -> tuple[Reference, ...]:
     """The uses at `positions`, in source order, each marked when it is a definition: from the line
-    where that is certain (prefilter.defining_lines), else from the outline (made from `root` when
-    given), and only where a use is on a line that may define the name. Each line is looked at once,
+    where that is certain (prefilter.defining_lines), else from the outline (`symbols` when the worker
+    made it with the positions), and only where a use is on a line that may define the name. Each line is looked at once,
     however many uses it holds (a long line must not cost its length once a use)."""
     if not positions:
         return ()
@@ -111,7 +102,8 @@ def _uses(source: Source, name: str, positions: list[tuple[int, int]], root: SgN
         definitions = {line + 1 for line in numbers if defines.search(lines[line])}
         outlined = any(may_define.search(lines[line]) for line in numbers)
     if outlined:
-        definitions |= {symbol.def_line for top in outline_of(source, root) for symbol in top.walk() if symbol.name == name}
+        outline = symbols if symbols is not None else outline_of(source, check)
+        definitions |= {symbol.def_line for top in outline for symbol in top.walk() if symbol.name == name}
     marked: set[int] = set()
     out: list[Reference] = []
     shown: dict[int, tuple[str, int]] = {}
@@ -149,12 +141,11 @@ def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool =
         if scan and source.language == "python" else None
     if offsets is not None:
         complete = bound is None or len(offsets) <= bound
-        found = _uses(source, name, _scanned_positions(source.text, offsets[:bound]), None)
+        found = _uses(source, name, _scanned_positions(source.text, offsets[:bound]), None, check)
     else:
-        root = parse_source(source)
-        positions = _parsed_positions(source, name, root)
+        positions, symbols = _parsed_positions(source, name, check)
         complete = bound is None or len(positions) <= bound
-        found = _uses(source, name, positions[:bound], root)
+        found = _uses(source, name, positions[:bound], symbols, check)
     if scan and complete:
         CACHE.put_references(source.key, name, found)
     return found, complete

@@ -24,16 +24,14 @@ from ..text import cut_line, is_binary, plural, printable, size_text
 from .symbols import _EXTENSIONS, _NAMES, Symbol, language_for
 
 if TYPE_CHECKING:
-    from ast_grep_py import SgNode
-
     from ...context import Context
     from ..roots import Roots
 
 MAX_SOURCE_BYTES = 512 * 1024
 """A larger file is not read nor parsed (generated code, data): the tools say it was skipped. It bounds
-how long one parse holds the GIL (ast-grep-py does), when the server answers nothing, ping included:
-512 KiB of real code parse in some 0.05 s, but 512 KiB of random punctuation (tree-sitter's error
-recovery at its worst) took 2.5 s in C++ (5.3 s for a MiB) on the machine of docs/performance.md."""
+what one request sends a parse worker (parsers.py); how long the parse may run is that worker's deadline
+(512 KiB of real code parse in some 0.05 s, but error recovery at its worst runs for minutes: 80 KB of
+`(\\` as Lua took 30 s)."""
 MAX_PARSE_LINE = 32 * 1024
 """A file with a longer line (minified or generated code) is not parsed: the tools say it was skipped."""
 MAX_SKIPPED_NAMED = 20
@@ -90,16 +88,18 @@ def read_source(roots: Roots, real: str, shown: str, language: str | None = None
         os.close(fd)
 
 
-def parse_source(source: Source) -> SgNode:
-    """The tree of a file read with read_source; Skipped if a line is over MAX_PARSE_LINE."""
-    from .outline import parse
-
+def check_parsable(source: Source) -> None:
+    """Skipped if a line of a file read with read_source is over MAX_PARSE_LINE."""
     longest = max(map(len, source.text.split("\n")))
     if longest > MAX_PARSE_LINE:
         raise Skipped(f"{printable(source.shown)} has a line of {longest} characters (minified or generated code?); "
                       f"the code tools do not parse a file with a line over {MAX_PARSE_LINE}",
                       f"a line of {longest} characters, over {MAX_PARSE_LINE}")
-    return parse(source.text, source.language)
+
+
+def parse_failed(source: Source, err: ToolError) -> Skipped:
+    """A worker's failure on this file (parsers.Failed), said with its name (and without, as the reason)."""
+    return Skipped(f"{printable(source.shown)} {err}", str(err))
 
 
 def source_from(fd: int, info: os.stat_result, real: str, shown: str, language: str) -> Source:
@@ -239,30 +239,29 @@ def stat_key(real: str) -> tuple[str, int, int] | None:
     return (real, info.st_size, info.st_mtime_ns)
 
 
-def outline_of(source: Source, root: SgNode | None = None) -> list[Symbol]:
+def outline_of(source: Source, check: Callable[[], None] | None = None) -> list[Symbol]:
     """The outline of a file read with read_source, from the cache when the file has not changed
-    (`root`: its tree, when the caller parsed it already)."""
-
+    (`check`: the request's cancellation, while a worker parses)."""
     symbols = CACHE.get(source.key)
     if symbols is None:
-        symbols = _outlined(source, root)
+        symbols = _outlined(source, check)
         CACHE.put(source.key, symbols)
     return symbols
 
 
-def _outlined(source: Source, root: SgNode | None) -> list[Symbol]:
-    """The outline of a file; Skipped when the parse or the outline fails (ast-grep's errors, code nested
-    deeper than a recursion somewhere still has)."""
-    from .outline import outline
+def _outlined(source: Source, check: Callable[[], None] | None) -> list[Symbol]:
+    """The outline of a file, made in a parse worker (parsers.py); Skipped when the parse or the outline
+    fails there (the worker crashed or ran out of time, ast-grep's errors, code nested too deep)."""
+    from .parsers import Failed, outline
 
+    check_parsable(source)
     try:
-        return outline(source.text, source.language, root or parse_source(source))
-    except (RecursionError, RuntimeError) as err:
-        why = f"{type(err).__name__}: {printable(str(err).splitlines()[0] if str(err) else '')}"
-        raise Skipped(f"{printable(source.shown)} could not be outlined ({why})", f"outline failed, {why}") from None
+        return outline(source.text, source.language, check)
+    except Failed as err:
+        raise parse_failed(source, err) from None
 
 
-def cached_outline(roots: Roots, real: str, shown: str) -> list[Symbol]:
+def cached_outline(roots: Roots, real: str, shown: str, check: Callable[[], None] | None = None) -> list[Symbol]:
     """A file's outline; a cached one is used without reading the file when its size and mtime match
     (the file is still opened through safe_open, so confinement is checked every time; it is opened
     once, and read from that descriptor on a miss)."""
@@ -276,7 +275,7 @@ def cached_outline(roots: Roots, real: str, shown: str) -> list[Symbol]:
     finally:
         os.close(fd)
 
-    symbols = _outlined(source, None)
+    symbols = _outlined(source, check)
     CACHE.put(source.key, symbols)
     return symbols
 

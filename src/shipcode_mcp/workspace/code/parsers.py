@@ -1,0 +1,255 @@
+"""tree-sitter work, done in a small pool of sandboxed worker processes (worker.py), never in the server.
+
+A grammar fed hostile text can abort the process that parses it (a C assertion in tree-sitter-ruby's
+scanner: SIGABRT on 3 KB of heredocs) or run for minutes (error recovery over 80 KB of `(\\` as Lua).
+In the server the first killed it and the second held the GIL, so nothing else was answered, ping
+included. A worker is a child like rg and git (process.Child: the one spawn point, its Landlock domain
+and resource limits, no writes, a memory limit); each request has a deadline and is cancellable: a
+worker that aborts, runs out of memory or passes its deadline is killed, the request fails with
+`Skipped` (one file of a search of many is counted as skipped; a tool on one file answers isError),
+and the next request starts a new worker. Workers are started when first needed (start-up never pays
+for them) and kept, at most MAX_WORKERS, for later requests: one costs a request's JSON over a pipe
+(some 0.1 ms for a 30 KB file), against a parse's milliseconds, and parses no longer hold the server's GIL.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import select
+import signal
+import struct
+import sys
+import sysconfig
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ...primitives import ToolError
+from .. import process
+from ..sandbox import MIB, Limits
+from ..text import printable
+from .symbols import Symbol
+
+PARSE_TIMEOUT = 10.0
+"""A request (one file's parse and the work on its tree) taking longer is stopped: 512 KiB of real code
+parses in some 0.05 s, of random punctuation in 2.5 s (the worst real case measured)."""
+MAX_WORKERS = max(1, min(4, os.cpu_count() or 1))
+"""Workers running at once: parses of concurrent calls go on in parallel, up to this many."""
+WORKER_LIMITS = Limits(address_space=2048 * MIB, cpu_seconds=3600)
+"""A worker's resource limits: a 512 KiB file's tree and its matches fit in far less."""
+WORKER_CPU_BUDGET = 1800.0
+"""A worker that spent this long on requests is retired (before its CPU limit would stop it mid-request)."""
+_HEADER = struct.Struct(">I")
+_PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
+_POLL = 0.05
+"""How often a wait for a worker looks for a cancellation."""
+
+
+class Failed(ToolError):
+    """The worker could not do the request: it crashed, ran out of time or memory, or the work failed."""
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+class _Worker:
+    """One worker process and the two pipes to it."""
+
+    def __init__(self) -> None:
+        requests_r, self.requests = os.pipe2(os.O_CLOEXEC)
+        try:
+            binary = os.path.realpath(sys.executable)
+            self.child = process.Child(None, [binary, "-I", "-S", "-B", _PROGRAM, str(requests_r), *_paths()],
+                                       cwd="/", readable=_readable(), limits=WORKER_LIMITS, env={},
+                                       pass_fds=(requests_r,), timeout=PARSE_TIMEOUT, what="the parser", slot=False)
+        except BaseException:
+            os.close(self.requests)
+            raise
+        finally:
+            os.close(requests_r)
+        os.set_blocking(self.requests, False)
+        self.replies = self.child.stdout_fd
+        self.spent = 0.0
+
+    def close(self) -> None:
+        """Kill the worker (whatever it is doing) and release its pipes."""
+        self.child.kill()
+        os.close(self.requests)
+        self.child.__exit__(None, None, None)
+
+    def ask(self, request: bytes, check: Callable[[], None] | None, timeout: float) -> dict[str, Any]:
+        """Send one request and wait for its answer, at most `timeout` seconds; `check` (a request's
+        cancellation) is called every _POLL seconds. Failed when the worker dies or times out (it must
+        then be closed); Cancelled from `check`."""
+        started = time.monotonic()
+        deadline = started + timeout
+        try:
+            self._send(_HEADER.pack(len(request)) + request, check, deadline)
+            header = self._receive(_HEADER.size, check, deadline)
+            body = self._receive(_HEADER.unpack(header)[0], check, deadline)
+        finally:
+            self.spent += time.monotonic() - started
+        answer: dict[str, Any] = json.loads(body.decode("utf-8", "surrogatepass"))
+        return answer
+
+    def _wait(self, fd: int, events: int, check: Callable[[], None] | None, deadline: float) -> None:
+        poll = select.poll()
+        poll.register(fd, events)
+        while True:
+            if check is not None:
+                check()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Failed(f"took longer than {PARSE_TIMEOUT:g} s to parse and was stopped")
+            if poll.poll(max(1, int(min(left, _POLL) * 1000))):
+                return
+
+    def _send(self, data: bytes, check: Callable[[], None] | None, deadline: float) -> None:
+        view = memoryview(data)
+        while view:
+            self._wait(self.requests, select.POLLOUT, check, deadline)
+            try:
+                view = view[os.write(self.requests, view):]
+            except BlockingIOError:
+                continue
+            except BrokenPipeError:
+                raise self._died() from None
+
+    def _receive(self, size: int, check: Callable[[], None] | None, deadline: float) -> bytes:
+        parts: list[bytes] = []
+        while size:
+            self._wait(self.replies, select.POLLIN, check, deadline)
+            chunk = os.read(self.replies, min(size, 1 << 20))
+            if not chunk:
+                raise self._died()
+            parts.append(chunk)
+            size -= len(chunk)
+        return b"".join(parts)
+
+    def _died(self) -> Failed:
+        """Why the worker ended (it closed its output: it exited or was killed)."""
+        self.child.kill()
+        code = self.child.proc.wait()
+        stopped = self.child.stopped(code)
+        if stopped is not None:
+            return Failed(stopped)
+        how = f"was killed by {_signal_name(code)}" if code < 0 else f"exited with status {code}"
+        return Failed(f"could not be parsed: the parser {how} (a grammar's failure on this text)")
+
+
+def _paths() -> list[str]:
+    """The folders of the packages the worker imports: this one's and ast-grep-py's."""
+    from importlib.util import find_spec
+
+    spec = find_spec("ast_grep_py")
+    if spec is None or spec.origin is None:
+        raise ToolError("The code tools need ast-grep-py (pip install 'shipcode-mcp[code]')")
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return [package, os.path.dirname(spec.origin)]
+
+
+def _readable() -> list[str]:
+    """What the worker may read: Python's standard library (and its shared library), the packages it imports."""
+    paths = {sysconfig.get_path("stdlib")}
+    library = sysconfig.get_config_var("INSTSONAME") if sysconfig.get_config_var("Py_ENABLE_SHARED") else None
+    if library:
+        paths.add(os.path.join(sysconfig.get_config_var("LIBDIR"), library))
+    return sorted(path for path in {*paths, *_paths()} if os.path.exists(path))
+
+
+class Pool:
+    """At most `size` workers; a request takes an idle one (or starts one), and gives it back after."""
+
+    def __init__(self, size: int = MAX_WORKERS) -> None:
+        self.size = size
+        self._idle: list[_Worker] = []
+        self._running = 0
+        self._ready = threading.Condition()
+        self.started = 0
+        self.stopped = 0
+
+    def ask(self, request: dict[str, Any], check: Callable[[], None] | None = None,
+            timeout: float | None = None) -> Any:
+        """The answer to one request; Failed when the worker failed it (it is then replaced)."""
+        data = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        worker = self._take(check)
+        healthy = False
+        try:
+            answer = worker.ask(data, check, PARSE_TIMEOUT if timeout is None else timeout)
+            healthy = worker.spent < WORKER_CPU_BUDGET
+        finally:
+            self._give(worker, healthy)
+        if "error" in answer:
+            raise Failed(f"could not be parsed ({printable(str(answer['error']))})")
+        return answer["ok"]
+
+    def _take(self, check: Callable[[], None] | None) -> _Worker:
+        with self._ready:
+            while not self._idle and self._running >= self.size:
+                if check is not None:
+                    check()
+                self._ready.wait(_POLL)
+            if self._idle:
+                return self._idle.pop()
+            self._running += 1
+        try:
+            worker = _Worker()
+        except BaseException:
+            with self._ready:
+                self._running -= 1
+                self._ready.notify()
+            raise
+        self.started += 1
+        return worker
+
+    def _give(self, worker: _Worker, healthy: bool) -> None:
+        if not healthy:
+            self.stopped += 1
+            try:
+                worker.close()
+            except OSError as err:
+                if err.errno != errno.EBADF:
+                    raise
+        with self._ready:
+            if healthy:
+                self._idle.append(worker)
+            else:
+                self._running -= 1
+            self._ready.notify()
+
+    def clear(self) -> None:
+        """Stop the idle workers (a test's clean slate)."""
+        with self._ready:
+            idle, self._idle = self._idle, []
+            self._running -= len(idle)
+        for worker in idle:
+            worker.close()
+
+
+POOL = Pool()
+
+
+def outline(text: str, language: str, check: Callable[[], None] | None = None) -> list[Symbol]:
+    """The outline of `text` (as outline.outline), made in a worker."""
+    return symbols_from(POOL.ask({"op": "outline", "text": text, "language": language}, check))
+
+
+def symbols_from(rows: list[list[Any]]) -> list[Symbol]:
+    """The outline a worker sent flat (worker.flat_outline), nested again (children before parents,
+    without recursion)."""
+    children: list[list[Symbol]] = [[] for _ in rows]
+    built: list[Symbol | None] = [None] * len(rows)
+    for index in range(len(rows) - 1, -1, -1):  # a child always comes after its parent
+        parent, name, qualified, kind, line, end_line, signature, def_line = rows[index]
+        built[index] = symbol = Symbol(name, qualified, kind, line, end_line, signature,
+                                       tuple(reversed(children[index])), def_line)
+        if parent >= 0:
+            children[parent].append(symbol)
+    return [symbol for symbol, row in zip(built, rows, strict=True) if row[0] < 0 and symbol is not None]

@@ -1,0 +1,269 @@
+"""The parse worker: a sandboxed child (parsers.py starts it) that does every piece of tree-sitter work.
+
+tree-sitter's grammars are C code fed hostile text: an assertion in tree-sitter-ruby's scanner aborts
+the process that parses 3 KB of heredocs, and error recovery can run for minutes on 80 KB of
+punctuation. Done here, an abort or a stall ends this process only; the server answers the call with an
+error, and starts another worker for the next one.
+
+It reads requests from the descriptor named in argv[1] and writes answers to stdout, each a 4-byte
+big-endian length and that much JSON: `{"op": ..., ...}` in, `{"ok": value}` or `{"error": message}`
+out. It needs the standard library, ast-grep-py and this package's outline rules (argv[2:] are the
+folders that hold them, put on sys.path: it runs with -I -S).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ast_grep_py import SgNode
+
+    from .symbols import Symbol
+
+_HEADER = struct.Struct(">I")
+MATCH_SPAN = 16 * 1024
+"""find_all is asked of subtrees of at most this many characters (see _matches)."""
+_ANY_VARIABLE = re.compile(r"\$\$\$(?:[A-Z_][A-Z0-9_]*)?|\$[A-Z_][A-Z0-9_]*")
+IDENTIFIER_KINDS = ("identifier", "type_identifier", "field_identifier", "property_identifier",
+                    "shorthand_property_identifier", "shorthand_property_identifier_pattern", "private_property_identifier",
+                    "simple_identifier", "constant", "name", "namespace_identifier", "package_identifier",
+                    "statement_identifier", "variable_name", "command_name", "word")
+_kinds_of: dict[str, list[str]] = {}
+NICENESS = 5
+"""The worker runs at a lower priority than the server: on a busy machine a long parse must not slow the
+server's answers (ping, reads) down."""
+
+
+def parse(text: str, language: str) -> SgNode:
+    from .outline import parse as parse_text
+
+    return parse_text(text, language)
+
+
+def flat_outline(text: str, language: str, root: SgNode | None = None) -> list[list[Any]]:
+    """The outline of `text`, flat: [parent index or -1, name, qualified name, kind, line, end line,
+    signature, def line] for each symbol in source order (JSON without nesting: code nests deeper than
+    the JSON encoder recurses)."""
+    from .outline import outline
+
+    rows: list[list[Any]] = []
+    stack: list[tuple[Symbol, int]] = [(symbol, -1) for symbol in reversed(outline(text, language, root))]
+    while stack:
+        symbol, parent = stack.pop()
+        index = len(rows)
+        rows.append([parent, symbol.name, symbol.qualified_name, symbol.kind, symbol.line, symbol.end_line,
+                     symbol.signature, symbol.def_line])
+        stack.extend((child, index) for child in reversed(symbol.children))
+    return rows
+
+
+def identifier_kinds(language: str, root: SgNode) -> list[str]:
+    """The identifier node kinds this language's grammar has."""
+    kinds = _kinds_of.get(language)
+    if kinds is None:
+        kinds = []
+        for kind in IDENTIFIER_KINDS:
+            if kind == "word" and language != "bash":
+                continue
+            try:
+                root.find(kind=kind)
+            except RuntimeError:
+                continue
+            kinds.append(kind)
+        _kinds_of[language] = kinds
+    return kinds
+
+
+def positions(text: str, language: str, name: str, outline: bool) -> dict[str, Any]:
+    """(line, column), 0-based, of the identifier nodes whose text is `name`; with the outline when asked."""
+    root = parse(text, language)
+    rule = {"regex": f"^{re.escape(name)}$", "any": [{"kind": kind} for kind in identifier_kinds(language, root)]}
+    found = [[start.line, start.column] for start in (node.range().start for node in root.find_all(**rule))]
+    return {"positions": found, "outline": flat_outline(text, language, root) if outline and found else None}
+
+
+MAX_ERROR_CHARS = 16 * 1024
+"""ast-grep's refusal of a pattern is sent back at most this long (the server reads its innermost cause)."""
+
+
+def check_pattern(pattern: str, language: str) -> dict[str, Any]:
+    """Whether ast-grep takes `pattern` (`error`: its whole refusal), where it fails to parse as plain code
+    (`broken`), and the kind of definition it is (`kind`, see _pattern_kind)."""
+    try:
+        parse("", language).find(pattern=pattern)
+    except (RuntimeError, ValueError) as err:
+        return {"error": str(err)[:MAX_ERROR_CHARS] or type(err).__name__, "broken": None, "kind": None}
+    broken = _syntax_error(pattern, language)
+    return {"error": None, "broken": broken, "kind": None if broken is not None else _pattern_kind(pattern, language)}
+
+
+def _syntax_error(pattern: str, language: str) -> str | None:
+    """Where the pattern, its metavariables made identifiers, fails to parse; None if it parses.
+    Not refused outright: a fragment (a Rust statement, outside any function) may fail alone and
+    still match, as ast-grep parses it in context."""
+    plain = _ANY_VARIABLE.sub("z_sg_", pattern)
+    error = parse(plain, language).find(kind="ERROR")
+    if error is None:
+        return None
+    where = error.range().start
+    return f"syntax error at line {where.line + 1}, column {where.column + 1}"
+
+
+def _pattern_kind(pattern: str, language: str) -> str | None:
+    """The kind of definition the pattern is (`function_declaration`), as the node that spans all of it with
+    its metavariables made identifiers; None for any other pattern. A definition is where code has parts a
+    pattern easily leaves out (a return type, modifiers), and then matches none of the definitions."""
+    from .languages import RULES
+
+    plain = _ANY_VARIABLE.sub("z_sg_", pattern).strip()
+    node: SgNode | None = parse(plain, language)
+    kind = None
+    while node is not None:
+        children = [child for child in node.children() if child.is_named()]
+        if len(children) != 1:
+            break
+        node = children[0]
+        where = node.range()
+        if where.end.index - where.start.index >= len(plain) - 1:  # an expression statement's `;` aside
+            kind = node.kind()
+    spec = RULES.get(language)
+    return kind if spec is not None and kind in spec.defs else None
+
+
+def matches(text: str, language: str, pattern: str, variables: list[list[Any]], limit: int,
+            kind: str | None) -> dict[str, Any]:
+    """At most `limit` matches of `pattern` in `text`, each its place (line, column, end line, the span of
+    its text) and the spans of its captures; with `kind`, whether the text holds a node of that kind when
+    nothing matched (`kind_seen`)."""
+    root = parse(text, language)
+    found: list[dict[str, Any]] = []
+    for node in _matches(root, pattern):
+        if len(found) >= limit:
+            break
+        where = node.range()
+        captures: dict[str, list[int]] = {}
+        for many, name in variables:
+            if many:
+                captures[name] = _span(node.get_multiple_matches(name))
+            else:
+                match = node.get_match(name)
+                if match is not None:
+                    place = match.range()
+                    captures[name] = [place.start.index, place.end.index]
+        found.append({"line": where.start.line + 1, "column": where.start.column + 1, "end_line": where.end.line + 1,
+                      "span": [where.start.index, where.end.index], "captures": captures})
+    kind_seen = not found and kind is not None and root.find(kind=kind) is not None
+    return {"matches": found, "kind_seen": kind_seen}
+
+
+def _span(parts: list[SgNode]) -> list[int]:
+    """Where a $$$ metavariable's capture lies: from its first node to its last (comments and line breaks
+    between them kept), without a separator that ends or starts the list; [0, 0] (nothing) when empty."""
+    while parts and parts[-1].text() == ",":
+        parts = parts[:-1]
+    while parts and parts[0].text() == ",":
+        parts = parts[1:]
+    if not parts:
+        return [0, 0]
+    return [parts[0].range().start.index, parts[-1].range().end.index]
+
+
+def _matches(root: SgNode, pattern: str) -> Iterator[SgNode]:
+    """The matches of `pattern` under `root`, in source order, made a subtree at a time: find_all makes a
+    list of every match (`$A` matches every node: hundreds of MB for a large file), so it is asked only of
+    subtrees of at most MATCH_SPAN characters, and a caller that stops at its limit makes no more."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        where = node.range()
+        if where.end.index - where.start.index <= MATCH_SPAN:
+            yield from node.find_all(pattern=pattern)
+            continue
+        if node.matches(pattern=pattern):
+            yield node
+        stack.extend(reversed(node.children()))
+
+
+def answer(request: dict[str, Any]) -> Any:
+    """What one request asks for (ValueError for an unknown one)."""
+    op = request["op"]
+    if op == "outline":
+        return flat_outline(request["text"], request["language"])
+    if op == "positions":
+        return positions(request["text"], request["language"], request["name"], request["outline"])
+    if op == "pattern":
+        return check_pattern(request["pattern"], request["language"])
+    if op == "matches":
+        return matches(request["text"], request["language"], request["pattern"], request["variables"], request["limit"],
+                       request["kind"])
+    if op == "ping":
+        return "pong"
+    raise ValueError(f"unknown request {op!r}")
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    parts: list[bytes] = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            return None
+        parts.append(chunk)
+        size -= len(chunk)
+    return b"".join(parts)
+
+
+def serve(requests: int, replies: int) -> None:
+    """Answer requests until the server closes its end."""
+    while True:
+        header = _read_exactly(requests, _HEADER.size)
+        if header is None:
+            return
+        body = _read_exactly(requests, _HEADER.unpack(header)[0])
+        if body is None:
+            return
+        try:
+            reply: dict[str, Any] = {"ok": answer(json.loads(body))}
+        except (RuntimeError, ValueError, RecursionError, KeyError, TypeError, MemoryError) as err:
+            first = str(err).splitlines()[0] if str(err) else ""
+            reply = {"error": f"{type(err).__name__}: {first}"}
+        data = json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        os.write(replies, _HEADER.pack(len(data)))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(replies, view):]
+
+
+def _bootstrap(ours: str, grep: str) -> None:
+    """Make this package and ast-grep-py importable from their folders alone (the sandbox lets the worker
+    read those, not the folders around them, which an import by sys.path would list), without running
+    the package's __init__ (the server's, not needed here)."""
+    import importlib.util
+    import types
+
+    for name, folder in (("shipcode_mcp", ours), ("shipcode_mcp.workspace", os.path.join(ours, "workspace")),
+                         ("shipcode_mcp.workspace.code", os.path.join(ours, "workspace", "code"))):
+        module = types.ModuleType(name)
+        module.__path__ = [folder]
+        sys.modules[name] = module
+    spec = importlib.util.spec_from_file_location("ast_grep_py", os.path.join(grep, "__init__.py"),
+                                                  submodule_search_locations=[grep])
+    if spec is None or spec.loader is None:
+        raise SystemExit("ast-grep-py not found")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["ast_grep_py"] = module
+    spec.loader.exec_module(module)
+
+
+if __name__ == "__main__":
+    os.nice(NICENESS)
+    _bootstrap(sys.argv[2], sys.argv[3])
+    from shipcode_mcp.workspace.code import worker
+
+    worker.serve(int(sys.argv[1]), 1)
