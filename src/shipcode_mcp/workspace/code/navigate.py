@@ -238,7 +238,7 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
     if not folder.is_dir:
         known_language(folder.real, folder.shown)  # a file of another language cannot define it: say so
     regex = word_regex(word)
-    names = folder.definition_candidates(ctx, regex, regex) if prefilter else folder.candidates(ctx, regex)
+    names = folder.definition_candidates(ctx, regex, word) if prefilter else folder.candidates(ctx, regex)
     found: list[dict[str, Any]] = []
     truncated = False
     outlined = partial(cached_outline, roots, check=ctx.check_cancelled)

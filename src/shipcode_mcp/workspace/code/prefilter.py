@@ -25,14 +25,47 @@ _SHAPES: dict[str, str] = {"python": _PYTHON}
 _compiled: dict[tuple[str, str], re.Pattern[str]] = {}
 
 
+_GLOB_SHAPE = re.compile(r"\b(?:def|class)\s+(?=(\w+))|^\s*(?=(\w+))|[;:]\s*(?=(\w+))")
+"""Python's shapes, the name left open: each match is the place of one word that could be defined there
+(the word itself only looked ahead at, so that the search goes on from its start: `def` first on a line
+is one such place, and so is the name after it). Each alternative is a fixed word or a run of spaces
+before a word: one pass over the line, whatever it holds."""
+_CLASS = re.compile(r"\bclass\b")
+
+
 def definition_test(language: str | None, word: str) -> Callable[[str], bool] | None:
-    """A test of one line: could it hold a definition of `word` (a Python regex for the name, such as
-    word_regex gives)? None when the language has no shape: every file that mentions the word is kept."""
+    """A test of one line: could it hold a definition of `word` (a name, or a glob with `*` and `?` as
+    find_symbol's last part)? None when the language has no shape: every file that mentions the word is
+    kept. A glob is never made a backtracking regex (twelve stars against a 44-character name took
+    hours): each word in a place of the shape is matched by the linear glob match of navigate.py."""
+    from .source import word_regex
+
     shape = _SHAPES.get(language or "")
     if shape is None:
         return None
-    search = _pattern(shape, word).search
-    return lambda line: line.startswith(LONG_LINE) or search(line) is not None
+    if not any(char in word for char in "*?"):
+        search = _pattern(shape, word_regex(word)).search
+        return lambda line: line.startswith(LONG_LINE) or search(line) is not None
+    from .navigate import glob_matcher
+
+    matches = glob_matcher(word)
+
+    def test(line: str) -> bool:
+        if line.startswith(LONG_LINE):
+            return True
+        after_class = -1
+        for found in _GLOB_SHAPE.finditer(line):
+            name = found.group(1) or found.group(2) or found.group(3)
+            if found.group(3) is not None and line[found.start()] == ":":  # `class A: name = 1` only
+                if after_class < 0:
+                    first = _CLASS.search(line)
+                    after_class = first.end() if first is not None else len(line) + 1
+                if found.start() < after_class:
+                    continue
+            if matches(name):
+                return True
+        return False
+    return test
 
 
 # find_references marks a use that is a definition. In Python a use right after `def`/`class` is one

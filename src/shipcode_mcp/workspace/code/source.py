@@ -378,8 +378,8 @@ class Folder:
         return walk_names(done.returncode, done.stdout, done.stderr)
 
     def definition_candidates(self, ctx: Context, regex: str, word: str) -> list[str]:
-        """The code files under the folder that may define `word` (a Python regex; `regex` is the same in
-        rg syntax): those with a match of `regex` on a line of the language's definition shape
+        """The code files under the folder that may define `word` (a name or a glob; `regex` is its
+        word_regex, for rg): those with a match of `regex` on a line of the language's definition shape
         (prefilter.py), or with any match where the language has no shape. One rg prints the matching
         lines; a file is kept on its first line of that shape. Relative and sorted."""
         from .prefilter import definition_test
