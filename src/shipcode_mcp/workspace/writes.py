@@ -27,12 +27,12 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ..primitives import ToolError
-from . import safe_open
+from . import linediff, safe_open
 from .text import is_binary, place, plural, printable, result, size_text
 
 if TYPE_CHECKING:
@@ -46,6 +46,9 @@ MAX_DIFF_INPUT = 1024 * 1024
 """Above this size (either side), the diff is summarised rather than computed."""
 MAX_DIFF_CHARS = 100_000
 """The returned diff is cut after this many characters."""
+DIFFLIB_LINES = 1_000_000
+"""Texts whose line counts multiply to at most this are diffed by difflib (quadratic at worst: some 0.1 s
+here); larger ones by linediff, in O(n log n) steps and a budget."""
 STALE_TEMP_SECONDS = 300
 """A temporary file of ours untouched for this long belongs to a writer that died: a later write there
 removes it. A folder is looked through at most once in this time: a large folder is slow to look through."""
@@ -449,7 +452,13 @@ def unified_diff(old: str, new: str, shown: str, *, created: bool) -> str:
     from_name = "/dev/null" if created else _prefixed("a", shown)
     out: list[str] = []
     size = 0
-    for line in difflib.unified_diff(_lines(old), _lines(new), from_name, _prefixed("b", shown), n=3):
+    before, after = _lines(old), _lines(new)
+    cut = False
+    if len(before) * len(after) <= DIFFLIB_LINES:
+        lines: Iterable[str] = difflib.unified_diff(before, after, from_name, _prefixed("b", shown), n=3)
+    else:
+        lines, cut = linediff.unified(before, after, from_name, _prefixed("b", shown))
+    for line in lines:
         if not line.endswith("\n"):
             line += "\n\\ No newline at end of file\n"
         out.append(line)
@@ -457,6 +466,8 @@ def unified_diff(old: str, new: str, shown: str, *, created: bool) -> str:
         if size > MAX_DIFF_CHARS:
             out.append(f"[diff cut after {MAX_DIFF_CHARS} characters]\n")
             break
+    if cut:
+        out.append("[diff not minimal: past its time budget, some unchanged lines are shown removed and added]\n")
     return "".join(out)
 
 

@@ -1,0 +1,98 @@
+"""The diff after a write, against the change that makes difflib quadratic (issue 23, finding 4): a
+`replace_all` rename changes every other line, and difflib looks for the longest match in every gap it
+leaves (16 000 lines took 14 s; 32 such edits left none answered). The control runs difflib in a
+subprocess; then the same edits through the real server over real pipes are answered, with their diff,
+and pings under 100 ms throughout. linediff's own answers are checked against difflib's."""
+
+from __future__ import annotations
+
+import difflib
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shipcode_mcp.workspace import linediff
+from shipcode_mcp.workspace.writes import MAX_DIFF_INPUT
+from support import McpProcess, request_while_pinging
+
+LINES = 24_000
+
+
+def renamed(name: str) -> str:
+    """A file of LINES lines where every other one calls `name`, under MAX_DIFF_INPUT (with the same line
+    between them, `pass`, difflib is quick: autojunk leaves it out; linediff's test below takes that case too)."""
+    return "".join(f"    value_{i} = {name}(value_{i})\n" if i % 2 else f"    step({i})\n" for i in range(LINES))
+
+
+def test_difflib_takes_longer_than_seconds_on_the_rename(tmp_path: Path) -> None:
+    (tmp_path / "old").write_text(renamed("old_name"))
+    (tmp_path / "new").write_text(renamed("new_name"))
+    assert (tmp_path / "old").stat().st_size < MAX_DIFF_INPUT
+    program = ("import difflib, sys\nold, new = (open(path).read().splitlines(True)[:int(sys.argv[3])] for path in sys.argv[1:3])\n"
+               "for line in difflib.unified_diff(old, new, 'a', 'b', n=3): pass\n")
+    command = [sys.executable, "-c", program, str(tmp_path / "old"), str(tmp_path / "new")]
+    assert subprocess.run([*command, "200"], timeout=60, check=False).returncode == 0  # (the program works)
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([*command, str(LINES)], timeout=5, check=False)
+
+
+@pytest.mark.timeout(120)
+def test_rename_edits_are_answered_with_their_diff_and_ping_meanwhile(tmp_path: Path) -> None:
+    (tmp_path / "big.py").write_text(renamed("old_name"))
+    with McpProcess(str(tmp_path), "--allow-write") as process:
+        process.initialize()
+        for number in range(6):
+            old, new = ("old_name", "new_name") if number % 2 == 0 else ("new_name", "old_name")
+            reply, took, latencies = request_while_pinging(process, "tools/call", {"name": "edit_file", "arguments": {
+                "path": "big.py", "old_text": old, "new_text": new, "replace_all": True}}, timeout=30)
+            print(f"edit {number}: {took:.2f} s, {len(latencies)} pings, slowest {max(latencies) * 1000:.1f} ms")
+            assert max(latencies) < 0.1
+            result = reply["result"]
+            assert not result.get("isError"), result
+            diff = result["structuredContent"]["diff"]
+            assert diff.startswith("--- a/big.py\n+++ b/big.py\n@@ -1,") and f"-    value_1 = {old}(value_1)\n" in diff
+            assert "[diff cut after" in diff and "not minimal" not in diff
+        assert (tmp_path / "big.py").read_text() == renamed("old_name")
+
+
+def _reconstructs(a: list[str], b: list[str]) -> bool:
+    matcher = linediff.BoundedMatcher(a, b)
+    rebuilt: list[str] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        rebuilt += a[i1:i2] if tag == "equal" else b[j1:j2]
+    return rebuilt == b
+
+
+def test_linediff_is_a_true_diff_and_the_same_as_difflib_on_a_few_edits() -> None:
+    chance = random.Random(23)
+    for _ in range(300):
+        a = [chance.choice("abcdefg") + "\n" for _ in range(chance.randint(0, 400))]
+        b = list(a)
+        for _ in range(chance.randint(0, 12)):
+            at = chance.randint(0, len(b))
+            step = chance.random()
+            if step < 0.4:
+                b.insert(at, chance.choice("abxyz") + "\n")
+            elif b:
+                del b[min(at, len(b) - 1)]
+        assert _reconstructs(a, b)
+    a = [f"line {i}\n" for i in range(3000)]
+    b = [*a[:10], "x\n", *a[11:500], *a[503:2000], "new\n", *a[2000:], "end"]
+    mine, cut = linediff.unified(a, b, "a/f", "b/f")
+    assert mine == list(difflib.unified_diff(a, b, "a/f", "b/f", n=3)) and not cut
+
+
+def test_past_its_budget_the_diff_is_still_true_and_says_it_is_not_minimal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shipcode_mcp.workspace.writes import unified_diff
+
+    old, new = renamed("old_name"), renamed("new_name")
+    same = [f"    value_{i} = old_name(value_{i})\n" if i % 2 else "    pass\n" for i in range(LINES)]
+    lines, cut = linediff.unified(same, [line.replace("old_name", "new_name") for line in same], "a", "b")
+    assert not cut and sum(line.startswith("-") for line in lines) == 1 + LINES // 2  # (the --- line)
+    monkeypatch.setattr(linediff, "DIFF_SECONDS", 0.0)
+    assert _reconstructs(old.splitlines(True), new.splitlines(True))
+    assert linediff.matching_blocks(old.splitlines(True), new.splitlines(True))[1]
+    assert "[diff not minimal" in unified_diff(old, new, "big.py", created=False)
