@@ -48,11 +48,13 @@ def plain(code: str, text: str, timeout: float) -> subprocess.CompletedProcess[b
 
 
 def call(process: McpProcess, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """A tool call, with pings every 10 ms meanwhile: each answered within PING_BOUND."""
+    """A tool call, with pings every 10 ms meanwhile: each answered within PING_BOUND (`took`, in seconds,
+    is put in the result)."""
     reply, took, latencies = request_while_pinging(process, "tools/call", {"name": name, "arguments": arguments})
     print(f"{name} {sorted(arguments)}: {took:.2f} s, {len(latencies)} pings, slowest {max(latencies) * 1000:.1f} ms")
     assert max(latencies) < PING_BOUND, (name, latencies)
     result: dict[str, Any] = reply["result"]
+    result["took"] = took
     return result
 
 
@@ -114,7 +116,9 @@ def test_a_parse_past_its_deadline_is_stopped_and_the_server_answers_meanwhile(t
         process.initialize()
         result = call(process, "outline", {"path": "stall.lua"})
         assert result["isError"] and f"took longer than {STALL_DEADLINE:g} s to parse" in text(result), result
+        assert result["took"] >= STALL_DEADLINE
         folder = call(process, "outline", {"path": "."})
         assert folder["structuredContent"]["skipped"] == 1
         assert [item["name"] for item in folder["structuredContent"]["symbols"]] == ["good_one"]
+        assert folder["took"] < STALL_DEADLINE / 2, "the failed parse is remembered, not tried again"
         assert process.proc.poll() is None

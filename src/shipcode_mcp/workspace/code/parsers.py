@@ -15,6 +15,7 @@ for them) and kept, at most MAX_WORKERS, for later requests: one costs a request
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import select
@@ -24,6 +25,7 @@ import sys
 import sysconfig
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +48,9 @@ _HEADER = struct.Struct(">I")
 _PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 _POLL = 0.05
 """How often a wait for a worker looks for a cancellation."""
+MAX_FAILURES = 1024
+"""Requests remembered as failed (by a digest of the whole request: the same text, language and question),
+answered again at once rather than by another crash or another wait for the deadline."""
 
 
 class Failed(ToolError):
@@ -172,26 +177,47 @@ class Pool:
         self._idle: list[_Worker] = []
         self._running = 0
         self._ready = threading.Condition()
+        self._owner = os.getpid()
+        self._failures: OrderedDict[bytes, str] = OrderedDict()
         self.started = 0
         self.stopped = 0
 
     def ask(self, request: dict[str, Any], check: Callable[[], None] | None = None,
             timeout: float | None = None) -> Any:
-        """The answer to one request; Failed when the worker failed it (it is then replaced)."""
+        """The answer to one request; Failed when the worker failed it (it is then replaced), at once when
+        the same request failed before."""
         data = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        with self._ready:
+            failed = self._failures.get(digest)
+        if failed is not None:
+            raise Failed(failed)
         worker = self._take(check)
         healthy = False
         try:
             answer = worker.ask(data, check, PARSE_TIMEOUT if timeout is None else timeout)
             healthy = worker.spent < WORKER_CPU_BUDGET
+        except Failed as err:
+            self._remember(digest, str(err))
+            raise
         finally:
             self._give(worker, healthy)
         if "error" in answer:
-            raise Failed(f"could not be parsed ({printable(str(answer['error']))})")
+            message = f"could not be parsed ({printable(str(answer['error']))})"
+            self._remember(digest, message)
+            raise Failed(message)
         return answer["ok"]
+
+    def _remember(self, digest: bytes, message: str) -> None:
+        with self._ready:
+            self._failures[digest] = message
+            while len(self._failures) > MAX_FAILURES:
+                self._failures.popitem(last=False)
 
     def _take(self, check: Callable[[], None] | None) -> _Worker:
         with self._ready:
+            if self._owner != os.getpid():  # a fork of the server: the workers (their pipes) are its parent's
+                self._owner, self._idle, self._running = os.getpid(), [], 0
             while not self._idle and self._running >= self.size:
                 if check is not None:
                     check()
@@ -225,8 +251,9 @@ class Pool:
             self._ready.notify()
 
     def clear(self) -> None:
-        """Stop the idle workers (a test's clean slate)."""
+        """Stop the idle workers and forget the failures (a test's clean slate)."""
         with self._ready:
+            self._failures.clear()
             idle, self._idle = self._idle, []
             self._running -= len(idle)
         for worker in idle:

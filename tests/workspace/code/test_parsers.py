@@ -1,0 +1,69 @@
+"""The parse workers (parsers.py): confined like every child, cancellable mid-parse, failures remembered."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ast_grep_py")
+
+from shipcode_mcp.context import Cancelled
+from shipcode_mcp.workspace import sandbox
+from shipcode_mcp.workspace.code import parsers
+
+STALL = ("(\\" * 40 + "\n") * 1000  # some 30 s of tree-sitter-lua's error recovery (test_parse_attacks.py)
+
+
+@pytest.fixture
+def pool() -> Iterator[parsers.Pool]:
+    pool = parsers.Pool(size=1)
+    try:
+        yield pool
+    finally:
+        pool.clear()
+
+
+def _worker_pid(pool: parsers.Pool) -> int:
+    assert pool.ask({"op": "ping"}) == "pong"
+    return pool._idle[0].child.proc.pid
+
+
+def test_a_worker_runs_in_the_sandbox_with_its_limits(pool: parsers.Pool) -> None:
+    pid = _worker_pid(pool)
+    status = Path(f"/proc/{pid}/status").read_text()
+    limits = Path(f"/proc/{pid}/limits").read_text()
+    assert f"Max address space         {parsers.WORKER_LIMITS.address_space}" in limits
+    if sandbox.unavailable_reason() is None:
+        assert "NoNewPrivs:\t1" in status  # set to enter the Landlock domain
+    assert Path(f"/proc/{pid}/environ").read_bytes() == b""  # none of the server's environment
+
+
+def test_a_parse_is_cancelled_at_once_and_its_worker_replaced(pool: parsers.Pool) -> None:
+    first = _worker_pid(pool)
+    cancelled = threading.Event()
+    threading.Timer(0.3, cancelled.set).start()
+
+    def check() -> None:
+        if cancelled.is_set():
+            raise Cancelled()
+
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        pool.ask({"op": "outline", "text": STALL, "language": "lua"}, check)
+    assert time.monotonic() - started < 2
+    assert pool.stopped == 1 and not Path(f"/proc/{first}").exists()  # killed and reaped
+    assert _worker_pid(pool) != first
+
+
+def test_a_failed_request_is_answered_again_at_once(pool: parsers.Pool) -> None:
+    with pytest.raises(parsers.Failed, match="took longer than"):
+        pool.ask({"op": "outline", "text": STALL, "language": "lua"}, timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(parsers.Failed, match="took longer than"):
+        pool.ask({"op": "outline", "text": STALL, "language": "lua"})
+    assert time.monotonic() - started < 0.5 and pool.started == 1
+    assert parsers.symbols_from(pool.ask({"op": "outline", "text": "def f(): pass\n", "language": "python"}))[0].name == "f"
