@@ -36,9 +36,6 @@ IDENTIFIER_KINDS = ("identifier", "type_identifier", "field_identifier", "proper
                     "simple_identifier", "constant", "name", "namespace_identifier", "package_identifier",
                     "statement_identifier", "variable_name", "command_name", "word")
 _kinds_of: dict[str, list[str]] = {}
-NICENESS = 5
-"""The worker runs at a lower priority than the server: on a busy machine a long parse must not slow the
-server's answers (ping, reads) down."""
 
 
 def parse(text: str, language: str) -> SgNode:
@@ -262,7 +259,6 @@ def _bootstrap(ours: str, grep: str) -> None:
 
 
 if __name__ == "__main__":
-    os.nice(NICENESS)
     _bootstrap(sys.argv[2], sys.argv[3])
     from shipcode_mcp.workspace.code import worker
 
