@@ -204,6 +204,11 @@ class Child:
         """The read end of the child's stdout, for a caller that reads it its own way (a worker's answers)."""
         return self._out
 
+    @property
+    def stderr_fd(self) -> int:
+        """The read end of the child's stderr, for a caller that reads it its own way."""
+        return self._err
+
     def __enter__(self) -> Child:
         return self
 

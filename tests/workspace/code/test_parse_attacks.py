@@ -78,6 +78,7 @@ def test_the_ruby_text_fails_only_its_call_and_the_server_answers_on(tmp_path: P
         process.initialize()
         result = call(process, "outline", {"path": "evil.rb"})
         assert result["isError"] and "the parser was killed by SIGABRT" in text(result), result
+        assert "Assertion" in text(result)  # the last line the worker wrote on stderr: tree-sitter's
         folder = call(process, "outline", {"path": "."})
         assert not folder.get("isError") and folder["structuredContent"]["skipped"] == 1
         assert [item["name"] for item in folder["structuredContent"]["symbols"]] == ["good_one"]

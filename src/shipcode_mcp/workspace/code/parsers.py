@@ -48,6 +48,10 @@ _HEADER = struct.Struct(">I")
 _PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 _POLL = 0.05
 """How often a wait for a worker looks for a cancellation."""
+STDERR_KEPT = 4096
+"""How much of the end of a worker's stderr is kept (for the message when it dies)."""
+STDERR_SHOWN = 200
+"""The most of its last line a message shows."""
 MAX_FAILURES = 1024
 """Requests remembered as failed (by a digest of the whole request: the same text, language and question),
 answered again at once rather than by another crash or another wait for the deadline."""
@@ -81,6 +85,10 @@ class _Worker:
             os.close(requests_r)
         os.set_blocking(self.requests, False)
         self.replies = self.child.stdout_fd
+        os.set_blocking(self.child.stderr_fd, False)
+        self.said = b""
+        """The end of what the worker wrote on stderr (a grammar's assertion message), read after each
+        request so that the pipe never fills."""
         self.spent = 0.0
 
     def close(self) -> None:
@@ -101,6 +109,7 @@ class _Worker:
             body = self._receive(_HEADER.unpack(header)[0], check, deadline)
         finally:
             self.spent += time.monotonic() - started
+            self._drain()
         answer: dict[str, Any] = json.loads(body.decode("utf-8", "surrogatepass"))
         return answer
 
@@ -138,15 +147,30 @@ class _Worker:
             size -= len(chunk)
         return b"".join(parts)
 
+    def _drain(self) -> None:
+        """Read what the worker wrote on stderr so far, keeping the end of it."""
+        while True:
+            try:
+                chunk = os.read(self.child.stderr_fd, 1 << 16)
+            except (BlockingIOError, InterruptedError):
+                return
+            if not chunk:
+                return
+            self.said = (self.said + chunk)[-STDERR_KEPT:]
+
     def _died(self) -> Failed:
-        """Why the worker ended (it closed its output: it exited or was killed)."""
+        """Why the worker ended (it closed its output: it exited or was killed), with the last line it
+        wrote on stderr (tree-sitter's failed assertion, say)."""
         self.child.kill()
         code = self.child.proc.wait()
         stopped = self.child.stopped(code)
         if stopped is not None:
             return Failed(stopped)
+        self._drain()
+        lines = self.said.decode("utf-8", "replace").strip().splitlines()
+        said = f": {printable(lines[-1][-STDERR_SHOWN:])}" if lines else ""
         how = f"was killed by {_signal_name(code)}" if code < 0 else f"exited with status {code}"
-        return Failed(f"could not be parsed: the parser {how} (a grammar's failure on this text)")
+        return Failed(f"could not be parsed: the parser {how} (a grammar's failure on this text{said})")
 
 
 def _paths() -> list[str]:
