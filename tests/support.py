@@ -279,13 +279,16 @@ class McpProcess:
 
 
 def request_while_pinging(process: McpProcess, method: str, params: dict[str, Any], timeout: float = 120.0,
-                          ) -> tuple[dict[str, Any], float, list[float]]:
+                          start_after: float = 0.0) -> tuple[dict[str, Any], float, list[float]]:
     """Send one request, then a ping every 10 ms until it is answered: (its reply, seconds, ping latencies).
-    Each ping's latency is measured from its own sending, so a server held by the request shows as a slow ping."""
+    Each ping's latency is measured from its own sending, so a server held by the request shows as a slow ping.
+    `start_after`: the first ping waits that long (past stdio.ORDER_GRACE, the loop's deliberate wait for a
+    job it just started, a ping measures the server while the request runs, not that wait)."""
     sent: dict[int, float] = {}
     latencies: list[float] = []
     started = time.monotonic()
     process.send({"jsonrpc": "2.0", "id": "request", "method": method, "params": params})
+    time.sleep(start_after)
     number = 0
     while True:
         assert time.monotonic() - started < timeout, f"{method} was not answered within {timeout} s"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from shipcode_mcp.transports.stdio import ORDER_GRACE
 from shipcode_mcp.workspace import linediff
 from shipcode_mcp.workspace.writes import MAX_DIFF_INPUT
 from support import McpProcess, request_while_pinging
@@ -47,7 +48,8 @@ def test_rename_edits_are_answered_with_their_diff_and_ping_meanwhile(tmp_path: 
         for number in range(6):
             old, new = ("old_name", "new_name") if number % 2 == 0 else ("new_name", "old_name")
             reply, took, latencies = request_while_pinging(process, "tools/call", {"name": "edit_file", "arguments": {
-                "path": "big.py", "old_text": old, "new_text": new, "replace_all": True}}, timeout=30)
+                "path": "big.py", "old_text": old, "new_text": new, "replace_all": True}}, timeout=30,
+                start_after=ORDER_GRACE + 0.01)
             print(f"edit {number}: {took:.2f} s, {len(latencies)} pings, slowest {max(latencies) * 1000:.1f} ms")
             assert max(latencies) < 0.1
             result = reply["result"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from shipcode_mcp.transports.stdio import ORDER_GRACE
 from support import McpProcess, request_while_pinging
 
 pytest.importorskip("ast_grep_py")
@@ -35,7 +36,8 @@ def test_the_glob_is_matched_in_linear_time_and_ping_answers_meanwhile(tmp_path:
     with McpProcess(str(tmp_path)) as process:
         process.initialize()
         reply, took, latencies = request_while_pinging(
-            process, "tools/call", {"name": "find_symbol", "arguments": {"name": GLOB}}, timeout=30)
+            process, "tools/call", {"name": "find_symbol", "arguments": {"name": GLOB}}, timeout=30,
+            start_after=ORDER_GRACE + 0.01)
         print(f"find_symbol {GLOB}: {took:.2f} s, {len(latencies)} pings, slowest {max(latencies) * 1000:.1f} ms")
         assert max(latencies) < 0.1
         found = reply["result"]["structuredContent"]["symbols"]

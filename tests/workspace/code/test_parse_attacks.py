@@ -18,11 +18,14 @@ from typing import Any
 
 import pytest
 
+from shipcode_mcp.transports.stdio import ORDER_GRACE
 from support import McpProcess, request_while_pinging
 
 pytest.importorskip("ast_grep_py")
 
 PING_BOUND = 0.1
+SETTLE = ORDER_GRACE + 0.01
+"""Pings start once the stdio loop has stopped waiting for the call it just started (support.request_while_pinging)."""
 STALL_DEADLINE = 3.0
 """The parse deadline of the server in the stall test (PARSE_TIMEOUT, 10 s, made shorter for the test)."""
 
@@ -50,7 +53,8 @@ def plain(code: str, text: str, timeout: float) -> subprocess.CompletedProcess[b
 def call(process: McpProcess, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """A tool call, with pings every 10 ms meanwhile: each answered within PING_BOUND (`took`, in seconds,
     is put in the result)."""
-    reply, took, latencies = request_while_pinging(process, "tools/call", {"name": name, "arguments": arguments})
+    reply, took, latencies = request_while_pinging(process, "tools/call", {"name": name, "arguments": arguments},
+                                                   start_after=SETTLE)
     print(f"{name} {sorted(arguments)}: {took:.2f} s, {len(latencies)} pings, slowest {max(latencies) * 1000:.1f} ms")
     assert max(latencies) < PING_BOUND, (name, latencies)
     result: dict[str, Any] = reply["result"]
