@@ -67,3 +67,33 @@ def test_a_failed_request_is_answered_again_at_once(pool: parsers.Pool) -> None:
         pool.ask({"op": "outline", "text": STALL, "language": "lua"})
     assert time.monotonic() - started < 0.5 and pool.started == 1
     assert parsers.symbols_from(pool.ask({"op": "outline", "text": "def f(): pass\n", "language": "python"}))[0].name == "f"
+
+
+def test_a_worker_holds_its_share_of_the_memory_budget_while_it_answers(pool: parsers.Pool) -> None:
+    from shipcode_mcp.workspace import process
+    from support import wait_for
+
+    before = process.memory.reserved
+    stop = threading.Event()
+    outcome: list[BaseException] = []
+
+    def check() -> None:
+        if stop.is_set():
+            raise Cancelled()
+
+    def parse() -> None:
+        try:
+            pool.ask({"op": "outline", "text": STALL, "language": "lua"}, check)
+        except BaseException as err:  # (kept for the assertion below)
+            outcome.append(err)
+
+    thread = threading.Thread(target=parse)
+    thread.start()
+    try:
+        wait_for(lambda: process.memory.reserved >= before + parsers.WORKER_LIMITS.address_space, 10,
+                 "the worker's reservation")
+    finally:
+        stop.set()
+        thread.join(10)
+    assert isinstance(outcome[0], Cancelled)
+    assert process.memory.reserved == before

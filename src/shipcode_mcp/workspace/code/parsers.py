@@ -40,8 +40,10 @@ PARSE_TIMEOUT = 10.0
 parses in some 0.05 s, of random punctuation in 2.5 s (the worst real case measured)."""
 MAX_WORKERS = max(1, min(4, os.cpu_count() or 1))
 """Workers running at once: parses of concurrent calls go on in parallel, up to this many."""
-WORKER_LIMITS = Limits(address_space=2048 * MIB, cpu_seconds=3600)
-"""A worker's resource limits: a 512 KiB file's tree and its matches fit in far less."""
+WORKER_LIMITS = Limits(address_space=1024 * MIB, cpu_seconds=3600)
+"""A worker's resource limits: 512 KiB of random C++ punctuation, outlined and then matched by `$A`, took a
+worker to 217 MB of address space (its peak). While it answers a request, a worker holds this much of the
+children's one memory budget (process.memory), as rg and git do while they run."""
 WORKER_CPU_BUDGET = 1800.0
 """A worker that spent this long on requests is retired (before its CPU limit would stop it mid-request)."""
 _HEADER = struct.Struct(">I")
@@ -55,6 +57,10 @@ STDERR_SHOWN = 200
 MAX_FAILURES = 1024
 """Requests remembered as failed (by a digest of the whole request: the same text, language and question),
 answered again at once rather than by another crash or another wait for the deadline."""
+
+
+def _no_check() -> None:
+    """A wait that nothing cancels."""
 
 
 class Failed(ToolError):
@@ -219,7 +225,11 @@ class Pool:
         worker = self._take(check)
         healthy = False
         try:
-            answer = worker.ask(data, check, PARSE_TIMEOUT if timeout is None else timeout)
+            process.memory.take(WORKER_LIMITS.address_space, check or _no_check)
+            try:
+                answer = worker.ask(data, check, PARSE_TIMEOUT if timeout is None else timeout)
+            finally:
+                process.memory.give(WORKER_LIMITS.address_space)
             healthy = worker.spent < WORKER_CPU_BUDGET
         except Failed as err:
             self._remember(digest, str(err))
