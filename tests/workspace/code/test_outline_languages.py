@@ -371,14 +371,15 @@ def test_enum_members_and_record_fields_are_children(language: str, text: str, e
 
 
 def test_python_assignments_are_the_statements_of_the_module_and_of_class_bodies_only() -> None:
-    """Found from those blocks' children (the native search skips assignments): not in an `if`, a
-    function or a method; annotated assignments count, tuple targets do not. Trailing comments and CRLF
+    """Found from those blocks' children (the native search skips assignments) and of an `if` or `try`
+    there: not in a function or a method; annotated assignments count, tuple targets do not. Trailing comments and CRLF
     line ends do not extend a definition."""
     text = ("LIMIT = 1\nx: int = 2\na, b = 3, 4\nif True:\n    HIDDEN = 5\ndef f():\n    local = 6\nclass C:\n"
             "    field = 7\n    class D:\n        inner = 8\n    def m(self):\n        self.y = 9\n    # trailing\n\n"
             "# after\n")
     found = [(s.kind, s.qualified_name, s.line, s.end_line) for s in walk(outline_source(text, "python"))]
-    assert found == [("constant", "LIMIT", 1, 1), ("variable", "x", 2, 2), ("function", "f", 6, 7),
+    assert found == [("constant", "LIMIT", 1, 1), ("variable", "x", 2, 2), ("constant", "HIDDEN", 5, 5),
+                     ("function", "f", 6, 7),
                      ("class", "C", 8, 13), ("field", "C.field", 9, 9), ("class", "C.D", 10, 11),
                      ("field", "C.D.inner", 11, 11), ("method", "C.m", 12, 13)]
     crlf = [(s.name, s.line, s.end_line) for s in outline_source("def f():\r\n    pass\r\n    # c\r\n\r\nx = 1\r\n", "python")]

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from ast_grep_py import SgNode
 
 NameOf = Callable[["SgNode"], "str | None"]
+NamesOf = Callable[["SgNode"], "str | tuple[str, ...] | None"]
+"""A definition's name, or the names it binds (`a = b = 1`, `const { a, b } = x`), the first holding
+what nests inside."""
 KindOf = Callable[["SgNode"], str]
 MembersOf = Callable[["SgNode", "list[SgNode]"], "list[SgNode]"]
 
@@ -26,10 +29,11 @@ class Def:
     """A node kind that defines a symbol."""
 
     kind: str | KindOf
-    name: str | NameOf = "name"
+    name: str | NamesOf = "name"
     """A field holding the name, or a function giving it; a dotted or `::` name is qualified."""
-    body: str | None = "body"
-    """The field where the signature ends (the header is everything before it)."""
+    body: str | Callable[[SgNode], SgNode | None] | None = "body"
+    """The field where the signature ends (the header is everything before it), or a function giving
+    that node."""
     rule: dict[str, Any] | None = None
     """Further constraints on the node (an ast-grep rule), such as where it must be."""
     holds_methods: bool | None = None
@@ -196,22 +200,39 @@ def _type_name(text: str) -> str:
 
 
 # -- the languages ------------------------------------------------------------------------------------
-def _py_assignment_name(node: SgNode) -> str | None:
-    return _identifier(node.field("left"))
+def _py_assignment_name(node: SgNode) -> str | tuple[str, ...] | None:
+    """The names an assignment binds: every target of a chain (`a = b = 1` binds both)."""
+    names = []
+    current: SgNode | None = node
+    while current is not None and current.kind() == "assignment":
+        name = _identifier(current.field("left"))
+        if name is not None:
+            names.append(name)
+        current = current.field("right")
+    return names[0] if len(names) == 1 else tuple(names) or None
+
+
+_PY_BRANCHES = frozenset({"if_statement", "elif_clause", "else_clause", "try_statement", "except_clause",
+                          "except_group_clause", "finally_clause"})
+"""Statements whose blocks run as part of the block they are in: `try: import json except ImportError:
+json = None`, `if TYPE_CHECKING:`, `if sys.version_info >= (3, 11): X = ...` define module names."""
 
 
 def _py_assignment_kind(node: SgNode) -> str:
-    parent = node.parent()
-    owner = parent.parent() if parent is not None else None
-    if owner is not None and owner.kind() == "block":
+    owner = node.parent()  # the expression_statement
+    while owner is not None and owner.kind() in ("expression_statement", "block", *_PY_BRANCHES):
+        owner = owner.parent()
+    if owner is not None and owner.kind() == "class_definition":
         return "field"
-    name = _py_assignment_name(node)
-    return "constant" if _constant_case(name) else "variable"
+    names = _py_assignment_name(node)
+    first = names[0] if isinstance(names, tuple) else names
+    return "constant" if _constant_case(first) else "variable"
 
 
 def _py_assignments(root: SgNode, found: list[SgNode]) -> list[SgNode]:
-    """The assignments that are statements of the module or of a class body (not of a function, an `if`
-    or a loop): the children of those few blocks, rather than every assignment of the file."""
+    """The assignments that are statements of the module or of a class body, or of an `if` or `try` there
+    (not of a function or a loop): the children of those few blocks, rather than every assignment of the
+    file."""
     blocks = [root]
     for node in found:
         if node.kind() == "class_definition":
@@ -219,12 +240,15 @@ def _py_assignments(root: SgNode, found: list[SgNode]) -> list[SgNode]:
             if body is not None:
                 blocks.append(body)
     out = []
-    for block in blocks:
-        for statement in block.children():
-            if statement.kind() == "expression_statement":
+    while blocks:
+        for statement in blocks.pop().children():
+            kind = statement.kind()
+            if kind == "expression_statement":
                 assignment = statement.child(0)
                 if assignment is not None and assignment.kind() == "assignment":
                     out.append(assignment)
+            elif kind in _PY_BRANCHES or kind == "block":
+                blocks.append(statement)
     return out
 
 
@@ -250,6 +274,63 @@ def _js_declarator_kind(node: SgNode) -> str:
     return "constant" if keyword is not None and keyword.text() == "const" else "variable"
 
 
+_JS_BINDING = {"object_pattern": None, "array_pattern": None, "rest_pattern": None, "pair_pattern": "value",
+               "assignment_pattern": "left", "object_assignment_pattern": "left"}
+"""Pattern nodes and the field holding what they bind (None: every child): a key (`b` of `{ b: c }`)
+and a default value (`= 1`) bind nothing."""
+
+
+def _js_declarator_names(node: SgNode) -> str | tuple[str, ...] | None:
+    """A declarator's name, or the names its pattern binds: `const { a, b: c, ...d } = x` defines
+    a, c and d, `const [e, , f = 1] = y` e and f (not the pattern's text)."""
+    target = node.field("name")
+    if target is None or target.kind() not in _JS_BINDING:
+        return _text(target)
+    names: list[str] = []
+    stack = [target]
+    while stack:
+        current = stack.pop()
+        kind = current.kind()
+        if kind in ("identifier", "shorthand_property_identifier_pattern"):
+            names.append(current.text())
+        elif kind in _JS_BINDING:
+            inner = _JS_BINDING[kind]
+            if inner is None:
+                stack.extend(reversed(current.children()))
+            else:
+                bound = current.field(inner)
+                if bound is not None:
+                    stack.append(bound)
+    return tuple(names)
+
+
+_JS_MEMBER_PATH = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
+_JS_ASSIGNED_FUNCTION = {"has": {"field": "left", "kind": "member_expression"},
+                         "any": [{"has": {"field": "right", "kind": "arrow_function"}},
+                                 {"has": {"field": "right", "kind": "function_expression"}}]}
+"""`inst.lte = (value, params) => ...`, `Foo.prototype.bar = function () {}`: a method defined by
+assignment (schema libraries such as zod add their methods so, inside the constructor)."""
+
+
+def _js_assigned_body(node: SgNode) -> SgNode | None:
+    """Where an assigned function's signature ends: its body (`inst.gt = (value, params) =>`)."""
+    value = node.field("right")
+    return value.field("body") if value is not None else None
+
+
+def _js_assigned_name(node: SgNode) -> str | None:
+    """`Foo.prototype.bar` -> `Foo.bar` (name bar, qualified by the object), `this.x` -> `x` (qualified by
+    where it is); None for a computed target (`a[k]`, `f().x`)."""
+    target = node.field("left")
+    text = target.text() if target is not None else ""
+    if _JS_MEMBER_PATH.fullmatch(text) is None:
+        return None
+    parts = [part for part in text.split(".") if part != "prototype"]
+    if parts[0] == "this":
+        parts = parts[1:]
+    return ".".join(parts) if parts else None
+
+
 _JS_TOP = {"any": [{"kind": "program"}, {"kind": "export_statement"}]}
 _JS_DECLARATOR = {"inside": {"any": [{"kind": "lexical_declaration"}, {"kind": "variable_declaration"}],
                              "inside": _JS_TOP}}
@@ -259,9 +340,11 @@ _JS_DEFS = {
     "class_declaration": Def("class"),
     "method_definition": Def("method"),
     "field_definition": Def("field", "property", body=None),
-    "variable_declarator": Def(_js_declarator_kind, body=None, rule=_JS_DECLARATOR, header_from_parent=True),
+    "assignment_expression": Def("method", _js_assigned_name, body=_js_assigned_body, rule=_JS_ASSIGNED_FUNCTION),
+    "variable_declarator": Def(_js_declarator_kind, _js_declarator_names, body=None, rule=_JS_DECLARATOR,
+                               header_from_parent=True),
 }
-_TS_MEMBER = {"inside": {"any": [{"kind": "interface_body"},
+_TS_MEMBER = {"inside": {"any": [{"kind": "interface_body"}, {"kind": "class_body"},
                                  {"kind": "object_type", "inside": {"kind": "type_alias_declaration"}}]}}
 _TS_DEFS = {
     **_JS_DEFS,
@@ -280,8 +363,9 @@ _TS_DEFS = {
     "property_identifier": Def("constant", _own_text, body=None, rule={"inside": {"kind": "enum_body"}}),
 }
 _JS_LEADING = frozenset({"comment", "decorator"})
-JAVASCRIPT = Language(_JS_DEFS, frozenset({"export_statement"}), _JS_LEADING, frozenset({"constructor"}))
-TYPESCRIPT = Language(_TS_DEFS, frozenset({"export_statement"}), _JS_LEADING, frozenset({"constructor"}))
+_JS_WRAPPERS = frozenset({"export_statement", "expression_statement"})
+JAVASCRIPT = Language(_JS_DEFS, _JS_WRAPPERS, _JS_LEADING, frozenset({"constructor"}))
+TYPESCRIPT = Language(_TS_DEFS, _JS_WRAPPERS, _JS_LEADING, frozenset({"constructor"}))
 
 
 def _go_receiver(node: SgNode) -> str | None:
@@ -300,7 +384,15 @@ def _go_type_kind(node: SgNode) -> str:
     return {"struct_type": "struct", "interface_type": "interface"}.get(what, "type")
 
 
-_GO_TOP = {"inside": {"inside": {"kind": "source_file"}}}
+def _go_names(node: SgNode) -> tuple[str, ...]:
+    """The names a spec declares: `var a, b = 1, 2` declares both."""
+    return tuple(name.text() for name in node.field_children("name") if name.kind() == "identifier")
+
+
+_GO_FILE = {"inside": {"inside": {"kind": "source_file"}}}
+_GO_TOP = {"any": [_GO_FILE, {"inside": {"kind": "var_spec_list", **_GO_FILE}}]}
+"""A declaration of the file, alone or in a group: `var ( ... )` holds its specs in a var_spec_list
+(`const ( ... )` and `type ( ... )` hold theirs directly)."""
 GO = Language(
     defs={
         "function_declaration": Def("function"),
@@ -310,8 +402,8 @@ GO = Language(
         "method_elem": Def("method", body=None),
         "method_spec": Def("method", body=None),
         "field_declaration": Def("field", body=None),
-        "const_spec": Def("constant", body=None, rule=_GO_TOP, header="const "),
-        "var_spec": Def("variable", body=None, rule=_GO_TOP, header="var "),
+        "const_spec": Def("constant", _go_names, body=None, rule=_GO_TOP, header="const "),
+        "var_spec": Def("variable", _go_names, body=None, rule=_GO_TOP, header="var "),
     },
     leading=frozenset({"comment"}),
 )

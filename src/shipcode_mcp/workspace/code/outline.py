@@ -107,32 +107,43 @@ def _items(root: SgNode, text: str, spec: Language, language: str) -> list[_Item
         while stack and stack[-1].end <= start_index:
             stack.pop()
         parent = stack[-1] if stack else None
-        if _QUALIFIED.search(raw) is None:
-            name, prefix = raw, ""
-        else:
-            parts = [part for part in _QUALIFIER.split(raw) if part] or [raw]
-            name, prefix = parts[-1], ".".join(parts[:-1])
-        outer = parent.qualified if parent is not None else ""
-        qualified = f"{outer}.{prefix}" if outer and prefix else outer or prefix
-        qualified = f"{qualified}.{name}" if qualified else name
         kind_of = definition.kind
-        kind = kind_of(node) if callable(kind_of) else kind_of
-        if kind == "function" and parent is not None and parent.holds_methods:
-            kind = "method"
-        if kind == "method" and (name in spec.constructors or (spec.class_constructors and parent is not None
-                                 and name == parent.name)):
-            kind = "constructor"
+        node_kind = kind_of(node) if callable(kind_of) else kind_of
         start_line = start.line
         end_line = end.line + 1 if end.column or end.line == start_line else end.line
         if trim is not None and end_line > start_line + 1:
             end_line = _trim(text, start_line + 1, end_line, end.index if end.column else end.index - 1, trim)
         line = _first_line(node, start_line, spec, lines)
-        holds = definition.holds_methods if definition.holds_methods is not None else kind in CLASS_LIKE
-        item = _Item(name, qualified, kind, line + 1, end_line, start_line + 1, end.index,
-                     _signature(node, text, start_index, end.index, definition), holds)
-        (parent.children if parent is not None else top).append(item)
-        stack.append(item)
+        signature = _signature(node, text, start_index, end.index, definition)
+        first: _Item | None = None
+        for each in (raw,) if isinstance(raw, str) else raw:  # a node may bind several names: `a = b = 1`
+            item = _item(each, node_kind, parent, spec, definition, line + 1, end_line, start_line + 1, end.index,
+                         signature)
+            (parent.children if parent is not None else top).append(item)
+            first = first or item
+        if first is not None:
+            stack.append(first)  # what nests inside belongs to the first name
     return top
+
+
+def _item(raw: str, kind: str, parent: _Item | None, spec: Language, definition: Def, line: int, end_line: int,
+          def_line: int, end: int, signature: str) -> _Item:
+    """One name's symbol: qualified by its parent and by the qualifier written in it (`Foo.bar`)."""
+    if _QUALIFIED.search(raw) is None:
+        name, prefix = raw, ""
+    else:
+        parts = [part for part in _QUALIFIER.split(raw) if part] or [raw]
+        name, prefix = parts[-1], ".".join(parts[:-1])
+    outer = parent.qualified if parent is not None else ""
+    qualified = f"{outer}.{prefix}" if outer and prefix else outer or prefix
+    qualified = f"{qualified}.{name}" if qualified else name
+    if kind == "function" and parent is not None and parent.holds_methods:
+        kind = "method"
+    if kind == "method" and (name in spec.constructors or (spec.class_constructors and parent is not None
+                             and name == parent.name)):
+        kind = "constructor"
+    holds = definition.holds_methods if definition.holds_methods is not None else kind in CLASS_LIKE
+    return _Item(name, qualified, kind, line, end_line, def_line, end, signature, holds)
 
 
 def _trim(text: str, first: int, last: int, stop: int, marker: str) -> int:
@@ -181,7 +192,8 @@ def _signature(node: SgNode, text: str, start: int, end: int, definition: Def) -
         parent = node.parent()
         if parent is not None:
             start = parent.range().start.index
-    body = node.field(definition.body) if definition.body else None
+    where = definition.body
+    body = (where(node) if callable(where) else node.field(where)) if where else None
     if body is not None:
         stop = min(body.range().start.index, start + _HEADER_SLICE)
     else:

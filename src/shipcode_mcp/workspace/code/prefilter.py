@@ -18,8 +18,9 @@ long line with N matches]` before): such a line is kept (it might hold a definit
 
 _PYTHON = (
     # def/class NAME; NAME first on its line (an assignment at module or class level, or the name of a
-    # def continued with a backslash); after `;` (`a = 1; NAME = 2`) or after a one-line class's colon.
-    r"\b(?:def|class)\s+{w}|^\s*{w}|;\s*{w}|\bclass\b.*:\s*{w}"
+    # def continued with a backslash); after `;` (`a = 1; NAME = 2`) or after a one-line class's colon;
+    # a later target of a chain (`a = NAME = 1`).
+    r"\b(?:def|class)\s+{w}|^\s*{w}|;\s*{w}|\bclass\b.*:\s*{w}|=\s*{w}\s*=(?!=)"
 )
 _SHAPES: dict[str, str] = {"python": _PYTHON}
 _compiled: dict[tuple[str, str], re.Pattern[str]] = {}
@@ -72,7 +73,7 @@ def definition_test(language: str | None, word: str) -> Callable[[str], bool] | 
 # (every def and class is in the outline, with that line); one shaped like a module or class
 # assignment may be (the outline says); on any other line, none is.
 _PYTHON_DEFINES = r"\b(?:def|class)\s+{w}"
-_PYTHON_MAY_DEFINE = r"(?:^\s*|;\s*|\bclass\b.*:\s*){w}\s*(?:=(?!=)|:)"
+_PYTHON_MAY_DEFINE = r"(?:^\s*|;\s*|\bclass\b.*:\s*){w}\s*(?:=(?!=)|:)|=\s*{w}\s*=(?!=)"
 _DEFINING: dict[str, tuple[str, str]] = {"python": (_PYTHON_DEFINES, _PYTHON_MAY_DEFINE)}
 
 
