@@ -102,7 +102,7 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
         if broken is not None:
             out.append(_broken_hint(language, broken))
         elif kind is not None and kind_seen:
-            out.append(_kind_hint(language, kind))
+            out.append(_decorated_hint() if kind == "decorated_definition" else _kind_hint(language, kind))
     elif full:
         out.append(f"[Showing the first {plural(len(found), 'match')}: the result is at its size limit "
                    f"({RESULT_CHARS // 1024} KiB of matched text); there are more. Narrow with path or the pattern.]")
@@ -167,3 +167,11 @@ def _kind_hint(language: str, kind: str) -> str:
             "matches only code with the same parts, so one that leaves out a part the code has (a return type, "
             "type annotations, a modifier, a receiver) matches none of them. Write that part as a metavariable "
             "($RET), or search a smaller part of the node.]")
+
+
+def _decorated_hint() -> str:
+    return ("[The pattern is a decorated python def, and the files searched hold some, but none matched: it matches "
+            "only a def with exactly its decorators (a method with @property and @abstractmethod is not matched by "
+            "a pattern with @property alone) and the same parts (a return type: add `-> $R`; `async`). To find "
+            "every def a decorator is on, search the decorator alone (`@property`: each match's line is above its "
+            "def), or the def without decorators (`def $F($$$A): $$$B` matches decorated ones too).]")

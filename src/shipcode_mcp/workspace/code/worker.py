@@ -131,7 +131,9 @@ def _pattern_kind(pattern: str, language: str) -> str | None:
         if where.end.index - where.start.index >= len(plain) - 1:  # an expression statement's `;` aside
             kind = node.kind()
     spec = RULES.get(language)
-    return kind if spec is not None and kind in spec.defs else None
+    if spec is None:
+        return None
+    return kind if kind in spec.defs or kind == "decorated_definition" else None  # a Python def with decorators
 
 
 def matches(text: str, language: str, pattern: str, variables: list[list[Any]], limit: int,
