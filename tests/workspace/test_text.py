@@ -85,3 +85,19 @@ def test_cut_text_is_a_head_of_the_text_and_says_exactly_how_much_follows(text: 
     assert text.startswith(head) and len(head) <= limit
     lines = rest.count("\n") + 1 if rest else 0
     assert marker == f"{len(rest)} more characters in {lines} more line{'s' if lines != 1 else ''}]"
+
+
+@given(st.text(alphabet="ab\n", max_size=60), st.integers(min_value=1, max_value=40), st.integers(min_value=1, max_value=6))
+def test_cut_text_to_lines_keeps_at_most_that_many_and_says_exactly_how_much_follows(text: str, limit: int,
+                                                                                   lines: int) -> None:
+    cut = cut_text(text, limit, lines)
+    if len(text) <= limit and text.count("\n") < lines:
+        assert cut == text
+        return
+    head, marker = cut.split("… [cut: ")
+    rest = text[len(head):].removeprefix("\n")
+    assert text.startswith(head) and len(head) <= limit and head.count("\n") < lines
+    if text.count("\n") >= lines and len("\n".join(text.split("\n")[:lines])) <= limit:
+        assert head == "\n".join(text.split("\n")[:lines])  # the first `lines` lines, whole
+    count = rest.count("\n") + 1 if rest else 0
+    assert marker == f"{len(rest)} more characters in {count} more line{'s' if count != 1 else ''}]"

@@ -32,18 +32,25 @@ def cut_line(line: str, limit: int, focus: int = 0, size: str | None = None) -> 
     return f"{head}{line[start:start + limit]}{tail} [line cut: {len(line)} characters]"
 
 
-def cut_text(text: str, limit: int) -> str:
-    """`text` if it has at most `limit` characters, else its head, ended at its last line break within the
-    limit when that keeps at least half of it (mid-line otherwise), and a marker that says how many
-    characters and lines were left out: a cut is never mistaken for the whole."""
-    if len(text) <= limit:
-        return text
-    end = text.rfind("\n", 0, limit + 1)
-    if end < limit // 2:
-        end = limit
+def cut_text(text: str, limit: int, lines: int | None = None) -> str:
+    """`text` if it has at most `limit` characters (and at most `lines` lines), else its head, ended at its
+    last line break within the limit when that keeps at least half of it (mid-line otherwise), and a marker
+    that says how many characters and lines were left out: a cut is never mistaken for the whole."""
+    end = -1
+    if lines is not None:
+        for _ in range(lines):
+            end = text.find("\n", end + 1)
+            if end < 0:
+                break
+    if not 0 <= end <= limit:
+        if len(text) <= limit:
+            return text
+        end = text.rfind("\n", 0, limit + 1)
+        if end < limit // 2:
+            end = limit
     rest = text[end:].removeprefix("\n")
-    lines = rest.count("\n") + 1 if rest else 0
-    return f"{text[:end]}… [cut: {len(rest)} more characters in {plural(lines, 'more line')}]"
+    count = rest.count("\n") + 1 if rest else 0
+    return f"{text[:end]}… [cut: {len(rest)} more characters in {plural(count, 'more line')}]"
 
 
 def cut_output(data: bytes, truncated: bool) -> str:

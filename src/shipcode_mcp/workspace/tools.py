@@ -488,6 +488,8 @@ SEARCH_STRUCTURE = {
         "language": {"type": "string", "enum": list(CODE_LANGUAGES), "description": "The pattern's language."},
         "path": _string(f"A folder or file to search (default: the first root); {_PATH_HELP}.", default="."),
         "limit": _integer("The most matches to return.", STRUCTURE_LIMIT, 1, MAX_SEARCH_LIMIT),
+        "full": _boolean("Return each match's whole text and captures (up to 2000 characters each) instead of "
+                         "their first 5 lines."),
     }, ("pattern", "language")),
     "output": _output({
         "pattern": _STR,
@@ -497,11 +499,13 @@ SEARCH_STRUCTURE = {
             "line": {"type": "integer", "minimum": 1},
             "column": {"type": "integer", "minimum": 1},
             "end_line": {"type": "integer", "minimum": 1},
-            "text": {"type": "string", "description": "the match's source; past 2000 characters cut (at a line "
-                     "break where one is near) and ended by '… [cut: N more characters in M more lines]'"},
+            "text": {"type": "string", "description": "the match's source: its first 5 lines unless `full`, and "
+                     "past 2000 characters cut (at a line break where one is near), ended by '… [cut: N more "
+                     "characters in M more lines]'"},
             "variables": {"type": "object", "additionalProperties": _STR,
                           "description": "each metavariable's captured text (a $$$ one's is the source from its "
-                                         "first node to its last), cut past 2000 characters like `text`"},
+                                         "first node to its last), cut to 5 lines unless `full` and past 2000 "
+                                         "characters, like `text`"},
         })},
         "file_count": _INT,
         "truncated": _BOOL,
@@ -596,7 +600,7 @@ def _search_structure(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
     from .code.structure import search_structure
 
     return search_structure(ctx, roots, args["pattern"], args["language"], args.get("path", "."),
-                            args.get("limit", STRUCTURE_LIMIT))
+                            args.get("limit", STRUCTURE_LIMIT), args.get("full", False))
 
 
 READ_TOOLS: tuple[tuple[str, dict[str, Any], Handler], ...] = (

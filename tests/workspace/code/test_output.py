@@ -19,7 +19,7 @@ pytest.importorskip("ast_grep_py")
 
 from shipcode_mcp.workspace.code.outline import outline
 from shipcode_mcp.workspace.code.source import MAX_PARSE_LINE, MAX_SKIPPED_NAMED, MAX_SOURCE_BYTES
-from shipcode_mcp.workspace.code.structure import MAX_MATCH_CHARS, RESULT_CHARS, SHOWN_CHARS
+from shipcode_mcp.workspace.code.structure import MATCH_LINES, MAX_MATCH_CHARS, RESULT_CHARS, SHOWN_CHARS
 
 STYLES = REPO / "tests" / "data" / "styles"
 DJANGO = (STYLES / "django_style.py").read_text()
@@ -94,7 +94,7 @@ def test_search_structure_shows_a_line_break_and_a_written_backslash_n_different
 # -- 3. every capture, every match and the whole result are bounded ----------------------------------
 def test_a_long_capture_is_cut_at_a_line_break_and_says_how_much_was_left_out(tools: Tools) -> None:
     result = tools.call("search_structure", {"pattern": "def $F($$$A) -> $R: $$$B", "language": "python",
-                                             "path": "rich_style.py", "limit": 20})
+                                             "path": "rich_style.py", "limit": 20, "full": True})
     match = next(m for m in result["structuredContent"]["matches"] if m["variables"]["F"] == "__rich_console__")
     start = RICH.index("_padding = self.padding")
     whole = RICH[start:RICH.index("yield new_line\n", RICH.index("subtitle_text = align_text")) + len("yield new_line")]
@@ -117,7 +117,7 @@ def test_the_whole_result_stops_at_its_size_limit_and_says_so(tmp_path: Path) ->
         shutil.copy(STYLES / "rich_style.py", tmp_path / f"copy_{index:03}.py")
     with Tools(tmp_path) as tools:
         result = tools.call("search_structure", {"pattern": "def $F($$$A) -> $R: $$$B", "language": "python",
-                                                 "limit": 2000})
+                                                 "limit": 2000, "full": True})
     data = result["structuredContent"]
     size = sum(len(m["text"]) + sum(map(len, m["variables"].values())) for m in data["matches"])
     assert data["truncated"] is True and RESULT_CHARS <= size + len(result["content"][0]["text"])
@@ -125,10 +125,39 @@ def test_the_whole_result_stops_at_its_size_limit_and_says_so(tmp_path: Path) ->
     assert "the result is at its size limit (64 KiB of matched text)" in result["content"][0]["text"]
 
 
+def test_a_match_is_its_first_lines_unless_full_is_asked(tools: Tools) -> None:
+    """A class pattern's matches are the class's first MATCH_LINES lines and its body capture too (not the
+    whole body, which grep would not show either), each saying what was left out; `full` (false in the
+    schema) gives them whole, within MAX_MATCH_CHARS."""
+    assert tools.tools["search_structure"]["inputSchema"]["properties"]["full"]["default"] is False
+    pattern = {"pattern": "class $C: $$$BODY", "language": "python", "path": "django_style.py"}
+    short = {m["variables"]["C"]: m for m in tools.data("search_structure", pattern)["matches"]}
+    whole = {m["variables"]["C"]: m for m in tools.data("search_structure", {**pattern, "full": True})["matches"]}
+    assert short.keys() == whole.keys() and short
+    cut = 0
+    for name, match in short.items():
+        full_text = whole[name]["text"]
+        assert "… [cut: " not in full_text  # these classes are under MAX_MATCH_CHARS
+        lines = full_text.split("\n")
+        for got, entire in ((match["text"], full_text), (match["variables"]["BODY"], whole[name]["variables"]["BODY"])):
+            if entire.count("\n") < MATCH_LINES:
+                assert got == entire
+                continue
+            cut += 1
+            head, marker = got.split("… [cut: ")
+            assert head == "\n".join(entire.split("\n")[:MATCH_LINES])
+            rest = entire[len(head) + 1:]
+            assert marker == f"{len(rest)} more characters in {rest.count(chr(10)) + 1} more lines]"
+        assert match["line"] == whole[name]["line"] and match["end_line"] == whole[name]["end_line"] == (
+            match["line"] + len(lines) - 1)
+    assert cut >= 2
+    assert sum(len(m["text"]) for m in short.values()) * 2 < sum(len(m["text"]) for m in whole.values())
+
+
 # -- 4. a $$$ capture is the source text from its first node to its last ------------------------------
 def test_a_multiple_capture_is_the_source_span_comments_and_line_breaks_kept(tools: Tools) -> None:
     data = tools.data("search_structure", {"pattern": "def $F($$$A): $$$B", "language": "python",
-                                           "path": "django_style.py"})
+                                           "path": "django_style.py", "full": True})
     by_name = {m["variables"]["F"]: m["variables"] for m in data["matches"]}
     slugify = DJANGO[DJANGO.index("    # Convert spaces"):DJANGO.index('.strip("-_")') + len('.strip("-_")')]
     assert by_name["slugify"]["B"] == slugify.lstrip()

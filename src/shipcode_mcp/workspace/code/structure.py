@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 MAX_MATCH_CHARS = 2000
 """A longer match, or a longer capture of a metavariable, is cut (its structured text too), at a line
 break where one is near, with a marker that says how much was left out."""
+MATCH_LINES = 5
+"""Unless `full` is asked, a match's text and each capture are their first this many lines (the matched
+lines and a few of what follows, not a whole class body), and past MAX_MATCH_CHARS cut as well."""
 SHOWN_CHARS = 200
 """In the text, a match's first line and each capture are shown cut to this many characters (the
 structured text holds up to MAX_MATCH_CHARS)."""
@@ -36,7 +39,8 @@ _VARIABLE = re.compile(r"\$(\$\$)?([A-Z_][A-Z0-9_]*)")
 _WORD = re.compile(r"(?<![\w$])[A-Za-z_]\w*")
 
 
-def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, path: str, limit: int) -> ToolResult:
+def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, path: str, limit: int,
+                     full: bool = False) -> ToolResult:
     from .parsers import POOL, Failed
 
     language = language.strip().lower()
@@ -64,7 +68,7 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
     found: list[dict[str, Any]] = []
     out: list[str] = []
     files: set[str] = set()
-    truncated = full = False
+    truncated = at_size = False
     used = 0
 
     def parsed(real: str, shown: str) -> tuple[str, dict[str, Any]]:
@@ -84,9 +88,9 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
     for shown, (source, answer) in folder.parsed(ctx, names, "file", parsed):
         for place_of in answer["matches"]:
             if len(found) >= limit or used >= RESULT_CHARS:
-                truncated, full = True, used >= RESULT_CHARS
+                truncated, at_size = True, used >= RESULT_CHARS
                 break
-            item, line = _match(place_of, shown, source)
+            item, line = _match(place_of, shown, source, None if full else MATCH_LINES)
             used += len(item["text"]) + sum(map(len, item["variables"].values())) + len(line)
             found.append(item)
             out.append(line)
@@ -103,7 +107,7 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
             out.append(_broken_hint(language, broken))
         elif kind is not None and kind_seen:
             out.append(_decorated_hint() if kind == "decorated_definition" else _kind_hint(language, kind))
-    elif full:
+    elif at_size:
         out.append(f"[Showing the first {plural(len(found), 'match')}: the result is at its size limit "
                    f"({RESULT_CHARS // 1024} KiB of matched text); there are more. Narrow with path or the pattern.]")
     elif truncated:
@@ -116,11 +120,11 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
                                    "skipped_files": folder.skipped_files})
 
 
-def _match(place_of: dict[str, Any], shown: str, source: str) -> tuple[dict[str, Any], str]:
+def _match(place_of: dict[str, Any], shown: str, source: str, lines: int | None) -> tuple[dict[str, Any], str]:
     """One match (its place, and the places of its captures, as the worker found them in `source`) as
-    structuredContent holds it (its text and captures cut to MAX_MATCH_CHARS) and its line of the text:
-    the match's first line, and each capture as a Python string literal, so that a line break (`\\n` in the
-    literal) never reads as a backslash and an n written in the code (`\\\\n`)."""
+    structuredContent holds it (its text and captures cut to MAX_MATCH_CHARS and to `lines` lines) and its
+    line of the text: the match's first line, and each capture as a Python string literal, so that a line
+    break (`\\n` in the literal) never reads as a backslash and an n written in the code (`\\\\n`)."""
     start, end = place_of["span"]
     text = source[start:end]
     captured = {name: source[first:last] for name, (first, last) in place_of["captures"].items()}
@@ -131,8 +135,8 @@ def _match(place_of: dict[str, Any], shown: str, source: str) -> tuple[dict[str,
             f"{printable(cut_line(first, SHOWN_CHARS))}{more}" + "".join(f" ${key}={_literal(value)}"
                                                                           for key, value in captured.items()))
     item = {"path": shown, "line": line_number, "column": column, "end_line": end_line,
-            "text": cut_text(text, MAX_MATCH_CHARS),
-            "variables": {key: cut_text(value, MAX_MATCH_CHARS) for key, value in captured.items()}}
+            "text": cut_text(text, MAX_MATCH_CHARS, lines),
+            "variables": {key: cut_text(value, MAX_MATCH_CHARS, lines) for key, value in captured.items()}}
     return item, line
 
 
