@@ -186,6 +186,62 @@ def test_capabilities_are_required_client_info_is_not() -> None:
     assert checked(d.sent)[0]["result"]["resultType"] == "complete"
 
 
+@pytest.mark.parametrize("partial", [
+    {era.CAPABILITIES_KEY: {}, era.CLIENT_INFO_KEY: {"name": "t", "version": "1"}},  # the conformance suite's probe
+    {era.CAPABILITIES_KEY: {}},
+    {era.CLIENT_INFO_KEY: {"name": "t", "version": "1"}},
+    {era.LOG_LEVEL_KEY: "debug", "progressToken": 5},
+])
+def test_a_meta_with_per_request_fields_but_no_version_is_a_modern_request_refused_with_32602(partial: dict[str, Any]) -> None:
+    """On stdio nothing else tells the era: a `_meta` holding any of 2026-07-28's per-request fields is modern,
+    and without its version it is malformed (-32602, the request's id), never served as a legacy request."""
+    d = ModernDriver(make_server(logging=True))
+    d.receive(req(102, "tools/list", {"_meta": partial}))
+    reply = checked(d.sent)[0]
+    assert reply == {"jsonrpc": "2.0", "id": 102, "error": {
+        "code": -32602, "message": f"Invalid params: _meta needs {era.VERSION_KEY}, a string"}}
+
+
+def test_a_meta_without_per_request_fields_is_still_legacy() -> None:
+    d = ModernDriver(make_server())
+    d.receive(req(1, "tools/list", {"_meta": {"progressToken": 1, "example.test/x": True}}))
+    assert checked(d.sent, legacy=True) == [Driver(make_server()).request(1, "tools/list")]
+
+
+TASKS_NEEDED = {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+
+@pytest.mark.parametrize(("method", "params"), [
+    ("tasks/get", {"taskId": "gate-test"}),
+    ("tasks/update", {"taskId": "gate-test", "inputResponses": {}}),
+    ("tasks/cancel", {"taskId": "gate-test"}),
+    ("tasks/list", {}),
+    ("tasks/result", {"taskId": "t"}),
+])
+def test_tasks_methods_need_the_tasks_extension_declared_32021(method: str, params: dict[str, Any]) -> None:
+    """The tasks extension: its methods from a client that did not declare it are -32021 naming it; from one
+    that did, they are methods this server does not have (-32601). Legacy sessions have no tasks at all."""
+    d = ModernDriver(make_server())
+    reply = d.ask_modern(7, method, params, {"sampling": {}, "extensions": {"example.test/other": {}}})
+    assert reply == {"jsonrpc": "2.0", "id": 7, "error": {
+        "code": -32021, "message": "Missing required client capability", "data": TASKS_NEEDED}}
+    validate_modern(reply, "MissingRequiredClientCapabilityError")
+    declared = d.ask_modern(8, method, params, {"extensions": {"io.modelcontextprotocol/tasks": {}}})
+    assert declared == {"jsonrpc": "2.0", "id": 8, "error": {"code": -32601, "message": "Method not found"}}
+    d.handshake()
+    assert d.request(9, method, params) == {"jsonrpc": "2.0", "id": 9, "error": {"code": -32601, "message": "Method not found"}}
+
+
+def test_listen_for_task_notifications_needs_the_tasks_extension() -> None:
+    d = ModernDriver(make_server(list_changed=True))
+    assert listen(d, 3, {"taskIds": ["t1"]}) == [{"jsonrpc": "2.0", "id": 3, "error": {
+        "code": -32021, "message": "Missing required client capability", "data": TASKS_NEEDED}}]
+    assert d.session.listeners == {}
+    declared = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    assert listen(d, 4, {"taskIds": ["t1"], "toolsListChanged": True}, declared) == [
+        acknowledged(4, {"toolsListChanged": True})]  # no tasks here: none agreed to
+
+
 @pytest.mark.parametrize("method", ["ping", "initialize", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"])
 def test_legacy_only_methods_are_not_found_in_the_modern_era(method: str) -> None:
     d = ModernDriver(make_server(logging=True, subscribe=True))

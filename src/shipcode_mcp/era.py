@@ -25,6 +25,10 @@ CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
+ENVELOPE_KEYS = (VERSION_KEY, CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY)
+"""The per-request fields of 2026-07-28's `_meta`: a request that carries any of them is modern, complete or not."""
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""The tasks extension, which this server does not offer: its methods need the client to declare it first."""
 
 MODERN_METHODS = frozenset((
     "server/discover", "subscriptions/listen", "tools/list", "tools/call", "resources/list",
@@ -40,9 +44,10 @@ LIST_FILTERS = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "r
 
 
 def modern_meta(params: dict[str, Any]) -> dict[str, Any] | None:
-    """The request's `_meta` if it makes the request modern (it names a protocol version), else None."""
+    """The request's `_meta` if it makes the request modern (it holds a per-request field, the protocol
+    version or another: one without the version is a modern request missing it, refused -32602), else None."""
     meta = params.get("_meta")
-    if type(meta) is dict and VERSION_KEY in meta:
+    if type(meta) is dict and any(key in meta for key in ENVELOPE_KEYS):
         return meta
     return None
 

@@ -248,6 +248,47 @@ def refusal_of(err: BaseException) -> JsonRpcError | None:
     return None
 
 
+def envelope_error(meta: Any) -> JsonRpcError | None:
+    """What a modern request's `_meta` gets instead of an answer, if anything: -32602 when a per-request field
+    is missing or of the wrong shape (HTTP adds 400), -32022 for a version
+    this server does not speak (checked before the other fields, whose shape a later version may change)."""
+    if type(meta) is not dict:
+        return no_envelope()
+    version = meta.get(era.VERSION_KEY)
+    if not isinstance(version, str):
+        return JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta needs {era.VERSION_KEY}, a string")
+    if version != era.MODERN_VERSION:
+        return JsonRpcError(jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, data={
+            "supported": list(era.SUPPORTED_VERSIONS), "requested": version})
+    if type(meta.get(era.CAPABILITIES_KEY)) is not dict:
+        return JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta needs {era.CAPABILITIES_KEY}, an object")
+    info = meta.get(era.CLIENT_INFO_KEY)
+    if info is not None and type(info) is not dict:
+        return JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta {era.CLIENT_INFO_KEY} must be an object")
+    level = meta.get(era.LOG_LEVEL_KEY)
+    if level is not None and level not in LOG_LEVELS:
+        return JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta {era.LOG_LEVEL_KEY} must be one of "
+                                                    f"{', '.join(LOG_LEVELS)}")
+    return None
+
+
+def no_envelope() -> JsonRpcError:
+    """-32602 for a request modern by its transport (the HTTP version header) whose body has no `_meta`."""
+    return JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: a {era.MODERN_VERSION} request needs _meta with "
+                                                f"{era.VERSION_KEY} and {era.CAPABILITIES_KEY}")
+
+
+def _declares_tasks(capabilities: dict[str, Any]) -> bool:
+    extensions = capabilities.get("extensions")
+    return type(extensions) is dict and era.TASKS_EXTENSION in extensions
+
+
+def _needs_tasks() -> JsonRpcError:
+    """-32021 naming the tasks extension: its methods and task notifications are for clients that declare it."""
+    return JsonRpcError(jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                        data={"requiredCapabilities": {"extensions": {era.TASKS_EXTENSION: {}}}})
+
+
 def input_required_in(err: BaseException) -> InputRequired | None:
     """The question for the client `err` carries: itself, or one inside an exception group (a handler's
     task group wraps what its tasks raise), unless the group also holds something that must stop the
@@ -428,22 +469,12 @@ class Session:
         return self._serve(handler, context)
 
     def _modern_context(self, msg_id: Id, method: str, params: dict[str, Any], meta: dict[str, Any]) -> Context:
-        version = meta[era.VERSION_KEY]
-        if not isinstance(version, str):
-            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta {era.VERSION_KEY} must be a string")
-        if version != era.MODERN_VERSION:
-            raise JsonRpcError(jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, data={
-                "supported": list(era.SUPPORTED_VERSIONS), "requested": version})
-        capabilities = meta.get(era.CAPABILITIES_KEY)
-        if type(capabilities) is not dict:
-            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta needs {era.CAPABILITIES_KEY}, an object")
-        info = meta.get(era.CLIENT_INFO_KEY)
-        if info is not None and type(info) is not dict:
-            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta {era.CLIENT_INFO_KEY} must be an object")
-        level = meta.get(era.LOG_LEVEL_KEY)
-        if level is not None and level not in LOG_LEVELS:
-            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta {era.LOG_LEVEL_KEY} must be one of "
-                                                       f"{', '.join(LOG_LEVELS)}")
+        refused = envelope_error(meta)
+        if refused is not None:
+            raise refused
+        version, capabilities, level = meta[era.VERSION_KEY], meta[era.CAPABILITIES_KEY], meta.get(era.LOG_LEVEL_KEY)
+        if method.startswith("tasks/") and not _declares_tasks(capabilities):
+            raise _needs_tasks()  # the tasks extension says so, though this server offers no tasks at all
         if method not in era.MODERN_METHODS:
             raise JsonRpcError(jsonrpc.METHOD_NOT_FOUND, data=f"{method} is not a method of MCP {version}"
                                if method in ("initialize", "ping", "logging/setLevel", "resources/subscribe",
@@ -498,6 +529,8 @@ class Session:
             return [Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INVALID_PARAMS, (
                 "Invalid params: notifications must be an object; resourceSubscriptions a list of URIs"))), msg_id)]
         assert type(wanted) is dict
+        if "taskIds" in wanted and not _declares_tasks(context.client_capabilities):
+            return [Send(jsonrpc.error(msg_id, _needs_tasks()), msg_id)]
         if msg_id in self.in_flight:
             return [_in_use(msg_id)]
         offered = self.server.capabilities()

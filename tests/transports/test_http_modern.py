@@ -329,6 +329,54 @@ def test_a_request_without_client_capabilities_gets_400_and_minus_32602(port: in
     assert reply.status == 400 and modern_json(reply)["error"]["code"] == -32602
 
 
+DISCOVER_HEADERS = {**MCP_HEADERS, "MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": "server/discover"}
+CLIENT_INFO = {"name": "conformance-client", "version": "1.0.0"}
+NO_META = "_meta with io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"
+
+
+@pytest.mark.parametrize(("rpc_id", "params", "missing"), [
+    (101, {}, NO_META),
+    (102, {"_meta": {"io.modelcontextprotocol/clientInfo": CLIENT_INFO, "io.modelcontextprotocol/clientCapabilities": {}}},
+     "io.modelcontextprotocol/protocolVersion, a string"),
+    (104, {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION, "io.modelcontextprotocol/clientInfo": CLIENT_INFO}},
+     "io.modelcontextprotocol/clientCapabilities, an object"),
+    ("s", {"_meta": {"progressToken": 1}}, NO_META),  # modern by its header alone
+])
+@pytest.mark.parametrize("where", ["sessions", "stateless"])
+def test_a_request_with_the_modern_header_and_no_or_incomplete_meta_gets_400_and_minus_32602_with_its_id(
+        port: int, stateless_port: int, where: str, rpc_id: int | str, params: dict[str, Any], missing: str) -> None:
+    """The conformance suite's server-stateless probes (0.2.0-alpha.12, sep-2575-request-meta-invalid-*): the
+    header says 2026-07-28, the body's `_meta` is absent or lacks a required field. Not a legacy request with
+    a wrong header (-32600, id null, 'unsupported MCP-Protocol-Version'): a malformed modern one."""
+    message = {"jsonrpc": "2.0", "id": rpc_id, "method": "server/discover", "params": params}
+    reply = request(port if where == "sessions" else stateless_port, "POST", message, DISCOVER_HEADERS)
+    assert reply.status == 400 and "mcp-session-id" not in reply.headers
+    body = modern_json(reply)
+    assert body["id"] == rpc_id and body["error"]["code"] == -32602, body
+    assert body["error"]["message"].startswith("Invalid params: ") and body["error"]["message"].endswith(missing)
+
+
+def test_the_modern_header_alone_leaves_initialize_and_other_versions_as_they_were(port: int) -> None:
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    reply = request(port, "POST", init, {**MCP_HEADERS, "MCP-Protocol-Version": MODERN_VERSION})
+    assert reply.status == 200 and reply.json()["result"]["protocolVersion"] == "2025-06-18"
+    other = request(port, "POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                    {**MCP_HEADERS, "MCP-Protocol-Version": "2024-11-05", "Mcp-Session-Id": reply.headers["mcp-session-id"]})
+    assert other.status == 400 and other.json()["error"]["message"] == (
+        "Bad Request: unsupported MCP-Protocol-Version '2024-11-05' (a session speaks 2025-06-18; a 2026-07-28 "
+        "request names its version in params._meta)")
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+def test_tasks_methods_without_the_extension_get_400_and_minus_32021(port: int, method: str) -> None:
+    message = modern(method, {"taskId": "gate-test"})
+    reply = post_modern(port, message, {"Mcp-Name": "gate-test"})
+    assert reply.status == 400 and modern_json(reply) == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32021, "message": "Missing required client capability",
+        "data": {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}}}
+
+
 @pytest.mark.parametrize("method", ["ping", "logging/setLevel", "no/such/method"])
 def test_a_method_the_modern_era_lacks_gets_404_and_minus_32601(port: int, method: str) -> None:
     reply = post_modern(port, modern(method))

@@ -1,7 +1,9 @@
 """Streamable HTTP on Starlette and uvicorn: both eras of MCP behind one endpoint.
 
-A POST whose body names a protocol version in `params._meta` is modern (2026-07-28): it is served alone,
-with no session (see "Modern requests" below), in either mode. Everything else is 2025-06-18:
+A POST whose body carries a per-request field in `params._meta`, or whose `MCP-Protocol-Version` header is
+2026-07-28 (but for initialize), is modern: it is served alone, with no session (see "Modern requests"
+below), in either mode; without a complete `_meta` it is refused with -32602 and its id. Everything else is
+2025-06-18:
 
 - POST carries one JSON-RPC message. A notification or a response gets 202. A request is answered
   with `application/json`, unless its handler sends something first (progress, a log message, a
@@ -53,10 +55,11 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import jsonrpc, log
-from ..context import LOG_LEVELS, PROTOCOL_VERSION
-from ..era import CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, VERSION_KEY, modern_meta
+from ..context import PROTOCOL_VERSION
+from ..era import MODERN_VERSION, VERSION_KEY, modern_meta
 from ..jsonrpc import JsonRpcError
 from ..runner import Runner
+from ..session import envelope_error, no_envelope
 from .hosts import hostname as _hostname
 from .hosts import is_loopback
 from .lanes import PER_LANE, Call, Lanes
@@ -429,7 +432,8 @@ class StreamableHttp:
         """The session the request names, a new one for initialize, or the error response to send."""
         version = request.headers.get(VERSION_HEADER)
         if not creating and version is not None and version != PROTOCOL_VERSION:
-            return _error(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r} (this server speaks {PROTOCOL_VERSION})")
+            return _error(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r} (a session speaks "
+                          f"{PROTOCOL_VERSION}; a {MODERN_VERSION} request names its version in params._meta)")
         caller = _principal(request)
         if self.stateless:
             return self._runner(request)
@@ -523,7 +527,8 @@ class StreamableHttp:
             refused = self.auth.check(_principal(request), message, self.server)
             if refused is not None:
                 return refused
-        if kind != "response" and _is_modern(message):
+        if kind != "response" and (_is_modern(message) or (
+                request.headers.get(VERSION_HEADER) == MODERN_VERSION and message["method"] != "initialize")):
             return await self._post_modern(request, message, wants_json, wants_sse)
         is_request = kind == "request"
         found = self._session_for(request, creating=is_request and message["method"] == "initialize")
@@ -640,6 +645,8 @@ class StreamableHttp:
         mismatch = header_mismatch(request.headers.raw, message, self._input_schema(message))
         if mismatch is not None:
             return _json(400, jsonrpc.error(request_id, JsonRpcError(jsonrpc.HEADER_MISMATCH, mismatch)))
+        if not _is_modern(message):  # modern by its header alone: no _meta, or none of its per-request fields
+            return _json(400, jsonrpc.error(request_id, no_envelope()))
         listening = message["method"] == "subscriptions/listen"
         if listening:
             if not wants_sse:
@@ -817,8 +824,9 @@ def header_mismatch(headers: Sequence[tuple[bytes, bytes]], message: Message,
     params = message.get("params")
     params = params if isinstance(params, dict) else {}
     meta = params.get("_meta")
+    version = meta.get(VERSION_KEY) if isinstance(meta, dict) else None
     expected: list[tuple[str, Any]] = [
-        ("MCP-Protocol-Version", meta.get(VERSION_KEY) if isinstance(meta, dict) else None),
+        ("MCP-Protocol-Version", version if isinstance(version, str) else None),  # None: the core refuses the body
         ("Mcp-Method", message.get("method"))]
     key = NAMED_BY.get(message.get("method", ""))
     if key is not None and isinstance(params.get(key), str):
@@ -829,7 +837,7 @@ def header_mismatch(headers: Sequence[tuple[bytes, bytes]], message: Message,
             return problem
         if value is None:
             return f"Header mismatch: the {name} header is required"
-        if value != body_value:
+        if body_value is not None and value != body_value:
             return f"Header mismatch: {name} header value {_shown(value)} does not match body value {_shown(body_value)}"
     if input_schema is not None and message.get("method") == "tools/call":
         arguments = params.get("arguments")
@@ -946,12 +954,9 @@ def modern_status(response: Message, request: Message) -> int:
         return 400
     if code == jsonrpc.METHOD_NOT_FOUND:
         return 404
-    if code == jsonrpc.INVALID_PARAMS:
-        meta = request["params"]["_meta"]
-        info, level = meta.get(CLIENT_INFO_KEY), meta.get(LOG_LEVEL_KEY)
-        if not (isinstance(meta.get(VERSION_KEY), str) and isinstance(meta.get(CAPABILITIES_KEY), dict)
-                and (info is None or isinstance(info, dict)) and (level is None or level in LOG_LEVELS)):
-            return 400  # the core refused the request's envelope, not its method's parameters
+    params = request.get("params")
+    if code == jsonrpc.INVALID_PARAMS and envelope_error(params.get("_meta") if isinstance(params, dict) else None):
+        return 400  # the core refused the request's envelope, not its method's parameters
     return 200
 
 
