@@ -8,7 +8,9 @@ model providers' libraries and the MCP Inspector's portability check:
   still be expressible, an optional argument's "not given" as `null`; the server must then treat that
   null exactly as the argument left out;
 - pydantic-ai's MCP toolset, on a real server process;
-- the Inspector CLI's `--method tools/list --strict` (0 errors, 0 warnings).
+- the Inspector CLI's `--method tools/list --strict` (0 errors, 0 warnings);
+- every argument's description and enum, as each converter hands the schema on (the conversion table,
+  printed with `pytest -s`).
 
 The converters and the Inspector live in a cache folder made by scripts/provider_converters.sh (their
 dependencies clash with the test venv's); the tools come from a real server's `tools/list`.
@@ -265,3 +267,98 @@ def test_the_inspector_check_is_live(cache: Path, tmp_path: Path) -> None:
     assert [(f["toolName"], [(g["rule"], g["path"]) for g in f["findings"]]) for f in findings] == [
         ("t", [("type-union", "properties.n")])]
 
+
+
+# -- descriptions and enums through every converter -----------------------------------------------------------------
+KEEPING = ["google-genai mcp_to_gemini_tool", "google-genai Schema.from_json_schema inputSchema", *STRICT,
+           "openai-agents MCP adapter strict", "pydantic-ai openai strict", "pydantic-ai google"]
+
+
+def _kept(prop: Any, key: str, want: Any) -> bool:
+    """`want` under `key` in the converted property or one of its anyOf branches (pydantic-ai appends the
+    bounds it moves out, "(minLength=1)", to a description; an enum may lose or keep its null)."""
+    if not isinstance(prop, dict):
+        return False
+    value = prop.get(key)
+    if key == "description" and isinstance(value, str) and value.startswith(want):
+        return True
+    if key == "enum" and isinstance(value, list) and [v for v in value if v is not None] == [v for v in want if v is not None]:
+        return True
+    return any(_kept(branch, key, want) for branch in prop.get("anyOf", []) + prop.get("oneOf", []))
+
+
+def _lost(tool: dict[str, Any], converted: dict[str, Any]) -> list[str]:
+    """What of each argument's description and enum the converted parameters lack."""
+    lost = []
+    for name, spec in tool["inputSchema"].get("properties", {}).items():
+        typed = next((branch for branch in spec.get("anyOf", []) if branch != {"type": "null"}), {})
+        description = spec.get("description") or typed.get("description")
+        enum = spec.get("enum") or typed.get("enum")
+        prop = converted.get("properties", {}).get(name)
+        lost += [f"{name}.description"] * (not _kept(prop, "description", description))
+        lost += [f"{name}.enum"] * bool(enum and not _kept(prop, "enum", enum))
+    return lost
+
+
+def _table(listed: list[dict[str, Any]], converted: dict[str, dict[str, Any]],
+           pydantic_ai: dict[str, Any] | None) -> dict[str, dict[str, str]]:
+    """{tool: {converter: "kept" | "lost a.description, ..." | "refused: ..."}}."""
+    table: dict[str, dict[str, str]] = {}
+    for tool in listed:
+        results = dict(converted[tool["name"]])
+        if pydantic_ai is not None:
+            made = pydantic_ai["tools"][tool["name"]]
+            results["pydantic-ai openai strict"], results["pydantic-ai google"] = made["openai strict"], made["google"]
+        row = table[tool["name"]] = {}
+        for converter in KEEPING:
+            result = results.get(converter)
+            if result is None:
+                continue
+            if "error" in result:
+                row[converter] = f"refused: {result['error'][:100]}"
+                continue
+            schema = result["schema"]
+            lost = _lost(tool, schema.get("parameters", schema) if converter.endswith("mcp_to_gemini_tool") else schema)
+            row[converter] = f"lost {', '.join(lost)}" if lost else "kept"
+    return table
+
+
+def test_every_description_and_enum_survives_every_converter(listed: list[dict[str, Any]],
+                                                             converted: dict[str, dict[str, Any]],
+                                                             pydantic_ai: dict[str, Any]) -> None:
+    """The conversion table: each tool through each converter keeps every argument's description and enum.
+    The one refusal is openai-agents' MCP adapter on git_status (see the test above)."""
+    table = _table(listed, converted, pydantic_ai)
+    print(json.dumps(table, indent=1))
+    for tool, row in table.items():
+        assert list(row) == KEEPING, tool
+        for converter, outcome in row.items():
+            if (tool, converter) == ("git_status", "openai-agents MCP adapter strict"):
+                assert outcome.startswith("refused: "), outcome
+                continue
+            assert outcome == "kept", (tool, converter, outcome)
+    kinds = listed[ALL_TOOLS.index("find_symbol")]["inputSchema"]["properties"]["kind"]
+    gemini = _ok(converted["find_symbol"], "find_symbol", "google-genai mcp_to_gemini_tool")["parameters"]
+    assert gemini["properties"]["kind"]["enum"] == kinds["anyOf"][0]["enum"]  # the enum Gemini used to lose
+
+
+def test_the_loss_check_sees_a_description_written_beside_the_any_of(cache: Path, listed: list[dict[str, Any]]) -> None:
+    """Control: the same tools with each optional argument's description and enum beside its `anyOf` (the
+    former style) lose them in google-genai's conversion, and the table says so; the others keep them."""
+    beside = json.loads(json.dumps(listed))
+    for tool in beside:
+        for spec in tool["inputSchema"]["properties"].values():
+            if "anyOf" in spec:
+                typed = spec["anyOf"][0]
+                spec.update({key: typed.pop(key) for key in ("description",) if key in typed})
+                typed.pop("enum", None)
+    done = subprocess.run([str(cache / "venv" / "bin" / "python"), str(PROVIDERS / "convert.py")],
+                          input=json.dumps(beside), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    table = _table(beside, json.loads(done.stdout)["tools"], None)
+    gemini = [outcome for row in table.values() for converter, outcome in row.items()
+              if converter == "google-genai mcp_to_gemini_tool"]
+    lost = sum(outcome.count(".description") + outcome.count(".enum") for outcome in gemini)
+    assert lost == 28 and "kind.enum" in table["find_symbol"]["google-genai mcp_to_gemini_tool"], table
+    assert all(outcome == "kept" for row in table.values() for converter, outcome in row.items()
+               if converter in STRICT), table

@@ -58,13 +58,18 @@ def test_every_tool_is_fully_described(tools: Tools) -> None:
         assert not {"additionalProperties", "propertyNames", "maxProperties"} & set(inputs), name
         required = inputs.get("required", [])
         for prop, spec in inputs["properties"].items():
-            assert spec.get("description"), (name, prop)
             if prop in required:
+                assert spec.get("description"), (name, prop)
                 kind = spec["type"]
-            else:  # optional: null is "not given", for strict function calling, which requires every property
-                assert "type" not in spec, (name, prop)
-                assert spec["anyOf"][1] == {"type": "null"} and list(spec["anyOf"][0]) == ["type"], (name, prop)
-                kind = spec["anyOf"][0]["type"]
+            else:  # optional: null is "not given", for strict function calling, which requires every property;
+                # the description (and an enum) in the typed branch, where google-genai's conversion reads them
+                assert "type" not in spec and "description" not in spec, (name, prop)
+                typed = spec["anyOf"][0]
+                assert spec["anyOf"][1] == {"type": "null"} and typed.get("description"), (name, prop)
+                assert set(typed) == {"type", "description"} | ({"enum"} if "enum" in spec else set()), (name, prop)
+                if "enum" in spec:
+                    assert spec["enum"] == [*typed["enum"], None], (name, prop)
+                kind = typed["type"]
             if kind == "integer":
                 assert {"default", "minimum", "maximum"} <= set(spec), (name, prop)
             if kind == "boolean":

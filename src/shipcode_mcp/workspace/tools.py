@@ -66,9 +66,17 @@ def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
 
 
 def _nullable_argument(spec: dict[str, Any]) -> dict[str, Any]:
-    """`spec` with its type widened to `anyOf: [{type}, {"type": "null"}]` (no type arrays: see _nullable)."""
-    rest = {key: value for key, value in spec.items() if key != "type"}
-    return {"anyOf": [{"type": spec["type"]}, {"type": "null"}], **rest}
+    """`spec` with its type widened to `anyOf: [{type, description, enum}, {"type": "null"}]` (no type arrays:
+    see _nullable). The description and the enum (without null) go in the typed branch, where google-genai's
+    MCP conversion, which unwraps the `anyOf` and keeps only that branch, reads them; every keyword that
+    validates (the bounds, the enum with null) stays beside it, so a bad value gets the same message."""
+    typed = {"type": spec["type"]}
+    if "description" in spec:
+        typed["description"] = spec["description"]
+    if "enum" in spec:
+        typed["enum"] = [value for value in spec["enum"] if value is not None]
+    rest = {key: value for key, value in spec.items() if key not in ("type", "description")}
+    return {"anyOf": [typed, {"type": "null"}], **rest}
 
 
 def _string(description: str, **more: Any) -> dict[str, Any]:
