@@ -22,6 +22,7 @@ import venv
 import zipfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
 import pytest
@@ -89,6 +90,8 @@ def test_the_wheel_holds_the_package_and_the_command(dists: dict[str, Path]) -> 
     for requirement in DEPENDENCIES:
         assert f"Requires-Dist: {requirement.split(';')[0].strip()}" in metadata
     assert "Provides-Extra: http" in metadata and "Provides-Extra: watch" in metadata
+    server_name = json.loads((REPO / "server.json").read_text())["name"]
+    assert f"mcp-name: {server_name}" in metadata  # the description PyPI serves, which the registry reads
 
 
 def _readme_exchange() -> tuple[list[str], list[str]]:
@@ -151,6 +154,60 @@ def test_server_json_is_valid_under_the_registry_schema() -> None:
     assert {package["version"] for package in server["packages"]} == {__version__}
     assert {package["identifier"] for package in server["packages"]} == {NAME}
     assert {package["transport"]["type"] for package in server["packages"]} == {"stdio", "streamable-http"}
+
+
+def _template_variables(text: str) -> list[str]:
+    return re.findall(r"\{([^{}]+)\}", text)
+
+
+def _undefined_url_variables(package: dict[str, Any]) -> set[str]:
+    """The `{variables}` of a package's transport URL that name none of its environment variables and no
+    argument's name or valueHint (the registry's collectAvailableVariables)."""
+    arguments = package.get("runtimeArguments", []) + package.get("packageArguments", [])
+    known = {variable["name"] for variable in package.get("environmentVariables", [])}
+    known |= {argument[key] for argument in arguments for key in ("name", "valueHint") if key in argument}
+    return set(_template_variables(package["transport"].get("url", ""))) - known
+
+
+def test_server_json_meets_the_registry_publish_checks() -> None:
+    """What the registry checks beyond its schema (github.com/modelcontextprotocol/registry, internal/validators):
+    every `{variable}` of a package's transport URL names one of the package's environment variables or an
+    argument's name or valueHint (collectAvailableVariables); every `{variable}` of an argument's value is one
+    of its `variables`; websiteUrl lies under the name's reverse-DNS domain; the PyPI description (README.md)
+    holds `mcp-name: NAME` (ValidatePyPI). And what we owe it: the URLs are pyproject's, and every icon is a
+    file of this repository at the URL the repository serves it from."""
+    server = json.loads((REPO / "server.json").read_text())
+    for package in server["packages"]:
+        assert _undefined_url_variables(package) == set(), package["transport"]
+        for argument in package.get("runtimeArguments", []) + package.get("packageArguments", []):
+            assert set(_template_variables(argument.get("value", ""))) <= set(argument.get("variables", {})), argument
+    http = next(package for package in server["packages"] if package["transport"]["type"] == "streamable-http")
+    assert _template_variables(http["transport"]["url"]) == ["port"]
+    assert "uvicorn>=0.36" in _extras()["http"]  # the loop class the front needs (the pins: the test below)
+    namespace = server["name"].split("/")[0]
+    assert urlsplit(server["websiteUrl"]).hostname == ".".join(reversed(namespace.split(".")))
+    assert f"mcp-name: {server['name']}" in (REPO / "README.md").read_text()
+    assert f'Homepage = "{server["websiteUrl"]}"' in _PYPROJECT
+    assert f'Repository = "{server["repository"]["url"]}"' in _PYPROJECT
+    assert server["repository"]["source"] == "github"
+    raw = server["repository"]["url"].replace("https://github.com/", "https://raw.githubusercontent.com/") + "/main/"
+    assert server["icons"]
+    for icon in server["icons"]:
+        assert icon["src"].startswith(raw), icon
+        path = REPO / icon["src"][len(raw):]
+        assert path.is_file() and path.suffix == ".svg" and icon["mimeType"] == "image/svg+xml"
+        assert "<script" not in path.read_text().lower()  # clients are told to distrust SVG: ours holds shapes only
+
+
+def test_the_template_variable_check_refuses_an_undefined_variable() -> None:
+    """Control: the check above fails on the former server.json's HTTP package, whose `{port}` named no
+    argument's valueHint (the registry's 'template variables in URL ... reference undefined variables')."""
+    server = json.loads((REPO / "server.json").read_text())
+    http = next(package for package in server["packages"] if package["transport"]["type"] == "streamable-http")
+    assert _undefined_url_variables(http) == set()
+    for argument in http["packageArguments"]:
+        argument.pop("valueHint", None)
+    assert _undefined_url_variables(http) == {"port"}
 
 
 def test_server_json_names_only_options_the_command_knows() -> None:
