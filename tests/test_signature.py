@@ -11,6 +11,7 @@ import threading
 import types
 from typing import Annotated, Any, Literal, Optional, TypedDict, Union
 
+import jsonschema
 import pydantic
 import pytest
 from hypothesis import assume, event, given, settings
@@ -127,6 +128,31 @@ def test_the_whole_input_schema_descriptions_defaults_and_required() -> None:
         "mode": {"type": "string", "enum": ["fast", "full"], "default": "fast"},
         "since": {"anyOf": [schema_of(Box), {"type": "null"}], "default": None},
     }, "required": ["query"]}
+
+
+def test_a_nullable_parameters_description_goes_in_its_typed_branch() -> None:
+    """Where google-genai's MCP conversion reads it (it keeps only the non-null branch of such an anyOf);
+    a union that is not "a type or null" keeps its description beside, and validation is the same."""
+    def find(name: str | None = None, kind: Annotated[Literal["a", "b"] | None, "which kind"] = None,
+             size: Annotated[int | None, "how big"] = 3, key: int | str = 0) -> None:
+        """Find.
+
+        Args:
+            name: the name to look for
+            key: a number or a name
+        """
+
+    schema = Signature(find, "tool find").input_schema()
+    assert schema["properties"] == {
+        "name": {"anyOf": [{"type": "string", "description": "the name to look for"}, {"type": "null"}], "default": None},
+        "kind": {"anyOf": [{"type": "string", "enum": ["a", "b"], "description": "which kind"}, {"type": "null"}],
+                 "default": None},
+        "size": {"anyOf": [{"type": "integer", "description": "how big"}, {"type": "null"}], "default": 3},
+        "key": {"anyOf": [{"type": "integer"}, {"type": "string"}], "description": "a number or a name", "default": 0},
+    }
+    validator = jsonschema.Draft202012Validator(schema)
+    assert validator.is_valid({"name": None, "kind": "a", "size": 2, "key": "k"})
+    assert not validator.is_valid({"kind": "c"}) and not validator.is_valid({"size": "big"})
 
 
 def test_no_parameters_is_an_empty_object_schema_and_non_json_defaults_are_left_out() -> None:

@@ -65,6 +65,20 @@ def schema_validator(schema: dict[str, Any]) -> Any:
         raise ValueError(str(err).split("\n", 1)[0]) from None
 
 
+def described(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    """`schema` with `description`: in the typed branch when it is nullable (`anyOf` of a type and null),
+    else beside. google-genai's MCP conversion unwraps such an `anyOf` and keeps that branch only, so a
+    description beside it never reached Gemini; every other converter reads it in the branch as well."""
+    branches = schema.get("anyOf")
+    if type(branches) is list and len(branches) == 2 and {"type": "null"} in branches:
+        typed = 1 - branches.index({"type": "null"})
+        if type(branches[typed]) is dict and "description" not in branches[typed]:
+            inner = list(branches)
+            inner[typed] = {**branches[typed], "description": description}
+            return {**schema, "anyOf": inner}
+    return {**schema, "description": description}
+
+
 def _put(target: dict[str, Any], key: str, value: Any) -> None:
     if value is not None:
         target[key] = value

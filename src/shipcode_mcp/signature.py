@@ -18,6 +18,7 @@ import threading
 import types
 
 from .context import Cancelled, Context
+from .primitives import described
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -118,10 +119,11 @@ class Signature:
         builder = _SchemaBuilder(self.what)
         properties: dict[str, Any] = {}
         for name, default in self.params.items():
-            prop = builder.schema(self.hints.get(name, object))  # no hint: like Any, no constraint
-            description = self.description(name)
-            if description and "description" not in prop:
-                prop = {**prop, "description": description}
+            hint = self.hints.get(name, object)  # no hint: like Any, no constraint
+            prop = builder.schema(hint)  # with the Annotated description, if any
+            description = self.param_docs.get(name)
+            if description and not _annotated_description(hint) and "description" not in prop:
+                prop = described(prop, description)
             if default is not _REQUIRED and _is_json(default):
                 prop = {**prop, "default": default}
             properties[name] = prop
@@ -445,7 +447,7 @@ class _SchemaBuilder:
         description = _annotated_description(hint)
         out = self._schema(_strip_annotated(hint))
         if description:
-            out = {**out, "description": description}
+            out = described(out, description)
         return out
 
     def _schema(self, hint: Any) -> dict[str, Any]:

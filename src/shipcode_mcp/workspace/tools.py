@@ -7,7 +7,7 @@ first, then git, then (with --allow-write) writing.
 
 from __future__ import annotations
 
-from ..primitives import Tool, ToolError
+from ..primitives import Tool, ToolError, described
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,17 +66,16 @@ def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
 
 
 def _nullable_argument(spec: dict[str, Any]) -> dict[str, Any]:
-    """`spec` with its type widened to `anyOf: [{type, description, enum}, {"type": "null"}]` (no type arrays:
-    see _nullable). The description and the enum (without null) go in the typed branch, where google-genai's
-    MCP conversion, which unwraps the `anyOf` and keeps only that branch, reads them; every keyword that
-    validates (the bounds, the enum with null) stays beside it, so a bad value gets the same message."""
+    """`spec` with its type widened to `anyOf: [{type, enum}, {"type": "null"}]` and its description in the
+    typed branch (`described`; no type arrays: see _nullable). The enum goes there too (without null), for
+    google-genai; every keyword that validates (the bounds, the enum with null) stays beside it, so a bad
+    value gets the same message."""
     typed = {"type": spec["type"]}
-    if "description" in spec:
-        typed["description"] = spec["description"]
     if "enum" in spec:
         typed["enum"] = [value for value in spec["enum"] if value is not None]
     rest = {key: value for key, value in spec.items() if key not in ("type", "description")}
-    return {"anyOf": [typed, {"type": "null"}], **rest}
+    nullable = {"anyOf": [typed, {"type": "null"}], **rest}
+    return described(nullable, spec["description"]) if "description" in spec else nullable
 
 
 def _string(description: str, **more: Any) -> dict[str, Any]:
