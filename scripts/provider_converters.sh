@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The model providers' schema converters and the MCP Inspector's schema portability check, pinned, into a
 # cache folder (nothing in the project's venv, nothing global), for tests/test_provider_schemas.py:
-#   - a Python venv with google-genai, openai-agents, langchain-openai and pydantic-ai-slim[mcp]
+#   - a Python venv with google-genai, openai-agents, langchain-openai, pydantic-ai-slim[mcp] and anthropic
 #     (their dependencies clash with the project's test venv: mcp, pydantic, httpx versions);
 #   - @modelcontextprotocol/inspector (its CLI's `--method tools/list --strict`) and Node 22, from npm.
 # Prints the cache folder on stdout; under it, venv/bin/python is the converters' interpreter,
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON_PINS=(google-genai==3.6.1 openai-agents==0.24.0 langchain-core==1.8.3 langchain-openai==1.7.4
-             "pydantic-ai-slim[mcp]==2.68.0")
+             "pydantic-ai-slim[mcp]==2.68.0" anthropic==2.10.0)
 INSPECTOR_VERSION=2.12.0   # @modelcontextprotocol/inspector: the CLI's schema portability check
 NODE_VERSION=22.23.3       # the npm package `node`, as in scripts/node_clients.sh (the Inspector needs >= 22.19)
 PYTHON="${PYTHON:-python3}"

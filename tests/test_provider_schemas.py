@@ -8,6 +8,7 @@ model providers' libraries and the MCP Inspector's portability check:
   still be expressible, an optional argument's "not given" as `null`; the server must then treat that
   null exactly as the argument left out;
 - pydantic-ai's MCP toolset, on a real server process;
+- anthropic's MCP helper (`mcp_tool`: the schema as the API receives it, unchanged) and `transform_schema`;
 - the Inspector CLI's `--method tools/list --strict` (0 errors, 0 warnings);
 - every argument's description and enum, as each converter hands the schema on (the conversion table,
   printed with `pytest -s`).
@@ -270,8 +271,9 @@ def test_the_inspector_check_is_live(cache: Path, tmp_path: Path) -> None:
 
 
 # -- descriptions and enums through every converter -----------------------------------------------------------------
+ANTHROPIC = ["anthropic mcp_tool", "anthropic transform_schema"]
 KEEPING = ["google-genai mcp_to_gemini_tool", "google-genai Schema.from_json_schema inputSchema", *STRICT,
-           "openai-agents MCP adapter strict", "pydantic-ai openai strict", "pydantic-ai google"]
+           "openai-agents MCP adapter strict", "pydantic-ai openai strict", "pydantic-ai google", *ANTHROPIC]
 
 
 def _kept(prop: Any, key: str, want: Any) -> bool:
@@ -337,6 +339,8 @@ def test_every_description_and_enum_survives_every_converter(listed: list[dict[s
                 assert outcome.startswith("refused: "), outcome
                 continue
             assert outcome == "kept", (tool, converter, outcome)
+    for tool in listed:  # Anthropic's MCP helper sends the schema as it is
+        assert _ok(converted[tool["name"]], tool["name"], "anthropic mcp_tool") == tool["inputSchema"]
     kinds = listed[ALL_TOOLS.index("find_symbol")]["inputSchema"]["properties"]["kind"]
     gemini = _ok(converted["find_symbol"], "find_symbol", "google-genai mcp_to_gemini_tool")["parameters"]
     assert gemini["properties"]["kind"]["enum"] == kinds["anyOf"][0]["enum"]  # the enum Gemini used to lose
@@ -361,4 +365,4 @@ def test_the_loss_check_sees_a_description_written_beside_the_any_of(cache: Path
     lost = sum(outcome.count(".description") + outcome.count(".enum") for outcome in gemini)
     assert lost == 28 and "kind.enum" in table["find_symbol"]["google-genai mcp_to_gemini_tool"], table
     assert all(outcome == "kept" for row in table.values() for converter, outcome in row.items()
-               if converter in STRICT), table
+               if converter in STRICT or converter in ANTHROPIC), table

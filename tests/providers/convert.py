@@ -7,7 +7,9 @@ Each converter is called the way its library calls it on an MCP tool or a JSON-S
   `types.Schema.from_json_schema` on each schema as that conversion filters it;
 - openai-agents: `agents.strict_schema.ensure_strict_json_schema` (function tools), and as its MCP
   adapter calls it with `convert_schemas_to_strict`;
-- langchain-openai: `convert_to_openai_tool(..., strict=True)` and `ChatOpenAI.bind_tools(strict=True)`.
+- langchain-openai: `convert_to_openai_tool(..., strict=True)` and `ChatOpenAI.bind_tools(strict=True)`;
+- anthropic: `lib.tools.mcp.mcp_tool` (its MCP helper for the tool runner; the schema as the API receives
+  it) and `transform_schema`, the SDK's rewrite of a schema for strict structured output.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 logging.disable(logging.CRITICAL)  # google-genai logs a note on its first conversion
 
 VERSIONS = {name: importlib.metadata.version(name)
-            for name in ("google-genai", "openai-agents", "langchain-core", "langchain-openai", "mcp")}
+            for name in ("google-genai", "openai-agents", "langchain-core", "langchain-openai", "anthropic", "mcp")}
 
 
 def _genai_mcp(tool: dict[str, Any]) -> dict[str, Any]:
@@ -76,6 +78,21 @@ def _langchain_openai_bind(tool: dict[str, Any]) -> dict[str, Any]:
     return sent["parameters"]  # type: ignore[no-any-return]
 
 
+def _anthropic_mcp(tool: dict[str, Any]) -> dict[str, Any]:
+    import mcp.types
+    from anthropic.lib.tools.mcp import mcp_tool
+
+    converted = mcp_tool(mcp.types.Tool.model_validate(tool), None)  # type: ignore[arg-type]  # no call is made
+    sent: dict[str, Any] = dict(converted.to_dict()["input_schema"])
+    return sent
+
+
+def _anthropic_strict(tool: dict[str, Any]) -> dict[str, Any]:
+    from anthropic import transform_schema
+
+    return transform_schema(tool["inputSchema"])
+
+
 CONVERTERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "google-genai mcp_to_gemini_tool": _genai_mcp,
     "google-genai Schema.from_json_schema inputSchema": lambda tool: _genai_schema(tool["inputSchema"]),
@@ -84,6 +101,8 @@ CONVERTERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "openai-agents MCP adapter strict": _agents_mcp_strict,
     "langchain-core convert_to_openai_tool strict": _langchain_strict,
     "langchain-openai bind_tools strict": _langchain_openai_bind,
+    "anthropic mcp_tool": _anthropic_mcp,
+    "anthropic transform_schema": _anthropic_strict,
 }
 
 
