@@ -181,7 +181,8 @@ def test_an_async_tool_times_out_on_time_while_every_worker_is_busy(served: tupl
     """The runner's timers run on the loop, not on a worker: a full pool delays no timeout."""
     port, _, _ = served
     client = McpHttpClient(port, capabilities={"sampling": {}})
-    busy = threading.Thread(target=client.call, args=("tools/call", {"name": "hold", "arguments": {}}))
+    hold = {"jsonrpc": "2.0", "id": 49, "method": "tools/call", "params": {"name": "hold", "arguments": {}}}
+    busy = threading.Thread(target=client.post, args=(hold,))
     busy.start()
     try:
         started = time.monotonic()
@@ -194,5 +195,5 @@ def test_an_async_tool_times_out_on_time_while_every_worker_is_busy(served: tupl
         assert events[-1]["id"] == 50 and "-32001" in events[-1]["result"]["content"][0]["text"]
         assert took < 5.0, took  # its 0.5 s timeout, not the 30 s the busy worker holds
     finally:
-        client.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": client.next_id}})
+        client.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 49}})
         busy.join(30)
