@@ -370,9 +370,8 @@ def test_racing_symlink_swaps_never_leak_the_outside(tmp_path: Path) -> None:
         swapper = threading.Thread(target=swap)
         swapper.start()
         try:
-            deadline = time.monotonic() + 2.0
-            calls = 0
-            while time.monotonic() < deadline:
+            start, calls = time.monotonic(), 0
+            while (elapsed := time.monotonic() - start) < 2.0 or ((calls <= 10 or swaps[0] <= 100) and elapsed < 60):  # the race run
                 for name, arguments in (("read_file", {"path": "dir/secret.txt"}), ("list_files", {"path": "dir"}),
                                         ("search_code", {"pattern": "CANARY", "path": "dir"}),
                                         ("write_file", {"path": "dir/secret.txt", "content": "inside\n"})):
