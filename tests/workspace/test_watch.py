@@ -28,8 +28,8 @@ def updated(uri: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
 
 
-def start(root: Path) -> McpProcess:
-    process = McpProcess("--watch", str(root))
+def start(root: Path, env: dict[str, str] | None = None) -> McpProcess:
+    process = McpProcess("--watch", str(root), env=env)
     process.initialize()
     # The first listing returns once the watcher runs: any change after it is reported.
     assert "result" in process.request("resources/list")
@@ -91,6 +91,24 @@ def test_a_burst_of_writes_is_one_notification(tree: Path) -> None:
         assert process.read(timeout=DEBOUNCE_MS / 1000 + 5) == updated(uri)
         process.no_output(QUIET)
         still_heard(process, tree / "src" / "main.py")
+
+
+def test_polling_hears_a_file_edited_within_the_second_it_was_written(tree: Path) -> None:
+    """Without inotify (watches run out: forced here), the watcher polls. watchfiles' own polling compares
+    write times to the second, so this file, written and edited again within one second, went unheard (the
+    cause of this file's two tests failing together in CI): ours compares them to the nanosecond, and its
+    first look is taken before the first resources/list answers."""
+    main, notes = tree / "src" / "main.py", tree / "notes #1.md"
+    with start(tree, {"WATCHFILES_FORCE_POLLING": "1"}) as process:
+        for path, content in ((main, "print('v2')\n"), (notes, "notes again\n")):
+            uri = file_uri(str(path.resolve()))
+            assert subscribe(process, uri)["result"] == {}
+            path.write_text(path.read_text())  # nothing new but the time
+            path.write_text(content)
+            assert process.read() == updated(uri)
+            process.no_output(QUIET)
+        (tree / "src" / "other.py").write_text("")
+        assert process.read() == LIST_CHANGED
 
 
 def test_unsubscribe_then_modify_sends_nothing(tree: Path) -> None:

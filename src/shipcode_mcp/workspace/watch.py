@@ -13,6 +13,10 @@ Links are never followed (a link to / in a root would otherwise mean a watch on 
 machine): each folder is watched on its own, not recursively, and the folders are those the walk
 lists (it never follows links) with their direct sub-folders, plus folders created since; the set is
 rebuilt when it changes. An event reached through a link (its folder's real path differs) is ignored.
+
+Without inotify (watches run out, too many folders, or WATCHFILES_FORCE_POLLING), `_Poller` looks at the
+same folders every POLL_DELAY_MS or longer. Not watchfiles' own polling: it compares write times to the
+second, so a file written again within the second of its last write was never reported.
 """
 
 from __future__ import annotations
@@ -20,20 +24,28 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import time
 import traceback
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .. import log
 from .resources import IGNORE_FILES
 
 if TYPE_CHECKING:
-    from watchfiles._rust_notify import RustNotify
-
     from ..context import Context
     from ..server import Server
     from .resource_tree import Snapshot, WorkspaceResources
 
     Subscription = tuple[str, str, str, bool]  # real path, its root, path relative to the root, is a folder
+
+
+class _Notify(Protocol):
+    """What the watcher needs of RustNotify, which `_Poller` gives too."""
+
+    def watch(self, debounce_ms: int, step_ms: int, timeout_ms: int,
+              stop_event: _Interrupted) -> set[tuple[int, str]] | str: ...
+
+    def close(self) -> None: ...
 
 STEP_MS = 100
 """A burst of changes ends when this long passes without another."""
@@ -51,7 +63,7 @@ POLL_MS_PER_FOLDER = 0.1
 READY_SECONDS = 60.0
 """How long resources/subscribe and resources/list wait for the watcher to start."""
 
-_ADDED, _MODIFIED = 1, 2  # watchfiles.Change; deleted is 3
+_ADDED, _MODIFIED, _DELETED = 1, 2, 3  # watchfiles.Change
 REWATCH_ROUNDS = 5
 """How often in a row the watched folders may be rebuilt for one burst (each rebuild walks again)."""
 
@@ -82,7 +94,7 @@ class Watcher:
         self.ready = threading.Event()
         self._stop = threading.Event()
         self._seen: dict[str, Snapshot] = {}  # per root, the walk the last notifications were based on
-        self._notify: RustNotify | None = None
+        self._notify: _Notify | None = None
         self._watched: set[str] = set()  # the folders self._notify watches
         self._created: set[str] = set()  # folders created since the start, maybe still holding no listed file
         self._polling = False  # native notifications failed once: do not try them at every rebuild
@@ -183,8 +195,8 @@ class Watcher:
                 self.resources.expire(root)
                 self._seen[root] = self.resources.snapshot(root, 0.0)
 
-    def _open(self, folders: list[str]) -> RustNotify | None:
-        """Native notifications (inotify and friends), else polling, for instance when watches run out."""
+    def _open(self, folders: list[str]) -> _Notify | None:
+        """Native notifications (inotify and friends), else polling (`_Poller`), for instance when watches run out."""
         from watchfiles._rust_notify import RustNotify
 
         forced = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower() not in ("", "false", "disable", "disabled")
@@ -196,18 +208,18 @@ class Watcher:
                         f"(one inotify watch each, from the {allowed} this user has for all its programs); polling "
                         f"every {delay} ms instead")
         self._capped = capped
-        polling = forced or self._polling or capped
+        if forced or self._polling or capped:
+            return _Poller(folders, delay)
         for _ in range(REWATCH_ROUNDS):
             try:
-                return RustNotify(folders, False, polling, delay, False, True)
+                notify: _Notify = RustNotify(folders, False, False, delay, False, True)
+                return notify
             except FileNotFoundError:  # a folder went away since the walk: its parent's watch says so
                 folders = [folder for folder in folders if _is_folder(folder)]
             except Exception as err:
-                if polling:
-                    log.error(f"--watch: cannot watch the roots: {err}")
-                    return None
-                log.warning(f"--watch: native file notifications failed ({err}); polling every {POLL_DELAY_MS} ms instead")
-                self._polling = polling = True
+                log.warning(f"--watch: native file notifications failed ({err}); polling every {delay} ms instead")
+                self._polling = True
+                return _Poller(folders, delay)
         log.error("--watch: cannot watch the roots: folders keep disappearing")
         return None
 
@@ -274,6 +286,78 @@ class _Interrupted:
 
     def is_set(self) -> bool:
         return self.watcher._stop.is_set() or self.watcher.paths != self.watcher.resources.roots.paths
+
+
+_FILE_CLOCK_TICK = 0.02
+"""Longer than a tick of the coarse clock file times are taken from (10 ms at the slowest kernel HZ)."""
+_Look = tuple[int, int, int, int, bool]
+"""What `_Poller` compares of an entry: inode, size, write and change times (to the nanosecond), a folder."""
+
+
+class _Poller:
+    """The folders' entries looked at every `delay_ms`, changes given as RustNotify gives them (added,
+    modified, deleted, each with its path). The first look is taken before this returns, and it returns only
+    once the clock that dates files has moved on from it (`_FILE_CLOCK_TICK`): a change made after
+    it, however soon, has a time no entry had at the first look, so it is never missed."""
+
+    def __init__(self, folders: list[str], delay_ms: int) -> None:
+        self.folders, self.delay_ms = folders, delay_ms
+        self._last = self._look()
+        time.sleep(_FILE_CLOCK_TICK)
+
+    def _look(self) -> dict[str, _Look]:
+        seen: dict[str, _Look] = {}
+        for folder in self.folders:
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        try:
+                            info = entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue  # gone since it was listed: the next look says so
+                        seen[entry.path] = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns,
+                                            stat.S_ISDIR(info.st_mode))
+            except (OSError, ValueError):
+                continue  # a folder gone: its entries are deleted, its parent's look says it went
+        return seen
+
+    def _changes(self) -> set[tuple[int, str]]:
+        now, last = self._look(), self._last
+        self._last = now
+        changes = {(_DELETED, path) for path in last.keys() - now.keys()}
+        for path, looked in now.items():
+            before = last.get(path)
+            if before is None or before[0] != looked[0]:  # new, or another file under the name
+                changes.add((_ADDED, path))
+            elif before != looked:
+                changes.add((_MODIFIED, path))
+        return changes
+
+    def watch(self, debounce_ms: int, step_ms: int, timeout_ms: int,
+              stop_event: _Interrupted) -> set[tuple[int, str]] | str:
+        """Changes once a look finds nothing new (at most `debounce_ms` after the first), "stop" when
+        `stop_event` is set (checked every `step_ms`), "timeout" after `timeout_ms` without a change."""
+        start = time.monotonic()
+        found: set[tuple[int, str]] = set()
+        first = next_look = 0.0
+        while True:
+            now = time.monotonic()
+            if stop_event.is_set():
+                return "stop"
+            if now >= next_look:
+                new = self._changes()
+                if found and (not new - found or now - first >= debounce_ms / 1000):  # quiet, or long enough
+                    return found | new
+                if new and not found:
+                    first = now
+                found |= new
+                next_look = now + (step_ms if found else self.delay_ms) / 1000
+            if not found and now - start >= timeout_ms / 1000:
+                return "timeout"
+            time.sleep(min(step_ms / 1000, max(0.0, next_look - time.monotonic())))
+
+    def close(self) -> None:
+        """Nothing held open."""
 
 
 def _log_failure(what: str) -> None:
