@@ -16,16 +16,8 @@ PYTHON="${PYTHON:-.venv/bin/python}"
 
 NODE_BIN="$CACHE/node_modules/node/bin"
 SUITE="$CACHE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-if [ ! -x "$NODE_BIN/node" ] || [ ! -f "$SUITE" ]; then
-  echo "conformance: installing node@$NODE_VERSION and @modelcontextprotocol/conformance@$SUITE_VERSION into $CACHE" >&2
-  mkdir -p "$CACHE"
-  npm install --prefix "$CACHE" --no-audit --no-fund --loglevel=error \
-    "node@$NODE_VERSION" "@modelcontextprotocol/conformance@$SUITE_VERSION" >&2
-fi
-if [ "$("$NODE_BIN/node" --version)" != "v$NODE_VERSION" ]; then
-  echo "conformance: $NODE_BIN/node is not Node $NODE_VERSION (remove $CACHE and run again)" >&2
-  exit 2
-fi
+source scripts/npm_cache.sh  # staged beside the cache and moved into place: a killed install leaves no half cache
+node_and_package conformance "$CACHE" "$NODE_VERSION" @modelcontextprotocol/conformance "$SUITE_VERSION"
 
 PORT="${CONFORMANCE_PORT:-$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
 "$PYTHON" examples/conformance_server.py --port "$PORT" &

@@ -4,15 +4,28 @@
 # Exit status 3: npm or its registry cannot be reached (the tests that need the cache then skip, saying
 # why); 1: the install failed.
 
-# cache_staging LABEL CACHE: a fresh folder beside CACHE (printed), removed when the script exits
-# unless it was moved into place; npm must be on PATH.
+trap 'exit 143' TERM  # a TERM or INT (what `timeout` or a test's clean-up sends) runs the EXIT trap too
+trap 'exit 130' INT
+
+# cache_staging LABEL CACHE: a fresh folder beside CACHE (printed), CACHE.partial.PID.XXXXXX, removed when
+# the script exits unless it was moved into place (the caller's EXIT trap); npm must be on PATH. One left
+# by a script killed without its trap (SIGKILL) is removed by the next run: its PID runs nothing now.
 cache_staging() {
   if ! command -v npm >/dev/null; then
     echo "$1: npm is not on PATH" >&2
     exit 3
   fi
   mkdir -p "$(dirname "$2")"
-  mktemp -d "$2.partial.XXXXXX"
+  local stale pid
+  for stale in "$2".partial.*; do
+    [ -e "$stale" ] || continue
+    pid="${stale#"$2.partial."}"; pid="${pid%%.*}"
+    if ! [[ "$pid" =~ ^[0-9]+$ ]] || ! kill -0 "$pid" 2>/dev/null; then
+      echo "$1: removing $stale, left by a run that was killed" >&2
+      rm -rf "$stale"
+    fi
+  done
+  mktemp -d "$2.partial.$$.XXXXXX"
 }
 
 # npm_into LABEL STAGING PACKAGE...: npm install the packages into STAGING.

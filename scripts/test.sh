@@ -7,6 +7,11 @@
 # Extra arguments go to every pytest run (e.g. `scripts/test.sh tests/test_session.py -x`);
 # SKIP_CONFORMANCE=1 skips the conformance run (it needs npm and the npm registry the first time);
 # OTHER_PYTHONS="3.12" picks the other Pythons, OTHER_PYTHONS= runs the main one only.
+# The peers some tests run (Node clients, an authorization server, the providers' converters, the MCPB
+# CLI) are installed into their cache folders before pytest, each within PREPARE_TIMEOUT seconds (1200):
+# cold, they take minutes, longer than pytest's per-test timeout. One that cannot be installed because
+# npm or PyPI is out of reach makes its tests skip, saying so; under CI=true (as CI runs), that fails
+# the command instead, and so does a Python of OTHER_PYTHONS missing from the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
@@ -17,13 +22,34 @@ version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
 pip_install .venv/bin/python
 .venv/bin/ruff check src tests bench examples
 .venv/bin/mypy
-if [ "${SKIP_CONFORMANCE:-0}" != 1 ]; then
-  scripts/conformance.sh
-fi
 
-MAIN="$(version .venv/bin/python)"
 summary=()
 failed=0
+IN_CI=0
+case "${CI:-}" in ""|0|false|False|FALSE) ;; *) IN_CI=1 ;; esac
+prepare() {  # a script of scripts/ that fills a cache folder the tests use, and its arguments
+  local start=$SECONDS status=0
+  timeout --kill-after=30 "${PREPARE_TIMEOUT:-1200}" "$@" >/dev/null || status=$?
+  if [ "$status" = 0 ]; then
+    summary+=("$1: ready in $((SECONDS - start)) s")
+  elif [ "$status" = 3 ] && [ "$IN_CI" = 0 ]; then
+    summary+=("$1: cannot be installed (npm or PyPI out of reach): its tests skip")
+  else
+    summary+=("$1: FAILED ($status$([ "$status" = 124 ] && echo ": over ${PREPARE_TIMEOUT:-1200} s")) after $((SECONDS - start)) s")
+    failed=1
+  fi
+}
+if [ "${SKIP_CONFORMANCE:-0}" != 1 ]; then
+  timeout --kill-after=30 "${PREPARE_TIMEOUT:-1200}" scripts/conformance.sh
+fi
+bundle="$(mktemp -d)"
+trap 'rm -rf "$bundle"' EXIT
+for installer in scripts/node_clients.sh scripts/auth_server.sh scripts/provider_converters.sh; do
+  prepare "$installer"
+done
+prepare scripts/build_mcpb.sh "$bundle/prepared.mcpb"
+
+MAIN="$(version .venv/bin/python)"
 run_pytest() {  # $1: the venv's python; the rest: pytest's arguments
   local python="$1" start status=0
   shift
@@ -47,7 +73,8 @@ for wanted in ${OTHER_PYTHONS-3.10 3.11 3.12 3.13}; do
   [ "$wanted" != "$MAIN" ] || continue
   python="$(find_python "$wanted")"
   if [ -z "$python" ]; then
-    summary+=("Python $wanted: not on this machine, skipped")
+    summary+=("Python $wanted: not on this machine, skipped$([ "$IN_CI" = 1 ] && echo ": FAILED under CI=true")")
+    [ "$IN_CI" = 0 ] || failed=1
     continue
   fi
   venv=".venv/pythons/$wanted"

@@ -341,6 +341,67 @@ def run_transcript(input_bytes: bytes, *args: str, cwd: str | os.PathLike[str] |
     return done.stdout, done.stderr, done.returncode
 
 
+PEER_CACHE = Path(os.environ.get("SHIPCODE_PEER_CACHE")
+                  or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "shipcode-mcp" / "peers")
+"""Where the tests' peers (venvs of other packages, made once) are kept: SHIPCODE_PEER_CACHE, else
+$XDG_CACHE_HOME/shipcode-mcp/peers, as the scripts' caches are."""
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false")
+"""CI=true: a peer that cannot be installed (npm or PyPI out of reach) fails the test instead of skipping it."""
+
+
+def peer_venv(name: str, *pins: str) -> Path:
+    """A venv `name` in PEER_CACHE holding `pins` (each NAME==VERSION), made on first use and checked each
+    time; under a file lock beside it, so test processes running at once (pytest-xdist) make it once."""
+    import venv
+
+    from filelock import FileLock
+
+    folder = PEER_CACHE / name
+    python = folder / "bin" / "python"
+    wanted = dict(pin.split("==") for pin in pins)
+    check = [str(python), "-c", "import importlib.metadata as m, sys; "
+             f"sys.exit({wanted!r} != {{name: m.version(name) for name in {list(wanted)!r}}})"]
+    PEER_CACHE.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{folder}.lock"):
+        if not python.exists() or subprocess.run(check, capture_output=True).returncode != 0:
+            venv.create(folder, with_pip=True, clear=True)
+            subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *pins],
+                           check=True, timeout=600)
+            subprocess.run(check, check=True)
+    return folder
+
+
+def run_installer(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a script that installs into a cache folder (scripts/*.sh), in a process group of its own: when it
+    overruns `timeout` or the test is cut short (pytest's own timeout), the whole group gets SIGTERM, so the
+    script's trap removes its staging folder and no npm or pip goes on alone (SIGKILL 30 s later)."""
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          start_new_session=True) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except BaseException:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
+            raise
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
+def installed(script: str, what: str, timeout: float = 600) -> Path:
+    """The cache folder `scripts/<script>` fills the first time and prints last. Exit status 3 (npm or PyPI
+    cannot be reached) skips the test saying so, or fails it under CI=true (`IN_CI`); any other failure fails."""
+    done = run_installer(["bash", str(REPO / "scripts" / script)], timeout)
+    if done.returncode == 3 and not IN_CI:
+        import pytest
+
+        pytest.skip(f"{what} cannot be installed: {done.stderr.strip()}")
+    assert done.returncode == 0, f"scripts/{script} failed ({done.returncode}): {done.stderr[-3000:]}"
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
 def bench_smoke(script: Path, folder: Path, timeout: float) -> tuple[dict[str, Any], str]:
     """A bench script's --smoke run with its cache in `folder`, which must succeed: (the report it wrote
     as JSON, what it printed)."""

@@ -2,26 +2,23 @@
 1.x), which knows nothing of 2026-07-28, over stdio and Streamable HTTP.
 
 The 1.x SDK cannot share a venv with the 2.x one the other tests use, so it lives in a venv of its own,
-made once in a cache folder (SHIPCODE_PEER_CACHE, else ~/.cache/shipcode-mcp/peers) and reused; the
+made once in a cache folder (SHIPCODE_PEER_CACHE, else $XDG_CACHE_HOME/shipcode-mcp/peers) and reused; the
 client is a separate process, so its interpreter need not be the one under test.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import venv
 from pathlib import Path
 
 import pytest
 
 from interop.client_support import shipcode_http
-from support import REPO
+from support import REPO, peer_venv
 
 SDK1 = "1.30.0"
-CACHE = Path(os.environ.get("SHIPCODE_PEER_CACHE") or Path.home() / ".cache" / "shipcode-mcp" / "peers")
 CLIENT = Path(__file__).parent / "peers" / "sdk1_client.py"
 
 
@@ -32,14 +29,7 @@ def _python(folder: Path) -> Path:
 @pytest.fixture(scope="session")
 def sdk1() -> Path:
     """The interpreter of a venv holding mcp==SDK1, made on first use."""
-    folder = CACHE / f"mcp-{SDK1}"
-    check = [str(_python(folder)), "-c", f"import importlib.metadata as m; assert m.version('mcp') == {SDK1!r}"]
-    if not _python(folder).exists() or subprocess.run(check, capture_output=True).returncode != 0:
-        venv.create(folder, with_pip=True, clear=True)
-        subprocess.run([str(_python(folder)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        f"mcp=={SDK1}"], check=True, timeout=600)
-        subprocess.run(check, check=True)
-    return _python(folder)
+    return _python(peer_venv(f"mcp-{SDK1}", f"mcp=={SDK1}"))
 
 
 def _workspace(tmp_path: Path) -> Path:

@@ -31,7 +31,7 @@ from docs_support import repo_copy
 from packaging_support import installers, uv_env
 from shipcode_mcp import __version__
 from shipcode_mcp.cli import build_parser
-from support import REPO, McpProcess
+from support import IN_CI, REPO, McpProcess, run_installer
 
 REGISTRY_SCHEMA = Path(__file__).parent / "data" / "mcp-registry-server-2025-12-11.schema.json"
 _PYPROJECT = (REPO / "pyproject.toml").read_text()  # tomllib is 3.11+: the two facts we need, read plainly
@@ -250,9 +250,8 @@ def _mcpb(tmp_path: Path) -> Path:
     path = os.pathsep.join(part for part in os.environ.get("PATH", "").split(os.pathsep)
                            if Path(part).resolve() != Path(sys.executable).parent.resolve())
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHON", "VIRTUAL_ENV")}
-    done = subprocess.run([str(clone / "scripts" / "build_mcpb.sh"), str(bundle)], capture_output=True, text=True,
-                          timeout=600, env={**env, "PATH": path})
-    if done.returncode == 3:
+    done = run_installer([str(clone / "scripts" / "build_mcpb.sh"), str(bundle)], 600, env={**env, "PATH": path})
+    if done.returncode == 3 and not IN_CI:
         pytest.skip(f"npm cannot install @anthropic-ai/mcpb: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(bundle)

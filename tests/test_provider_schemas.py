@@ -29,7 +29,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from support import REPO
+from support import REPO, installed
 from workspace_support import Tools, make_repo
 
 PROVIDERS = Path(__file__).parent / "providers"
@@ -56,12 +56,7 @@ GOOGLE = ["google-genai mcp_to_gemini_tool", "google-genai Schema.from_json_sche
 def cache() -> Path:
     """The folder scripts/provider_converters.sh fills (once, from the system's python3, whichever Python
     runs the tests: the converters run as a process of their own; later runs reuse it)."""
-    done = subprocess.run(["bash", str(REPO / "scripts" / "provider_converters.sh")], capture_output=True, text=True,
-                          timeout=900)
-    if done.returncode == 3:
-        pytest.skip(f"the package registries cannot be reached: {done.stderr.strip()}")
-    assert done.returncode == 0, done.stderr
-    return Path(done.stdout.strip())
+    return installed("provider_converters.sh", "the providers' converters", timeout=900)
 
 
 @pytest.fixture(scope="module")

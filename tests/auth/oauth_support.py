@@ -20,10 +20,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import httpx2
-import pytest
 
 from interop.client_support import free_port
-from support import REPO, terminate
+from support import installed, terminate
 
 HERE = Path(__file__).resolve().parent
 REDIRECT_URI = "http://127.0.0.1:9/callback"
@@ -36,11 +35,7 @@ READ_WRITE = "shipcode:read shipcode:write"
 def auth_server_cache() -> Path:
     """The cache folder of Node 22 and oidc-provider (scripts/auth_server.sh installs them the first
     time); the test skips, saying why, only when npm or its registry cannot be reached."""
-    done = subprocess.run([str(REPO / "scripts" / "auth_server.sh")], capture_output=True, text=True, timeout=600)
-    if done.returncode == 3:
-        pytest.skip(f"the authorization server (oidc-provider) cannot be installed: {done.stderr.strip()}")
-    assert done.returncode == 0, f"scripts/auth_server.sh failed ({done.returncode}): {done.stderr[-3000:]}"
-    return Path(done.stdout.strip().splitlines()[-1])
+    return installed("auth_server.sh", "the authorization server (oidc-provider)")
 
 
 @contextmanager

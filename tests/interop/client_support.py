@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
-import pytest
 from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters
 
-from support import REPO, terminate
+from support import REPO, installed, terminate
 
 HERE = Path(__file__).resolve().parent
 SHIPCODE = ["-m", "shipcode_mcp"]
@@ -108,11 +107,7 @@ class Elicitations:
 def node_clients() -> Path:
     """The cache folder of Node 22 and @modelcontextprotocol/client (scripts/node_clients.sh installs them
     the first time); the test skips, saying why, only when npm or its registry cannot be reached."""
-    done = subprocess.run([str(REPO / "scripts" / "node_clients.sh")], capture_output=True, text=True, timeout=600)
-    if done.returncode == 3:
-        pytest.skip(f"the TypeScript client cannot be installed: {done.stderr.strip()}")
-    assert done.returncode == 0, f"scripts/node_clients.sh failed ({done.returncode}): {done.stderr[-3000:]}"
-    return Path(done.stdout.strip().splitlines()[-1])
+    return installed("node_clients.sh", "the TypeScript client")
 
 
 def run_ts_client(url: str, plan: dict[str, Any]) -> dict[str, Any]:

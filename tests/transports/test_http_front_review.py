@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from support import REPO, wait_for
+from support import PEER_CACHE, REPO, wait_for
 from transports.http_support import drip, free_port
 from transports.test_http_front import FRESH, REQUEST, _answers, _own_files, fresh_client, serving
 
@@ -125,16 +125,20 @@ def test_answered_requests_that_trickle_their_body_do_not_lock_fresh_clients_out
 
 # -- a connection upgraded to WebSocket: uvicorn's `uvicorn[standard]` installs `websockets` ---------------------------
 WEBSOCKETS = "17.4"
-CACHE = Path(os.environ.get("SHIPCODE_PEER_CACHE") or Path.home() / ".cache" / "shipcode-mcp" / "peers")
+CACHE = PEER_CACHE
 
 
 @pytest.fixture(scope="session")
 def websockets_path() -> Path:
     """A folder holding websockets==WEBSOCKETS (what `pip install uvicorn[standard]` brings), made on first use."""
+    from filelock import FileLock
+
     folder = CACHE / f"websockets-{WEBSOCKETS}"
-    if not (folder / "websockets").is_dir():
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
-                        "--target", str(folder), f"websockets=={WEBSOCKETS}"], check=True, timeout=600)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{folder}.lock"):  # made once, whichever of the test processes (pytest-xdist) comes first
+        if not (folder / "websockets").is_dir():
+            subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                            "--no-deps", "--target", str(folder), f"websockets=={WEBSOCKETS}"], check=True, timeout=600)
     return folder
 
 
