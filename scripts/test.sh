@@ -4,7 +4,9 @@
 # on each other Python of 3.10-3.13 present on this machine (pyenv's, else pythonX.Y on PATH), each in
 # its own venv under .venv/pythons/ (made once, so a fresh .venv makes them afresh; pip's cache keeps
 # that quick). Each pytest run's time is printed at the end; any failure fails the command.
-# Extra arguments go to every pytest run (e.g. `scripts/test.sh tests/test_session.py -x`);
+# Each pytest run spreads the tests over PYTEST_WORKERS processes (pytest-xdist; 2, this machine's cores;
+# PYTEST_WORKERS=0 runs them in one). Extra arguments go to every pytest run (e.g.
+# `scripts/test.sh tests/test_session.py -x`);
 # SKIP_CONFORMANCE=1 skips the conformance run (it needs npm and the npm registry the first time);
 # OTHER_PYTHONS="3.12" picks the other Pythons, OTHER_PYTHONS= runs the main one only.
 # The peers some tests run (Node clients, an authorization server, the providers' converters, the MCPB
@@ -54,7 +56,7 @@ run_pytest() {  # $1: the venv's python; the rest: pytest's arguments
   local python="$1" start status=0
   shift
   start=$SECONDS
-  "$python" -m pytest "$@" || status=$?
+  "$python" -m pytest -n "${PYTEST_WORKERS:-2}" "$@" || status=$?
   summary+=("Python $(version "$python"): pytest $([ "$status" = 0 ] && echo passed || echo "FAILED ($status)") in $((SECONDS - start)) s")
   [ "$status" = 0 ] || failed=1
 }
