@@ -26,11 +26,12 @@ _SHAPES: dict[str, str] = {"python": _PYTHON}
 _compiled: dict[tuple[str, str], re.Pattern[str]] = {}
 
 
-_GLOB_SHAPE = re.compile(r"\b(?:def|class)\s+(?=(\w+))|^\s*(?=(\w+))|[;:]\s*(?=(\w+))")
+_GLOB_SHAPE = re.compile(r"\b(?:def|class)\s+(?=(\w+))|^\s*(?=(\w+))|[;:]\s*(?=(\w+))|=\s*(?=(\w+)\s*=(?!=))")
 """Python's shapes, the name left open: each match is the place of one word that could be defined there
 (the word itself only looked ahead at, so that the search goes on from its start: `def` first on a line
 is one such place, and so is the name after it). Each alternative is a fixed word or a run of spaces
-before a word: one pass over the line, whatever it holds."""
+before a word (the last, a later target of a chain, `a = NAME = 1`, also the `=` after it): one pass over
+the line, whatever it holds."""
 _CLASS = re.compile(r"\bclass\b")
 
 
@@ -56,7 +57,7 @@ def definition_test(language: str | None, word: str) -> Callable[[str], bool] | 
             return True
         after_class = -1
         for found in _GLOB_SHAPE.finditer(line):
-            name = found.group(1) or found.group(2) or found.group(3)
+            name = found.group(1) or found.group(2) or found.group(3) or found.group(4)
             if found.group(3) is not None and line[found.start()] == ":":  # `class A: name = 1` only
                 if after_class < 0:
                     first = _CLASS.search(line)
