@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -97,3 +97,33 @@ def test_a_worker_holds_its_share_of_the_memory_budget_while_it_answers(pool: pa
         thread.join(10)
     assert isinstance(outcome[0], Cancelled)
     assert process.memory.reserved == before
+
+
+NESTED_JAVA = "".join(f"class C{i}{{" for i in range(2000)) + "}" * 2000
+"""25 KB whose outline is some 10 MB of JSON: every class's qualified name holds all the names around it."""
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+def test_an_answer_larger_than_the_bound_is_not_read(pool: parsers.Pool, monkeypatch: pytest.MonkeyPatch,
+                                                     bounded: bool) -> None:
+    """A worker's answer was read whole, whatever its size (100 KB of nested classes: 184 MB, the server at
+    550 MB). Control (no bound): this answer is more than 8 MiB and is read; with the bound it fails the
+    request after its 4-byte header, and the next request gets a new worker."""
+    read: list[int] = []
+    receive = parsers._Worker._receive
+
+    def counted(worker: parsers._Worker, size: int, check: Callable[[], None] | None, deadline: float) -> bytes:
+        data = receive(worker, size, check, deadline)
+        read.append(len(data))
+        return data
+
+    monkeypatch.setattr(parsers._Worker, "_receive", counted)
+    monkeypatch.setattr(parsers, "MAX_REPLY", 8 * sandbox.MIB if bounded else 1 << 32)
+    if not bounded:
+        assert len(parsers.symbols_from(pool.ask({"op": "outline", "text": NESTED_JAVA, "language": "java"}))) == 1
+        assert max(read) > 8 * sandbox.MIB
+        return
+    with pytest.raises(parsers.Failed, match="MiB"):
+        pool.ask({"op": "outline", "text": NESTED_JAVA, "language": "java"})
+    assert read == [4]
+    assert pool.stopped == 1 and pool.ask({"op": "ping"}) == "pong"

@@ -54,6 +54,11 @@ STDERR_KEPT = 4096
 """How much of the end of a worker's stderr is kept (for the message when it dies)."""
 STDERR_SHOWN = 200
 """The most of its last line a message shows."""
+MAX_REPLY = 64 * MIB
+"""A worker's answer is read only up to this size; a larger one fails the request (and the worker is replaced).
+Outlines grow with the square of nesting (each symbol carries its qualified name): 100 KB of nested Java
+classes made a 184 MB answer, which the server read whole and parsed (550 MB), four calls at once four
+times that; a real 512 KiB file's outline is a few MB."""
 MAX_FAILURES = 1024
 """Requests remembered as failed (by a digest of the whole request: the same text, language and question),
 answered again at once rather than by another crash or another wait for the deadline."""
@@ -111,8 +116,11 @@ class _Worker:
         deadline = started + timeout
         try:
             self._send(_HEADER.pack(len(request)) + request, check, deadline)
-            header = self._receive(_HEADER.size, check, deadline)
-            body = self._receive(_HEADER.unpack(header)[0], check, deadline)
+            size = _HEADER.unpack(self._receive(_HEADER.size, check, deadline))[0]
+            if size > MAX_REPLY:
+                raise Failed(f"could not be parsed: the answer would be {size // MIB} MiB (at most "
+                             f"{MAX_REPLY // MIB} MiB; code nested this deep makes an answer that grows with the square of its depth)")
+            body = self._receive(size, check, deadline)
         finally:
             self.spent += time.monotonic() - started
             self._drain()
