@@ -72,6 +72,27 @@ class Failed(ToolError):
     """The worker could not do the request: it crashed, ran out of time or memory, or the work failed."""
 
 
+class Starved(Failed):
+    """The deadline passed while the worker had little of the CPU (a loaded machine, a stopped worker): the
+    text may parse at once another time, so this failure is not remembered."""
+
+
+BUSY_SHARE = 0.25
+"""A deadline is the text's fault (and remembered) when the worker ran on the CPU at least this share of it:
+2.5 s of the 10 s, the longest a real 512 KiB text was seen to parse (a worker on this loaded 2-core machine
+had a third of a core)."""
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The CPU time a process has used (user and system), from /proc; None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _signal_name(code: int) -> str:
     try:
         return signal.Signals(-code).name
@@ -101,6 +122,9 @@ class _Worker:
         """The end of what the worker wrote on stderr (a grammar's assertion message), read after each
         request so that the pipe never fills."""
         self.spent = 0.0
+        self._cpu: float | None = None
+        """The worker's CPU time when the current request was sent (None: not known)."""
+        self._timeout = PARSE_TIMEOUT
 
     def close(self) -> None:
         """Kill the worker (whatever it is doing) and release its pipes."""
@@ -114,6 +138,8 @@ class _Worker:
         then be closed); Cancelled from `check`."""
         started = time.monotonic()
         deadline = started + timeout
+        self._cpu = _cpu_seconds(self.child.proc.pid)
+        self._timeout = timeout
         try:
             self._send(_HEADER.pack(len(request)) + request, check, deadline)
             size = _HEADER.unpack(self._receive(_HEADER.size, check, deadline))[0]
@@ -135,7 +161,11 @@ class _Worker:
                 check()
             left = deadline - time.monotonic()
             if left <= 0:
-                raise Failed(f"took longer than {PARSE_TIMEOUT:g} s to parse and was stopped")
+                message = f"took longer than {self._timeout:g} s to parse and was stopped"
+                now = _cpu_seconds(self.child.proc.pid)
+                if self._cpu is not None and now is not None and now - self._cpu < BUSY_SHARE * self._timeout:
+                    raise Starved(message)
+                raise Failed(message)
             if poll.poll(max(1, int(min(left, _POLL) * 1000))):
                 return
 
@@ -239,6 +269,8 @@ class Pool:
             finally:
                 process.memory.give(WORKER_LIMITS.address_space)
             healthy = worker.spent < WORKER_CPU_BUDGET
+        except Starved:
+            raise
         except Failed as err:
             self._remember(digest, str(err))
             raise
