@@ -336,3 +336,50 @@ def test_the_introspection_cache_is_bounded(fake: Issuer, monkeypatch: pytest.Mo
         sizes.append(len(verifier._introspected))
     assert max(sizes) == 16 and sizes[:16] == list(range(1, 17))
     assert len(fake.paths("/introspect")) == 40
+
+
+def _authenticate(resource: Any, value: str) -> Any:
+    """What the HTTP front's ResourceServer makes of a request bearing `value` (its cache included)."""
+    import asyncio
+
+    from starlette.requests import Request
+
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "query_string": b"",
+             "headers": [(b"authorization", f"Bearer {value}".encode())]}
+    return asyncio.run(resource.authenticate(Request(scope)))
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_a_token_whose_exp_is_a_string_is_not_served_past_its_expiry(fake: Issuer, defended: bool,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22, finding 9. PyJWT takes `"exp": "<digits>"` as a time, so the token passes while it lasts; the
+    front then finds no numeric expiry and keeps the verdict CACHE_SECONDS, serving the token after its end
+    (the control, with the check off). With it, a string exp, nbf or iat (or a non-finite one) is refused, and
+    the numeric form's verdict ends with the token."""
+    from shipcode_mcp.auth.tokens import Principal
+    from shipcode_mcp.transports.http_auth import ResourceServer
+
+    if not defended:
+        monkeypatch.setattr(issuer_module, "TIME_CLAIMS", ())
+    publish(fake, KEY)
+    verifier = IssuerVerifier(fake.base, RESOURCE, leeway=0)
+    resource = ResourceServer(verifier, resource=RESOURCE)
+    ends = int(time.time()) + 2
+    stringly, numeric = token(fake, exp=str(ends), sub="mallory"), token(fake, exp=ends)
+    assert isinstance(_authenticate(resource, numeric), Principal)
+    first = _authenticate(resource, stringly)
+    assert isinstance(first, Principal) is (not defended), first
+    while time.time() < ends + 0.5:  # bounded: the token's own end
+        time.sleep(0.1)
+    assert _authenticate(resource, numeric).status_code == 401  # the numeric form's verdict ended with it
+    later = _authenticate(resource, stringly)
+    if not defended:
+        assert isinstance(later, Principal) and later.subject == "mallory"  # the harm: served past its expiry
+        return
+    assert later.status_code == 401
+    now = int(time.time())
+    for claims, because in (({"exp": str(now + 300)}, "exp is not a number"), ({"nbf": str(now)}, "nbf is not a number"),
+                            ({"iat": "yesterday"}, "iat"), ({"exp": float("inf")}, "(exp)")):
+        refused(verifier, token(fake, **claims), because)
+    refused(introspecting(fake, {"active": True, "sub": "alice", "aud": RESOURCE, "exp": str(now + 300)}),
+            "opaque-token", "exp is not a number")

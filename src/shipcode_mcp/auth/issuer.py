@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import threading
 import time
 import urllib.error
@@ -40,6 +41,9 @@ INTROSPECTION_CACHE_ENTRIES = 4096
 """At most this many introspection verdicts are kept (a flood of tokens cannot grow memory)."""
 FETCH_TIMEOUT = 10.0
 MAX_DOCUMENT_BYTES = 1024 * 1024
+TIME_CLAIMS = ("exp", "nbf", "iat")
+"""Claims that must be numbers (RFC 7519 NumericDate) when present: PyJWT reads `"exp": "1796150421"` as a
+time, but our cache does not, and would keep such a token's verdict past its end."""
 
 
 class IssuerUnavailable(Exception):
@@ -201,6 +205,7 @@ class IssuerVerifier:
             raise TokenRejected(f"the token is not valid: {err}") from None
         except jwt.PyJWTError:
             raise TokenRejected("the token is not valid") from None
+        numeric_times(claims)
         return self._principal(claims)
 
     def _principal(self, claims: dict[str, Any]) -> Principal:
@@ -243,6 +248,7 @@ class IssuerVerifier:
         audiences = [audience] if isinstance(audience, str) else audience if isinstance(audience, list) else []
         if self.resource not in audiences:
             raise TokenRejected(f"the token is not for this resource (its audience is not {self.resource})")
+        numeric_times(answer)
         expiry = answer.get("exp")
         if isinstance(expiry, (int, float)) and expiry + self.leeway < now:
             raise TokenRejected("the token has expired")
@@ -259,6 +265,15 @@ class IssuerVerifier:
                     self._introspected.clear()
             self._introspected[name] = (until, principal)
         return principal
+
+
+def numeric_times(claims: dict[str, Any]) -> None:
+    """Refuse a token whose `exp`, `nbf` or `iat` (`TIME_CLAIMS`) is there but no finite number: a string
+    one would pass PyJWT's checks and then count as no expiry at all wherever the verdict is kept."""
+    for name in TIME_CLAIMS:
+        value = claims.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
+            raise TokenRejected(f"the token's {name} is not a number")
 
 
 def discovery_urls(issuer: str) -> list[str]:
