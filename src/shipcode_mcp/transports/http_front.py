@@ -28,6 +28,12 @@ protocol with these rules added, holds:
   hold a served connection open by trickling a body nobody waits for;
 - a fixed-length answer's head and body in one write (`HeldHead`): uvicorn writes them apart, which with
   TCP_NODELAY is two packets, two wake-ups of the client and a second read before it has its answer;
+- unambiguous framing (RFC 9112 section 6.1): a request with both Content-Length and Transfer-Encoding is
+  refused (400) and the connection closes, so that a proxy framing by length and this server framing by
+  chunks never see two different requests (smuggling);
+- framing that costs what it carries: h11 makes an event of every chunk, so 65 536 one-byte chunks are 65 536
+  events on the loop. After `FREE_CHUNKS` chunks, a body's chunks must average `min_chunk` bytes, else 400 and
+  close; the body pieces of one read reach uvicorn joined, as one event (`FrontConnection`);
 - no protocol switch: a WebSocket upgrade is refused (403, as uvicorn's WebSocket protocol answers an app
   without a WebSocket route) and the connection closes, whatever WebSocket library is installed;
 - TLS inside the front (`FrontLimits.tls`): uvicorn's server listens in plain TCP and each connection
@@ -79,6 +85,11 @@ RESERVED = 64
 HANDSHAKE_TIMEOUT = 60.0
 """Seconds a TLS handshake may take when there is no head deadline (asyncio's default)."""
 CLOSE = (b"connection", b"close")
+FREE_CHUNKS = 64
+"""Chunks of a body that may be of any size; beyond them, chunks must average `FrontLimits.min_chunk` bytes."""
+MIN_CHUNK = 256
+"""The average chunk (bytes of payload) a chunked body must keep after its first FREE_CHUNKS chunks: the chunk
+framing (at least 5 bytes) is then at most a few percent of what it carries."""
 JOINED = 64 * 1024
 """Bodies up to this size are joined to their head in one write; a larger one goes in a write of its own (a
 copy of it would cost more than the write it saves)."""
@@ -88,11 +99,13 @@ copy of it would cost more than the write it saves)."""
 class FrontLimits:
     """`header_timeout` seconds for a request head (0: no deadline); `max_connections` open connections
     (None: sized from RLIMIT_NOFILE, see `default_max_connections`; 0: no cap); `tls`, the certificate and
-    key files (PEM) when the front serves TLS itself."""
+    key files (PEM) when the front serves TLS itself; `min_chunk`, the average chunk a chunked body keeps after
+    FREE_CHUNKS chunks (0: any)."""
 
     header_timeout: float = HEADER_TIMEOUT
     max_connections: int | None = None
     tls: tuple[str, str] | None = None
+    min_chunk: int = MIN_CHUNK
 
 
 def protocol(limits: FrontLimits = FrontLimits()) -> Callable[..., asyncio.Protocol]:
@@ -356,6 +369,70 @@ class Handshake(_Member, asyncio.Protocol):
         self._early.clear()
 
 
+class Refused(Exception):
+    """A request the front refuses as it is parsed (400, and the connection closes): not h11's
+    RemoteProtocolError, which uvicorn answers on its own whatever the request's cycle has sent."""
+
+
+class FrontConnection(h11.Connection):
+    """h11's server side with the front's framing rules: a request with both Content-Length and
+    Transfer-Encoding, and a chunked body whose chunks stay tiny, raise `Refused`; the body pieces parsed from
+    one read come out as one `Data` event (uvicorn appends each event's bytes and wakes the request's task
+    for each: one per chunk). What ends the run of pieces (the body's end, an error) comes at the next call."""
+
+    def __init__(self, min_chunk: int, max_incomplete_event_size: int | None) -> None:
+        if max_incomplete_event_size is None:
+            super().__init__(h11.SERVER)
+        else:
+            super().__init__(h11.SERVER, max_incomplete_event_size)
+        self.min_chunk = min_chunk
+        self._next: Any = None  # the event (or error) after the joined pieces
+        self.chunks = 0
+        self.payload = 0
+
+    def next_event(self) -> Any:
+        held, self._next = self._next, None
+        if isinstance(held, BaseException):
+            raise held
+        if held is not None:
+            return held
+        event = super().next_event()
+        if type(event) is h11.Request:
+            self.chunks = self.payload = 0
+            names = {name for name, _ in event.headers}  # lower-case, as h11 keeps them
+            if b"content-length" in names and b"transfer-encoding" in names:
+                raise Refused("a request must not carry both Content-Length and Transfer-Encoding (RFC 9112 6.1)")
+            return event
+        if type(event) is not h11.Data:
+            return event
+        self._count(event)
+        pieces = [event.data]
+        while True:
+            after: Any
+            try:
+                after = super().next_event()
+                if type(after) is h11.Data:
+                    self._count(after)
+                    pieces.append(after.data)
+                    continue
+            except (h11.RemoteProtocolError, Refused) as err:
+                after = err
+            if after is not h11.NEED_DATA and after is not h11.PAUSED:
+                self._next = after
+            break
+        return event if len(pieces) == 1 else h11.Data(data=b"".join(pieces))
+
+    def _count(self, piece: h11.Data) -> None:
+        if not piece.chunk_start:  # a piece of a Content-Length body, or the rest of a chunk already counted
+            self.payload += len(piece.data)
+            return
+        self.chunks += 1
+        self.payload += len(piece.data)
+        if self.min_chunk > 0 and self.chunks > FREE_CHUNKS and self.payload < self.chunks * self.min_chunk:
+            raise Refused(f"the body's chunks are too small (after {FREE_CHUNKS} chunks, they must average "
+                          f"{self.min_chunk} bytes)")
+
+
 class FrontProtocol(_Member, H11Protocol):
     """uvicorn's h11 protocol with a deadline for request heads, a cap on open connections, early answers
     that close, and no WebSocket upgrades."""
@@ -364,6 +441,7 @@ class FrontProtocol(_Member, H11Protocol):
                  _loop: asyncio.AbstractEventLoop | None = None, *, limits: FrontLimits,
                  started: float | None = None) -> None:
         super().__init__(config, server_state, app_state, _loop)
+        self.conn = FrontConnection(limits.min_chunk, config.h11_max_incomplete_event_size)
         self.limits = limits
         self.front = _front(server_state, limits)
         self._deadline = None
@@ -383,7 +461,11 @@ class FrontProtocol(_Member, H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         waiting_idle = self._deadline is None and self.conn.their_state is h11.IDLE
-        super().data_received(data)
+        try:
+            super().data_received(data)
+        except Refused as refusal:
+            self._refuse(str(refusal))
+            return
         self._guard()
         self._track(arm=waiting_idle)  # the first byte of a kept-alive connection's next request
 
@@ -403,6 +485,22 @@ class FrontProtocol(_Member, H11Protocol):
 
     def _abort(self) -> None:
         self.transport.abort()
+
+    def _refuse(self, why: str) -> None:
+        """400 and close, when nothing of an answer has gone yet (else the connection is cut); the request's
+        app, if it runs, hears that the client left and sends nothing more."""
+        cycle = self.cycle
+        if cycle is not None:
+            cycle.disconnected = True
+            cycle.message_event.set()
+        if self.conn.our_state is not h11.SEND_RESPONSE or (cycle is not None and cycle.response_started):
+            self.transport.abort()
+            return
+        body = why.encode()
+        headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()), CLOSE]
+        self.transport.write((self.conn.send(h11.Response(status_code=400, headers=headers, reason=STATUS_PHRASES[400])) or b"")
+                             + (self.conn.send(h11.Data(data=body)) or b"") + (self.conn.send(h11.EndOfMessage()) or b""))
+        self.transport.close()
 
     def _should_upgrade(self) -> bool:
         return self._get_upgrade() == b"websocket"  # refused below, whatever WebSocket library is installed

@@ -1,0 +1,202 @@
+"""The front bounded by memory and time, not only by descriptors (issue 22): each finding as an attack on
+loopback, first shown to do harm with its defence off (a victim's latency, the server's memory, a smuggled
+request), then shown to be held, with well-behaved clients still answered.
+
+Latency is a victim's stateless ping on a kept-alive connection of its own, from a thread of this process
+while attackers in other threads (blocking sockets: no GIL held while they wait) send; its p99 is compared
+with a baseline measured in the same test just before, so the machine's own load counts in both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from shipcode_mcp import Server
+from shipcode_mcp.transports import http_front
+from support import REPO, wait_for
+from transports.http_support import free_port
+from transports.test_http_front import FrontThread, _answers
+
+PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+HEAD = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\n")
+PING_REQUEST = HEAD + b"Content-Length: " + str(len(PING)).encode() + b"\r\n\r\n" + PING
+SLOWER = 0.1
+"""Seconds a victim's ping p99 may grow under attack over its baseline: the issue's bound."""
+
+
+@contextlib.contextmanager
+def bounds_server(tmp_path: Path, *settings: str) -> Iterator[tuple[int, int]]:
+    """front_bounds_server.py with `settings` (front.FIELD=JSON, app.OPTION=JSON); its port and pid."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO / 'tests'}"}
+    log = open(tmp_path / f"server-{port}.log", "wb")
+    process = subprocess.Popen([sys.executable, str(REPO / "tests" / "transports" / "front_bounds_server.py"), str(port),
+                                str(tmp_path), *settings], env=env, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        wait_for(lambda: process.poll() is not None or _answers(port), 30, "the server to answer")
+        assert process.poll() is None, (tmp_path / f"server-{port}.log").read_text()
+        yield port, process.pid
+    finally:
+        process.kill()
+        process.wait(10)
+        log.close()
+
+
+def _read_answer(sock: socket.socket) -> bytes:
+    """One fixed-length answer from `sock` (head and body); b"" if the server closed first."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":", 1)[1]) for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:")), 0)
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+def pings(port: int, seconds: float, *, at_least: int = 20) -> list[float]:
+    """Round trips of stateless pings on one kept-alive connection for `seconds` (and at least `at_least` of
+    them, within 60 s); each must be answered 200."""
+    times: list[float] = []
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        ends = time.monotonic() + seconds
+        while (time.monotonic() < ends or len(times) < at_least) and time.monotonic() < ends + 60:
+            started = time.monotonic()
+            sock.sendall(PING_REQUEST)
+            answer = _read_answer(sock)
+            assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+            times.append(time.monotonic() - started)
+            time.sleep(0.01)  # a client's pace
+    return times
+
+
+def p99(times: list[float]) -> float:
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+class Attack:
+    """`count` threads that each run `attack(port, stop)` over and over until stopped."""
+
+    def __init__(self, port: int, count: int, attack: Callable[[int, threading.Event], None]) -> None:
+        self.stop = threading.Event()
+        self.rounds = 0
+        self._lock = threading.Lock()
+
+        def run() -> None:
+            while not self.stop.is_set():
+                with contextlib.suppress(OSError):
+                    attack(port, self.stop)
+                with self._lock:
+                    self.rounds += 1
+
+        self.threads = [threading.Thread(target=run, daemon=True) for _ in range(count)]
+
+    def __enter__(self) -> Attack:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(30)
+
+
+def victim_under(port: int, attackers: int, attack: Callable[[int, threading.Event], None],
+                 seconds: float = 3.0) -> tuple[float, float, int]:
+    """(baseline p99, p99 under attack, attack rounds) of a victim's pings."""
+    baseline = p99(pings(port, 1.0))
+    with Attack(port, attackers, attack) as running:
+        time.sleep(0.3)  # the attack under way
+        attacked = p99(pings(port, seconds))
+    return baseline, attacked, running.rounds
+
+
+# -- finding 8: Content-Length with Transfer-Encoding ------------------------------------------------------------
+@pytest.mark.parametrize("defended", [False, True])
+def test_a_request_with_content_length_and_transfer_encoding_is_refused_and_the_connection_closes(
+        defended: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy that frames by Content-Length sees one request; framed by its chunks, it hides a second one
+    (request smuggling). Without the defence (h11's own parsing) the hidden ping is answered as a request of its
+    own; with it, the request gets 400 and the connection closes, and nothing else is answered."""
+    if not defended:
+        monkeypatch.setattr(http_front.FrontConnection, "next_event", http_front.h11.Connection.next_event)
+    hidden = PING_REQUEST.replace(b'"id": 1', b'"id": 2')
+    chunked = b"%x\r\n" % len(PING) + PING + b"\r\n0\r\n\r\n"
+    smuggling = (HEAD + b"Content-Length: " + str(len(chunked) + len(hidden)).encode()
+                 + b"\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked + hidden)
+    served = FrontThread(Server("smuggle", "1.0.0").http_app(stateless=True, session_idle_timeout=0))
+    try:
+        with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:
+            sock.sendall(smuggling)
+            first = _read_answer(sock)
+            second = _read_answer(sock)
+        if not defended:  # the harm: two answers, the second to the request hidden in the body
+            assert first.startswith(b"HTTP/1.1 200 ") and second.startswith(b"HTTP/1.1 200 "), (first, second)
+            assert b'"id":2' in second
+            return
+        assert first.startswith(b"HTTP/1.1 400 ") and b"connection: close" in first.lower(), first
+        assert b"Transfer-Encoding" in first and second == b"", second  # closed: nothing hidden is answered
+        with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:  # chunked alone is fine
+            sock.sendall(HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + chunked)
+            assert _read_answer(sock).startswith(b"HTTP/1.1 200 ")
+    finally:
+        served.stop()
+
+
+# -- finding 1: tiny chunks ----------------------------------------------------------------------------------
+TINY = 65536
+"""One-byte chunks of the attack's body (the issue's 384 KiB on the wire)."""
+
+
+def _tiny_chunks(port: int, stop: threading.Event) -> None:
+    """A ping padded with TINY one-byte chunks of white space, sent at once; the answer read."""
+    body = b"%x\r\n" % len(PING) + PING + b"\r\n" + b"1\r\n \r\n" * TINY + b"0\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        with contextlib.suppress(OSError):  # refused: the server closes while this still sends
+            sock.sendall(HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + body)
+        _read_answer(sock)
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_one_byte_chunks_do_not_stall_the_event_loop(tmp_path: Path, defended: bool) -> None:
+    """Four clients sending bodies of 65 536 one-byte chunks, over and over: without the defence each body is
+    65 536 events on the loop and a victim's ping waits behind them (p99 beyond the bound); with it such a
+    body gets 400 after a few hundred bytes and the victim's p99 stays within SLOWER of its baseline. A body
+    of large chunks is still served."""
+    settings = () if defended else ("front.min_chunk=0",)
+    with bounds_server(tmp_path, *settings) as (port, _):
+        baseline, attacked, rounds = victim_under(port, 4, _tiny_chunks)
+        assert rounds > 0
+        if not defended:
+            assert attacked > baseline + SLOWER, (baseline, attacked)  # the harm
+            return
+        assert attacked < baseline + SLOWER, (baseline, attacked, rounds)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + b"1\r\n \r\n" * 8 + b"%x\r\n" % len(PING)
+                         + PING + b"\r\n" + (b"400\r\n" + b" " * 1024 + b"\r\n") * 256 + b"0\r\n\r\n")
+            assert _read_answer(sock).startswith(b"HTTP/1.1 200 ")
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + b"1\r\n \r\n" * 1000)
+            refused = _read_answer(sock)
+            assert refused.startswith(b"HTTP/1.1 400 ") and b"chunks are too small" in refused, refused
