@@ -144,3 +144,25 @@ def test_every_character_beside_a_long_ascii_text() -> None:
 def test_any_result_is_written_as_before(result: object) -> None:
     message = {"jsonrpc": "2.0", "id": 1, "result": result}
     assert jsonrpc.encode(message) == _utf8_way(message)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("document", [b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1,2.5e3,"x\\u00e9",true,null,{}]}}',
+                                      b"[]", b'"text"', b"  7 ", '{"ключ": ["значение"]}'.encode()])
+def test_parse_counted_reads_what_parse_reads(document: bytes) -> None:
+    assert jsonrpc.parse_counted(document, 0) == jsonrpc.parse(document)
+
+
+@pytest.mark.parametrize("document", [b"NaN", b"[1,", b"\xff", b"[" * 5000 + b"]" * 5000, b'{"a":1}x', b""])
+def test_parse_counted_refuses_what_parse_refuses(document: bytes) -> None:
+    for parse in (jsonrpc.parse, lambda data: jsonrpc.parse_counted(data, 0)):
+        with pytest.raises(jsonrpc.JsonRpcError):
+            parse(document)
+
+
+def test_parse_counted_counts_every_value_inside_a_container() -> None:
+    assert jsonrpc.parse_counted(b'{"a":[1,2,{"b":3}]}', 5) == {"a": [1, 2, {"b": 3}]}  # [...], 1, 2, {...}, 3
+    with pytest.raises(jsonrpc.TooManyValues, match="more than 4 JSON values"):
+        jsonrpc.parse_counted(b'{"a":[1,2,{"b":3}]}', 4)
+    with pytest.raises(jsonrpc.TooManyValues):  # empty containers count too
+        jsonrpc.parse_counted(b"[" + b",".join([b"[]"] * 10_000) + b"]", 9_999)
+    assert len(jsonrpc.parse_counted(b"[" + b",".join([b"{}"] * 10_000) + b"]", 10_000)) == 10_000

@@ -100,6 +100,49 @@ def parse(line: bytes) -> Any:
         raise JsonRpcError(PARSE_ERROR) from None
 
 
+class TooManyValues(ValueError):
+    """A document with more values than `parse_counted` was told to build."""
+
+
+def parse_counted(data: bytes, max_values: int) -> Any:
+    """`parse`, by json's Python scanner, refusing (TooManyValues) once more than `max_values` values are built
+    (0: no limit; a container's values count when it closes). Slower than `parse` (whose C scanner holds the
+    GIL until it is done): its Python steps let other threads, the event loop among them, run every
+    switch interval, so a large body can be parsed on a worker thread without stalling the loop. Every
+    value inside a container counts as it is read, so a refusal comes before the rest is built."""
+    import json.decoder
+    import json.scanner
+
+    pieces: Any = json.decoder  # JSONObject and JSONArray, the Python scanner's steps (not in typeshed)
+    scanner: Any = json.scanner
+    built = [0]
+
+    def counting(scan_once: Callable[[str, int], Any]) -> Callable[[str, int], Any]:
+        def scan(string: str, index: int) -> Any:  # every value inside a container comes through here
+            built[0] += 1
+            if max_values and built[0] > max_values:
+                raise TooManyValues(f"more than {max_values} JSON values")
+            return scan_once(string, index)
+        return scan
+
+    def parse_object(s_and_end: Any, strict: bool, scan_once: Any, *rest: Any) -> tuple[Any, int]:
+        return pieces.JSONObject(s_and_end, strict, counting(scan_once), *rest)  # type: ignore[no-any-return]
+
+    def parse_array(s_and_end: Any, scan_once: Any, *rest: Any) -> tuple[Any, int]:
+        return pieces.JSONArray(s_and_end, counting(scan_once), *rest)  # type: ignore[no-any-return]
+
+    decoder: Any = json.JSONDecoder(parse_constant=_reject_constant)
+    decoder.parse_object = parse_object
+    decoder.parse_array = parse_array
+    decoder.scan_once = scanner.py_make_scanner(decoder)
+    try:
+        return decoder.decode(data.decode("utf-8"))
+    except TooManyValues:
+        raise
+    except (ValueError, RecursionError):
+        raise JsonRpcError(PARSE_ERROR) from None
+
+
 ASCII_FIRST_LENGTH = 16 * 1024
 """A tool result whose first text is at least this long may be written by the ASCII encoder."""
 ASCII_WALK = 64

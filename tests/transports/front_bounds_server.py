@@ -1,8 +1,8 @@
 """The server of the bounds tests (issue 22), with any defence turned off:
-`python front_bounds_server.py PORT ROOT [front.FIELD=JSON] [app.OPTION=JSON]`.
+`python front_bounds_server.py PORT ROOT [front.FIELD=JSON] [app.OPTION=JSON] [http.NAME=JSON]`.
 
-`front.*` are `FrontLimits` fields, `app.*` `create_app` options (both as JSON values): e.g. `front.min_chunk=0`
-serves what the front served before tiny chunks were refused.
+`front.*` are `FrontLimits` fields, `app.*` `create_app` options, `http.*` constants of transports/http.py (all as
+JSON values): e.g. `front.min_chunk=0` serves what the front served before tiny chunks were refused.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import json
 import sys
 
 from shipcode_mcp.cli import build_server
+from shipcode_mcp.transports import http
 from shipcode_mcp.transports.http import create_app, run_uvicorn
 from shipcode_mcp.transports.http_front import FrontLimits
 
@@ -21,7 +22,10 @@ if __name__ == "__main__":
     for argument in sys.argv[3:]:
         name, _, value = argument.partition("=")
         where, _, field = name.partition(".")
-        (front if where == "front" else app)[field] = json.loads(value)
+        if where == "http":
+            setattr(http, field, json.loads(value))
+        else:
+            (front if where == "front" else app)[field] = json.loads(value)
     served = create_app(build_server([root]), host="127.0.0.1", stateless=True, **app)  # type: ignore[arg-type]
     sys.exit(run_uvicorn(served, host="127.0.0.1", port=port, log_level="warning",
                          front=FrontLimits(**front)))  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ with a baseline measured in the same test just before, so the machine's own load
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import socket
@@ -97,7 +98,7 @@ def p99(times: list[float]) -> float:
 class Attack:
     """`count` threads that each run `attack(port, stop)` over and over until stopped."""
 
-    def __init__(self, port: int, count: int, attack: Callable[[int, threading.Event], None]) -> None:
+    def __init__(self, port: int, count: int, attack: Callable[[int, threading.Event], object]) -> None:
         self.stop = threading.Event()
         self.rounds = 0
         self._lock = threading.Lock()
@@ -122,7 +123,7 @@ class Attack:
             thread.join(30)
 
 
-def victim_under(port: int, attackers: int, attack: Callable[[int, threading.Event], None],
+def victim_under(port: int, attackers: int, attack: Callable[[int, threading.Event], object],
                  seconds: float = 3.0) -> tuple[float, float, int]:
     """(baseline p99, p99 under attack, attack rounds) of a victim's pings."""
     baseline = p99(pings(port, 1.0))
@@ -200,3 +201,112 @@ def test_one_byte_chunks_do_not_stall_the_event_loop(tmp_path: Path, defended: b
             sock.sendall(HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + b"1\r\n \r\n" * 1000)
             refused = _read_answer(sock)
             assert refused.startswith(b"HTTP/1.1 400 ") and b"chunks are too small" in refused, refused
+
+
+# -- finding 6: bodies buffered whole, no budget --------------------------------------------------------------
+MiB = 1024 * 1024
+HOLDERS = 6
+"""Clients each holding a body of HELD bytes, 1 KiB short of its end."""
+HELD = 32 * MiB
+BUDGET = 64 * MiB
+
+
+def rss(pid: int) -> int:
+    """A process's resident memory, in bytes."""
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
+
+
+def _hold_bodies(port: int, count: int, size: int) -> list[tuple[socket.socket, bytes]]:
+    """`count` connections that each declare a body of `size` bytes and send all but its last KiB; each with
+    what came back at once (b"" when the server took the body and waits for its end)."""
+    held = []
+    piece = b" " * MiB
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        sock.sendall(HEAD + b"Content-Length: " + str(size).encode() + b"\r\n\r\n")
+        answer = b""
+        with contextlib.suppress(OSError):  # refused at once: the server closes while this still sends
+            for sent in range(0, size - 1024, MiB):
+                sock.sendall(piece[:min(MiB, size - 1024 - sent)])
+        sock.settimeout(0.5)
+        with contextlib.suppress(OSError):
+            answer = _read_answer(sock)
+        sock.settimeout(30)
+        held.append((sock, answer))
+    return held
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_bodies_held_short_of_their_end_stay_within_the_body_budget(tmp_path: Path, defended: bool) -> None:
+    """Six clients each send 32 MiB of a declared 32 MiB body but its last KiB, and wait. Without a budget the
+    server holds all of them (its memory grows by ~192 MiB); with a budget of 64 MiB, two are held, the others get
+    503 at once and their connections close, the server grows by less than the budget and 32 MiB, a victim's
+    pings are answered meanwhile, and once the holders leave a 1 MiB body is served."""
+    settings = [f"app.max_body_bytes={40 * MiB}", f"app.body_budget={BUDGET if defended else 0}"]
+    with bounds_server(tmp_path, *settings) as (port, pid):
+        before = rss(pid)
+        held = _hold_bodies(port, HOLDERS, HELD)
+        try:
+            time.sleep(0.5)  # the last chunks read by the server
+            grown = rss(pid) - before
+            answers = [answer for _, answer in held]
+            if not defended:  # the harm: every body held whole
+                assert grown > HOLDERS * HELD * 0.8 and answers == [b""] * HOLDERS, (grown, answers)
+                return
+            refused = [answer for answer in answers if answer]
+            assert len(refused) == HOLDERS - BUDGET // HELD, answers
+            assert all(a.startswith(b"HTTP/1.1 503 ") and b"connection: close" in a.lower() for a in refused), refused
+            assert grown < BUDGET + 32 * MiB, grown
+            assert len(pings(port, 0.5)) >= 20  # small bodies are never refused for the budget
+        finally:
+            for sock, _ in held:
+                sock.close()
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": " " * MiB}}).encode()
+
+        def served() -> bool:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(HEAD + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+                return _read_answer(sock).startswith(b"HTTP/1.1 200 ")
+
+        wait_for(served, 10, "a 1 MiB body to be served once the holders left")
+
+
+# -- finding 5: JSON parsed on the event loop -------------------------------------------------------------------
+KEYS = 400_000
+"""Keys of the attack's body (~5 MB): json's C scanner takes a good part of a second over them."""
+
+
+@functools.cache
+def _many_keys_request() -> bytes:
+    params = b'{"pad":{' + b",".join(b'"k%d":0' % number for number in range(KEYS)) + b"}}"
+    body = PING[:-1] + b', "params": ' + params + b"}"
+    return HEAD + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+
+
+def _many_keys(port: int, stop: threading.Event) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        sock.sendall(_many_keys_request())
+        return _read_answer(sock)
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_a_body_of_many_values_does_not_stall_the_event_loop(tmp_path: Path, defended: bool) -> None:
+    """Two clients sending bodies of 400 000 keys, over and over: parsed on the event loop by json's C scanner
+    (the control: every body parsed there), a victim's ping waits behind each parse; parsed on a worker thread
+    by the Python scanner, which lets the loop run, and refused at 100 000 values (413), the victim's p99 stays
+    within SLOWER of its baseline. A body of a few large values over 64 KiB is still served."""
+    settings = () if defended else (f"http.SMALL_BODY={1 << 40}",)
+    with bounds_server(tmp_path, *settings) as (port, _):
+        baseline, attacked, rounds = victim_under(port, 2, _many_keys, seconds=4.0)
+        assert rounds > 0
+        if not defended:
+            assert attacked > baseline + SLOWER, (baseline, attacked)  # the harm
+            return
+        assert attacked < baseline + SLOWER, (baseline, attacked, rounds)
+        refused = _many_keys(port, threading.Event())
+        assert refused.startswith(b"HTTP/1.1 413 ") and b"more than 100000 JSON values" in refused, refused[:300]
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": ["x" * 1000] * 1000}}).encode()
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+            sock.sendall(HEAD + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            assert _read_answer(sock).startswith(b"HTTP/1.1 200 ")

@@ -87,6 +87,15 @@ BODY_TIMEOUT = 60.0  # seconds a request body may go without a byte (and the gra
 BODY_MIN_RATE = 16 * 1024
 """Bytes a second a body must average after its first BODY_TIMEOUT seconds: a 64 MiB upload on a 1 Mbit/s link
 (~122 KiB/s) passes with room to spare, a client that trickles a byte now and then does not."""
+BODY_BUDGET = 256 * 1024 * 1024
+"""Bytes of request bodies an endpoint holds at once, read or being read (503 beyond): 100 clients each holding a
+62 MiB body 1 KiB short of its end took a server to 6 GB. Bodies up to SMALL_BODY are not counted (the
+connection cap bounds them)."""
+SMALL_BODY = 64 * 1024
+"""A body this small is never refused for the budget, and is parsed on the event loop (by json's C scanner:
+well under a millisecond). A larger one is parsed on a worker thread, counting its values (`MAX_JSON_VALUES`)."""
+MAX_JSON_VALUES = 100_000
+"""JSON values a request body may hold (413 beyond): 5.6 million keys in 67 MB took 22 s and 1.1 GB to parse."""
 MAX_SESSIONS = 1000
 EVICTED_MEMORY = 10000  # ids of sessions ended to make room, remembered for a clear 404
 RETRY_AFTER = 10  # seconds, when every session is busy and none can make room
@@ -283,7 +292,8 @@ class StreamableHttp:
                  max_body_bytes: int = MAX_BODY_BYTES, auth: ResourceServer | None = None,
                  body_timeout: float = BODY_TIMEOUT, max_sessions: int = MAX_SESSIONS,
                  max_concurrent_calls: int = PER_LANE, body_min_rate: int = BODY_MIN_RATE,
-                 max_sessions_per_caller: int | None = None) -> None:
+                 max_sessions_per_caller: int | None = None, body_budget: int = BODY_BUDGET,
+                 max_json_values: int = MAX_JSON_VALUES) -> None:
         """`allowed_hosts` None accepts loopback Host names only; `allow_loopback` (default: when
         `allowed_hosts` is None) also accepts loopback names and origins beside `allowed_hosts`. With
         `auth`, every request needs a bearer token it accepts (docs/http.md, "Securing a remote server").
@@ -292,7 +302,9 @@ class StreamableHttp:
         of a session (or of a caller, without one) run at once (0: no limit), see `_lane_of`. A body also
         averages `body_min_rate` bytes a second after its first `body_timeout` seconds (0: no minimum). With
         tokens checked, one caller holds at most `max_sessions_per_caller` sessions (None: a quarter of
-        `max_sessions`, at least 16; 0: no quota), see `_room_for`."""
+        `max_sessions`, at least 16; 0: no quota), see `_room_for`. At most `body_budget` bytes of bodies over
+        SMALL_BODY are held at once (503 beyond; 0: no budget); a body over SMALL_BODY is parsed off the event
+        loop and may hold `max_json_values` JSON values (413 beyond; 0: no limit)."""
         self.server = server
         self.auth = auth
         self.stateless = stateless
@@ -309,6 +321,9 @@ class StreamableHttp:
             if max_sessions_per_caller is None else max_sessions_per_caller
         self.max_sessions = max_sessions
         self.max_concurrent_calls = max_concurrent_calls
+        self.body_budget = body_budget
+        self.bodies_held = 0  # bytes of bodies over SMALL_BODY held now (`_Held`), on the loop
+        self.max_json_values = max_json_values
         self.sessions: dict[str, HttpSession] = {}
         self.evicted: collections.OrderedDict[str, str | None] = collections.OrderedDict()  # id -> owner
         self.listens: set[HttpSession] = set()  # the runners of open subscriptions/listen streams
@@ -513,13 +528,9 @@ class StreamableHttp:
         wants_json, wants_sse = _accepts(request.headers.get("accept"))
         if not (wants_json or wants_sse):
             return _error(406, "Not Acceptable: accept application/json and text/event-stream")
-        body = await self._read_body(request)
-        if isinstance(body, Response):
-            return body
-        try:
-            message = jsonrpc.parse(body)
-        except JsonRpcError as err:
-            return _json(400, jsonrpc.error(None, err))
+        message = await self._message(request)
+        if isinstance(message, Response):
+            return message
         kind = jsonrpc.classify(message)
         if kind == "invalid":
             return _json(400, jsonrpc.invalid_request(message))
@@ -540,15 +551,42 @@ class StreamableHttp:
             return Response(status_code=202, headers=self._session_headers(http_session))
         return await self._answer(http_session, message, wants_json, wants_sse)
 
-    async def _read_body(self, request: Request) -> bytes | Response:
-        """The whole body, never stalled (`_read_all`: 408, and the connection closes: a client that
-        stops sending mid-way holds nothing for long) and `max_body_bytes` (413)."""
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
-        return await self._read_all(request)
+    async def _message(self, request: Request) -> Any:
+        """The request's JSON value, or the Response that refuses it: its body is held within the endpoint's
+        `body_budget` until it is parsed, and a body over SMALL_BODY is parsed on a worker thread by json's
+        Python scanner (`jsonrpc.parse_counted`, at most `max_json_values` values): the C scanner holds the
+        GIL, and with it the event loop, for as long as it parses."""
+        held = _Held(self)
+        try:
+            body = await self._read_body(request, held)
+            if isinstance(body, Response):
+                return body
+            if len(body) <= SMALL_BODY:
+                return jsonrpc.parse(body)
+            return await asyncio.to_thread(jsonrpc.parse_counted, body, self.max_json_values)
+        except JsonRpcError as err:
+            return _json(400, jsonrpc.error(None, err))
+        except jsonrpc.TooManyValues as err:
+            return _error(413, f"Content Too Large: {err} in one request")
+        finally:
+            held.release()
 
-    async def _read_all(self, request: Request) -> bytes | Response:
+    async def _read_body(self, request: Request, held: _Held) -> bytes | Response:
+        """The whole body, never stalled (`_read_all`: 408, and the connection closes: a client that
+        stops sending mid-way holds nothing for long), `max_body_bytes` (413) and the body budget (503)."""
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit():
+            if int(declared) > self.max_body_bytes:
+                return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
+            if not held.fits(int(declared)):
+                return self._over_budget()
+        return await self._read_all(request, held)
+
+    def _over_budget(self) -> Response:
+        return _error(503, f"Service Unavailable: the server holds {self.bodies_held} bytes of request bodies (at most "
+                      f"{self.body_budget}); try again later", headers={"Retry-After": "1"})
+
+    async def _read_all(self, request: Request, held: _Held) -> bytes | Response:
         """Chunk by chunk, each within `body_timeout` seconds of the last (0: no limit), and on average at
         least `body_min_rate` bytes a second once `body_timeout` seconds have passed: by then the body is late
         when `elapsed > body_timeout + received / body_min_rate` (408, and the connection closes)."""
@@ -574,6 +612,8 @@ class StreamableHttp:
             size += len(chunk)
             if size > self.max_body_bytes:
                 return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
+            if not held.grow(size):
+                return self._over_budget()
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
@@ -794,6 +834,35 @@ class StreamableHttp:
 
 
 # -- helpers ----------------------------------------------------------------------------------------
+class _Held:
+    """The bytes of one request's body counted in its endpoint's `body_budget` (on the loop): none while the body
+    is SMALL_BODY or less, then all of it; given back by `release` once the body is parsed or refused."""
+
+    __slots__ = ("endpoint", "size")
+
+    def __init__(self, endpoint: StreamableHttp) -> None:
+        self.endpoint = endpoint
+        self.size = 0
+
+    def fits(self, size: int) -> bool:
+        """Whether a body of `size` bytes would fit now (nothing is held for it until it comes)."""
+        endpoint = self.endpoint
+        return size <= SMALL_BODY or endpoint.body_budget <= 0 or endpoint.bodies_held - self.size + size <= endpoint.body_budget
+
+    def grow(self, size: int) -> bool:
+        """Hold `size` bytes (the body so far), or False when they do not fit."""
+        if size <= self.size or not self.fits(size):
+            return size <= self.size
+        if size > SMALL_BODY and self.endpoint.body_budget > 0:
+            self.endpoint.bodies_held += size - self.size
+            self.size = size
+        return True
+
+    def release(self) -> None:
+        self.endpoint.bodies_held -= self.size
+        self.size = 0
+
+
 def _accepts(header: str | None) -> tuple[bool, bool]:
     """(application/json, text/event-stream) acceptable? No Accept header means anything (RFC 9110)."""
     if header is None:
@@ -1058,7 +1127,8 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
                max_workers: int = 64, max_body_bytes: int = MAX_BODY_BYTES, keepalive: float = 15.0,
                auth: ResourceServer | None = None, body_timeout: float = BODY_TIMEOUT, max_sessions: int = MAX_SESSIONS,
                max_concurrent_calls: int = PER_LANE, body_min_rate: int = BODY_MIN_RATE,
-               max_sessions_per_caller: int | None = None) -> Starlette:
+               max_sessions_per_caller: int | None = None, body_budget: int = BODY_BUDGET,
+               max_json_values: int = MAX_JSON_VALUES) -> Starlette:
     """A Starlette app serving `server` at `path`.
 
     `allowed_hosts` None accepts loopback Host names only (DNS-rebinding protection for a local
@@ -1073,7 +1143,8 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
     (the least recently used idle one makes room); a session, or a caller without one, runs at most
     `max_concurrent_calls` handlers at once, the rest wait their turn (transports/lanes.py). A body must also
     average `body_min_rate` bytes a second after its first `body_timeout` seconds; with `auth`, a caller holds
-    at most `max_sessions_per_caller` sessions (None: max(16, max_sessions // 4)). The
+    at most `max_sessions_per_caller` sessions (None: max(16, max_sessions // 4)). At most `body_budget` bytes of
+    request bodies are held at once (503 beyond), and a body holds at most `max_json_values` JSON values. The
     connection-level limits (request heads, open connections) are uvicorn's protocol's: see `serve_http`.
     """
     local = host is None or is_loopback(host)
@@ -1085,7 +1156,8 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
                               max_body_bytes=max_body_bytes, keepalive=keepalive, auth=auth,
                               body_timeout=body_timeout, max_sessions=max_sessions,
                               max_concurrent_calls=max_concurrent_calls, body_min_rate=body_min_rate,
-                              max_sessions_per_caller=max_sessions_per_caller)
+                              max_sessions_per_caller=max_sessions_per_caller, body_budget=body_budget,
+                              max_json_values=max_json_values)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -1111,7 +1183,8 @@ def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, pat
                stateless: bool = False, allowed_origins: Sequence[str] = (), allowed_hosts: Sequence[str] | None = None,
                session_idle_timeout: float = 3600.0, log_level: str = "warning", auth: ResourceServer | None = None,
                tls: tuple[str, str] | None = None, front: FrontLimits | None = None, body_timeout: float = BODY_TIMEOUT,
-               max_sessions: int = MAX_SESSIONS, max_concurrent_calls: int = PER_LANE) -> int:
+               max_sessions: int = MAX_SESSIONS, max_concurrent_calls: int = PER_LANE, body_budget: int = BODY_BUDGET,
+               max_json_values: int = MAX_JSON_VALUES) -> int:
     """Serve `server` over Streamable HTTP at http://host:port/path (https with `tls`, a certificate and its
     key) until SIGINT or SIGTERM; with `auth`, SIGHUP reads its token file again.
 
@@ -1122,7 +1195,8 @@ def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, pat
     """
     app: Any = create_app(server, path=path, stateless=stateless, allowed_origins=allowed_origins,
                           allowed_hosts=allowed_hosts, host=host, session_idle_timeout=session_idle_timeout, auth=auth,
-                          body_timeout=body_timeout, max_sessions=max_sessions, max_concurrent_calls=max_concurrent_calls)
+                          body_timeout=body_timeout, max_sessions=max_sessions, max_concurrent_calls=max_concurrent_calls,
+                          body_budget=body_budget, max_json_values=max_json_values)
     if log.enabled("debug"):  # one line per request (docs/logging.md)
         from .request_log import RequestLog
 
