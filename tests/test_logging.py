@@ -323,17 +323,28 @@ def test_the_cli_over_http_at_debug_says_its_start_then_each_request(tmp_path: P
 
 
 def test_a_cancelled_listen_ends_its_debug_line_and_its_id_may_serve_again(tmp_path: Path) -> None:
+    """The listen subscribes to a file (a listen for nothing is refused), so it is cancelled once acknowledged."""
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {"notifications": {}, "_meta": meta}},
-        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}},
-    ]
-    done = subprocess.run([sys.executable, "-m", "shipcode_mcp", "--log-level", "debug", str(tmp_path)],
-                          input="".join(json.dumps(line) + "\n" for line in lines).encode(), capture_output=True,
-                          timeout=30, env={"PYTHONPATH": str(REPO / "src")})
-    assert done.returncode == 0
-    said = done.stderr.decode()
+    (tmp_path / "a.txt").write_text("watched\n")
+    listen = {"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+              "params": {"notifications": {"resourceSubscriptions": [(tmp_path / "a.txt").as_uri()]}, "_meta": meta}}
+    after = [{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+             {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}]
+    process = subprocess.Popen([sys.executable, "-m", "shipcode_mcp", "--log-level", "debug", "--watch", str(tmp_path)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={"PYTHONPATH": str(REPO / "src")})
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(listen).encode() + b"\n")
+        process.stdin.flush()
+        acknowledged = json.loads(process.stdout.readline())
+        assert acknowledged["method"] == "notifications/subscriptions/acknowledged", acknowledged
+        _, stderr = process.communicate("".join(json.dumps(line) + "\n" for line in after).encode(), timeout=30)
+    finally:
+        process.kill()
+        process.wait(10)
+    assert process.returncode == 0
+    said = stderr.decode()
     assert "subscriptions/listen id=1 cancelled" in said and "tools/list id=1 ok" in said, said
 
 

@@ -600,12 +600,14 @@ def test_listen_acknowledges_only_what_the_server_offers() -> None:
     everything = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True,
                   "resourceSubscriptions": ["test://a"]}
     bare = ModernDriver(make_server())
-    assert listen(bare, 7, everything) == [acknowledged(7, {})]
+    nothing = listen(bare, 7, everything)  # nothing honoured: refused, it would hold its stream for nothing
+    assert nothing[0]["error"]["code"] == -32602 and "nothing to listen for" in nothing[0]["error"]["message"]
+    assert bare.session.listeners == {} and bare.session.in_flight == {}
     server = make_server(list_changed=True, subscribe=True)
     server.add_prompt(Prompt("p", lambda ctx, args: "x"))
     full = ModernDriver(server)
     assert listen(full, "L", everything) == [acknowledged("L", everything)]
-    assert listen(full, 8, {"toolsListChanged": False, "resourceSubscriptions": []}) == [acknowledged(8, {})]
+    assert listen(full, 8, {"toolsListChanged": False, "resourceSubscriptions": []})[0]["error"]["code"] == -32602
     tools_only = make_server()
     tools_only.enable_list_changed("tools")
     assert listen(ModernDriver(tools_only), 9, everything) == [acknowledged(9, {"toolsListChanged": True})]
@@ -685,7 +687,7 @@ def test_a_cancelled_subscription_ends_with_no_response() -> None:
 def test_closing_the_session_ends_each_subscription_with_its_result() -> None:
     d = ModernDriver(make_server(list_changed=True))
     listen(d, 5, {"toolsListChanged": True})
-    listen(d, "s", {})
+    listen(d, "s", {"toolsListChanged": True})
     d.sent.clear()
     assert checked(d.perform(d.session.close())) == [
         {"jsonrpc": "2.0", "id": 5, "result": {"resultType": "complete", "_meta": {ID_KEY: 5}}},

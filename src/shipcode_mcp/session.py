@@ -556,10 +556,17 @@ class Session:
         return [Start(Job(context, Deferred(work, then=lambda session, kept: session._listening(context, agreed, kept))))]
 
     def _listening(self, context: Context, agreed: dict[str, Any], kept: dict[str, Any]) -> list[Action]:
-        """Open the subscription: acknowledge what is honoured; what it opted in to is tagged with its id."""
+        """Open the subscription: acknowledge what is honoured; what it opted in to is tagged with its id. One
+        that nothing is honoured for is refused: it would hold its stream (a connection over HTTP) for nothing.
+        What it keeps is what it needs: the rest of its request (any size the client sent) is let go."""
         msg_id = context.request_id
         if kept:
             agreed["resourceSubscriptions"] = list(kept)
+        if not agreed:
+            return [Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INVALID_PARAMS, (
+                "Invalid params: nothing to listen for (no list change or resource this server offers was asked "
+                "for)"))), msg_id)]
+        context.params = {}
         self.in_flight[msg_id] = context
         self.listeners[msg_id] = Listener(agreed, kept)
         acknowledged = jsonrpc.notification("notifications/subscriptions/acknowledged", {

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -310,3 +311,67 @@ def test_a_body_of_many_values_does_not_stall_the_event_loop(tmp_path: Path, def
         with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
             sock.sendall(HEAD + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
             assert _read_answer(sock).startswith(b"HTTP/1.1 200 ")
+
+
+# -- finding 7: a listen keeps its whole request ---------------------------------------------------------------
+UNUSED = 25 * MiB
+"""Bytes of parameters each listen carries and no listen needs."""
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_an_open_listen_keeps_only_what_it_needs_and_a_listen_for_nothing_is_refused(
+        defended: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two listens for list changes, each with 25 MB of parameters nothing reads: kept with their requests
+    (the control puts the parameters back once the listen is open), the open listens hold 50 MB; with the
+    defence they hold under 1 MB (Python allocations, tracemalloc). A listen that asks for nothing the server
+    offers gets -32602 and holds no stream."""
+    import gc
+    import tracemalloc
+
+    from shipcode_mcp.session import Session
+    from transports.http_support import UvicornThread, modern, post_modern
+
+    if not defended:
+        listening = Session._listening
+
+        def keeping(self: Session, context: Any, agreed: dict[str, Any], kept: dict[str, Any]) -> list[Any]:
+            params = context.params
+            actions = listening(self, context, agreed, kept)
+            context.params = params
+            return actions
+
+        monkeypatch.setattr(Session, "_listening", keeping)
+    server = Server("listens", "1.0.0", list_changed=True)
+    server.tool(inline=True)(lambda: "x")
+    served = UvicornThread(server.http_app(keepalive=5))
+    replies = []
+    try:
+        tracemalloc.start()
+        try:
+            gc.collect()
+            before = tracemalloc.get_traced_memory()[0]
+            for number in range(2):
+                message = modern("subscriptions/listen", {"notifications": {"toolsListChanged": True},
+                                                          "unused": "x" * UNUSED}, number)
+                reply = post_modern(served.port, message, stream=True)
+                assert reply.status == 200 and reply.next_event()["method"] == "notifications/subscriptions/acknowledged"
+                replies.append(reply)
+            del message
+            gc.collect()
+            held = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert len(served.app.state.mcp.listens) == 2
+        if not defended:
+            assert held > 2 * UNUSED, held  # the harm: each open listen keeps its request
+            return
+        assert held < MiB, held
+        nothing = post_modern(served.port, modern("subscriptions/listen", {"notifications": {}}, 7))
+        answer = json.loads(nothing.body)
+        assert nothing.status == 200 and answer["error"]["code"] == -32602, answer
+        assert "nothing to listen for" in answer["error"]["message"]
+        assert len(served.app.state.mcp.listens) == 2
+    finally:
+        for reply in replies:
+            reply.response.close()
+        served.stop()
