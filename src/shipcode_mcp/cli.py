@@ -79,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
                       "(default 268435456, 256 MiB; 0: no budget)")
     http.add_argument("--max-json-values", type=_count, metavar="N",
                       help="JSON values a request body over 64 KiB may hold, else 413 (default 100000; 0: no limit)")
+    http.add_argument("--max-requests-per-caller", type=_count, metavar="N",
+                      help="requests one caller (a token's subject, else a client address) has open at once, else 429 "
+                      "(default 128; 0: no cap)")
+    http.add_argument("--max-streams-per-caller", type=_count, metavar="N",
+                      help="GET streams and subscriptions/listen one caller holds open at once, else 429 (default 32; "
+                      "0: no cap)")
     secure = parser.add_argument_group("Securing HTTP (docs/http.md): a server beyond loopback needs one of the auth modes")
     secure.add_argument("--auth-issuer", metavar="URL",
                         help="be an OAuth 2.1 resource server of this authorization server: every request needs one of its "
@@ -108,7 +114,8 @@ def _option_defaults() -> dict[str, Any]:
             "allow_origin": [], "allow_host": None, "state_key_file": None, "auth_issuer": None, "resource_url": None,
             "auth_client_id": None, "auth_client_secret_file": None, "auth_token_file": None, "insecure_no_auth": False,
             "tls_cert": None, "tls_key": None, "max_connections": None, "header_timeout": None, "body_timeout": None,
-            "max_sessions": None, "max_concurrent_calls": None, "body_budget": None, "max_json_values": None}
+            "max_sessions": None, "max_concurrent_calls": None, "body_budget": None, "max_json_values": None,
+            "max_requests_per_caller": None, "max_streams_per_caller": None}
 
 
 _SWITCHES = {"--allow-write": "allow_write", "--watch": "watch", "--require-sandbox": "require_sandbox"}
@@ -353,7 +360,8 @@ def http_app() -> Any:
 def _limiting(args: Any) -> bool:
     return any(getattr(args, name) is not None for name in ("max_connections", "header_timeout", "body_timeout",
                                                             "max_sessions", "max_concurrent_calls", "body_budget",
-                                                            "max_json_values"))
+                                                            "max_json_values", "max_requests_per_caller",
+                                                            "max_streams_per_caller"))
 
 
 def _front_limits(args: Any) -> Any:
@@ -368,7 +376,8 @@ def _app_limits(args: Any) -> dict[str, Any]:
     """The request, session and scheduling limits the options give (create_app's), where given."""
     given = {"body_timeout": args.body_timeout, "max_sessions": args.max_sessions,
              "max_concurrent_calls": args.max_concurrent_calls, "body_budget": args.body_budget,
-             "max_json_values": args.max_json_values}
+             "max_json_values": args.max_json_values, "max_requests_per_caller": args.max_requests_per_caller,
+             "max_streams_per_caller": args.max_streams_per_caller}
     return {name: value for name, value in given.items() if value is not None}
 
 

@@ -28,7 +28,7 @@ from shipcode_mcp import Server
 from shipcode_mcp.transports import http_front
 from support import REPO, wait_for
 from transports.http_support import free_port
-from transports.test_http_front import FrontThread, _answers
+from transports.test_http_front import FrontThread
 
 PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
 HEAD = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -40,20 +40,37 @@ SLOWER = 0.1
 
 @contextlib.contextmanager
 def bounds_server(tmp_path: Path, *settings: str) -> Iterator[tuple[int, int]]:
-    """front_bounds_server.py with `settings` (front.FIELD=JSON, app.OPTION=JSON); its port and pid."""
+    """front_bounds_server.py with `settings` (front.FIELD=JSON, app.OPTION=JSON, http.NAME=JSON); its port and pid."""
+    with server_process(tmp_path, [str(REPO / "tests" / "transports" / "front_bounds_server.py"), "{port}", str(tmp_path),
+                                   *settings]) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def server_process(tmp_path: Path, arguments: list[str]) -> Iterator[tuple[int, int]]:
+    """`python ARGUMENTS` ("{port}" replaced by a free port); its port and pid once it answers HTTP at all."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO / 'tests'}"}
     log = open(tmp_path / f"server-{port}.log", "wb")
-    process = subprocess.Popen([sys.executable, str(REPO / "tests" / "transports" / "front_bounds_server.py"), str(port),
-                                str(tmp_path), *settings], env=env, stdout=subprocess.DEVNULL, stderr=log)
+    process = subprocess.Popen([sys.executable, *(a.replace("{port}", str(port)) for a in arguments)], env=env,
+                               stdout=subprocess.DEVNULL, stderr=log)
     try:
-        wait_for(lambda: process.poll() is not None or _answers(port), 30, "the server to answer")
+        wait_for(lambda: process.poll() is not None or _speaks_http(port), 30, "the server to answer")
         assert process.poll() is None, (tmp_path / f"server-{port}.log").read_text()
         yield port, process.pid
     finally:
         process.kill()
         process.wait(10)
         log.close()
+
+
+def _speaks_http(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+            sock.sendall(PING_REQUEST)
+            return sock.recv(12).startswith(b"HTTP/1.1 ")
+    except OSError:
+        return False
 
 
 def _read_answer(sock: socket.socket) -> bytes:
@@ -375,3 +392,73 @@ def test_an_open_listen_keeps_only_what_it_needs_and_a_listen_for_nothing_is_ref
         for reply in replies:
             reply.response.close()
         served.stop()
+
+
+# -- finding 4: one token takes every connection with listens -------------------------------------------------
+CAP = 64
+"""--max-connections of the server under attack."""
+READER, VICTIM = "reader-token-0123456789", "victim-token-0123456789"
+
+
+def _raw(message: dict[str, Any], token: str) -> bytes:
+    from transports.http_support import modern_headers
+
+    body = json.dumps(message).encode()
+    headers = {**modern_headers(message), "Host": "127.0.0.1", "Authorization": f"Bearer {token}",
+               "Content-Length": str(len(body))}
+    return (b"POST /mcp HTTP/1.1\r\n" + b"".join(f"{k}: {v}\r\n".encode() for k, v in headers.items()) + b"\r\n" + body)
+
+
+def _open_listens(port: int, count: int, uri: str) -> tuple[list[socket.socket], list[bytes]]:
+    """`count` listens of the read-only token, each on a connection of its own; the sockets and status lines."""
+    from transports.http_support import modern
+
+    listen = _raw(modern("subscriptions/listen", {"notifications": {"resourceSubscriptions": [uri]}}), READER)
+    sockets, statuses = [], []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        sockets.append(sock)
+        try:
+            sock.sendall(listen)
+            statuses.append(sock.recv(4096).split(b"\r\n")[0])
+        except OSError as err:
+            statuses.append(type(err).__name__.encode())
+    return sockets, statuses
+
+
+def _victim_answered(port: int) -> bool:
+    from transports.http_support import modern
+
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=3) as sock:
+            sock.sendall(_raw(modern("server/discover", {}), VICTIM))
+            return _read_answer(sock).startswith(b"HTTP/1.1 200 ")
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_one_token_cannot_take_every_connection_with_listens(tmp_path: Path, defended: bool) -> None:
+    """A read-only token opens 80 listens at --max-connections 64: without a per-caller cap they take every
+    connection (served ones are never evicted) and another token's server/discover gets 0 of 5 answers; with
+    --max-streams-per-caller 8, the ninth listen on gets 429, those connections idle and are evicted for
+    newcomers, and the other caller gets 5 of 5."""
+    (tmp_path / "tokens").write_text(f"{READER}\n{VICTIM} shipcode:read\n")
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "a.txt").write_text("watched\n")
+    caps = ["--max-streams-per-caller", "8"] if defended else ["--max-streams-per-caller", "0", "--max-requests-per-caller", "0"]
+    with server_process(tmp_path, ["-m", "shipcode_mcp", "--http", "{port}", "--watch", "--auth-token-file",
+                                   str(tmp_path / "tokens"), "--max-connections", str(CAP), *caps,
+                                   str(tmp_path / "root")]) as (port, _):
+        sockets, statuses = _open_listens(port, CAP + 16, (tmp_path / "root" / "a.txt").as_uri())
+        try:
+            answered = sum(_victim_answered(port) for _ in range(5))
+            served = statuses.count(b"HTTP/1.1 200 OK")
+            if not defended:  # the harm
+                assert served >= CAP - 2 and answered == 0, (served, answered, statuses)
+                return
+            assert served == 8 and statuses.count(b"HTTP/1.1 429 Too Many Requests") >= CAP - 8, statuses
+            assert answered == 5
+        finally:
+            for sock in sockets:
+                sock.close()

@@ -97,11 +97,17 @@ well under a millisecond). A larger one is parsed on a worker thread, counting i
 MAX_JSON_VALUES = 100_000
 """JSON values a request body may hold (413 beyond): 5.6 million keys in 67 MB took 22 s and 1.1 GB to parse."""
 MAX_SESSIONS = 1000
+MAX_REQUESTS_PER_CALLER = 128
+"""Requests one caller (a token's subject, else a client address) has open at once, its streams included (429
+beyond): each holds a connection, and one read-only token took every connection with 704 listens."""
+MAX_STREAMS_PER_CALLER = 32
+"""GET streams and subscriptions/listen one caller holds open at once (429 beyond)."""
 EVICTED_MEMORY = 10000  # ids of sessions ended to make room, remembered for a clear 404
 RETRY_AFTER = 10  # seconds, when every session is busy and none can make room
 HOST_VERDICTS = 256  # Host header values whose verdict is remembered
 STANDALONE_BUFFER = 1000  # messages kept for a session's GET stream while none is open
 _ENDPOINTS: weakref.WeakSet[StreamableHttp] = weakref.WeakSet()  # for the server's shutdown: see uvicorn_server
+_STREAMING = "shipcode.stream"  # set in a request's scope when it holds one of its caller's streams
 _DONE = object()  # a request's work has finished (after its response, if any)
 _GONE = object()  # the client closed the connection before the answer began
 _HEADER_VALUE = re.compile(rb"[\x20-\x7e\t]*")  # what RFC 9110 and MCP allow in a header value, as bytes
@@ -293,7 +299,8 @@ class StreamableHttp:
                  body_timeout: float = BODY_TIMEOUT, max_sessions: int = MAX_SESSIONS,
                  max_concurrent_calls: int = PER_LANE, body_min_rate: int = BODY_MIN_RATE,
                  max_sessions_per_caller: int | None = None, body_budget: int = BODY_BUDGET,
-                 max_json_values: int = MAX_JSON_VALUES) -> None:
+                 max_json_values: int = MAX_JSON_VALUES, max_requests_per_caller: int = MAX_REQUESTS_PER_CALLER,
+                 max_streams_per_caller: int = MAX_STREAMS_PER_CALLER) -> None:
         """`allowed_hosts` None accepts loopback Host names only; `allow_loopback` (default: when
         `allowed_hosts` is None) also accepts loopback names and origins beside `allowed_hosts`. With
         `auth`, every request needs a bearer token it accepts (docs/http.md, "Securing a remote server").
@@ -304,7 +311,9 @@ class StreamableHttp:
         tokens checked, one caller holds at most `max_sessions_per_caller` sessions (None: a quarter of
         `max_sessions`, at least 16; 0: no quota), see `_room_for`. At most `body_budget` bytes of bodies over
         SMALL_BODY are held at once (503 beyond; 0: no budget); a body over SMALL_BODY is parsed off the event
-        loop and may hold `max_json_values` JSON values (413 beyond; 0: no limit)."""
+        loop and may hold `max_json_values` JSON values (413 beyond; 0: no limit). One caller (`_lane_of`) has at most
+        `max_requests_per_caller` requests open, of which `max_streams_per_caller` GET streams and listens (429
+        beyond; 0: no cap)."""
         self.server = server
         self.auth = auth
         self.stateless = stateless
@@ -324,6 +333,10 @@ class StreamableHttp:
         self.body_budget = body_budget
         self.bodies_held = 0  # bytes of bodies over SMALL_BODY held now (`_Held`), on the loop
         self.max_json_values = max_json_values
+        self.max_requests_per_caller = max_requests_per_caller
+        self.max_streams_per_caller = max_streams_per_caller
+        self.held: collections.Counter[Hashable] = collections.Counter()  # open requests, by caller (`_lane_of`)
+        self.streams: collections.Counter[Hashable] = collections.Counter()  # open GET streams and listens, by caller
         self.sessions: dict[str, HttpSession] = {}
         self.evicted: collections.OrderedDict[str, str | None] = collections.OrderedDict()  # id -> owner
         self.listens: set[HttpSession] = set()  # the runners of open subscriptions/listen streams
@@ -398,7 +411,16 @@ class StreamableHttp:
             else:
                 scope["auth"] = found
                 response = self.auth.check(found, None, self.server)  # nothing here without shipcode:read
-        if response is None:
+        if response is not None:
+            await response(scope, receive, send)
+            return
+        caller = _lane_of(request)
+        if self.max_requests_per_caller > 0 and self.held[caller] >= self.max_requests_per_caller:
+            await _error(429, f"Too Many Requests: this caller has {self.held[caller]} requests open (at most "
+                         f"{self.max_requests_per_caller}); try again later", headers={"Retry-After": "1"})(scope, receive, send)
+            return
+        self.held[caller] += 1
+        try:
             if request.method == "POST":
                 response = await self._post(request)
             elif request.method == "GET":
@@ -407,7 +429,23 @@ class StreamableHttp:
                 response = self._delete(request)
             else:
                 response = _error(405, "Method Not Allowed", headers={"Allow": self._allowed_methods()})
-        await response(scope, receive, send)
+            await response(scope, receive, send)
+        finally:
+            _forget(self.held, caller)
+            if scope.get(_STREAMING):
+                _forget(self.streams, caller)
+
+    def _stream_refused(self, request: Request) -> Response | None:
+        """A long-lived stream (the GET stream, a listen) for the request's caller, counted until the request
+        ends (`__call__`), or 429 when the caller holds `max_streams_per_caller` already."""
+        caller = _lane_of(request)
+        if self.max_streams_per_caller > 0 and self.streams[caller] >= self.max_streams_per_caller:
+            return _error(429, f"Too Many Requests: this caller has {self.streams[caller]} streams open (GET streams and "
+                          f"subscriptions/listen, at most {self.max_streams_per_caller}); close one first",
+                          headers={"Retry-After": "5"})
+        self.streams[caller] += 1
+        request.scope[_STREAMING] = True
+        return None
 
     def _allowed_methods(self) -> str:
         return "POST" if self.stateless else "GET, POST, DELETE"
@@ -691,6 +729,9 @@ class StreamableHttp:
         if listening:
             if not wants_sse:
                 return _error(406, "Not Acceptable: subscriptions/listen answers with text/event-stream")
+            refused = self._stream_refused(request)
+            if refused is not None:
+                return refused
             self.listens.add(runner)
             self.server.connect(runner)  # before the request: no change may slip between its ack and the stream
         queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -803,6 +844,9 @@ class StreamableHttp:
             return found
         if found.get_open:
             return _error(409, "Conflict: this session's GET stream is already open")
+        refused = self._stream_refused(request)
+        if refused is not None:
+            return refused
         found.get_open = True
         return _sse(self._standalone(found), self._session_headers(found))
 
@@ -1082,6 +1126,13 @@ def _lane_of(request: Request) -> Hashable:
     return ("address", client[0] if client else None)
 
 
+def _forget(counts: collections.Counter[Hashable], key: Hashable) -> None:
+    """One fewer of `key`; a caller with none left is not kept."""
+    counts[key] -= 1
+    if counts[key] <= 0:
+        del counts[key]
+
+
 def _cancel_all(handles: list[asyncio.TimerHandle]) -> None:
     for handle in handles:
         handle.cancel()
@@ -1128,7 +1179,8 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
                auth: ResourceServer | None = None, body_timeout: float = BODY_TIMEOUT, max_sessions: int = MAX_SESSIONS,
                max_concurrent_calls: int = PER_LANE, body_min_rate: int = BODY_MIN_RATE,
                max_sessions_per_caller: int | None = None, body_budget: int = BODY_BUDGET,
-               max_json_values: int = MAX_JSON_VALUES) -> Starlette:
+               max_json_values: int = MAX_JSON_VALUES, max_requests_per_caller: int = MAX_REQUESTS_PER_CALLER,
+               max_streams_per_caller: int = MAX_STREAMS_PER_CALLER) -> Starlette:
     """A Starlette app serving `server` at `path`.
 
     `allowed_hosts` None accepts loopback Host names only (DNS-rebinding protection for a local
@@ -1144,7 +1196,8 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
     `max_concurrent_calls` handlers at once, the rest wait their turn (transports/lanes.py). A body must also
     average `body_min_rate` bytes a second after its first `body_timeout` seconds; with `auth`, a caller holds
     at most `max_sessions_per_caller` sessions (None: max(16, max_sessions // 4)). At most `body_budget` bytes of
-    request bodies are held at once (503 beyond), and a body holds at most `max_json_values` JSON values. The
+    request bodies are held at once (503 beyond), and a body holds at most `max_json_values` JSON values. A caller
+    has at most `max_requests_per_caller` requests open, `max_streams_per_caller` of them streams (429). The
     connection-level limits (request heads, open connections) are uvicorn's protocol's: see `serve_http`.
     """
     local = host is None or is_loopback(host)
@@ -1157,7 +1210,8 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
                               body_timeout=body_timeout, max_sessions=max_sessions,
                               max_concurrent_calls=max_concurrent_calls, body_min_rate=body_min_rate,
                               max_sessions_per_caller=max_sessions_per_caller, body_budget=body_budget,
-                              max_json_values=max_json_values)
+                              max_json_values=max_json_values, max_requests_per_caller=max_requests_per_caller,
+                              max_streams_per_caller=max_streams_per_caller)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -1184,7 +1238,8 @@ def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, pat
                session_idle_timeout: float = 3600.0, log_level: str = "warning", auth: ResourceServer | None = None,
                tls: tuple[str, str] | None = None, front: FrontLimits | None = None, body_timeout: float = BODY_TIMEOUT,
                max_sessions: int = MAX_SESSIONS, max_concurrent_calls: int = PER_LANE, body_budget: int = BODY_BUDGET,
-               max_json_values: int = MAX_JSON_VALUES) -> int:
+               max_json_values: int = MAX_JSON_VALUES, max_requests_per_caller: int = MAX_REQUESTS_PER_CALLER,
+               max_streams_per_caller: int = MAX_STREAMS_PER_CALLER) -> int:
     """Serve `server` over Streamable HTTP at http://host:port/path (https with `tls`, a certificate and its
     key) until SIGINT or SIGTERM; with `auth`, SIGHUP reads its token file again.
 
@@ -1196,7 +1251,8 @@ def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, pat
     app: Any = create_app(server, path=path, stateless=stateless, allowed_origins=allowed_origins,
                           allowed_hosts=allowed_hosts, host=host, session_idle_timeout=session_idle_timeout, auth=auth,
                           body_timeout=body_timeout, max_sessions=max_sessions, max_concurrent_calls=max_concurrent_calls,
-                          body_budget=body_budget, max_json_values=max_json_values)
+                          body_budget=body_budget, max_json_values=max_json_values,
+                          max_requests_per_caller=max_requests_per_caller, max_streams_per_caller=max_streams_per_caller)
     if log.enabled("debug"):  # one line per request (docs/logging.md)
         from .request_log import RequestLog
 
