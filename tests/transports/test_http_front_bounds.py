@@ -74,21 +74,24 @@ def _speaks_http(port: int) -> bool:
 
 
 def _read_answer(sock: socket.socket) -> bytes:
-    """One fixed-length answer from `sock` (head and body); b"" if the server closed first."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        if not chunk:
-            return data
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
+    """One fixed-length answer from `sock` (head and body), read exactly (a pipelined answer after it stays in the
+    socket); b"" or what came if the server closed first."""
+    head = b""
+    while b"\r\n\r\n" not in head:
+        peeked = sock.recv(65536, socket.MSG_PEEK)
+        if not peeked:
+            return head
+        ends = (head[-3:] + peeked).find(b"\r\n\r\n")
+        take = len(peeked) if ends < 0 else ends + 4 - len(head[-3:])
+        head += sock.recv(take)
     length = next((int(line.split(b":", 1)[1]) for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:")), 0)
+    body = b""
     while len(body) < length:
-        chunk = sock.recv(65536)
+        chunk = sock.recv(min(65536, length - len(body)))
         if not chunk:
             break
         body += chunk
-    return head + b"\r\n\r\n" + body
+    return head + body
 
 
 def pings(port: int, seconds: float, *, at_least: int = 20) -> list[float]:
@@ -462,3 +465,79 @@ def test_one_token_cannot_take_every_connection_with_listens(tmp_path: Path, def
         finally:
             for sock in sockets:
                 sock.close()
+
+
+# -- finding 2: a client that never reads ------------------------------------------------------------------------
+PINNED = 16
+"""--max-connections of the server whose connections the non-readers take."""
+
+
+def _read_big(msg_id: int) -> bytes:
+    body = json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "tools/call",
+                       "params": {"name": "read_file", "arguments": {"path": "big.txt"}}}).encode()
+    return HEAD + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+
+
+def _never_reading(port: int, requests: int = 8) -> socket.socket:
+    """A connection that pipelines `requests` reads of a large file and reads none of the answers."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a small window, filled at once
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(b"".join(_read_big(number) for number in range(requests)))
+    return sock
+
+
+def _big_root(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_text(("x" * 199 + "\n") * 2000)
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_clients_that_never_read_their_answers_do_not_pin_every_connection(tmp_path: Path, defended: bool) -> None:
+    """16 connections (the cap) pipeline reads of a 400 KB file and read nothing: their answers block, and
+    without the defence a blocked connection counts as served, so a fresh client finds no room (0 of 5
+    answered); with it a blocked connection is evictable and the fresh client is served 5 of 5 times."""
+    _big_root(tmp_path)
+    settings = [f"front.max_connections={PINNED}", f"front.write_timeout={60 if defended else 0}"]
+    with bounds_server(tmp_path, *settings) as (port, _):
+        attackers = [_never_reading(port) for _ in range(PINNED)]
+        try:
+            time.sleep(1.0)  # their answers written until each blocks
+            answered = sum(_speaks_200(port) for _ in range(5))
+            if not defended:
+                assert answered == 0  # the harm
+                return
+            assert answered == 5
+        finally:
+            for sock in attackers:
+                sock.close()
+
+
+def _speaks_200(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=3) as sock:
+            sock.sendall(PING_REQUEST)
+            return _read_answer(sock).startswith(b"HTTP/1.1 200 ")
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_an_answer_blocked_past_the_write_timeout_closes_its_connection(tmp_path: Path, defended: bool) -> None:
+    """A client pipelines 8 reads of a 400 KB file and reads nothing for 3 s: without a write deadline its
+    connection waits for it and, once it reads, all 8 answers come; with a deadline of 1 s the connection is
+    closed and fewer answers come (it ends early)."""
+    _big_root(tmp_path)
+    with bounds_server(tmp_path, f"front.write_timeout={1 if defended else 0}") as (port, _):
+        sock = _never_reading(port)
+        try:
+            time.sleep(3.0)  # the client reads nothing (the deadline's 1 s and room to act)
+            sock.settimeout(10)
+            answers = 0
+            with contextlib.suppress(OSError):
+                while _read_answer(sock).startswith(b"HTTP/1.1 200 "):
+                    answers += 1
+                    if answers == 8:
+                        break
+            assert (answers < 8) is defended, answers
+        finally:
+            sock.close()

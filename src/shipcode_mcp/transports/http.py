@@ -460,7 +460,7 @@ class StreamableHttp:
                 self._hosts.clear()
             self._hosts[host] = host_ok
         if not host_ok:
-            return _error(403, f"Forbidden: Host {host!r} is not allowed")
+            return _error(403, f"Forbidden: Host {_shown(host)} is not allowed")
         origin = request.headers.get("origin")
         if origin is None:
             return None  # not a browser, or a same-origin GET: the Host check covers those
@@ -472,7 +472,7 @@ class StreamableHttp:
             parts.path or parts.query or parts.fragment) else None
         if self.allow_loopback and origin_host is not None and is_loopback(origin_host):
             return None  # a page served from this machine, to a server that accepts loopback names
-        return _error(403, f"Forbidden: Origin {origin!r} is not allowed")
+        return _error(403, f"Forbidden: Origin {_shown(origin)} is not allowed")
 
     def _host_allowed(self, host: str) -> bool:
         """The Host check proper (`_check_origin_and_host` remembers its verdicts, by header value)."""

@@ -28,6 +28,10 @@ protocol with these rules added, holds:
   hold a served connection open by trickling a body nobody waits for;
 - a fixed-length answer's head and body in one write (`HeldHead`): uvicorn writes them apart, which with
   TCP_NODELAY is two packets, two wake-ups of the client and a second read before it has its answer;
+- a write deadline: a connection whose answer cannot be written (its client does not read, so the transport's
+  buffer stays above its high-water mark and uvicorn waits to write more) for `write_timeout` seconds is
+  closed, and meanwhile counts as evictable at the cap (after those waiting for a head): a client that
+  pipelines requests and never reads their answers holds no connection for long, served or not;
 - unambiguous framing (RFC 9112 section 6.1): a request with both Content-Length and Transfer-Encoding is
   refused (400) and the connection closes, so that a proxy framing by length and this server framing by
   chunks never see two different requests (smuggling);
@@ -82,6 +86,8 @@ runs at the turn after; the sockets of connections evicted then close at the tur
 batch is accepted, the two before it may not be counted yet, or their victims not closed."""
 RESERVED = 64
 """Descriptors kept beyond the connections for files, pipes to rg and git, and the loop's own."""
+WRITE_TIMEOUT = 30.0
+"""Seconds an answer may stay blocked (its client reading nothing) before its connection is closed."""
 HANDSHAKE_TIMEOUT = 60.0
 """Seconds a TLS handshake may take when there is no head deadline (asyncio's default)."""
 CLOSE = (b"connection", b"close")
@@ -100,12 +106,14 @@ class FrontLimits:
     """`header_timeout` seconds for a request head (0: no deadline); `max_connections` open connections
     (None: sized from RLIMIT_NOFILE, see `default_max_connections`; 0: no cap); `tls`, the certificate and
     key files (PEM) when the front serves TLS itself; `min_chunk`, the average chunk a chunked body keeps after
-    FREE_CHUNKS chunks (0: any)."""
+    FREE_CHUNKS chunks (0: any); `write_timeout` seconds an answer may stay blocked by a client that does not
+    read (0: no deadline, and such a connection counts as served)."""
 
     header_timeout: float = HEADER_TIMEOUT
     max_connections: int | None = None
     tls: tuple[str, str] | None = None
     min_chunk: int = MIN_CHUNK
+    write_timeout: float = WRITE_TIMEOUT
 
 
 def protocol(limits: FrontLimits = FrontLimits()) -> Callable[..., asyncio.Protocol]:
@@ -239,6 +247,7 @@ class _Member:
             self._counted = False
             self.front.open -= 1
             self.front.heads.pop(self, None)
+            self.front.blocked.pop(self, None)
             self.front.bodies.pop(self, None)
 
     def _disarm(self) -> None:
@@ -249,20 +258,22 @@ class _Member:
 
 class _Front:
     """What the connections of one uvicorn server share: how many are open, and, oldest first, those
-    waiting for a request head (or a TLS handshake) and those sending a body (the candidates for eviction)."""
+    waiting for a request head (or a TLS handshake), those whose answer is blocked (their client does not
+    read) and those sending a body: the candidates for eviction, in that order."""
 
     def __init__(self, limits: FrontLimits) -> None:
         cap = limits.max_connections
         self.cap = default_max_connections() if cap is None else cap
         self.open = 0
         self.heads: dict[_Member, None] = {}  # insertion order: longest waiting first
+        self.blocked: dict[_Member, None] = {}
         self.bodies: dict[_Member, None] = {}
         self.evicted = 0
         self.timed_out = 0
         self.tls = None if limits.tls is None else tls_context(*limits.tls)
 
     def victim(self, newcomer: _Member) -> _Member | None:
-        for waiting in (self.heads, self.bodies):
+        for waiting in (self.heads, self.blocked, self.bodies):
             for connection in waiting:
                 if connection is not newcomer:
                     return connection
@@ -448,6 +459,7 @@ class FrontProtocol(_Member, H11Protocol):
         self._counted = False
         self._started = started  # when the connection came (before its TLS handshake), for the first head
         self._guarded: Any = None  # the request cycle whose answers are checked (see `_guard`)
+        self._write_deadline: asyncio.TimerHandle | None = None
 
     # -- uvicorn's protocol, with the front's bookkeeping around it ---------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -482,6 +494,33 @@ class FrontProtocol(_Member, H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._forget()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The client reads less than we write: evictable, and closed if it stays so for `write_timeout`."""
+        super().pause_writing()
+        if self.limits.write_timeout > 0 and self._counted and self._write_deadline is None:
+            self.front.blocked[self] = None
+            self._write_deadline = self.loop.call_later(self.limits.write_timeout, self._write_overdue)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._unblock()
+
+    def _unblock(self) -> None:
+        self.front.blocked.pop(self, None)
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _write_overdue(self) -> None:
+        self._write_deadline = None
+        if self._counted:
+            self.front.timed_out += 1
+            self._drop()
+
+    def _forget(self) -> None:
+        self._unblock()
+        super()._forget()
 
     def _abort(self) -> None:
         self.transport.abort()
