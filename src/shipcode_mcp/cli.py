@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                       "closes the one that has waited longest for its request (0: no cap)")
     http.add_argument("--header-timeout", type=_seconds, metavar="SECONDS",
                       help="time a connection has to send a request's headers (default 10; 0: no limit)")
+    http.add_argument("--max-tls-handshakes", type=_count, metavar="N",
+                      help="TLS handshakes pending at once (some 260 KB each); one more closes the one pending longest "
+                      "(default 128; 0: no cap)")
     http.add_argument("--write-timeout", type=_seconds, metavar="SECONDS",
                       help="time an answer may stay unwritten because its client reads nothing, then the connection "
                       "closes; meanwhile it may be closed for a newcomer at --max-connections (default 30; 0: no limit)")
@@ -117,6 +120,7 @@ def _option_defaults() -> dict[str, Any]:
             "allow_origin": [], "allow_host": None, "state_key_file": None, "auth_issuer": None, "resource_url": None,
             "auth_client_id": None, "auth_client_secret_file": None, "auth_token_file": None, "insecure_no_auth": False,
             "tls_cert": None, "tls_key": None, "max_connections": None, "header_timeout": None, "write_timeout": None,
+            "max_tls_handshakes": None,
             "body_timeout": None,
             "max_sessions": None, "max_concurrent_calls": None, "body_budget": None, "max_json_values": None,
             "max_requests_per_caller": None, "max_streams_per_caller": None}
@@ -361,21 +365,22 @@ def http_app() -> Any:
     return RequestLog(app)
 
 
+_LIMITS = ("max_connections", "header_timeout", "write_timeout", "max_tls_handshakes", "body_timeout", "max_sessions",
+           "max_concurrent_calls", "body_budget", "max_json_values", "max_requests_per_caller", "max_streams_per_caller")
+
+
 def _limiting(args: Any) -> bool:
-    return any(getattr(args, name) is not None for name in ("max_connections", "header_timeout", "write_timeout",
-                                                            "body_timeout",
-                                                            "max_sessions", "max_concurrent_calls", "body_budget",
-                                                            "max_json_values", "max_requests_per_caller",
-                                                            "max_streams_per_caller"))
+    return any(getattr(args, name) is not None for name in _LIMITS)
 
 
 def _front_limits(args: Any) -> Any:
     """The connection limits the options give (transports.http_front.FrontLimits)."""
-    from .transports.http_front import HEADER_TIMEOUT, WRITE_TIMEOUT, FrontLimits
+    from .transports.http_front import HEADER_TIMEOUT, MAX_HANDSHAKES, WRITE_TIMEOUT, FrontLimits
 
     return FrontLimits(header_timeout=HEADER_TIMEOUT if args.header_timeout is None else args.header_timeout,
                        max_connections=args.max_connections,
-                       write_timeout=WRITE_TIMEOUT if args.write_timeout is None else args.write_timeout)
+                       write_timeout=WRITE_TIMEOUT if args.write_timeout is None else args.write_timeout,
+                       max_handshakes=MAX_HANDSHAKES if args.max_tls_handshakes is None else args.max_tls_handshakes)
 
 
 def _app_limits(args: Any) -> dict[str, Any]:

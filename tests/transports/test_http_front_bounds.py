@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -47,15 +48,18 @@ def bounds_server(tmp_path: Path, *settings: str) -> Iterator[tuple[int, int]]:
 
 
 @contextlib.contextmanager
-def server_process(tmp_path: Path, arguments: list[str]) -> Iterator[tuple[int, int]]:
-    """`python ARGUMENTS` ("{port}" replaced by a free port); its port and pid once it answers HTTP at all."""
+def server_process(tmp_path: Path, arguments: list[str],
+                   ready: Callable[[int], bool] | None = None) -> Iterator[tuple[int, int]]:
+    """`python ARGUMENTS` ("{port}" replaced by a free port); its port and pid once `ready(port)` (by default: it
+    answers HTTP at all)."""
+    ready = ready or _speaks_http
     port = free_port()
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO / 'tests'}"}
     log = open(tmp_path / f"server-{port}.log", "wb")
     process = subprocess.Popen([sys.executable, *(a.replace("{port}", str(port)) for a in arguments)], env=env,
                                stdout=subprocess.DEVNULL, stderr=log)
     try:
-        wait_for(lambda: process.poll() is not None or _speaks_http(port), 30, "the server to answer")
+        wait_for(lambda: process.poll() is not None or ready(port), 30, "the server to answer")
         assert process.poll() is None, (tmp_path / f"server-{port}.log").read_text()
         yield port, process.pid
     finally:
@@ -541,3 +545,52 @@ def test_an_answer_blocked_past_the_write_timeout_closes_its_connection(tmp_path
             assert (answers < 8) is defended, answers
         finally:
             sock.close()
+
+
+# -- finding 3: half-open TLS handshakes -----------------------------------------------------------------------
+SILENT = 400
+"""Connections to a TLS server that never send their ClientHello."""
+
+
+def _tls_ping(context: ssl.SSLContext) -> Callable[[int], bool]:
+    def answered(port: int) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=3) as raw, \
+                    context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+                sock.sendall(PING_REQUEST)
+                return sock.recv(4096).startswith(b"HTTP/1.1 200 ")
+        except OSError:
+            return False
+    return answered
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_half_open_tls_handshakes_hold_little_memory(tmp_path: Path, defended: bool) -> None:
+    """400 connections to a TLS server that never send a ClientHello (no head deadline, a cap above them): each
+    pending handshake holds asyncio's 256 KiB TLS buffer, so without a cap on pending handshakes the server
+    grows by ~100 MB; with --max-tls-handshakes 32 it grows by less than 32 of them and 16 MiB, and a TLS client
+    is served meanwhile."""
+    from test_cli_security import self_signed
+    from transports.test_http_front import _own_files
+
+    _own_files(SILENT + 200)
+    cert, key = self_signed(tmp_path)
+    trusting = ssl.create_default_context(cafile=str(cert))
+    answered = _tls_ping(trusting)
+    arguments = ["-m", "shipcode_mcp", "--http", "{port}", "--stateless", "--tls-cert", str(cert), "--tls-key", str(key),
+                 "--header-timeout", "0", "--max-connections", "1000", "--max-tls-handshakes", "32" if defended else "0",
+                 str(tmp_path)]
+    with server_process(tmp_path, arguments, answered) as (port, pid):
+        before = rss(pid)
+        silent = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(SILENT)]
+        try:
+            time.sleep(1.0)  # every handshake started
+            grown = rss(pid) - before
+            if not defended:
+                assert grown > SILENT * 200 * 1024, grown  # the harm
+                return
+            assert grown < 32 * 300 * 1024 + 16 * MiB, grown
+            assert answered(port)
+        finally:
+            for sock in silent:
+                sock.close()

@@ -42,7 +42,10 @@ protocol with these rules added, holds:
   without a WebSocket route) and the connection closes, whatever WebSocket library is installed;
 - TLS inside the front (`FrontLimits.tls`): uvicorn's server listens in plain TCP and each connection
   starts as a `Handshake`, counted and evictable like one waiting for its head and under the same
-  deadline, which hands the TLS transport to a `FrontProtocol` once the handshake is over. (asyncio's
+  deadline, which hands the TLS transport to a `FrontProtocol` once the handshake is over. A pending
+  handshake costs some 260 KB (asyncio's TLS protocol has a 256 KiB buffer), so at most `max_handshakes`
+  are pending at once: one more closes the one pending longest (a client that never completes its handshake
+  holds nothing for long, and 13 750 of them no longer take a server to 4 GB). (asyncio's
   own TLS server calls the protocol only after the handshake: a connection that never sends its
   ClientHello would be outside the front.) uvicorn's scope says "https": the transport has TLS.
 
@@ -86,6 +89,8 @@ runs at the turn after; the sockets of connections evicted then close at the tur
 batch is accepted, the two before it may not be counted yet, or their victims not closed."""
 RESERVED = 64
 """Descriptors kept beyond the connections for files, pipes to rg and git, and the loop's own."""
+MAX_HANDSHAKES = 128
+"""TLS handshakes pending at once (some 260 KB each): beyond, the one pending longest is closed."""
 WRITE_TIMEOUT = 30.0
 """Seconds an answer may stay blocked (its client reading nothing) before its connection is closed."""
 HANDSHAKE_TIMEOUT = 60.0
@@ -107,13 +112,15 @@ class FrontLimits:
     (None: sized from RLIMIT_NOFILE, see `default_max_connections`; 0: no cap); `tls`, the certificate and
     key files (PEM) when the front serves TLS itself; `min_chunk`, the average chunk a chunked body keeps after
     FREE_CHUNKS chunks (0: any); `write_timeout` seconds an answer may stay blocked by a client that does not
-    read (0: no deadline, and such a connection counts as served)."""
+    read (0: no deadline, and such a connection counts as served); `max_handshakes` TLS handshakes pending at
+    once (0: no cap)."""
 
     header_timeout: float = HEADER_TIMEOUT
     max_connections: int | None = None
     tls: tuple[str, str] | None = None
     min_chunk: int = MIN_CHUNK
     write_timeout: float = WRITE_TIMEOUT
+    max_handshakes: int = MAX_HANDSHAKES
 
 
 def protocol(limits: FrontLimits = FrontLimits()) -> Callable[..., asyncio.Protocol]:
@@ -247,6 +254,7 @@ class _Member:
             self._counted = False
             self.front.open -= 1
             self.front.heads.pop(self, None)
+            self.front.handshakes.pop(self, None)
             self.front.blocked.pop(self, None)
             self.front.bodies.pop(self, None)
 
@@ -268,6 +276,7 @@ class _Front:
         self.heads: dict[_Member, None] = {}  # insertion order: longest waiting first
         self.blocked: dict[_Member, None] = {}
         self.bodies: dict[_Member, None] = {}
+        self.handshakes: dict[_Member, None] = {}  # TLS handshakes pending, oldest first (also in `heads`)
         self.evicted = 0
         self.timed_out = 0
         self.tls = None if limits.tls is None else tls_context(*limits.tls)
@@ -319,7 +328,12 @@ class Handshake(_Member, asyncio.Protocol):
             transport.abort()
             return
         no_delay(transport)
-        self.front.heads[self] = None
+        front = self.front
+        if 0 < self.limits.max_handshakes <= len(front.handshakes):
+            front.evicted += 1
+            next(iter(front.handshakes))._drop()
+        front.heads[self] = None
+        front.handshakes[self] = None
         started = self.loop.time()
         if self.limits.header_timeout > 0:
             self._deadline = self.loop.call_later(self.limits.header_timeout, self._overdue)
