@@ -83,7 +83,10 @@ def _ping(server: Server, session: Session, context: Context, params: dict[str, 
 
 
 def _list_tools(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any]:
-    page, next_cursor = paginate(list(server.tools.values()), params.get("cursor"), server.page_size, lambda t: t.name)
+    tools = list(server.tools.values())
+    if session.may_call is not None:  # the caller's token does not cover every tool: it sees what it may call
+        tools = [tool for tool in tools if session.may_call(tool)]
+    page, next_cursor = paginate(tools, params.get("cursor"), server.page_size, lambda t: t.name)
     return _listed("tools", [tool.to_dict() for tool in page], next_cursor)
 
 

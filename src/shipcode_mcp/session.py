@@ -336,6 +336,7 @@ class Session:
         self.capabilities: dict[str, Any] | None = None  # what our first initialize result declared
         self.log_level: str | None = None
         self.principal: str | None = None  # who the transport says is calling (a token's subject); binds request states
+        self.may_call: Callable[[Any], bool] | None = None  # the tools the caller may call (tools/list lists those only)
         self.in_flight: dict[Id, Context] = {}
         self.cancelled: set[Id] = set()  # in flight, and the client cancelled them: no answer, no change
         self.outgoing: dict[int, Id | None] = {}  # our requests to the client -> the client request each serves
@@ -440,8 +441,10 @@ class Session:
             if outcome.code == jsonrpc.RESOURCE_NOT_FOUND:  # 2026-07-28 answers it as invalid params
                 outcome = JsonRpcError(jsonrpc.INVALID_PARAMS, outcome.message, outcome.data)
             return jsonrpc.error(msg_id, outcome)
-        return jsonrpc.result(msg_id, era.complete(outcome, self.server.server_info(),
-                                                   self.server.cache_hint(context.method)))
+        hint = self.server.cache_hint(context.method)
+        if hint is not None and context.method == "tools/list" and self.may_call is not None:
+            hint = hint[0], "private"  # this caller's list: not one to share with others
+        return jsonrpc.result(msg_id, era.complete(outcome, self.server.server_info(), hint))
 
     # -- the modern era (2026-07-28): every request stands alone --------------------------------
     def _receive_modern(self, msg_id: Id, method: str, params: dict[str, Any], meta: dict[str, Any]) -> list[Action]:

@@ -463,3 +463,22 @@ def test_an_unreachable_issuer_is_a_503_that_names_nothing_and_is_warned_about_o
         running.stop()
     warnings = [line for line in capfd.readouterr().err.splitlines() if " WARNING: " in line]
     assert len(warnings) == 1 and "cannot verify tokens now: " in warnings[0], warnings
+
+
+def test_tools_list_shows_a_token_only_the_tools_it_may_call(tokens_server: CliServer) -> None:
+    """Issue 22: a read-only token was listed write_file and edit_file, whose calls it gets 403 for. In a legacy
+    session and a modern request alike, it is now listed only what it may call (its list is private to it, in
+    the modern cache hint); a write token still sees every tool."""
+    def legacy(token: str) -> set[str]:
+        reply = BearerClient(tokens_server.port, token).call("tools/list")
+        return {tool["name"] for tool in reply.json()["result"]["tools"]}
+
+    def modern_list(token: str) -> dict[str, Any]:
+        return modern_result(post_modern(tokens_server.port, modern("tools/list"), bearer(token)))
+
+    everything, readable = legacy(WRITE_TOKEN), legacy(READ_TOKEN)
+    assert {"write_file", "edit_file", "read_file"} <= everything
+    assert readable == everything - {"write_file", "edit_file"}
+    assert {tool["name"] for tool in modern_list(READ_TOKEN)["tools"]} == readable
+    assert {tool["name"] for tool in modern_list(WRITE_TOKEN)["tools"]} == everything
+    assert modern_list(READ_TOKEN)["cacheScope"] == "private"

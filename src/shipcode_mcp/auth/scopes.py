@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..server import Server
 
 READ = "shipcode:read"
@@ -20,9 +22,20 @@ def needed(server: Server, message: dict[str, Any]) -> tuple[str, ...]:
         params = message.get("params")
         name = params.get("name") if isinstance(params, dict) else None
         tool = server.tools.get(name) if isinstance(name, str) else None
-        if tool is not None and not (tool.annotations or {}).get("readOnlyHint", False):
-            return (READ, WRITE)
+        if tool is not None:
+            return calling(tool)
     return (READ,)
+
+
+def calling(tool: Any) -> tuple[str, ...]:
+    """The scopes a call of `tool` needs: WRITE too unless its annotations say `readOnlyHint: true`."""
+    return (READ,) if (tool.annotations or {}).get("readOnlyHint", False) else (READ, WRITE)
+
+
+def may_call(scopes: frozenset[str]) -> Callable[[Any], bool]:
+    """Whether a token with `scopes` may call a tool (what tools/list shows it: only what it may call)."""
+    allowed = granted(scopes)
+    return lambda tool: all(scope in allowed for scope in calling(tool))
 
 
 def missing(granted: frozenset[str], wanted: tuple[str, ...]) -> tuple[str, ...]:
@@ -34,7 +47,7 @@ def offered(server: Server) -> tuple[str, ...]:
     """The scopes the server's tools need between them: what a 401 asks a client to get, so that one
     authorization covers every tool offered (a server with write tools asks for WRITE too; the person
     who consents may still grant less, and a write then gets 403 and a step-up challenge)."""
-    if any(not (tool.annotations or {}).get("readOnlyHint", False) for tool in server.tools.values()):
+    if any(WRITE in calling(tool) for tool in server.tools.values()):
         return (READ, WRITE)
     return (READ,)
 

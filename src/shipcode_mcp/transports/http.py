@@ -507,6 +507,8 @@ class StreamableHttp:
                               "one); initialize a new one")
             return _error(404, "Not Found: no such session (it ended or never existed); initialize a new one")
         http_session.last_seen = time.monotonic()
+        if caller is not None:  # what its token may call now (a later token of the same caller may have more scopes)
+            http_session.session.may_call = _may_call(caller)
         return http_session
 
     def _runner(self, request: Request, session_id: str | None = None) -> HttpSession:
@@ -515,6 +517,7 @@ class StreamableHttp:
         runner = HttpSession(self, session_id)
         if caller is not None:
             runner.owner = runner.session.principal = caller.key
+            runner.session.may_call = _may_call(caller)
         if session_id is None:
             runner.lane = _lane_of(request)
         return runner
@@ -1124,6 +1127,13 @@ def _lane_of(request: Request) -> Hashable:
         return ("caller", caller.key)
     client = request.scope.get("client")
     return ("address", client[0] if client else None)
+
+
+def _may_call(caller: Principal) -> Callable[[Any], bool]:
+    """Which tools the caller's token may call: tools/list lists those only."""
+    from ..auth.scopes import may_call
+
+    return may_call(caller.scopes)
 
 
 def _forget(counts: collections.Counter[Hashable], key: Hashable) -> None:
