@@ -482,3 +482,59 @@ def test_tools_list_shows_a_token_only_the_tools_it_may_call(tokens_server: CliS
     assert {tool["name"] for tool in modern_list(READ_TOKEN)["tools"]} == readable
     assert {tool["name"] for tool in modern_list(WRITE_TOKEN)["tools"]} == everything
     assert modern_list(READ_TOKEN)["cacheScope"] == "private"
+
+
+class _Counting:
+    """A verifier that knows no token and counts what it is asked (as an introspecting one asks its issuer)."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def verify(self, token: str) -> Any:
+        from shipcode_mcp.auth.tokens import TokenRejected
+
+        self.asked += 1
+        raise TokenRejected("the token is not active")
+
+    def describe(self) -> str:
+        return "counting"
+
+
+def _bearing(token: str, peer: str) -> Any:
+    from starlette.requests import Request
+
+    return Request({"type": "http", "method": "POST", "path": "/mcp", "query_string": b"", "client": (peer, 4000),
+                    "headers": [(b"authorization", f"Bearer {token}".encode())]})
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_unknown_tokens_cost_the_issuer_a_bounded_number_of_questions(defended: bool,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22: every unknown opaque token was one introspection (343 a second from one client). A refusal is
+    now kept REFUSAL_SECONDS, and one address may have VERIFY_BURST tokens verified, then VERIFY_RATE a second
+    (429 beyond); another address keeps its own budget. The control (both off) asks the issuer every time."""
+    import asyncio
+
+    from shipcode_mcp.transports import http_auth
+
+    if not defended:
+        monkeypatch.setattr(http_auth, "REFUSAL_SECONDS", 0.0)
+        monkeypatch.setattr(http_auth, "VERIFY_BURST", 10**9)
+    counting = _Counting()
+    resource = ResourceServer(counting, resource="http://127.0.0.1/mcp")
+
+    async def flood() -> list[int]:
+        statuses = [(await resource.authenticate(_bearing("same-token-0123456789", "10.0.0.1"))).status_code
+                    for _ in range(50)]
+        statuses += [(await resource.authenticate(_bearing(f"new-token-{n:012}", "10.0.0.1"))).status_code
+                     for n in range(100)]
+        return statuses
+
+    statuses = asyncio.run(flood())
+    if not defended:
+        assert counting.asked == 150 and set(statuses) == {401}  # the harm: one question per request
+        return
+    assert statuses[:50] == [401] * 50 and counting.asked <= http_auth.VERIFY_BURST + 2  # one for the repeated token
+    assert statuses.count(429) >= 100 - http_auth.VERIFY_BURST - 2
+    other = asyncio.run(resource.authenticate(_bearing("other-token-0123456789", "10.0.0.2")))
+    assert other.status_code == 401 and counting.asked <= http_auth.VERIFY_BURST + 3

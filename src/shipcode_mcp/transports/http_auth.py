@@ -3,8 +3,11 @@ Metadata clients discover, the bearer token of each request, and the 401, 403 an
 `WWW-Authenticate` challenge that tells a client what to do next.
 
 A token is verified off the event loop (a verifier may fetch keys) and the verdict kept, by the token's
-digest, until the token expires or `CACHE_SECONDS` pass, whichever is first; a token-file reload
-forgets every verdict. Refusals are never cached, and a token is never logged or passed on.
+digest, until the token expires or `CACHE_SECONDS` pass, whichever is first; a refusal is kept
+`REFUSAL_SECONDS`; a token-file reload forgets every verdict. A client address may have `VERIFY_BURST`
+tokens verified at once and `VERIFY_RATE` a second after that (429 beyond): each unknown opaque token costs
+an introspection at the authorization server, and one client made 343 a second. A token is never logged
+or passed on.
 """
 
 from __future__ import annotations
@@ -35,6 +38,13 @@ if TYPE_CHECKING:
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 CACHE_SECONDS = 300.0
 CACHE_ENTRIES = 4096
+REFUSAL_SECONDS = 10.0
+"""A refused token is refused again without asking for this long."""
+VERIFY_RATE = 5.0
+"""Tokens a second one client address may have verified (not answered from the cache), after VERIFY_BURST."""
+VERIFY_BURST = 20
+PEERS = 4096
+"""Client addresses whose verification budget is remembered (beyond, all are forgotten: no memory grows)."""
 MAX_TOKEN_CHARS = 8192
 WARN_EVERY = 30.0  # seconds between two warnings that the issuer cannot be reached
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")  # RFC 6750 section 2.1
@@ -52,6 +62,8 @@ class ResourceServer:
         self.authorization_servers = list(authorization_servers)
         self.scopes = list(scopes)
         self._verdicts: collections.OrderedDict[str, tuple[float, Principal]] = collections.OrderedDict()
+        self._refused: collections.OrderedDict[str, tuple[float, TokenRejected]] = collections.OrderedDict()
+        self._budgets: dict[str, tuple[float, float]] = {}  # client address -> (verifications left, when counted)
         self.server: Server | None = None  # the server whose tools say what a 401 asks for (create_app sets it)
         self._generation = 0
         self._warned = -WARN_EVERY  # bumped by forget(): a verdict reached before it is not kept after it
@@ -102,11 +114,23 @@ class ResourceServer:
         if kept is not None and kept[0] > now:
             self._verdicts.move_to_end(name)
             return kept[1]
+        refused = self._refused.get(name)
+        if refused is not None and refused[0] > now:
+            return self.refusal(401, refused[1].error, refused[1].description)
+        client = request.client
+        if not self._may_verify(client.host if client is not None else "", time.monotonic()):
+            body = {"error": "too_many_requests", "error_description": "too many new tokens from this address; try again later"}
+            return Response(json.dumps(body).encode(), status_code=429, media_type="application/json",
+                            headers={"Retry-After": "1"})
         generation = self._generation
         try:
             principal = await asyncio.to_thread(self.verifier.verify, token)
         except TokenRejected as err:
             log.info(f"a token refused: {err.description}")
+            if generation == self._generation:
+                self._refused[name] = (now + REFUSAL_SECONDS, err)
+                while len(self._refused) > CACHE_ENTRIES:
+                    self._refused.popitem(last=False)
             return self.refusal(401, err.error, err.description)
         except IssuerUnavailable as err:
             if time.monotonic() - self._warned >= WARN_EVERY:  # once in a while, not once per request
@@ -126,6 +150,17 @@ class ResourceServer:
             self._verdicts.popitem(last=False)
         return principal
 
+    def _may_verify(self, peer: str, now: float) -> bool:
+        """Whether `peer` may have one more token verified now (a token bucket: VERIFY_BURST, then VERIFY_RATE a second)."""
+        left, counted = self._budgets.get(peer, (float(VERIFY_BURST), now))
+        left = min(float(VERIFY_BURST), left + (now - counted) * VERIFY_RATE)
+        if left < 1:
+            return False
+        if len(self._budgets) >= PEERS and peer not in self._budgets:
+            self._budgets.clear()
+        self._budgets[peer] = (left - 1, now)
+        return True
+
     def check(self, principal: Principal | None, message: dict[str, Any] | None, server: Server) -> Response | None:
         """403 when the caller's token lacks a scope the message needs (`auth.scopes.needed`; any request,
         a GET stream or a DELETE at all: `shipcode:read`), else None."""
@@ -144,6 +179,7 @@ class ResourceServer:
     def forget(self) -> None:
         self._generation += 1
         self._verdicts.clear()
+        self._refused.clear()
 
     # -- refusals --------------------------------------------------------------------------------------
     def insufficient(self, principal: Principal | None, wanted: Sequence[str]) -> Response:
