@@ -445,6 +445,39 @@ def test_a_retry_may_answer_again_what_the_state_carries() -> None:
     assert third["result"]["content"] == text("1.2 to prod: True")  # the signed answer stands
 
 
+@pytest.mark.parametrize("defended", [False, True])
+def test_the_last_round_cannot_be_replayed_to_run_the_handler_again(defended: bool,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22: the last round of a request, sent again within its state's lifetime, ran the handler again each
+    time (the control: states never held). Now a state is spent once its request is answered: the replay gets
+    -32602 and the handler does not run; a round that asked again (round 2's state) may still be retried."""
+    from shipcode_mcp.request_state import RequestStates
+
+    if not defended:
+        monkeypatch.setattr(RequestStates, "_hold", lambda self, mac, expiry: None)
+    ran: list[str] = []
+
+    def deploy_once(ctx: Context, version: str) -> str:
+        done = deploy(ctx, version)
+        ran.append(done)
+        return done
+
+    d = ModernDriver(mrtr_server(deploy_once))
+    state = two_rounds(d)
+    finish = {**CALL, "requestState": state, "inputResponses": {"elicitation-2": ANSWER_2}}
+    assert d.ask_modern(3, "tools/call", finish, ELICIT)["result"]["content"] == text("1.2 to prod: True")
+    replayed = [d.ask_modern(4 + n, "tools/call", finish, ELICIT) for n in range(3)]
+    if not defended:
+        assert len(ran) == 4  # the harm: the handler ran again for every replay
+        return
+    assert len(ran) == 1 and all("answered already" in refused(reply) for reply in replayed)
+    retried = ModernDriver(mrtr_server(deploy_once))  # rounds that asked again are retried as often as needed
+    first = retried.ask_modern(1, "tools/call", CALL, ELICIT)["result"]["requestState"]
+    again = {**CALL, "requestState": first, "inputResponses": {"elicitation-1": ANSWER_1}}
+    for number in (2, 3):
+        assert retried.ask_modern(number, "tools/call", again, ELICIT)["result"]["resultType"] == "input_required"
+
+
 def test_an_elicitation_answer_that_fails_its_schema_is_a_tool_error_not_a_new_question() -> None:
     d = ModernDriver(mrtr_server())
     d.ask_modern(1, "tools/call", CALL, ELICIT)

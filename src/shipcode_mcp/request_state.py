@@ -3,7 +3,10 @@ carried by the client between rounds, so that any process can resume the request
 
 The client may be hostile, so the state is signed (HMAC-SHA256) and bound to what it belongs to: the
 method, a digest of the request's parameters (its arguments, not its `_meta`), the caller when one is
-known, and an expiry. A state that fails any check is refused (-32602), never half-trusted. Processes
+known, and an expiry. A state that fails any check is refused (-32602), never half-trusted. A state is
+used by one request at a time, and once the request it resumed was answered it is spent: its last round
+cannot be sent again to run the handler again (within one process; a round that asked again, or was
+cancelled, may be retried). Processes
 that share the key (`--state-key-file`, or the parent's key handed to `--workers`) accept each other's
 states; without a key each process draws its own, so its states mean nothing elsewhere.
 
@@ -18,6 +21,7 @@ import hashlib
 import hmac
 import json
 import os
+import threading
 import time
 
 from . import jsonrpc
@@ -33,6 +37,9 @@ bound a replay."""
 
 MAX_STATE_CHARS = 4 * 1024 * 1024
 """A longer requestState is refused before anything is computed over it."""
+
+MAX_HELD = 65536
+"""States in use or spent that are remembered (until they expire); beyond, a new one is refused for now."""
 
 KEY_ENV = "SHIPCODE_MCP_STATE_KEY"
 """Where a `--workers` parent hands its key (hex) to the worker processes it starts."""
@@ -50,6 +57,8 @@ class RequestStates:
             raise ValueError("a request-state key needs at least 16 bytes")
         self.ttl = ttl
         self.clock = clock
+        self._lock = threading.Lock()
+        self._held: dict[str, tuple[int, bool]] = {}  # a state's signature -> (its expiry, spent)
 
     def seal(self, method: str, params: dict[str, Any], answers: dict[str, Any], principal: str | None = None) -> str:
         """The state to hand the client: `answers` (input key -> the client's result) signed and bound."""
@@ -81,8 +90,35 @@ class RequestStates:
             raise _refused("it was issued to another caller")
         if not isinstance(payload.get("x"), int) or self.clock() > payload["x"]:
             raise _refused("it has expired; send the request again without it")
+        self._hold(mac_text, payload["x"])
         answers = payload.get("a")
         return answers if isinstance(answers, dict) else {}
+
+    def _hold(self, mac: str, expiry: int) -> None:
+        """The state `mac` is in use now (-32602 if it is already, or spent)."""
+        with self._lock:
+            held = self._held.get(mac)
+            if held is not None:
+                raise _refused("its request was answered already; start it again without it" if held[1]
+                               else "it is in use by a request in progress")
+            if len(self._held) >= MAX_HELD:
+                now = self.clock()
+                self._held = {key: value for key, value in self._held.items() if value[0] >= now}
+                if len(self._held) >= MAX_HELD:
+                    raise _refused("too many requests are in rounds now; try again later")
+            self._held[mac] = (expiry, False)
+
+    def settle(self, state: str, *, answered: bool) -> None:
+        """The request that `state` (which `open` accepted) resumed is over: answered, the state is spent until
+        it expires; else (it asked again, or was cancelled) it may be sent again."""
+        mac = state.partition(".")[2]
+        with self._lock:
+            held = self._held.get(mac)
+            if held is not None and not held[1]:
+                if answered:
+                    self._held[mac] = (held[0], True)
+                else:
+                    del self._held[mac]
 
     def _mac(self, body: bytes) -> bytes:
         return hmac.new(self.key, body, hashlib.sha256).digest()

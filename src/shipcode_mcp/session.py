@@ -393,6 +393,7 @@ class Session:
         """Call the handler of a request; answer at once, or start its deferred work."""
         msg_id = context.request_id
         if msg_id in self.in_flight:
+            self._settle(context, answered=False)
             return [_in_use(msg_id)]
         context.on_loop = True
         outcome: dict[str, Any] | Deferred | InputRequired
@@ -428,6 +429,13 @@ class Session:
             return [Release(ROOTS_WAIT, self._hold)]
         return [Start(job)]
 
+    def _settle(self, context: Context, *, answered: bool) -> None:
+        """The round a modern request's `requestState` resumed is over (request_state.py: a state is spent once
+        its request is answered, so its last round cannot run the handler again)."""
+        state = context.params.get("requestState") if context.rounds is not None else None
+        if isinstance(state, str):
+            self.server.request_states.settle(state, answered=answered)
+
     def _response(self, context: Context, outcome: dict[str, Any] | JsonRpcError | InputRequired) -> Message:
         """The response to a request, in the era it was sent in."""
         msg_id = context.request_id
@@ -435,6 +443,7 @@ class Session:
             if isinstance(outcome, JsonRpcError):
                 return jsonrpc.error(msg_id, outcome)
             return jsonrpc.result(msg_id, outcome)  # type: ignore[arg-type]  # no rounds, so never InputRequired
+        self._settle(context, answered=not isinstance(outcome, InputRequired))
         if isinstance(outcome, InputRequired):
             return jsonrpc.result(msg_id, self._input_required(context, outcome))
         if isinstance(outcome, JsonRpcError):
@@ -466,6 +475,7 @@ class Session:
                 return [Send(self._response(context, adopting), msg_id)]
             if adopting:  # the whole request waits for the roots it brought, its handler included
                 if msg_id in self.in_flight:
+                    self._settle(context, answered=False)
                     return [*adopting, _in_use(msg_id)]
                 self.in_flight[msg_id] = context
                 return adopting + self._start(Job(context, Deferred(partial(_served_later, handler, self, context))))
@@ -633,6 +643,7 @@ class Session:
         if context.failure is not None:
             actions.append(Report(context.failure))
         if cancelled:
+            self._settle(context, answered=False)
             return actions
         if outcome is None:  # the work said "cancelled", but the client cancelled nothing
             outcome = JsonRpcError(jsonrpc.INTERNAL_ERROR)
