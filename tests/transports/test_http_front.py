@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +73,11 @@ def serving(tmp_path: Path, *options: str, files: int | None = None) -> Iterator
 
 
 @contextlib.contextmanager
-def serving_process(tmp_path: Path, arguments: list[str], files: int | None = None) -> Iterator[tuple[int, int]]:
+def serving_process(tmp_path: Path, arguments: list[str], files: int | None = None,
+                    ready: Callable[[int], bool] | None = None) -> Iterator[tuple[int, int]]:
     """`python ARGUMENTS` ("{port}" replaced by a free port) with its descriptors limited to `files`; yields
-    its port and pid once it answers an initialize."""
+    its port and pid once `ready(port)` (by default: it answers an initialize)."""
+    ready = ready or _answers
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
@@ -87,7 +89,7 @@ def serving_process(tmp_path: Path, arguments: list[str], files: int | None = No
     process = subprocess.Popen([sys.executable, *(a.replace("{port}", str(port)) for a in arguments)],
                                env=env, stdout=subprocess.DEVNULL, stderr=log, preexec_fn=limit)
     try:
-        wait_for(lambda: process.poll() is not None or _answers(port), 30, "the server to answer")
+        wait_for(lambda: process.poll() is not None or ready(port), 30, "the server to answer")
         assert process.poll() is None, (tmp_path / f"server-{port}.log").read_text()
         yield port, process.pid
     finally:
