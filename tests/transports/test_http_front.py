@@ -98,11 +98,12 @@ def serving_process(tmp_path: Path, arguments: list[str], files: int | None = No
         log.close()
 
 
-def _answers(port: int) -> bool:
+def _answers(port: int, status: bytes = b"HTTP/1.1 200") -> bool:
+    """Whether an initialize on a new connection is answered with `status` (by default 200)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
             sock.sendall(REQUEST)
-            return sock.recv(12).startswith(b"HTTP/1.1 200")
+            return sock.recv(12).startswith(status)
     except OSError:
         return False
 
