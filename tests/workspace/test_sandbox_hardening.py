@@ -21,7 +21,7 @@ from shipcode_mcp.workspace import process, sandbox, spawner
 from shipcode_mcp.workspace.process import run
 from workspace_support import context
 
-PROBE = """
+ATTEMPT = """
 import os, socket
 def attempt(name, action):
     try:
@@ -29,6 +29,9 @@ def attempt(name, action):
         print(name, "yes")
     except OSError as err:
         print(name, "no", err.errno)
+"""
+"""Each line of a probe: `name yes`, or `name no ERRNO`."""
+PROBE = ATTEMPT + """
 attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"udp-canary", ("127.0.0.1", {port})))
 attempt("unix", lambda: socket.socket(socket.AF_UNIX).connect({path!r}))
 attempt("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW))
@@ -58,8 +61,8 @@ def listeners(tmp_path: Path) -> Iterator[tuple[str, socket.socket, socket.socke
         unix.close()
 
 
-def _probe(script: str, tmp_path: Path) -> dict[str, str]:
-    done = run(context(), [sys.executable, "-I", "-S", "-c", script], cwd="/", readable=[sys.base_prefix, str(tmp_path)],
+def _probe(script: str, readable: Path) -> dict[str, str]:
+    done = run(context(), [sys.executable, "-I", "-S", "-c", script], cwd="/", readable=[sys.base_prefix, str(readable)],
                limit=1 << 20)
     assert done.returncode == 0, done.stderr
     return dict(line.split(" ", 1) for line in done.stdout.decode().splitlines())
@@ -123,3 +126,48 @@ def test_the_socket_filter_is_known_on_this_machine() -> None:
     program = sandbox.socket_filter()
     assert program and len(program) % 8 == 0
     assert sandbox.hardening()[0] == program
+
+
+METADATA_PROBE = ATTEMPT + """
+attempt("chown", lambda: os.chown({target!r}, os.getuid(), os.getgid()))
+attempt("chmod", lambda: os.chmod({target!r}, 0o4777))
+attempt("utime", lambda: os.utime({target!r}, (0, 0)))
+attempt("setxattr", lambda: os.setxattr({target!r}, "user.canary", b"1"))
+"""
+
+
+@pytest.mark.parametrize("forked_here", [False, True], ids=["fork-server", "forked-here"])
+def test_a_child_changes_no_files_metadata_outside_or_inside(tmp_path: Path, forked_here: bool,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Landlock does not cover chmod, chown, utime or setxattr: a child could make any file it can name (one
+    outside every folder it may read, here) setuid and world-writable, or stamp its times."""
+    if forked_here:
+        def unavailable(*args: object, **kwargs: object) -> None:
+            raise spawner.Unavailable("test")
+        monkeypatch.setattr(spawner.fork_server(), "spawn", unavailable)
+    target = tmp_path / "outside" / "tool"
+    target.parent.mkdir()
+    target.write_text("#!/bin/sh\n")
+    script = METADATA_PROBE.format(target=str(target))
+    readable = tmp_path / "root"
+    readable.mkdir()
+
+    def probe() -> dict[str, str]:
+        target.chmod(0o700)
+        os.utime(target, (1_000_000_000, 1_000_000_000))
+        return _probe(script, readable)
+
+    sandbox.set_enabled(False)
+    try:
+        plain = probe()
+    finally:
+        sandbox.set_enabled(True)
+    assert plain["chmod"] == plain["chown"] == plain["utime"] == "yes"  # the attack works without the sandbox
+    assert target.stat().st_mode & 0o7777 == 0o4777 and target.stat().st_mtime == 0
+    confined = probe()
+    assert all(confined[name].startswith("no") for name in ("chmod", "chown", "utime", "setxattr")), confined
+    assert target.stat().st_mode & 0o7777 == 0o700 and target.stat().st_mtime == 1_000_000_000
+    if plain["setxattr"] == "yes":  # where the file system has user attributes
+        assert "user.canary" in os.listxattr(target)
+        os.removexattr(target, "user.canary")
+    assert "user.canary" not in os.listxattr(target)

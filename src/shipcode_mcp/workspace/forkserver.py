@@ -55,7 +55,8 @@ class Hardening:
     """What a child gets beside its Landlock domain, made before the fork (in the child only system calls are
     made, so the server's own `preexec_fn` uses it too): every capability dropped (`drop_caps`: the highest
     capability number, -1 to keep them: a server that is not root has none) and a seccomp filter (`program`:
-    BPF instructions, as sandbox.socket_filter makes them, empty for none) that refuses new sockets."""
+    BPF instructions, as sandbox.socket_filter makes them, empty for none) that refuses new sockets and
+    changes to files' metadata."""
 
     __slots__ = ("_caps", "_drop_caps", "_fprog", "_header", "_libc", "_program", "wanted")
 

@@ -11,8 +11,9 @@ exec (`preexec`), the child gets resource limits and a Landlock domain that allo
 - executing only the binary itself, its ELF interpreter and, for git, git's own exec-path;
 - writing nothing but /dev/null; no TCP bind or connect; no signals or abstract unix sockets
   outside the child's own domain (where the kernel's Landlock ABI has those rights);
-- no new socket at all (a seccomp filter, `socket_filter`: UDP, raw and pathname unix sockets, which
-  Landlock does not cover), and, for a child of a root server, no capability (`capabilities_to_drop`).
+- no new socket at all and no change to any file's mode, owner, times or extended attributes (a seccomp
+  filter, `socket_filter`: UDP, raw and pathname unix sockets, chmod, chown, utime, setxattr, which Landlock
+  does not cover), and, for a child of a root server, no capability (`capabilities_to_drop`).
 
 The ruleset is built in the parent, where errors are easy to report, and only enforced in the child:
 the code that runs between fork and exec is a few system calls on objects made beforehand (no
@@ -118,27 +119,42 @@ def set_enabled(enabled: bool) -> None:
     _disabled = not enabled
 
 
-_SYSCALLS = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}
-"""AUDIT_ARCH_*, and the numbers of socket and io_uring_setup (which can make sockets too), per machine."""
+_SOCKETS = {"x86_64": (41, 425), "aarch64": (198, 425)}
+"""socket and io_uring_setup (whose rings can make sockets too), per machine."""
+_METADATA = {
+    # chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes futimesat utimensat
+    "x86_64": (90, 91, 268, 452, 92, 93, 94, 260, 132, 235, 261, 280,
+               # setxattr lsetxattr fsetxattr setxattrat removexattr lremovexattr fremovexattr removexattrat file_setattr
+               188, 189, 190, 463, 197, 198, 199, 466, 469),
+    "aarch64": (52, 53, 452, 55, 54, 88, 5, 6, 7, 463, 14, 15, 16, 466, 469),  # the same, where the machine has them
+}
+"""The calls that change a file's mode, owner, times or extended attributes, per machine: Landlock (up to
+ABI 7) does not cover them, so a child could chmod any file it can name, inside the roots or out, to
+whatever it likes (u+s on a binary of its owner: as a child of a root server, that is every root-owned file)."""
+_ARCHES = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+"""AUDIT_ARCH_* of each machine whose numbers are known here."""
 _X32_BIT = 0x40000000
 
 
 def socket_filter() -> bytes:
-    """A seccomp program (BPF, `struct sock_filter` each) under which a child makes no socket: socket() and
-    io_uring_setup() fail with EACCES, and so does every call of another ABI than the machine's (x32, i386:
-    other numbers, socketcall). rg and git need no socket to read a repository; Landlock (ABI 4 and later)
-    denies TCP only, and no ABI up to 7 denies UDP, raw sockets or connecting to a pathname unix socket.
+    """A seccomp program (BPF, `struct sock_filter` each) under which a child makes no socket and changes no
+    file's metadata: socket(), io_uring_setup() and the calls of `_METADATA` fail with EACCES, and so does
+    every call of another ABI than the machine's (x32, i386: other numbers, socketcall). rg and git need none
+    of them to read a repository; Landlock (ABI 4 and later) denies TCP only, no ABI up to 7 denies UDP, raw
+    sockets or connecting to a pathname unix socket, and none covers chmod, chown, utime or setxattr.
     Empty on a machine whose numbers are not known here (then only Landlock's rules hold)."""
     import platform
 
-    known = _SYSCALLS.get(platform.machine())
-    if known is None:
+    machine = platform.machine()
+    if machine not in _ARCHES:
         return b""
-    arch, socket_nr, io_uring_nr = known
+    refused = (*_SOCKETS[machine], *_METADATA[machine])
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | errno.EACCES
-    program = [(ld, 0, 0, 4), (jeq, 0, 5, arch), (ld, 0, 0, 0), (jge, 3, 0, _X32_BIT),
-               (jeq, 2, 0, socket_nr), (jeq, 1, 0, io_uring_nr), (ret, 0, 0, allow), (ret, 0, 0, deny)]
+    count = len(refused)  # jumps count the instructions skipped: the last (deny) is count + 5 from the start
+    program = [(ld, 0, 0, 4), (jeq, 0, count + 3, _ARCHES[machine]), (ld, 0, 0, 0), (jge, count + 1, 0, _X32_BIT),
+               *((jeq, count - index, 0, number) for index, number in enumerate(refused)),
+               (ret, 0, 0, allow), (ret, 0, 0, deny)]
     return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
 
 
