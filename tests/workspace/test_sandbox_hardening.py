@@ -171,3 +171,49 @@ def test_a_child_changes_no_files_metadata_outside_or_inside(tmp_path: Path, for
         assert "user.canary" in os.listxattr(target)
         os.removexattr(target, "user.canary")
     assert "user.canary" not in os.listxattr(target)
+
+
+WITHOUT_SETPCAP = """
+import ctypes, sys
+sys.path.insert(0, {tests!r})
+libc = ctypes.CDLL(None, use_errno=True)
+# A root server without CAP_SETPCAP (a container that drops it): out of the bounding set, then out of the others.
+assert libc.prctl(24, 8, 0, 0, 0) == 0
+header, data = (ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)()
+assert libc.capget(header, data) == 0
+data[0] &= ~(1 << 8)
+data[1] &= ~(1 << 8)
+assert libc.capset(header, data) == 0
+from shipcode_mcp.workspace import sandbox, spawner
+from shipcode_mcp.workspace.process import run
+from workspace_support import context
+if {forked_here!r}:
+    def unavailable(*args, **kwargs):
+        raise spawner.Unavailable("test")
+    spawner.fork_server().spawn = unavailable
+sandbox.set_enabled({enabled!r})
+probe = "try:\\n open({locked!r}).read()\\n print('read')\\nexcept OSError as err:\\n print('refused', err.errno)"
+done = run(context(), [sys.executable, "-I", "-S", "-c", probe], cwd="/", readable=[sys.base_prefix, {folder!r}],
+           limit=1 << 20)
+print(done.stdout.decode().strip())
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs a root server")
+@pytest.mark.parametrize("forked_here", [False, True], ids=["fork-server", "forked-here"])
+def test_a_root_server_without_setpcap_gives_its_children_no_capability(tmp_path: Path, forked_here: bool) -> None:
+    """Without CAP_SETPCAP the bounding set cannot be emptied, and capabilities were not dropped at all: the
+    children of such a root server kept every other one (CAP_DAC_OVERRIDE read a file of mode 000)."""
+    locked = tmp_path / "locked.txt"
+    locked.write_text("locked\n")
+    locked.chmod(0)
+
+    def child_reads(enabled: bool) -> str:
+        script = WITHOUT_SETPCAP.format(tests=str(Path(__file__).parents[1]), forked_here=forked_here,
+                                        enabled=enabled, locked=str(locked), folder=str(tmp_path))
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert child_reads(False) == "read"  # the server's capabilities reach the child without the sandbox
+    assert child_reads(True) == "refused 13"

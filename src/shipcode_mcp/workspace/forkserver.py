@@ -58,7 +58,7 @@ class Hardening:
     BPF instructions, as sandbox.socket_filter makes them, empty for none) that refuses new sockets and
     changes to files' metadata."""
 
-    __slots__ = ("_caps", "_drop_caps", "_fprog", "_header", "_libc", "_program", "wanted")
+    __slots__ = ("_caps", "_drop_caps", "_fprog", "_header", "_libc", "_program")
 
     def __init__(self, program: bytes, drop_caps: int) -> None:
         self._libc = ctypes.CDLL(None, use_errno=True)
@@ -69,18 +69,25 @@ class Hardening:
             ctypes.sizeof(ctypes.c_void_p), sys.byteorder)) if program else None
         self._header = ctypes.create_string_buffer(_LINUX_CAPABILITY_VERSION_3.to_bytes(4, sys.byteorder) + bytes(4))
         self._caps = ctypes.create_string_buffer(24)  # two __user_cap_data_struct, all zero
-        self.wanted = bool(program) or drop_caps >= 0
 
     def _prctl(self, *args: int) -> None:
         if self._libc.prctl(*(ctypes.c_ulong(arg) for arg in args)) != 0:
             raise OSError(ctypes.get_errno(), "prctl")
 
     def drop(self) -> None:
-        """Before the Landlock domain: no capability left, none regained at exec (even as root)."""
+        """Before the Landlock domain: no capability left, none regained at exec (even as root). no_new_privs
+        first: exec then grants nothing beyond the permitted set, which ends empty, whatever the bounding set
+        holds. That set is emptied too where this process may (CAP_SETPCAP); a server without it (a container
+        that drops it, root with others added) keeps the rest of its capabilities from its children all the same."""
         if self._drop_caps < 0:
             return
+        self._prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         for number in range(self._drop_caps + 1):
-            self._prctl(PR_CAPBSET_DROP, number, 0, 0, 0)
+            if self._libc.prctl(ctypes.c_ulong(PR_CAPBSET_DROP), ctypes.c_ulong(number), ctypes.c_ulong(0),
+                                ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
+                if ctypes.get_errno() == errno.EPERM:
+                    break  # no CAP_SETPCAP: no_new_privs keeps exec from giving any back
+                raise OSError(ctypes.get_errno(), "prctl")
         self._prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
         if self._libc.capset(self._header, self._caps) != 0:
             raise OSError(ctypes.get_errno(), "capset")

@@ -13,7 +13,8 @@ exec (`preexec`), the child gets resource limits and a Landlock domain that allo
   outside the child's own domain (where the kernel's Landlock ABI has those rights);
 - no new socket at all and no change to any file's mode, owner, times or extended attributes (a seccomp
   filter, `socket_filter`: UDP, raw and pathname unix sockets, chmod, chown, utime, setxattr, which Landlock
-  does not cover), and, for a child of a root server, no capability (`capabilities_to_drop`).
+  does not cover), and, for a child of a root server (or of one holding any capability), no capability
+  (`capabilities_to_drop`).
 
 The ruleset is built in the parent, where errors are easy to report, and only enforced in the child:
 the code that runs between fork and exec is a few system calls on objects made beforehand (no
@@ -159,17 +160,19 @@ def socket_filter() -> bytes:
 
 
 def capabilities_to_drop() -> int:
-    """The highest capability number, when this process holds capabilities it can drop from its children
-    (root, or CAP_SETPCAP): a child of a root server would keep every one (and as root, exec gives them
-    back unless they leave the bounding set); -1 when there are none to drop."""
+    """The highest capability number, when this process's children would hold capabilities: it is root (exec
+    gives uid 0 every capability of the bounding set back), or it holds any (effective, permitted,
+    inheritable, ambient), with or without the CAP_SETPCAP that emptying the bounding set needs; -1 when
+    there are none to drop."""
     try:
         with open("/proc/self/status", encoding="ascii") as status:
-            effective = next((int(line.split()[1], 16) for line in status if line.startswith("CapEff:")), 0)
+            held = [int(line.split()[1], 16) for line in status if line.startswith(("CapInh:", "CapPrm:", "CapEff:",
+                                                                                     "CapAmb:"))]
         with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as last:
             highest = int(last.read())
     except (OSError, ValueError):
         return -1
-    return highest if effective & (1 << 8) else -1  # CAP_SETPCAP: what dropping from the bounding set needs
+    return highest if any(held) or os.geteuid() == 0 else -1
 
 
 _hardening: tuple[bytes, int] | None = None
