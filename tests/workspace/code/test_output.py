@@ -9,6 +9,7 @@ import ast
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -17,9 +18,13 @@ from workspace_support import Tools
 
 pytest.importorskip("ast_grep_py")
 
+if TYPE_CHECKING:
+    from ast_grep_py import SgNode
+
 from shipcode_mcp.workspace.code.outline import outline
 from shipcode_mcp.workspace.code.source import MAX_PARSE_LINE, MAX_SKIPPED_NAMED, MAX_SOURCE_BYTES
 from shipcode_mcp.workspace.code.structure import MATCH_LINES, MAX_MATCH_CHARS, RESULT_CHARS, SHOWN_CHARS
+from shipcode_mcp.workspace.code.symbols import walk
 
 STYLES = REPO / "tests" / "data" / "styles"
 DJANGO = (STYLES / "django_style.py").read_text()
@@ -78,6 +83,49 @@ def test_a_python_signature_leaves_out_the_comment_that_starts_the_body() -> Non
 def test_no_language_s_signature_holds_the_comment_after_its_header(language: str, text: str, expected: str) -> None:
     signatures = _signatures(text, language)
     assert signatures[expected.split("(")[0].split()[-1]] == expected, signatures
+
+
+class _Counted:
+    """An ast-grep node that counts the `range()` calls made on it and on every node reached from it."""
+
+    def __init__(self, node: object, calls: list[int]) -> None:
+        self._node, self._calls = node, calls
+
+    def range(self) -> object:
+        self._calls[0] += 1
+        return self._node.range()  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        attribute = getattr(self._node, name)
+        if not callable(attribute):
+            return attribute
+
+        def wrapped(*args: object, **kwargs: object) -> object:
+            found = attribute(*args, **kwargs)
+            if isinstance(found, list):
+                return [_Counted(each, self._calls) for each in found]
+            return _Counted(found, self._calls) if type(found).__name__ == "SgNode" else found
+        return wrapped
+
+
+def test_a_signature_on_a_minified_line_asks_where_only_the_header_s_comments_are() -> None:
+    """`range()` costs as much as the column it reports, so on a minified file (one long line) an outline
+    that asks it of every node overlapping each header took seconds: it is asked a bounded number of times
+    a definition, however long the line and whatever the headers hold (`//` in strings, `/* */` comments)."""
+    from ast_grep_py import SgRoot
+
+    parts = []
+    for i in range(60):
+        parts += [f'function f{i}(a, b /* c */) {{ var u = "https://x.example/{i}"; return a + b + u }}',
+                  f'var v{i} = function (a) {{ return "//" + a }}, w{i} = 1 /* n */, q{i} = "http://h/{i}"',
+                  f'class C{i} {{ m(a /* x */) {{ return "//" }} n(b) {{ return b /* y */ }} }}']
+    text = ";".join(parts) + ";\n"
+    calls = [0]
+    symbols = outline(text, "javascript", cast("SgNode", _Counted(SgRoot(text, "javascript").root(), calls)))
+    signatures = {symbol.qualified_name: symbol.signature for symbol in walk(symbols)}
+    assert signatures["f7"] == "function f7(a, b )" and signatures["C7.m"] == "m(a )"  # the comments left out
+    assert signatures["q7"] == 'var v7 = function (a) { return "//" + a }, w7 = 1 , q7 = "http://h/7"'
+    assert calls[0] <= 4 * len(signatures), (calls[0], len(signatures))
 
 
 # -- 2. the text tells a line break from a backslash and an n -----------------------------------------
