@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -574,11 +576,26 @@ def test_half_open_tls_handshakes_hold_little_memory(tmp_path: Path) -> None:
             before = rss(pid)
             silent = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(SILENT)]
             try:
-                time.sleep(1.0)  # every handshake started
-                grown[cap] = rss(pid) - before
+                if cap == "0":  # every connection accepted (its handshake started): a loaded machine takes seconds
+                    wait_for(lambda: len(os.listdir(f"/proc/{pid}/fd")) >= SILENT, 20, "every connection accepted")
+                grown[cap] = _settled_rss(pid) - before
                 assert cap == "0" or answered(port)
             finally:
                 for sock in silent:
                     sock.close()
-    assert grown["0"] > SILENT * 200 * 1024, grown  # the harm
+    # The harm: 260-300 KiB a pending handshake on 3.11-3.13 here, about 50 KiB on 3.10 (its ssl module
+    # holds less before the ClientHello), so 13 750 of them still cost hundreds of MiB there.
+    assert grown["0"] > SILENT * (32 if sys.version_info < (3, 11) else 200) * 1024, grown
     assert grown["32"] < grown["0"] / 2, grown
+
+
+def _settled_rss(pid: int, *, seconds: float = 10.0) -> int:
+    """The process's resident size once it has stopped growing (four looks 0.25 s apart, at least 1 s in)."""
+    deadline, looks = time.monotonic() + seconds, [rss(pid)]
+    time.sleep(1.0)
+    while time.monotonic() < deadline:
+        looks.append(rss(pid))
+        if len(looks) >= 4 and max(looks[-4:]) - min(looks[-4:]) < 256 * 1024:
+            break
+        time.sleep(0.25)
+    return looks[-1]
