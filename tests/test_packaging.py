@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -54,11 +53,16 @@ def tools() -> Path:
 
 @pytest.fixture(scope="session")
 def dists(tools: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The sdist and the wheel (built from that sdist), as `python -m build` makes them from the checkout."""
+    """The sdist and the wheel (built from that sdist), as `python -m build` makes them from a fresh clone.
+
+    Built from a copy: setuptools writes src/*.egg-info in the tree it builds, and each pytest-xdist worker
+    runs this fixture, so two builds of the checkout itself at once failed on each other's egg-info."""
     out = tmp_path_factory.mktemp("dist")
+    clone = repo_copy(tmp_path_factory.mktemp("clone"))
     start = time.monotonic()
-    subprocess.run([str(tools / "python"), "-m", "build", "--outdir", str(out), str(REPO)],
-                   check=True, capture_output=True, timeout=600)
+    built = subprocess.run([str(tools / "python"), "-m", "build", "--outdir", str(out), str(clone)],
+                           capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     print(f"python -m build: {time.monotonic() - start:.1f} s")
     sdist, = out.glob("*.tar.gz")
     wheel, = out.glob("*.whl")
@@ -134,9 +138,7 @@ def test_uvx_from_the_checkout(tools: Path, tmp_path: Path) -> None:
     env = uv_env(tmp_path)
     # A copy of the checkout: setuptools builds in the source tree, and a build/ left in the real one would
     # carry stale modules into later in-tree builds.
-    checkout = tmp_path / "checkout"
-    shutil.copytree(REPO, checkout, ignore=shutil.ignore_patterns(
-        ".git", ".venv", ".bench-cache", ".*_cache", ".hypothesis", "__pycache__", "*.egg-info", "build", "dist"))
+    checkout = repo_copy(tmp_path / "checkout")
     command = [str(tools / "uvx"), "--from", str(checkout), "shipcode-mcp"]
     version = subprocess.run([*command, "--version"], capture_output=True, text=True, env=env, timeout=600)
     assert version.returncode == 0, version.stderr
