@@ -149,8 +149,8 @@ def test_http_stateless_with_two_workers_says_so_once(tmp_path: Path) -> None:
     process = http_server(["--stateless", "--workers", "2", "--allow-write", str(tmp_path)], port)
     assert McpHttpClient(port, handshake=False).call("ping").json()["result"] == {}
     stderr = stopped(process)
-    said = (f"serving {tmp_path} at http://127.0.0.1:{port}/mcp (stateless, 2 workers); writes allowed, not watching, "
-            "children sandboxed, no auth")
+    said = (f"serving {tmp_path} at http://127.0.0.1:{port}/mcp (stateless, 2 workers, supervised); writes allowed, "
+            "not watching, children sandboxed, no auth")
     assert only_start_line(stderr, said), stderr
 
 

@@ -185,7 +185,7 @@ def test_server_json_meets_the_registry_publish_checks() -> None:
             assert set(_template_variables(argument.get("value", ""))) <= set(argument.get("variables", {})), argument
     http = next(package for package in server["packages"] if package["transport"]["type"] == "streamable-http")
     assert _template_variables(http["transport"]["url"]) == ["port"]
-    assert "uvicorn>=0.36" in _extras()["http"]  # the loop class the front needs (the pins: the test below)
+    assert "uvicorn>=0.52" in _extras()["http"]  # the loop class the front needs, the supervisor (pins: the test below)
     namespace = server["name"].split("/")[0]
     assert urlsplit(server["websiteUrl"]).hostname == ".".join(reversed(namespace.split(".")))
     assert f"mcp-name: {server['name']}" in (REPO / "README.md").read_text()

@@ -18,9 +18,10 @@ TYPE_CHECKING = False  # typing is not imported at start
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
-    from typing import Any
+    from typing import Any, NoReturn
 
 SERVER_NAME = "shipcode-mcp"
+OOM_SCORE_RAISE = 500  # a supervised worker's oom_score_adj over its supervisor's (-1000 to 1000)
 ARGV_VARIABLE = "SHIPCODE_MCP_ARGV"  # how `--workers` hands the command line to each worker process
 
 
@@ -57,7 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="no sessions: every POST stands alone, so several workers or machines can serve one "
                       "deployment (no GET stream, no requests to the client)")
     http.add_argument("--workers", type=int, metavar="N",
-                      help="worker processes (uvicorn); more than one needs --stateless")
+                      help="worker processes (uvicorn), each started again if it dies; more than one needs --stateless")
+    http.add_argument("--supervise", action="store_true",
+                      help="serve from a worker process that is started again if it dies (a crash, the OOM killer) or "
+                      "stops answering its supervisor for 5 s; --workers above 1 always are (sessions of a dead worker end)")
     http.add_argument("--allow-origin", action="append", metavar="ORIGIN",
                       help="a browser origin allowed besides loopback ones, e.g. https://app.example.com ('*': any)")
     http.add_argument("--allow-host", action="append", metavar="HOST",
@@ -116,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _option_defaults() -> dict[str, Any]:
     """What the options mean when left out: the parser's defaults, and those of `parse_args` without it."""
-    return {"log_level": "warning", "log_format": "text", "http": None, "stateless": False, "workers": 1,
+    return {"log_level": "warning", "log_format": "text", "http": None, "stateless": False, "workers": 1, "supervise": False,
             "allow_origin": [], "allow_host": None, "state_key_file": None, "auth_issuer": None, "resource_url": None,
             "auth_client_id": None, "auth_client_secret_file": None, "auth_token_file": None, "insecure_no_auth": False,
             "tls_cert": None, "tls_key": None, "max_connections": None, "header_timeout": None, "write_timeout": None,
@@ -160,8 +164,9 @@ def _build(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_clien
 
 
 def announce(paths: Sequence[str], *, following: bool = False, url: str | None = None, stateless: bool = False,
-             workers: int = 1, allow_write: bool = False, watch: bool = False, sandbox_required: bool = False,
-             sandbox_missing: str | None = None, auth: tuple[str, str] = ("none", "no auth")) -> None:
+             workers: int = 1, supervised: bool = False, allow_write: bool = False, watch: bool = False,
+             sandbox_required: bool = False, sandbox_missing: str | None = None,
+             auth: tuple[str, str] = ("none", "no auth")) -> None:
     """The start-up line: what is served, where, and how, for the person who started the server. It shows
     at the default level (a notice) and hides with --log-level error or off; docs/logging.md shows each.
     `sandbox_missing` is why children run without the kernel sandbox (None: they run in it).
@@ -171,7 +176,10 @@ def announce(paths: Sequence[str], *, following: bool = False, url: str | None =
     if url is None:
         where = "over stdio"
     else:
-        where = f"at {url} ({'stateless' if stateless else 'sessions'}{f', {workers} workers' if workers > 1 else ''})"
+        how = ["stateless" if stateless else "sessions"]
+        if supervised:
+            how.append(f"{workers} worker{'s' if workers > 1 else ''}, supervised")
+        where = f"at {url} ({', '.join(how)})"
     modes = ["writes allowed" if allow_write else "read-only", "watching for changes" if watch else "not watching"]
     modes.append("children sandboxed" if sandbox_missing is None else f"children not sandboxed ({sandbox_missing})")
     modes.append(auth[1])
@@ -182,7 +190,7 @@ def announce(paths: Sequence[str], *, following: bool = False, url: str | None =
     if sandbox_missing is not None:
         fields["sandbox_missing"] = sandbox_missing
     if url is not None:
-        fields.update(url=url, stateless=stateless, workers=workers)
+        fields.update(url=url, stateless=stateless, workers=workers, supervised=supervised)
     log.notice(f"serving {served} {where}; {', '.join(modes)}", **fields)
 
 
@@ -203,9 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     log.set_level(args.log_level)
     log.set_format(args.log_format)
-    if args.http is None and (args.stateless or args.workers != 1 or args.allow_origin or args.allow_host or _securing(args)
-                              or _limiting(args)):
-        print("shipcode-mcp: --stateless, --workers, --allow-origin, --allow-host, the limits and the auth and TLS options "
+    if args.http is None and (args.stateless or args.workers != 1 or args.supervise or args.allow_origin or args.allow_host
+                              or _securing(args) or _limiting(args)):
+        print("shipcode-mcp: --stateless, --workers, --supervise, --allow-origin, --allow-host, the limits and the auth and TLS options "
               "need --http", file=sys.stderr)
         return 2
     if args.http is not None:
@@ -309,31 +317,35 @@ def _serve_http(server: Server, workspace: Roots, args: Any, argv: list[str]) ->
         log.warning("tokens cross the network in clear text: give --tls-cert/--tls-key, or keep a TLS proxy in front "
                     "(docs/http.md, TLS)")
     missing = None if args.require_sandbox else _sandbox_missing()  # checked at once: HTTP's start-up is far longer
-    announce(workspace.paths, url=_served_url(args), stateless=args.stateless, workers=args.workers,
+    supervised = args.supervise or args.workers > 1  # uvicorn's supervisor starts a dead worker again
+    announce(workspace.paths, url=_served_url(args), stateless=args.stateless, workers=args.workers, supervised=supervised,
              allow_write=args.allow_write, watch=args.watch, sandbox_required=args.require_sandbox,
              sandbox_missing=missing, auth=_auth_mode(auth))
     _warn_unsandboxed(missing)
     if auth is not None and args.auth_issuer:
         _discover_soon(auth.verifier)  # after the start-up line, which stays the first
     tls = (args.tls_cert, args.tls_key) if args.tls_cert else None
-    if args.workers == 1:
+    if not supervised:
         return http.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
                                allowed_hosts=args.allow_host, log_level=args.log_level, auth=auth, tls=tls,
                                front=_front_limits(args), **_app_limits(args))
     os.environ[ARGV_VARIABLE] = json.dumps(argv)  # each worker builds its own server from it: see http_app
-    if args.state_key_file is None:  # one random key for all the workers, so a client's retry may land on any
+    if args.state_key_file is None:  # one random key for all the workers (and the ones started again), so a
+        # client's retry may land on any
         from .request_state import KEY_ENV
 
         os.environ[KEY_ENV] = os.urandom(32).hex()
     tls_options = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
     return http.run_uvicorn(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
-                            log_level=args.log_level, front=_front_limits(args), **tls_options)
+                            supervise=True, log_level=args.log_level, front=_front_limits(args), **tls_options)
 
 
 def http_app() -> Any:
-    """The ASGI app of one `--workers` process, built from the command line the parent passed on."""
+    """The ASGI app of one supervised worker process (`--workers`, `--supervise`), built from the command line the
+    parent passed on."""
     from .transports import http
 
+    _first_for_the_oom_killer()
     args = build_parser().parse_args(json.loads(os.environ[ARGV_VARIABLE]))
     log.set_level(args.log_level)
     log.set_format(args.log_format)
@@ -342,11 +354,11 @@ def http_app() -> Any:
 
         missing = unavailable_reason()
         if missing is not None:
-            raise SystemExit(f"shipcode-mcp: --require-sandbox: child processes cannot be sandboxed: {missing}")
+            _worker_refuses(f"--require-sandbox: child processes cannot be sandboxed: {missing}")
     try:
         auth = _resource_server(args)
     except ValueError as err:  # e.g. a token file broken since the parent read it: one line, not a traceback
-        raise SystemExit(f"shipcode-mcp: {err}") from None
+        _worker_refuses(str(err))
     if auth is not None and args.auth_issuer:
         _discover_soon(auth.verifier)
     state_key = _state_key(args.state_key_file)
@@ -356,13 +368,30 @@ def http_app() -> Any:
         shared = os.environ.pop(KEY_ENV, None)  # read once; the children (rg, git) need not inherit it
         state_key = bytes.fromhex(shared) if shared else None
     server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch, state_key=state_key)
-    app = http.create_app(server, stateless=True, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
+    app = http.create_app(server, stateless=args.stateless, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
                           host=args.http[0], auth=auth, **_app_limits(args))
     if not log.enabled("debug"):
         return app
     from .transports.request_log import RequestLog  # one line per request (docs/logging.md)
 
     return RequestLog(app)
+
+
+def _worker_refuses(why: str) -> NoReturn:
+    """A worker that cannot serve says why and exits with uvicorn's STARTUP_FAILURE (3), on which its supervisor
+    stops instead of starting it again and again (any other status is a crash, started again)."""
+    print(f"shipcode-mcp: {why}", file=sys.stderr)
+    raise SystemExit(3)
+
+
+def _first_for_the_oom_killer() -> None:
+    """Make this worker (and the children it starts, which inherit it) what the kernel's OOM killer picks before
+    its supervisor, which would start it again: raising one's own oom_score_adj needs no privilege."""
+    try:
+        with open("/proc/self/oom_score_adj", "r+") as adj:
+            adj.write(str(min(1000, int(adj.read()) + OOM_SCORE_RAISE)))
+    except (OSError, ValueError):  # not Linux, or no /proc: the supervisor still starts a dead worker again
+        pass
 
 
 _LIMITS = ("max_connections", "header_timeout", "write_timeout", "max_tls_handshakes", "body_timeout", "max_sessions",

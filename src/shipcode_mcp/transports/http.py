@@ -83,6 +83,7 @@ NAME_HEADER = "mcp-name"
 NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 """The modern requests that carry `Mcp-Name`, and the parameter it mirrors."""
 MAX_BODY_BYTES = 64 * 1024 * 1024
+HEALTH_CHECK_TIMEOUT = 5  # seconds a supervised worker may leave its supervisor's health check unanswered
 BODY_TIMEOUT = 60.0  # seconds a request body may go without a byte (and the grace before BODY_MIN_RATE counts)
 BODY_MIN_RATE = 16 * 1024
 """Bytes a second a body must average after its first BODY_TIMEOUT seconds: a 64 MiB upload on a 1 Mbit/s link
@@ -1273,7 +1274,7 @@ def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, pat
 
 
 def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | None = None,
-                front: FrontLimits | None = None, **options: Any) -> int:
+                front: FrontLimits | None = None, supervise: bool = False, **options: Any) -> int:
     """uvicorn.run with logging on stderr only, in our format (its access log would go to stdout), a prompt shutdown
     even with GET streams open, and exit status 0 after a graceful shutdown on SIGINT or SIGTERM
     (uvicorn raises the signal again once done; it finds a handler that lets the process end normally).
@@ -1283,7 +1284,11 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     and the accept batch (`http_front.FrontLoop`, uvicorn's `loop`: the cap leaves room for the bursts).
     `ssl_certfile` and `ssl_keyfile` go to the front, which starts TLS itself (so a connection that never
     completes its handshake is under its rules too); the files are read here first, so a bad pair stops the
-    start. No WebSocket (`ws="none"`): the app has no WebSocket route."""
+    start. No WebSocket (`ws="none"`): the app has no WebSocket route.
+
+    `supervise` (an import string for `app`; always so with more than one of `workers`) serves from worker
+    processes under uvicorn's supervisor, which starts a worker again when it dies or stops answering its
+    health check; the exit status is 3 when a worker failed to start (as uvicorn.run's)."""
     import dataclasses
 
     import uvicorn
@@ -1309,8 +1314,10 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     settings: dict[str, Any] = dict(log_config=config, log_level=level, access_log=level in ("debug", "info"),
                                     timeout_graceful_shutdown=3, server_header=False, **options)
     try:
-        if isinstance(app, str) or options.get("workers", 1) != 1:
-            uvicorn.run(app, **settings)  # worker processes: their listen streams end when the time is up
+        if supervise or options.get("workers", 1) != 1:
+            return _supervised(uvicorn.Config(app, timeout_worker_healthcheck=HEALTH_CHECK_TIMEOUT, **settings))
+        if isinstance(app, str):
+            uvicorn.run(app, **settings)
         else:  # uvicorn.run, with a server that ends listen streams with their result when it shuts down
             server = uvicorn_server(uvicorn.Config(app, **settings))
             server.run()
@@ -1320,6 +1327,40 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
+
+
+def _supervised(config: Any) -> int:
+    """uvicorn.run's way with workers, for one worker as well: its Multiprocess supervisor on one listening
+    socket. The workers' listen streams end when the graceful wait is up."""
+    from uvicorn.config import STARTUP_FAILURE
+    from uvicorn.supervisors import Multiprocess
+
+    class Supervisor(Multiprocess):
+        def keep_subprocess_alive(self) -> None:
+            """uvicorn's, saying at warning level (uvicorn says it at info) which worker ended and how."""
+            before = list(self.processes)
+            running = {id(worker) for worker in before if worker.process.is_alive()}
+            super().keep_subprocess_alive()
+            for old, new in zip(before, self.processes, strict=True):
+                if old is not new:
+                    log.warning(f"worker {old.pid} {_how_it_ended(old.exitcode, id(old) in running)}; "
+                                f"started again as {new.pid}")
+
+    sock = config.bind_socket()
+    supervisor = Supervisor(config, sockets=[sock])
+    try:
+        supervisor.run()
+    finally:
+        sock.close()
+    return STARTUP_FAILURE if any(worker.exitcode == STARTUP_FAILURE for worker in supervisor.processes) else 0
+
+
+def _how_it_ended(status: int | None, was_running: bool) -> str:
+    if was_running:
+        return f"did not answer its supervisor for {HEALTH_CHECK_TIMEOUT:g} s and was killed"
+    if status is not None and status < 0:
+        return f"was killed by {signal.Signals(-status).name}" + (" (the OOM killer sends it)" if status == -9 else "")
+    return f"exited with status {status}"
 
 
 def uvicorn_server(config: Any) -> Any:

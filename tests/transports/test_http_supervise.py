@@ -1,0 +1,187 @@
+"""`--supervise` (and `--workers` above 1): the server's worker is started again when it dies, so one crash, one
+OOM kill or one hung worker never leaves the deployment dead. Each case first shows the harm on a server that is
+not supervised (the same kill leaves nothing that answers), then that a supervised one answers again.
+
+Real processes over real sockets: the command line, uvicorn's supervisor, its spawned workers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from support import REPO, wait_for
+from transports.http_support import MCP_HEADERS, McpHttpClient, children, free_port, initialize, request
+
+pytest.importorskip("uvicorn")
+
+
+@contextmanager
+def server(arguments: list[str], tmp_path: Path, token: str | None = None
+           ) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+    """`shipcode-mcp --http PORT ARGUMENTS` serving `tmp_path/project` (which holds hello.txt), once it
+    answers (`token`'s requests); yields the process, its port and the file its stderr goes to."""
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    (project / "hello.txt").write_text("hello\n")
+    port = free_port()
+    stderr = tmp_path / f"server-{port}.log"
+    with open(stderr, "wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "shipcode_mcp", "--http", str(port), *arguments, str(project)],
+                                   env={**os.environ, "PYTHONPATH": str(REPO / "src")}, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    try:
+        wait_for(lambda: process.poll() is not None or serves(port, token), 60, "the server to answer")
+        assert process.poll() is None, stderr.read_text()
+        yield process, port, stderr
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(30)
+
+
+def serves(port: int, token: str | None = None) -> bool:
+    """Whether an initialize on a new connection is answered, and a read_file after it."""
+    authorized = {**MCP_HEADERS, **({} if token is None else {"Authorization": f"Bearer {token}"})}
+    try:
+        init = request(port, "POST", initialize(), authorized, timeout=5)
+        if init.status != 200:
+            return False
+        headers = {**authorized, "MCP-Protocol-Version": "2025-06-18"}
+        if "mcp-session-id" in init.headers:
+            headers["Mcp-Session-Id"] = init.headers["mcp-session-id"]
+            request(port, "POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers, timeout=5)
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": "hello.txt"}}}
+        result = request(port, "POST", call, headers, timeout=30).json()["result"]
+        return bool(result["structuredContent"]["text"] == "hello")
+    except OSError:
+        return False
+
+
+def refuses(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return False
+    except OSError:
+        return True
+
+
+def workers(supervisor: int) -> list[int]:
+    """The supervisor's worker processes (uvicorn spawns them; its resource tracker is another child)."""
+    found = []
+    for pid in children(supervisor):
+        try:
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def oom_score_adj(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/oom_score_adj").read_text())
+
+
+@pytest.mark.parametrize("dies", [signal.SIGKILL, signal.SIGABRT], ids=["killed", "aborted"])
+def test_an_unsupervised_server_that_dies_leaves_nothing_that_answers(dies: signal.Signals, tmp_path: Path) -> None:
+    """The control: the harm a supervisor prevents. One process serves; killed (the OOM killer's SIGKILL) or
+    aborted (a C assertion's SIGABRT), nothing answers on its port any more."""
+    with server([], tmp_path) as (process, port, _):
+        assert workers(process.pid) == []
+        os.kill(process.pid, dies)
+        assert process.wait(30) == -dies
+        assert refuses(port) and not serves(port)
+
+
+@pytest.mark.parametrize("dies", [signal.SIGKILL, signal.SIGABRT], ids=["killed", "aborted"])
+@pytest.mark.parametrize("mode", [["--supervise"], ["--stateless", "--supervise"], ["--stateless", "--workers", "2"]],
+                         ids=["sessions", "stateless", "two-workers"])
+def test_a_supervised_worker_that_dies_is_started_again(mode: list[str], dies: signal.Signals, tmp_path: Path) -> None:
+    with server(mode, tmp_path) as (process, port, stderr):
+        count = 2 if "--workers" in mode else 1
+        first = wait_for(lambda: (found := workers(process.pid)) and len(found) == count and found, 30, "the workers")
+        victim = first[0]
+        os.kill(victim, dies)
+        replaced = wait_for(lambda: (now := workers(process.pid)) and victim not in now and len(now) == count and now,
+                            60, "a worker started again")
+        wait_for(lambda: serves(port), 60, "the server to answer again")
+        assert set(first) - {victim} <= set(replaced)  # the others kept serving
+        said = stderr.read_text()
+        new = (set(replaced) - set(first)).pop()
+        assert f"WARNING: worker {victim} was killed by {dies.name}" in said and f"started again as {new}" in said, said
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+
+
+def test_a_supervised_session_server_serves_sessions_and_a_dead_workers_sessions_end(tmp_path: Path) -> None:
+    """With one supervised worker the server keeps its sessions (GET stream, requests to the client); those of a
+    worker that died end: the client gets 404 for them, and a new initialize is served (the spec's recovery)."""
+    with server(["--supervise"], tmp_path) as (process, port, _):
+        client = McpHttpClient(port)
+        assert client.session_id is not None
+        assert request(port, "GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": client.session_id,
+                                             "MCP-Protocol-Version": "2025-06-18"}, stream=True).status == 200
+        [worker] = workers(process.pid)
+        os.kill(worker, signal.SIGKILL)
+        wait_for(lambda: serves(port), 60, "the server to answer again")
+        ping = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
+        headers = {**MCP_HEADERS, "Mcp-Session-Id": client.session_id, "MCP-Protocol-Version": "2025-06-18"}
+        assert request(port, "POST", ping, headers).status == 404
+        assert McpHttpClient(port).call("ping").json()["result"] == {}
+
+
+def test_a_hung_worker_is_killed_and_started_again(tmp_path: Path) -> None:
+    """A worker that stops answering its supervisor's health check (stopped here; a runaway that holds the GIL
+    alike) is killed after HEALTH_CHECK_TIMEOUT (5 s) and replaced. Without a supervisor, a stopped server
+    accepts connections (the kernel's backlog) and answers none of them."""
+    with server([], tmp_path) as (process, port, _):
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            assert not serves(port)
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+    with server(["--supervise"], tmp_path) as (process, port, stderr):
+        [worker] = wait_for(lambda: workers(process.pid), 30, "the worker")
+        os.kill(worker, signal.SIGSTOP)
+        start = time.monotonic()
+        wait_for(lambda: worker not in workers(process.pid) and serves(port), 90, "the server to answer again")
+        assert time.monotonic() - start >= 5
+        assert f"worker {worker} did not answer its supervisor for 5 s and was killed" in stderr.read_text()
+
+
+def test_workers_are_what_the_oom_killer_picks_before_their_supervisor(tmp_path: Path) -> None:
+    with server(["--stateless", "--workers", "2"], tmp_path) as (process, _, _):
+        raised = min(1000, oom_score_adj(process.pid) + 500)
+        # each worker raises its score as it builds its app: the one that has not answered yet may not have
+        wait_for(lambda: (now := workers(process.pid)) and [oom_score_adj(pid) for pid in now] == [raised] * 2, 30,
+                 "both workers' raised oom_score_adj")
+
+
+def test_a_worker_that_cannot_start_stops_the_supervisor_instead_of_starting_again_and_again(tmp_path: Path) -> None:
+    """The token file broke after the start; the worker killed then cannot start again: it says why, once, and
+    the supervisor exits with uvicorn's STARTUP_FAILURE (3) instead of a restart every half second."""
+    tokens, token = tmp_path / "tokens", "a-token-of-more-than-16-characters"
+    tokens.write_text(f"{token} shipcode:read\n")
+    tokens.chmod(0o600)
+    with server(["--supervise", "--auth-token-file", str(tokens)], tmp_path, token) as (process, port, stderr):
+        [worker] = wait_for(lambda: workers(process.pid), 30, "the worker")
+        tokens.write_text("short\n")
+        os.kill(worker, signal.SIGKILL)
+        assert process.wait(60) == 3
+        said = stderr.read_text()
+        assert said.count("a token needs at least 16 characters") == 1 and "Traceback" not in said, said
+        assert token not in said and refuses(port)
+
+
+def test_supervise_needs_http() -> None:
+    done = subprocess.run([sys.executable, "-m", "shipcode_mcp", "--supervise"], capture_output=True, text=True,
+                          timeout=30, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 2 and "--supervise" in done.stderr
