@@ -429,9 +429,9 @@ def _accepted_nodelay(listening: socket.socket) -> int:
 def test_every_accepted_connection_has_tcp_nodelay(mode: str) -> None:
     """Read back from the sockets the front accepted. In single-process mode uvicorn's asyncio server makes its
     listening socket through getaddrinfo (proto IPPROTO_TCP); with --workers each worker serves the socket the
-    parent bound (`Config.bind_socket`, proto 0), where asyncio sets no TCP_NODELAY: without it every response
-    waits for the client's delayed ACK. Here the worker's path is run in this process (`Server.run(sockets=...)`,
-    as uvicorn's worker does)."""
+    parent bound (`Config.bind_socket`: proto 0 before uvicorn 0.55), where asyncio sets no TCP_NODELAY: without
+    it every response waits for the client's delayed ACK. Here the worker's path is run in this process
+    (`Server.run(sockets=...)`, as uvicorn's worker does), on a socket bound as uvicorn before 0.55 bound it."""
     import uvicorn
 
     from shipcode_mcp.transports.http_front import front_of
@@ -442,8 +442,7 @@ def test_every_accepted_connection_has_tcp_nodelay(mode: str) -> None:
                             loop="shipcode_mcp.transports.http_front:FrontLoop")
     sockets = None
     if mode == "workers":
-        parent = config.bind_socket()
-        assert parent.proto == 0
+        parent = _bound_as_before_uvicorn_055(config.port)
         assert _accepted_nodelay(parent.dup()) == 0  # the defect: asyncio alone leaves Nagle on
         sockets = [parent]
     server = uvicorn_server(config)
@@ -469,6 +468,25 @@ def test_every_accepted_connection_has_tcp_nodelay(mode: str) -> None:
             client.close()
         server.should_exit = True
         thread.join(10)
+
+
+def _bound_as_before_uvicorn_055(port: int) -> socket.socket:
+    """A listening socket as uvicorn's `Config.bind_socket` made it up to 0.54: proto 0, not IPPROTO_TCP."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _uvicorn_binds_without_proto() -> bool:
+    """Whether this uvicorn's `Config.bind_socket` (its workers' socket) gives proto 0, on which asyncio leaves
+    TCP_NODELAY off (up to 0.54; 0.55 binds with IPPROTO_TCP)."""
+    import uvicorn
+
+    with uvicorn.Config("app", host="127.0.0.1", port=0).bind_socket() as sock:
+        return bool(sock.proto == 0)
 
 
 def _nodelay_in_workers(port: int, parent: int, count: int = 4) -> list[int]:
@@ -517,12 +535,17 @@ def _nodelay_in_workers(port: int, parent: int, count: int = 4) -> list[int]:
 @pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="reads a worker's sockets through pidfd_getfd (Linux)")
 def test_tcp_nodelay_in_the_worker_processes(tmp_path: Path) -> None:
     """`--stateless --workers 2` for real: the accepted sockets in the worker processes have TCP_NODELAY. A bare
-    `uvicorn --workers 2` (the same uvicorn, no front) leaves it off: every response would wait for a delayed ACK."""
+    `uvicorn --workers 2` (the same uvicorn, no front) leaves it off up to uvicorn 0.54, whose workers' socket has
+    proto 0: every response would wait for a delayed ACK (the front sets it whatever the socket)."""
     (tmp_path / "a.txt").write_text("a")
     bare = ["-m", "uvicorn", "http_worker_app:app", "--workers", "2", "--port", "{port}", "--http", "h11",
             "--app-dir", str(Path(__file__).parent), "--log-level", "warning"]
     with serving_process(tmp_path, bare) as (port, pid):
-        assert _nodelay_in_workers(port, pid) == [0, 0, 0, 0]  # the defect, without the front
+        bare_nodelay = _nodelay_in_workers(port, pid)
+        if _uvicorn_binds_without_proto():
+            assert bare_nodelay == [0, 0, 0, 0]  # the defect, without the front
+        else:
+            assert all(bare_nodelay)  # uvicorn 0.55+ binds with IPPROTO_TCP: asyncio sets it
     ours = ["-m", "shipcode_mcp", "--http", "{port}", "--stateless", "--workers", "2", str(tmp_path)]
     with serving_process(tmp_path, ours) as (port, pid):
         assert all(_nodelay_in_workers(port, pid))
