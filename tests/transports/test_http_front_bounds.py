@@ -184,6 +184,8 @@ def _tiny_chunks(port: int, stop: threading.Event) -> None:
         _read_answer(sock)
 
 
+
+
 @pytest.mark.parametrize("defended", [False, True])
 def test_one_byte_chunks_do_not_stall_the_event_loop(tmp_path: Path, defended: bool) -> None:
     """Four clients sending bodies of 65 536 one-byte chunks, over and over: without the defence each body is
@@ -206,6 +208,31 @@ def test_one_byte_chunks_do_not_stall_the_event_loop(tmp_path: Path, defended: b
             sock.sendall(HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + b"1\r\n \r\n" * 1000)
             refused = _read_answer(sock)
             assert refused.startswith(b"HTTP/1.1 400 ") and b"chunks are too small" in refused, refused
+
+
+@pytest.mark.parametrize("min_chunk", [0, http_front.MIN_CHUNK])
+def test_a_large_first_chunk_does_not_pay_for_a_flood_of_tiny_ones(min_chunk: int) -> None:
+    """One chunk as large as TINY one-byte chunks would need to average MIN_CHUNK bytes (16 MiB), then TINY of
+    them: a rule on the whole body's average let every one through, an event each on the loop (the control,
+    min_chunk 0, shows the count). Each run of FREE_CHUNKS chunks must carry its own average: refused within
+    two runs of the tiny ones, whatever came first."""
+    connection = http_front.FrontConnection(min_chunk, None)
+    large = TINY * http_front.MIN_CHUNK
+    connection.receive_data(HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + b"%x\r\n" % large + b" " * large + b"\r\n"
+                            + b"1\r\n \r\n" * TINY + b"0\r\n\r\n")
+    assert type(connection.next_event()) is h11.Request
+    refused = None
+    try:
+        while type(event := connection.next_event()) is h11.Data:
+            pass
+        assert type(event) is h11.EndOfMessage
+    except http_front.Refused as err:
+        refused = err
+    if min_chunk == 0:
+        assert refused is None and connection.chunks == 1 + TINY
+        return
+    assert refused is not None and "chunks are too small" in str(refused)
+    assert connection.chunks <= 2 * http_front.FREE_CHUNKS + 1
 
 
 # -- finding 6: bodies buffered whole, no budget --------------------------------------------------------------

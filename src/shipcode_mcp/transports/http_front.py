@@ -36,8 +36,10 @@ protocol with these rules added, holds:
   refused (400) and the connection closes, so that a proxy framing by length and this server framing by
   chunks never see two different requests (smuggling);
 - framing that costs what it carries: h11 makes an event of every chunk, so 65 536 one-byte chunks are 65 536
-  events on the loop. After `FREE_CHUNKS` chunks, a body's chunks must average `min_chunk` bytes, else 400 and
-  close; the body pieces of one read reach uvicorn joined, as one event (`FrontConnection`);
+  events on the loop. After its first `FREE_CHUNKS` chunks, each run of `FREE_CHUNKS` chunks of a body must
+  average `min_chunk` bytes, else 400 and close (a run, not the whole body: one large chunk first must not
+  pay for a flood of tiny ones), so no read holds more than one event a `min_chunk` bytes beyond a run's
+  worth; the body pieces of one read reach uvicorn joined, as one event (`FrontConnection`);
 - no protocol switch: a WebSocket upgrade is refused (403, as uvicorn's WebSocket protocol answers an app
   without a WebSocket route) and the connection closes, whatever WebSocket library is installed;
 - TLS inside the front (`FrontLimits.tls`): uvicorn's server listens in plain TCP and each connection
@@ -97,9 +99,10 @@ HANDSHAKE_TIMEOUT = 60.0
 """Seconds a TLS handshake may take when there is no head deadline (asyncio's default)."""
 CLOSE = (b"connection", b"close")
 FREE_CHUNKS = 64
-"""Chunks of a body that may be of any size; beyond them, chunks must average `FrontLimits.min_chunk` bytes."""
+"""Chunks of a body that may be of any size; beyond them, each run of as many chunks must average
+`FrontLimits.min_chunk` bytes."""
 MIN_CHUNK = 256
-"""The average chunk (bytes of payload) a chunked body must keep after its first FREE_CHUNKS chunks: the chunk
+"""The average chunk (bytes of payload) of each run of FREE_CHUNKS chunks after a chunked body's first: the chunk
 framing (at least 5 bytes) is then at most a few percent of what it carries."""
 JOINED = 64 * 1024
 """Bodies up to this size are joined to their head in one write; a larger one goes in a write of its own (a
@@ -110,8 +113,8 @@ copy of it would cost more than the write it saves)."""
 class FrontLimits:
     """`header_timeout` seconds for a request head (0: no deadline); `max_connections` open connections
     (None: sized from RLIMIT_NOFILE, see `default_max_connections`; 0: no cap); `tls`, the certificate and
-    key files (PEM) when the front serves TLS itself; `min_chunk`, the average chunk a chunked body keeps after
-    FREE_CHUNKS chunks (0: any); `write_timeout` seconds an answer may stay blocked by a client that does not
+    key files (PEM) when the front serves TLS itself; `min_chunk`, the average chunk of each run of FREE_CHUNKS
+    chunks after a chunked body's first (0: any); `write_timeout` seconds an answer may stay blocked by a client that does not
     read (0: no deadline, and such a connection counts as served); `max_handshakes` TLS handshakes pending at
     once (0: no cap)."""
 
@@ -401,7 +404,7 @@ class Refused(Exception):
 
 class FrontConnection(h11.Connection):
     """h11's server side with the front's framing rules: a request with both Content-Length and
-    Transfer-Encoding, and a chunked body whose chunks stay tiny, raise `Refused`; the body pieces parsed from
+    Transfer-Encoding, and a chunked body with a run of tiny chunks, raise `Refused`; the body pieces parsed from
     one read come out as one `Data` event (uvicorn appends each event's bytes and wakes the request's task
     for each: one per chunk). What ends the run of pieces (the body's end, an error) comes at the next call."""
 
@@ -412,8 +415,8 @@ class FrontConnection(h11.Connection):
             super().__init__(h11.SERVER, max_incomplete_event_size)
         self.min_chunk = min_chunk
         self._next: Any = None  # the event (or error) after the joined pieces
-        self.chunks = 0
-        self.payload = 0
+        self.chunks = 0  # of the body so far
+        self.payload = 0  # bytes of the current run of chunks (the first FREE_CHUNKS chunks are one run too)
 
     def next_event(self) -> Any:
         held, self._next = self._next, None
@@ -448,14 +451,14 @@ class FrontConnection(h11.Connection):
         return event if len(pieces) == 1 else h11.Data(data=b"".join(pieces))
 
     def _count(self, piece: h11.Data) -> None:
-        if not piece.chunk_start:  # a piece of a Content-Length body, or the rest of a chunk already counted
-            self.payload += len(piece.data)
-            return
-        self.chunks += 1
+        """A run ends where the next one's first chunk starts, its last chunk whole by then."""
+        if piece.chunk_start and self.chunks % FREE_CHUNKS == 0 and self.chunks > 0:
+            if self.min_chunk > 0 and self.chunks > FREE_CHUNKS and self.payload < FREE_CHUNKS * self.min_chunk:
+                raise Refused(f"the body's chunks are too small (after its first {FREE_CHUNKS} chunks, every "
+                              f"{FREE_CHUNKS} must average {self.min_chunk} bytes)")
+            self.payload = 0
+        self.chunks += piece.chunk_start
         self.payload += len(piece.data)
-        if self.min_chunk > 0 and self.chunks > FREE_CHUNKS and self.payload < self.chunks * self.min_chunk:
-            raise Refused(f"the body's chunks are too small (after {FREE_CHUNKS} chunks, they must average "
-                          f"{self.min_chunk} bytes)")
 
 
 class FrontProtocol(_Member, H11Protocol):
