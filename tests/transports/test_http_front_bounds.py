@@ -513,6 +513,32 @@ def _big_root(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("defended", [False, True])
+def test_a_refused_host_or_origin_is_echoed_at_most_200_characters(defended: bool,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's non-reader pipelined requests whose 403 echoed a 15 KB Host header: each answer as large as
+    what the client sent fills the socket buffers the sooner. Echoed whole without the defence (the control);
+    cut to 200 characters with it, for Host and Origin alike."""
+    from shipcode_mcp.transports import http
+
+    if not defended:
+        monkeypatch.setattr(http, "_shown", repr)
+    served = FrontThread(Server("echo", "1.0.0").http_app(stateless=True, session_idle_timeout=0))
+    try:
+        for header in (b"Host: " + b"h" * 15_000, b"Host: 127.0.0.1\r\nOrigin: http://" + b"o" * 15_000):
+            with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:
+                sock.sendall(HEAD.replace(b"Host: 127.0.0.1", header) + b"Content-Length: %d\r\n\r\n" % len(PING) + PING)
+                answer = _read_answer(sock)
+            head, body = answer.split(b"\r\n\r\n", 1)
+            assert head.startswith(b"HTTP/1.1 403 "), head
+            if not defended:
+                assert len(body) > 15_000  # the harm: the answer grows with the header
+                continue
+            assert len(body) < 400 and b"..." in body, body
+    finally:
+        served.stop()
+
+
+@pytest.mark.parametrize("defended", [False, True])
 def test_clients_that_never_read_their_answers_do_not_pin_every_connection(tmp_path: Path, defended: bool) -> None:
     """16 connections (the cap) pipeline reads of a 400 KB file and read nothing: their answers block, and
     without the defence a blocked connection counts as served, so a fresh client finds no room (0 of 5
