@@ -173,11 +173,11 @@ class InProcess:
     """The tool functions called directly, each call with a fresh request context of one session."""
 
     def __init__(self, root: Path) -> None:
-        from shipcode_mcp.workspace import git, sandbox, search
+        from shipcode_mcp.workspace import git, sandbox, search, tools
         from shipcode_mcp.workspace.roots import Roots
 
         self.sandbox = sandbox
-        self.git, self.search = git, search
+        self.git, self.search, self.tools = git, search, tools
         self.roots = Roots([str(root)])
         self.next_id = 1
 
@@ -193,7 +193,7 @@ class InProcess:
             if tool == "git_status":
                 result = self.git.git_status(ctx, self.roots)
             else:
-                result = self.search.search_code(ctx, self.roots, NEEDLE)
+                result = self.tools.run("search_code", ctx, self.roots, pattern=NEEDLE)
             elapsed = time.perf_counter() - started
         except ToolError as err:
             raise BenchError(f"{tool} failed: {err}") from None
@@ -272,7 +272,7 @@ if tool == "import":
     print(json.dumps({"seconds": time.perf_counter() - started}))
     sys.exit(0)
 from shipcode_mcp.context import Context
-from shipcode_mcp.workspace import git, sandbox, search
+from shipcode_mcp.workspace import git, sandbox, search, tools
 from shipcode_mcp.workspace.roots import Roots
 sandbox.set_enabled(mode == "on")
 roots = Roots([root])
@@ -280,7 +280,7 @@ times = []
 for request_id in (1, 2, 3, 4):
     ctx = Context(None, request_id, "tools/call", {})
     started = time.perf_counter()
-    result = git.git_status(ctx, roots) if tool == "git_status" else search.search_code(ctx, roots, needle)
+    result = git.git_status(ctx, roots) if tool == "git_status" else tools.run("search_code", ctx, roots, pattern=needle)
     times.append(time.perf_counter() - started)
     assert not result.is_error, result.to_dict()
 later = sorted(times[1:])[1]  # the median of the calls after the first

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from shipcode_mcp.primitives import ToolError
-from shipcode_mcp.workspace import git as git_tools
 from shipcode_mcp.workspace.roots import Roots
+from shipcode_mcp.workspace.tools import run as run_tool
 from support import family, wait_for
 from workspace_support import Tools, context, git, git_env
 
@@ -120,10 +120,9 @@ def sandbox_off() -> Iterator[None]:
 
 def direct(root: Path, name: str, arguments: dict[str, Any] | None = None) -> tuple[bool, str]:
     """A git tool called in this process, without the kernel sandbox: (is_error, text and structuredContent)."""
-    function = getattr(git_tools, name)
     with sandbox_off():
         try:
-            outcome = function(context(), Roots([str(root)]), **(arguments or {}))
+            outcome = run_tool(name, context(), Roots([str(root)]), **(arguments or {}))
         except ToolError as err:
             return True, str(err)
     return False, everything(outcome.to_dict())

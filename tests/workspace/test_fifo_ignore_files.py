@@ -16,9 +16,10 @@ import pytest
 from attack_support import waits_on_a_fifo
 
 from shipcode_mcp.primitives import ToolError
-from shipcode_mcp.workspace import files, process
+from shipcode_mcp.workspace import process
 from shipcode_mcp.workspace.listing import rg_executable
 from shipcode_mcp.workspace.roots import Roots
+from shipcode_mcp.workspace.tools import run as run_tool
 from workspace_support import Tools, context, make_repo
 
 QUICK = 15.0
@@ -66,7 +67,7 @@ def test_a_blocked_root_does_not_starve_another(trapped: tuple[Path, str], tmp_p
 
     def blocked() -> None:
         try:
-            files.list_files(context(), roots, str(trapped))
+            run_tool("list_files", context(), roots, path=str(trapped))
             outcomes.append("answered")
         except ToolError as err:
             outcomes.append(str(err))
@@ -75,7 +76,7 @@ def test_a_blocked_root_does_not_starve_another(trapped: tuple[Path, str], tmp_p
     for thread in threads:
         thread.start()
     started = time.monotonic()
-    listed = files.list_files(context(), roots, str(clean))
+    listed = run_tool("list_files", context(), roots, path=str(clean))
     assert time.monotonic() - started < QUICK
     assert "a.txt" in listed.to_dict()["content"][0]["text"]
     for thread in threads:

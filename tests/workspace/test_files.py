@@ -11,6 +11,7 @@ import pytest
 from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import files
 from shipcode_mcp.workspace.roots import Roots
+from shipcode_mcp.workspace.tools import run as run_tool
 from workspace_support import Tools, context, git, make_repo
 
 
@@ -246,7 +247,7 @@ def test_read_file_stops_when_cancelled(tmp_path: Path) -> None:
     ctx = context()
     ctx.cancel()
     with pytest.raises(Cancelled):
-        files.read_file(ctx, Roots([str(tmp_path)]), "f.txt")
+        run_tool("read_file", ctx, Roots([str(tmp_path)]), path="f.txt")
 
 
 def test_paths_of_a_second_root_are_absolute(repo: Path, tmp_path: Path) -> None:

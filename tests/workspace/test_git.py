@@ -470,7 +470,7 @@ def test_the_repository_check_alone_refuses_a_bare_repository(repo: Path, tmp_pa
         del config[at - 1:at + 1]
     monkeypatch.setattr(git_module, "_SAFE_CONFIG", tuple(config))
     with pytest.raises(ToolError, match=r"^Refused: the git repository of emb is not a \.git folder inside"):
-        git_module.git_diff(context(), Roots([str(repo)]), path="emb")
+        git_module.git_diff(context(), Roots([str(repo)]), None, False, "emb")
     assert not marker.exists()
 
 

@@ -15,6 +15,7 @@ from shipcode_mcp.primitives import ToolResult
 from shipcode_mcp.workspace import process as process_module
 from shipcode_mcp.workspace import search
 from shipcode_mcp.workspace.roots import Roots
+from shipcode_mcp.workspace.tools import run as run_tool
 from support import family, peak_rss, wait_for
 from workspace_support import Tools, context, make_repo
 
@@ -297,7 +298,7 @@ def _search(root: Path, monkeypatch: pytest.MonkeyPatch, fallback: int | None = 
         if fallback is not None:
             patch.setattr(search, "FALLBACK_MATCHES", fallback)
         ctx = context(token)
-        found = search.search_code(ctx, Roots([str(root)]), **arguments)
+        found = run_tool("search_code", ctx, Roots([str(root)]), **arguments)
     return found, searches, ctx.sent
 
 
@@ -429,7 +430,7 @@ def test_cut_messages_are_rebuilt_from_head_and_tail(monkeypatch: pytest.MonkeyP
     (tmp_path / "a.txt").write_text("x" * 2000 + "needle" + "y" * 2000 + "\n" + "z\n" * 5 + ("needle " * 3000) + "\n"
                                     + "caf\u00e9 " * 700 + "\\ needle\n")
     ctx = context()
-    result = search.search_code(ctx, Roots([str(tmp_path)]), "needle")
+    result = run_tool("search_code", ctx, Roots([str(tmp_path)]), pattern="needle")
     assert result.structured is not None
     lines = result.structured["lines"]
     # Thousands of matches in line 7: the tail holds only the last of them, not the number (0: unknown).

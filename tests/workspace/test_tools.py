@@ -4,6 +4,7 @@ official SDK client using them. What start-up imports is tests/test_startup.py's
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from shipcode_mcp.workspace import tools as tool_specs
 from support import REPO
 from workspace_support import Tools, make_repo
 
@@ -70,8 +72,10 @@ def test_every_tool_is_fully_described(tools: Tools) -> None:
                 if "enum" in spec:
                     assert spec["enum"] == [*typed["enum"], None], (name, prop)
                 kind = typed["type"]
-            if kind == "integer":
-                assert {"default", "minimum", "maximum"} <= set(spec), (name, prop)
+            if kind == "integer":  # a default, or one the description gives in words (outline's depth: by path)
+                assert {"minimum", "maximum"} <= set(spec), (name, prop)
+                description = spec.get("description") or spec["anyOf"][0]["description"]
+                assert "default" in spec or "default: " in description, (name, prop)
             if kind == "boolean":
                 assert spec["default"] is False
         hints = tool["annotations"]
@@ -106,6 +110,40 @@ def test_no_schema_has_a_type_array(tools: Tools) -> None:
     for name, tool in tools.tools.items():
         for key in ("inputSchema", "outputSchema"):
             assert _type_arrays(tool[key]) == [], (name, key)
+
+
+@pytest.mark.parametrize("name", sorted(tool_specs.SPECS))
+def test_a_tool_is_one_spec_and_one_function_whose_defaults_the_schema_alone_holds(name: str) -> None:
+    """Each spec names its function; the function takes (ctx, roots) and then exactly the schema's arguments
+    (keyword-only extras of its own aside), and gives none of them a default: the schema's is the only one,
+    filled in by tools.run. And a client filling in the schema's defaults gets what leaving them out gets:
+    no default in a schema differs from the tool's own behaviour (outline's depth, whose meaning depends on
+    the path, has none)."""
+    import importlib
+    import inspect
+
+    spec = tool_specs.SPECS[name]
+    module, attribute = spec["run"].split(":")
+    function = getattr(importlib.import_module(f"shipcode_mcp.workspace.{module}"), attribute)
+    parameters = [parameter for parameter in inspect.signature(function).parameters.values()
+                  if parameter.kind is not inspect.Parameter.KEYWORD_ONLY]
+    assert [parameter.name for parameter in parameters[:2]] == ["ctx", "roots"]
+    assert {parameter.name for parameter in parameters[2:]} == set(spec["input"]["properties"])
+    assert [parameter.name for parameter in parameters if parameter.default is not inspect.Parameter.empty] == []
+
+
+def test_a_default_filled_in_from_the_schema_is_the_argument_left_out(repo: Path, tools: Tools) -> None:
+    (repo / "nested").mkdir()
+    (repo / "nested" / "shapes.py").write_text("class Shape:\n    def area(self):\n        return 0\n")
+    try:
+        for name, arguments in [("outline", {"path": "nested"}), ("outline", {"path": "nested/shapes.py"}),
+                                ("list_files", {}), ("read_file", {"path": "src/app.py"}), ("git_log", {}),
+                                ("search_code", {"pattern": "answer"}), ("find_symbol", {"name": "answer"})]:
+            properties = tools.tools[name]["inputSchema"]["properties"]
+            filled = {key: value["default"] for key, value in properties.items() if "default" in value}
+            assert tools.call(name, {**filled, **arguments}) == tools.call(name, arguments), (name, filled)
+    finally:
+        shutil.rmtree(repo / "nested")
 
 
 @pytest.mark.parametrize(("name", "arguments", "left_out"), [

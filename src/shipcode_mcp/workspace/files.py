@@ -31,8 +31,7 @@ MAX_SCAN_BYTES = 64 * 1024 * 1024
 """read_file looks at most this far into a file, to find a far offset."""
 
 
-def list_files(ctx: Context, roots: Roots, path: str = ".", pattern: str | None = None,
-               limit: int = 1000) -> ToolResult:
+def list_files(ctx: Context, roots: Roots, path: str, pattern: str | None, limit: int) -> ToolResult:
     real = roots.resolve(path)
     shown = roots.display(real)
     if os.path.isfile(real):
@@ -66,7 +65,7 @@ _CHUNK = 256 * 1024
 _BLOCK = 4096
 
 
-def read_file(ctx: Context, roots: Roots, path: str, offset: int = 1, limit: int = 2000) -> ToolResult:
+def read_file(ctx: Context, roots: Roots, path: str, offset: int, limit: int) -> ToolResult:
     real = roots.resolve(path)
     shown = roots.display(real)
     if os.path.isdir(real):

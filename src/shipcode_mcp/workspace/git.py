@@ -1137,8 +1137,7 @@ _LOG_FORMAT = "%H%x00%P%x00%an%x00%ae%x00%aI%x00%s%x00%b"
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 
-def git_log(ctx: Context, roots: Roots, limit: int = 20, path: str | None = None,
-            ref: str | None = None) -> ToolResult:
+def git_log(ctx: Context, roots: Roots, limit: int, path: str | None, ref: str | None) -> ToolResult:
     repo, real = _repo_for(ctx, roots, path)
     # Each record starts with a mark no commit can hold (it is made now): whatever a subject or body holds,
     # it cannot start a record of its own; the id and parents, git's own, come first in each.
@@ -1192,8 +1191,7 @@ def git_log(ctx: Context, roots: Roots, limit: int = 20, path: str | None = None
 
 
 # -- git_diff ------------------------------------------------------------------------------------------
-def git_diff(ctx: Context, roots: Roots, ref: str | None = None, staged: bool = False,
-             path: str | None = None) -> ToolResult:
+def git_diff(ctx: Context, roots: Roots, ref: str | None, staged: bool, path: str | None) -> ToolResult:
     repo, real = _repo_for(ctx, roots, path)
     with repo:
         options = [*_DIFF_FLAGS, *repo.relative(), *(["--cached"] if staged else [])]
@@ -1278,7 +1276,7 @@ def _diff_path(repo: Repo, name: str) -> str:
 
 
 # -- git_show ------------------------------------------------------------------------------------------
-def git_show(ctx: Context, roots: Roots, ref: str, path: str | None = None) -> ToolResult:
+def git_show(ctx: Context, roots: Roots, ref: str, path: str | None) -> ToolResult:
     repo, real = _repo_for(ctx, roots, path)
     with repo:
         if real is None:

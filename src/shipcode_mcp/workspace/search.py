@@ -339,9 +339,8 @@ def _estimate_size(fd: int, names: list[str]) -> int | None:
     return sum(sizes) * len(names) // len(sizes) if sizes else None
 
 
-def search_code(ctx: Context, roots: Roots, pattern: str, path: str = ".", glob: str | None = None,
-                ignore_case: bool = False, fixed_strings: bool = False, context: int = 0,
-                limit: int = 200) -> ToolResult:
+def search_code(ctx: Context, roots: Roots, pattern: str, path: str, glob: str | None, ignore_case: bool,
+                fixed_strings: bool, context: int, limit: int) -> ToolResult:
     if "\x00" in pattern or (glob and "\x00" in glob):
         raise ToolError("pattern and glob cannot contain NUL characters")
     real = roots.resolve(path)

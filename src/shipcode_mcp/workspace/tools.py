@@ -1,8 +1,10 @@
 """The workspace tools as MCP sees them: names, descriptions for a model, schemas, annotations.
 
-The work itself lives in files.py, search.py, git.py and writes.py, imported on the first call so
-that start-up pays only for these definitions. The tools are registered in a stable order: reading
-first, then git, then (with --allow-write) writing.
+A tool is one spec here and one function: the spec's "run" names the function ("module:name" under
+workspace/), imported on the first call so that start-up pays only for these definitions, and its input
+schema holds the only copy of each default (`_tool` fills in what a call leaves out, then calls the function
+with the arguments by name). The tools are registered in a stable order: reading first, then git, then
+(with --allow-write) writing.
 """
 
 from __future__ import annotations
@@ -17,8 +19,6 @@ if TYPE_CHECKING:
     from ..context import Context
     from ..server import Server
     from .roots import Roots
-
-    Handler = Callable[[Context, Roots, dict[str, Any]], Any]
 
 LIST_LIMIT = 1000
 MAX_LIST_LIMIT = 10000
@@ -82,8 +82,10 @@ def _string(description: str, **more: Any) -> dict[str, Any]:
     return {"type": "string", "description": description, **more}
 
 
-def _integer(description: str, default: int, minimum: int, maximum: int) -> dict[str, Any]:
-    return {"type": "integer", "description": description, "default": default, "minimum": minimum, "maximum": maximum}
+def _integer(description: str, default: int | None, minimum: int, maximum: int) -> dict[str, Any]:
+    """An integer argument; `default` None: none in the schema (the description says what leaving it out means)."""
+    spec = {"type": "integer", "description": description, "default": default, "minimum": minimum, "maximum": maximum}
+    return spec if default is not None else {key: value for key, value in spec.items() if key != "default"}
 
 
 def _boolean(description: str) -> dict[str, Any]:
@@ -109,6 +111,7 @@ def _output(properties: dict[str, Any]) -> dict[str, Any]:
 
 # -- the definitions --------------------------------------------------------------------------------
 LIST_FILES = {
+    "run": "files:list_files",
     "title": "List files",
     "description": (
         "List the files under a folder of the workspace, recursively, sorted by path. Honours .gitignore and "
@@ -132,6 +135,7 @@ LIST_FILES = {
 }
 
 READ_FILE = {
+    "run": "files:read_file",
     "title": "Read file",
     "description": (
         "Read a text file of the workspace. Returns its lines numbered like `cat -n` (the number, a tab, the "
@@ -160,6 +164,7 @@ READ_FILE = {
 }
 
 SEARCH_CODE = {
+    "run": "search:search_code",
     "title": "Search code",
     "description": (
         "Search the contents of the workspace's files with a regular expression (ripgrep; Rust regex syntax, "
@@ -200,6 +205,7 @@ _REF_HELP = ("A branch, tag, commit id or expression such as HEAD~2, main@{upstr
              "it cannot start with '-'")
 
 GIT_STATUS = {
+    "run": "git:git_status",
     "title": "Git status",
     "description": (
         "Show the git status of each workspace root: the branch, its upstream and how far ahead or behind it is, "
@@ -234,6 +240,7 @@ GIT_STATUS = {
 }
 
 GIT_LOG = {
+    "run": "git:git_log",
     "title": "Git log",
     "description": (
         "Show the commit history, most recent first: id, date, author, subject and message. `ref` picks where "
@@ -262,6 +269,7 @@ GIT_LOG = {
 }
 
 GIT_DIFF = {
+    "run": "git:git_diff",
     "title": "Git diff",
     "description": (
         "Show changes as a unified diff, with a summary of the files changed and lines added and removed. "
@@ -293,6 +301,7 @@ GIT_DIFF = {
 }
 
 GIT_SHOW = {
+    "run": "git:git_show",
     "title": "Git show",
     "description": (
         "Show one commit (or tag): its id, author, date, full message, a summary of the files it changed and "
@@ -314,6 +323,7 @@ GIT_SHOW = {
 }
 
 WRITE_FILE = {
+    "run": "writes:write_file",
     "title": "Write file",
     "description": (
         "Create a file or replace its whole content. Missing parent folders are created; an existing file keeps "
@@ -337,6 +347,7 @@ WRITE_FILE = {
 }
 
 EDIT_FILE = {
+    "run": "writes:edit_file",
     "title": "Edit file",
     "description": (
         "Replace text in an existing UTF-8 text file. `old_text` must match the file exactly, including "
@@ -379,6 +390,7 @@ _SYMBOL_ITEM = _output({
 })
 
 OUTLINE = {
+    "run": "code.navigate:outline",
     "title": "Outline",
     "description": (
         "List the symbols a source file defines (classes, functions, methods, interfaces, structs, enums, "
@@ -390,7 +402,7 @@ OUTLINE = {
     "input": _object({
         "path": _string(f"A source file or a folder; {_PATH_HELP}.", minLength=1),
         "depth": _integer("How many levels of nesting to show (1: top level only); default: all for a file, 1 for a "
-                          "folder.", MAX_DEPTH, 1, MAX_DEPTH),
+                          "folder.", None, 1, MAX_DEPTH),
     }, ("path",)),
     "output": _output({
         "path": _STR,
@@ -405,6 +417,7 @@ OUTLINE = {
 }
 
 FIND_SYMBOL = {
+    "run": "code.navigate:find_symbol",
     "title": "Find symbol",
     "description": (
         "Find where a symbol is defined across the workspace: its file, line range, kind and signature. `name` is "
@@ -430,6 +443,7 @@ FIND_SYMBOL = {
 }
 
 FIND_REFERENCES = {
+    "run": "code.references:find_references",
     "title": "Find references",
     "description": (
         "Find where an identifier is used in the code of the workspace, from the syntax tree: occurrences in "
@@ -460,6 +474,7 @@ FIND_REFERENCES = {
 }
 
 READ_SYMBOL = {
+    "run": "code.navigate:read_symbol",
     "title": "Read symbol",
     "description": (
         "Read the source of one symbol of a file: a function, method, class, ... with its decorators, doc comment "
@@ -480,6 +495,7 @@ READ_SYMBOL = {
 }
 
 SEARCH_STRUCTURE = {
+    "run": "code.structure:search_structure",
     "title": "Search structure",
     "description": (
         "Search code by its syntax with an ast-grep pattern: code of the given language where $NAME matches any "
@@ -522,120 +538,53 @@ SEARCH_STRUCTURE = {
 }
 
 
-# -- handlers: import the work on the first call ----------------------------------------------------
-def _list_files(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .files import list_files
-
-    return list_files(ctx, roots, args.get("path", "."), args.get("pattern"), args.get("limit", LIST_LIMIT))
-
-
-def _read_file(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .files import read_file
-
-    return read_file(ctx, roots, args["path"], args.get("offset", 1), args.get("limit", READ_LINES))
-
-
-def _search_code(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .search import search_code
-
-    return search_code(ctx, roots, args["pattern"], args.get("path", "."), args.get("glob"),
-                       args.get("ignore_case", False), args.get("fixed_strings", False), args.get("context", 0),
-                       args.get("limit", SEARCH_LIMIT))
-
-
-def _git_status(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .git import git_status
-
-    return git_status(ctx, roots)
-
-
-def _git_log(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .git import git_log
-
-    return git_log(ctx, roots, args.get("limit", LOG_LIMIT), args.get("path"), args.get("ref"))
-
-
-def _git_diff(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .git import git_diff
-
-    return git_diff(ctx, roots, args.get("ref"), args.get("staged", False), args.get("path"))
-
-
-def _git_show(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .git import git_show
-
-    return git_show(ctx, roots, args["ref"], args.get("path"))
-
-
-def _write_file(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .writes import write_file
-
-    return write_file(ctx, roots, args["path"], args["content"])
-
-
-def _edit_file(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .writes import edit_file
-
-    return edit_file(ctx, roots, args["path"], args["old_text"], args["new_text"], args.get("replace_all", False))
-
-
-def _outline(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .code.navigate import outline
-
-    return outline(ctx, roots, args["path"], args.get("depth"))
-
-
-def _find_symbol(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .code.navigate import find_symbol
-
-    return find_symbol(ctx, roots, args["name"], args.get("kind"), args.get("path", "."), args.get("limit", SYMBOL_LIMIT))
-
-
-def _find_references(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .code.references import find_references
-
-    return find_references(ctx, roots, args["name"], args.get("path", "."), args.get("limit", REFERENCE_LIMIT))
-
-
-def _read_symbol(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .code.navigate import read_symbol
-
-    return read_symbol(ctx, roots, args["path"], args["name"])
-
-
-def _search_structure(ctx: Context, roots: Roots, args: dict[str, Any]) -> Any:
-    from .code.structure import search_structure
-
-    return search_structure(ctx, roots, args["pattern"], args["language"], args.get("path", "."),
-                            args.get("limit", STRUCTURE_LIMIT), args.get("full", False))
-
-
-READ_TOOLS: tuple[tuple[str, dict[str, Any], Handler], ...] = (
-    ("list_files", LIST_FILES, _list_files),
-    ("read_file", READ_FILE, _read_file),
-    ("search_code", SEARCH_CODE, _search_code),
-    ("git_status", GIT_STATUS, _git_status),
-    ("git_log", GIT_LOG, _git_log),
-    ("git_diff", GIT_DIFF, _git_diff),
-    ("git_show", GIT_SHOW, _git_show),
+# -- the tools, in the order they are listed ----------------------------------------------------------
+READ_TOOLS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("list_files", LIST_FILES),
+    ("read_file", READ_FILE),
+    ("search_code", SEARCH_CODE),
+    ("git_status", GIT_STATUS),
+    ("git_log", GIT_LOG),
+    ("git_diff", GIT_DIFF),
+    ("git_show", GIT_SHOW),
 )
-CODE_TOOLS: tuple[tuple[str, dict[str, Any], Handler], ...] = (
-    ("outline", OUTLINE, _outline),
-    ("find_symbol", FIND_SYMBOL, _find_symbol),
-    ("find_references", FIND_REFERENCES, _find_references),
-    ("read_symbol", READ_SYMBOL, _read_symbol),
-    ("search_structure", SEARCH_STRUCTURE, _search_structure),
+CODE_TOOLS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("outline", OUTLINE),
+    ("find_symbol", FIND_SYMBOL),
+    ("find_references", FIND_REFERENCES),
+    ("read_symbol", READ_SYMBOL),
+    ("search_structure", SEARCH_STRUCTURE),
 )
 """Offered only when ast-grep-py (the `code` extra) is installed; listed after the other reading tools."""
-WRITE_TOOLS: tuple[tuple[str, dict[str, Any], Handler, dict[str, bool]], ...] = (
-    ("write_file", WRITE_FILE, _write_file,
+WRITE_TOOLS: tuple[tuple[str, dict[str, Any], dict[str, bool]], ...] = (
+    ("write_file", WRITE_FILE,
      {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}),
-    ("edit_file", EDIT_FILE, _edit_file,
+    ("edit_file", EDIT_FILE,
      {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}),
 )
 
 
-def _tool(name: str, spec: dict[str, Any], handler: Handler, roots: Roots, annotations: dict[str, bool]) -> Tool:
+SPECS: dict[str, dict[str, Any]] = {name: spec for name, spec, *_ in READ_TOOLS + CODE_TOOLS + WRITE_TOOLS}
+_functions: dict[str, Callable[..., Any]] = {}  # each tool's function, once imported
+
+
+def run(tool: str, ctx: Context, roots: Roots, /, **arguments: Any) -> Any:
+    """Tool `tool`'s function called as the server calls it: function(ctx, roots, **arguments), each argument
+    left out given its schema's default (None where the schema gives none). Positional-only: a tool's
+    argument may be called `name`."""
+    spec = SPECS[tool]
+    function = _functions.get(tool)
+    if function is None:
+        from importlib import import_module
+
+        module, attribute = spec["run"].split(":")
+        function = _functions[tool] = getattr(import_module(f".{module}", __package__), attribute)
+    defaults = {key: argument.get("default") for key, argument in spec["input"]["properties"].items()}
+    return function(ctx, roots, **{**defaults, **arguments})
+
+
+def _tool(name: str, spec: dict[str, Any], roots: Roots, annotations: dict[str, bool]) -> Tool:
+    """The tool of `spec`: an unknown argument refused, null taken as left out, then `run`."""
     known = spec["input"]["properties"]
 
     def call(ctx: Context, arguments: dict[str, Any]) -> Any:
@@ -646,7 +595,7 @@ def _tool(name: str, spec: dict[str, Any], handler: Handler, roots: Roots, annot
                             f"{', '.join(repr(key) for key in unknown)} (it takes {accepted})")
         # null is "not given": the schema allows it only for optional arguments, which then take their
         # defaults exactly as when left out (strict function calling cannot leave an argument out).
-        return handler(ctx, roots, {key: value for key, value in arguments.items() if value is not None})
+        return run(name, ctx, roots, **{key: value for key, value in arguments.items() if value is not None})
 
     return Tool(name, call, spec["input"], title=spec["title"], description=spec["description"],
                 output_schema=spec["output"], annotations=dict(annotations))
@@ -664,8 +613,8 @@ def install_tools(server: Server, roots: Roots, *, allow_write: bool = False, co
     writing ones only when writing is allowed."""
     if code is None:
         code = code_available()
-    for name, spec, handler in READ_TOOLS + (CODE_TOOLS if code else ()):
-        server.add_tool(_tool(name, spec, handler, roots, READ_ONLY))
+    for name, spec in READ_TOOLS + (CODE_TOOLS if code else ()):
+        server.add_tool(_tool(name, spec, roots, READ_ONLY))
     if allow_write:
-        for name, spec, handler, annotations in WRITE_TOOLS:
-            server.add_tool(_tool(name, spec, handler, roots, annotations))
+        for name, spec, annotations in WRITE_TOOLS:
+            server.add_tool(_tool(name, spec, roots, annotations))

@@ -103,8 +103,7 @@ def write_file(ctx: Context, roots: Roots, path: str, content: str) -> ToolResul
     return result(text, {"path": shown, "created": created, "size": len(data), "diff": diff})
 
 
-def edit_file(ctx: Context, roots: Roots, path: str, old_text: str, new_text: str,
-              replace_all: bool = False) -> ToolResult:
+def edit_file(ctx: Context, roots: Roots, path: str, old_text: str, new_text: str, replace_all: bool) -> ToolResult:
     real, shown = _target(roots, path, "edit_file")
     if old_text == new_text:
         raise ToolError("old_text and new_text are the same: there is nothing to change")

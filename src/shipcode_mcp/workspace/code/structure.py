@@ -40,7 +40,7 @@ _WORD = re.compile(r"(?<![\w$])[A-Za-z_]\w*")
 
 
 def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, path: str, limit: int,
-                     full: bool = False) -> ToolResult:
+                     full: bool) -> ToolResult:
     from .parsers import POOL, Failed
 
     language = language.strip().lower()
