@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 SERVER_NAME = "shipcode-mcp"
-OOM_SCORE_RAISE = 500  # a supervised worker's oom_score_adj over its supervisor's (-1000 to 1000)
 ARGV_VARIABLE = "SHIPCODE_MCP_ARGV"  # how `--workers` hands the command line to each worker process
 
 
@@ -236,8 +235,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     try:
         state_key = _state_key(args.state_key_file)
-        server, workspace = _build(args.roots, allow_write=args.allow_write, watch=args.watch,
-                                   follow_client_roots=args.http is None, state_key=state_key)
+        if _supervised(args):  # the workers build the server: here only what they will check, checked now
+            server, workspace = None, Roots(list(args.roots) or [os.getcwd()])
+            if args.watch:
+                from .workspace.watch import can_watch
+
+                can_watch()
+        else:
+            server, workspace = _build(args.roots, allow_write=args.allow_write, watch=args.watch,
+                                       follow_client_roots=args.http is None, state_key=state_key)
     except (ValueError, OSError) as err:
         print(f"shipcode-mcp: {err}", file=sys.stderr)
         return 2
@@ -254,6 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 start(None)  # checked above
             else:
                 check = _check_sandbox_soon(start)
+            assert server is not None
             return serve_stdio(server)
         return _serve_http(server, workspace, args, list(sys.argv[1:] if argv is None else argv))
     finally:
@@ -293,7 +300,13 @@ def _warn_unsandboxed(missing: str | None) -> None:
                     "git's settings still confine them (--require-sandbox refuses to start like this)")
 
 
-def _serve_http(server: Server, workspace: Roots, args: Any, argv: list[str]) -> int:
+def _supervised(args: Any) -> bool:
+    """Whether the HTTP server runs in worker processes under a supervisor (uvicorn's starts a dead one again)."""
+    return args.http is not None and (args.supervise or args.workers > 1)
+
+
+def _serve_http(server: Server | None, workspace: Roots, args: Any, argv: list[str]) -> int:
+    """Serve `server` over HTTP, or (None: supervised) the one each worker builds from `argv`."""
     try:
         from .transports import http
     except ImportError as err:
@@ -317,15 +330,15 @@ def _serve_http(server: Server, workspace: Roots, args: Any, argv: list[str]) ->
         log.warning("tokens cross the network in clear text: give --tls-cert/--tls-key, or keep a TLS proxy in front "
                     "(docs/http.md, TLS)")
     missing = None if args.require_sandbox else _sandbox_missing()  # checked at once: HTTP's start-up is far longer
-    supervised = args.supervise or args.workers > 1  # uvicorn's supervisor starts a dead worker again
+    supervised = server is None
     announce(workspace.paths, url=_served_url(args), stateless=args.stateless, workers=args.workers, supervised=supervised,
              allow_write=args.allow_write, watch=args.watch, sandbox_required=args.require_sandbox,
              sandbox_missing=missing, auth=_auth_mode(auth))
     _warn_unsandboxed(missing)
-    if auth is not None and args.auth_issuer:
-        _discover_soon(auth.verifier)  # after the start-up line, which stays the first
     tls = (args.tls_cert, args.tls_key) if args.tls_cert else None
-    if not supervised:
+    if server is not None:
+        if auth is not None and args.auth_issuer:
+            _discover_soon(auth.verifier)  # after the start-up line, which stays the first
         return http.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
                                allowed_hosts=args.allow_host, log_level=args.log_level, auth=auth, tls=tls,
                                front=_front_limits(args), **_app_limits(args))
@@ -345,8 +358,15 @@ def http_app() -> Any:
     parent passed on."""
     from .transports import http
 
-    _first_for_the_oom_killer()
+    http.worker_started()
     args = build_parser().parse_args(json.loads(os.environ[ARGV_VARIABLE]))
+    try:
+        return _worker_app(args, http)
+    except (ValueError, OSError) as err:  # e.g. a token file or a root broken since the parent read it
+        _worker_refuses(str(err))
+
+
+def _worker_app(args: Any, http: Any) -> Any:
     log.set_level(args.log_level)
     log.set_format(args.log_format)
     if args.require_sandbox:
@@ -355,10 +375,7 @@ def http_app() -> Any:
         missing = unavailable_reason()
         if missing is not None:
             _worker_refuses(f"--require-sandbox: child processes cannot be sandboxed: {missing}")
-    try:
-        auth = _resource_server(args)
-    except ValueError as err:  # e.g. a token file broken since the parent read it: one line, not a traceback
-        _worker_refuses(str(err))
+    auth = _resource_server(args)
     if auth is not None and args.auth_issuer:
         _discover_soon(auth.verifier)
     state_key = _state_key(args.state_key_file)
@@ -382,16 +399,6 @@ def _worker_refuses(why: str) -> NoReturn:
     stops instead of starting it again and again (any other status is a crash, started again)."""
     print(f"shipcode-mcp: {why}", file=sys.stderr)
     raise SystemExit(3)
-
-
-def _first_for_the_oom_killer() -> None:
-    """Make this worker (and the children it starts, which inherit it) what the kernel's OOM killer picks before
-    its supervisor, which would start it again: raising one's own oom_score_adj needs no privilege."""
-    try:
-        with open("/proc/self/oom_score_adj", "r+") as adj:
-            adj.write(str(min(1000, int(adj.read()) + OOM_SCORE_RAISE)))
-    except (OSError, ValueError):  # not Linux, or no /proc: the supervisor still starts a dead worker again
-        pass
 
 
 _LIMITS = ("max_connections", "header_timeout", "write_timeout", "max_tls_handshakes", "body_timeout", "max_sessions",

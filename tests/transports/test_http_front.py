@@ -87,13 +87,13 @@ def serving_process(tmp_path: Path, arguments: list[str], files: int | None = No
 
     log = open(tmp_path / f"server-{port}.log", "wb")  # closed below; uvicorn's EMFILE errors go here
     process = subprocess.Popen([sys.executable, *(a.replace("{port}", str(port)) for a in arguments)],
-                               env=env, stdout=subprocess.DEVNULL, stderr=log, preexec_fn=limit)
+                               env=env, stdout=subprocess.DEVNULL, stderr=log, preexec_fn=limit, start_new_session=True)
     try:
         wait_for(lambda: process.poll() is not None or ready(port), 30, "the server to answer")
         assert process.poll() is None, (tmp_path / f"server-{port}.log").read_text()
         yield port, process.pid
     finally:
-        process.kill()
+        os.killpg(process.pid, signal.SIGKILL)  # its workers too: a bare uvicorn's outlive it
         process.wait(10)
         log.close()
 

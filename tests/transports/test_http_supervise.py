@@ -139,9 +139,10 @@ def test_a_supervised_session_server_serves_sessions_and_a_dead_workers_sessions
 
 
 def test_a_hung_worker_is_killed_and_started_again(tmp_path: Path) -> None:
-    """A worker that stops answering its supervisor's health check (stopped here; a runaway that holds the GIL
-    alike) is killed after HEALTH_CHECK_TIMEOUT (5 s) and replaced. Without a supervisor, a stopped server
-    accepts connections (the kernel's backlog) and answers none of them."""
+    """A worker that stops answering its supervisor's health check (stopped here; one held 5 s in a single call
+    of native code alike: busy Python code still answers) is killed after HEALTH_CHECK_TIMEOUT (5 s) and
+    replaced. Without a supervisor, a stopped server accepts connections (the kernel's backlog) and answers
+    none of them."""
     with server([], tmp_path) as (process, port, _):
         os.kill(process.pid, signal.SIGSTOP)
         try:
@@ -155,6 +156,38 @@ def test_a_hung_worker_is_killed_and_started_again(tmp_path: Path) -> None:
         wait_for(lambda: worker not in workers(process.pid) and serves(port), 90, "the server to answer again")
         assert time.monotonic() - start >= 5
         assert f"worker {worker} did not answer its supervisor for 5 s and was killed" in stderr.read_text()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except OSError:
+        return True
+
+
+def test_workers_end_with_their_supervisor(tmp_path: Path) -> None:
+    """A supervisor killed outright (SIGKILL, the OOM killer's) leaves no worker behind: the control, a bare
+    `uvicorn --workers 2`, leaves both serving on the port, unsupervised, where a new start fails to bind."""
+    port = free_port()
+    bare = subprocess.Popen([sys.executable, "-m", "uvicorn", "http_worker_app:app", "--workers", "2", "--port", str(port),
+                             "--log-level", "warning"], cwd=Path(__file__).parent, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "tests")])},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        left = wait_for(lambda: (now := workers(bare.pid)) and len(now) == 2 and now, 60, "the bare workers")
+        wait_for(lambda: not refuses(port), 30, "the bare server to listen")
+        os.kill(bare.pid, signal.SIGKILL)
+        bare.wait(30)
+        time.sleep(1)
+        assert not any(_gone(pid) for pid in left) and not refuses(port)  # the harm: orphans still serve
+    finally:
+        os.killpg(bare.pid, signal.SIGKILL)
+    with server(["--stateless", "--workers", "2"], tmp_path) as (process, port, _):
+        found = wait_for(lambda: (now := workers(process.pid)) and len(now) == 2 and now, 30, "the workers")
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(30)
+        wait_for(lambda: all(_gone(pid) for pid in found), 30, "the workers to end")
+        assert refuses(port)
 
 
 def test_workers_are_what_the_oom_killer_picks_before_their_supervisor(tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ import base64
 import binascii
 import collections
 import contextlib
+import os
 import re
 import secrets
 import signal
@@ -84,6 +85,8 @@ NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"
 """The modern requests that carry `Mcp-Name`, and the parameter it mirrors."""
 MAX_BODY_BYTES = 64 * 1024 * 1024
 HEALTH_CHECK_TIMEOUT = 5  # seconds a supervised worker may leave its supervisor's health check unanswered
+SUPERVISOR_VARIABLE = "SHIPCODE_MCP_SUPERVISOR"  # the supervisor's pid, as its workers find it
+OOM_SCORE_RAISE = 500  # a supervised worker's oom_score_adj over its supervisor's (-1000 to 1000)
 BODY_TIMEOUT = 60.0  # seconds a request body may go without a byte (and the grace before BODY_MIN_RATE counts)
 BODY_MIN_RATE = 16 * 1024
 """Bytes a second a body must average after its first BODY_TIMEOUT seconds: a 64 MiB upload on a 1 Mbit/s link
@@ -1346,6 +1349,7 @@ def _supervised(config: Any) -> int:
                     log.warning(f"worker {old.pid} {_how_it_ended(old.exitcode, id(old) in running)}; "
                                 f"started again as {new.pid}")
 
+    os.environ[SUPERVISOR_VARIABLE] = str(os.getpid())  # before any worker starts: see worker_started
     sock = config.bind_socket()
     supervisor = Supervisor(config, sockets=[sock])
     try:
@@ -1355,8 +1359,32 @@ def _supervised(config: Any) -> int:
     return STARTUP_FAILURE if any(worker.exitcode == STARTUP_FAILURE for worker in supervisor.processes) else 0
 
 
+def worker_started() -> None:
+    """What a supervised worker does first. It ends with its supervisor (PR_SET_PDEATHSIG; one that died
+    before this exits at once): left behind, it would serve alone, unsupervised, and hold the port against a
+    new start. And it is what the kernel's OOM killer picks before its supervisor, which would start it again
+    (raising one's own oom_score_adj needs no privilege; its children inherit it)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(ctypes.c_int(1), ctypes.c_ulong(signal.SIGTERM), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                      ctypes.c_ulong(0)) != 0:  # PR_SET_PDEATHSIG
+            raise OSError(ctypes.get_errno(), "prctl")
+    except (OSError, AttributeError) as err:  # not Linux
+        log.warning(f"a worker cannot end with its supervisor: {err}")
+    supervisor = os.environ.get(SUPERVISOR_VARIABLE)
+    if supervisor is not None and os.getppid() != int(supervisor):
+        raise SystemExit(0)  # the supervisor is gone already
+    try:
+        with open("/proc/self/oom_score_adj", "r+") as adj:
+            adj.write(str(min(1000, int(adj.read()) + OOM_SCORE_RAISE)))
+    except (OSError, ValueError):  # not Linux, or no /proc: the supervisor still starts a dead worker again
+        pass
+
+
 def _how_it_ended(status: int | None, was_running: bool) -> str:
-    if was_running:
+    if was_running and status == -signal.SIGKILL:  # alive at the check, and killed by the supervisor then
         return f"did not answer its supervisor for {HEALTH_CHECK_TIMEOUT:g} s and was killed"
     if status is not None and status < 0:
         return f"was killed by {signal.Signals(-status).name}" + (" (the OOM killer sends it)" if status == -9 else "")

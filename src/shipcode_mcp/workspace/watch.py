@@ -68,14 +68,20 @@ REWATCH_ROUNDS = 5
 """How often in a row the watched folders may be rebuilt for one burst (each rebuild walks again)."""
 
 
-def install_watch(server: Server, resources: WorkspaceResources) -> Watcher:
-    """Turn on subscribe and listChanged, and start watching the roots in the background."""
-    try:
-        import watchfiles  # noqa: F401  (only to fail now, with a clear message, rather than later)
-    except ImportError:
+def can_watch() -> None:
+    """Raise ValueError, with the install hint, where watchfiles (the `watch` extra) is missing: to fail at
+    start, with a clear message, rather than later."""
+    from importlib.util import find_spec
+
+    if find_spec("watchfiles") is None:
         from ..log import install_hint
 
-        raise ValueError(f"--watch needs the optional 'watch' extra (watchfiles): {install_hint('watch')}") from None
+        raise ValueError(f"--watch needs the optional 'watch' extra (watchfiles): {install_hint('watch')}")
+
+
+def install_watch(server: Server, resources: WorkspaceResources) -> Watcher:
+    """Turn on subscribe and listChanged, and start watching the roots in the background."""
+    can_watch()
     watcher = Watcher(server, resources)
     server.on_subscribe(watcher.subscribe)
     server.enable_list_changed("resources")

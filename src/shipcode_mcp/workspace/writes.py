@@ -48,11 +48,15 @@ MAX_DIFF_INPUT = 1024 * 1024
 MAX_DIFF_CHARS = 100_000
 """The returned diff is cut after this many characters."""
 DIFFING = threading.Semaphore(1)
-"""One diff computed at a time: a diff is pure Python, so threads computing several at once gain nothing under
-the GIL but contention. 32 at once held pings up to 1.5 s (p99) and each diff got a 32nd of its time budget
-(linediff.DIFF_SECONDS); one at a time, pings stay under 35 ms (p99) and every diff has its whole budget."""
-QUICK_DIFF_INPUT = 64 * 1024
-"""Texts of at most this many characters together are diffed at once, without waiting for DIFFING (milliseconds)."""
+"""One large diff computed at a time: a diff is pure Python, so threads computing several at once gain nothing
+under the GIL but contention. 32 at once held pings up to 1.5 s (p99) and each diff got a 32nd of its time
+budget (linediff.DIFF_SECONDS); one at a time, pings stay under 50 ms (p99) and every diff has its whole budget."""
+QUICK_DIFF_AREA = 100_000
+"""A diff whose changed area (`_changed_area`) is at most this is computed at once, without waiting for
+DIFFING (milliseconds, whatever the file's size: most edits change a few lines of it)."""
+DIFF_WAIT = 10.0
+"""Seconds a large diff waits for DIFFING, then the write answers without it: queued behind others' large
+diffs (each up to linediff.DIFF_SECONDS), an answer would wait for all of them."""
 DIFFLIB_LINES = 1_000_000
 """Texts whose line counts multiply to at most this are diffed by difflib (quadratic at worst: some 0.1 s
 here); larger ones by linediff, in O(n log n) steps and a budget."""
@@ -97,7 +101,7 @@ def write_file(ctx: Context, roots: Roots, path: str, content: str) -> ToolResul
         finally:
             os.close(parent)
     created = before is None
-    diff = _write_diff(not created, old, data, shown)
+    diff = _write_diff(ctx, not created, old, data, shown)
     done = f"{'Created' if created else 'Wrote'} {printable(shown)} ({size_text(len(data))})"
     text = f"{done}.\n{diff}".rstrip("\n") if diff or created else f"{done}; the content is unchanged."
     return result(text, {"path": shown, "created": created, "size": len(data), "diff": diff})
@@ -127,7 +131,7 @@ def edit_file(ctx: Context, roots: Roots, path: str, old_text: str, new_text: st
             _replace(parent, name, shown, data, before, "edit_file")
         finally:
             os.close(parent)
-    diff = _write_diff(True, raw if len(raw) <= MAX_DIFF_INPUT else None, data, shown)
+    diff = _write_diff(ctx, True, raw if len(raw) <= MAX_DIFF_INPUT else None, data, shown)
     replaced = plural(count, "occurrence")
     return result(f"Replaced {replaced} in {printable(shown)}.\n{diff}".rstrip("\n"),
                   {"path": shown, "replacements": count, "diff": diff})
@@ -446,22 +450,46 @@ def _remove_stale_temps(parent: int) -> None:
         pass  # a clean-up: never a reason to fail the write
 
 
-def _write_diff(existed: bool, old: bytes | None, new: bytes, shown: str) -> str:
+def _write_diff(ctx: Context, existed: bool, old: bytes | None, new: bytes, shown: str) -> str:
     if (existed and old is None) or len(new) > MAX_DIFF_INPUT:
         return f"(no diff: {printable(shown)} is larger than {size_text(MAX_DIFF_INPUT)})\n"
-    before, after = old.decode("utf-8", "replace") if old is not None else "", new.decode("utf-8", "replace")
-    if len(before) + len(after) <= QUICK_DIFF_INPUT:
-        return unified_diff(before, after, shown, created=not existed)
-    with DIFFING:
-        return unified_diff(before, after, shown, created=not existed)
+    before = _lines(old.decode("utf-8", "replace")) if old is not None else []
+    after = _lines(new.decode("utf-8", "replace"))
+    if _changed_area(before, after) <= QUICK_DIFF_AREA:
+        return _unified(before, after, shown, created=not existed)
+    waited = time.monotonic() + DIFF_WAIT
+    while not DIFFING.acquire(timeout=0.05):  # the write is done: a cancelled call need not wait for its diff
+        if ctx.cancelled or time.monotonic() > waited:
+            why = "the call was cancelled" if ctx.cancelled else "the server is computing other large diffs"
+            return f"(no diff: {why}; git_diff or read_file shows what changed in {printable(shown)})\n"
+    try:
+        return _unified(before, after, shown, created=not existed)
+    finally:
+        DIFFING.release()
+
+
+def _changed_area(before: list[str], after: list[str]) -> int:
+    """The product of the line counts left on each side once the lines the two share at their start and at
+    their end are set aside: what a diff has to search (a line changed in a long file: 1)."""
+    shortest = min(len(before), len(after))
+    start = 0
+    while start < shortest and before[start] == after[start]:
+        start += 1
+    end = 0
+    while end < shortest - start and before[-1 - end] == after[-1 - end]:
+        end += 1
+    return (len(before) - start - end) * (len(after) - start - end)
 
 
 def unified_diff(old: str, new: str, shown: str, *, created: bool) -> str:
     """A git-style unified diff of `shown` ('' when nothing changed), cut after MAX_DIFF_CHARS."""
+    return _unified(_lines(old), _lines(new), shown, created=created)
+
+
+def _unified(before: list[str], after: list[str], shown: str, *, created: bool) -> str:
     from_name = "/dev/null" if created else _prefixed("a", shown)
     out: list[str] = []
     size = 0
-    before, after = _lines(old), _lines(new)
     cut = False
     if len(before) * len(after) <= DIFFLIB_LINES:
         lines: Iterable[str] = difflib.unified_diff(before, after, from_name, _prefixed("b", shown), n=3)
