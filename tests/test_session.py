@@ -16,7 +16,7 @@ import pytest
 
 from core_support import INIT, INITIALIZED, Driver, req
 from shipcode_mcp.context import ClientRequestError, Context
-from shipcode_mcp.primitives import Prompt, Resource, ResourceNotFound, Tool
+from shipcode_mcp.primitives import Prompt, Resource, ResourceNotFound, ResourceTemplate, Tool
 from shipcode_mcp.runner import ThreadRunner
 from shipcode_mcp.server import Server
 from shipcode_mcp.session import (
@@ -522,6 +522,38 @@ def test_list_changes_go_only_to_sessions_whose_initialize_declared_them() -> No
     server.add_prompt(Prompt("p", lambda ctx, args: "x"))  # prompts was not declared at initialize
     assert after.sent == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]
     assert before.sent == [] and not_ready.sent == []
+
+
+def test_removing_a_resource_a_template_or_a_prompt_is_said_once_and_shows_in_the_lists() -> None:
+    """docs/library.md, "Changing what is offered": each remove_* takes the item out of its list and sends one
+    list_changed to the sessions that declared it; removing what is not there sends nothing."""
+    server = Server("s", "1", list_changed=True)
+    server.add_resource(Resource("test://a", "a"))
+    server.add_resource_template(ResourceTemplate("test://{name}", "named", lambda ctx, uri, args: "x"))
+    server.add_prompt(Prompt("p", lambda ctx, args: "x"))
+    client = Connected(server).handshake()
+    d = ready(server)  # initialized while they were offered: the lists stay its to ask for
+    server.remove_resource("test://a")
+    server.remove_resource("test://a")
+    server.remove_resource_template("test://{name}")
+    server.remove_resource_template("test://{name}")
+    server.remove_prompt("p")
+    server.remove_prompt("p")
+    changed = [message["method"] for message in client.sent]
+    assert changed == ["notifications/resources/list_changed"] * 2 + ["notifications/prompts/list_changed"]
+    assert d.receive(req(2, "resources/list"))[0]["result"]["resources"] == []
+    assert d.receive(req(3, "resources/templates/list"))[0]["result"]["resourceTemplates"] == []
+    assert d.receive(req(4, "prompts/list"))[0]["result"]["prompts"] == []
+
+
+def test_a_notification_handler_hears_the_clients_notifications_of_its_method() -> None:
+    server = make_server()
+    heard: list[Any] = []
+    server.on_notification("notifications/custom", lambda session, params: heard.append(params))
+    d = ready(server)
+    d.receive({"jsonrpc": "2.0", "method": "notifications/custom", "params": {"n": 1}})
+    d.receive({"jsonrpc": "2.0", "method": "notifications/other", "params": {"n": 2}})
+    assert heard == [{"n": 1}] and d.sent == []
 
 
 def test_resource_updates_reach_subscribers_only() -> None:

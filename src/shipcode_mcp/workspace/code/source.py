@@ -230,15 +230,6 @@ class OutlineCache:
 CACHE = OutlineCache()
 
 
-def stat_key(real: str) -> tuple[str, int, int] | None:
-    """The cache key of a file as it is now, without opening it (None if it is gone)."""
-    try:
-        info = os.stat(real, follow_symlinks=False)
-    except OSError:
-        return None
-    return (real, info.st_size, info.st_mtime_ns)
-
-
 def outline_of(source: Source, check: Callable[[], None] | None = None) -> list[Symbol]:
     """The outline of a file read with read_source, from the cache when the file has not changed
     (`check`: the request's cancellation, while a worker parses)."""

@@ -1,4 +1,5 @@
-"""Review of the HTTP front (issue 14, point 5): attacks that got past it (each was a strict xfail until fixed).
+"""The HTTP front against connections that would lock fresh clients out, attacks that got past it in issue 14's
+review (point 5; each was a strict xfail until fixed).
 
 Each test first shows that the front works against the plain form of its attack, so that the failure is the
 variant's, not the set-up's. Loopback only, bounded in time and connections.

@@ -1,4 +1,4 @@
-"""A hostile client's and a hostile token's view of authorization (issue 14's security review): the attacks
+"""A hostile client's and a hostile token's view of authorization (found in issue 14's security review): the attacks
 that got through, each first shown to be a real attack (the same input handled as it should be one step
 away, or the defence working for its neighbour), then what the fix holds to.
 

@@ -1,4 +1,4 @@
-"""A hostile review of the code tools (issue 11): each test shows one problem found, and is marked
+"""The code tools under hostile input, as a hostile review found it (issue 11): each test shows one problem found, and is marked
 xfail(strict) until it is fixed. Calls that hang are made through a real server with a short deadline,
 and the server is killed after, so a failing test costs seconds, not the hang."""
 
