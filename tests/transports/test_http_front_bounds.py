@@ -170,6 +170,51 @@ def test_a_request_with_content_length_and_transfer_encoding_is_refused_and_the_
         served.stop()
 
 
+def test_a_request_hidden_behind_a_pipelined_one_is_refused_too() -> None:
+    """The smuggling request second in a pipeline: parsed once the first is answered (uvicorn then parses the
+    next request outside a read), it gets the same 400 and close, not an exception in the app's send."""
+    chunked = b"%x\r\n" % len(PING) + PING + b"\r\n0\r\n\r\n"
+    smuggling = HEAD + b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n" % len(chunked) + chunked
+    served = FrontThread(Server("smuggle", "1.0.0").http_app(stateless=True, session_idle_timeout=0))
+    try:
+        with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:
+            sock.sendall(PING_REQUEST + smuggling)
+            first, second = _read_answer(sock), _read_answer(sock)
+            assert first.startswith(b"HTTP/1.1 200 ") and second.startswith(b"HTTP/1.1 400 "), (first, second)
+            assert b"Transfer-Encoding" in second and sock.recv(100) == b""
+    finally:
+        served.stop()
+
+
+# -- request heads that come whole -------------------------------------------------------------------------------
+def _long_head(size: int) -> bytes:
+    return HEAD + b"X-Pad: " + b"p" * size + b"\r\nContent-Length: %d\r\n\r\n" % len(PING) + PING
+
+
+@pytest.mark.parametrize("defended", [False, True])
+def test_a_request_head_that_comes_whole_is_held_to_the_head_limit(defended: bool) -> None:
+    """h11 refuses a head over its limit (16 KiB) only while it is incomplete: 120 KB of headers sent in one read
+    were parsed whole (57 ms of the loop a request, before any token), the control. With the front's check the
+    head is refused before h11 parses it; a head within the limit is still served."""
+    connection: h11.Connection = (http_front.FrontConnection(http_front.MIN_CHUNK, None) if defended
+                                  else h11.Connection(h11.SERVER))
+    connection.receive_data(_long_head(120_000))
+    if not defended:
+        assert type(connection.next_event()) is h11.Request  # the harm: parsed whole
+        return
+    with pytest.raises(http_front.Refused, match="must end within 16384 bytes"):
+        connection.next_event()
+    served = FrontThread(Server("heads", "1.0.0").http_app(stateless=True, session_idle_timeout=0))
+    try:
+        for size, status in ((120_000, b"HTTP/1.1 431 "), (15_000, b"HTTP/1.1 200 ")):
+            with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:
+                sock.sendall(_long_head(size))
+                answer = _read_answer(sock)
+                assert answer.startswith(status), answer[:300]
+    finally:
+        served.stop()
+
+
 # -- finding 1: tiny chunks ----------------------------------------------------------------------------------
 TINY = 65536
 """One-byte chunks of the attack's body (the issue's 384 KiB on the wire)."""

@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import socket
 import ssl
 import weakref
@@ -98,6 +99,8 @@ WRITE_TIMEOUT = 30.0
 HANDSHAKE_TIMEOUT = 60.0
 """Seconds a TLS handshake may take when there is no head deadline (asyncio's default)."""
 CLOSE = (b"connection", b"close")
+HEAD_LIMIT = 16 * 1024
+"""Bytes a request head may take unless uvicorn's h11_max_incomplete_event_size says otherwise (h11's default)."""
 FREE_CHUNKS = 64
 """Chunks of a body that may be of any size; beyond them, each run of as many chunks must average
 `FrontLimits.min_chunk` bytes."""
@@ -397,9 +400,17 @@ class Handshake(_Member, asyncio.Protocol):
         self._early.clear()
 
 
+_HEAD_END = re.compile(rb"\n\r?\n")
+"""The blank line that ends a request head, as h11 finds it."""
+
+
 class Refused(Exception):
-    """A request the front refuses as it is parsed (400, and the connection closes): not h11's
-    RemoteProtocolError, which uvicorn answers on its own whatever the request's cycle has sent."""
+    """A request the front refuses as it is parsed (`status`, 400 by default, and the connection closes): not
+    h11's RemoteProtocolError, which uvicorn answers on its own whatever the request's cycle has sent."""
+
+    def __init__(self, why: str, status: int = 400) -> None:
+        super().__init__(why)
+        self.status = status
 
 
 class FrontConnection(h11.Connection):
@@ -413,6 +424,7 @@ class FrontConnection(h11.Connection):
             super().__init__(h11.SERVER)
         else:
             super().__init__(h11.SERVER, max_incomplete_event_size)
+        self.head_limit = max_incomplete_event_size or HEAD_LIMIT
         self.min_chunk = min_chunk
         self._next: Any = None  # the event (or error) after the joined pieces
         self.chunks = 0  # of the body so far
@@ -424,6 +436,8 @@ class FrontConnection(h11.Connection):
             raise held
         if held is not None:
             return held
+        if self.their_state is h11.IDLE:
+            self._check_head()
         event = super().next_event()
         if type(event) is h11.Request:
             self.chunks = self.payload = 0
@@ -449,6 +463,15 @@ class FrontConnection(h11.Connection):
                 self._next = after
             break
         return event if len(pieces) == 1 else h11.Data(data=b"".join(pieces))
+
+    def _check_head(self) -> None:
+        """A request head must end within `head_limit` bytes, however it arrives: h11 refuses a longer one only
+        while it is incomplete, and parses one that came whole in a read (120 KB of headers: 57 ms on the loop,
+        before any token is looked at). Read from h11's own buffer (its private bytearray; no check without it)."""
+        buffered = getattr(getattr(self, "_receive_buffer", None), "_data", None)
+        if isinstance(buffered, bytearray) and len(buffered) > self.head_limit \
+                and _HEAD_END.search(buffered, 0, self.head_limit + 3) is None:
+            raise Refused(f"a request head must end within {self.head_limit} bytes", 431)
 
     def _count(self, piece: h11.Data) -> None:
         """A run ends where the next one's first chunk starts, its last chunk whole by then."""
@@ -490,13 +513,19 @@ class FrontProtocol(_Member, H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         waiting_idle = self._deadline is None and self.conn.their_state is h11.IDLE
-        try:
-            super().data_received(data)
-        except Refused as refusal:
-            self._refuse(str(refusal))
+        super().data_received(data)
+        if self.transport.is_closing():  # refused
             return
         self._guard()
         self._track(arm=waiting_idle)  # the first byte of a kept-alive connection's next request
+
+    def handle_events(self) -> None:
+        """uvicorn's, with what the front refuses answered 400 and closed: on a read, and on a pipelined request
+        parsed once the one before it is answered."""
+        try:
+            super().handle_events()
+        except Refused as refusal:
+            self._refuse(str(refusal), refusal.status)
 
     def on_response_complete(self) -> None:
         still_sending = self.conn.their_state is h11.SEND_BODY
@@ -542,19 +571,28 @@ class FrontProtocol(_Member, H11Protocol):
     def _abort(self) -> None:
         self.transport.abort()
 
-    def _refuse(self, why: str) -> None:
-        """400 and close, when nothing of an answer has gone yet (else the connection is cut); the request's
-        app, if it runs, hears that the client left and sends nothing more."""
-        cycle = self.cycle
+    def _refuse(self, why: str, status: int = 400) -> None:
+        """`status` and close, when nothing of an answer has gone yet (else the connection is cut); the request's
+        app, if it runs, hears that the client left and sends nothing more. Refused before h11 saw a request
+        (a head too long), the answer is written as h11 would have written it."""
+        cycle: Any = self.cycle
+        if cycle is not None and cycle.response_complete:  # the request before, pipelined: answered already
+            cycle = None
         if cycle is not None:
             cycle.disconnected = True
             cycle.message_event.set()
+        body = why.encode()
+        headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()), CLOSE]
+        if self.conn.our_state is h11.IDLE and self.conn.their_state is h11.IDLE:
+            head = b"".join(b"%s: %s\r\n" % header for header in headers)
+            self.transport.write(b"HTTP/1.1 %d %s\r\n%s\r\n%s" % (status, STATUS_PHRASES[status], head, body))
+            self.transport.close()
+            return
         if self.conn.our_state is not h11.SEND_RESPONSE or (cycle is not None and cycle.response_started):
             self.transport.abort()
             return
-        body = why.encode()
-        headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()), CLOSE]
-        self.transport.write((self.conn.send(h11.Response(status_code=400, headers=headers, reason=STATUS_PHRASES[400])) or b"")
+        self.transport.write((self.conn.send(h11.Response(status_code=status, headers=headers,
+                                                          reason=STATUS_PHRASES[status])) or b"")
                              + (self.conn.send(h11.Data(data=body)) or b"") + (self.conn.send(h11.EndOfMessage()) or b""))
         self.transport.close()
 
