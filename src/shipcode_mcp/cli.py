@@ -350,7 +350,8 @@ def _serve_http(server: Server | None, workspace: Roots, args: Any, argv: list[s
         os.environ[KEY_ENV] = os.urandom(32).hex()
     tls_options = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
     return http.run_uvicorn(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
-                            supervise=True, log_level=args.log_level, front=_front_limits(args), **tls_options)
+                            supervise=True, sessions=not args.stateless, log_level=args.log_level,
+                            front=_front_limits(args), **tls_options)
 
 
 def http_app() -> Any:

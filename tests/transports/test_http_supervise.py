@@ -190,6 +190,21 @@ def test_workers_end_with_their_supervisor(tmp_path: Path) -> None:
         assert refuses(port)
 
 
+@pytest.mark.parametrize("stateless", [True, False], ids=["stateless", "sessions"])
+def test_sigttin_adds_a_worker_only_without_sessions(stateless: bool, tmp_path: Path) -> None:
+    """uvicorn's supervisor adds a worker on SIGTTIN: right without sessions (the control), wrong with one
+    worker keeping them (a second would answer 404 to half their requests), where it is refused and said."""
+    with server(["--supervise", *(["--stateless"] if stateless else [])], tmp_path) as (process, port, stderr):
+        wait_for(lambda: len(workers(process.pid)) == 1, 30, "the worker")
+        os.kill(process.pid, signal.SIGTTIN)
+        if stateless:
+            wait_for(lambda: len(workers(process.pid)) == 2, 30, "a second worker")
+            return
+        wait_for(lambda: "SIGTTIN ignored" in stderr.read_text(), 30, "the refusal")
+        time.sleep(1)  # the supervisor's next rounds start nothing either
+        assert len(workers(process.pid)) == 1 and serves(port)
+
+
 def test_workers_are_what_the_oom_killer_picks_before_their_supervisor(tmp_path: Path) -> None:
     with server(["--stateless", "--workers", "2"], tmp_path) as (process, _, _):
         raised = min(1000, oom_score_adj(process.pid) + 500)

@@ -1277,7 +1277,8 @@ def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, pat
 
 
 def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | None = None,
-                front: FrontLimits | None = None, supervise: bool = False, **options: Any) -> int:
+                front: FrontLimits | None = None, supervise: bool = False, sessions: bool = False,
+                **options: Any) -> int:
     """uvicorn.run with logging on stderr only, in our format (its access log would go to stdout), a prompt shutdown
     even with GET streams open, and exit status 0 after a graceful shutdown on SIGINT or SIGTERM
     (uvicorn raises the signal again once done; it finds a handler that lets the process end normally).
@@ -1291,7 +1292,8 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
 
     `supervise` (an import string for `app`; always so with more than one of `workers`) serves from worker
     processes under uvicorn's supervisor, which starts a worker again when it dies or stops answering its
-    health check; the exit status is 3 when a worker failed to start (as uvicorn.run's)."""
+    health check; the exit status is 3 when a worker failed to start (as uvicorn.run's). With `sessions` (one
+    worker keeping them), SIGTTIN adds no worker: a second would not know the first one's sessions."""
     import dataclasses
 
     import uvicorn
@@ -1318,7 +1320,7 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
                                     timeout_graceful_shutdown=3, server_header=False, **options)
     try:
         if supervise or options.get("workers", 1) != 1:
-            return _supervised(uvicorn.Config(app, timeout_worker_healthcheck=HEALTH_CHECK_TIMEOUT, **settings))
+            return _supervised(uvicorn.Config(app, timeout_worker_healthcheck=HEALTH_CHECK_TIMEOUT, **settings), sessions)
         if isinstance(app, str):
             uvicorn.run(app, **settings)
         else:  # uvicorn.run, with a server that ends listen streams with their result when it shuts down
@@ -1332,7 +1334,7 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     return 0
 
 
-def _supervised(config: Any) -> int:
+def _supervised(config: Any, sessions: bool) -> int:
     """uvicorn.run's way with workers, for one worker as well: its Multiprocess supervisor on one listening
     socket. The workers' listen streams end when the graceful wait is up."""
     from uvicorn.config import STARTUP_FAILURE
@@ -1348,6 +1350,13 @@ def _supervised(config: Any) -> int:
                 if old is not new:
                     log.warning(f"worker {old.pid} {_how_it_ended(old.exitcode, id(old) in running)}; "
                                 f"started again as {new.pid}")
+
+        def handle_ttin(self) -> None:
+            if sessions:
+                log.warning("SIGTTIN ignored: the sessions live in one worker, which a second would not know "
+                            "(--stateless serves from as many as you like)")
+                return
+            super().handle_ttin()
 
     os.environ[SUPERVISOR_VARIABLE] = str(os.getpid())  # before any worker starts: see worker_started
     sock = config.bind_socket()
