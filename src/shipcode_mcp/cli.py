@@ -350,8 +350,8 @@ def _serve_http(server: Server | None, workspace: Roots, args: Any, argv: list[s
         os.environ[KEY_ENV] = os.urandom(32).hex()
     tls_options = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
     return http.run_uvicorn(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
-                            supervise=True, sessions=not args.stateless, log_level=args.log_level,
-                            front=_front_limits(args), **tls_options)
+                            supervise=True, sessions=not args.stateless, hangup_to_workers=bool(args.auth_token_file),
+                            log_level=args.log_level, front=_front_limits(args), **tls_options)
 
 
 def http_app() -> Any:
@@ -379,6 +379,8 @@ def _worker_app(args: Any, http: Any) -> Any:
     auth = _resource_server(args)
     if auth is not None and args.auth_issuer:
         _discover_soon(auth.verifier)
+    if auth is not None and args.auth_token_file:
+        http.reload_on_hangup(auth.reload)  # the supervisor passes SIGHUP on: see run_uvicorn
     state_key = _state_key(args.state_key_file)
     if state_key is None:
         from .request_state import KEY_ENV

@@ -190,6 +190,49 @@ def test_workers_end_with_their_supervisor(tmp_path: Path) -> None:
         assert refuses(port)
 
 
+def _session(port: int, token: str | None) -> dict[str, str]:
+    """The headers of a new session's requests (with `token`)."""
+    headers = {**MCP_HEADERS, **({} if token is None else {"Authorization": f"Bearer {token}"})}
+    init = request(port, "POST", initialize(), headers)
+    assert init.status == 200, init.body
+    headers.update({"Mcp-Session-Id": init.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"})
+    assert request(port, "POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers).status == 202
+    return headers
+
+
+def _ping(port: int, headers: dict[str, str]) -> int:
+    return request(port, "POST", {"jsonrpc": "2.0", "id": 7, "method": "ping"}, headers).status
+
+
+def test_sighup_reloads_the_token_file_in_the_worker_and_keeps_its_sessions(tmp_path: Path) -> None:
+    """Without a token file SIGHUP replaces the worker (uvicorn's way; the control): its sessions end (404).
+    With one, the supervisor passes SIGHUP on and the worker reads the file again in place, as the one-process
+    server does: a token added works, a removed one stops, and the sessions go on."""
+    with server(["--supervise"], tmp_path) as (process, port, _):
+        [worker] = wait_for(lambda: workers(process.pid), 30, "the worker")
+        headers = _session(port, None)
+        os.kill(process.pid, signal.SIGHUP)
+        wait_for(lambda: (now := workers(process.pid)) and worker not in now and serves(port), 60, "a new worker")
+        assert _ping(port, headers) == 404  # the harm: the session is gone with its worker
+    old, new = "a-first-token-of-16-or-more", "a-second-token-of-16-or-more"
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{old} shipcode:read\n")
+    tokens.chmod(0o600)
+    with server(["--supervise", "--auth-token-file", str(tokens)], tmp_path, old) as (process, port, _):
+        [worker] = wait_for(lambda: workers(process.pid), 30, "the worker")
+        headers = _session(port, old)
+        newcomer = {**MCP_HEADERS, "Authorization": f"Bearer {new}"}
+        assert request(port, "POST", initialize(), newcomer).status == 401
+        tokens.write_text(f"{old} shipcode:read\n{new} shipcode:read\n")
+        os.kill(process.pid, signal.SIGHUP)
+        wait_for(lambda: request(port, "POST", initialize(), newcomer).status == 200, 30, "the new token to work")
+        assert _ping(port, headers) == 200 and workers(process.pid) == [worker]
+        tokens.write_text(f"{new} shipcode:read\n")
+        os.kill(process.pid, signal.SIGHUP)
+        wait_for(lambda: _ping(port, headers) == 401, 30, "the removed token to stop working")
+        assert workers(process.pid) == [worker]
+
+
 @pytest.mark.parametrize("stateless", [True, False], ids=["stateless", "sessions"])
 def test_sigttin_adds_a_worker_only_without_sessions(stateless: bool, tmp_path: Path) -> None:
     """uvicorn's supervisor adds a worker on SIGTTIN: right without sessions (the control), wrong with one

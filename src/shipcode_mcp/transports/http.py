@@ -1278,7 +1278,7 @@ def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, pat
 
 def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | None = None,
                 front: FrontLimits | None = None, supervise: bool = False, sessions: bool = False,
-                **options: Any) -> int:
+                hangup_to_workers: bool = False, **options: Any) -> int:
     """uvicorn.run with logging on stderr only, in our format (its access log would go to stdout), a prompt shutdown
     even with GET streams open, and exit status 0 after a graceful shutdown on SIGINT or SIGTERM
     (uvicorn raises the signal again once done; it finds a handler that lets the process end normally).
@@ -1293,7 +1293,9 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     `supervise` (an import string for `app`; always so with more than one of `workers`) serves from worker
     processes under uvicorn's supervisor, which starts a worker again when it dies or stops answering its
     health check; the exit status is 3 when a worker failed to start (as uvicorn.run's). With `sessions` (one
-    worker keeping them), SIGTTIN adds no worker: a second would not know the first one's sessions."""
+    worker keeping them), SIGTTIN adds no worker: a second would not know the first one's sessions. With
+    `hangup_to_workers` (each reloads a token file on it: `reload_on_hangup`), SIGHUP goes to each worker
+    instead of replacing them, so no session ends for it."""
     import dataclasses
 
     import uvicorn
@@ -1320,7 +1322,8 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
                                     timeout_graceful_shutdown=3, server_header=False, **options)
     try:
         if supervise or options.get("workers", 1) != 1:
-            return _supervised(uvicorn.Config(app, timeout_worker_healthcheck=HEALTH_CHECK_TIMEOUT, **settings), sessions)
+            return _supervised(uvicorn.Config(app, timeout_worker_healthcheck=HEALTH_CHECK_TIMEOUT, **settings), sessions,
+                               hangup_to_workers)
         if isinstance(app, str):
             uvicorn.run(app, **settings)
         else:  # uvicorn.run, with a server that ends listen streams with their result when it shuts down
@@ -1334,7 +1337,7 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     return 0
 
 
-def _supervised(config: Any, sessions: bool) -> int:
+def _supervised(config: Any, sessions: bool, hangup_to_workers: bool) -> int:
     """uvicorn.run's way with workers, for one worker as well: its Multiprocess supervisor on one listening
     socket. The workers' listen streams end when the graceful wait is up."""
     from uvicorn.config import STARTUP_FAILURE
@@ -1351,6 +1354,14 @@ def _supervised(config: Any, sessions: bool) -> int:
                     log.warning(f"worker {old.pid} {_how_it_ended(old.exitcode, id(old) in running)}; "
                                 f"started again as {new.pid}")
 
+        def handle_hup(self) -> None:
+            if not hangup_to_workers:
+                super().handle_hup()  # uvicorn's: each worker replaced, one by one
+                return
+            for worker in self.processes:
+                if worker.pid is not None and worker.process.is_alive():
+                    os.kill(worker.pid, signal.SIGHUP)
+
         def handle_ttin(self) -> None:
             if sessions:
                 log.warning("SIGTTIN ignored: the sessions live in one worker, which a second would not know "
@@ -1366,6 +1377,12 @@ def _supervised(config: Any, sessions: bool) -> int:
     finally:
         sock.close()
     return STARTUP_FAILURE if any(worker.exitcode == STARTUP_FAILURE for worker in supervisor.processes) else 0
+
+
+def reload_on_hangup(reload: Callable[[], None]) -> None:
+    """In a supervised worker: SIGHUP (the supervisor passes its own on) runs `reload` on the event loop, as
+    the one-process server does, rather than ending the worker (SIGHUP's default)."""
+    signal.signal(signal.SIGHUP, lambda signum, frame: _on_loop_soon(reload))
 
 
 def worker_started() -> None:
