@@ -240,6 +240,10 @@ def test_watch_without_the_extra_fails_at_start(tmp_path: Path) -> None:
     assert b"--watch needs the optional 'watch' extra" in done.stderr
     assert f"{sys.executable} -m pip install".encode() in done.stderr  # this interpreter's pip, not a bare `pip`
     assert b"[watch]" in done.stderr
+    # A supervised HTTP server checks it before starting any worker.
+    done = subprocess.run([*SERVER, "--http", "0", "--supervise", "--watch", str(tmp_path)], capture_output=True,
+                          env=env, timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and b"--watch needs the optional 'watch' extra" in done.stderr, done.stderr
     # Without --watch the same environment serves normally: watchfiles is imported only with --watch.
     done = subprocess.run([*SERVER, str(tmp_path)], input=HANDSHAKE.encode() + b"\n",
                           capture_output=True, env=env, timeout=30)

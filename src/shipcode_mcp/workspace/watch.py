@@ -69,14 +69,14 @@ REWATCH_ROUNDS = 5
 
 
 def can_watch() -> None:
-    """Raise ValueError, with the install hint, where watchfiles (the `watch` extra) is missing: to fail at
-    start, with a clear message, rather than later."""
-    from importlib.util import find_spec
-
-    if find_spec("watchfiles") is None:
+    """Raise ValueError, with the install hint, where watchfiles (the `watch` extra) cannot be imported: to fail
+    at start, with a clear message, rather than later."""
+    try:
+        import watchfiles  # noqa: F401  (imported, not looked up: a module that is there may still not load)
+    except ImportError:
         from ..log import install_hint
 
-        raise ValueError(f"--watch needs the optional 'watch' extra (watchfiles): {install_hint('watch')}")
+        raise ValueError(f"--watch needs the optional 'watch' extra (watchfiles): {install_hint('watch')}") from None
 
 
 def install_watch(server: Server, resources: WorkspaceResources) -> Watcher:
