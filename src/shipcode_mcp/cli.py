@@ -227,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("shipcode-mcp: --workers above 1 needs --stateless (a session lives in one process)", file=sys.stderr)
         return 2
     if args.require_sandbox:
-        from .workspace.sandbox import unavailable_reason
+        from .workspace.sandbox import unavailable_reason  # at once with --require-sandbox; else 100 ms after start
 
         missing = unavailable_reason()
         if missing is not None:
@@ -238,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if _supervised(args):  # the workers build the server: here only what they will check, checked now
             server, workspace = None, Roots(list(args.roots) or [os.getcwd()])
             if args.watch:
-                from .workspace.watch import can_watch
+                from .workspace.watch import can_watch  # off the start-up budget: only with --watch
 
                 can_watch()
         else:
@@ -289,7 +289,7 @@ def _check_sandbox_soon(start: Callable[[str | None], None]) -> threading.Timer:
 
 
 def _sandbox_missing() -> str | None:
-    from .workspace.sandbox import unavailable_reason
+    from .workspace.sandbox import unavailable_reason  # its ctypes and resource load beside stdio's start, not before it
 
     return unavailable_reason()
 
@@ -308,7 +308,7 @@ def _supervised(args: Any) -> bool:
 def _serve_http(server: Server | None, workspace: Roots, args: Any, argv: list[str]) -> int:
     """Serve `server` over HTTP, or (None: supervised) the one each worker builds from `argv`."""
     try:
-        from .transports import http
+        from .transports import http  # the http extra (Starlette), only with --http
     except ImportError as err:
         print(f"shipcode-mcp: --http needs the 'http' extra ({log.install_hint('http')}): {err}", file=sys.stderr)
         return 2
@@ -321,7 +321,7 @@ def _serve_http(server: Server | None, workspace: Roots, args: Any, argv: list[s
     except ValueError as err:
         print(f"shipcode-mcp: {err}", file=sys.stderr)
         return 2
-    from .transports.hosts import is_loopback
+    from .transports.hosts import is_loopback  # off the start-up budget: only with --http
 
     if auth is None and not is_loopback(host):
         log.warning(f"--insecure-no-auth: anyone who can reach {host}:{port} can use the workspace "
@@ -345,7 +345,7 @@ def _serve_http(server: Server | None, workspace: Roots, args: Any, argv: list[s
     os.environ[ARGV_VARIABLE] = json.dumps(argv)  # each worker builds its own server from it: see http_app
     if args.state_key_file is None:  # one random key for all the workers (and the ones started again), so a
         # client's retry may land on any
-        from .request_state import KEY_ENV
+        from .request_state import KEY_ENV  # off the start-up budget (hmac): only for supervised workers
 
         os.environ[KEY_ENV] = os.urandom(32).hex()
     tls_options = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
@@ -357,7 +357,7 @@ def _serve_http(server: Server | None, workspace: Roots, args: Any, argv: list[s
 def http_app() -> Any:
     """The ASGI app of one supervised worker process (`--workers`, `--supervise`), built from the command line the
     parent passed on."""
-    from .transports import http
+    from .transports import http  # the http extra: a supervised worker serves --http
 
     http.worker_started()
     args = build_parser().parse_args(json.loads(os.environ[ARGV_VARIABLE]))
@@ -371,7 +371,7 @@ def _worker_app(args: Any, http: Any) -> Any:
     log.set_level(args.log_level)
     log.set_format(args.log_format)
     if args.require_sandbox:
-        from .workspace.sandbox import unavailable_reason
+        from .workspace.sandbox import unavailable_reason  # only with --require-sandbox, as in main
 
         missing = unavailable_reason()
         if missing is not None:
@@ -383,7 +383,7 @@ def _worker_app(args: Any, http: Any) -> Any:
         http.reload_on_hangup(auth.reload)  # the supervisor passes SIGHUP on: see run_uvicorn
     state_key = _state_key(args.state_key_file)
     if state_key is None:
-        from .request_state import KEY_ENV
+        from .request_state import KEY_ENV  # off the start-up budget (hmac), as in _serve_http
 
         shared = os.environ.pop(KEY_ENV, None)  # read once; the children (rg, git) need not inherit it
         state_key = bytes.fromhex(shared) if shared else None
@@ -392,7 +392,7 @@ def _worker_app(args: Any, http: Any) -> Any:
                           host=args.http[0], auth=auth, **_app_limits(args))
     if not log.enabled("debug"):
         return app
-    from .transports.request_log import RequestLog  # one line per request (docs/logging.md)
+    from .transports.request_log import RequestLog  # only at --log-level debug: one line per request (docs/logging.md)
 
     return RequestLog(app)
 
@@ -414,7 +414,7 @@ def _limiting(args: Any) -> bool:
 
 def _front_limits(args: Any) -> Any:
     """The connection limits the options give (transports.http_front.FrontLimits)."""
-    from .transports.http_front import HEADER_TIMEOUT, MAX_HANDSHAKES, WRITE_TIMEOUT, FrontLimits
+    from .transports.http_front import HEADER_TIMEOUT, MAX_HANDSHAKES, WRITE_TIMEOUT, FrontLimits  # uvicorn's: only with --http
 
     return FrontLimits(header_timeout=HEADER_TIMEOUT if args.header_timeout is None else args.header_timeout,
                        max_connections=args.max_connections,
@@ -439,7 +439,7 @@ def _securing(args: Any) -> bool:
 def _unsafe(args: Any) -> str | None:
     """Why the HTTP options cannot be served as given: above all, a server reachable beyond this machine
     with nobody checked, unless --insecure-no-auth says that is meant."""
-    from .transports.hosts import is_loopback
+    from .transports.hosts import is_loopback  # off the start-up budget: only with --http
 
     host = args.http[0]
     if args.auth_issuer and args.auth_token_file:
@@ -461,7 +461,7 @@ def _unsafe(args: Any) -> str | None:
                 "Give --auth-issuer URL (OAuth) or --auth-token-file FILE, listen on 127.0.0.1, or say --insecure-no-auth "
                 "(docs/http.md, \"Securing a remote server\")")
     if args.resource_url:
-        from urllib.parse import urlsplit
+        from urllib.parse import urlsplit  # off the start-up budget: only with --resource-url
 
         parts = urlsplit(args.resource_url)
         if parts.scheme not in ("https", "http") or not parts.hostname or parts.fragment or "#" in args.resource_url:
@@ -474,7 +474,7 @@ def _unsafe(args: Any) -> str | None:
 
 def _unspecified(host: str) -> bool:
     """0.0.0.0, ::, [::0], 0 and the like: every address of the machine, none a client would name."""
-    import ipaddress
+    import ipaddress  # off the start-up budget: only with --http
 
     try:
         return ipaddress.ip_address(host.strip("[]")).is_unspecified
@@ -491,13 +491,14 @@ def _resource_server(args: Any) -> Any:
     """The token checks the options ask for (transports.http_auth.ResourceServer), or None."""
     if not (args.auth_issuer or args.auth_token_file):
         return None
+    # the auth modules (and the auth extra's) load only with an auth option (auth/__init__.py)
     from .transports.http_auth import ResourceServer
 
     if args.auth_token_file:
-        from .auth.token_file import TokenFile
+        from .auth.token_file import TokenFile  # only with --auth-token-file
 
         return ResourceServer(TokenFile(args.auth_token_file), resource=args.resource_url or _served_url(args))
-    from .auth.issuer import IssuerVerifier
+    from .auth.issuer import IssuerVerifier  # only with --auth-issuer
 
     secret = None
     if args.auth_client_secret_file:
@@ -514,7 +515,7 @@ def _resource_server(args: Any) -> Any:
 def _discover_soon(verifier: Any) -> None:
     """Read the issuer's metadata now, beside the start, so that a wrong --auth-issuer shows at once on
     stderr rather than as 503s later (tokens are checked either way: discovery is retried when needed)."""
-    from .auth.issuer import IssuerUnavailable
+    from .auth.issuer import IssuerUnavailable  # only with --auth-issuer
 
     def discover() -> None:
         try:
@@ -528,7 +529,7 @@ def _discover_soon(verifier: Any) -> None:
 def _auth_mode(auth: Any) -> tuple[str, str]:
     if auth is None:
         return ("none", "no auth")
-    from .auth.token_file import TokenFile
+    from .auth.token_file import TokenFile  # the auth modules load only with an auth option
 
     if isinstance(auth.verifier, TokenFile):
         return ("token-file", f"bearer tokens from {auth.verifier.path} ({len(auth.verifier)})")
@@ -538,7 +539,7 @@ def _auth_mode(auth: Any) -> tuple[str, str]:
 def _state_key(path: str | None) -> bytes | None:
     if path is None:
         return None
-    from .request_state import key_from_file
+    from .request_state import key_from_file  # off the start-up budget (hmac): only with --state-key-file
 
     try:
         return key_from_file(path)
@@ -552,7 +553,7 @@ def _url_host(host: str) -> str:
 
 def _count(text: str) -> int:
     """A whole number, 0 or more."""
-    import argparse  # loaded already: argparse is what calls this
+    import argparse  # not at start (see build_parser); loaded already: argparse calls this
 
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"not a whole number, 0 or more: {text!r}")
@@ -561,7 +562,7 @@ def _count(text: str) -> int:
 
 def _seconds(text: str) -> float:
     """A number of seconds, 0 or more."""
-    import argparse  # loaded already: argparse is what calls this
+    import argparse  # not at start (see build_parser); loaded already: argparse calls this
 
     try:
         value = float(text)
@@ -574,7 +575,7 @@ def _seconds(text: str) -> float:
 
 def _host_port(text: str) -> tuple[str, int]:
     """'8765' -> ('127.0.0.1', 8765); 'HOST:8765'; '[::1]:8765' -> ('::1', 8765)."""
-    import argparse  # loaded already: argparse is what calls this
+    import argparse  # not at start (see build_parser); loaded already: argparse calls this
 
     host, _, port = text.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"

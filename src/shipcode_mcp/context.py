@@ -6,10 +6,12 @@ reading loop cancels, so it is thread-safe; the session only creates it.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 
 from . import jsonrpc, log
+from .primitives import schema_validator
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
@@ -91,8 +93,7 @@ class Rounds:
 
 
 def _digest(request: dict[str, Any]) -> str:
-    import hashlib  # only modern questions pay for it
-    import json
+    import hashlib  # off the start-up budget: only modern questions pay for it
 
     text = json.dumps(request, separators=(",", ":"), ensure_ascii=True, sort_keys=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
@@ -228,7 +229,7 @@ class Context:
             try:
                 callback()
             except Exception:  # a failing cleanup must not take the reading loop down
-                import traceback
+                import traceback  # off the start-up budget: only a failing callback needs it
 
                 log.error(f"cancel callback failed\n{traceback.format_exc()}")
             except BaseException as err:  # the server is stopping: still clean up, then stop
@@ -301,7 +302,7 @@ class Context:
         """
         if self.protocol_version != PROTOCOL_VERSION:
             return self._ask_in_rounds(method, params)
-        import concurrent.futures  # loaded already by the runner's ask
+        import concurrent.futures  # off the start-up budget; loaded already by the runner's ask
 
         future = self._ask(method, params, timeout, blocking=True)
         try:
@@ -314,7 +315,7 @@ class Context:
         """`request` for an async handler: awaits the answer."""
         if self.protocol_version != PROTOCOL_VERSION:
             return self._ask_in_rounds(method, params)
-        import asyncio
+        import asyncio  # off the start-up budget; loaded already: an async handler runs on an event loop
 
         return await asyncio.wrap_future(self._ask(method, params, timeout))
 
@@ -440,8 +441,6 @@ def _checked_elicitation(result: dict[str, Any], schema: dict[str, Any]) -> dict
     if result.get("action") not in ("accept", "decline", "cancel"):
         raise _client_error("The client answered elicitation/create without a valid action")
     if result["action"] == "accept":
-        from .primitives import schema_validator
-
         content = result.get("content", {})
         try:
             validator = schema_validator(schema)

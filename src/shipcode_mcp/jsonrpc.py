@@ -6,6 +6,8 @@ Standard library only: this module is on the start-up path of every server.
 from __future__ import annotations
 
 import json
+import json.decoder  # loaded by json itself: parse_counted's Python scanner
+import json.scanner
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
@@ -110,9 +112,6 @@ def parse_counted(data: bytes, max_values: int) -> Any:
     GIL until it is done): its Python steps let other threads, the event loop among them, run every
     switch interval, so a large body can be parsed on a worker thread without stalling the loop. Every
     value inside a container counts as it is read, so a refusal comes before the rest is built."""
-    import json.decoder
-    import json.scanner
-
     pieces: Any = json.decoder  # JSONObject and JSONArray, the Python scanner's steps (not in typeshed)
     scanner: Any = json.scanner
     built = [0]
@@ -206,7 +205,7 @@ def encode_or_substitute(message: Message) -> bytes | None:
     try:
         return encode(message)
     except (TypeError, ValueError, RecursionError):
-        from . import log
+        from . import log  # jsonrpc imports none of ours (the leaf of the core): log only for a dropped message
 
         log.error(f"unencodable message dropped: {message.get('method') or message.get('id')!r}")
         if "id" in message and ("result" in message or "error" in message):

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import jsonrpc
+from .methods import paginate
 from .primitives import Resource
 
 LIFETIME = 600.0
@@ -130,8 +131,6 @@ def page(pins: PinnedListings, gather: Callable[[], Sequence[Resource]], start_l
     No cursor: a new listing (`start_listing`, then `gather` once), pinned. A cursor of ours: its pinned
     listing. Any other string: the current listing (`gather`), unpinned, checked by offset and fingerprint.
     """
-    from .methods import paginate
-
     pin: str | None = None
     if requested is None:
         start_listing()

@@ -7,6 +7,8 @@ counts: uvicorn, which uses it, gets the same format through `uvicorn_formatter`
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import threading
 import time
@@ -50,8 +52,6 @@ def format_line(created: float, logger: str, level: str, message: str, fields: d
     """One line of stderr, without its newline: ours and uvicorn's go through here (JSON: as set, unless told)."""
     if not (_json if as_json is None else as_json):
         return f"{time.strftime('%H:%M:%S', time.localtime(created))} {logger} {level.upper()}: {message}"
-    import json  # loaded already on every path that logs (the wire)
-
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created)) + f".{int(created % 1 * 1000):03d}Z"
     record: dict[str, Any] = {"time": stamp, "level": level.lower(), "logger": logger, "message": message}
     if fields:
@@ -142,8 +142,6 @@ def request(method: str, request_id: Any, seconds: float, outcome: str, code: in
     """The debug line of one request: `tools/call id=3 error -32602 1.2 ms`; its fields in JSON."""
     if not enabled("debug"):
         return
-    import json
-
     said = outcome if code is None else f"{outcome} {code}"
     shown = json.dumps(request_id, ensure_ascii=False, default=str)
     fields: dict[str, Any] = {"method": method, "id": request_id, "outcome": outcome, "duration_ms": round(seconds * 1000, 1)}
@@ -177,7 +175,7 @@ _ACCESS_FIELDS = ("client", "http_method", "path", "http_version", "status")
 def _without_token(path: str) -> str:
     """`path` with the value of any query parameter named access_token redacted, the name read as the
     server reads it (percent-decoded, `+` as a space), so `access%5Ftoken=...` is caught too."""
-    from urllib.parse import unquote_plus
+    from urllib.parse import unquote_plus  # off the start-up budget: only uvicorn's access lines
 
     base, _, query = path.partition("?")
     fields = [field.partition("=") for field in query.split("&")]
@@ -191,7 +189,7 @@ def uvicorn_formatter(as_json: bool = False) -> logging.Formatter:
     """A `logging.Formatter` writing our lines (named in `uvicorn_log_config`, so each --workers process
     makes its own). uvicorn's main logger, `uvicorn.error`, is shown as `uvicorn`; an access line keeps
     uvicorn's text and, in JSON, adds its parts as fields."""
-    import logging
+    import logging  # not at start (see the module's docstring): only uvicorn's logs need it
 
     class Formatter(logging.Formatter):
         def format(self, record: logging.LogRecord) -> str:
@@ -215,20 +213,18 @@ def uvicorn_formatter(as_json: bool = False) -> logging.Formatter:
 def install_hint(extra: str) -> str:
     """A command that adds `extra` to this installation: pip of the running interpreter, or pipx, uv or uvx
     when one of them made its environment; from the folder it was installed from, if it was."""
-    import os
-    import shlex
+    import shlex  # off the start-up budget: only when an extra is missing
 
     requirement = f"shipcode-mcp[{extra}]"
     editable = False
     try:
-        import importlib.metadata
-        import json
+        import importlib.metadata  # off the start-up budget: only when an extra is missing
 
         direct = importlib.metadata.distribution("shipcode-mcp").read_text("direct_url.json")
         origin = json.loads(direct) if direct else {}
         url = origin.get("url", "")
         if url.startswith("file://") and "dir_info" in origin:  # installed from a folder (a checkout)
-            from urllib.parse import unquote, urlsplit
+            from urllib.parse import unquote, urlsplit  # off the start-up budget: only an install from a folder
 
             requirement = f"{unquote(urlsplit(url).path)}[{extra}]"
             editable = bool(origin["dir_info"].get("editable"))
@@ -250,8 +246,6 @@ def install_hint(extra: str) -> str:
 
 def _made_by_uv() -> bool:
     """uv writes `uv = VERSION` into the pyvenv.cfg of the environments it makes (which have no pip)."""
-    import os
-
     try:
         with open(os.path.join(sys.prefix, "pyvenv.cfg"), encoding="utf-8") as cfg:
             return any(line.split("=")[0].strip() == "uv" for line in cfg)

@@ -37,7 +37,8 @@ def paginate(items: Sequence[T], cursor: Any, page_size: int, key: Callable[[T],
     A cursor is an offset plus a fingerprint of the item just before it, so it stays valid while the
     list is unchanged and a stale or forged one is refused (-32602) rather than silently skipping.
     """
-    import base64  # off the start-up budget (tests/test_startup.py): only paging needs it
+    # off the start-up budget (tests/test_startup.py): only paging needs these
+    import base64
     import binascii
 
     start = 0
@@ -61,7 +62,7 @@ def paginate(items: Sequence[T], cursor: Any, page_size: int, key: Callable[[T],
 
 def _fingerprint(text: str) -> str:
     # crc32, not hash(): cursors must mean the same in every process of a stateless deployment.
-    import binascii
+    import binascii  # off the start-up budget, as in paginate
 
     return format(binascii.crc32(text.encode("utf-8", "surrogatepass")), "08x")
 

@@ -98,7 +98,7 @@ def audio_content(data: bytes, mime_type: str) -> Content:
 
 
 def _base64(data: bytes) -> str:
-    import base64  # not at start
+    import base64  # off the start-up budget: only binary content needs it
 
     return base64.b64encode(data).decode("ascii")
 
@@ -408,7 +408,7 @@ class ResourceTemplate:
         found = self._matcher.match(uri)
         if found is None:
             return None
-        from urllib.parse import unquote
+        from urllib.parse import unquote  # off the start-up budget: only a template's match needs it
 
         return {name: value if self._reserved(name) else unquote(value) for name, value in found.groupdict().items()}
 

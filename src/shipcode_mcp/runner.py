@@ -11,6 +11,7 @@ future, `await ctx.arequest` awaits it.
 from __future__ import annotations
 
 import threading
+import time
 from functools import partial
 
 from . import jsonrpc, log
@@ -198,7 +199,7 @@ class Runner(Channel):
 
     # -- the client's roots -------------------------------------------------------------------------
     def _follow_roots(self) -> None:
-        import concurrent.futures  # loaded already: asking the client needs it
+        import concurrent.futures  # off the start-up budget; loaded already by ask
 
         roots: list[dict[str, Any]] | None = None
         try:
@@ -287,8 +288,6 @@ class ThreadRunner(Runner):
     def join_background(self, timeout: float) -> None:
         """Wait (at most `timeout`) for the background work under way: at the end of input, roots a client
         gave are still on their way to the server, and the work that waits for them starts after."""
-        import time
-
         deadline = time.monotonic() + timeout
         for thread in list(self._background):
             thread.join(max(0.0, deadline - time.monotonic()))

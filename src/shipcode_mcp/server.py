@@ -280,7 +280,7 @@ class Server:
             try:
                 callback(session, roots)
             except Exception:
-                import traceback
+                import traceback  # off the start-up budget: only a failing callback needs it
 
                 log.error(f"roots callback failed\n{traceback.format_exc()}")
 
@@ -319,7 +319,7 @@ class Server:
         structuredContent. Raise `ToolError` for a failure the model should see.
         """
         def register(fn: F) -> F:
-            from .signature import Signature, jsonable
+            from .signature import Signature, jsonable  # off the start-up budget: only decorated functions (the CLI's tools are Tools)
 
             tool_name = name or fn.__name__
             signature = Signature(fn, f"tool {tool_name}")
@@ -350,7 +350,7 @@ class Server:
         `uri` gets the URI read). It returns str (text), bytes (blob), or resource contents dicts.
         """
         def register(fn: F) -> F:
-            from .signature import Signature
+            from .signature import Signature  # off the start-up budget: only decorated functions
 
             signature = Signature(fn, f"resource {uri}")
             common: dict[str, Any] = {"title": title, "mime_type": mime_type, "annotations": annotations, "meta": meta,
@@ -395,7 +395,7 @@ class Server:
         and content blocks are user messages), or a whole GetPromptResult.
         """
         def register(fn: F) -> F:
-            from .signature import Signature
+            from .signature import Signature  # off the start-up budget: only decorated functions
 
             prompt_name = name or fn.__name__
             signature = Signature(fn, f"prompt {prompt_name}")
@@ -420,7 +420,7 @@ class Server:
             raise TypeError("completion needs exactly one of prompt= or resource=")
 
         def register(fn: F) -> F:
-            import inspect
+            import inspect  # off the start-up budget (heavy): only a completer's registration
 
             positional = [p for p in inspect.signature(fn).parameters.values()
                           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -438,11 +438,11 @@ class Server:
         """Serve until the client leaves: over stdio (the default), or transport="http" for Streamable
         HTTP (the `http` extra; options host, port, stateless... of `transports.http.serve_http`)."""
         if transport == "stdio":
-            from .transports.stdio import serve_stdio
+            from .transports.stdio import serve_stdio  # Server.run only: the core imports no transport
 
             return serve_stdio(self, **options)
         if transport == "http":
-            from .transports.http import serve_http
+            from .transports.http import serve_http  # the http extra (Starlette), only for transport="http"
 
             return serve_http(self, **options)
         raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
@@ -450,7 +450,7 @@ class Server:
     def http_app(self, **options: Any) -> Any:
         """This server as an ASGI application (Starlette) serving Streamable HTTP: mount it in another
         app, or give it to uvicorn yourself (`uvicorn module:app --workers 4` needs stateless=True)."""
-        from .transports.http import create_app
+        from .transports.http import create_app  # the http extra (Starlette), only for an ASGI app
 
         return create_app(self, **options)
 
@@ -525,7 +525,7 @@ class Server:
     def request_states(self) -> RequestStates:
         """Signs and checks the state of modern multi round-trip requests (made when first needed)."""
         if self._request_states is None:
-            from .request_state import RequestStates
+            from .request_state import RequestStates  # off the start-up budget (hmac): only modern multi-round requests
 
             self._request_states = RequestStates(self._state_key)
         return self._request_states
@@ -589,7 +589,7 @@ class Server:
         if self._listings is None:
             with self._listings_lock:
                 if self._listings is None:
-                    from .listings import PinnedListings
+                    from .listings import PinnedListings  # off the start-up budget: from the first resources/list
 
                     self._listings = PinnedListings()
         return self._listings
@@ -597,7 +597,7 @@ class Server:
     def resources_page(self, cursor: Any) -> tuple[Sequence[Resource], str | None, dict[str, Any] | None]:
         """One page of resources/list, its next cursor and the listing's `_meta`. A listing (no cursor) asks
         the sources once and is pinned: its later pages never ask them again (listings.py)."""
-        from .listings import page
+        from .listings import page  # off the start-up budget: from the first resources/list
 
         shown, next_cursor, items = page(self.resource_listings(), self.all_resources, self.start_listing, cursor,
                                          self.page_size)

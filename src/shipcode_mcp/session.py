@@ -195,7 +195,7 @@ class Job:
     async def arun(self) -> Outcome:
         """`run` for an asyncio runner: awaits the work's coroutine (`awork`); cancelling the task is
         cancelling the request."""
-        import asyncio
+        import asyncio  # off the start-up budget; only an asyncio runner (HTTP) awaits a job
 
         assert self.deferred.awork is not None
         if self.context.cancelled:
@@ -802,6 +802,6 @@ class Session:
 
 
 def _traceback(what: str) -> str:
-    import traceback
+    import traceback  # off the start-up budget: only a failure needs it
 
     return f"{what}\n{traceback.format_exc()}"

@@ -58,7 +58,7 @@ class Signature:
         if plain is not None:
             self.is_async, self.hints, parameters = plain
         else:
-            import inspect
+            import inspect  # heavy at start (module docstring): only what _read_plain cannot read
 
             self.is_async = inspect.iscoroutinefunction(fn)
             self.hints = _hints(fn)
@@ -164,7 +164,7 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return jsonable(value.value)
     if not isinstance(value, type) and hasattr(type(value), "__dataclass_fields__"):  # dataclasses.is_dataclass
-        import dataclasses  # loaded already: the value's class is a dataclass
+        import dataclasses  # not at start (module docstring); loaded already: the value's class is a dataclass
 
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if hasattr(value, "model_dump") and not isinstance(value, type):
@@ -186,7 +186,7 @@ def _event_loop() -> asyncio.AbstractEventLoop:
     global _loop
     with _loop_lock:
         if _loop is None:
-            import asyncio
+            import asyncio  # heavy at start: only async handlers need the loop
 
             loop = asyncio.new_event_loop()
             threading.Thread(target=loop.run_forever, name="shipcode-mcp-async", daemon=True).start()
@@ -196,6 +196,7 @@ def _event_loop() -> asyncio.AbstractEventLoop:
 
 def run_coroutine(coroutine: Coroutine[Any, Any, Any], context: Context | None) -> Any:
     """Run `coroutine` on the async handlers' loop and wait for it; cancelling the request cancels it."""
+    # heavy at start: only async handlers need these
     import asyncio
     import concurrent.futures
 
@@ -300,7 +301,7 @@ def _cleandoc(doc: str) -> str:
 def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
     """typing.get_type_hints, as Python 3.11 and later read them: 3.10 makes the hint of a parameter
     whose default is None Optional, unless it is given the annotations without the defaults."""
-    import typing
+    import typing  # heavy at start (module docstring): only hints _read_plain cannot read
 
     annotated: Any = fn
     if sys.version_info < (3, 11) and isinstance(fn, (types.FunctionType, types.MethodType)):
@@ -331,7 +332,7 @@ def _origin_and_args(hint: Any) -> tuple[Any, tuple[Any, ...]]:
         return _UNION, hint.__args__
     if isinstance(hint, type) and hint.__module__ != "typing":  # typing.get_origin(Generic) is Generic
         return None, ()
-    import typing
+    import typing  # heavy at start: only hints that are not classes, list[int] or X | Y
 
     origin = typing.get_origin(hint)
     special = {typing.Union: _UNION, types.UnionType: _UNION, typing.Literal: _LITERAL, typing.Annotated: _ANNOTATED}
@@ -496,6 +497,7 @@ class _SchemaBuilder:
             schema = dict(hint.model_json_schema())  # type: ignore[attr-defined]
             self.defs.update(schema.pop("$defs", {}))
             return schema
+        # heavy at start (module docstring): only a TypedDict or dataclass hint needs these
         import dataclasses
         import typing
 

@@ -26,7 +26,8 @@ import urllib.request
 from typing import Any
 
 from .. import log
-from .tokens import Principal, TokenRejected
+from ..transports.hosts import is_loopback
+from .tokens import Principal, TokenRejected, fingerprint
 
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 """Signatures we accept: asymmetric only, so that no one who knows a public key can sign."""
@@ -222,8 +223,6 @@ class IssuerVerifier:
                          expires_at=float(expiry) if isinstance(expiry, (int, float)) else None, kind=kind)
 
     def _introspect(self, token: str) -> Principal:
-        from .tokens import fingerprint
-
         name = fingerprint(token)
         now = time.time()
         with self._lock:
@@ -290,8 +289,6 @@ def discovery_urls(issuer: str) -> list[str]:
 
 def check_url(url: str, what: str) -> None:
     """An authorization server is reached over HTTPS (OAuth 2.1), or plain HTTP on this machine only."""
-    from ..transports.hosts import is_loopback
-
     parts = urllib.parse.urlsplit(url)
     if parts.scheme == "https" and parts.hostname:
         return

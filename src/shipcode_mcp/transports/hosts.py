@@ -4,6 +4,7 @@ library only, so the command line can ask before the HTTP stack loads."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 _HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)(?::[0-9]{1,5})?")
@@ -21,8 +22,6 @@ def hostname(host: str) -> str | None:
 def is_loopback(host: str) -> bool:
     """A name or address of this machine: localhost, an address of 127.0.0.0/8, or ::1 (bracketed or
     not). An address, not a prefix: 127.0.0.1.evil.com is somebody's name."""
-    import ipaddress
-
     host = host.lower()
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]

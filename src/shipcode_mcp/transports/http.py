@@ -38,6 +38,7 @@ import base64
 import binascii
 import collections
 import contextlib
+import dataclasses
 import os
 import re
 import secrets
@@ -1016,7 +1017,7 @@ def _same_value(header: str, body: Any) -> bool:
     if isinstance(body, (int, float)):
         if _NUMBER.fullmatch(header) is None:
             return False
-        import decimal
+        import decimal  # only a number in an Mcp-Param header needs it
 
         try:
             return decimal.Decimal(header) == decimal.Decimal(body if isinstance(body, int) else repr(body))
@@ -1135,7 +1136,7 @@ def _lane_of(request: Request) -> Hashable:
 
 def _may_call(caller: Principal) -> Callable[[Any], bool]:
     """Which tools the caller's token may call: tools/list lists those only."""
-    from ..auth.scopes import may_call
+    from ..auth.scopes import may_call  # auth loads only with an auth option (auth/__init__.py)
 
     return may_call(caller.scopes)
 
@@ -1268,7 +1269,7 @@ def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, pat
                           body_budget=body_budget, max_json_values=max_json_values,
                           max_requests_per_caller=max_requests_per_caller, max_streams_per_caller=max_streams_per_caller)
     if log.enabled("debug"):  # one line per request (docs/logging.md)
-        from .request_log import RequestLog
+        from .request_log import RequestLog  # only at --log-level debug
 
         app = RequestLog(app)
     options: dict[str, Any] = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
@@ -1296,11 +1297,9 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     worker keeping them), SIGTTIN adds no worker: a second would not know the first one's sessions. With
     `hangup_to_workers` (each reloads a token file on it: `reload_on_hangup`), SIGHUP goes to each worker
     instead of replacing them, so no session ends for it."""
-    import dataclasses
-
     import uvicorn
 
-    from .http_front import FrontLimits, protocol, raise_file_limit, tls_context
+    from .http_front import FrontLimits, protocol, raise_file_limit, tls_context  # uvicorn's: create_app needs Starlette alone
 
     raise_file_limit()
     if sys.platform != "win32" and hasattr(uvicorn.Config, "get_loop_factory"):  # uvicorn 0.36+ takes a loop class
@@ -1390,7 +1389,7 @@ def worker_started() -> None:
     before this exits at once): left behind, it would serve alone, unsupervised, and hold the port against a
     new start. And it is what the kernel's OOM killer picks before its supervisor, which would start it again
     (raising one's own oom_score_adj needs no privilege; its children inherit it)."""
-    import ctypes
+    import ctypes  # only a supervised worker calls prctl
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)

@@ -204,7 +204,7 @@ def raise_file_limit() -> int | None:
     """Lift the soft RLIMIT_NOFILE to the hard one where the system lets us; the limit now in force
     (None where there is no such limit, e.g. on Windows)."""
     try:
-        import resource
+        import resource  # POSIX only: None without it (Windows)
     except ImportError:
         return None
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -219,7 +219,7 @@ def raise_file_limit() -> int | None:
 
 def _file_limit() -> int | None:
     try:
-        import resource
+        import resource  # POSIX only: None without it (Windows)
     except ImportError:
         return None
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]

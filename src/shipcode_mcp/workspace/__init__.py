@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
 def install(server: Server, folders: list[str], *, allow_write: bool = False, watch: bool = False) -> Roots:
     """Register the workspace tools and resources for `folders` on `server`."""
+    # the definitions only when installing: importing one workspace module (sandbox, roots) does not load them
     from .resources import install_resources
     from .tools import install_tools
 

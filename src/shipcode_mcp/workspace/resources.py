@@ -79,7 +79,7 @@ def install_resources(server: Server, roots: Roots, *, watch: bool = False) -> N
     server.add_resource_source(feature.listed, on_new_listing=feature.start_listing)
     server.add_template_source(feature.templates)
     if watch:
-        from .watch import install_watch
+        from .watch import install_watch  # only with --watch (watchfiles); watch imports this module
 
         install_watch(server, feature.get())
 
@@ -116,7 +116,7 @@ class _OnFirstUse:
         if self._feature is None:
             with self._lock:
                 if self._feature is None:
-                    from .resource_tree import WorkspaceResources
+                    from .resource_tree import WorkspaceResources  # off the start-up budget; resource_tree imports this module
 
                     self._feature = WorkspaceResources(self.roots)
         return self._feature

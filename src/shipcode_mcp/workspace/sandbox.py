@@ -144,7 +144,7 @@ def socket_filter() -> bytes:
     of them to read a repository; Landlock (ABI 4 and later) denies TCP only, no ABI up to 7 denies UDP, raw
     sockets or connecting to a pathname unix socket, and none covers chmod, chown, utime or setxattr.
     Empty on a machine whose numbers are not known here (then only Landlock's rules hold)."""
-    import platform
+    import platform  # off the start-up budget: only the first child's hardening
 
     machine = platform.machine()
     if machine not in _ARCHES:
@@ -209,7 +209,7 @@ class Confinement:
         """The seccomp program and the capabilities to drop (`hardening`), for the fork server."""
         self._harden: Any = None
         if seccomp or drop_caps >= 0:  # the fork server's own code, for a child forked here (`__call__`)
-            from .forkserver import Hardening
+            from .forkserver import Hardening  # off the start-up budget (the sandbox check loads this module)
             self._harden = Hardening(seccomp, drop_caps)
 
     def __call__(self) -> None:

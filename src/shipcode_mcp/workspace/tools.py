@@ -9,6 +9,9 @@ with the arguments by name). The tools are registered in a stable order: reading
 
 from __future__ import annotations
 
+from importlib import import_module
+from importlib.util import find_spec
+
 from ..primitives import Tool, ToolError, described
 
 TYPE_CHECKING = False
@@ -575,8 +578,6 @@ def run(tool: str, ctx: Context, roots: Roots, /, **arguments: Any) -> Any:
     spec = SPECS[tool]
     function = _functions.get(tool)
     if function is None:
-        from importlib import import_module
-
         module, attribute = spec["run"].split(":")
         function = _functions[tool] = getattr(import_module(f".{module}", __package__), attribute)
     defaults = {key: argument.get("default") for key, argument in spec["input"]["properties"].items()}
@@ -603,8 +604,6 @@ def _tool(name: str, spec: dict[str, Any], roots: Roots, annotations: dict[str, 
 
 def code_available() -> bool:
     """Whether ast-grep-py is installed (the `code` extra), looked up without importing it or .code."""
-    from importlib.util import find_spec
-
     return find_spec("ast_grep_py") is not None
 
 

@@ -74,9 +74,7 @@ def can_watch() -> None:
     try:
         import watchfiles  # noqa: F401  (imported, not looked up: a module that is there may still not load)
     except ImportError:
-        from ..log import install_hint
-
-        raise ValueError(f"--watch needs the optional 'watch' extra (watchfiles): {install_hint('watch')}") from None
+        raise ValueError(f"--watch needs the optional 'watch' extra (watchfiles): {log.install_hint('watch')}") from None
 
 
 def install_watch(server: Server, resources: WorkspaceResources) -> Watcher:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import cut_line, place, plural, printable, result
-from .source import Folder, Skipped, cached_outline, known_language, word_regex
+from .source import Folder, Skipped, cached_outline, known_language, outline_of, read_source, word_regex
 from .symbols import Symbol, language_for
 
 if TYPE_CHECKING:
@@ -270,8 +270,6 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
 
 # -- read_symbol ----------------------------------------------------------------------------------------
 def read_symbol(ctx: Context, roots: Roots, path: str, name: str) -> ToolResult:
-    from .source import read_source
-
     real = roots.resolve(path)
     shown = roots.display(real)
     if os.path.isdir(real):
@@ -280,8 +278,6 @@ def read_symbol(ctx: Context, roots: Roots, path: str, name: str) -> ToolResult:
         source = read_source(roots, real, shown)
     except Skipped as err:
         raise ToolError(str(err)) from None
-    from .source import outline_of
-
     symbols = outline_of(source, ctx.check_cancelled)
     _, test = _matcher(name.strip())
     matches = [symbol for top in symbols for symbol in top.walk() if test(symbol)]

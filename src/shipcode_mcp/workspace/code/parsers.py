@@ -27,6 +27,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from importlib.util import find_spec
 from typing import Any
 
 from ...primitives import ToolError
@@ -219,8 +220,6 @@ class _Worker:
 
 def _paths() -> list[str]:
     """The folders of the packages the worker imports: this one's and ast-grep-py's."""
-    from importlib.util import find_spec
-
     spec = find_spec("ast_grep_py")
     if spec is None or spec.origin is None:
         raise ToolError("The code tools need ast-grep-py (pip install 'shipcode-mcp[code]')")

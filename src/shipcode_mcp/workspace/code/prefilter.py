@@ -40,7 +40,7 @@ def definition_test(language: str | None, word: str) -> Callable[[str], bool] | 
     find_symbol's last part)? None when the language has no shape: every file that mentions the word is
     kept. A glob is never made a backtracking regex (twelve stars against a 44-character name took
     hours): each word in a place of the shape is matched by the linear glob match of navigate.py."""
-    from .source import word_regex
+    from .source import word_regex  # breaks the cycle source -> prefilter -> source
 
     shape = _SHAPES.get(language or "")
     if shape is None:
@@ -48,7 +48,7 @@ def definition_test(language: str | None, word: str) -> Callable[[str], bool] | 
     if not any(char in word for char in "*?"):
         search = _pattern(shape, word_regex(word)).search
         return lambda line: line.startswith(LONG_LINE) or search(line) is not None
-    from .navigate import glob_matcher
+    from .navigate import glob_matcher  # breaks the cycle navigate -> source -> prefilter -> navigate
 
     matches = glob_matcher(word)
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ...primitives import ToolError
 from .. import safe_open
 from ..text import cut_line, place, plural, printable, result
+from .parsers import POOL, Failed, symbols_from
 from .prefilter import defining_lines
 from .pyscan import python_uses
 from .source import (
@@ -52,8 +53,6 @@ def _parsed_positions(source: Source, name: str, check: Callable[[], None] | Non
     """(line, column), 0-based, of the identifier nodes whose text is `name`, found in a parse worker, and
     the file's outline made from the same parse when it is not cached and the language has no line shapes
     that tell definitions (then the outline always does: _uses); None when not made or no use was found."""
-    from .parsers import POOL, Failed, symbols_from
-
     check_parsable(source)
     outlined = defining_lines(source.language, "") is None and CACHE.get(source.key) is None
     try:

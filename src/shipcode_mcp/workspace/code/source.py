@@ -21,6 +21,8 @@ from .. import process, safe_open
 from ..listing import RG_WALK_FLAGS, GlobFilter, rg_executable, walk, walk_names, walk_readable
 from ..roots import join_display
 from ..text import cut_line, is_binary, plural, printable, size_text
+from .parsers import Failed, outline
+from .prefilter import definition_test
 from .symbols import _EXTENSIONS, _NAMES, Symbol, language_for
 
 if TYPE_CHECKING:
@@ -243,8 +245,6 @@ def outline_of(source: Source, check: Callable[[], None] | None = None) -> list[
 def _outlined(source: Source, check: Callable[[], None] | None) -> list[Symbol]:
     """The outline of a file, made in a parse worker (parsers.py); Skipped when the parse or the outline
     fails there (the worker crashed or ran out of time, ast-grep's errors, code nested too deep)."""
-    from .parsers import Failed, outline
-
     check_parsable(source)
     try:
         return outline(source.text, source.language, check)
@@ -373,8 +373,6 @@ class Folder:
         word_regex, for rg): those with a match of `regex` on a line of the language's definition shape
         (prefilter.py), or with any match where the language has no shape. One rg prints the matching
         lines; a file is kept on its first line of that shape. Relative and sorted."""
-        from .prefilter import definition_test
-
         if not self.is_dir:
             return [""]
         with self._opened(None) as (fd, cwd, flags, readable):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import cut_line, cut_text, place, plural, printable, result
+from .parsers import POOL, Failed
 from .source import Folder, check_parsable, parse_failed, read_source, word_regex
 from .symbols import LANGUAGES, language_for
 
@@ -41,8 +42,6 @@ _WORD = re.compile(r"(?<![\w$])[A-Za-z_]\w*")
 
 def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, path: str, limit: int,
                      full: bool) -> ToolResult:
-    from .parsers import POOL, Failed
-
     language = language.strip().lower()
     if language not in LANGUAGES:
         raise ToolError(f"Unknown language '{printable(language)}'; search_structure knows {', '.join(LANGUAGES)}")

@@ -83,7 +83,7 @@ class Symbol:
 
 def outline_source(text: str, language: str) -> list[Symbol]:
     """The top-level symbols of `text`, children nested; pure (no I/O). Needs ast-grep-py."""
-    from .outline import outline
+    from .outline import outline  # breaks the cycle outline -> symbols -> outline
 
     return outline(text, language)
 

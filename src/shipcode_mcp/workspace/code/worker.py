@@ -39,7 +39,7 @@ _kinds_of: dict[str, list[str]] = {}
 
 
 def parse(text: str, language: str) -> SgNode:
-    from .outline import parse as parse_text
+    from .outline import parse as parse_text  # this file runs as a script first: no package until _bootstrap
 
     return parse_text(text, language)
 
@@ -48,7 +48,7 @@ def flat_outline(text: str, language: str, root: SgNode | None = None) -> list[l
     """The outline of `text`, flat: [parent index or -1, name, qualified name, kind, line, end line,
     signature, def line] for each symbol in source order (JSON without nesting: code nests deeper than
     the JSON encoder recurses)."""
-    from .outline import outline
+    from .outline import outline  # no package until _bootstrap, as in parse
 
     rows: list[list[Any]] = []
     stack: list[tuple[Symbol, int]] = [(symbol, -1) for symbol in reversed(outline(text, language, root))]
@@ -117,7 +117,7 @@ def _pattern_kind(pattern: str, language: str) -> str | None:
     """The kind of definition the pattern is (`function_declaration`), as the node that spans all of it with
     its metavariables made identifiers; None for any other pattern. A definition is where code has parts a
     pattern easily leaves out (a return type, modifiers), and then matches none of the definitions."""
-    from .languages import RULES
+    from .languages import RULES  # no package until _bootstrap, as in parse
 
     plain = _ANY_VARIABLE.sub("z_sg_", pattern).strip()
     node: SgNode | None = parse(plain, language)
@@ -245,6 +245,7 @@ def _bootstrap(ours: str, grep: str) -> None:
     """Make this package and ast-grep-py importable from their folders alone (the sandbox lets the worker
     read those, not the folders around them, which an import by sys.path would list), without running
     the package's __init__ (the server's, not needed here)."""
+    # only the script's start needs these
     import importlib.util
     import types
 
