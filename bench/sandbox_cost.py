@@ -44,10 +44,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import run as harness  # bench/run.py: the server driver, medians, tables, machine facts
 from run import BenchError
+
+if TYPE_CHECKING:
+    from shipcode_mcp.workspace.sandbox import Confinement
 
 REPO = harness.REPO
 DEFAULT_CACHE = harness.DEFAULT_CACHE
@@ -223,9 +226,9 @@ class InProcess:
         started: list[str] = []
         confine = self.sandbox.confine
 
-        def counting(binary: str, readable: Any, *rest: Any) -> Any:
+        def counting(binary: str, *args: Any, **kwargs: Any) -> Confinement:
             started.append(os.path.basename(binary))
-            return confine(binary, readable, *rest)
+            return confine(binary, *args, **kwargs)
 
         self.sandbox.confine = counting
         try:

@@ -24,6 +24,7 @@ version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
 pip_install .venv/bin/python
 .venv/bin/ruff check src tests bench examples
 .venv/bin/mypy
+.venv/bin/mypy --config-file tests/mypy.ini tests bench examples  # every function body of the tests checked too
 
 summary=()
 failed=0

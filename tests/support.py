@@ -319,8 +319,8 @@ def terminate(process: subprocess.Popen[Any], timeout: float = 15) -> int:
     return process.returncode
 
 
-def wait_for(predicate: Callable[[], T], timeout: float, what: str) -> T:
-    """Poll `predicate` until it returns something true, and return that; fail saying `what` was awaited.
+def wait_for(predicate: Callable[[], T | None], timeout: float, what: str) -> T:
+    """Poll `predicate` until it returns something true, and return that (never None); fail saying `what` was awaited.
     The timeout is for a loaded machine: a condition that holds early costs no more than its checks."""
     deadline = time.monotonic() + timeout
     while not (value := predicate()):

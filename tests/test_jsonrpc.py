@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -117,7 +118,7 @@ def test_a_long_tool_result_is_written_to_the_byte_as_the_utf8_encoder_writes_it
     long_text = "def f(x):\n    return x  # plain code\n" * 600
     assert len(long_text) >= jsonrpc.ASCII_FIRST_LENGTH and long_text.isascii()
     text = long_text + odd if where == "text" else long_text
-    structured = {"text": long_text, "path": "a" + (odd if where == "structured" else "") + ".py"}
+    structured: dict[str, Any] = {"text": long_text, "path": "a" + (odd if where == "structured" else "") + ".py"}
     if where == "key":
         structured[odd or "k"] = 1
     message = jsonrpc.result(1, {"content": [{"type": "text", "text": text}], "structuredContent": structured,

@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,11 +38,11 @@ def _workspace(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _check(seen: dict[str, object]) -> None:
+def _check(seen: dict[str, Any]) -> None:
     assert seen["sdk"] == SDK1
     assert seen["protocolVersion"] == "2025-06-18"
     assert seen["server"] == "shipcode-mcp"
-    assert {"read_file", "list_files", "search_code", "git_log"} <= set(seen["tools"])  # type: ignore[arg-type]
+    assert {"read_file", "list_files", "search_code", "git_log"} <= set(seen["tools"])
     assert seen["isError"] is False
     assert seen["read_file"] == {"path": "hello.txt", "text": "hello from the workspace", "start_line": 1,
                                  "end_line": 1, "total_lines": 1, "next_offset": None, "size": 25}

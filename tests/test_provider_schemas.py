@@ -220,8 +220,10 @@ def test_a_strict_call_with_nulls_is_the_call_without_them(listed: list[dict[str
 
 
 def test_null_for_a_required_argument_is_still_refused(server: Tools) -> None:
-    for name, arguments, named in [("git_show", {"ref": None}, "ref"), ("read_file", {"path": None}, "path"),
-                                   ("write_file", {"path": "x.txt", "content": None}, "content")]:
+    refusals: list[tuple[str, dict[str, Any], str]] = [
+        ("git_show", {"ref": None}, "ref"), ("read_file", {"path": None}, "path"),
+        ("write_file", {"path": "x.txt", "content": None}, "content")]
+    for name, arguments, named in refusals:
         message = server.error(name, arguments)
         assert message.startswith(f"Invalid arguments for tool {name}: ") and named in message, message
 
@@ -288,7 +290,7 @@ def _lost(tool: dict[str, Any], converted: dict[str, Any]) -> list[str]:
     """What of each argument's description and enum the converted parameters lack."""
     lost = []
     for name, spec in tool["inputSchema"].get("properties", {}).items():
-        typed = next((branch for branch in spec.get("anyOf", []) if branch != {"type": "null"}), {})
+        typed: dict[str, Any] = next((branch for branch in spec.get("anyOf", []) if branch != {"type": "null"}), {})
         description = spec.get("description") or typed.get("description")
         enum = spec.get("enum") or typed.get("enum")
         prop = converted.get("properties", {}).get(name)
@@ -327,13 +329,13 @@ def test_every_description_and_enum_survives_every_converter(listed: list[dict[s
     The one refusal is openai-agents' MCP adapter on git_status (see the test above)."""
     table = _table(listed, converted, pydantic_ai)
     print(json.dumps(table, indent=1))
-    for tool, row in table.items():
-        assert list(row) == KEEPING, tool
+    for name, row in table.items():
+        assert list(row) == KEEPING, name
         for converter, outcome in row.items():
-            if (tool, converter) == ("git_status", "openai-agents MCP adapter strict"):
+            if (name, converter) == ("git_status", "openai-agents MCP adapter strict"):
                 assert outcome.startswith("refused: "), outcome
                 continue
-            assert outcome == "kept", (tool, converter, outcome)
+            assert outcome == "kept", (name, converter, outcome)
     for tool in listed:  # Anthropic's MCP helper sends the schema as it is
         assert _ok(converted[tool["name"]], tool["name"], "anthropic mcp_tool") == tool["inputSchema"]
     kinds = listed[ALL_TOOLS.index("find_symbol")]["inputSchema"]["properties"]["kind"]

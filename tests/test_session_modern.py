@@ -74,8 +74,9 @@ class ModernDriver(Driver):
         self.perform(self.session.announce(method, params, within))
 
     def ask_modern(self, msg_id: Any, method: str, params: dict[str, Any] | None = None,
-                   capabilities: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-        """A modern request and the work it starts run to its one response, everything sent checked."""
+                   capabilities: dict[str, Any] | None = None, /, **extra: Any) -> dict[str, Any]:
+        """A modern request and the work it starts run to its one response, everything sent checked; `extra`: more
+        fields of its `_meta`, by their names (with a slash, so written `**{era.LOG_LEVEL_KEY: ...}`)."""
         before = len(self.sent)
         self.receive(req(msg_id, method, modern(params, capabilities, **extra)))
         while self.jobs:
@@ -96,7 +97,11 @@ class ModernDriver(Driver):
         before = len(self.sent)
         outcome = asyncio.run(job.arun())
         actions = self.session.finish(job, outcome)
-        job.context.finish(lambda: self.perform(actions))
+
+        def send() -> None:
+            self.perform(actions)
+
+        job.context.finish(send)
         return self.sent[before:]
 
 
@@ -208,7 +213,7 @@ def test_a_meta_without_per_request_fields_is_still_legacy() -> None:
     assert checked(d.sent, legacy=True) == [Driver(make_server()).request(1, "tools/list")]
 
 
-TASKS_NEEDED = {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+TASKS_NEEDED: dict[str, Any] = {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
 
 
 @pytest.mark.parametrize(("method", "params"), [
@@ -237,7 +242,7 @@ def test_listen_for_task_notifications_needs_the_tasks_extension() -> None:
     assert listen(d, 3, {"taskIds": ["t1"]}) == [{"jsonrpc": "2.0", "id": 3, "error": {
         "code": -32021, "message": "Missing required client capability", "data": TASKS_NEEDED}}]
     assert d.session.listeners == {}
-    declared = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    declared: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
     assert listen(d, 4, {"taskIds": ["t1"], "toolsListChanged": True}, declared) == [
         acknowledged(4, {"toolsListChanged": True})]  # no tasks here: none agreed to
 
@@ -394,7 +399,7 @@ async def adeploy(ctx: Context, version: str) -> str:
     return f"{version} to {first['content']['target']}: {second['content']['sure']}"
 
 
-ELICIT = {"elicitation": {}}
+ELICIT: dict[str, Any] = {"elicitation": {}}
 CALL = {"name": "deploy", "arguments": {"version": "1.2"}}
 ANSWER_1 = {"action": "accept", "content": {"target": "prod"}}
 ANSWER_2 = {"action": "accept", "content": {"sure": True}}
@@ -496,7 +501,7 @@ def test_sampling_and_roots_asks_take_their_rounds() -> None:
 
     server.add_tool(Tool("think", think))
     d = ModernDriver(server)
-    caps = {"sampling": {}, "roots": {}}
+    caps: dict[str, Any] = {"sampling": {}, "roots": {}}
     first = d.ask_modern(1, "tools/call", {"name": "think"}, caps)["result"]
     assert first["inputRequests"] == {"roots-1": {"method": "roots/list"}}
     roots = {"roots": [{"uri": "file:///a", "name": "a"}, {"uri": "file:///b"}]}
@@ -597,7 +602,7 @@ def test_a_server_following_roots_asks_for_them_first_then_serves_in_them() -> N
     server = make_server()
     server.on_roots(lambda session, roots: followed.append(roots))
     d = ModernDriver(server)
-    caps = {"roots": {}}
+    caps: dict[str, Any] = {"roots": {}}
     assert d.ask_modern(1, "tools/call", {"name": "later"}, caps) == {"jsonrpc": "2.0", "id": 1, "result": {
         "resultType": "input_required", "inputRequests": {"roots": {"method": "roots/list"}}, "_meta": INFO_META}}
     assert d.jobs == [] and followed == []  # asked inline, before any work
@@ -918,7 +923,7 @@ def test_the_request_that_brings_the_roots_is_served_in_them_inline_handlers_inc
     server.on_roots(follow)
     server.add_tool(Tool("where", lambda ctx, args: ",".join(roots_now) or "nowhere", inline=True))
     d = ModernDriver(server)
-    caps = {"roots": {}}
+    caps: dict[str, Any] = {"roots": {}}
     assert d.ask_modern(1, "tools/call", {"name": "where"}, caps)["result"]["resultType"] == "input_required"
     answered = d.ask_modern(2, "tools/call", {"name": "where", "inputResponses": {"roots": {"roots": [
         {"uri": "file:///w"}]}}}, caps)["result"]

@@ -106,7 +106,7 @@ def test_the_checks_reject_bad_responses() -> None:
     for message in bad:
         with pytest.raises(run.BenchError):
             checker.response("call", message, 7, echo)
-    pings = [{"jsonrpc": "2.0", "id": i, "result": {}} for i in (1, 2, 3)]
+    pings: list[dict[str, Any]] = [{"jsonrpc": "2.0", "id": i, "result": {}} for i in (1, 2, 3)]
     checker.all_of("ping", [pings[2], {"jsonrpc": "2.0", "method": "notifications/message"}, pings[0], pings[1]], range(1, 4))
     for wrong in ([pings[0], pings[1]], [pings[0], pings[1], pings[1]], [*pings, {"jsonrpc": "2.0", "id": 4, "result": {}}]):
         with pytest.raises(run.BenchError):

@@ -12,7 +12,7 @@ import sys
 import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import streamablehttp_client  # type: ignore[attr-defined]  # mcp 1.x's name; mypy sees 2.x
 
 
 async def exercise(session):

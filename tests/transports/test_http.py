@@ -469,7 +469,7 @@ def test_the_official_python_sdk_client_uses_every_feature_over_http() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     uvicorn_thread = UvicornThread(module.server.http_app())
-    progress: list[float] = []
+    reported: list[float] = []
     logs: list[Any] = []
 
     async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
@@ -478,8 +478,8 @@ def test_the_official_python_sdk_client_uses_every_feature_over_http() -> None:
     async def elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content={"username": "ann", "email": "ann@example.com"})
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(value)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reported.append(progress)
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         logs.append(params.data)
@@ -508,7 +508,7 @@ def test_the_official_python_sdk_client_uses_every_feature_over_http() -> None:
         anyio.run(main)
     finally:
         uvicorn_thread.stop()
-    assert progress == [0, 50, 100]
+    assert reported == [0, 50, 100]
     assert logs == ["Tool execution started", "Tool processing data", "Tool execution completed"]
 
 

@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
@@ -44,6 +44,9 @@ from transports.http_support import (
     request,
 )
 from transports.mrtr_server import build_server as build_mrtr_server
+
+if TYPE_CHECKING:
+    from starlette.responses import Response
 
 ISSUER = "http://127.0.0.1:9/"  # never asked: no request here carries a token to an OAuth server
 NO_TOKEN = {"error": "unauthorized", "error_description": "this server needs a bearer token"}
@@ -322,7 +325,7 @@ def test_another_callers_session_is_not_found(open_server: CliServer, tokens_ser
 
 
 # -- modern request states belong to their caller ----------------------------------------------------
-CAPABLE = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+CAPABLE: dict[str, Any] = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
 
 
 @pytest.fixture
@@ -427,12 +430,12 @@ def test_write_implies_read_and_a_token_with_neither_gets_403_on_everything(work
         assert BearerClient(server.port, WRITE_TOKEN).call("ping").status == 200
         assert BearerClient(server.port, OTHER_TOKEN).call("ping").status == 200  # write alone: reads too
 
-    server = build_mrtr_server(bytes(32))
+    app_server = build_mrtr_server(bytes(32))
     auth = ResourceServer(TokenFile(str(path)), resource="http://127.0.0.1/mcp")
-    create_app(server, auth=auth)
+    create_app(app_server, auth=auth)
     for wanted in (None, {"jsonrpc": "2.0", "id": 1, "method": "ping"}):
-        assert auth.check(Principal("x", frozenset({WRITE})), wanted, server) is None
-        refused = auth.check(Principal("x", frozenset({"openid", "profile"})), wanted, server)
+        assert auth.check(Principal("x", frozenset({WRITE})), wanted, app_server) is None
+        refused = auth.check(Principal("x", frozenset({"openid", "profile"})), wanted, app_server)
         assert refused is not None and refused.status_code == 403
         assert refused.headers["WWW-Authenticate"] == ('Bearer error="insufficient_scope", scope="shipcode:read", '
                                                        'error_description="this request needs the scope shipcode:read"')
@@ -507,6 +510,12 @@ def _bearing(token: str, peer: str) -> Any:
                     "headers": [(b"authorization", f"Bearer {token}".encode())]})
 
 
+def _refusal(answer: Principal | Response) -> Response:
+    """What `authenticate` answered a token it does not accept: a refusal, never a Principal."""
+    assert not isinstance(answer, Principal), answer
+    return answer
+
+
 @pytest.mark.parametrize("defended", [False, True])
 def test_unknown_tokens_cost_the_issuer_a_bounded_number_of_questions(defended: bool,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
@@ -524,9 +533,9 @@ def test_unknown_tokens_cost_the_issuer_a_bounded_number_of_questions(defended: 
     resource = ResourceServer(counting, resource="http://127.0.0.1/mcp")
 
     async def flood() -> list[int]:
-        statuses = [(await resource.authenticate(_bearing("same-token-0123456789", "10.0.0.1"))).status_code
+        statuses = [_refusal(await resource.authenticate(_bearing("same-token-0123456789", "10.0.0.1"))).status_code
                     for _ in range(50)]
-        statuses += [(await resource.authenticate(_bearing(f"new-token-{n:012}", "10.0.0.1"))).status_code
+        statuses += [_refusal(await resource.authenticate(_bearing(f"new-token-{n:012}", "10.0.0.1"))).status_code
                      for n in range(100)]
         return statuses
 
@@ -536,5 +545,5 @@ def test_unknown_tokens_cost_the_issuer_a_bounded_number_of_questions(defended: 
         return
     assert statuses[:50] == [401] * 50 and counting.asked <= http_auth.VERIFY_BURST + 2  # one for the repeated token
     assert statuses.count(429) >= 100 - http_auth.VERIFY_BURST - 2
-    other = asyncio.run(resource.authenticate(_bearing("other-token-0123456789", "10.0.0.2")))
+    other = _refusal(asyncio.run(resource.authenticate(_bearing("other-token-0123456789", "10.0.0.2"))))
     assert other.status_code == 401 and counting.asked <= http_auth.VERIFY_BURST + 3

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -53,6 +53,12 @@ FRESH = 1.0
 INIT = json.dumps(initialize()).encode()
 REQUEST = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
            b"Accept: application/json, text/event-stream\r\nContent-Length: " + str(len(INIT)).encode() + b"\r\n\r\n" + INIT)
+
+
+def _front(limits: FrontLimits) -> type[asyncio.Protocol]:
+    """`protocol(limits)` as uvicorn.Config's `http` is annotated: uvicorn calls a class given there as the protocol
+    factory (with config, server_state, app_state), which a factory function is too; the hint names classes only."""
+    return cast("type[asyncio.Protocol]", protocol(limits))
 
 
 # -- connections: real server processes ---------------------------------------------------------------------------
@@ -367,7 +373,7 @@ class FrontThread(UvicornThread):
         import uvicorn
 
         config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
-                                timeout_graceful_shutdown=1, http=protocol(limits or FrontLimits()))
+                                timeout_graceful_shutdown=1, http=_front(limits or FrontLimits()))
         self.app = app
         self.server = uvicorn_server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -434,11 +440,11 @@ def test_every_accepted_connection_has_tcp_nodelay(mode: str) -> None:
     (`Server.run(sockets=...)`, as uvicorn's worker does), on a socket bound as uvicorn before 0.55 bound it."""
     import uvicorn
 
-    from shipcode_mcp.transports.http_front import front_of
+    from shipcode_mcp.transports.http_front import FrontProtocol, front_of
 
     config = uvicorn.Config(Server("nodelay", "1.0.0").http_app(session_idle_timeout=0), host="127.0.0.1",
                             port=free_port() if mode == "workers" else 0, log_level="warning",
-                            timeout_graceful_shutdown=1, http=protocol(FrontLimits()),
+                            timeout_graceful_shutdown=1, http=_front(FrontLimits()),
                             loop="shipcode_mcp.transports.http_front:FrontLoop")
     sockets = None
     if mode == "workers":
@@ -460,8 +466,10 @@ def test_every_accepted_connection_has_tcp_nodelay(mode: str) -> None:
         front = front_of(server.server_state)
         assert front is not None
         accepted = wait_for(lambda: list(front.heads) if len(front.heads) == 3 else None, 10, "3 kept-alive connections")
-        options = [member.transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
-                   for member in accepted]
+        options: list[int] = []
+        for member in accepted:
+            assert isinstance(member, FrontProtocol)  # without TLS the front serves each connection itself
+            options.append(member.transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
         assert all(options) and len(options) == 3, options
     finally:
         for client in clients:
@@ -783,7 +791,11 @@ def test_a_call_cancelled_while_it_waits_in_its_lane_never_runs(tmp_path: Path) 
             message = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
             threads.append(threading.Thread(target=lambda m=message, n=n: replies.update({n: client.post(m)})))
             threads[-1].start()
-            wait_for(lambda n=n: lanes.running(session) + lanes.waiting(session) == n, 10, f"call {n} in the lane")
+
+            def in_lane(n: int = n) -> bool:
+                return lanes.running(session) + lanes.waiting(session) == n
+
+            wait_for(in_lane, 10, f"call {n} in the lane")
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
         assert client.post(cancel).status == 202
         wait_for(lambda: lanes.waiting(session) == 0, 10, "the cancelled call to leave the lane")

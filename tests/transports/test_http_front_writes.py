@@ -4,12 +4,14 @@ head goes as soon as it is sent. Counted on the client's socket (Linux TCP_INFO:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import struct
 import sys
 import threading
 from collections.abc import Iterator
+from typing import cast
 
 import pytest
 import uvicorn
@@ -23,6 +25,12 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="TCP_INFO's data
 
 DATA_SEGS_IN = 152
 """Offset of tcpi_data_segs_in (u32) in Linux's struct tcp_info (since 4.6)."""
+
+
+def _front(limits: FrontLimits) -> type[asyncio.Protocol]:
+    """`protocol(limits)` as uvicorn.Config's `http` is annotated: uvicorn calls a class given there as the protocol
+    factory (with config, server_state, app_state), which a factory function is too; the hint names classes only."""
+    return cast("type[asyncio.Protocol]", protocol(limits))
 
 
 def _data_segments_in(sock: socket.socket) -> int:
@@ -60,7 +68,7 @@ def port() -> Iterator[int]:
         return text
 
     config = uvicorn.Config(server_app.http_app(stateless=True), host="127.0.0.1", port=0, log_level="warning",
-                            timeout_graceful_shutdown=1, http=protocol(FrontLimits()))
+                            timeout_graceful_shutdown=1, http=_front(FrontLimits()))
     server = uvicorn_server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

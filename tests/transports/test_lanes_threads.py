@@ -25,8 +25,12 @@ def _child(code: str) -> subprocess.CompletedProcess[str]:
 def test_shut_down_lanes_stop_their_threads() -> None:
     lanes = Lanes(4, per_lane=0, thread_name_prefix="lanes-test-shutdown")
     done = threading.Barrier(5)
+
+    def work() -> None:
+        done.wait(30)
+
     for n in range(4):
-        lanes.submit(n, lambda: done.wait(30))
+        lanes.submit(n, work)
     done.wait(30)
     assert len(_workers("lanes-test-shutdown")) == 4
     lanes.shutdown()

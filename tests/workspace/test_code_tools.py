@@ -172,17 +172,17 @@ def test_official_sdk_client_calls_the_code_tools_with_progress(root: Path) -> N
             await session.initialize()
             names = [tool.name for tool in (await session.list_tools()).tools]
             assert names[-5:] == CODE_TOOLS
-            progress: list[tuple[float, float | None, str | None]] = []
+            reports: list[tuple[float, float | None, str | None]] = []
 
-            async def on_progress(value: float, total: float | None, message: str | None) -> None:
-                progress.append((value, total, message))
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                reports.append((progress, total, message))
 
             found = await session.call_tool("find_symbol", {"name": "Circle"}, progress_callback=on_progress)
             assert found.is_error is False and found.structured_content is not None
             kinds = {(s["path"], s["kind"]) for s in found.structured_content["symbols"]}
             assert ("src/Sample.java", "class") in kinds and ("src/sample.swift", "struct") in kinds
-            values = [value for value, _, _ in progress]
-            assert values == sorted(set(values)) and progress[-1][0] == progress[-1][1]
+            values = [value for value, _, _ in reports]
+            assert values == sorted(set(values)) and reports[-1][0] == reports[-1][1]
 
             outline = await session.call_tool("outline", {"path": "src/sample.ts"})
             assert outline.structured_content is not None

@@ -42,32 +42,32 @@ CALLS = {"rg": (("list_files", {}), ("search_code", {"pattern": "x"})), "git": (
 
 
 def test_a_fifo_ignore_file_deep_in_a_tree_stops_the_child_at_once(trapped: tuple[Path, str]) -> None:
-    trapped, fifo = trapped
+    repo, fifo = trapped
     for program in READ_BY[fifo]:  # the attack works on plain rg and git
-        waits_on_a_fifo(trapped, *([rg_executable(), "--files", "--threads=1"] if program == "rg" else ["git", "status"]))
-    with Tools(trapped) as tools:
+        waits_on_a_fifo(repo, *([rg_executable(), "--files", "--threads=1"] if program == "rg" else ["git", "status"]))
+    with Tools(repo) as tools:
         for name, arguments in (call for program in READ_BY[fifo] for call in CALLS[program]):
             started = time.monotonic()
             message = tools.error(name, arguments)
             assert "named pipe (FIFO)" in message, (name, message)
             assert time.monotonic() - started < QUICK, name
-        os.unlink(trapped / "deep" / "er" / fifo)
+        os.unlink(repo / "deep" / "er" / fifo)
         assert "file.txt" in tools.text("list_files", {"path": "deep/er"})
 
 
 def test_a_blocked_root_does_not_starve_another(trapped: tuple[Path, str], tmp_path: Path) -> None:
-    trapped, fifo = trapped
+    repo, fifo = trapped
     if "rg" not in READ_BY[fifo]:
         pytest.skip("list_files runs rg, which does not read this file")
     clean = tmp_path / "clean"
     clean.mkdir()
     (clean / "a.txt").write_text("a\n")
-    roots = Roots([str(trapped), str(clean)])
+    roots = Roots([str(repo), str(clean)])
     outcomes: list[str] = []
 
     def blocked() -> None:
         try:
-            run_tool("list_files", context(), roots, path=str(trapped))
+            run_tool("list_files", context(), roots, path=str(repo))
             outcomes.append("answered")
         except ToolError as err:
             outcomes.append(str(err))

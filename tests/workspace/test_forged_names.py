@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,7 +45,7 @@ def _clean(text: str) -> str:
     return text
 
 
-def _error(tools: Tools, name: str, arguments: dict[str, object]) -> str:
+def _error(tools: Tools, name: str, arguments: dict[str, Any]) -> str:
     return _clean(tools.error(name, arguments))
 
 

@@ -88,7 +88,8 @@ def test_children_are_forked_by_one_fork_server_started_once() -> None:
             assert int(stat_fields(child.proc.pid)[1]) == first  # its parent: the fork server, not this process
             child.kill()
             assert child.wait() == -signal.SIGKILL
-    assert spawner.fork_server()._process is not None and spawner.fork_server()._process.pid == first
+    server = spawner.fork_server()
+    assert server._process is not None and server._process.pid == first
 
 
 def test_a_child_holds_its_own_descriptors_at_the_callers_numbers_and_nothing_else(tmp_path: Path) -> None:
@@ -190,7 +191,7 @@ def test_a_sandboxed_child_cannot_take_or_answer_another_childs_request() -> Non
     with attacker:
         assert attacker.stdout is not None
         assert attacker.stdout.readline() == b"holds 1\n"
-        lines = (line.rstrip(b"\n") for line in attacker.stdout)
+        lines: Iterator[bytes] = (line.rstrip(b"\n") for line in attacker.stdout)
         assert _victim_while_stealing(lines, fork_server) == b"forged\n"  # the attack works
     assert server_pid() == fork_server
 

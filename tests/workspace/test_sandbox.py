@@ -308,7 +308,8 @@ def test_a_root_swapped_while_its_rules_are_made_never_leaves_a_kept_ruleset_on_
         folder.mkdir()
         (folder / "mark.txt").write_text(f"{secrets.token_hex(16)}\n")
     swapper = subprocess.Popen([sys.executable, "-c", _SWAPPER, str(root), str(outside)])
-    leaked, rounds, deadline = [], 0, time.monotonic() + RACE_SECONDS
+    leaked: list[str] = []
+    rounds, deadline = 0, time.monotonic() + RACE_SECONDS
     try:
         while rounds < TRIALS and not leaked and won < WON_RACES and time.monotonic() < deadline:
             rounds += 1

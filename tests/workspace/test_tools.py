@@ -244,15 +244,15 @@ def test_official_sdk_client_lists_tools_and_calls_search_code_and_read_file(rep
             text = found.content[0].text  # type: ignore[union-attr]
             assert "src/app.py:4:def main():" in text.splitlines()
 
-            progress: list[tuple[float, float | None, str | None]] = []
+            reports: list[tuple[float, float | None, str | None]] = []
 
-            async def on_progress(value: float, total: float | None, message: str | None) -> None:
-                progress.append((value, total, message))
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                reports.append((progress, total, message))
 
             found = await session.call_tool("search_code", {"pattern": "answer"}, progress_callback=on_progress)
             assert found.structured_content is not None and found.structured_content["match_count"] == 2
-            values = [value for value, _, _ in progress]
-            assert values == sorted(set(values)) and progress[-1][0] == progress[-1][1]  # rising, then done
+            values = [value for value, _, _ in reports]
+            assert values == sorted(set(values)) and reports[-1][0] == reports[-1][1]  # rising, then done
 
             page = await session.call_tool("read_file", {"path": "src/app.py", "offset": 4, "limit": 2})
             assert page.is_error is False

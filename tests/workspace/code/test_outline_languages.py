@@ -259,8 +259,15 @@ EXPECTED: dict[str, list[tuple[str, str, int, int]]] = {
 }
 
 
+def _language(name: str) -> str:
+    """The language of the fixture `name` (each has one)."""
+    language = language_for(name)
+    assert language is not None, name
+    return language
+
+
 def test_every_language_has_a_fixture() -> None:
-    assert sorted({language_for(name) for name in EXPECTED}) == sorted(LANGUAGES)
+    assert sorted({_language(name) for name in EXPECTED}) == sorted(LANGUAGES)
     assert sorted(path.name for path in DATA.iterdir()) == sorted(EXPECTED)
 
 
