@@ -468,9 +468,8 @@ def _write_diff(ctx: Context, existed: bool, old: bytes | None, new: bytes, show
         DIFFING.release()
 
 
-def _changed_area(before: list[str], after: list[str]) -> int:
-    """The product of the line counts left on each side once the lines the two share at their start and at
-    their end are set aside: what a diff has to search (a line changed in a long file: 1)."""
+def _shared_ends(before: list[str], after: list[str]) -> tuple[int, int]:
+    """How many lines the two share at their start, then at their end (the two never overlap)."""
     shortest = min(len(before), len(after))
     start = 0
     while start < shortest and before[start] == after[start]:
@@ -478,6 +477,13 @@ def _changed_area(before: list[str], after: list[str]) -> int:
     end = 0
     while end < shortest - start and before[-1 - end] == after[-1 - end]:
         end += 1
+    return start, end
+
+
+def _changed_area(before: list[str], after: list[str]) -> int:
+    """The product of the line counts left on each side once the lines the two share at their start and at
+    their end are set aside: what a diff has to search (a line changed in a long file: 1)."""
+    start, end = _shared_ends(before, after)
     return (len(before) - start - end) * (len(after) - start - end)
 
 
@@ -487,14 +493,22 @@ def unified_diff(old: str, new: str, shown: str, *, created: bool) -> str:
 
 
 def _unified(before: list[str], after: list[str], shown: str, *, created: bool) -> str:
+    """The diff of the part that changed and CONTEXT lines around it (a line changed in a long file costs
+    the comparison of its ends, not a diff of the whole), its hunks numbered as in the whole file."""
     from_name = "/dev/null" if created else _prefixed("a", shown)
+    start, end = _shared_ends(before, after)
+    skip, tail = max(0, start - CONTEXT), max(0, end - CONTEXT)
+    before, after = before[skip:len(before) - tail], after[skip:len(after) - tail]
     out: list[str] = []
     size = 0
     cut = False
     if len(before) * len(after) <= DIFFLIB_LINES:
-        lines: Iterable[str] = difflib.unified_diff(before, after, from_name, _prefixed("b", shown), n=3)
+        lines: Iterable[str] = difflib.unified_diff(before, after, from_name, _prefixed("b", shown), n=CONTEXT)
     else:
-        lines, cut = linediff.unified(before, after, from_name, _prefixed("b", shown))
+        lines, cut = linediff.unified(before, after, from_name, _prefixed("b", shown), CONTEXT)
+    if skip:
+        lines = (_HUNK.sub(lambda hunk: _shifted(hunk, skip), line, count=1) if line.startswith("@@") else line
+                 for line in lines)
     for line in lines:
         if not line.endswith("\n"):
             line += "\n\\ No newline at end of file\n"
@@ -506,6 +520,16 @@ def _unified(before: list[str], after: list[str], shown: str, *, created: bool) 
     if cut:
         out.append("[diff not minimal: past its time budget, some unchanged lines are shown removed and added]\n")
     return "".join(out)
+
+
+CONTEXT = 3
+"""Unchanged lines shown around each change, as git shows them."""
+_HUNK = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@")
+
+
+def _shifted(hunk: re.Match[str], skip: int) -> str:
+    """A hunk header of the window numbered as in the whole file (`skip` lines before the window)."""
+    return f"@@ -{int(hunk[1]) + skip}{hunk[2]} +{int(hunk[3]) + skip}{hunk[4]} @@"
 
 
 def _prefixed(side: str, shown: str) -> str:
