@@ -402,6 +402,9 @@ class Handshake(_Member, asyncio.Protocol):
 
 _HEAD_END = re.compile(rb"\n\r?\n")
 """The blank line that ends a request head, as h11 finds it."""
+_BLANK_LINE = re.compile(rb"\r?\n")
+_LAST_CHUNK = re.compile(rb"0{1,20}(?:;[^\r\n]*)?\r\n")
+"""The line of a chunked body's last chunk (size 0), after which its trailers come."""
 
 
 class Refused(Exception):
@@ -436,9 +439,7 @@ class FrontConnection(h11.Connection):
             raise held
         if held is not None:
             return held
-        if self.their_state is h11.IDLE:
-            self._check_head()
-        event = super().next_event()
+        event = self._parse()
         if type(event) is h11.Request:
             self.chunks = self.payload = 0
             names = {name for name, _ in event.headers}  # lower-case, as h11 keeps them
@@ -452,7 +453,7 @@ class FrontConnection(h11.Connection):
         while True:
             after: Any
             try:
-                after = super().next_event()
+                after = self._parse()
                 if type(after) is h11.Data:
                     self._count(after)
                     pieces.append(after.data)
@@ -464,14 +465,33 @@ class FrontConnection(h11.Connection):
             break
         return event if len(pieces) == 1 else h11.Data(data=b"".join(pieces))
 
-    def _check_head(self) -> None:
-        """A request head must end within `head_limit` bytes, however it arrives: h11 refuses a longer one only
-        while it is incomplete, and parses one that came whole in a read (120 KB of headers: 57 ms on the loop,
-        before any token is looked at). Read from h11's own buffer (its private bytearray; no check without it)."""
+    def _parse(self) -> Any:
+        """h11's next event, once a block of header lines it would parse whole ends within `head_limit` bytes: a
+        request head, or a chunked body's trailers. h11 refuses a longer one only while it is incomplete, and
+        parses one that came whole in a read (120 KB of headers: 57 ms on the loop, before any token is looked
+        at; trailers alike). Read from h11's own buffer and reader (private: no check without them)."""
         buffered = getattr(getattr(self, "_receive_buffer", None), "_data", None)
-        if isinstance(buffered, bytearray) and len(buffered) > self.head_limit \
-                and _HEAD_END.search(buffered, 0, self.head_limit + 3) is None:
-            raise Refused(f"a request head must end within {self.head_limit} bytes", 431)
+        if isinstance(buffered, bytearray) and len(buffered) > self.head_limit:
+            start = self._header_lines_start(buffered)
+            if start is not None and _BLANK_LINE.match(buffered, start) is None \
+                    and _HEAD_END.search(buffered, max(0, start - 1), start + self.head_limit + 3) is None:
+                what = "a request head" if self.their_state is h11.IDLE else "a chunked body's trailers"
+                raise Refused(f"{what} must end within {self.head_limit} bytes", 431)
+        return super().next_event()
+
+    def _header_lines_start(self, buffered: bytearray) -> int | None:
+        """Where in h11's buffer a block of header lines starts that h11 would parse next (None: none does)."""
+        if self.their_state is h11.IDLE:
+            return 0
+        reader: Any = getattr(self, "_reader", None)
+        if self.their_state is not h11.SEND_BODY or not hasattr(reader, "_reading_trailer"):
+            return None
+        if reader._reading_trailer:  # its last chunk read: the buffer starts with the trailers
+            return 0
+        if reader._bytes_in_chunk:  # inside a chunk's data
+            return None
+        last = _LAST_CHUNK.match(buffered, len(reader._bytes_to_discard))  # after the chunk before's CRLF
+        return None if last is None else last.end()
 
     def _count(self, piece: h11.Data) -> None:
         """A run ends where the next one's first chunk starts, its last chunk whole by then."""
