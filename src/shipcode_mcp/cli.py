@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import threading
+import time
 import types
 
 from . import __version__, log
@@ -350,7 +351,8 @@ def _serve_http(server: Server | None, workspace: Roots, args: Any, argv: list[s
         os.environ[KEY_ENV] = os.urandom(32).hex()
     tls_options = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
     return http.run_uvicorn(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
-                            supervise=True, sessions=not args.stateless, hangup_to_workers=bool(args.auth_token_file),
+                            supervise=True, sessions=not args.stateless,
+                            hangup_to_workers=bool(args.auth_token_file or args.auth_issuer),
                             log_level=args.log_level, front=_front_limits(args), **tls_options)
 
 
@@ -379,7 +381,7 @@ def _worker_app(args: Any, http: Any) -> Any:
     auth = _resource_server(args)
     if auth is not None and args.auth_issuer:
         _discover_soon(auth.verifier)
-    if auth is not None and args.auth_token_file:
+    if auth is not None:
         http.reload_on_hangup(auth.reload)  # the supervisor passes SIGHUP on: see run_uvicorn
     state_key = _state_key(args.state_key_file)
     if state_key is None:
@@ -398,10 +400,18 @@ def _worker_app(args: Any, http: Any) -> Any:
 
 
 def _worker_refuses(why: str) -> NoReturn:
-    """A worker that cannot serve says why and exits with uvicorn's STARTUP_FAILURE (3), on which its supervisor
-    stops instead of starting it again and again (any other status is a crash, started again)."""
+    """A worker that cannot serve says why. At the start it exits with uvicorn's STARTUP_FAILURE (3), on which
+    the supervisor stops: the deployment never served. Started again after a death, it waits
+    RESTART_BACKOFF seconds first and exits 1, so the supervisor tries again (a token file being rewritten, no
+    memory just after an OOM kill: what fails now may not in a while) without a line every half second,
+    and the other workers serve on."""
+    from .transports.http import RESTART_BACKOFF, restarted  # the http extra: only a supervised worker refuses
+
     print(f"shipcode-mcp: {why}", file=sys.stderr)
-    raise SystemExit(3)
+    if not restarted():
+        raise SystemExit(3)
+    time.sleep(RESTART_BACKOFF)
+    raise SystemExit(1)
 
 
 _LIMITS = ("max_connections", "header_timeout", "write_timeout", "max_tls_handshakes", "body_timeout", "max_sessions",

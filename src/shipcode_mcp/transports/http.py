@@ -87,6 +87,8 @@ NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"
 MAX_BODY_BYTES = 64 * 1024 * 1024
 HEALTH_CHECK_TIMEOUT = 5  # seconds a supervised worker may leave its supervisor's health check unanswered
 SUPERVISOR_VARIABLE = "SHIPCODE_MCP_SUPERVISOR"  # the supervisor's pid, as its workers find it
+RESTARTS_VARIABLE = "SHIPCODE_MCP_RESTARTS"  # set once the first workers are started: later ones are restarts
+RESTART_BACKOFF = 5.0  # seconds a worker started again that cannot serve waits before it exits to be tried again
 OOM_SCORE_RAISE = 500  # a supervised worker's oom_score_adj over its supervisor's (-1000 to 1000)
 BODY_TIMEOUT = 60.0  # seconds a request body may go without a byte (and the grace before BODY_MIN_RATE counts)
 BODY_MIN_RATE = 16 * 1024
@@ -1353,13 +1355,19 @@ def _supervised(config: Any, sessions: bool, hangup_to_workers: bool) -> int:
                     log.warning(f"worker {old.pid} {_how_it_ended(old.exitcode, id(old) in running)}; "
                                 f"started again as {new.pid}")
 
+        def init_processes(self) -> None:
+            super().init_processes()
+            os.environ[RESTARTS_VARIABLE] = "1"  # every worker started from now on is a restart: see restarted
+
         def handle_hup(self) -> None:
             if not hangup_to_workers:
                 super().handle_hup()  # uvicorn's: each worker replaced, one by one
                 return
-            for worker in self.processes:
-                if worker.pid is not None and worker.process.is_alive():
+            for worker in self.processes:  # a worker not serving yet may not hear it: it is replaced instead
+                if worker.pid is not None and worker.is_ready(timeout=1):
                     os.kill(worker.pid, signal.SIGHUP)
+                else:
+                    worker.terminate()
 
         def handle_ttin(self) -> None:
             if sessions:
@@ -1376,6 +1384,11 @@ def _supervised(config: Any, sessions: bool, hangup_to_workers: bool) -> int:
     finally:
         sock.close()
     return STARTUP_FAILURE if any(worker.exitcode == STARTUP_FAILURE for worker in supervisor.processes) else 0
+
+
+def restarted() -> bool:
+    """Whether this supervised worker was started again after a death (not one of the first ones)."""
+    return os.environ.get(RESTARTS_VARIABLE) == "1"
 
 
 def reload_on_hangup(reload: Callable[[], None]) -> None:
