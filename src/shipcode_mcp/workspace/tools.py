@@ -569,6 +569,8 @@ WRITE_TOOLS: tuple[tuple[str, dict[str, Any], dict[str, bool]], ...] = (
 
 SPECS: dict[str, dict[str, Any]] = {name: spec for name, spec, *_ in READ_TOOLS + CODE_TOOLS + WRITE_TOOLS}
 _functions: dict[str, Callable[..., Any]] = {}  # each tool's function, once imported
+_DEFAULTS = {name: {key: argument.get("default") for key, argument in spec["input"]["properties"].items()}
+             for name, spec in SPECS.items()}  # what each argument left out is (None: no default in the schema)
 
 
 def run(tool: str, ctx: Context, roots: Roots, /, **arguments: Any) -> Any:
@@ -580,8 +582,7 @@ def run(tool: str, ctx: Context, roots: Roots, /, **arguments: Any) -> Any:
     if function is None:
         module, attribute = spec["run"].split(":")
         function = _functions[tool] = getattr(import_module(f".{module}", __package__), attribute)
-    defaults = {key: argument.get("default") for key, argument in spec["input"]["properties"].items()}
-    return function(ctx, roots, **{**defaults, **arguments})
+    return function(ctx, roots, **{**_DEFAULTS[tool], **arguments})
 
 
 def _tool(name: str, spec: dict[str, Any], roots: Roots, annotations: dict[str, bool]) -> Tool:

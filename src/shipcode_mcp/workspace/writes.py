@@ -52,8 +52,9 @@ DIFFING = threading.Semaphore(1)
 under the GIL but contention. 32 at once held pings up to 1.5 s (p99) and each diff got a 32nd of its time
 budget (linediff.DIFF_SECONDS); one at a time, pings stay under 50 ms (p99) and every diff has its whole budget."""
 QUICK_DIFF_AREA = 100_000
-"""A diff whose changed area (`_changed_area`) is at most this is computed at once, without waiting for
-DIFFING (milliseconds, whatever the file's size: most edits change a few lines of it)."""
+"""A diff whose changed area (the product of the line counts left once `_shared_ends` are set aside) is at
+most this is computed at once, without waiting for DIFFING (milliseconds, whatever the file's size: most
+edits change a few lines of it)."""
 DIFF_WAIT = 10.0
 """Seconds a large diff waits for DIFFING, then the write answers without it: queued behind others' large
 diffs (each up to linediff.DIFF_SECONDS), an answer would wait for all of them."""
@@ -455,15 +456,16 @@ def _write_diff(ctx: Context, existed: bool, old: bytes | None, new: bytes, show
         return f"(no diff: {printable(shown)} is larger than {size_text(MAX_DIFF_INPUT)})\n"
     before = _lines(old.decode("utf-8", "replace")) if old is not None else []
     after = _lines(new.decode("utf-8", "replace"))
-    if _changed_area(before, after) <= QUICK_DIFF_AREA:
-        return _unified(before, after, shown, created=not existed)
+    ends = _shared_ends(before, after)
+    if (len(before) - sum(ends)) * (len(after) - sum(ends)) <= QUICK_DIFF_AREA:
+        return _unified(before, after, shown, created=not existed, ends=ends)
     waited = time.monotonic() + DIFF_WAIT
     while not DIFFING.acquire(timeout=0.05):  # the write is done: a cancelled call need not wait for its diff
         if ctx.cancelled or time.monotonic() > waited:
             why = "the call was cancelled" if ctx.cancelled else "the server is computing other large diffs"
             return f"(no diff: {why}; git_diff or read_file shows what changed in {printable(shown)})\n"
     try:
-        return _unified(before, after, shown, created=not existed)
+        return _unified(before, after, shown, created=not existed, ends=ends)
     finally:
         DIFFING.release()
 
@@ -480,23 +482,18 @@ def _shared_ends(before: list[str], after: list[str]) -> tuple[int, int]:
     return start, end
 
 
-def _changed_area(before: list[str], after: list[str]) -> int:
-    """The product of the line counts left on each side once the lines the two share at their start and at
-    their end are set aside: what a diff has to search (a line changed in a long file: 1)."""
-    start, end = _shared_ends(before, after)
-    return (len(before) - start - end) * (len(after) - start - end)
-
-
 def unified_diff(old: str, new: str, shown: str, *, created: bool) -> str:
     """A git-style unified diff of `shown` ('' when nothing changed), cut after MAX_DIFF_CHARS."""
     return _unified(_lines(old), _lines(new), shown, created=created)
 
 
-def _unified(before: list[str], after: list[str], shown: str, *, created: bool) -> str:
+def _unified(before: list[str], after: list[str], shown: str, *, created: bool,
+             ends: tuple[int, int] | None = None) -> str:
     """The diff of the part that changed and CONTEXT lines around it (a line changed in a long file costs
-    the comparison of its ends, not a diff of the whole), its hunks numbered as in the whole file."""
+    the comparison of its ends, not a diff of the whole), its hunks numbered as in the whole file; `ends`:
+    `_shared_ends` of the two, when the caller has them already."""
     from_name = "/dev/null" if created else _prefixed("a", shown)
-    start, end = _shared_ends(before, after)
+    start, end = ends if ends is not None else _shared_ends(before, after)
     skip, tail = max(0, start - CONTEXT), max(0, end - CONTEXT)
     before, after = before[skip:len(before) - tail], after[skip:len(after) - tail]
     out: list[str] = []
