@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import support
 from shipcode_mcp import jsonrpc, log
+from shipcode_mcp.actions import AdoptRoots, Answer, Cancel, FollowRoots, Job, Release, Report, Send, Start
 from shipcode_mcp.context import Channel, Context
 from shipcode_mcp.server import Server
-from shipcode_mcp.session import AdoptRoots, Answer, Cancel, FollowRoots, Job, Release, Report, Send, Session, Start
+from shipcode_mcp.session import Session
 
 if TYPE_CHECKING:
-    from shipcode_mcp.session import Action
+    from shipcode_mcp.actions import Action
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
@@ -51,7 +52,7 @@ class Driver(Channel):
             elif isinstance(action, Start):
                 self.jobs.append(action.job)
             elif isinstance(action, AdoptRoots):  # what the runner does in the background, done at once
-                self.session.server.roots_changed(self.session, action.roots)
+                self.session.registry.roots_changed(self.session, action.roots)
                 out += self.perform(self.session.roots_adopted())
             else:
                 if isinstance(action, Cancel):

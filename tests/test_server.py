@@ -414,9 +414,9 @@ def test_offers_agrees_with_capabilities_in_every_configuration() -> None:
     every request): every combination of what can be registered and enabled."""
     import itertools
 
-    from shipcode_mcp.methods import REQUEST_HANDLERS
+    from shipcode_mcp.methods import METHODS
 
-    needs = {entry[1] for entry in REQUEST_HANDLERS.values() if entry[1]} | {
+    needs = {entry.needs for entry in METHODS.values() if entry.needs} | {
         ("tools", "listChanged"), ("resources", "listChanged"), ("prompts", "listChanged"), ("experimental",)}
     for tool, resource, prompt, completer, logging, list_changed, subscribe in itertools.product((False, True), repeat=7):
         server = Server("s", "1", logging=logging, list_changed=list_changed, subscribe=subscribe)

@@ -15,22 +15,12 @@ from typing import Any
 import pytest
 
 from core_support import INIT, INITIALIZED, Driver, req
+from shipcode_mcp.actions import Answer, Cancel, FollowRoots, Release, Report, Send, Start
 from shipcode_mcp.context import ClientRequestError, Context
 from shipcode_mcp.primitives import Prompt, Resource, ResourceNotFound, ResourceTemplate, Tool
 from shipcode_mcp.runner import ThreadRunner
 from shipcode_mcp.server import Server
-from shipcode_mcp.session import (
-    ROOTS_WAIT,
-    TRANSITIONS,
-    Answer,
-    Cancel,
-    FollowRoots,
-    Phase,
-    Release,
-    Report,
-    Send,
-    Start,
-)
+from shipcode_mcp.session import ROOTS_WAIT, TRANSITIONS, Phase
 
 CANCEL_4 = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4, "reason": "user"}}
 LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}

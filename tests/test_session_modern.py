@@ -16,10 +16,10 @@ import pytest
 
 from core_support import INIT, Driver, req
 from shipcode_mcp import era
+from shipcode_mcp.actions import AdoptRoots, Job, Release, Send, Start
 from shipcode_mcp.context import ClientRequestError, Context
 from shipcode_mcp.primitives import Prompt, Resource, ResourceNotFound, Tool
 from shipcode_mcp.server import Server
-from shipcode_mcp.session import AdoptRoots, Job, Release, Send, Start
 from support import modern_definition, validate_modern, validate_server_message
 
 SERVER_INFO = {"name": "shipcode-mcp", "version": "1.0.0"}
@@ -65,10 +65,13 @@ class ModernDriver(Driver):
     def __init__(self, server: Server, *, stateless: bool = False) -> None:
         super().__init__(server, stateless=stateless)
         self.awaited = 0  # jobs whose coroutine was awaited (async handlers)
-        server.connect(self)  # type: ignore[arg-type]  # a runner in all the server uses: read and announce
+        server.connect(self)  # a registry.Client: listening, subscribed, announce
 
-    def read(self, reader: Any) -> Any:
-        return reader(self.session)
+    def listening(self) -> bool:
+        return self.session.ready or bool(self.session.listeners)
+
+    def subscribed(self) -> dict[str, Any]:
+        return self.session.subscribed()
 
     def announce(self, method: str, params: dict[str, Any] | None = None, within: bool = True) -> None:
         self.perform(self.session.announce(method, params, within))
@@ -361,7 +364,7 @@ def test_log_messages_follow_the_requests_own_level_and_need_the_capability() ->
     d.ask_modern(3, "tools/call", {"name": "chatty"})  # no level: no logging, whatever the legacy session set
     assert [m["id"] for m in d.sent] == [3]
     quiet = ModernDriver(make_server())  # logging not offered: the level is accepted and nothing is sent
-    quiet.session.server.add_tool(Tool("chatty", lambda ctx, args: (ctx.error("e") and "logged") or "silent"))
+    quiet.session.registry.add_tool(Tool("chatty", lambda ctx, args: (ctx.error("e") and "logged") or "silent"))
     assert quiet.ask_modern(1, "tools/call", {"name": "chatty"}, **{era.LOG_LEVEL_KEY: "debug"})["result"]["content"] == text(
         "silent")
     assert [m["id"] for m in quiet.sent] == [1]
@@ -933,8 +936,8 @@ def test_the_request_that_brings_the_roots_is_served_in_them_inline_handlers_inc
 def test_a_question_in_an_exception_group_with_an_interrupt_lets_the_interrupt_go_on() -> None:
     import builtins
 
+    from shipcode_mcp.actions import input_required_in
     from shipcode_mcp.context import InputRequired
-    from shipcode_mcp.session import input_required_in
 
     group_of = getattr(builtins, "BaseExceptionGroup", None)
     if group_of is None:

@@ -11,7 +11,7 @@ import sys
 import threading
 
 from . import jsonrpc, log
-from .primitives import schema_validator
+from .validation import schema_validator
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
@@ -196,6 +196,7 @@ class Context:
         self.on_loop = False  # the handler runs on the reading loop (inline): it must not wait on the client
         self.failure: str | None = None  # the traceback of a bug in the handler, for the operator
         self.rounds: Rounds | None = None  # a modern request: its asks are answered in rounds, not by waiting
+        self.may_call: Callable[[Any], bool] | None = None  # the tools the caller may call (the session's, set per request)
 
     # -- cancellation -------------------------------------------------------------------------
     @property

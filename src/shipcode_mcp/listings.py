@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import jsonrpc
-from .methods import paginate
+from .paging import paginate
 from .primitives import Resource
 
 LIFETIME = 600.0

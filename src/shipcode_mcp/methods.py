@@ -1,70 +1,37 @@
-"""The MCP methods: what answers each request. `REQUEST_HANDLERS` at the bottom is the one table from
-every request method to its handler; `Server.request_handler` looks it up.
+"""The MCP methods: what answers each request. `METHODS` at the bottom is the one table from every
+request method to its handler, the capability it needs and the session step it takes, if any.
 
-A handler takes the server, the session, the request's context and its params, and returns the result,
-or a `Deferred` whose work runs off the reading loop. It reads the server through its public methods.
+A handler is a function of (registry, context, params) that returns the result, or a `Deferred` whose
+work runs off the reading loop; it reads the registry and changes nothing. The few methods that change
+the session (initialize, logging/setLevel, resources/(un)subscribe, subscriptions/listen) name their
+step: the handler returns what the step needs, and `Session` (session.py, "every state change in one
+file") makes the change and the answer. Notifications change only the session: `Session._receive_notification`.
 """
 
 from __future__ import annotations
 
-from . import jsonrpc, log
-from .context import LOG_LEVELS, ClientRequestError
+from . import era, jsonrpc, log
+from .actions import Deferred
+from .context import LOG_LEVELS, PROTOCOL_VERSION, ClientRequestError
+from .envelope import declares_tasks, needs_tasks
 from .jsonrpc import JsonRpcError
+from .paging import paginate
 from .primitives import ResourceNotFound, ToolError, ToolResult, read_contents
-from .session import Deferred
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from typing import Any, TypeVar
+    from collections.abc import Callable
+    from typing import Any
 
     from .context import Context
     from .primitives import Completer, Tool
-    from .server import Server
-    from .session import Session
+    from .registry import Registry
 
-    T = TypeVar("T")
-    MethodHandler = Callable[[Server, Session, Context, dict[str, Any]], dict[str, Any] | Deferred]
+    Handler = Callable[[Registry, Context, dict[str, Any]], dict[str, Any] | Deferred]
 
 
 def _invalid(message: str = "Invalid params") -> JsonRpcError:
     return JsonRpcError(jsonrpc.INVALID_PARAMS, message)
-
-
-def paginate(items: Sequence[T], cursor: Any, page_size: int, key: Callable[[T], str]) -> tuple[Sequence[T], str | None]:
-    """One page of `items` and the cursor of the next, if any.
-
-    A cursor is an offset plus a fingerprint of the item just before it, so it stays valid while the
-    list is unchanged and a stale or forged one is refused (-32602) rather than silently skipping.
-    """
-    # off the start-up budget (tests/test_startup.py): only paging needs these
-    import base64
-    import binascii
-
-    start = 0
-    if cursor is not None:
-        if not isinstance(cursor, str):
-            raise _invalid("Invalid cursor")
-        try:
-            offset_text, _, fingerprint = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("ascii").partition(":")
-            start = int(offset_text)
-        except (ValueError, UnicodeError, binascii.Error):
-            raise _invalid("Invalid cursor") from None
-        if not 0 < start <= len(items) or _fingerprint(key(items[start - 1])) != fingerprint:
-            raise _invalid("Invalid cursor")
-    end = start + page_size
-    page = items[start:end]
-    if end >= len(items):
-        return page, None
-    token = f"{end}:{_fingerprint(key(items[end - 1]))}"
-    return page, base64.urlsafe_b64encode(token.encode("ascii")).decode("ascii")
-
-
-def _fingerprint(text: str) -> str:
-    # crc32, not hash(): cursors must mean the same in every process of a stateless deployment.
-    import binascii  # off the start-up budget, as in paginate
-
-    return format(binascii.crc32(text.encode("utf-8", "surrogatepass")), "08x")
 
 
 # -- the MCP methods --------------------------------------------------------------------------------
@@ -75,19 +42,27 @@ def _string(params: dict[str, Any], key: str) -> str:
     return value
 
 
-def _initialize(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any]:
-    return session.negotiate(params)
+def _initialize(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """We speak one version and offer it whatever the client asked for (the step records the client)."""
+    if not isinstance(params.get("capabilities", {}), dict) or not isinstance(params.get("clientInfo", {}), dict):
+        raise JsonRpcError(jsonrpc.INVALID_PARAMS)
+    return registry.initialize_result(PROTOCOL_VERSION)
 
 
-def _ping(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any]:
+def _discover(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any]:
+    return registry.discover_result()
+
+
+def _ping(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _list_tools(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any]:
-    tools = list(server.tools.values())
-    if session.may_call is not None:  # the caller's token does not cover every tool: it sees what it may call
-        tools = [tool for tool in tools if session.may_call(tool)]
-    page, next_cursor = paginate(tools, params.get("cursor"), server.page_size, lambda t: t.name)
+def _list_tools(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any]:
+    tools = list(registry.tools.values())
+    may_call = context.may_call
+    if may_call is not None:  # the caller's token does not cover every tool: it sees what it may call
+        tools = [tool for tool in tools if may_call(tool)]
+    page, next_cursor = paginate(tools, params.get("cursor"), registry.page_size, lambda t: t.name)
     return _listed("tools", [tool.to_dict() for tool in page], next_cursor)
 
 
@@ -98,9 +73,9 @@ def _listed(key: str, items: list[dict[str, Any]], next_cursor: str | None) -> d
     return out
 
 
-def _call_tool(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
+def _call_tool(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     name = _string(params, "name")
-    tool = server.tools.get(name)
+    tool = registry.tools.get(name)
     if tool is None:
         raise _invalid(f"Unknown tool: {name}")
     arguments = params.get("arguments")
@@ -154,30 +129,30 @@ def _tool_failure(tool: Tool, err: ToolError | ClientRequestError) -> dict[str, 
     return ToolResult.error(str(err)).to_dict()
 
 
-def _list_resources(server: Server, session: Session, context: Context,
+def _list_resources(registry: Registry, context: Context,
                     params: dict[str, Any]) -> dict[str, Any] | Deferred:
     cursor = params.get("cursor")
 
     def work() -> dict[str, Any]:
-        page, next_cursor, meta = server.resources_page(cursor)  # a cursor pins its listing (listings.py)
+        page, next_cursor, meta = registry.resources_page(cursor)  # a cursor pins its listing (listings.py)
         out = _listed("resources", [resource.to_dict() for resource in page], next_cursor)
         if meta:
             out["_meta"] = meta
         return out
 
     # A source may walk a tree (a million files, say): that must never hold up the reading loop.
-    return Deferred(work) if server.lists_on_demand else work()
+    return Deferred(work) if registry.lists_on_demand else work()
 
 
-def _list_resource_templates(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any]:
-    page, next_cursor = paginate(server.resource_templates(), params.get("cursor"), server.page_size, lambda t: t.uri_template)
+def _list_resource_templates(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any]:
+    page, next_cursor = paginate(registry.resource_templates(), params.get("cursor"), registry.page_size, lambda t: t.uri_template)
     return _listed("resourceTemplates", [template.to_dict() for template in page], next_cursor)
 
 
-def _read_resource(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
+def _read_resource(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     uri = _string(params, "uri")
-    resource = server.resources.get(uri)
-    found = None if resource is not None and resource.reader is not None else server.find_template(uri)
+    resource = registry.resources.get(uri)
+    found = None if resource is not None and resource.reader is not None else registry.find_template(uri)
 
     def read() -> dict[str, Any]:
         if resource is not None and resource.reader is not None:
@@ -191,38 +166,59 @@ def _read_resource(server: Server, session: Session, context: Context, params: d
     return read() if target is not None and target.inline else Deferred(read)
 
 
-def _subscribe(server: Server, session: Session, context: Context,
-               params: dict[str, Any]) -> dict[str, Any] | Deferred:
-    """resources/subscribe and unsubscribe. The server's subscribe check (see `Server.on_subscribe`) may walk
-    a tree, so a subscribe runs off the reading loop; it is recorded only if no later subscribe or
-    unsubscribe of the URI came meanwhile, so the client's last word stands whatever order the work
-    finishes in. Unsubscribing is quick and inline."""
+def _subscribe(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
+    """resources/subscribe and unsubscribe: {"subscribed", "kept"} for the session's step. The server's
+    subscribe check (see `Server.on_subscribe`) may walk a tree, so a subscribe runs off the reading loop;
+    unsubscribing is quick and inline."""
     uri = _string(params, "uri")
-    turn = session.subscription_turn(uri)
-    check = server.subscribe_check
-    if context.method == "resources/unsubscribe" or check is None:
-        session.settle_subscription(uri, turn, context.method == "resources/subscribe")
-        return {}
-    kept: list[Any] = []
-
-    def work() -> dict[str, Any]:
-        kept.append(check(context, uri))
-        return {}
-
-    def settle(session: Session, ok: bool | None) -> None:  # refused: not subscribed; cancelled: as it was
-        session.settle_subscription(uri, turn, ok, kept[0] if ok else None)
-
-    return Deferred(work, settle)
+    check = registry.subscribe_check
+    subscribe = context.method == "resources/subscribe"
+    if not subscribe or check is None:
+        return {"subscribed": subscribe, "kept": None}
+    return Deferred(lambda: {"subscribed": True, "kept": check(context, uri)})
 
 
-def _list_prompts(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any]:
-    page, next_cursor = paginate(list(server.prompts.values()), params.get("cursor"), server.page_size, lambda p: p.name)
+def _listen(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
+    """subscriptions/listen: {"agreed", "kept"} for the session's step, which opens the subscription: the
+    list changes it opted in to that the server announces, and the resources it may subscribe to (the
+    server's check runs off the reading loop; a resource it refuses is left out)."""
+    wanted = params.get("notifications")
+    uris = wanted.get("resourceSubscriptions", []) if type(wanted) is dict else None
+    if type(uris) is not list or not all(isinstance(uri, str) for uri in uris):
+        raise _invalid("Invalid params: notifications must be an object; resourceSubscriptions a list of URIs")
+    assert type(wanted) is dict
+    if "taskIds" in wanted and not declares_tasks(context.client_capabilities):
+        raise needs_tasks()
+    offered = registry.capabilities()
+    agreed: dict[str, Any] = {key: True for key, name in era.LIST_FILTERS.items()
+                              if wanted.get(key) is True and offered.get(name, {}).get("listChanged")}
+    check = registry.subscribe_check
+    if not uris or not offered.get("resources", {}).get("subscribe"):
+        return {"agreed": agreed, "kept": {}}
+    if check is None:
+        return {"agreed": agreed, "kept": dict.fromkeys(uris)}
+
+    def work() -> dict[str, Any]:  # the server's check may walk a tree: off the reading loop
+        kept: dict[str, Any] = {}
+        for uri in uris:
+            context.check_cancelled()
+            try:
+                kept[uri] = check(context, uri)
+            except JsonRpcError:  # refused (not found, outside the roots): left out of the acknowledgement
+                continue
+        return {"agreed": agreed, "kept": kept}
+
+    return Deferred(work)
+
+
+def _list_prompts(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any]:
+    page, next_cursor = paginate(list(registry.prompts.values()), params.get("cursor"), registry.page_size, lambda p: p.name)
     return _listed("prompts", [prompt.to_dict() for prompt in page], next_cursor)
 
 
-def _get_prompt(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
+def _get_prompt(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     name = _string(params, "name")
-    prompt = server.prompts.get(name)
+    prompt = registry.prompts.get(name)
     if prompt is None:
         raise _invalid(f"Unknown prompt: {name}")
     arguments = params.get("arguments") or {}
@@ -238,15 +234,14 @@ def _get_prompt(server: Server, session: Session, context: Context, params: dict
     return render() if prompt.inline else Deferred(render)
 
 
-def _set_log_level(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any]:
+def _set_log_level(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any]:
     level = params.get("level")
     if level not in LOG_LEVELS:
         raise _invalid(f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}")
-    session.log_level = level
-    return {}
+    return {"level": level}
 
 
-def _complete(server: Server, session: Session, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
+def _complete(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any] | Deferred:
     ref = params.get("ref")
     argument = params.get("argument")
     if not isinstance(ref, dict) or not isinstance(argument, dict):
@@ -262,16 +257,16 @@ def _complete(server: Server, session: Session, context: Context, params: dict[s
     completer: Completer | None = None
     ref_type = ref.get("type")
     if ref_type == "ref/prompt":
-        prompt = server.prompts.get(str(ref.get("name")))
+        prompt = registry.prompts.get(str(ref.get("name")))
         if prompt is None:
             raise _invalid(f"Unknown prompt: {ref.get('name')}")
-        completer = server.completer(ref_type, prompt.name, name) or next(
+        completer = registry.completer(ref_type, prompt.name, name) or next(
             (a.complete for a in prompt.arguments if a.name == name), None)
     elif ref_type == "ref/resource":
-        template = next((t for t in server.resource_templates() if t.uri_template == ref.get("uri")), None)
+        template = next((t for t in registry.resource_templates() if t.uri_template == ref.get("uri")), None)
         if template is None:
             raise _invalid(f"Unknown resource template: {ref.get('uri')}")
-        completer = server.completer(ref_type, template.uri_template, name) or template.completers.get(name)
+        completer = registry.completer(ref_type, template.uri_template, name) or template.completers.get(name)
     else:
         raise _invalid("Invalid params: ref.type must be ref/prompt or ref/resource")
     if completer is None:
@@ -292,19 +287,60 @@ def _completion(values: list[str]) -> dict[str, Any]:
     return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
 
 
-REQUEST_HANDLERS: dict[str, tuple[MethodHandler, tuple[str, ...]]] = {
-    "initialize": (_initialize, ()),
-    "ping": (_ping, ()),
-    "tools/list": (_list_tools, ("tools",)),
-    "tools/call": (_call_tool, ("tools",)),
-    "resources/list": (_list_resources, ("resources",)),
-    "resources/templates/list": (_list_resource_templates, ("resources",)),
-    "resources/read": (_read_resource, ("resources",)),
-    "resources/subscribe": (_subscribe, ("resources", "subscribe")),
-    "resources/unsubscribe": (_subscribe, ("resources", "subscribe")),
-    "prompts/list": (_list_prompts, ("prompts",)),
-    "prompts/get": (_get_prompt, ("prompts",)),
-    "logging/setLevel": (_set_log_level, ("logging",)),
-    "completion/complete": (_complete, ("completions",)),
+class Method:
+    """A request method: its handler; the capability (and sub-capability) that must be offered for it; the
+    session step it takes (session.py, `Session.STEPS`); whether a legacy session may call it (the modern
+    era's methods are `era.MODERN_METHODS`); whether its result is already in its final modern shape."""
+
+    __slots__ = ("handler", "legacy", "needs", "shaped", "step")
+
+    def __init__(self, handler: Handler, needs: tuple[str, ...] = (), *, step: str | None = None,
+                 legacy: bool = True, shaped: bool = False) -> None:
+        self.handler = handler
+        self.needs = needs
+        self.step = step
+        self.legacy = legacy
+        self.shaped = shaped
+
+
+METHODS: dict[str, Method] = {
+    "initialize": Method(_initialize, step="initialize"),
+    "ping": Method(_ping),
+    "server/discover": Method(_discover, legacy=False, shaped=True),
+    "subscriptions/listen": Method(_listen, step="listen", legacy=False),
+    "tools/list": Method(_list_tools, ("tools",)),
+    "tools/call": Method(_call_tool, ("tools",)),
+    "resources/list": Method(_list_resources, ("resources",)),
+    "resources/templates/list": Method(_list_resource_templates, ("resources",)),
+    "resources/read": Method(_read_resource, ("resources",)),
+    "resources/subscribe": Method(_subscribe, ("resources", "subscribe"), step="subscription"),
+    "resources/unsubscribe": Method(_subscribe, ("resources", "subscribe"), step="subscription"),
+    "prompts/list": Method(_list_prompts, ("prompts",)),
+    "prompts/get": Method(_get_prompt, ("prompts",)),
+    "logging/setLevel": Method(_set_log_level, ("logging",), step="log level"),
+    "completion/complete": Method(_complete, ("completions",)),
 }
-"""Every MCP request method: (handler, the capability, and sub-capability, that must be offered for it)."""
+"""Every MCP request method, in both eras."""
+
+
+def lookup(registry: Registry, method: str, capabilities: dict[str, Any] | None = None, *,
+           modern: bool = False) -> Method | None:
+    """The method `method` names, or None when it is unknown, not of the era, or its capability is not offered.
+
+    `capabilities` are those a legacy session negotiated: once declared, a capability stays (tools/list
+    of an emptied registry is an empty list) and one not declared stays out, as the spec requires.
+    Without them (before initialize, stateless, modern), what is registered now decides.
+    """
+    entry = METHODS.get(method)
+    if entry is None or not (method in era.MODERN_METHODS if modern else entry.legacy):
+        return None
+    needs = entry.needs
+    if needs:
+        if capabilities is None:
+            if not registry.offers(*needs):
+                return None
+        else:
+            offered = capabilities.get(needs[0])
+            if offered is None or (len(needs) > 1 and not offered.get(needs[1])):
+                return None
+    return entry

@@ -9,6 +9,7 @@ import json
 import re
 
 from . import jsonrpc
+from .validation import schema_validator
 
 TYPE_CHECKING = False  # typing is not imported at start
 if TYPE_CHECKING:
@@ -50,19 +51,6 @@ def _causes(err: Any) -> list[Any]:
             if not all('of type "null"' in inner.message for inner in branch):
                 return list(branch)
     return [err]
-
-
-def schema_validator(schema: dict[str, Any]) -> Any:
-    """A validator for a JSON Schema of the dialect it declares (2020-12 when it declares none, as MCP
-    2026-07-28 requires). Offline: a `$ref` to a remote URI is never fetched (the spec forbids it by
-    default: a schema must not make the server reach out), so it fails to build instead. Raises
-    ValueError, with the validator's reason, for a schema it cannot use (an unknown dialect, say)."""
-    import jsonschema_rs  # an optional dependency's cost, paid on first use
-
-    try:
-        return jsonschema_rs.validator_for(schema, offline=True)
-    except (jsonschema_rs.ValidationError, ValueError) as err:
-        raise ValueError(str(err).split("\n", 1)[0]) from None
 
 
 def described(schema: dict[str, Any], description: str) -> dict[str, Any]:

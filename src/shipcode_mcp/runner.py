@@ -15,8 +15,9 @@ import time
 from functools import partial
 
 from . import jsonrpc, log
+from .actions import AdoptRoots, Answer, Cancel, FollowRoots, Release, Report, Send, Start
 from .context import ASK_BACKSTOP, Cancelled, Channel, ClientRequestError, answer_of
-from .session import AdoptRoots, Answer, Cancel, FollowRoots, Release, Report, Send, Session, Start
+from .session import Session
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
@@ -24,10 +25,10 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
     from typing import Any, TypeVar
 
+    from .actions import Action, Job, Outcome
     from .context import Context
     from .jsonrpc import Id, Message
-    from .server import Server
-    from .session import Action, Job, Outcome
+    from .registry import Registry
 
     T = TypeVar("T")
 
@@ -38,7 +39,7 @@ ROOTS_TIMEOUT = 60.0
 class Runner(Channel):
     """Drives one `Session`; subclasses implement `write`, `start`, `background` and `later`."""
 
-    def __init__(self, server: Server, *, stateless: bool = False) -> None:
+    def __init__(self, server: Registry, *, stateless: bool = False) -> None:
         self.server = server
         self.session = Session(server, self, stateless=stateless)
         self._lock = threading.RLock()  # reentrant: an inline handler may register a tool, which tells every client
@@ -142,6 +143,16 @@ class Runner(Channel):
         """`look(session)`, made with the session's other calls: how another thread reads its state."""
         with self._lock:
             return look(self.session)
+
+    # -- the registry's view of this client (registry.Client) ---------------------------------------
+    def listening(self) -> bool:
+        """Its client is ready (legacy) or listens (modern): list changes and updates reach it."""
+        with self._lock:
+            return self.session.ready or bool(self.session.listeners)
+
+    def subscribed(self) -> dict[str, Any]:
+        with self._lock:
+            return self.session.subscribed()
 
     # -- output -----------------------------------------------------------------------------------
     def send(self, message: Message, related: Id | None) -> None:
@@ -261,7 +272,7 @@ class ThreadRunner(Runner):
     embed a server in-process, and the tests of asking the client.
     """
 
-    def __init__(self, server: Server, write: Callable[[Message, Id | None], None] | None = None, *,
+    def __init__(self, server: Registry, write: Callable[[Message, Id | None], None] | None = None, *,
                  stateless: bool = False) -> None:
         super().__init__(server, stateless=stateless)
         self._write = write

@@ -18,18 +18,37 @@ import itertools
 from functools import partial
 
 from . import era, jsonrpc
-from .context import CLIENT_CAPABILITY_FOR, LOG_LEVELS, PROTOCOL_VERSION, Cancelled, ClientRequestError, Context, InputRequired, Rounds
+from .actions import (
+    AdoptRoots,
+    Answer,
+    Cancel,
+    Deferred,
+    FollowRoots,
+    Job,
+    Release,
+    Report,
+    Send,
+    Start,
+    input_required_in,
+    refusal_of,
+    traceback_of,
+)
+from .context import CLIENT_CAPABILITY_FOR, PROTOCOL_VERSION, ClientRequestError, Context, InputRequired, Rounds
+from .envelope import declares_tasks, envelope_error, needs_tasks
 from .jsonrpc import JsonRpcError
+from .methods import lookup
 from .primitives import inside
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterator
+    from collections.abc import Callable
     from typing import Any
 
+    from .actions import Action, Outcome
     from .context import Channel
     from .jsonrpc import Id, Message
-    from .server import RequestHandler, Server
+    from .methods import Method
+    from .registry import Registry
 
 ROOTS_WAIT = 5.0
 """How long deferred work waits for a roots/list under way, so it runs in the roots the client gave."""
@@ -58,255 +77,18 @@ TRANSITIONS: dict[tuple[Phase, str], Phase] = {
 """Every change of phase. An event not listed for a phase leaves it as it is (a second initialize)."""
 
 
-# -- actions: what a runner must do ------------------------------------------------------------------
-class Send:
-    """Write `message`; `related` is the id of the client request it belongs to, if any."""
-
-    __slots__ = ("message", "related")
-
-    def __init__(self, message: Message, related: Id | None = None) -> None:
-        self.message = message
-        self.related = related
-
-    def __repr__(self) -> str:
-        return f"Send({self.message!r}, related={self.related!r})"
-
-
-class Start:
-    """Run `job` off the reading loop (a worker thread, or a task for async work), then give its outcome to
-    `Session.finish`."""
-
-    __slots__ = ("job",)
-
-    def __init__(self, job: Job) -> None:
-        self.job = job
-
-
-class Cancel:
-    """The client cancelled `context`: run its cancel callbacks (kill a child, wake a wait)."""
-
-    __slots__ = ("context",)
-
-    def __init__(self, context: Context) -> None:
-        self.context = context
-
-
-class Answer:
-    """The client answered our request `request_id` (`response` None: it never will)."""
-
-    __slots__ = ("request_id", "response")
-
-    def __init__(self, request_id: int, response: Message | None) -> None:
-        self.request_id = request_id
-        self.response = response
-
-
-class FollowRoots:
-    """Ask the client for its roots (`Session.ask_roots`), give them to the server, then `Session.roots_listed`."""
-
-    __slots__ = ()
-
-
-class AdoptRoots:
-    """A modern client gave its roots with a request: tell the server (`Server.roots_changed`) off the
-    reading loop, then `Session.roots_adopted()`."""
-
-    __slots__ = ("roots",)
-
-    def __init__(self, roots: list[dict[str, Any]]) -> None:
-        self.roots = roots
-
-
-class Release:
-    """Work waits for the roots: call `Session.release_held(hold)` after `seconds`, whether or not they came."""
-
-    __slots__ = ("hold", "seconds")
-
-    def __init__(self, seconds: float, hold: int) -> None:
-        self.seconds = seconds
-        self.hold = hold
-
-
-class Report:
-    """A failure of ours for the operator (stderr), never for the client."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-if TYPE_CHECKING:
-    Action = Send | Start | Cancel | Answer | FollowRoots | AdoptRoots | Release | Report
-    Outcome = dict[str, Any] | JsonRpcError | InputRequired | None
-
-
-class Deferred:
-    """Returned by a handler whose work must run off the reading loop (a tool that takes time).
-
-    `settle(session, ok)` runs inside `Session.finish`, with the session's other calls, once the work
-    is over (`ok` True when it succeeded, False when it failed, None when it was cancelled): the place
-    to change session state.
-    """
-
-    __slots__ = ("awork", "settle", "then", "work")
-
-    def __init__(self, work: Callable[[], dict[str, Any]], settle: Callable[[Session, bool | None], None] | None = None,
-                 *, awork: Callable[[], Awaitable[dict[str, Any]]] | None = None,
-                 then: Callable[[Session, dict[str, Any]], list[Action]] | None = None) -> None:
-        """`awork`, when given, is the same work as a coroutine: an asyncio runner awaits it on its loop.
-        `then`, when given, says what a successful outcome means instead of answering with it (a
-        subscription that stays open)."""
-        self.work = work
-        self.settle = settle
-        self.awork = awork
-        self.then = then
-
-
-class Job:
-    """Deferred work bound to its request. A runner calls `run()` on a worker (or awaits `arun()`), then
-    `Session.finish`."""
-
-    __slots__ = ("context", "deferred")
-
-    def __init__(self, context: Context, deferred: Deferred) -> None:
-        self.context = context
-        self.deferred = deferred
-
-    def run(self) -> Outcome:
-        """The work's result, the error to answer with, the question for the client (a modern request),
-        or None when the request was cancelled.
-
-        Whatever the work raises (SystemExit included: a handler's sys.exit() is a bug) becomes an
-        answer; a bug's traceback is kept on the context for the runner to report.
-        """
-        if self.context.cancelled:
-            return None
-        try:
-            return self.deferred.work()
-        except (Exception, SystemExit) as err:
-            return self._failed(err)
-        except BaseException as err:  # a question for the client, maybe inside a task group's exception group
-            need = input_required_in(err)
-            if need is None:
-                raise
-            return need
-
-    async def arun(self) -> Outcome:
-        """`run` for an asyncio runner: awaits the work's coroutine (`awork`); cancelling the task is
-        cancelling the request."""
-        import asyncio  # off the start-up budget; only an asyncio runner (HTTP) awaits a job
-
-        assert self.deferred.awork is not None
-        if self.context.cancelled:
-            return None
-        try:
-            return await self.deferred.awork()
-        except asyncio.CancelledError as err:
-            if self.context.cancelled:
-                return None
-            return self._failed(err)  # not the client's cancellation: a bug to answer and report
-        except (Exception, SystemExit) as err:
-            return self._failed(err)
-        except BaseException as err:
-            need = input_required_in(err)
-            if need is None:
-                raise
-            return need
-
-    def _failed(self, err: BaseException) -> JsonRpcError | None:
-        if isinstance(err, Cancelled):
-            return None
-        refused = refusal_of(err)
-        if refused is not None:
-            return refused
-        self.context.failure = _traceback(f"{self.context.method} failed")
-        return JsonRpcError(jsonrpc.INTERNAL_ERROR)
-
-
 def _in_use(msg_id: Id) -> Send:
     """The answer to a request whose id another request in progress holds."""
     return Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INVALID_REQUEST, data="id is in use by a request in progress")),
                 msg_id)
 
 
-def _served_later(handler: RequestHandler, session: Session, context: Context) -> dict[str, Any]:
+def _served_later(method: Method, registry: Registry, context: Context) -> dict[str, Any]:
     """A request held for the roots it brought: its handler runs off the reading loop once they are the
     server's, then its work on the same worker. Only the requests that may ask (tools/call,
-    resources/read, prompts/get) bring roots, and their handlers change nothing in the session."""
-    outcome = handler(session, context, context.params)
+    resources/read, prompts/get) bring roots, and they take no session step."""
+    outcome = method.handler(registry, context, context.params)
     return outcome.work() if isinstance(outcome, Deferred) else outcome
-
-
-def refusal_of(err: BaseException) -> JsonRpcError | None:
-    """The error answer a handler's exception stands for, if it is not a bug: a JsonRpcError it raised,
-    or (modern era) the client's missing capability, which the spec answers with -32021."""
-    if isinstance(err, JsonRpcError):
-        return err
-    if isinstance(err, ClientRequestError) and err.error.code == jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY:
-        return err.error
-    return None
-
-
-def envelope_error(meta: Any) -> JsonRpcError | None:
-    """What a modern request's `_meta` gets instead of an answer, if anything: -32602 when a per-request field
-    is missing or of the wrong shape (HTTP adds 400), -32022 for a version
-    this server does not speak (checked before the other fields, whose shape a later version may change)."""
-    if type(meta) is not dict:
-        return no_envelope()
-    version = meta.get(era.VERSION_KEY)
-    if not isinstance(version, str):
-        return JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta needs {era.VERSION_KEY}, a string")
-    if version != era.MODERN_VERSION:
-        return JsonRpcError(jsonrpc.UNSUPPORTED_PROTOCOL_VERSION, data={
-            "supported": list(era.SUPPORTED_VERSIONS), "requested": version})
-    if type(meta.get(era.CAPABILITIES_KEY)) is not dict:
-        return JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta needs {era.CAPABILITIES_KEY}, an object")
-    info = meta.get(era.CLIENT_INFO_KEY)
-    if info is not None and type(info) is not dict:
-        return JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta {era.CLIENT_INFO_KEY} must be an object")
-    level = meta.get(era.LOG_LEVEL_KEY)
-    if level is not None and level not in LOG_LEVELS:
-        return JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: _meta {era.LOG_LEVEL_KEY} must be one of "
-                                                    f"{', '.join(LOG_LEVELS)}")
-    return None
-
-
-def no_envelope() -> JsonRpcError:
-    """-32602 for a request modern by its transport (the HTTP version header) whose body has no `_meta`."""
-    return JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: a {era.MODERN_VERSION} request needs _meta with "
-                                                f"{era.VERSION_KEY} and {era.CAPABILITIES_KEY}")
-
-
-def _declares_tasks(capabilities: dict[str, Any]) -> bool:
-    extensions = capabilities.get("extensions")
-    return type(extensions) is dict and era.TASKS_EXTENSION in extensions
-
-
-def _needs_tasks() -> JsonRpcError:
-    """-32021 naming the tasks extension: its methods and task notifications are for clients that declare it."""
-    return JsonRpcError(jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                        data={"requiredCapabilities": {"extensions": {era.TASKS_EXTENSION: {}}}})
-
-
-def input_required_in(err: BaseException) -> InputRequired | None:
-    """The question for the client `err` carries: itself, or one inside an exception group (a handler's
-    task group wraps what its tasks raise), unless the group also holds something that must stop the
-    server (KeyboardInterrupt, SystemExit, ...): that goes on."""
-    leaves = list(_leaves(err))
-    if any(not isinstance(leaf, (Exception, InputRequired)) for leaf in leaves):
-        return None
-    return next((leaf for leaf in leaves if isinstance(leaf, InputRequired)), None)
-
-
-def _leaves(err: BaseException) -> Iterator[BaseException]:
-    inner = getattr(err, "exceptions", None)
-    if not isinstance(inner, tuple):
-        yield err
-        return
-    for each in inner:
-        if isinstance(each, BaseException):
-            yield from _leaves(each)
 
 
 class Listener:
@@ -326,9 +108,10 @@ class Session:
     Not thread-safe, like h11's Connection: the runner makes one call at a time.
     """
 
-    def __init__(self, server: Server, channel: Channel | None = None, *, stateless: bool = False) -> None:
-        """`channel` is what the runner gives each request's context to send and ask through."""
-        self.server = server
+    def __init__(self, registry: Registry, channel: Channel | None = None, *, stateless: bool = False) -> None:
+        """`registry` is what the server offers (a `Server`); `channel` is what the runner gives each
+        request's context to send and ask through."""
+        self.registry = registry
         self.channel = channel
         self.phase = Phase.STATELESS if stateless else Phase.NEW
         self.client_info: dict[str, Any] = {}
@@ -382,29 +165,30 @@ class Session:
     def _receive_request(self, msg_id: Id, method: str, params: dict[str, Any]) -> list[Action]:
         if "_meta" in params and (meta := era.modern_meta(params)) is not None:
             return self._receive_modern(msg_id, method, params, meta)
-        handler = self.server.request_handler(method, self.capabilities)
-        if handler is None:
+        entry = lookup(self.registry, method, self.capabilities)
+        if entry is None:
             return [Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.METHOD_NOT_FOUND)), msg_id)]
         context = Context(self.channel, msg_id, method, params, client_capabilities=self.client_capabilities,
                           log_threshold=self._log_threshold(), protocol_version=PROTOCOL_VERSION)
-        return self._serve(handler, context)
+        return self._serve(entry, context)
 
-    def _serve(self, handler: RequestHandler, context: Context) -> list[Action]:
-        """Call the handler of a request; answer at once, or start its deferred work."""
+    def _serve(self, entry: Method, context: Context) -> list[Action]:
+        """Call the handler of a request; answer at once (after its step), or start its deferred work."""
         msg_id = context.request_id
         if msg_id in self.in_flight:
             self._settle(context, answered=False)
             return [_in_use(msg_id)]
+        context.may_call = self.may_call
         context.on_loop = True
         outcome: dict[str, Any] | Deferred | InputRequired
         try:
-            outcome = handler(self, context, context.params)
+            outcome = entry.handler(self.registry, context, context.params)
         except (Exception, SystemExit) as err:  # a handler's sys.exit() is a bug, not a shutdown
             refused = refusal_of(err)
             if refused is not None:
                 return [Send(self._response(context, refused), msg_id)]
             failed = jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INTERNAL_ERROR))
-            return [Report(_traceback(f"{context.method} failed")), Send(failed, msg_id)]
+            return [Report(traceback_of(f"{context.method} failed")), Send(failed, msg_id)]
         except BaseException as err:
             need = input_required_in(err)
             if need is None:
@@ -412,8 +196,12 @@ class Session:
             outcome = need
         finally:
             context.on_loop = False
+        if entry.step is not None:
+            return self.STEPS[entry.step](self, context, outcome)
         if not isinstance(outcome, Deferred):
             if context.protocol_version == PROTOCOL_VERSION and type(outcome) is dict:  # the legacy answer, at once
+                return [Send(jsonrpc.result(msg_id, outcome), msg_id)]
+            if entry.shaped and type(outcome) is dict:  # a modern result in its final shape (server/discover)
                 return [Send(jsonrpc.result(msg_id, outcome), msg_id)]
             return [Send(self._response(context, outcome), msg_id)]
         self.in_flight[msg_id] = context
@@ -434,7 +222,7 @@ class Session:
         its request is answered, so its last round cannot run the handler again)."""
         state = context.params.get("requestState") if context.rounds is not None else None
         if isinstance(state, str):
-            self.server.request_states.settle(state, answered=answered)
+            self.registry.request_states.settle(state, answered=answered)
 
     def _response(self, context: Context, outcome: dict[str, Any] | JsonRpcError | InputRequired) -> Message:
         """The response to a request, in the era it was sent in."""
@@ -450,10 +238,10 @@ class Session:
             if outcome.code == jsonrpc.RESOURCE_NOT_FOUND:  # 2026-07-28 answers it as invalid params
                 outcome = JsonRpcError(jsonrpc.INVALID_PARAMS, outcome.message, outcome.data)
             return jsonrpc.error(msg_id, outcome)
-        hint = self.server.cache_hint(context.method)
+        hint = self.registry.cache_hint(context.method)
         if hint is not None and context.method == "tools/list" and self.may_call is not None:
             hint = hint[0], "private"  # this caller's list: not one to share with others
-        return jsonrpc.result(msg_id, era.complete(outcome, self.server.server_info(), hint))
+        return jsonrpc.result(msg_id, era.complete(outcome, self.registry.server_info(), hint))
 
     # -- the modern era (2026-07-28): every request stands alone --------------------------------
     def _receive_modern(self, msg_id: Id, method: str, params: dict[str, Any], meta: dict[str, Any]) -> list[Action]:
@@ -462,14 +250,10 @@ class Session:
             context = self._modern_context(msg_id, method, params, meta)
         except JsonRpcError as err:
             return [Send(jsonrpc.error(msg_id, err), msg_id)]
-        if method == "server/discover":
-            return [Send(jsonrpc.result(msg_id, self.server.discover_result()), msg_id)]
-        if method == "subscriptions/listen":
-            return self._listen(context)
-        handler = self.server.request_handler(method)
-        if handler is None:
+        entry = lookup(self.registry, method, modern=True)
+        if entry is None:
             return [Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.METHOD_NOT_FOUND)), msg_id)]
-        if context.rounds is not None and self.roots is None and self.server.follows_roots:
+        if context.rounds is not None and self.roots is None and self.registry.follows_roots:
             adopting = self._modern_roots(context)
             if isinstance(adopting, InputRequired):
                 return [Send(self._response(context, adopting), msg_id)]
@@ -478,22 +262,22 @@ class Session:
                     self._settle(context, answered=False)
                     return [*adopting, _in_use(msg_id)]
                 self.in_flight[msg_id] = context
-                return adopting + self._start(Job(context, Deferred(partial(_served_later, handler, self, context))))
-        return self._serve(handler, context)
+                return adopting + self._start(Job(context, Deferred(partial(_served_later, entry, self.registry, context))))
+        return self._serve(entry, context)
 
     def _modern_context(self, msg_id: Id, method: str, params: dict[str, Any], meta: dict[str, Any]) -> Context:
         refused = envelope_error(meta)
         if refused is not None:
             raise refused
         version, capabilities, level = meta[era.VERSION_KEY], meta[era.CAPABILITIES_KEY], meta.get(era.LOG_LEVEL_KEY)
-        if method.startswith("tasks/") and not _declares_tasks(capabilities):
-            raise _needs_tasks()  # the tasks extension says so, though this server offers no tasks at all
+        if method.startswith("tasks/") and not declares_tasks(capabilities):
+            raise needs_tasks()  # the tasks extension says so, though this server offers no tasks at all
         if method not in era.MODERN_METHODS:
             raise JsonRpcError(jsonrpc.METHOD_NOT_FOUND, data=f"{method} is not a method of MCP {version}"
                                if method in ("initialize", "ping", "logging/setLevel", "resources/subscribe",
                                              "resources/unsubscribe") else None)
         context = Context(self.channel, msg_id, method, params, client_capabilities=capabilities,
-                          log_threshold=level if self.server.logging_enabled else None, protocol_version=version)
+                          log_threshold=level if self.registry.logging_enabled else None, protocol_version=version)
         if method in era.ASKING_METHODS:
             responses: dict[str, Any] = {}
             if "inputResponses" in params:
@@ -502,7 +286,7 @@ class Session:
                     raise JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: inputResponses must map keys to results")
             carried = {}
             if "requestState" in params:
-                carried = self.server.request_states.open(params["requestState"], method, params, self.principal)
+                carried = self.registry.request_states.open(params["requestState"], method, params, self.principal)
             context.rounds = Rounds(carried, responses)
         return context
 
@@ -528,45 +312,20 @@ class Session:
         given) travels signed in `requestState` (a lone roots question carries nothing, so no state)."""
         out: dict[str, Any] = {"resultType": "input_required", "inputRequests": {need.key: need.request}}
         if need.carried:
-            out["requestState"] = self.server.request_states.seal(context.method, context.params, need.carried,
+            out["requestState"] = self.registry.request_states.seal(context.method, context.params, need.carried,
                                                                   self.principal)
-        out["_meta"] = {era.SERVER_INFO_KEY: self.server.server_info()}
+        out["_meta"] = {era.SERVER_INFO_KEY: self.registry.server_info()}
         return out
 
     # -- subscriptions/listen: a request that stays open --------------------------------------------
-    def _listen(self, context: Context) -> list[Action]:
-        msg_id = context.request_id
-        wanted = context.params.get("notifications")
-        uris = wanted.get("resourceSubscriptions", []) if type(wanted) is dict else None
-        if type(uris) is not list or not all(isinstance(uri, str) for uri in uris):
-            return [Send(jsonrpc.error(msg_id, JsonRpcError(jsonrpc.INVALID_PARAMS, (
-                "Invalid params: notifications must be an object; resourceSubscriptions a list of URIs"))), msg_id)]
-        assert type(wanted) is dict
-        if "taskIds" in wanted and not _declares_tasks(context.client_capabilities):
-            return [Send(jsonrpc.error(msg_id, _needs_tasks()), msg_id)]
-        if msg_id in self.in_flight:
-            return [_in_use(msg_id)]
-        offered = self.server.capabilities()
-        agreed: dict[str, Any] = {key: True for key, registry in era.LIST_FILTERS.items()
-                                  if wanted.get(key) is True and offered.get(registry, {}).get("listChanged")}
-        if not uris or not offered.get("resources", {}).get("subscribe"):
-            return self._listening(context, agreed, {})
-        check = self.server.subscribe_check
-        if check is None:
-            return self._listening(context, agreed, dict.fromkeys(uris))
-
-        def work() -> dict[str, Any]:  # the server's check may walk a tree: off the reading loop
-            kept: dict[str, Any] = {}
-            for uri in uris:
-                context.check_cancelled()
-                try:
-                    kept[uri] = check(context, uri)
-                except JsonRpcError:  # refused (not found, outside the roots): left out of the acknowledgement
-                    continue
-            return kept
-
-        self.in_flight[msg_id] = context
-        return [Start(Job(context, Deferred(work, then=lambda session, kept: session._listening(context, agreed, kept))))]
+    def _listen(self, context: Context, outcome: Any) -> list[Action]:
+        """The step of subscriptions/listen: its handler said what is agreed and which resources it may have
+        (at once, or once the server's checks ran off the reading loop); open it."""
+        if isinstance(outcome, Deferred):
+            self.in_flight[context.request_id] = context
+            outcome.then = lambda found: self._listening(context, found["agreed"], found["kept"])
+            return [Start(Job(context, outcome))]
+        return self._listening(context, outcome["agreed"], outcome["kept"])
 
     def _listening(self, context: Context, agreed: dict[str, Any], kept: dict[str, Any]) -> list[Action]:
         """Open the subscription: acknowledge what is honoured; what it opted in to is tagged with its id. One
@@ -638,7 +397,7 @@ class Session:
             self.cancelled.discard(context.request_id)
             cancelled = True
         if job.deferred.settle is not None:
-            job.deferred.settle(self, None if cancelled else isinstance(outcome, dict))
+            job.deferred.settle(None if cancelled else isinstance(outcome, dict))
         actions: list[Action] = []
         if context.failure is not None:
             actions.append(Report(context.failure))
@@ -648,7 +407,7 @@ class Session:
         if outcome is None:  # the work said "cancelled", but the client cancelled nothing
             outcome = JsonRpcError(jsonrpc.INTERNAL_ERROR)
         if job.deferred.then is not None and isinstance(outcome, dict):
-            return actions + job.deferred.then(self, outcome)
+            return actions + job.deferred.then(outcome)
         actions.append(Send(self._response(context, outcome), context.request_id))
         return actions
 
@@ -668,11 +427,11 @@ class Session:
             actions += self._follow_roots()
         elif method == "notifications/roots/list_changed" and self.ready:
             actions += self._follow_roots()
-        for handler in self.server.notification_handlers(method):
+        for handler in self.registry.notification_handlers(method):
             try:
                 handler(self, params)
             except Exception:
-                actions.append(Report(_traceback(f"{method} failed")))
+                actions.append(Report(traceback_of(f"{method} failed")))
         return actions
 
     def _receive_response(self, message: Message) -> list[Action]:
@@ -683,19 +442,20 @@ class Session:
         return [Answer(msg_id, message)]
 
     # -- lifecycle ------------------------------------------------------------------------------
-    def negotiate(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Answer initialize; we speak one version and offer it whatever the client asked for."""
-        capabilities = params.get("capabilities", {})
-        client_info = params.get("clientInfo", {})
-        if not isinstance(capabilities, dict) or not isinstance(client_info, dict):
-            raise JsonRpcError(jsonrpc.INVALID_PARAMS)
-        result = self.server.initialize_result(PROTOCOL_VERSION)
+    def _initialize(self, context: Context, result: Any) -> list[Action]:
+        """The step of initialize: the first one's capabilities are this session's for good (a second
+        initialize is answered the same and changes nothing)."""
         if self.capabilities is None and not self.stateless:
-            self.client_capabilities = capabilities
-            self.client_info = client_info
+            self.client_capabilities = context.params.get("capabilities", {})
+            self.client_info = context.params.get("clientInfo", {})
             self.capabilities = result["capabilities"]
             self._advance("initialize")
-        return result
+        return [Send(jsonrpc.result(context.request_id, result), context.request_id)]
+
+    def _set_log_level(self, context: Context, result: Any) -> list[Action]:
+        """The step of logging/setLevel: the level its handler checked is this session's from now on."""
+        self.log_level = result["level"]
+        return [Send(jsonrpc.result(context.request_id, {}), context.request_id)]
 
     def close(self) -> list[Action]:
         """No more input will come: fail our requests to the client, so no handler waits forever.
@@ -746,7 +506,7 @@ class Session:
     # -- the client's roots ---------------------------------------------------------------------
     def _follow_roots(self) -> list[Action]:
         """List the client's roots in the background, if anything on the server follows them."""
-        if not (self.server.follows_roots and "roots" in self.client_capabilities and not self.stateless):
+        if not (self.registry.follows_roots and "roots" in self.client_capabilities and not self.stateless):
             return []
         if self.roots_listing:  # one refresh at a time: a flood of list_changed costs one more listing
             self._roots_stale = True
@@ -778,12 +538,31 @@ class Session:
         return [Start(job) for job in held]
 
     # -- subscriptions --------------------------------------------------------------------------
-    def subscription_turn(self, uri: str) -> int:
-        """Note that a subscribe or unsubscribe of `uri` arrived; returns its turn."""
+    def _subscription(self, context: Context, outcome: Any) -> list[Action]:
+        """The step of resources/subscribe and unsubscribe. Each takes a turn for its URI as it arrives; a
+        subscribe whose check runs off the reading loop is recorded only if no later subscribe or
+        unsubscribe of the URI came meanwhile, so the client's last word stands whatever order the work
+        finishes in. A refused subscribe leaves the URI unsubscribed; a cancelled one leaves it as it was."""
+        uri = context.params["uri"]
         turn = self._subscription_turns[uri] = next(self._turns)
-        return turn
+        msg_id = context.request_id
+        if not isinstance(outcome, Deferred):
+            self._settle_subscription(uri, turn, outcome["subscribed"], outcome["kept"])
+            return [Send(jsonrpc.result(msg_id, {}), msg_id)]
 
-    def settle_subscription(self, uri: str, turn: int, subscribed: bool | None, data: Any = None) -> None:
+        def settle(ok: bool | None) -> None:
+            if not ok:
+                self._settle_subscription(uri, turn, ok)
+
+        def then(found: dict[str, Any]) -> list[Action]:
+            self._settle_subscription(uri, turn, True, found["kept"])
+            return [Send(jsonrpc.result(msg_id, {}), msg_id)]
+
+        outcome.settle, outcome.then = settle, then
+        self.in_flight[msg_id] = context
+        return self._start(Job(context, outcome))
+
+    def _settle_subscription(self, uri: str, turn: int, subscribed: bool | None, data: Any = None) -> None:
         """End `turn`: if it is still the latest for `uri`, record the subscription (`subscribed`, None to
         leave it as it is); a turn overtaken by a later one changes nothing."""
         if self._subscription_turns.get(uri) != turn:
@@ -794,14 +573,18 @@ class Session:
         elif subscribed is not None:
             self.subscriptions.pop(uri, None)
 
+    STEPS: dict[str, Callable[[Session, Context, Any], list[Action]]] = {
+        "initialize": _initialize,
+        "log level": _set_log_level,
+        "subscription": _subscription,
+        "listen": _listen,
+    }
+    """The session's step of each method that changes it (methods.py: `Method.step`), given the handler's outcome."""
+
     # -- output ---------------------------------------------------------------------------------
     def _log_threshold(self) -> str | None:
-        if not self.server.logging_enabled:
+        if not self.registry.logging_enabled:
             return None
-        return self.log_level or self.server.default_log_level
+        return self.log_level or self.registry.default_log_level
 
 
-def _traceback(what: str) -> str:
-    import traceback  # off the start-up budget: only a failure needs it
-
-    return f"{what}\n{traceback.format_exc()}"

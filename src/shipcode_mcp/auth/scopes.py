@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..server import Server
+    from ..registry import Registry
 
 READ = "shipcode:read"
 WRITE = "shipcode:write"
 SUPPORTED = (READ, WRITE)
 
 
-def needed(server: Server, message: dict[str, Any]) -> tuple[str, ...]:
+def needed(server: Registry, message: dict[str, Any]) -> tuple[str, ...]:
     """The scopes a JSON-RPC message needs. A tools/call of a tool whose annotations do not say
     `readOnlyHint: true` needs WRITE too (an unknown tool needs only READ: the call fails on its own)."""
     if message.get("method") == "tools/call":
@@ -43,7 +43,7 @@ def missing(granted: frozenset[str], wanted: tuple[str, ...]) -> tuple[str, ...]
     return tuple(scope for scope in wanted if scope not in granted)
 
 
-def offered(server: Server) -> tuple[str, ...]:
+def offered(server: Registry) -> tuple[str, ...]:
     """The scopes the server's tools need between them: what a 401 asks a client to get, so that one
     authorization covers every tool offered (a server with write tools asks for WRITE too; the person
     who consents may still grant less, and a write then gets 403 and a step-up challenge)."""

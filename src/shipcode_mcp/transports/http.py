@@ -58,10 +58,10 @@ from starlette.routing import Route
 
 from .. import jsonrpc, log
 from ..context import PROTOCOL_VERSION
+from ..envelope import envelope_error, no_envelope
 from ..era import MODERN_VERSION, VERSION_KEY, modern_meta
 from ..jsonrpc import JsonRpcError
 from ..runner import Runner
-from ..session import envelope_error, no_envelope
 from .hosts import hostname as _hostname
 from .hosts import is_loopback
 from .lanes import PER_LANE, Call, Lanes
@@ -71,10 +71,10 @@ if TYPE_CHECKING:
 
     from starlette.types import Receive, Scope, Send
 
+    from ..actions import Job, Outcome
     from ..auth.tokens import Principal
     from ..jsonrpc import Id, Message
-    from ..server import Server
-    from ..session import Job, Outcome
+    from ..registry import Registry
     from .http_auth import ResourceServer
     from .http_front import FrontLimits
 
@@ -299,7 +299,7 @@ class HttpSession(Runner):
 class StreamableHttp:
     """The ASGI endpoint: validation, sessions, and the mapping of MCP exchanges onto HTTP."""
 
-    def __init__(self, server: Server, *, stateless: bool = False, allowed_origins: Iterable[str] = (),
+    def __init__(self, server: Registry, *, stateless: bool = False, allowed_origins: Iterable[str] = (),
                  allowed_hosts: Iterable[str] | None = None, allow_loopback: bool | None = None,
                  session_idle_timeout: float = 3600.0, keepalive: float = 15.0, max_workers: int = 64,
                  max_body_bytes: int = MAX_BODY_BYTES, auth: ResourceServer | None = None,
@@ -1190,7 +1190,7 @@ async def _nothing() -> AsyncIterator[bytes]:
         yield chunk
 
 
-def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, allowed_origins: Iterable[str] = (),
+def create_app(server: Registry, *, path: str = "/mcp", stateless: bool = False, allowed_origins: Iterable[str] = (),
                allowed_hosts: Iterable[str] | None = None, host: str | None = None, session_idle_timeout: float = 3600.0,
                max_workers: int = 64, max_body_bytes: int = MAX_BODY_BYTES, keepalive: float = 15.0,
                auth: ResourceServer | None = None, body_timeout: float = BODY_TIMEOUT, max_sessions: int = MAX_SESSIONS,
@@ -1250,7 +1250,7 @@ def create_app(server: Server, *, path: str = "/mcp", stateless: bool = False, a
     return app
 
 
-def serve_http(server: Server, host: str = "127.0.0.1", port: int = 8765, *, path: str = "/mcp",
+def serve_http(server: Registry, host: str = "127.0.0.1", port: int = 8765, *, path: str = "/mcp",
                stateless: bool = False, allowed_origins: Sequence[str] = (), allowed_hosts: Sequence[str] | None = None,
                session_idle_timeout: float = 3600.0, log_level: str = "warning", auth: ResourceServer | None = None,
                tls: tuple[str, str] | None = None, front: FrontLimits | None = None, body_timeout: float = BODY_TIMEOUT,

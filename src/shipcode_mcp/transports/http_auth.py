@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
     from ..auth.tokens import Verifier
-    from ..server import Server
+    from ..registry import Registry
 
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 CACHE_SECONDS = 300.0
@@ -64,7 +64,7 @@ class ResourceServer:
         self._verdicts: collections.OrderedDict[str, tuple[float, Principal]] = collections.OrderedDict()
         self._refused: collections.OrderedDict[str, tuple[float, TokenRejected]] = collections.OrderedDict()
         self._budgets: dict[str, tuple[float, float]] = {}  # client address -> (verifications left, when counted)
-        self.server: Server | None = None  # the server whose tools say what a 401 asks for (create_app sets it)
+        self.server: Registry | None = None  # the server whose tools say what a 401 asks for (create_app sets it)
         self._generation = 0
         self._warned = -WARN_EVERY  # bumped by forget(): a verdict reached before it is not kept after it
 
@@ -161,7 +161,7 @@ class ResourceServer:
         self._budgets[peer] = (left - 1, now)
         return True
 
-    def check(self, principal: Principal | None, message: dict[str, Any] | None, server: Server) -> Response | None:
+    def check(self, principal: Principal | None, message: dict[str, Any] | None, server: Registry) -> Response | None:
         """403 when the caller's token lacks a scope the message needs (`auth.scopes.needed`; any request,
         a GET stream or a DELETE at all: `shipcode:read`), else None."""
         wanted = needed(server, message) if message is not None else (READ,)

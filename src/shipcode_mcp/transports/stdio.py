@@ -18,19 +18,20 @@ import threading
 import time
 
 from .. import jsonrpc, log
+from ..actions import Cancel
 from ..jsonrpc import JsonRpcError
 from ..runner import ThreadRunner
-from ..session import ROOTS_WAIT, Cancel
+from ..session import ROOTS_WAIT
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from ..actions import Action, Job
     from ..context import Context
     from ..jsonrpc import Id, Message
-    from ..server import Server
-    from ..session import Action, Job
+    from ..registry import Registry
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """A line longer than this is refused (-32600) and the rest of it skipped: memory stays bounded by the limit."""
@@ -98,7 +99,7 @@ class _WorkerPool:
 
 
 class StdioTransport(ThreadRunner):
-    def __init__(self, server: Server, *, order_grace: float = ORDER_GRACE, order_budget: float = ORDER_BUDGET,
+    def __init__(self, server: Registry, *, order_grace: float = ORDER_GRACE, order_budget: float = ORDER_BUDGET,
                  max_workers: int = 32, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
         super().__init__(server)
         self.order_grace = order_grace
@@ -315,5 +316,5 @@ def _raise_terminated(signum: int, frame: Any) -> None:
     raise _Terminated()
 
 
-def serve_stdio(server: Server, **options: Any) -> int:
+def serve_stdio(server: Registry, **options: Any) -> int:
     return StdioTransport(server, **options).serve()

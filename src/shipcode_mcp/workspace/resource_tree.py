@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import jsonrpc, log
 from ..primitives import Resource, ResourceNotFound, ToolError, blob_resource, inside, text_resource
-from ..server import ResourceParts
+from ..registry import ResourceParts
 from .listing import list_files
 from .mime import SNIFF_BYTES, as_text, guess_mime_type, mime_type
 from .resources import (
