@@ -463,6 +463,7 @@ def test_the_command_line_refuses_inconsistent_http_flags(args: list[str]) -> No
 def test_the_official_python_sdk_client_uses_every_feature_over_http() -> None:
     from mcp import ClientSession, types
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPDeprecationWarning
 
     spec = importlib.util.spec_from_file_location("conformance_server", REPO / "examples" / "conformance_server.py")
     assert spec is not None and spec.loader is not None
@@ -497,7 +498,8 @@ def test_the_official_python_sdk_client_uses_every_feature_over_http() -> None:
             assert sampled.content[0].text == "LLM response: fine"  # type: ignore[union-attr]
             elicited = await session.call_tool("test_elicitation", {"message": "who?"})
             assert "ann@example.com" in elicited.content[0].text  # type: ignore[union-attr]
-            await session.set_logging_level("debug")
+            with pytest.warns(MCPDeprecationWarning, match="logging capability is deprecated"):  # legacy: it is ours to test
+                await session.set_logging_level("debug")
             await session.call_tool("test_tool_with_logging", {})
             read_back = await session.read_resource("test://template/42/data")
             assert json.loads(read_back.contents[0].text)["id"] == "42"  # type: ignore[union-attr]
