@@ -138,7 +138,7 @@ class Score:
 
 def score(files: Iterable[Path], root: Path) -> Score:
     """Outline every file that `ast` parses, and compare (imports the engine: the `code` extra)."""
-    from shipcode_mcp.workspace.code.symbols import outline_source
+    from shipcode_mcp.workspace.code.outline import outline_source
 
     result = Score()
     for path in files:

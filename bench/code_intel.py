@@ -242,7 +242,7 @@ def make_big_file(library: Path, target: Path) -> int:
 
 def outline_speed(python: str, src: Path, library: Path, cache: Path, settings: Settings) -> dict[str, Any]:
     """outline of the big file through the server, uncached and cached, and the parse alone in-process."""
-    from shipcode_mcp.workspace.code.symbols import outline_source
+    from shipcode_mcp.workspace.code.outline import outline_source
 
     folder = cache / "outline-big"
     big = folder / "big.py"
@@ -468,7 +468,8 @@ def ctags_tags(files: Iterable[Path]) -> dict[Path, list[Tag]]:
 
 
 def our_tags(path: Path, language: str) -> list[Tag]:
-    from shipcode_mcp.workspace.code.symbols import outline_source, walk
+    from shipcode_mcp.workspace.code.outline import outline_source
+    from shipcode_mcp.workspace.code.symbols import walk
 
     text = path.read_bytes().decode("utf-8", "replace")
     return [Tag(symbol.name, symbol.kind, symbol.def_line, symbol.line, symbol.end_line)

@@ -39,6 +39,7 @@ OURS = {
     # the workspace's definitions; the work (files, search, git, writes, process, listing, mime) loads on first use
     "shipcode_mcp.workspace", "shipcode_mcp.workspace.tools", "shipcode_mcp.workspace.resources",
     "shipcode_mcp.workspace.roots", "shipcode_mcp.workspace.uris", "shipcode_mcp.workspace.text",
+    "shipcode_mcp.workspace.resource_limits",  # the resources' limits, apart so that the listing and the watcher share them
     "shipcode_mcp.workspace.sandbox",  # the sandbox check
 }
 

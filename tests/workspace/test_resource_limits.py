@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shipcode_mcp.workspace.resources import MAX_LISTED_FILES, TRUNCATED_META_KEY
+from shipcode_mcp.workspace.resource_limits import MAX_LISTED_FILES, TRUNCATED_META_KEY
 from shipcode_mcp.workspace.uris import file_uri
 from support import McpProcess, TreeSampler, peak_rss, request_while_pinging, tree_rss
 

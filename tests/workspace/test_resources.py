@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shipcode_mcp.workspace.listing import list_files
-from shipcode_mcp.workspace.resources import MAX_READ_BYTES, RESOURCE_TOO_LARGE
+from shipcode_mcp.workspace.resource_limits import MAX_READ_BYTES, RESOURCE_TOO_LARGE
 from shipcode_mcp.workspace.uris import encode_path, file_uri, uri_path
 from support import HANDSHAKE, HANDSHAKE_REPLY, INITIALIZED, REPO, SERVER, McpProcess
 
@@ -537,7 +537,7 @@ def test_pinned_listings_are_bounded_by_count(tmp_path: Path, monkeypatch: pytes
 
 
 def test_a_huge_folder_reads_as_its_first_entries_and_a_note(tmp_path: Path) -> None:
-    from shipcode_mcp.workspace.resources import MAX_DIRECTORY_ENTRIES
+    from shipcode_mcp.workspace.resource_limits import MAX_DIRECTORY_ENTRIES
 
     for index in range(MAX_DIRECTORY_ENTRIES + 5):
         os.close(os.open(tmp_path / f"f{index:05d}.txt", os.O_CREAT | os.O_WRONLY, 0o644))

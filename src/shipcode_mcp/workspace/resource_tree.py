@@ -19,7 +19,7 @@ from ..primitives import Resource, ResourceNotFound, ToolError, blob_resource, i
 from ..registry import ResourceParts
 from .listing import list_files
 from .mime import SNIFF_BYTES, as_text, guess_mime_type, mime_type
-from .resources import (
+from .resource_limits import (
     DIRECTORY_MIME_TYPE,
     MAX_DIRECTORY_ENTRIES,
     MAX_LISTED_FILES,

@@ -17,7 +17,7 @@ are listed and served, every page of resources/list says so in `_meta` (TRUNCATE
 stderr says so once. The tools still see every file.
 
 This module is on the start-up path, so it only registers; the work is in resource_tree.py (and
-mime.py), imported on the first listing or read.
+mime.py), imported on the first listing or read, and the limits above are in resource_limits.py.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import os
 import threading
 
 from ..primitives import ResourceTemplate
+from .resource_limits import display
 from .uris import root_uri
 
 TYPE_CHECKING = False
@@ -38,40 +39,6 @@ if TYPE_CHECKING:
     from .resource_tree import WorkspaceResources
     from .roots import Roots
 
-MAX_READ_BYTES = 10 * 1024 * 1024
-"""resources/read refuses a larger file (RESOURCE_TOO_LARGE) without reading any of it."""
-
-RESOURCE_TOO_LARGE = -32003
-"""Our error code, in JSON-RPC's range for implementation-defined server errors: the file is over the limit."""
-
-MAX_DIRECTORY_ENTRIES = 10_000
-"""A folder reads as at most this many entries, then one item that says how many were left out."""
-
-MAX_LISTED_FILES = 100_000
-"""The most files a root's snapshot keeps, lists and serves (a thousand pages). Kept as names only, they
-cost 120 to 150 bytes each, so a cut root holds about 15 MB whatever its tree holds."""
-
-TRUNCATED_META_KEY = "shipcode-mcp/truncated"
-"""The `_meta` key of a resources/list result whose listing was cut: {"listed", "limit", "files"}, where
-`limit` is per root and `files` counts every root's files."""
-
-SNAPSHOT_SECONDS = 5.0
-"""How long a resources/read may reuse the last walk (a listing's pages always read their own: listings.py),
-and how long a cursor from another process is read against it."""
-
-DIRECTORY_MIME_TYPE = "inode/directory"
-IGNORE_FILES = frozenset({".gitignore", ".ignore", ".rgignore"})
-"""Files whose change can change what is listed although no file appeared or disappeared."""
-
-def display(name: str) -> str:
-    """A path for people and for JSON: bytes that are not UTF-8 (kept by surrogateescape) become U+FFFD."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return name
-
-
 # -- registration ----------------------------------------------------------------------------------
 def install_resources(server: Server, roots: Roots, *, watch: bool = False) -> None:
     """Offer every file of `roots` as a resource; with `watch`, also subscriptions and change notifications."""
@@ -79,7 +46,7 @@ def install_resources(server: Server, roots: Roots, *, watch: bool = False) -> N
     server.add_resource_source(feature.listed, on_new_listing=feature.start_listing)
     server.add_template_source(feature.templates)
     if watch:
-        from .watch import install_watch  # only with --watch (watchfiles); watch imports this module
+        from .watch import install_watch  # only with --watch (watchfiles)
 
         install_watch(server, feature.get())
 
@@ -116,7 +83,7 @@ class _OnFirstUse:
         if self._feature is None:
             with self._lock:
                 if self._feature is None:
-                    from .resource_tree import WorkspaceResources  # off the start-up budget; resource_tree imports this module
+                    from .resource_tree import WorkspaceResources  # off the start-up budget: from the first listing or read
 
                     self._feature = WorkspaceResources(self.roots)
         return self._feature

@@ -29,7 +29,7 @@ import traceback
 from typing import TYPE_CHECKING, Protocol
 
 from .. import log
-from .resources import IGNORE_FILES
+from .resource_limits import IGNORE_FILES
 
 if TYPE_CHECKING:
     from ..context import Context

@@ -83,7 +83,7 @@ def test_a_wrong_outline_scores_below_the_target(accuracy: ModuleType) -> None:
 
 def test_outline_kinds_that_are_not_definitions_are_left_out(accuracy: ModuleType) -> None:
     """Variables, constants and fields are in the outline but not in `ast`'s list: only defs and classes count."""
-    from shipcode_mcp.workspace.code.symbols import outline_source
+    from shipcode_mcp.workspace.code.outline import outline_source
 
     text = "LIMIT = 3\nname = 'x'\n\nclass C:\n    field = 1\n\n    def m(self):\n        pass\n"
     found = accuracy.outline_definitions(outline_source(text, "python"))

@@ -17,8 +17,9 @@ pytest.importorskip("ast_grep_py")
 
 from shipcode_mcp.context import Context
 from shipcode_mcp.workspace.code.navigate import find_symbol
+from shipcode_mcp.workspace.code.outline import outline_source
 from shipcode_mcp.workspace.code.source import CACHE
-from shipcode_mcp.workspace.code.symbols import language_for, outline_source, walk
+from shipcode_mcp.workspace.code.symbols import language_for, walk
 from shipcode_mcp.workspace.roots import Roots
 
 STYLES = REPO / "tests" / "data" / "styles"

@@ -28,7 +28,7 @@ LINE = "a" * 44 + " = " + "a_" * 12 + "c"
 
 
 def test_the_glob_as_a_regex_backtracks_for_longer_than_seconds() -> None:
-    program = ("from shipcode_mcp.workspace.code import prefilter\nfrom shipcode_mcp.workspace.code.source import word_regex\n"
+    program = ("from shipcode_mcp.workspace.code import prefilter\nfrom shipcode_mcp.workspace.code.names import word_regex\n"
                f"prefilter._pattern(prefilter._PYTHON, word_regex({GLOB!r})).search({LINE!r})\n")
     with pytest.raises(subprocess.TimeoutExpired):
         subprocess.run([sys.executable, "-c", program], timeout=5, check=False)
@@ -61,8 +61,7 @@ def test_the_linear_glob_test_keeps_every_line_the_regex_kept(glob: str, shape: 
     (but a keyword's: `class` and `def` are never a symbol's name). It once dropped a chain's later
     target (`a = NAME = 1`), which the outline reports: find_symbol's glob missed it."""
     from shipcode_mcp.workspace.code import prefilter
-    from shipcode_mcp.workspace.code.navigate import glob_matcher
-    from shipcode_mcp.workspace.code.source import word_regex
+    from shipcode_mcp.workspace.code.names import glob_matcher, word_regex
 
     line = shape.format(n=name)
     if any(glob_matcher(glob)(keyword) for keyword in ("def", "class")):

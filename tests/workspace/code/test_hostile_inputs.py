@@ -16,8 +16,8 @@ from workspace_support import Tools
 
 pytest.importorskip("ast_grep_py")
 
+from shipcode_mcp.workspace.code.outline import outline_source
 from shipcode_mcp.workspace.code.source import OutlineCache
-from shipcode_mcp.workspace.code.symbols import outline_source
 
 
 def _killed(tools: Tools) -> None:

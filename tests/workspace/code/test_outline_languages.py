@@ -9,7 +9,8 @@ import pytest
 
 pytest.importorskip("ast_grep_py")
 
-from shipcode_mcp.workspace.code.symbols import LANGUAGES, language_for, outline_source, walk
+from shipcode_mcp.workspace.code.outline import outline_source
+from shipcode_mcp.workspace.code.symbols import LANGUAGES, language_for, walk
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "code"
 

@@ -253,3 +253,8 @@ def _without_comments(node: SgNode | None, text: str, start: int, stop: int, rul
         at = max(at, end)
     parts.append(text[at:stop])
     return " ".join(parts)
+
+
+def outline_source(text: str, language: str) -> list[Symbol]:
+    """The top-level symbols of `text`, children nested; pure (no I/O). Needs ast-grep-py."""
+    return outline(text, language)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from .names import glob_matcher, word_regex
+
 LONG_LINE = "[Omitted long "
 """How rg shows a line longer than --max-columns (`[Omitted long matching line]` in ripgrep 14, `[Omitted
 long line with N matches]` before): such a line is kept (it might hold a definition)."""
@@ -40,16 +42,12 @@ def definition_test(language: str | None, word: str) -> Callable[[str], bool] | 
     find_symbol's last part)? None when the language has no shape: every file that mentions the word is
     kept. A glob is never made a backtracking regex (twelve stars against a 44-character name took
     hours): each word in a place of the shape is matched by the linear glob match of navigate.py."""
-    from .source import word_regex  # breaks the cycle source -> prefilter -> source
-
     shape = _SHAPES.get(language or "")
     if shape is None:
         return None
     if not any(char in word for char in "*?"):
         search = _pattern(shape, word_regex(word)).search
         return lambda line: line.startswith(LONG_LINE) or search(line) is not None
-    from .navigate import glob_matcher  # breaks the cycle navigate -> source -> prefilter -> navigate
-
     matches = glob_matcher(word)
 
     def test(line: str) -> bool:

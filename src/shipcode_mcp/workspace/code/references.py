@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ...primitives import ToolError
 from .. import safe_open
 from ..text import cut_line, place, plural, printable, result
+from .names import word_regex
 from .parsers import POOL, Failed, symbols_from
 from .prefilter import defining_lines
 from .pyscan import python_uses
@@ -36,7 +37,6 @@ from .source import (
     outline_of,
     parse_failed,
     source_from,
-    word_regex,
 )
 from .symbols import Symbol
 

@@ -9,7 +9,6 @@ other tool) and parses only the files it names.
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -430,13 +429,3 @@ def skip_reason(err: BaseException, shown: str) -> str:
     else:
         message = f"parse failed, {type(err).__name__}: {message}"
     return cut_line(message, MAX_REASON_CHARS)
-
-
-def word_regex(name: str) -> str:
-    """An rg regex for the identifier `name` as a whole word; `*` and `?` are wildcards. A word boundary
-    is required only next to a word character (`operator=`, `~Vec` are names in C++)."""
-    parts = re.split(r"([*?])", name)
-    body = "".join({"*": r"\w*", "?": r"\w"}.get(part) or re.escape(part) for part in parts)
-    start = r"\b" if re.match(r"[\w*?]", name) else ""
-    end = r"\b" if re.search(r"[\w*?]$", name) else ""
-    return f"{start}{body}{end}"

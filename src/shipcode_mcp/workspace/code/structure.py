@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import cut_line, cut_text, place, plural, printable, result
+from .names import word_regex
 from .parsers import POOL, Failed
-from .source import Folder, check_parsable, parse_failed, read_source, word_regex
+from .source import Folder, check_parsable, parse_failed, read_source
 from .symbols import LANGUAGES, language_for
 
 if TYPE_CHECKING:

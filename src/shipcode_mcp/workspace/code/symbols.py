@@ -81,13 +81,6 @@ class Symbol:
                 "line": self.line, "end_line": self.end_line, "def_line": self.def_line, "signature": self.signature}
 
 
-def outline_source(text: str, language: str) -> list[Symbol]:
-    """The top-level symbols of `text`, children nested; pure (no I/O). Needs ast-grep-py."""
-    from .outline import outline  # breaks the cycle outline -> symbols -> outline
-
-    return outline(text, language)
-
-
 def walk(symbols: list[Symbol] | tuple[Symbol, ...]) -> Iterator[Symbol]:
     """Every symbol of an outline, in source order."""
     for symbol in symbols:
