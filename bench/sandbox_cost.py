@@ -176,11 +176,13 @@ class InProcess:
     """The tool functions called directly, each call with a fresh request context of one session."""
 
     def __init__(self, root: Path) -> None:
-        from shipcode_mcp.workspace import git, sandbox, search, tools
+        from shipcode_mcp.workspace import sandbox, search, tools
+        from shipcode_mcp.workspace.git import commands as git
+        from shipcode_mcp.workspace.git.repo import git_program
         from shipcode_mcp.workspace.roots import Roots
 
         self.sandbox = sandbox
-        self.git, self.search, self.tools = git, search, tools
+        self.git, self.search, self.tools, self.git_program = git, search, tools, git_program
         self.roots = Roots([str(root)])
         self.next_id = 1
 
@@ -213,7 +215,7 @@ class InProcess:
         self.sandbox.set_enabled(sandboxed)
         try:
             started = time.perf_counter()
-            done = run(None, [self.git._git(), "--version"], cwd=self.roots.first, readable=self.roots.paths, limit=4096)
+            done = run(None, [self.git_program(), "--version"], cwd=self.roots.first, readable=self.roots.paths, limit=4096)
             elapsed = time.perf_counter() - started
         finally:
             self.sandbox.set_enabled(True)
@@ -275,7 +277,8 @@ if tool == "import":
     print(json.dumps({"seconds": time.perf_counter() - started}))
     sys.exit(0)
 from shipcode_mcp.context import Context
-from shipcode_mcp.workspace import git, sandbox, search, tools
+from shipcode_mcp.workspace import sandbox, search, tools
+from shipcode_mcp.workspace.git import commands as git
 from shipcode_mcp.workspace.roots import Roots
 sandbox.set_enabled(mode == "on")
 roots = Roots([root])
@@ -490,7 +493,7 @@ def measure(python: str, src: Path, cache: Path, config: Config, log: Callable[[
             child.kill()
     log(f"the first call of a fresh process, {config.first_call_repetitions} times each")
     first = first_calls(python, src, root, cache, config.first_call_repetitions, config.servers, check)
-    git_binary = ours.git._git()
+    git_binary = ours.git_program()
     from shipcode_mcp.workspace.listing import walk_readable
 
     confinement = {

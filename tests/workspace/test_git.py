@@ -457,20 +457,21 @@ def test_the_repository_check_alone_refuses_a_bare_repository(repo: Path, tmp_pa
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """As on git older than 2.38, which ignores safe.bareRepository: the check of the git folder refuses."""
     from shipcode_mcp.primitives import ToolError
-    from shipcode_mcp.workspace import git as git_module
+    from shipcode_mcp.workspace.git import commands
+    from shipcode_mcp.workspace.git import repo as git_repo
     from shipcode_mcp.workspace.roots import Roots
     from workspace_support import context
 
     marker = tmp_path / "ran"
     _embed_bare_repository(repo, marker)
     (repo / "emb" / "wt" / "f.txt").write_text("two\n")
-    config = list(git_module._SAFE_CONFIG)
+    config = list(git_repo._SAFE_CONFIG)
     if "safe.bareRepository=explicit" in config:
         at = config.index("safe.bareRepository=explicit")
         del config[at - 1:at + 1]
-    monkeypatch.setattr(git_module, "_SAFE_CONFIG", tuple(config))
+    monkeypatch.setattr(git_repo, "_SAFE_CONFIG", tuple(config))
     with pytest.raises(ToolError, match=r"^Refused: the git repository of emb is not a \.git folder inside"):
-        git_module.git_diff(context(), Roots([str(repo)]), None, False, "emb")
+        commands.git_diff(context(), Roots([str(repo)]), None, False, "emb")
     assert not marker.exists()
 
 
@@ -495,27 +496,28 @@ def test_folders_git_never_reads_are_not_walked(repo: Path, monkeypatch: pytest.
     never reads it for these tools, so it is not walked and the repository is not refused. The same entries
     in objects/, which git reads, are refused: the cap is live."""
     from shipcode_mcp.primitives import ToolError
-    from shipcode_mcp.workspace import git as git_module
+    from shipcode_mcp.workspace.git import repo as git_repo
+    from shipcode_mcp.workspace.git import walk
     from shipcode_mcp.workspace.roots import Roots
     from workspace_support import context
 
-    monkeypatch.setattr(git_module, "MAX_GIT_ENTRIES", 10_000)
+    monkeypatch.setattr(walk, "MAX_GIT_ENTRIES", 10_000)
     lfs = repo / ".git" / "lfs" / "objects" / "ab" / "cd"
     lfs.mkdir(parents=True)
     for number in range(20_000):
         (lfs / f"{number:064x}").touch()
-    with git_module.Repo(context(), Roots([str(repo)]), str(repo)) as ours:
+    with git_repo.Repo(context(), Roots([str(repo)]), str(repo)) as ours:
         assert ours.check(["rev-parse", "HEAD"]).stdout.decode().strip() == _head(repo)
     (repo / ".git" / "lfs").rename(repo / ".git" / "objects" / "lfs")
     with pytest.raises(ToolError, match="hold more than 10000 entries"):
-        git_module.Repo(context(), Roots([str(repo)]), str(repo))
+        git_repo.Repo(context(), Roots([str(repo)]), str(repo))
 
 
 def test_a_configuration_naming_too_many_filters_or_transports_is_refused(repo: Path) -> None:
     """Each filter or transport the configuration names costs overrides in every git command's environment:
     up to MAX_FILTERS of them (counted as filters and transports, whatever each costs) are neutralised, more
     are refused."""
-    from shipcode_mcp.workspace.git import MAX_FILTERS
+    from shipcode_mcp.workspace.git.repo import MAX_FILTERS
 
     config = repo / ".git" / "config"
     base = config.read_text()

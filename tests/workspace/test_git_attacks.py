@@ -26,7 +26,9 @@ import pytest
 from attack_support import ALL_TOOLS, Canary, Outside, direct, everything, index_state, refused, sandbox_off, stale, waits_on_a_fifo
 
 from shipcode_mcp.primitives import ToolError
-from shipcode_mcp.workspace import git as git_tools
+from shipcode_mcp.workspace.git import commands as git_commands
+from shipcode_mcp.workspace.git import repo as git_repo
+from shipcode_mcp.workspace.git import walk as git_walk
 from shipcode_mcp.workspace.roots import Roots
 from shipcode_mcp.workspace.text import printable
 from workspace_support import Tools, context, git, git_run, make_repo, snapshot
@@ -484,7 +486,7 @@ def test_attributes_and_excludes_files_outside(repo: Path, outside: Outside) -> 
     assert "guess.txt" not in git_run(repo, "status", "--porcelain").stdout
     with Tools(repo) as tools:
         assert tools.text("git_status") == "## main\n?? guess.txt"
-    with sandbox_off(), git_tools.Repo(context(), Roots([str(repo)]), str(repo)) as ours:
+    with sandbox_off(), git_repo.Repo(context(), Roots([str(repo)]), str(repo)) as ours:
         done = ours.run(["check-attr", "-a", "--", "README.md"])
     assert outside.secret not in done.stderr and outside.secret not in done.stdout.decode()
 
@@ -605,7 +607,7 @@ def test_the_patch_masker_keeps_content_and_masks_headers() -> None:
     patch = ("diff --git a/x\u202ey b/x\u202ey\nindex 1..2 100644\n--- a/x\u202ey\n+++ b/x\u202ey\n"
              "@@ -1,2 +1,2 @@ def f(\u202e):\n \tkeep\u202e\n-old\x1b[0m\n+new\r\n\\ No newline at end of file\n\n"
              " last\ndiff --git a/z b/z\nrename from z\u202e\n")
-    masked = git_tools._mask_patch(patch).split("\n")
+    masked = git_commands._mask_patch(patch).split("\n")
     assert masked[0] == printable("diff --git a/x\u202ey b/x\u202ey") and masked[3] == printable("+++ b/x\u202ey")
     assert masked[4] == printable("@@ -1,2 +1,2 @@ def f(\u202e):")
     assert masked[5:11] == [" \tkeep\u202e", "-old\x1b[0m", "+new\r", "\\ No newline at end of file", "", " last"]
@@ -617,7 +619,7 @@ def test_the_check_comes_before_any_command_reads_refs(repo: Path, outside: Outs
     read (the first line of packed-refs) is never started on such a repository."""
     _link(repo / ".git" / "packed-refs", outside.secret_file)
     with sandbox_off(), pytest.raises(ToolError, match="packed-refs is a symbolic link"):
-        git_tools.Repo(context(), Roots([str(repo)]), str(repo))
+        git_repo.Repo(context(), Roots([str(repo)]), str(repo))
     assert stat.S_ISLNK(os.lstat(repo / ".git" / "packed-refs").st_mode)
 
 
@@ -626,10 +628,10 @@ def _count_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The git subcommands run from now on (the real `run` and `Child`, counted on the way)."""
     from shipcode_mcp.workspace.process import Child
 
-    git_tools._git_exec_path()  # found once per process: not a run of the calls counted
+    git_repo._git_exec_path()  # found once per process: not a run of the calls counted
     started: list[str] = []
-    real = git_tools.run
-    skip = len(git_tools._SAFE_CONFIG) + 1
+    real = git_repo.run
+    skip = len(git_repo._SAFE_CONFIG) + 1
 
     def counted(ctx: Any, argv: list[str], **options: Any) -> Any:
         started.append(argv[skip])
@@ -640,8 +642,8 @@ def _count_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             started.append(argv[skip])
             super().__init__(ctx, argv, **options)
 
-    monkeypatch.setattr(git_tools, "run", counted)
-    monkeypatch.setattr(git_tools, "Child", Counted)
+    monkeypatch.setattr(git_repo, "run", counted)
+    monkeypatch.setattr(git_repo, "Child", Counted)
     return started
 
 
@@ -650,7 +652,7 @@ def test_a_filter_configured_after_the_repository_was_remembered_never_runs(
     """While the files git locates a repository and reads its configuration from are unchanged, a call runs
     git once, for its own command. A filter configured afterwards changes .git/config: read again, and
     neutralised. Checked without the kernel sandbox, shipcode-mcp's own confinement alone."""
-    monkeypatch.setattr(git_tools, "_RACY_NS", 0)  # every file settled: remembered at once
+    monkeypatch.setattr(git_walk, "RACY_NS", 0)  # every file settled: remembered at once
     started = _count_runs(monkeypatch)
     assert direct(repo, "git_status")[0] is False
     assert started == ["rev-parse", "config", "status"]
@@ -673,7 +675,7 @@ def test_a_configuration_with_includes_is_never_remembered(repo: Path, canary: C
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The files a configuration includes are not watched, so such a configuration is read on every call: a
     filter that appears in an included file alone is neutralised."""
-    monkeypatch.setattr(git_tools, "_RACY_NS", 0)
+    monkeypatch.setattr(git_walk, "RACY_NS", 0)
     included = repo / ".git" / "more.config"
     included.write_text("[core]\n\tabbrev = 12\n")
     git(repo, "config", "include.path", "more.config")
@@ -696,7 +698,7 @@ def test_a_remembered_repository_is_still_checked_on_every_call(repo: Path, outs
     """The git folders are looked at on every call: a folder is read again once it changed (its findings are
     remembered only while its entries are the same), so a link to the outside that appears later, at the
     top of .git or deep in objects/, is refused at once."""
-    monkeypatch.setattr(git_tools, "_RACY_NS", 0)
+    monkeypatch.setattr(git_walk, "RACY_NS", 0)
     loose = f"{outside.commit[:2]}/{outside.commit[2:]}"
     (repo / ".git" / "objects" / outside.commit[:2]).mkdir(exist_ok=True)
     if where == "a link whose target moves":  # .git/packed-refs leads into the root, at first
@@ -704,10 +706,10 @@ def test_a_remembered_repository_is_still_checked_on_every_call(repo: Path, outs
         (repo / "store" / "packed-refs").write_text("")
         (repo / ".git" / "packed-refs").symlink_to(repo / "store" / "packed-refs")
     assert direct(repo, "git_status")[0] is False
-    assert any(key[0] == str(repo / ".git" / "objects" / outside.commit[:2]) for key in git_tools._scanned)
+    assert any(key[0] == str(repo / ".git" / "objects" / outside.commit[:2]) for key in git_walk._scanned)
     if where != "a link whose target moves":  # no link in .git: the whole walk is remembered, and used as it is
-        tree = git_tools._trees[(str(repo / ".git"), False)]
-        assert direct(repo, "git_status")[0] is False and git_tools._trees[(str(repo / ".git"), False)] is tree
+        tree = git_walk._trees[(str(repo / ".git"), False)]
+        assert direct(repo, "git_status")[0] is False and git_walk._trees[(str(repo / ".git"), False)] is tree
     if where == "a link whose target moves":  # nothing in .git changes: the folder on the way is swapped
         (outside.path / "packed-refs").write_text(f"{outside.secret}\n")
         (repo / "store").rename(repo / "store-before")

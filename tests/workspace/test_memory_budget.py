@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from shipcode_mcp.workspace import git, process, sandbox, spawner
+from shipcode_mcp.workspace import process, sandbox, spawner
+from shipcode_mcp.workspace.git import commands as git
 from shipcode_mcp.workspace.roots import Roots
 from support import TreeSampler, family, tree_rss
 from workspace_support import context, make_repo

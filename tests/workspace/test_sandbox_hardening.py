@@ -116,7 +116,7 @@ def test_a_child_gets_none_of_the_servers_environment(listeners: tuple[str, sock
     assert _probe(script, tmp_path)["token"] == "False"
     environment = process.child_environment()
     assert "SHIPCODE_TEST_TOKEN" not in environment and environment["HOME"] == str(tmp_path)
-    from shipcode_mcp.workspace import git
+    from shipcode_mcp.workspace.git import repo as git
 
     assert "SHIPCODE_TEST_TOKEN" not in git._env()
 

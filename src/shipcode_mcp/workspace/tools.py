@@ -208,7 +208,7 @@ _REF_HELP = ("A branch, tag, commit id or expression such as HEAD~2, main@{upstr
              "it cannot start with '-'")
 
 GIT_STATUS = {
-    "run": "git:git_status",
+    "run": "git.commands:git_status",
     "title": "Git status",
     "description": (
         "Show the git status of each workspace root: the branch, its upstream and how far ahead or behind it is, "
@@ -243,7 +243,7 @@ GIT_STATUS = {
 }
 
 GIT_LOG = {
-    "run": "git:git_log",
+    "run": "git.commands:git_log",
     "title": "Git log",
     "description": (
         "Show the commit history, most recent first: id, date, author, subject and message. `ref` picks where "
@@ -272,7 +272,7 @@ GIT_LOG = {
 }
 
 GIT_DIFF = {
-    "run": "git:git_diff",
+    "run": "git.commands:git_diff",
     "title": "Git diff",
     "description": (
         "Show changes as a unified diff, with a summary of the files changed and lines added and removed. "
@@ -304,7 +304,7 @@ GIT_DIFF = {
 }
 
 GIT_SHOW = {
-    "run": "git:git_show",
+    "run": "git.commands:git_show",
     "title": "Git show",
     "description": (
         "Show one commit (or tag): its id, author, date, full message, a summary of the files it changed and "
