@@ -9,6 +9,8 @@
 # `scripts/test.sh tests/test_session.py -x`);
 # SKIP_CONFORMANCE=1 skips the conformance run (it needs npm and the npm registry the first time);
 # OTHER_PYTHONS="3.12" picks the other Pythons, OTHER_PYTHONS= runs the main one only.
+# The run of COVERAGE_PYTHON (3.12) measures coverage (coverage.py with sys.monitoring, its cheapest tracer; the
+# servers the tests start included) and prints the figure at the end; it is shown, never a threshold.
 # The peers some tests run (Node clients, an authorization server, the providers' converters, the MCPB
 # CLI) are installed into their cache folders before pytest, each within PREPARE_TIMEOUT seconds (1200):
 # cold, they take minutes, longer than pytest's per-test timeout. One that cannot be installed because
@@ -54,11 +56,19 @@ prepare scripts/build_mcpb.sh "$bundle/prepared.mcpb"
 
 MAIN="$(version .venv/bin/python)"
 run_pytest() {  # $1: the venv's python; the rest: pytest's arguments
-  local python="$1" start status=0
+  local python="$1" start status=0 measured=() tracer=() total
   shift
   start=$SECONDS
-  "$python" -m pytest -n "${PYTEST_WORKERS:-2}" "$@" || status=$?
+  if [ "$(version "$python")" = "${COVERAGE_PYTHON:-3.12}" ]; then  # the coverage figure: see [tool.coverage.run]
+    rm -rf .coverage && mkdir .coverage
+    measured=(--cov --cov-report=term)
+    tracer=(env COVERAGE_CORE=sysmon)
+  fi
+  "${tracer[@]}" "$python" -m pytest -n "${PYTEST_WORKERS:-2}" "${measured[@]}" "$@" || status=$?
   summary+=("Python $(version "$python"): pytest $([ "$status" = 0 ] && echo passed || echo "FAILED ($status)") in $((SECONDS - start)) s")
+  if [ "${#measured[@]}" != 0 ] && total="$("$python" -m coverage report --format=total 2>/dev/null)"; then
+    summary+=("Python $(version "$python"): coverage of src/shipcode_mcp ${total} % of statements (test processes and the servers they start)")
+  fi
   [ "$status" = 0 ] || failed=1
 }
 find_python() {  # the interpreter of Python $1 (e.g. 3.12), or nothing
