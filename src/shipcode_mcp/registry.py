@@ -57,6 +57,12 @@ every caller and changes only when the server says so (list changes); what the r
 user's and may change at any moment."""
 
 
+_CAPABILITIES = ("tools", "resources", "prompts", "logging", "completions")
+"""What a server may offer, in the order its capabilities are written."""
+_FLAGS = {"tools": ("listChanged",), "resources": ("subscribe", "listChanged"), "prompts": ("listChanged",)}
+"""The flags each capability may carry, in the order they are written."""
+
+
 class Registry:
     """Everything one MCP server offers; shared by all its sessions."""
 
@@ -292,23 +298,12 @@ class Registry:
         )
 
     def capabilities(self) -> dict[str, Any]:
-        """Exactly what is registered and enabled, never more: the spec makes this a MUST."""
+        """Exactly what is registered and enabled, never more: the spec makes this a MUST. Made of `offers`,
+        the one place that says what is offered."""
         caps: dict[str, Any] = {}
-        if self._tools:
-            caps["tools"] = {"listChanged": True} if self._list_changed["tools"] else {}
-        if self.has_resources:
-            resources: dict[str, Any] = {}
-            if self._subscribe:
-                resources["subscribe"] = True
-            if self._list_changed["resources"]:
-                resources["listChanged"] = True
-            caps["resources"] = resources
-        if self._prompts:
-            caps["prompts"] = {"listChanged": True} if self._list_changed["prompts"] else {}
-        if self.logging_enabled:
-            caps["logging"] = {}
-        if self.has_completions:
-            caps["completions"] = {}
+        for capability in _CAPABILITIES:
+            if self.offers(capability):
+                caps[capability] = {flag: True for flag in _FLAGS.get(capability, ()) if self.offers(capability, flag)}
         return caps
 
     def cache_hint(self, method: str) -> tuple[int, str] | None:
@@ -358,10 +353,8 @@ class Registry:
 
     # -- what a request reads -------------------------------------------------------------------
     def offers(self, capability: str, sub: str | None = None) -> bool:
-        """Whether `capabilities()` offers `capability` (and its `sub` flag), without building it all: a
-        stateless or modern request asks on every call. tests/test_server.py checks they agree."""
-        if capability == "resources" and sub == "subscribe":  # the one sub-capability a method needs
-            return self._subscribe and self.has_resources
+        """Whether this server offers `capability` (and its `sub` flag: resources' subscribe, a list's
+        listChanged), without building `capabilities()`: a stateless or modern request asks on every call."""
         if capability == "tools":
             offered = bool(self._tools)
         elif capability == "prompts":
@@ -373,10 +366,12 @@ class Registry:
         elif capability == "completions":
             offered = self.has_completions
         else:
-            offered = capability in self.capabilities()
+            return False
         if not offered or sub is None:
             return offered
-        return bool(self.capabilities()[capability].get(sub))
+        if sub == "subscribe":
+            return capability == "resources" and self._subscribe
+        return sub == "listChanged" and self._list_changed.get(capability, False)
 
     def notification_handlers(self, method: str) -> list[NotificationHandler]:
         return self._notification_handlers.get(method, [])
