@@ -117,26 +117,8 @@ class StdioTransport(ThreadRunner):
         self._reading_thread: int | None = None
         self._interruptible = False  # serve's SIGTERM handler stops the reading thread
         self._traced: dict[Any, tuple[str, float]] | None = None
-        """--log-level debug: the requests under way, id -> (method, when read), for one line each when they end."""
-        if log.enabled("debug"):  # only then: the tracing steps cost every message a call
-            self._traced = {}
-            self.receive = self._receive_traced  # type: ignore[method-assign]
-            self.perform = self._perform_traced  # type: ignore[method-assign]
-
-    # -- one debug line per request -------------------------------------------------------------
-    def _receive_traced(self, message: Any) -> None:
-        traced = self._traced
-        if traced is not None and isinstance(message, dict) and isinstance(message.get("method"), str):
-            request_id = message.get("id")
-            if isinstance(request_id, (int, str)) and not isinstance(request_id, bool) and request_id not in traced:
-                traced[request_id] = (message["method"], time.monotonic())
-        super().receive(message)
-
-    def _perform_traced(self, actions: list[Action]) -> None:
-        for action in actions:
-            if isinstance(action, Cancel):  # no response will follow (see Runner.finish_job)
-                self._trace_end(action.context.request_id, "cancelled")
-        super().perform(actions)
+        """--log-level debug (TracedStdioTransport): the requests under way, id -> (method, when read), for one
+        line each when they end."""
 
     def _trace_end(self, request_id: Any, outcome: str, code: int | None = None) -> None:
         assert self._traced is not None
@@ -316,5 +298,29 @@ def _raise_terminated(signum: int, frame: Any) -> None:
     raise _Terminated()
 
 
+class TracedStdioTransport(StdioTransport):
+    """StdioTransport at --log-level debug: one line per request when it ends (log.request). A class of its own,
+    chosen at construction (`serve_stdio`), so the usual transport pays nothing for it on any message."""
+
+    def __init__(self, server: Registry, **options: Any) -> None:
+        super().__init__(server, **options)
+        self._traced = {}
+
+    def receive(self, message: Any) -> None:
+        traced = self._traced
+        if traced is not None and isinstance(message, dict) and isinstance(message.get("method"), str):
+            request_id = message.get("id")
+            if isinstance(request_id, (int, str)) and not isinstance(request_id, bool) and request_id not in traced:
+                traced[request_id] = (message["method"], time.monotonic())
+        super().receive(message)
+
+    def perform(self, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, Cancel):  # no response will follow (see Runner.finish_job)
+                self._trace_end(action.context.request_id, "cancelled")
+        super().perform(actions)
+
+
 def serve_stdio(server: Registry, **options: Any) -> int:
-    return StdioTransport(server, **options).serve()
+    transport = TracedStdioTransport if log.enabled("debug") else StdioTransport
+    return transport(server, **options).serve()
