@@ -10,14 +10,14 @@ import re
 import shlex
 import subprocess
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from logging_support import only_start_line
-from shipcode_mcp.cli import _host_port, build_parser, parse_args
+from shipcode_mcp.cli import _host_port, build_parser, parse_args, read_plainly
+from shipcode_mcp.settings import Settings
 from support import REPO, McpProcess, run_transcript
 
 
@@ -140,7 +140,8 @@ def test_a_call_made_before_the_roots_arrive_runs_in_them(folders: dict[str, Pat
 def parsed(parse: Any, argv: list[str]) -> Any:
     try:
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-            return vars(parse(argv))
+            read = parse(argv)
+            return read if isinstance(read, Settings) else Settings.of(read)
     except SystemExit as stop:  # help, version, a usage error
         return "exit", stop.code
 
@@ -156,8 +157,8 @@ def test_the_command_line_reads_as_argparse_reads_it() -> None:
     for argv in (list(words) for length in range(5) for words in itertools.product(WORDS, repeat=length)):
         theirs = parsed(parser.parse_args, argv)
         assert parsed(parse_args, argv) == theirs, argv
-        if isinstance(theirs, dict) and "-" not in argv:
-            assert isinstance(parse_args(argv), types.SimpleNamespace), argv
+        if isinstance(theirs, Settings) and "-" not in argv:
+            assert read_plainly(argv) == theirs, argv  # read without argparse
 
 
 INITIALIZE_LINE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

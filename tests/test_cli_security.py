@@ -194,4 +194,4 @@ def test_a_client_id_that_starts_with_a_dash_is_read_in_the_equals_form() -> Non
     """Authorization servers make ids of random characters, '-' first among them; `--opt=VALUE` is argparse's way."""
     args = parse_args(["--http", "8765", "--auth-issuer", "https://auth.example.com", "--auth-client-id=-Zq3x",
                        "--auth-client-secret-file", "secret", "root"])
-    assert args.auth_client_id == "-Zq3x" and args.roots == ["root"]
+    assert args.auth_client_id == "-Zq3x" and args.roots == ("root",)

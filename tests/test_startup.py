@@ -35,6 +35,7 @@ OURS = {
     "shipcode_mcp.runner", "shipcode_mcp.era",  # era: which era a request speaks (no imports of its own)
     # the core's layers (issue 24): code split out of session, server and methods, no new imports
     "shipcode_mcp.actions", "shipcode_mcp.envelope", "shipcode_mcp.paging", "shipcode_mcp.registry", "shipcode_mcp.validation",
+    "shipcode_mcp.settings",  # the command line, read once (no imports of its own)
     "shipcode_mcp.primitives", "shipcode_mcp.transports", "shipcode_mcp.transports.stdio",
     # the workspace's definitions; the work (files, search, git, writes, process, listing, mime) loads on first use
     "shipcode_mcp.workspace", "shipcode_mcp.workspace.tools", "shipcode_mcp.workspace.resources",

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 import time
-import types
 
 from . import __version__, log
 from .server import Server
+from .settings import DEFAULTS, Settings
 from .transports.stdio import serve_stdio
 from .workspace import install
 from .workspace.roots import Roots, client_root_folders
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 SERVER_NAME = "shipcode-mcp"
-ARGV_VARIABLE = "SHIPCODE_MCP_ARGV"  # how `--workers` hands the command line to each worker process
+SETTINGS_VARIABLE = "SHIPCODE_MCP_SETTINGS"  # how a supervisor hands its Settings (JSON) to each worker process
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,48 +113,50 @@ def build_parser() -> argparse.ArgumentParser:
     secure.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate (PEM; with --tls-key)")
     secure.add_argument("--tls-key", metavar="FILE", help="the private key of --tls-cert (PEM)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.set_defaults(**_option_defaults())
+    # settings.DEFAULTS, as argparse wants them (an appended option's default is a list it copies)
+    parser.set_defaults(**{name: list(value) if isinstance(value, tuple) else value for name, value in DEFAULTS.items()
+                           if name != "roots"})
     return parser
-
-
-def _option_defaults() -> dict[str, Any]:
-    """What the options mean when left out: the parser's defaults, and those of `parse_args` without it."""
-    return {"log_level": "warning", "log_format": "text", "http": None, "stateless": False, "workers": 1, "supervise": False,
-            "allow_origin": [], "allow_host": None, "state_key_file": None, "auth_issuer": None, "resource_url": None,
-            "auth_client_id": None, "auth_client_secret_file": None, "auth_token_file": None, "insecure_no_auth": False,
-            "tls_cert": None, "tls_key": None, "max_connections": None, "header_timeout": None, "write_timeout": None,
-            "max_tls_handshakes": None,
-            "body_timeout": None,
-            "max_sessions": None, "max_concurrent_calls": None, "body_budget": None, "max_json_values": None,
-            "max_requests_per_caller": None, "max_streams_per_caller": None}
 
 
 _SWITCHES = {"--allow-write": "allow_write", "--watch": "watch", "--require-sandbox": "require_sandbox"}
 
 
-def parse_args(argv: Sequence[str]) -> Any:
-    """The command line as argparse reads it. The usual one, root folders and the switches
-    --allow-write, --watch and --require-sandbox, is read without argparse, whose import would be a large part
-    of the cold start (docs/performance.md); anything else (help, errors too) goes to argparse. tests/test_cli.py
-    compares the two on every command line of up to four words of roots and switches."""
+def parse_args(argv: Sequence[str]) -> Settings:
+    """The command line as argparse reads it, as `Settings`. The usual one, root folders and the switches
+    --allow-write, --watch and --require-sandbox, is read without argparse (`read_plainly`), whose import would be a
+    large part of the cold start (docs/performance.md); anything else (help, errors too) goes to argparse.
+    tests/test_cli.py compares the two on every command line of up to four words of roots and switches."""
+    plain = read_plainly(argv)
+    return plain if plain is not None else Settings.of(build_parser().parse_args(argv))
+
+
+def read_plainly(argv: Sequence[str]) -> Settings | None:
+    """The settings of a command line of roots and switches only, or None (an option, or roots on both sides of
+    a switch, which argparse refuses: its word)."""
     roots = [arg for arg in argv if arg not in _SWITCHES]
     first = next((i for i, arg in enumerate(argv) if arg not in _SWITCHES), 0)
     if any(arg.startswith("-") for arg in roots) or list(argv[first:first + len(roots)]) != roots:
-        return build_parser().parse_args(argv)  # an option, or roots on both sides of a switch (argparse: an error)
-    switches = {dest: arg in argv for arg, dest in _SWITCHES.items()}
-    return types.SimpleNamespace(roots=roots, **switches, **_option_defaults())
+        return None
+    return Settings(roots=roots, **{dest: arg in argv for arg, dest in _SWITCHES.items()})
+
+
+def build(settings: Settings, state_key: bytes | None = None) -> tuple[Server, Roots]:
+    """The workspace server the settings describe, and its roots: the one assembly, for stdio, HTTP and each
+    supervised worker. Over stdio without a ROOT the workspace follows the client's roots once it lists them
+    (the current directory until then, or if it has none)."""
+    return _assemble(settings.roots, allow_write=settings.allow_write, watch=settings.watch,
+                     follow_client_roots=settings.http is None, state_key=state_key)
 
 
 def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool = False,
-                 follow_client_roots: bool = False, state_key: bytes | None = None) -> Server:
-    """The workspace server; `follow_client_roots` (no ROOT given, stdio) makes the workspace the
-    client's roots once it lists them, the current directory until then or if it has none."""
-    return _build(roots, allow_write=allow_write, watch=watch, follow_client_roots=follow_client_roots,
-                  state_key=state_key)[0]
+                 state_key: bytes | None = None) -> Server:
+    """The workspace server of these roots (a library's or a test's way to it, roots given)."""
+    return _assemble(roots, allow_write=allow_write, watch=watch, follow_client_roots=False, state_key=state_key)[0]
 
 
-def _build(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_client_roots: bool,
-           state_key: bytes | None) -> tuple[Server, Roots]:
+def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_client_roots: bool,
+              state_key: bytes | None) -> tuple[Server, Roots]:
     server = Server(SERVER_NAME, __version__, state_key=state_key)
     workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch)
     if follow_client_roots and not roots:
@@ -212,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.set_level(args.log_level)
     log.set_format(args.log_format)
     if args.http is None and (args.stateless or args.workers != 1 or args.supervise or args.allow_origin or args.allow_host
-                              or _securing(args) or _limiting(args)):
+                              or _securing(args) or args.limiting()):
         print("shipcode-mcp: --stateless, --workers, --supervise, --allow-origin, --allow-host, the limits and the auth and TLS options "
               "need --http", file=sys.stderr)
         return 2
@@ -243,8 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 can_watch()
         else:
-            server, workspace = _build(args.roots, allow_write=args.allow_write, watch=args.watch,
-                                       follow_client_roots=args.http is None, state_key=state_key)
+            server, workspace = build(args, state_key)
     except (ValueError, OSError) as err:
         print(f"shipcode-mcp: {err}", file=sys.stderr)
         return 2
@@ -263,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 check = _check_sandbox_soon(start)
             assert server is not None
             return serve_stdio(server)
-        return _serve_http(server, workspace, args, list(sys.argv[1:] if argv is None else argv))
+        return _serve_http(server, workspace, args)
     finally:
         if check is not None:  # a server that stopped at once still says it, once
             check.cancel()
@@ -301,18 +301,19 @@ def _warn_unsandboxed(missing: str | None) -> None:
                     "git's settings still confine them (--require-sandbox refuses to start like this)")
 
 
-def _supervised(args: Any) -> bool:
+def _supervised(args: Settings) -> bool:
     """Whether the HTTP server runs in worker processes under a supervisor (uvicorn's starts a dead one again)."""
     return args.http is not None and (args.supervise or args.workers > 1)
 
 
-def _serve_http(server: Server | None, workspace: Roots, args: Any, argv: list[str]) -> int:
-    """Serve `server` over HTTP, or (None: supervised) the one each worker builds from `argv`."""
+def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
+    """Serve `server` over HTTP, or (None: supervised) the one each worker builds from the same settings."""
     try:
         from .transports import http  # the http extra (Starlette), only with --http
     except ImportError as err:
         print(f"shipcode-mcp: --http needs the 'http' extra ({log.install_hint('http')}): {err}", file=sys.stderr)
         return 2
+    assert args.http is not None  # main serves HTTP only then
     host, port = args.http
     try:
         auth = _resource_server(args)
@@ -336,20 +337,20 @@ def _serve_http(server: Server | None, workspace: Roots, args: Any, argv: list[s
              allow_write=args.allow_write, watch=args.watch, sandbox_required=args.require_sandbox,
              sandbox_missing=missing, auth=_auth_mode(auth))
     _warn_unsandboxed(missing)
-    tls = (args.tls_cert, args.tls_key) if args.tls_cert else None
+    tls = (args.tls_cert, args.tls_key) if args.tls_cert and args.tls_key else None  # together (_unsafe)
     if server is not None:
         if auth is not None and args.auth_issuer:
             _discover_soon(auth.verifier)  # after the start-up line, which stays the first
         return http.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
                                allowed_hosts=args.allow_host, log_level=args.log_level, auth=auth, tls=tls,
                                front=_front_limits(args), **_app_limits(args))
-    os.environ[ARGV_VARIABLE] = json.dumps(argv)  # each worker builds its own server from it: see http_app
+    os.environ[SETTINGS_VARIABLE] = args.to_json()  # each worker builds its own server from them: see http_app
     if args.state_key_file is None:  # one random key for all the workers (and the ones started again), so a
         # client's retry may land on any
         from .request_state import KEY_ENV  # off the start-up budget (hmac): only for supervised workers
 
         os.environ[KEY_ENV] = os.urandom(32).hex()
-    tls_options = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
+    tls_options: dict[str, Any] = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
     return http.run_uvicorn(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
                             supervise=True, sessions=not args.stateless,
                             hangup_to_workers=bool(args.auth_token_file or args.auth_issuer),
@@ -357,19 +358,19 @@ def _serve_http(server: Server | None, workspace: Roots, args: Any, argv: list[s
 
 
 def http_app() -> Any:
-    """The ASGI app of one supervised worker process (`--workers`, `--supervise`), built from the command line the
+    """The ASGI app of one supervised worker process (`--workers`, `--supervise`), built from the settings the
     parent passed on."""
     from .transports import http  # the http extra: a supervised worker serves --http
 
     http.worker_started()
-    args = build_parser().parse_args(json.loads(os.environ[ARGV_VARIABLE]))
+    args = Settings.from_json(os.environ[SETTINGS_VARIABLE])
     try:
         return _worker_app(args, http)
     except (ValueError, OSError) as err:  # e.g. a token file or a root broken since the parent read it
         _worker_refuses(str(err))
 
 
-def _worker_app(args: Any, http: Any) -> Any:
+def _worker_app(args: Settings, http: Any) -> Any:
     log.set_level(args.log_level)
     log.set_format(args.log_format)
     if args.require_sandbox:
@@ -389,9 +390,9 @@ def _worker_app(args: Any, http: Any) -> Any:
 
         shared = os.environ.pop(KEY_ENV, None)  # read once; the children (rg, git) need not inherit it
         state_key = bytes.fromhex(shared) if shared else None
-    server = build_server(args.roots, allow_write=args.allow_write, watch=args.watch, state_key=state_key)
+    server, _ = build(args, state_key)
     app = http.create_app(server, stateless=args.stateless, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
-                          host=args.http[0], auth=auth, **_app_limits(args))
+                          host=_served(args)[0], auth=auth, **_app_limits(args))
     if not log.enabled("debug"):
         return app
     from .transports.request_log import RequestLog  # only at --log-level debug: one line per request (docs/logging.md)
@@ -414,15 +415,7 @@ def _worker_refuses(why: str) -> NoReturn:
     raise SystemExit(1)
 
 
-_LIMITS = ("max_connections", "header_timeout", "write_timeout", "max_tls_handshakes", "body_timeout", "max_sessions",
-           "max_concurrent_calls", "body_budget", "max_json_values", "max_requests_per_caller", "max_streams_per_caller")
-
-
-def _limiting(args: Any) -> bool:
-    return any(getattr(args, name) is not None for name in _LIMITS)
-
-
-def _front_limits(args: Any) -> Any:
+def _front_limits(args: Settings) -> Any:
     """The connection limits the options give (transports.http_front.FrontLimits)."""
     from .transports.http_front import HEADER_TIMEOUT, MAX_HANDSHAKES, WRITE_TIMEOUT, FrontLimits  # uvicorn's: only with --http
 
@@ -432,7 +425,7 @@ def _front_limits(args: Any) -> Any:
                        max_handshakes=MAX_HANDSHAKES if args.max_tls_handshakes is None else args.max_tls_handshakes)
 
 
-def _app_limits(args: Any) -> dict[str, Any]:
+def _app_limits(args: Settings) -> dict[str, Any]:
     """The request, session and scheduling limits the options give (create_app's), where given."""
     given = {"body_timeout": args.body_timeout, "max_sessions": args.max_sessions,
              "max_concurrent_calls": args.max_concurrent_calls, "body_budget": args.body_budget,
@@ -441,17 +434,17 @@ def _app_limits(args: Any) -> dict[str, Any]:
     return {name: value for name, value in given.items() if value is not None}
 
 
-def _securing(args: Any) -> bool:
+def _securing(args: Settings) -> bool:
     return any(getattr(args, name) for name in ("auth_issuer", "resource_url", "auth_client_id", "auth_client_secret_file",
                                                 "auth_token_file", "insecure_no_auth", "tls_cert", "tls_key"))
 
 
-def _unsafe(args: Any) -> str | None:
+def _unsafe(args: Settings) -> str | None:
     """Why the HTTP options cannot be served as given: above all, a server reachable beyond this machine
     with nobody checked, unless --insecure-no-auth says that is meant."""
     from .transports.hosts import is_loopback  # off the start-up budget: only with --http
 
-    host = args.http[0]
+    host = _served(args)[0]
     if args.auth_issuer and args.auth_token_file:
         return "--auth-issuer and --auth-token-file are two ways to check tokens: choose one"
     if not args.auth_issuer and (args.resource_url or args.auth_client_id or args.auth_client_secret_file):
@@ -492,12 +485,19 @@ def _unspecified(host: str) -> bool:
         return host in ("", "0")
 
 
-def _served_url(args: Any) -> str:
-    host, port = args.http
+def _served(args: Settings) -> tuple[str, int]:
+    """(host, port) of --http: what the HTTP paths are given (main serves HTTP only with it)."""
+    if args.http is None:
+        raise ValueError("no --http address")
+    return args.http
+
+
+def _served_url(args: Settings) -> str:
+    host, port = _served(args)
     return f"{'https' if args.tls_cert else 'http'}://{_url_host(host)}:{port}/mcp"
 
 
-def _resource_server(args: Any) -> Any:
+def _resource_server(args: Settings) -> Any:
     """The token checks the options ask for (transports.http_auth.ResourceServer), or None."""
     if not (args.auth_issuer or args.auth_token_file):
         return None
@@ -517,9 +517,11 @@ def _resource_server(args: Any) -> Any:
                 secret = handle.read().strip()
         except OSError as err:
             raise ValueError(f"--auth-client-secret-file {args.auth_client_secret_file}: {err.strerror or err}") from None
+    issuer = args.auth_issuer
+    assert issuer  # one of the two modes was given, and not the token file
     resource = args.resource_url or _served_url(args)
-    verifier = IssuerVerifier(args.auth_issuer, resource, client_id=args.auth_client_id, client_secret=secret)
-    return ResourceServer(verifier, resource=resource, authorization_servers=[args.auth_issuer])
+    verifier = IssuerVerifier(issuer, resource, client_id=args.auth_client_id, client_secret=secret)
+    return ResourceServer(verifier, resource=resource, authorization_servers=[issuer])
 
 
 def _discover_soon(verifier: Any) -> None:

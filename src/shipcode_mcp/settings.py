@@ -1,0 +1,117 @@
+"""The command line as the server uses it: `Settings`, read once (cli.parse_args), typed and frozen, and the
+same in every process of a deployment: a supervised HTTP worker gets the parent's `Settings` as JSON
+(`to_json`, `from_json`) instead of reading the command line again.
+
+No import of its own at start (json, for workers only, is the wire's): the stdio start reads it, and
+dataclasses would cost the start-up budget (tests/test_startup.py).
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+DEFAULTS: dict[str, Any] = {
+    "roots": (), "allow_write": False, "watch": False, "require_sandbox": False, "state_key_file": None,
+    "log_level": "warning", "log_format": "text",
+    "http": None, "stateless": False, "workers": 1, "supervise": False, "allow_origin": (), "allow_host": None,
+    "max_connections": None, "header_timeout": None, "max_tls_handshakes": None, "write_timeout": None,
+    "body_timeout": None, "max_sessions": None, "max_concurrent_calls": None, "body_budget": None,
+    "max_json_values": None, "max_requests_per_caller": None, "max_streams_per_caller": None,
+    "auth_issuer": None, "resource_url": None, "auth_client_id": None, "auth_client_secret_file": None,
+    "auth_token_file": None, "insecure_no_auth": False, "tls_cert": None, "tls_key": None,
+}
+"""Every setting and what it is when the command line leaves it out (argparse's defaults are these)."""
+
+LIMITS = ("max_connections", "header_timeout", "write_timeout", "max_tls_handshakes", "body_timeout", "max_sessions",
+          "max_concurrent_calls", "body_budget", "max_json_values", "max_requests_per_caller", "max_streams_per_caller")
+"""The HTTP limits: None when not given (the transport's default holds)."""
+
+
+class Settings:
+    """What the command line says, once read. Lists are tuples and nothing can be set afterwards, so every
+    part of the server, and every worker, sees the same."""
+
+    __slots__ = tuple(DEFAULTS)
+
+    roots: tuple[str, ...]
+    allow_write: bool
+    watch: bool
+    require_sandbox: bool
+    state_key_file: str | None
+    log_level: str
+    log_format: str
+    http: tuple[str, int] | None  # (host, port): serve Streamable HTTP there instead of stdio
+    stateless: bool
+    workers: int
+    supervise: bool
+    allow_origin: tuple[str, ...]
+    allow_host: tuple[str, ...] | None
+    max_connections: int | None
+    header_timeout: float | None
+    max_tls_handshakes: int | None
+    write_timeout: float | None
+    body_timeout: float | None
+    max_sessions: int | None
+    max_concurrent_calls: int | None
+    body_budget: int | None
+    max_json_values: int | None
+    max_requests_per_caller: int | None
+    max_streams_per_caller: int | None
+    auth_issuer: str | None
+    resource_url: str | None
+    auth_client_id: str | None
+    auth_client_secret_file: str | None
+    auth_token_file: str | None
+    insecure_no_auth: bool
+    tls_cert: str | None
+    tls_key: str | None
+
+    def __init__(self, **values: Any) -> None:
+        unknown = set(values) - set(DEFAULTS)
+        if unknown:
+            raise TypeError(f"no such setting: {', '.join(sorted(unknown))}")
+        for name, default in DEFAULTS.items():
+            value = values.get(name, default)
+            if isinstance(value, list):
+                value = tuple(value)
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def of(cls, namespace: Any) -> Settings:
+        """The settings an argparse namespace (or any object with these attributes) holds."""
+        return cls(**{name: getattr(namespace, name) for name in DEFAULTS})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"settings are read once and never change (tried to set {name})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Settings) and all(getattr(self, name) == getattr(other, name) for name in DEFAULTS)
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, name) for name in DEFAULTS))
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{name}={getattr(self, name)!r}" for name, default in DEFAULTS.items()
+                          if getattr(self, name) != default)
+        return f"Settings({given})"
+
+    def limiting(self) -> bool:
+        """Whether any HTTP limit is given."""
+        return any(getattr(self, name) is not None for name in LIMITS)
+
+    def to_json(self) -> str:
+        """These settings as JSON, for a worker process (`from_json`)."""
+        import json  # loaded at start already (the wire)
+
+        return json.dumps({name: getattr(self, name) for name in DEFAULTS})
+
+    @classmethod
+    def from_json(cls, text: str) -> Settings:
+        import json  # loaded at start already (the wire)
+
+        values = json.loads(text)
+        if values.get("http") is not None:
+            values["http"] = tuple(values["http"])
+        return cls(**values)
