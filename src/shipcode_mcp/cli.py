@@ -343,7 +343,7 @@ def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
             _discover_soon(auth.verifier)  # after the start-up line, which stays the first
         return http.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
                                allowed_hosts=args.allow_host, log_level=args.log_level, auth=auth, tls=tls,
-                               front=_front_limits(args), **_app_limits(args))
+                               front=_front_limits(args), limits=_app_limits(args))
     os.environ[SETTINGS_VARIABLE] = args.to_json()  # each worker builds its own server from them: see http_app
     if args.state_key_file is None:  # one random key for all the workers (and the ones started again), so a
         # client's retry may land on any
@@ -392,7 +392,7 @@ def _worker_app(args: Settings, http: Any) -> Any:
         state_key = bytes.fromhex(shared) if shared else None
     server, _ = build(args, state_key)
     app = http.create_app(server, stateless=args.stateless, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
-                          host=_served(args)[0], auth=auth, **_app_limits(args))
+                          host=_served(args)[0], auth=auth, limits=_app_limits(args))
     if not log.enabled("debug"):
         return app
     from .transports.request_log import RequestLog  # only at --log-level debug: one line per request (docs/logging.md)
@@ -425,13 +425,14 @@ def _front_limits(args: Settings) -> Any:
                        max_handshakes=MAX_HANDSHAKES if args.max_tls_handshakes is None else args.max_tls_handshakes)
 
 
-def _app_limits(args: Settings) -> dict[str, Any]:
-    """The request, session and scheduling limits the options give (create_app's), where given."""
-    given = {"body_timeout": args.body_timeout, "max_sessions": args.max_sessions,
-             "max_concurrent_calls": args.max_concurrent_calls, "body_budget": args.body_budget,
-             "max_json_values": args.max_json_values, "max_requests_per_caller": args.max_requests_per_caller,
-             "max_streams_per_caller": args.max_streams_per_caller}
-    return {name: value for name, value in given.items() if value is not None}
+def _app_limits(args: Settings) -> Any:
+    """The request, session and scheduling limits (transports.http_limits.HttpLimits): the options given, over the
+    defaults. The options are named as its fields."""
+    from .transports.http_limits import HttpLimits, with_fields  # only with --http
+
+    given = {name: getattr(args, name) for name in ("body_timeout", "max_sessions", "max_concurrent_calls", "body_budget",
+                                                     "max_json_values", "max_requests_per_caller", "max_streams_per_caller")}
+    return with_fields(HttpLimits(), {name: value for name, value in given.items() if value is not None})
 
 
 def _securing(args: Settings) -> bool:

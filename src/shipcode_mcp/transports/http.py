@@ -62,7 +62,8 @@ from ..runner import Runner
 from . import modern_headers
 from .hosts import hostname as _hostname
 from .hosts import is_loopback
-from .lanes import PER_LANE, Call, Lanes
+from .http_limits import HttpLimits, with_fields
+from .lanes import Call, Lanes
 from .modern_headers import VERSION_HEADER, header_mismatch, is_modern, modern_status
 
 if TYPE_CHECKING:
@@ -79,31 +80,14 @@ if TYPE_CHECKING:
 
 SESSION_HEADER = "mcp-session-id"
 
-MAX_BODY_BYTES = 64 * 1024 * 1024
 HEALTH_CHECK_TIMEOUT = 5  # seconds a supervised worker may leave its supervisor's health check unanswered
 SUPERVISOR_VARIABLE = "SHIPCODE_MCP_SUPERVISOR"  # the supervisor's pid, as its workers find it
 RESTARTS_VARIABLE = "SHIPCODE_MCP_RESTARTS"  # set once the first workers are started: later ones are restarts
 RESTART_BACKOFF = 5.0  # seconds a worker started again that cannot serve waits before it exits to be tried again
 OOM_SCORE_RAISE = 500  # a supervised worker's oom_score_adj over its supervisor's (-1000 to 1000)
-BODY_TIMEOUT = 60.0  # seconds a request body may go without a byte (and the grace before BODY_MIN_RATE counts)
-BODY_MIN_RATE = 16 * 1024
-"""Bytes a second a body must average after its first BODY_TIMEOUT seconds: a 64 MiB upload on a 1 Mbit/s link
-(~122 KiB/s) passes with room to spare, a client that trickles a byte now and then does not."""
-BODY_BUDGET = 256 * 1024 * 1024
-"""Bytes of request bodies an endpoint holds at once, read or being read (503 beyond): 100 clients each holding a
-62 MiB body 1 KiB short of its end took a server to 6 GB. Bodies up to SMALL_BODY are not counted (the
-connection cap bounds them)."""
 SMALL_BODY = 64 * 1024
 """A body this small is never refused for the budget, and is parsed on the event loop (by json's C scanner:
 well under a millisecond). A larger one is parsed on a worker thread, counting its values (`MAX_JSON_VALUES`)."""
-MAX_JSON_VALUES = 100_000
-"""JSON values a request body may hold (413 beyond): 5.6 million keys in 67 MB took 22 s and 1.1 GB to parse."""
-MAX_SESSIONS = 1000
-MAX_REQUESTS_PER_CALLER = 128
-"""Requests one caller (a token's subject, else a client address) has open at once, its streams included (429
-beyond): each holds a connection, and one read-only token took every connection with 704 listens."""
-MAX_STREAMS_PER_CALLER = 32
-"""GET streams and subscriptions/listen one caller holds open at once (429 beyond)."""
 EVICTED_MEMORY = 10000  # ids of sessions ended to make room, remembered for a clear 404
 RETRY_AFTER = 10  # seconds, when every session is busy and none can make room
 HOST_VERDICTS = 256  # Host header values whose verdict is remembered
@@ -295,47 +279,20 @@ class StreamableHttp:
 
     def __init__(self, server: Registry, *, stateless: bool = False, allowed_origins: Iterable[str] = (),
                  allowed_hosts: Iterable[str] | None = None, allow_loopback: bool | None = None,
-                 session_idle_timeout: float = 3600.0, keepalive: float = 15.0, max_workers: int = 64,
-                 max_body_bytes: int = MAX_BODY_BYTES, auth: ResourceServer | None = None,
-                 body_timeout: float = BODY_TIMEOUT, max_sessions: int = MAX_SESSIONS,
-                 max_concurrent_calls: int = PER_LANE, body_min_rate: int = BODY_MIN_RATE,
-                 max_sessions_per_caller: int | None = None, body_budget: int = BODY_BUDGET,
-                 max_json_values: int = MAX_JSON_VALUES, max_requests_per_caller: int = MAX_REQUESTS_PER_CALLER,
-                 max_streams_per_caller: int = MAX_STREAMS_PER_CALLER) -> None:
+                 auth: ResourceServer | None = None, limits: HttpLimits | None = None) -> None:
         """`allowed_hosts` None accepts loopback Host names only; `allow_loopback` (default: when
         `allowed_hosts` is None) also accepts loopback names and origins beside `allowed_hosts`. With
         `auth`, every request needs a bearer token it accepts (docs/http.md, "Securing a remote server").
-        A body may go `body_timeout` seconds without a byte (408 after; 0: no limit); at `max_sessions` (0: no cap)
-        the least recently used idle session makes room for a new one; `max_concurrent_calls` handler calls
-        of a session (or of a caller, without one) run at once (0: no limit), see `_lane_of`. A body also
-        averages `body_min_rate` bytes a second after its first `body_timeout` seconds (0: no minimum). With
-        tokens checked, one caller holds at most `max_sessions_per_caller` sessions (None: a quarter of
-        `max_sessions`, at least 16; 0: no quota), see `_room_for`. At most `body_budget` bytes of bodies over
-        SMALL_BODY are held at once (503 beyond; 0: no budget); a body over SMALL_BODY is parsed off the event
-        loop and may hold `max_json_values` JSON values (413 beyond; 0: no limit). One caller (`_lane_of`) has at most
-        `max_requests_per_caller` requests open, of which `max_streams_per_caller` GET streams and listens (429
-        beyond; 0: no cap)."""
+        `limits`: what a request, a session and a caller may take (http_limits.py)."""
         self.server = server
         self.auth = auth
         self.stateless = stateless
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
         self.allow_loopback = allowed_hosts is None if allow_loopback is None else allow_loopback
-        self.session_idle_timeout = session_idle_timeout
-        self.keepalive = keepalive
-        self.max_workers = max_workers
-        self.max_body_bytes = max_body_bytes
-        self.body_timeout = body_timeout
-        self.body_min_rate = body_min_rate
-        self.max_sessions_per_caller = (max(16, max_sessions // 4) if max_sessions > 0 else 0) \
-            if max_sessions_per_caller is None else max_sessions_per_caller
-        self.max_sessions = max_sessions
-        self.max_concurrent_calls = max_concurrent_calls
-        self.body_budget = body_budget
+        self.limits = limits = limits or HttpLimits()
+        self.sessions_per_caller = limits.sessions_per_caller()
         self.bodies_held = 0  # bytes of bodies over SMALL_BODY held now (`_Held`), on the loop
-        self.max_json_values = max_json_values
-        self.max_requests_per_caller = max_requests_per_caller
-        self.max_streams_per_caller = max_streams_per_caller
         self.held: collections.Counter[Hashable] = collections.Counter()  # open requests, by caller (`_lane_of`)
         self.streams: collections.Counter[Hashable] = collections.Counter()  # open GET streams and listens, by caller
         self.sessions: dict[str, HttpSession] = {}
@@ -353,7 +310,7 @@ class StreamableHttp:
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
             self._loop_thread = threading.get_ident()
-            if not self.stateless and self.session_idle_timeout > 0:
+            if not self.stateless and self.limits.session_idle_timeout > 0:
                 self._reaper = self.loop.create_task(self._reap_idle())
 
     def on_loop(self, fn: Any, *args: Any) -> None:
@@ -371,19 +328,19 @@ class StreamableHttp:
     def lanes(self) -> Lanes:
         """The worker threads, shared fairly by the sessions and callers (lanes.py)."""
         if self._lanes is None:
-            self._lanes = Lanes(self.max_workers, self.max_concurrent_calls)
+            self._lanes = Lanes(self.limits.max_workers, self.limits.max_concurrent_calls)
         return self._lanes
 
     async def _reap_idle(self) -> None:
         """End sessions nobody used for `session_idle_timeout` seconds (no request, no open stream)."""
-        period = max(1.0, min(60.0, self.session_idle_timeout / 4))
+        period = max(1.0, min(60.0, self.limits.session_idle_timeout / 4))
         while True:
             await asyncio.sleep(period)
             now = time.monotonic()
             for session_id, http_session in list(self.sessions.items()):
                 idle = not http_session.get_open and not http_session.requests
-                if idle and now - http_session.last_seen > self.session_idle_timeout:
-                    log.info(f"session {session_id} idle for {self.session_idle_timeout:g} s: ended")
+                if idle and now - http_session.last_seen > self.limits.session_idle_timeout:
+                    log.info(f"session {session_id} idle for {self.limits.session_idle_timeout:g} s: ended")
                     self._end(session_id)
 
     def _end(self, session_id: str) -> None:
@@ -416,9 +373,9 @@ class StreamableHttp:
             await response(scope, receive, send)
             return
         caller = _lane_of(request)
-        if self.max_requests_per_caller > 0 and self.held[caller] >= self.max_requests_per_caller:
+        if self.limits.max_requests_per_caller > 0 and self.held[caller] >= self.limits.max_requests_per_caller:
             await _error(429, f"Too Many Requests: this caller has {self.held[caller]} requests open (at most "
-                         f"{self.max_requests_per_caller}); try again later", headers={"Retry-After": "1"})(scope, receive, send)
+                         f"{self.limits.max_requests_per_caller}); try again later", headers={"Retry-After": "1"})(scope, receive, send)
             return
         self.held[caller] += 1
         try:
@@ -440,9 +397,9 @@ class StreamableHttp:
         """A long-lived stream (the GET stream, a listen) for the request's caller, counted until the request
         ends (`__call__`), or 429 when the caller holds `max_streams_per_caller` already."""
         caller = _lane_of(request)
-        if self.max_streams_per_caller > 0 and self.streams[caller] >= self.max_streams_per_caller:
+        if self.limits.max_streams_per_caller > 0 and self.streams[caller] >= self.limits.max_streams_per_caller:
             return _error(429, f"Too Many Requests: this caller has {self.streams[caller]} streams open (GET streams and "
-                          f"subscriptions/listen, at most {self.max_streams_per_caller}); close one first",
+                          f"subscriptions/listen, at most {self.limits.max_streams_per_caller}); close one first",
                           headers={"Retry-After": "5"})
         self.streams[caller] += 1
         request.scope[_STREAMING] = True
@@ -504,7 +461,7 @@ class StreamableHttp:
             # Another caller's session is answered as if it did not exist: its id reveals nothing.
             if http_session is None and session_id in self.evicted and self.evicted[session_id] == owner:
                 return _error(404, f"Not Found: this session was ended to make room for new ones (the server keeps "
-                              f"at most {self.max_sessions} sessions and this one was the least recently used idle "
+                              f"at most {self.limits.max_sessions} sessions and this one was the least recently used idle "
                               "one); initialize a new one")
             return _error(404, "Not Found: no such session (it ended or never existed); initialize a new one")
         http_session.last_seen = time.monotonic()
@@ -531,12 +488,12 @@ class StreamableHttp:
         With tokens checked, a caller at its quota (`max_sessions_per_caller`) makes room among its own
         sessions only, and at the cap another caller's session goes only when that caller holds its quota
         or more: no caller can push the others out by opening sessions."""
-        quota = self.max_sessions_per_caller if owner is not None else 0
+        quota = self.sessions_per_caller if owner is not None else 0
         mine = [s for s in self.sessions.values() if s.owner == owner] if quota > 0 else []
         if quota > 0 and len(mine) >= quota:
             candidates = mine
             why = f"this caller's {len(mine)} sessions (at most {quota}) are all busy"
-        elif self.max_sessions > 0 and len(self.sessions) >= self.max_sessions:
+        elif self.limits.max_sessions > 0 and len(self.sessions) >= self.limits.max_sessions:
             held = collections.Counter(s.owner for s in self.sessions.values()) if quota > 0 else None
             candidates = [s for s in self.sessions.values()
                           if held is None or s.owner == owner or s.owner is None or held[s.owner] >= quota]
@@ -558,8 +515,8 @@ class StreamableHttp:
         self.evicted[session_id] = self.sessions[session_id].owner
         while len(self.evicted) > EVICTED_MEMORY:
             self.evicted.popitem(last=False)
-        log.info(f"session {session_id} ended to make room ({self.max_sessions} sessions at most, "
-                 f"{self.max_sessions_per_caller or 'no limit'} per caller)")
+        log.info(f"session {session_id} ended to make room ({self.limits.max_sessions} sessions at most, "
+                 f"{self.sessions_per_caller or 'no limit'} per caller)")
         self._end(session_id)
 
     # -- POST -------------------------------------------------------------------------------------
@@ -605,7 +562,7 @@ class StreamableHttp:
                 return body
             if len(body) <= SMALL_BODY:
                 return jsonrpc.parse(body)
-            return await asyncio.to_thread(jsonrpc.parse_counted, body, self.max_json_values)
+            return await asyncio.to_thread(jsonrpc.parse_counted, body, self.limits.max_json_values)
         except JsonRpcError as err:
             return _json(400, jsonrpc.error(None, err))
         except jsonrpc.TooManyValues as err:
@@ -618,15 +575,15 @@ class StreamableHttp:
         stops sending mid-way holds nothing for long), `max_body_bytes` (413) and the body budget (503)."""
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit():
-            if int(declared) > self.max_body_bytes:
-                return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
+            if int(declared) > self.limits.max_body_bytes:
+                return _error(413, f"Content Too Large: the limit is {self.limits.max_body_bytes} bytes")
             if not held.fits(int(declared)):
                 return self._over_budget()
         return await self._read_all(request, held)
 
     def _over_budget(self) -> Response:
         return _error(503, f"Service Unavailable: the server holds {self.bodies_held} bytes of request bodies (at most "
-                      f"{self.body_budget}); try again later", headers={"Retry-After": "1"})
+                      f"{self.limits.body_budget}); try again later", headers={"Retry-After": "1"})
 
     async def _read_all(self, request: Request, held: _Held) -> bytes | Response:
         """Chunk by chunk, each within `body_timeout` seconds of the last (0: no limit), and on average at
@@ -638,22 +595,22 @@ class StreamableHttp:
         started = loop.time()
         while True:
             wait: float | None = None
-            if self.body_timeout > 0:
-                wait = self.body_timeout
-                if self.body_min_rate > 0:
-                    wait = min(wait, started + self.body_timeout + size / self.body_min_rate - loop.time())
+            if self.limits.body_timeout > 0:
+                wait = self.limits.body_timeout
+                if self.limits.body_min_rate > 0:
+                    wait = min(wait, started + self.limits.body_timeout + size / self.limits.body_min_rate - loop.time())
             if wait is not None and wait > 0 and _received(request):
                 wait = None  # what comes next is here already: no timer to set and cancel
             message = await _receive_within(request, wait) if wait is None or wait > 0 else None
             if message is None:
-                return _error(408, f"Request Timeout: the body stalled (nothing for {self.body_timeout:g} s, or below "
-                              f"{self.body_min_rate} bytes/s on average)", headers={"Connection": "close"})
+                return _error(408, f"Request Timeout: the body stalled (nothing for {self.limits.body_timeout:g} s, or below "
+                              f"{self.limits.body_min_rate} bytes/s on average)", headers={"Connection": "close"})
             if message["type"] == "http.disconnect":
                 return Response(status_code=400)
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.max_body_bytes:
-                return _error(413, f"Content Too Large: the limit is {self.max_body_bytes} bytes")
+            if size > self.limits.max_body_bytes:
+                return _error(413, f"Content Too Large: the limit is {self.limits.max_body_bytes} bytes")
             if not held.grow(size):
                 return self._over_budget()
             chunks.append(chunk)
@@ -797,7 +754,7 @@ class StreamableHttp:
                     item = pending.pop(0)
                 elif listening:
                     try:
-                        item = await asyncio.wait_for(queue.get(), self.keepalive)
+                        item = await asyncio.wait_for(queue.get(), self.limits.keepalive)
                     except asyncio.TimeoutError:
                         yield b":\r\n"  # keeps intermediaries and idle timeouts from closing a quiet stream
                         continue
@@ -863,7 +820,7 @@ class StreamableHttp:
                     yield _event(http_session.standalone.popleft())
                 http_session.wake.clear()
                 try:
-                    await asyncio.wait_for(http_session.wake.wait(), self.keepalive)
+                    await asyncio.wait_for(http_session.wake.wait(), self.limits.keepalive)
                 except asyncio.TimeoutError:
                     yield b": keep-alive\n\n"
         finally:
@@ -894,14 +851,14 @@ class _Held:
 
     def fits(self, size: int) -> bool:
         """Whether a body of `size` bytes would fit now (nothing is held for it until it comes)."""
-        endpoint = self.endpoint
-        return size <= SMALL_BODY or endpoint.body_budget <= 0 or endpoint.bodies_held - self.size + size <= endpoint.body_budget
+        endpoint, budget = self.endpoint, self.endpoint.limits.body_budget
+        return size <= SMALL_BODY or budget <= 0 or endpoint.bodies_held - self.size + size <= budget
 
     def grow(self, size: int) -> bool:
         """Hold `size` bytes (the body so far), or False when they do not fit."""
         if size <= self.size or not self.fits(size):
             return size <= self.size
-        if size > SMALL_BODY and self.endpoint.body_budget > 0:
+        if size > SMALL_BODY and self.endpoint.limits.body_budget > 0:
             self.endpoint.bodies_held += size - self.size
             self.size = size
         return True
@@ -1029,44 +986,26 @@ async def _nothing() -> AsyncIterator[bytes]:
 
 
 def create_app(server: Registry, *, path: str = "/mcp", stateless: bool = False, allowed_origins: Iterable[str] = (),
-               allowed_hosts: Iterable[str] | None = None, host: str | None = None, session_idle_timeout: float = 3600.0,
-               max_workers: int = 64, max_body_bytes: int = MAX_BODY_BYTES, keepalive: float = 15.0,
-               auth: ResourceServer | None = None, body_timeout: float = BODY_TIMEOUT, max_sessions: int = MAX_SESSIONS,
-               max_concurrent_calls: int = PER_LANE, body_min_rate: int = BODY_MIN_RATE,
-               max_sessions_per_caller: int | None = None, body_budget: int = BODY_BUDGET,
-               max_json_values: int = MAX_JSON_VALUES, max_requests_per_caller: int = MAX_REQUESTS_PER_CALLER,
-               max_streams_per_caller: int = MAX_STREAMS_PER_CALLER) -> Starlette:
+               allowed_hosts: Iterable[str] | None = None, host: str | None = None, auth: ResourceServer | None = None,
+               limits: HttpLimits | None = None, **limit: Any) -> Starlette:
     """A Starlette app serving `server` at `path`.
 
     `allowed_hosts` None accepts loopback Host names only (DNS-rebinding protection for a local
     server), or any name if `host`, the address the server listens on, is not a loopback one; else
     give the names a proxy or load balancer uses, or ["*"]: on a loopback address they widen the
     loopback names rather than replace them. `allowed_origins` lists the browser
-    origins allowed besides loopback ones ("*" for any). Sessions unused for `session_idle_timeout`
-    seconds end (0: never). `max_workers` threads run handlers; a body over `max_body_bytes` gets
-    413; an idle GET stream carries a comment every `keepalive` seconds. With `auth`, every request
-    needs a bearer token `auth` accepts, and the Protected Resource Metadata is served (RFC 9728).
-    A body must not stall for `body_timeout` seconds (408); at most `max_sessions` sessions are kept
-    (the least recently used idle one makes room); a session, or a caller without one, runs at most
-    `max_concurrent_calls` handlers at once, the rest wait their turn (transports/lanes.py). A body must also
-    average `body_min_rate` bytes a second after its first `body_timeout` seconds; with `auth`, a caller holds
-    at most `max_sessions_per_caller` sessions (None: max(16, max_sessions // 4)). At most `body_budget` bytes of
-    request bodies are held at once (503 beyond), and a body holds at most `max_json_values` JSON values. A caller
-    has at most `max_requests_per_caller` requests open, `max_streams_per_caller` of them streams (429). The
-    connection-level limits (request heads, open connections) are uvicorn's protocol's: see `serve_http`.
+    origins allowed besides loopback ones ("*" for any). With `auth`, every request needs a bearer token
+    `auth` accepts, and the Protected Resource Metadata is served (RFC 9728). `limits` (http_limits.py) says
+    what a request, a session and a caller may take; a field given by name (`max_sessions=100`) replaces
+    the one of `limits`. The connection-level limits (request heads, open connections) are uvicorn's
+    protocol's: see `serve_http`.
     """
+    limits = with_fields(limits, limit)
     local = host is None or is_loopback(host)
     if allowed_hosts is None and not local:
         allowed_hosts = ["*"]
     endpoint = StreamableHttp(server, stateless=stateless, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts,
-                              allow_loopback=local,
-                              session_idle_timeout=session_idle_timeout, max_workers=max_workers,
-                              max_body_bytes=max_body_bytes, keepalive=keepalive, auth=auth,
-                              body_timeout=body_timeout, max_sessions=max_sessions,
-                              max_concurrent_calls=max_concurrent_calls, body_min_rate=body_min_rate,
-                              max_sessions_per_caller=max_sessions_per_caller, body_budget=body_budget,
-                              max_json_values=max_json_values, max_requests_per_caller=max_requests_per_caller,
-                              max_streams_per_caller=max_streams_per_caller)
+                              allow_loopback=local, auth=auth, limits=limits)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -1090,24 +1029,18 @@ def create_app(server: Registry, *, path: str = "/mcp", stateless: bool = False,
 
 def serve_http(server: Registry, host: str = "127.0.0.1", port: int = 8765, *, path: str = "/mcp",
                stateless: bool = False, allowed_origins: Sequence[str] = (), allowed_hosts: Sequence[str] | None = None,
-               session_idle_timeout: float = 3600.0, log_level: str = "warning", auth: ResourceServer | None = None,
-               tls: tuple[str, str] | None = None, front: FrontLimits | None = None, body_timeout: float = BODY_TIMEOUT,
-               max_sessions: int = MAX_SESSIONS, max_concurrent_calls: int = PER_LANE, body_budget: int = BODY_BUDGET,
-               max_json_values: int = MAX_JSON_VALUES, max_requests_per_caller: int = MAX_REQUESTS_PER_CALLER,
-               max_streams_per_caller: int = MAX_STREAMS_PER_CALLER) -> int:
+               log_level: str = "warning", auth: ResourceServer | None = None, tls: tuple[str, str] | None = None,
+               front: FrontLimits | None = None, limits: HttpLimits | None = None, **limit: Any) -> int:
     """Serve `server` over Streamable HTTP at http://host:port/path (https with `tls`, a certificate and its
     key) until SIGINT or SIGTERM; with `auth`, SIGHUP reads its token file again.
 
     A server bound to a non-loopback address accepts any Host name unless `allowed_hosts` says
     otherwise; Origin is checked either way. For several worker processes, see `create_app`. `front`
-    limits connections (http_front.py: request heads, open connections; default `FrontLimits()`); the
-    other limits are `create_app`'s.
+    limits connections (http_front.py: request heads, open connections; default `FrontLimits()`); `limits`
+    and the fields given by name are `create_app`'s.
     """
     app: Any = create_app(server, path=path, stateless=stateless, allowed_origins=allowed_origins,
-                          allowed_hosts=allowed_hosts, host=host, session_idle_timeout=session_idle_timeout, auth=auth,
-                          body_timeout=body_timeout, max_sessions=max_sessions, max_concurrent_calls=max_concurrent_calls,
-                          body_budget=body_budget, max_json_values=max_json_values,
-                          max_requests_per_caller=max_requests_per_caller, max_streams_per_caller=max_streams_per_caller)
+                          allowed_hosts=allowed_hosts, host=host, auth=auth, limits=with_fields(limits, limit))
     if log.enabled("debug"):  # one line per request (docs/logging.md)
         from .request_log import RequestLog  # only at --log-level debug
 
