@@ -63,6 +63,7 @@ from . import modern_headers
 from .hosts import hostname as _hostname
 from .hosts import is_loopback
 from .http_limits import HttpLimits, with_fields
+from .http_sessions import Full, SessionTable
 from .lanes import Call, Lanes
 from .modern_headers import VERSION_HEADER, header_mismatch, is_modern, modern_status
 
@@ -88,7 +89,6 @@ OOM_SCORE_RAISE = 500  # a supervised worker's oom_score_adj over its supervisor
 SMALL_BODY = 64 * 1024
 """A body this small is never refused for the budget, and is parsed on the event loop (by json's C scanner:
 well under a millisecond). A larger one is parsed on a worker thread, counting its values (`MAX_JSON_VALUES`)."""
-EVICTED_MEMORY = 10000  # ids of sessions ended to make room, remembered for a clear 404
 RETRY_AFTER = 10  # seconds, when every session is busy and none can make room
 HOST_VERDICTS = 256  # Host header values whose verdict is remembered
 STANDALONE_BUFFER = 1000  # messages kept for a session's GET stream while none is open
@@ -291,12 +291,10 @@ class StreamableHttp:
         self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
         self.allow_loopback = allowed_hosts is None if allow_loopback is None else allow_loopback
         self.limits = limits = limits or HttpLimits()
-        self.sessions_per_caller = limits.sessions_per_caller()
         self.bodies_held = 0  # bytes of bodies over SMALL_BODY held now (`_Held`), on the loop
         self.held: collections.Counter[Hashable] = collections.Counter()  # open requests, by caller (`_lane_of`)
         self.streams: collections.Counter[Hashable] = collections.Counter()  # open GET streams and listens, by caller
-        self.sessions: dict[str, HttpSession] = {}
-        self.evicted: collections.OrderedDict[str, str | None] = collections.OrderedDict()  # id -> owner
+        self.sessions: SessionTable[HttpSession] = SessionTable(limits)
         self.listens: set[HttpSession] = set()  # the runners of open subscriptions/listen streams
         self.loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -336,22 +334,11 @@ class StreamableHttp:
         period = max(1.0, min(60.0, self.limits.session_idle_timeout / 4))
         while True:
             await asyncio.sleep(period)
-            now = time.monotonic()
-            for session_id, http_session in list(self.sessions.items()):
-                idle = not http_session.get_open and not http_session.requests
-                if idle and now - http_session.last_seen > self.limits.session_idle_timeout:
-                    log.info(f"session {session_id} idle for {self.limits.session_idle_timeout:g} s: ended")
-                    self._end(session_id)
-
-    def _end(self, session_id: str) -> None:
-        http_session = self.sessions.pop(session_id, None)
-        if http_session is not None:
-            http_session.end()
+            self.sessions.end_idle()
 
     def shutdown(self) -> None:
         self.end_listens()
-        for session_id in list(self.sessions):
-            self._end(session_id)
+        self.sessions.end_all()
         if self._reaper is not None:
             self._reaper.cancel()
         if self._lanes is not None:
@@ -452,19 +439,21 @@ class StreamableHttp:
         if session_id is None:
             if creating:
                 owner = caller.key if caller is not None else None
-                refused = self._room_for(owner)
-                return refused if isinstance(refused, Response) else self._runner(request, secrets.token_hex(16))
+                room = self.sessions.room_for(owner)
+                if isinstance(room, Full):
+                    return _error(503, f"Service Unavailable: {room.why}; try again later",
+                                  headers={"Retry-After": str(RETRY_AFTER)})
+                return self._runner(request, secrets.token_hex(16))
             return _error(400, "Bad Request: the Mcp-Session-Id header is required")
-        http_session = self.sessions.get(session_id)
         owner = caller.key if caller is not None else None
-        if http_session is None or http_session.owner != owner:
+        http_session = self.sessions.find(session_id, owner)
+        if http_session is None:
             # Another caller's session is answered as if it did not exist: its id reveals nothing.
-            if http_session is None and session_id in self.evicted and self.evicted[session_id] == owner:
+            if self.sessions.ended_for_room(session_id, owner):
                 return _error(404, f"Not Found: this session was ended to make room for new ones (the server keeps "
                               f"at most {self.limits.max_sessions} sessions and this one was the least recently used idle "
                               "one); initialize a new one")
             return _error(404, "Not Found: no such session (it ended or never existed); initialize a new one")
-        http_session.last_seen = time.monotonic()
         if caller is not None:  # what its token may call now (a later token of the same caller may have more scopes)
             http_session.session.may_call = _may_call(caller)
         return http_session
@@ -479,45 +468,6 @@ class StreamableHttp:
         if session_id is None:
             runner.lane = _lane_of(request)
         return runner
-
-    def _room_for(self, owner: str | None) -> str | Response | None:
-        """Whether a session of `owner` fits: None (room), the id of the session to end to make room once the
-        new one is made (`_make_room`), or 503 when that would cut work in progress.
-
-        At `max_sessions`, the least recently used idle session (no request in flight, no GET stream) goes.
-        With tokens checked, a caller at its quota (`max_sessions_per_caller`) makes room among its own
-        sessions only, and at the cap another caller's session goes only when that caller holds its quota
-        or more: no caller can push the others out by opening sessions."""
-        quota = self.sessions_per_caller if owner is not None else 0
-        mine = [s for s in self.sessions.values() if s.owner == owner] if quota > 0 else []
-        if quota > 0 and len(mine) >= quota:
-            candidates = mine
-            why = f"this caller's {len(mine)} sessions (at most {quota}) are all busy"
-        elif self.limits.max_sessions > 0 and len(self.sessions) >= self.limits.max_sessions:
-            held = collections.Counter(s.owner for s in self.sessions.values()) if quota > 0 else None
-            candidates = [s for s in self.sessions.values()
-                          if held is None or s.owner == owner or s.owner is None or held[s.owner] >= quota]
-            why = f"{len(self.sessions)} sessions, none of them idle and free to end"
-        else:
-            return None
-        idle = [(s.last_seen, s.id) for s in candidates
-                if s.id is not None and not (s.get_open or s.requests or s.tasks)]
-        if not idle:
-            return _error(503, f"Service Unavailable: {why}; try again later", headers={"Retry-After": str(RETRY_AFTER)})
-        return min(idle)[1]
-
-    def _make_room(self, owner: str | None) -> None:
-        """A new session of `owner` is made: end the session `_room_for` names, if any (its id is remembered
-        for a clear 404)."""
-        session_id = self._room_for(owner)
-        if not isinstance(session_id, str):
-            return
-        self.evicted[session_id] = self.sessions[session_id].owner
-        while len(self.evicted) > EVICTED_MEMORY:
-            self.evicted.popitem(last=False)
-        log.info(f"session {session_id} ended to make room ({self.limits.max_sessions} sessions at most, "
-                 f"{self.sessions_per_caller or 'no limit'} per caller)")
-        self._end(session_id)
 
     # -- POST -------------------------------------------------------------------------------------
     async def _post(self, request: Request) -> Response:
@@ -633,8 +583,7 @@ class StreamableHttp:
             new_id = http_session.id if message["method"] == "initialize" and http_session.id not in self.sessions else None
             if new_id is not None:
                 if "result" in response:
-                    self._make_room(http_session.owner)  # only now: a failed initialize ends nobody's session
-                    self.sessions[new_id] = http_session
+                    self.sessions.admit(http_session)  # only now: a failed initialize ends nobody's session
                 else:
                     headers = {}  # a failed initialize creates no session: no id to hand out
             if wants_sse and (early or not wants_json):
@@ -825,7 +774,7 @@ class StreamableHttp:
                     yield b": keep-alive\n\n"
         finally:
             http_session.get_open = False
-            http_session.last_seen = time.monotonic()
+            http_session.last_seen = self.sessions.clock()
 
     def _delete(self, request: Request) -> Response:
         if self.stateless:
@@ -834,7 +783,7 @@ class StreamableHttp:
         if isinstance(found, Response):
             return found
         assert found.id is not None
-        self._end(found.id)
+        self.sessions.end(found.id)
         return Response(status_code=204)
 
 
