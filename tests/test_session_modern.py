@@ -143,6 +143,32 @@ def test_discover_is_modern_only() -> None:
         {"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}}]
 
 
+@pytest.mark.parametrize(("method", "params"), [
+    ("server/discover", {}),
+    ("subscriptions/listen", {"notifications": "not an object"}),
+    ("subscriptions/listen", {"notifications": {"taskIds": []}}),
+    ("tools/call", {"name": "echo", "arguments": {"text": 5}}),
+])
+def test_an_id_in_use_is_refused_first_whatever_the_method(method: str, params: dict[str, Any]) -> None:
+    """One rule for every request of either era, server/discover and subscriptions/listen included (methods.METHODS):
+    an id held by a request in progress gets -32600 before anything else is judged (the request's params
+    included); before the table, discover was answered and listen judged its params first."""
+    d = ModernDriver(make_server())
+    assert d.receive(req(5, "tools/call", modern({"name": "later"}))) == []  # its work waits: id 5 is in use
+    assert checked(d.receive(req(5, method, modern(params)))) == [{"jsonrpc": "2.0", "id": 5, "error": {
+        "code": -32600, "message": "Invalid Request", "data": "id is in use by a request in progress"}}]
+    assert d.run_all() == [{"jsonrpc": "2.0", "id": 5, "result": {
+        "resultType": "complete", "content": text("done"), "isError": False, "_meta": INFO_META}}]
+
+
+def test_the_sessions_old_name_for_its_registry_still_answers_and_warns() -> None:
+    server = make_server()
+    session = Driver(server).session
+    with pytest.warns(DeprecationWarning, match="Session.server is deprecated: use Session.registry"):
+        assert session.server is server
+    assert session.registry is server
+
+
 def test_modern_requests_are_served_before_any_initialize_and_after_a_legacy_one() -> None:
     d = ModernDriver(make_server())
     expected = {"resultType": "complete", "content": text("hi"), "isError": False, "_meta": INFO_META}

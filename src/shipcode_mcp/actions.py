@@ -62,13 +62,14 @@ class Answer:
 
 
 class FollowRoots:
-    """Ask the client for its roots (`Session.ask_roots`), give them to the server, then `Session.roots_listed`."""
+    """Ask the client for its roots (roots/list, in the background), give them to the registry (`Registry.roots_changed`),
+    then `Session.roots_listed`."""
 
     __slots__ = ()
 
 
 class AdoptRoots:
-    """A modern client gave its roots with a request: tell the server (`Server.roots_changed`) off the
+    """A modern client gave its roots with a request: tell the registry (`Registry.roots_changed`) off the
     reading loop, then `Session.roots_adopted()`."""
 
     __slots__ = ("roots",)

@@ -136,6 +136,15 @@ class Session:
         self._hold = 0  # which holding that is: a Release of an earlier one releases nothing
 
     @property
+    def server(self) -> Registry:
+        """Deprecated: `registry` (what the server offers). Roots callbacks and notification handlers are given
+        the session, and read it by this name before 1.1."""
+        import warnings  # only a caller of the old name pays for the warning
+
+        warnings.warn("Session.server is deprecated: use Session.registry", DeprecationWarning, stacklevel=2)
+        return self.registry
+
+    @property
     def stateless(self) -> bool:
         return self.phase is Phase.STATELESS
 

@@ -21,7 +21,6 @@ BODY_BUDGET = 256 * 1024 * 1024
 connection cap bounds them)."""
 MAX_JSON_VALUES = 100_000
 """JSON values a request body may hold (413 beyond): 5.6 million keys in 67 MB took 22 s and 1.1 GB to parse."""
-MAX_SESSIONS = 1000
 MAX_REQUESTS_PER_CALLER = 128
 """Requests one caller (a token's subject, else a client address) has open at once, its streams included (429
 beyond): each holds a connection, and one read-only token took every connection with 704 listens."""

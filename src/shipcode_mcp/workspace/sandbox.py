@@ -70,7 +70,7 @@ CHILD_LIMITS = Limits(address_space=2048 * MIB)
 one 100 MB line of matches took it to 10 GB. 2 GiB of address space leaves room for its threads' stacks
 and arenas and for lines of hundreds of MB."""
 GIT_LIMITS = Limits(address_space=4096 * MIB)
-"""git maps pack files in windows; git.py sets their size and total (1 GiB) to fit in this."""
+"""git maps pack files in windows; git/repo.py sets their size and total (1 GiB) to fit in this."""
 
 
 _abi: int | None = None
