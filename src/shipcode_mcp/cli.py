@@ -309,7 +309,7 @@ def _supervised(args: Settings) -> bool:
 def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
     """Serve `server` over HTTP, or (None: supervised) the one each worker builds from the same settings."""
     try:
-        from .transports import http  # the http extra (Starlette), only with --http
+        from .transports import http_serving  # the http extra (Starlette, uvicorn), only with --http
     except ImportError as err:
         print(f"shipcode-mcp: --http needs the 'http' extra ({log.install_hint('http')}): {err}", file=sys.stderr)
         return 2
@@ -341,7 +341,7 @@ def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
     if server is not None:
         if auth is not None and args.auth_issuer:
             _discover_soon(auth.verifier)  # after the start-up line, which stays the first
-        return http.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
+        return http_serving.serve_http(server, host, port, stateless=args.stateless, allowed_origins=args.allow_origin,
                                allowed_hosts=args.allow_host, log_level=args.log_level, auth=auth, tls=tls,
                                front=_front_limits(args), limits=_app_limits(args))
     os.environ[SETTINGS_VARIABLE] = args.to_json()  # each worker builds its own server from them: see http_app
@@ -351,7 +351,7 @@ def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
 
         os.environ[KEY_ENV] = os.urandom(32).hex()
     tls_options: dict[str, Any] = {} if tls is None else {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]}
-    return http.run_uvicorn(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
+    return http_serving.run_uvicorn(f"{__name__}:http_app", factory=True, host=host, port=port, workers=args.workers,
                             supervise=True, sessions=not args.stateless,
                             hangup_to_workers=bool(args.auth_token_file or args.auth_issuer),
                             log_level=args.log_level, front=_front_limits(args), **tls_options)
@@ -360,17 +360,17 @@ def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
 def http_app() -> Any:
     """The ASGI app of one supervised worker process (`--workers`, `--supervise`), built from the settings the
     parent passed on."""
-    from .transports import http  # the http extra: a supervised worker serves --http
+    from .transports import http, http_serving  # the http extra: a supervised worker serves --http
 
-    http.worker_started()
+    http_serving.worker_started()
     args = Settings.from_json(os.environ[SETTINGS_VARIABLE])
     try:
-        return _worker_app(args, http)
+        return _worker_app(args, http, http_serving)
     except (ValueError, OSError) as err:  # e.g. a token file or a root broken since the parent read it
         _worker_refuses(str(err))
 
 
-def _worker_app(args: Settings, http: Any) -> Any:
+def _worker_app(args: Settings, http: Any, http_serving: Any) -> Any:
     log.set_level(args.log_level)
     log.set_format(args.log_format)
     if args.require_sandbox:
@@ -383,7 +383,7 @@ def _worker_app(args: Settings, http: Any) -> Any:
     if auth is not None and args.auth_issuer:
         _discover_soon(auth.verifier)
     if auth is not None:
-        http.reload_on_hangup(auth.reload)  # the supervisor passes SIGHUP on: see run_uvicorn
+        http_serving.reload_on_hangup(auth.reload)  # the supervisor passes SIGHUP on: see run_uvicorn
     state_key = _state_key(args.state_key_file)
     if state_key is None:
         from .request_state import KEY_ENV  # off the start-up budget (hmac), as in _serve_http
@@ -406,7 +406,7 @@ def _worker_refuses(why: str) -> NoReturn:
     RESTART_BACKOFF seconds first and exits 1, so the supervisor tries again (a token file being rewritten, no
     memory just after an OOM kill: what fails now may not in a while) without a line every half second,
     and the other workers serve on."""
-    from .transports.http import RESTART_BACKOFF, restarted  # the http extra: only a supervised worker refuses
+    from .transports.http_serving import RESTART_BACKOFF, restarted  # the http extra: only a supervised worker refuses
 
     print(f"shipcode-mcp: {why}", file=sys.stderr)
     if not restarted():

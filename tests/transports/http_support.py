@@ -21,7 +21,7 @@ from typing import Any
 import uvicorn
 
 from shipcode_mcp import Context, Server
-from shipcode_mcp.transports.http import uvicorn_server
+from shipcode_mcp.transports.http_serving import uvicorn_server
 from support import REPO, validate_server_message, wait_for
 
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}

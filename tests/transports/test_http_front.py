@@ -30,8 +30,8 @@ import pytest
 
 from shipcode_mcp import Context, Server
 from shipcode_mcp.cli import build_server
-from shipcode_mcp.transports.http import uvicorn_server
 from shipcode_mcp.transports.http_front import FrontLimits, protocol
+from shipcode_mcp.transports.http_serving import uvicorn_server
 from support import REPO, wait_for
 from transports.http_support import (
     McpHttpClient,
