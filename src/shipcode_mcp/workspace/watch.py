@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import threading
 import time
 import traceback
@@ -364,7 +365,15 @@ class _Poller:
         """Nothing held open."""
 
 
+def ending() -> bool:
+    """The interpreter is shutting down: its main thread has ended (threading's shutdown marks it stopped
+    first, and from Python 3.12 no thread may start from then on), or it is finalizing."""
+    return sys.is_finalizing() or not threading.main_thread().is_alive()
+
+
 def _log_failure(what: str) -> None:
+    if ending():  # the server exits (EOF) while the watcher works: its work cut short is no failure
+        return
     log.error(f"--watch: {what}\n{traceback.format_exc()}")
 
 
