@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real, independently written OAuth 2.1 authorization server for the auth tests
-# (tests/transports/test_http_oauth.py): the certified `oidc-provider` from npm and Node 22, pinned, into a
+# (tests/transports/http/test_oauth.py): the certified `oidc-provider` from npm and Node 22, pinned, into a
 # cache folder (no root, nothing global). tests/auth/oidc_provider.mjs runs it. Prints the cache folder on
 # stdout; under it, node_modules/node/bin/node is Node and node_modules/oidc-provider the server.
 #

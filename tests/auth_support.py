@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from support import REPO, terminate, wait_for
-from transports.http_support import McpHttpClient, free_port
+from transports.http.support import McpHttpClient, free_port
 
 READ_TOKEN = "read-token-0123456789abcdef"
 WRITE_TOKEN = "write-token-0123456789abcdef"

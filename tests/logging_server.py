@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
 
     if transport == "stdio":
         return serve_stdio(server)
-    from shipcode_mcp.transports.http_serving import serve_http
+    from shipcode_mcp.transports.http.serving import serve_http
 
     return serve_http(server, port=int(argv[3]), log_level=level)
 

@@ -22,7 +22,7 @@ from auth_support import READ_TOKEN, CliServer, bearer, run_cli, write_tokens
 from logging_support import only_start_line
 from shipcode_mcp.cli import parse_args
 from support import REPO, wait_for
-from transports.http_support import MCP_HEADERS, free_port, initialize
+from transports.http.support import MCP_HEADERS, free_port, initialize
 
 REFUSAL = ("shipcode-mcp: refusing to serve {host} without authentication: anyone who reaches the port would get the "
            "workspace. Give --auth-issuer URL (OAuth) or --auth-token-file FILE, listen on 127.0.0.1, or say "

@@ -93,3 +93,50 @@ def test_the_check_sees_a_hidden_arrow(tmp_path: Path) -> None:
         assert imports_of(module) == {"shipcode_mcp.session", "shipcode_mcp.runner", "shipcode_mcp.transports.http"}
     finally:
         PACKAGE = kept
+
+
+HTTP = PACKAGE / "transports" / "http"
+
+
+def circle_in(graph: dict[str, set[str]]) -> list[str]:
+    """A circle of `graph` (each name to the names it imports), as the names along it, or [] when it has none."""
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(name: str) -> list[str]:
+        if name in path:
+            return [*path[path.index(name):], name]
+        if name in done:
+            return []
+        path.append(name)
+        for target in sorted(graph.get(name, ())):
+            found = visit(target)
+            if found:
+                return found
+        path.pop()
+        done.add(name)
+        return []
+
+    for name in sorted(graph):
+        found = visit(name)
+        if found:
+            return found
+    return []
+
+
+def test_the_http_modules_import_one_another_without_a_circle() -> None:
+    """transports/http/ is a module per idea, each above the ones it uses: the runner below the endpoint (it
+    knows it as `runner.Endpoint`), the session table, limits, header rules and lanes below both, serving on
+    top. Every import counts, as in the core."""
+    prefix = "shipcode_mcp.transports.http."
+    graph = {path.stem: {name.removeprefix(prefix).split(".")[0] for name in imports_of(path) if name.startswith(prefix)}
+             - {path.stem} for path in HTTP.glob("*.py") if path.stem != "__init__"}
+    assert {"endpoint", "runner", "sessions", "headers", "limits", "serving"} <= set(graph)
+    assert "endpoint" not in graph["runner"]
+    assert circle_in(graph) == [], " -> ".join(circle_in(graph))
+
+
+def test_the_circle_check_finds_a_circle() -> None:
+    """The control: the arrow the runner had to the endpoint (for the type of its transport) makes a circle."""
+    assert circle_in({"endpoint": {"runner", "lanes"}, "runner": {"endpoint"}, "lanes": set()}) == ["endpoint", "runner", "endpoint"]
+    assert circle_in({"endpoint": {"runner", "lanes"}, "runner": {"lanes"}, "lanes": set()}) == []

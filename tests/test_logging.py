@@ -25,7 +25,7 @@ REQUEST_LINE = re.compile(r"(\S+) id=(\S+) (ok|tool_error|input_required|cancell
 
 
 def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "tests" / "transports")])}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "tests" / "transports" / "http")])}
 
 
 def stdio(args: list[str], lines: list[str], cwd: Path | None = None, command: list[str] | None = None,
@@ -116,7 +116,7 @@ def test_the_start_up_line_in_json(tmp_path: Path) -> None:
 
 
 def http_server(args: list[str], port: int) -> subprocess.Popen[bytes]:
-    from transports.http_support import start_process
+    from transports.http.support import start_process
 
     return start_process(["-m", "shipcode_mcp", "--http", str(port), *args], port, env=env())
 
@@ -131,7 +131,7 @@ def stopped(process: subprocess.Popen[bytes]) -> bytes:
 
 @pytest.mark.skipif(not HTTP, reason="needs the 'http' extra")
 def test_http_with_sessions_says_its_url(tmp_path: Path) -> None:
-    from transports.http_support import McpHttpClient, free_port
+    from transports.http.support import McpHttpClient, free_port
 
     port = free_port()
     process = http_server([str(tmp_path)], port)
@@ -143,7 +143,7 @@ def test_http_with_sessions_says_its_url(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not HTTP, reason="needs the 'http' extra")
 def test_http_stateless_with_two_workers_says_so_once(tmp_path: Path) -> None:
-    from transports.http_support import McpHttpClient, free_port
+    from transports.http.support import McpHttpClient, free_port
 
     port = free_port()
     process = http_server(["--stateless", "--workers", "2", "--allow-write", str(tmp_path)], port)
@@ -246,8 +246,8 @@ def http_exchanges(port: int) -> None:
     import threading
 
     from support import wait_for
-    from transports.http_support import McpHttpClient
-    from transports.http_support import request as http_request
+    from transports.http.support import McpHttpClient
+    from transports.http.support import request as http_request
 
     client = McpHttpClient(port)  # initialize (id 0), ok
     assert client.call("tools/call", {"name": "echo", "arguments": {"text": "hi"}}).json()["result"]  # id 1, ok
@@ -275,7 +275,7 @@ def http_exchanges(port: int) -> None:
 
 @pytest.mark.skipif(not HTTP, reason="needs the 'http' extra")
 def test_debug_over_http_writes_a_line_per_request_in_uvicorns_format() -> None:
-    from transports.http_support import free_port, start_process
+    from transports.http.support import free_port, start_process
 
     port = free_port()
     process = start_process([LOGGING_SERVER, "debug", "text", "http", str(port)], port, env=env())
@@ -293,7 +293,7 @@ def test_debug_over_http_writes_a_line_per_request_in_uvicorns_format() -> None:
 
 @pytest.mark.skipif(not HTTP, reason="needs the 'http' extra")
 def test_json_lines_over_http_ours_and_uvicorns() -> None:
-    from transports.http_support import free_port, start_process
+    from transports.http.support import free_port, start_process
 
     port = free_port()
     process = start_process([LOGGING_SERVER, "debug", "json", "http", str(port)], port, env=env())
@@ -310,7 +310,7 @@ def test_json_lines_over_http_ours_and_uvicorns() -> None:
 
 @pytest.mark.skipif(not HTTP, reason="needs the 'http' extra")
 def test_the_cli_over_http_at_debug_says_its_start_then_each_request(tmp_path: Path) -> None:
-    from transports.http_support import McpHttpClient, free_port
+    from transports.http.support import McpHttpClient, free_port
 
     port = free_port()
     process = http_server(["--log-level", "debug", "--stateless", str(tmp_path)], port)
@@ -354,7 +354,7 @@ def test_a_token_sent_in_the_url_is_refused_and_never_logged(tmp_path: Path) -> 
     import urllib.error
     import urllib.request
 
-    from transports.http_support import free_port, start_process
+    from transports.http.support import free_port, start_process
 
     secret = "url-token-0123456789abcdef"
     # The attack: uvicorn's access log, as it comes, writes the query string and the token in it.

@@ -309,7 +309,7 @@ def _supervised(args: Settings) -> bool:
 def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
     """Serve `server` over HTTP, or (None: supervised) the one each worker builds from the same settings."""
     try:
-        from .transports import http_serving  # the http extra (Starlette, uvicorn), only with --http
+        from .transports.http import serving as http_serving  # the http extra (Starlette, uvicorn), only with --http
     except ImportError as err:
         print(f"shipcode-mcp: --http needs the 'http' extra ({log.install_hint('http')}): {err}", file=sys.stderr)
         return 2
@@ -360,12 +360,12 @@ def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
 def http_app() -> Any:
     """The ASGI app of one supervised worker process (`--workers`, `--supervise`), built from the settings the
     parent passed on."""
-    from .transports import http, http_serving  # the http extra: a supervised worker serves --http
+    from .transports.http import endpoint, serving  # the http extra: a supervised worker serves --http
 
-    http_serving.worker_started()
+    serving.worker_started()
     args = Settings.from_json(os.environ[SETTINGS_VARIABLE])
     try:
-        return _worker_app(args, http, http_serving)
+        return _worker_app(args, endpoint, serving)
     except (ValueError, OSError) as err:  # e.g. a token file or a root broken since the parent read it
         _worker_refuses(str(err))
 
@@ -395,7 +395,7 @@ def _worker_app(args: Settings, http: Any, http_serving: Any) -> Any:
                           host=_served(args)[0], auth=auth, limits=_app_limits(args))
     if not log.enabled("debug"):
         return app
-    from .transports.request_log import RequestLog  # only at --log-level debug: one line per request (docs/logging.md)
+    from .transports.http.request_log import RequestLog  # only at --log-level debug: one line per request (docs/logging.md)
 
     return RequestLog(app)
 
@@ -406,7 +406,7 @@ def _worker_refuses(why: str) -> NoReturn:
     RESTART_BACKOFF seconds first and exits 1, so the supervisor tries again (a token file being rewritten, no
     memory just after an OOM kill: what fails now may not in a while) without a line every half second,
     and the other workers serve on."""
-    from .transports.http_serving import RESTART_BACKOFF, restarted  # the http extra: only a supervised worker refuses
+    from .transports.http.serving import RESTART_BACKOFF, restarted  # the http extra: only a supervised worker refuses
 
     print(f"shipcode-mcp: {why}", file=sys.stderr)
     if not restarted():
@@ -416,8 +416,8 @@ def _worker_refuses(why: str) -> NoReturn:
 
 
 def _front_limits(args: Settings) -> Any:
-    """The connection limits the options give (transports.http_front.FrontLimits)."""
-    from .transports.http_front import HEADER_TIMEOUT, MAX_HANDSHAKES, WRITE_TIMEOUT, FrontLimits  # uvicorn's: only with --http
+    """The connection limits the options give (transports.http.front.FrontLimits)."""
+    from .transports.http.front import HEADER_TIMEOUT, MAX_HANDSHAKES, WRITE_TIMEOUT, FrontLimits  # uvicorn's: only with --http
 
     return FrontLimits(header_timeout=HEADER_TIMEOUT if args.header_timeout is None else args.header_timeout,
                        max_connections=args.max_connections,
@@ -426,9 +426,9 @@ def _front_limits(args: Settings) -> Any:
 
 
 def _app_limits(args: Settings) -> Any:
-    """The request, session and scheduling limits (transports.http_limits.HttpLimits): the options given, over the
+    """The request, session and scheduling limits (transports.http.limits.HttpLimits): the options given, over the
     defaults. The options are named as its fields."""
-    from .transports.http_limits import HttpLimits, with_fields  # only with --http
+    from .transports.http.limits import HttpLimits, with_fields  # only with --http
 
     given = {name: getattr(args, name) for name in ("body_timeout", "max_sessions", "max_concurrent_calls", "body_budget",
                                                      "max_json_values", "max_requests_per_caller", "max_streams_per_caller")}
@@ -499,11 +499,11 @@ def _served_url(args: Settings) -> str:
 
 
 def _resource_server(args: Settings) -> Any:
-    """The token checks the options ask for (transports.http_auth.ResourceServer), or None."""
+    """The token checks the options ask for (transports.http.auth.ResourceServer), or None."""
     if not (args.auth_issuer or args.auth_token_file):
         return None
     # the auth modules (and the auth extra's) load only with an auth option (auth/__init__.py)
-    from .transports.http_auth import ResourceServer
+    from .transports.http.auth import ResourceServer
 
     if args.auth_token_file:
         from .auth.token_file import TokenFile  # only with --auth-token-file

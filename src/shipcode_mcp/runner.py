@@ -3,7 +3,7 @@
 `Runner` holds everything the two runners share: one lock around the session (which, like h11's
 Connection, takes one call at a time), the futures of our requests to the client, and the meaning of
 each action. A runner says how to write a message, start a job, run something in the background
-and call something later: `transports/stdio.py` with threads, `transports/http.py` from an asyncio
+and call something later: `transports/stdio.py` with threads, `transports/http/runner.py` from an asyncio
 event loop. Handlers ask the client through the runner: `ctx.request` blocks a worker thread on the
 future, `await ctx.arequest` awaits it.
 """

@@ -170,13 +170,13 @@ class Server(Registry):
     # -- running ----------------------------------------------------------------------------------
     def run(self, transport: str = "stdio", **options: Any) -> int:
         """Serve until the client leaves: over stdio (the default), or transport="http" for Streamable
-        HTTP (the `http` extra; options host, port, stateless... of `transports.http_serving.serve_http`)."""
+        HTTP (the `http` extra; options host, port, stateless... of `transports.http.serving.serve_http`)."""
         if transport == "stdio":
             from .transports.stdio import serve_stdio  # Server.run only: the core imports no transport
 
             return serve_stdio(self, **options)
         if transport == "http":
-            from .transports.http_serving import serve_http  # the http extra (Starlette, uvicorn), only for transport="http"
+            from .transports.http.serving import serve_http  # the http extra (Starlette, uvicorn), only for transport="http"
 
             return serve_http(self, **options)
         raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")

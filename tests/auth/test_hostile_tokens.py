@@ -25,10 +25,10 @@ from shipcode_mcp import Server, log
 from shipcode_mcp.auth import issuer as issuer_module
 from shipcode_mcp.auth.issuer import IssuerUnavailable, IssuerVerifier
 from shipcode_mcp.auth.tokens import Principal, TokenRejected
-from shipcode_mcp.transports import http_auth
+from shipcode_mcp.transports.http import auth as http_auth
 from shipcode_mcp.transports.http import create_app
-from shipcode_mcp.transports.http_auth import ResourceServer
-from transports.http_support import MCP_HEADERS, UvicornThread, request
+from shipcode_mcp.transports.http.auth import ResourceServer
+from transports.http.support import MCP_HEADERS, UvicornThread, request
 
 
 def b64(value: Any) -> str:

@@ -357,7 +357,7 @@ def test_a_token_whose_exp_is_a_string_is_not_served_past_its_expiry(fake: Issue
     (the control, with the check off). With it, a string exp, nbf or iat (or a non-finite one) is refused, and
     the numeric form's verdict ends with the token."""
     from shipcode_mcp.auth.tokens import Principal
-    from shipcode_mcp.transports.http_auth import ResourceServer
+    from shipcode_mcp.transports.http.auth import ResourceServer
 
     if not defended:
         monkeypatch.setattr(issuer_module, "TIME_CLAIMS", ())

@@ -19,7 +19,7 @@ from shipcode_mcp.auth.scopes import READ, WRITE
 from shipcode_mcp.auth.token_file import TokenFile
 from shipcode_mcp.auth.tokens import TokenRejected
 from support import wait_for
-from transports.http_support import MCP_HEADERS, initialize, request
+from transports.http.support import MCP_HEADERS, initialize, request
 
 NEW_TOKEN = "new-token-0123456789abcdefgh"
 

@@ -10,7 +10,7 @@ import pytest
 from shipcode_mcp import Server
 from shipcode_mcp.cli import _app_limits, parse_args
 from shipcode_mcp.transports.http import create_app
-from shipcode_mcp.transports.http_limits import MAX_SESSIONS, HttpLimits, with_fields
+from shipcode_mcp.transports.http.limits import MAX_SESSIONS, HttpLimits, with_fields
 
 
 def endpoint_limits(app: object) -> HttpLimits:

@@ -21,7 +21,7 @@ from typing import Any
 import uvicorn
 
 from shipcode_mcp import Context, Server
-from shipcode_mcp.transports.http_serving import uvicorn_server
+from shipcode_mcp.transports.http.serving import uvicorn_server
 from support import REPO, validate_server_message, wait_for
 
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -268,7 +268,7 @@ def start_process(args: list[str], port: int, *, env: dict[str, str] | None = No
                   cwd: str | os.PathLike[str] | None = None) -> subprocess.Popen[bytes]:
     """A server process; returns once `port` accepts connections."""
     full_env = dict(os.environ)
-    full_env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO / "tests" / "transports")])
+    full_env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO / "tests" / "transports" / "http")])
     full_env.update(env or {})
     process = subprocess.Popen([sys.executable, *args], env=full_env, cwd=cwd,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -17,8 +17,8 @@ import pytest
 import uvicorn
 
 from shipcode_mcp import Server
-from shipcode_mcp.transports.http_front import FrontLimits, protocol
-from shipcode_mcp.transports.http_serving import uvicorn_server
+from shipcode_mcp.transports.http.front import FrontLimits, protocol
+from shipcode_mcp.transports.http.serving import uvicorn_server
 from support import wait_for
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="TCP_INFO's data segment count is Linux's")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from shipcode_mcp.transports.lanes import Lanes
+from shipcode_mcp.transports.http.lanes import Lanes
 
 
 class Recorder:

@@ -1,4 +1,4 @@
-"""The HTTP face of authorization (transports/http_auth.py), against real servers on loopback: the 401,
+"""The HTTP face of authorization (transports/http/auth.py), against real servers on loopback: the 401,
 400 and 403 answers and their exact `WWW-Authenticate` challenges (RFC 6750, RFC 9728, the MCP
 "Authorization" page's examples), the Protected Resource Metadata, legacy sessions and modern request
 states bound to their caller, and the official SDK client with a static bearer token in both eras.
@@ -30,8 +30,9 @@ from shipcode_mcp.auth.scopes import READ, WRITE
 from shipcode_mcp.auth.token_file import TokenFile
 from shipcode_mcp.auth.tokens import Principal
 from shipcode_mcp.transports.http import create_app
-from shipcode_mcp.transports.http_auth import ResourceServer
-from transports.http_support import (
+from shipcode_mcp.transports.http.auth import ResourceServer
+from transports.http.mrtr_server import build_server as build_mrtr_server
+from transports.http.support import (
     MCP_HEADERS,
     McpHttpClient,
     Reply,
@@ -43,7 +44,6 @@ from transports.http_support import (
     post_modern,
     request,
 )
-from transports.mrtr_server import build_server as build_mrtr_server
 
 if TYPE_CHECKING:
     from starlette.responses import Response
@@ -524,7 +524,7 @@ def test_unknown_tokens_cost_the_issuer_a_bounded_number_of_questions(defended: 
     (429 beyond); another address keeps its own budget. The control (both off) asks the issuer every time."""
     import asyncio
 
-    from shipcode_mcp.transports import http_auth
+    from shipcode_mcp.transports.http import auth as http_auth
 
     if not defended:
         monkeypatch.setattr(http_auth, "REFUSAL_SECONDS", 0.0)

@@ -16,7 +16,7 @@ import pytest
 
 from shipcode_mcp import Context, Server, ToolError
 from support import REPO, wait_for
-from transports.http_support import (
+from transports.http.support import (
     MCP_HEADERS,
     WAITING,
     McpHttpClient,
@@ -379,7 +379,7 @@ def test_stateless_mode_serves_every_post_alone() -> None:
 
 def test_two_stateless_workers_serve_one_deployment() -> None:
     port = free_port()
-    process = start_process(["-m", "uvicorn", "http_worker_app:app", "--host", "127.0.0.1", "--port", str(port),
+    process = start_process(["-m", "uvicorn", "worker_app:app", "--host", "127.0.0.1", "--port", str(port),
                              "--workers", "2", "--log-level", "warning"], port)
     try:
         pids: list[int] = []

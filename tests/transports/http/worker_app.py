@@ -1,4 +1,4 @@
-"""A stateless server for the several-workers test: `uvicorn http_worker_app:app --workers 2`.
+"""A stateless server for the several-workers test: `uvicorn worker_app:app --workers 2`.
 
 `whoami` is inline and holds its worker's event loop for a moment, so a request sent meanwhile can
 only be served by another worker: the pids it answers prove that both serve.

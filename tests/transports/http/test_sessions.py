@@ -1,6 +1,6 @@
 """The session table of an HTTP endpoint, alone: no sockets, no event loop, the clock a test's. Which session
-ends to make room, who may push whom out, which ones idled out (the same rules tests/transports/test_http.py
-and test_http_front.py check over real HTTP)."""
+ends to make room, who may push whom out, which ones idled out (the same rules tests/transports/http/test_endpoint.py
+and test_front.py check over real HTTP)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from shipcode_mcp.transports import http_sessions
-from shipcode_mcp.transports.http_limits import HttpLimits
-from shipcode_mcp.transports.http_sessions import Full, SessionTable
+from shipcode_mcp.transports.http import sessions as http_sessions
+from shipcode_mcp.transports.http.limits import HttpLimits
+from shipcode_mcp.transports.http.sessions import Full, SessionTable
 
 
 class Clock:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from shipcode_mcp import ClientRequestError, Context, Server
-from transports.http_support import McpHttpClient, Reply, UvicornThread
+from transports.http.support import McpHttpClient, Reply, UvicornThread
 
 WORKERS = 1
 """The server's worker threads: fewer than the async calls that wait on the client at once."""

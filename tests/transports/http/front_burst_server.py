@@ -12,8 +12,8 @@ import sys
 
 from shipcode_mcp.cli import build_server
 from shipcode_mcp.transports.http import create_app
-from shipcode_mcp.transports.http_front import FrontLimits
-from shipcode_mcp.transports.http_serving import run_uvicorn
+from shipcode_mcp.transports.http.front import FrontLimits
+from shipcode_mcp.transports.http.serving import run_uvicorn
 
 if __name__ == "__main__":
     port, root = int(sys.argv[1]), sys.argv[2]

@@ -10,16 +10,16 @@ import base64
 import binascii
 import re
 
-from .. import jsonrpc
-from ..envelope import envelope_error
-from ..era import VERSION_KEY, modern_meta
+from ... import jsonrpc
+from ...envelope import envelope_error
+from ...era import VERSION_KEY, modern_meta
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from ..jsonrpc import Message
+    from ...jsonrpc import Message
 
 VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"

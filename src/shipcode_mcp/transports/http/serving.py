@@ -1,8 +1,8 @@
 """Serving an ASGI app with uvicorn, every uvicorn detail in one place: the front of every connection
-(http_front.py), logging on stderr, the signals (a graceful shutdown that exits 0, SIGHUP for a token
+(front.py), logging on stderr, the signals (a graceful shutdown that exits 0, SIGHUP for a token
 file), the shutdown of open listen streams, and supervised worker processes (started again when one dies,
 their oom_score_adj raised, ended with their supervisor). `serve_http` serves a registry's endpoint
-(http.py's `create_app`) this way.
+(endpoint.py's `create_app`) this way.
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .. import log
-from .http import _ENDPOINTS, create_app
-from .http_limits import HttpLimits, with_fields
+from ... import log
+from .endpoint import _ENDPOINTS, create_app
+from .limits import HttpLimits, with_fields
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from ..registry import Registry
-    from .http_auth import ResourceServer
-    from .http_front import FrontLimits
+    from ...registry import Registry
+    from .auth import ResourceServer
+    from .front import FrontLimits
 
 HEALTH_CHECK_TIMEOUT = 5  # seconds a supervised worker may leave its supervisor's health check unanswered
 SUPERVISOR_VARIABLE = "SHIPCODE_MCP_SUPERVISOR"  # the supervisor's pid, as its workers find it
@@ -42,7 +42,7 @@ def serve_http(server: Registry, host: str = "127.0.0.1", port: int = 8765, *, p
 
     A server bound to a non-loopback address accepts any Host name unless `allowed_hosts` says
     otherwise; Origin is checked either way. For several worker processes, see `create_app`. `front`
-    limits connections (http_front.py: request heads, open connections; default `FrontLimits()`); `limits`
+    limits connections (front.py: request heads, open connections; default `FrontLimits()`); `limits`
     and the fields given by name are `create_app`'s.
     """
     app: Any = create_app(server, path=path, stateless=stateless, allowed_origins=allowed_origins,
@@ -63,9 +63,9 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     even with GET streams open, and exit status 0 after a graceful shutdown on SIGINT or SIGTERM
     (uvicorn raises the signal again once done; it finds a handler that lets the process end normally).
 
-    Connections go through the front (http_front.py: `front`, default `FrontLimits()`), in each worker too;
+    Connections go through the front (front.py: `front`, default `FrontLimits()`), in each worker too;
     the descriptor limit is raised to its hard limit first (workers inherit it), which sizes the default cap
-    and the accept batch (`http_front.FrontLoop`, uvicorn's `loop`: the cap leaves room for the bursts).
+    and the accept batch (`front.FrontLoop`, uvicorn's `loop`: the cap leaves room for the bursts).
     `ssl_certfile` and `ssl_keyfile` go to the front, which starts TLS itself (so a connection that never
     completes its handshake is under its rules too); the files are read here first, so a bad pair stops the
     start. No WebSocket (`ws="none"`): the app has no WebSocket route.
@@ -78,11 +78,11 @@ def run_uvicorn(app: Any, *, log_level: str, on_hangup: Callable[[], None] | Non
     instead of replacing them, so no session ends for it."""
     import uvicorn
 
-    from .http_front import FrontLimits, protocol, raise_file_limit, tls_context  # uvicorn's: create_app needs Starlette alone
+    from .front import FrontLimits, protocol, raise_file_limit, tls_context  # uvicorn's: create_app needs Starlette alone
 
     raise_file_limit()
     if sys.platform != "win32" and hasattr(uvicorn.Config, "get_loop_factory"):  # uvicorn 0.36+ takes a loop class
-        options.setdefault("loop", "shipcode_mcp.transports.http_front:FrontLoop")  # accept batches the cap has room for
+        options.setdefault("loop", "shipcode_mcp.transports.http.front:FrontLoop")  # accept batches the cap has room for
     limits = front if front is not None else FrontLimits()
     certificate, key = options.pop("ssl_certfile", None), options.pop("ssl_keyfile", None)
     if certificate is not None:

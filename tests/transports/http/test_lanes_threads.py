@@ -10,7 +10,7 @@ import sys
 import textwrap
 import threading
 
-from shipcode_mcp.transports.lanes import Lanes
+from shipcode_mcp.transports.http.lanes import Lanes
 from support import wait_for
 
 
@@ -75,7 +75,7 @@ def test_the_exit_does_not_wait_for_lanes_nobody_shut_down() -> None:
     """Non-daemon threads waiting for calls would hold the interpreter's exit for ever."""
     result = _child("""
         import threading
-        from shipcode_mcp.transports.lanes import Lanes
+        from shipcode_mcp.transports.http.lanes import Lanes
         keep = Lanes(4, per_lane=0)
         ran = threading.Event()
         keep.submit("a", ran.set)
@@ -89,7 +89,7 @@ def test_the_exit_does_not_wait_for_lanes_nobody_shut_down() -> None:
 def test_a_call_under_way_at_exit_is_let_finish() -> None:
     result = _child("""
         import threading, time
-        from shipcode_mcp.transports.lanes import Lanes
+        from shipcode_mcp.transports.http.lanes import Lanes
         keep = Lanes(2, per_lane=0)
         started = threading.Event()
         def work():

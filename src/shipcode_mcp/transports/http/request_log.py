@@ -14,7 +14,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from .. import log
+from ... import log
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send

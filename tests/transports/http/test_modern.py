@@ -18,9 +18,9 @@ from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
 from shipcode_mcp import Server, Tool
-from shipcode_mcp.transports.modern_headers import decode_header_value, header_mismatch, modern_status
+from shipcode_mcp.transports.http.headers import decode_header_value, header_mismatch, modern_status
 from support import wait_for
-from transports.http_support import (
+from transports.http.support import (
     CANCELLED,
     MCP_HEADERS,
     MODERN_VERSION,

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from support import PEER_CACHE, REPO, wait_for
-from transports.http_support import drip, free_port
-from transports.test_http_front import FRESH, REQUEST, _answers, _own_files, fresh_client, serving
+from transports.http.support import drip, free_port
+from transports.http.test_front import FRESH, REQUEST, _answers, _own_files, fresh_client, serving
 
 ATTACKERS = 20
 """Connections of each attack: the cap of the server under attack."""

@@ -1,6 +1,6 @@
 """The sessions of one Streamable HTTP endpoint: who owns each, which one ends to make room for a new one,
 which ones were idle too long. No sockets, no event loop, and an injected clock, so the rules are tested
-alone (tests/transports/test_http_sessions.py); the endpoint (http.py) turns their verdicts into answers.
+alone (tests/transports/http/test_sessions.py); the endpoint (endpoint.py) turns their verdicts into answers.
 
 At `max_sessions`, the least recently used idle session (no request in flight, no GET stream, no task)
 ends to make room. With tokens checked, a caller at its quota (`HttpLimits.sessions_per_caller`) makes room
@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
-from .. import log
-from .http_limits import HttpLimits
+from ... import log
+from .limits import HttpLimits
 
 EVICTED_MEMORY = 10000
 """Ids of sessions ended to make room, remembered (with their owner) for a clear 404."""

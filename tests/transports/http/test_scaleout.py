@@ -2,7 +2,7 @@
 request-state key, behind a round-robin proxy, serve one multi round-trip request whose rounds land
 on different processes; a tampered state, and a state taken to a process with another key, are refused.
 
-Everything is real: the servers are separate processes (tests/transports/mrtr_server.py), the proxy
+Everything is real: the servers are separate processes (tests/transports/http/mrtr_server.py), the proxy
 is a TCP proxy on an asyncio loop that sends each new connection to the next backend, and the client
 posts plain HTTP (http.client) with the modern headers, one connection per request, so consecutive requests
 reach different processes. Every tool answers its pid, which proves where each request ran.

@@ -38,9 +38,7 @@ import collections
 import contextlib
 import secrets
 import threading
-import time
 import weakref
-from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -49,30 +47,28 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from .. import jsonrpc
-from ..context import PROTOCOL_VERSION
-from ..envelope import no_envelope
-from ..era import MODERN_VERSION
-from ..jsonrpc import JsonRpcError
-from ..runner import Runner
-from . import modern_headers
-from .hosts import hostname as _hostname
-from .hosts import is_loopback
-from .http_limits import HttpLimits, with_fields
-from .http_sessions import Full, SessionTable
-from .lanes import Call, Lanes
-from .modern_headers import VERSION_HEADER, header_mismatch, is_modern, modern_status
+from ... import jsonrpc
+from ...context import PROTOCOL_VERSION
+from ...envelope import no_envelope
+from ...era import MODERN_VERSION
+from ...jsonrpc import JsonRpcError
+from ..hosts import hostname as _hostname
+from ..hosts import is_loopback
+from .headers import VERSION_HEADER, header_mismatch, is_modern, modern_status, shown
+from .lanes import Lanes
+from .limits import HttpLimits, with_fields
+from .runner import DONE, HttpSession, is_response
+from .sessions import Full, SessionTable
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 
     from starlette.types import Receive, Scope, Send
 
-    from ..actions import Job, Outcome
-    from ..auth.tokens import Principal
-    from ..jsonrpc import Id, Message
-    from ..registry import Registry
-    from .http_auth import ResourceServer
+    from ...auth.tokens import Principal
+    from ...jsonrpc import Id, Message
+    from ...registry import Registry
+    from .auth import ResourceServer
 
 SESSION_HEADER = "mcp-session-id"
 
@@ -81,187 +77,10 @@ SMALL_BODY = 64 * 1024
 well under a millisecond). A larger one is parsed on a worker thread, counting its values (`MAX_JSON_VALUES`)."""
 RETRY_AFTER = 10  # seconds, when every session is busy and none can make room
 HOST_VERDICTS = 256  # Host header values whose verdict is remembered
-STANDALONE_BUFFER = 1000  # messages kept for a session's GET stream while none is open
 _ENDPOINTS: weakref.WeakSet[StreamableHttp] = weakref.WeakSet()  # for the server's shutdown: see uvicorn_server
 _STREAMING = "shipcode.stream"  # set in a request's scope when it holds one of its caller's streams
-_DONE = object()  # a request's work has finished (after its response, if any)
 _GONE = object()  # the client closed the connection before the answer began
 
-
-
-class _Here(threading.local):
-    """Per thread: the job `HttpSession._run` runs here, where the messages of its end go, and, while
-    `finish_job` ends it, the runner whose messages go there."""
-
-    job: Job | None = None
-    ending: list[tuple[Message, Id | None]] | None = None
-    collect: tuple[HttpSession, list[tuple[Message, Id | None]]] | None = None
-
-
-_here = _Here()
-
-
-class HttpSession(Runner):
-    """One MCP session over HTTP, the asyncio runner of the sans-IO session: the event loop receives,
-    routes and writes and runs async tools as tasks; other handlers run on worker threads. It holds the
-    open POST streams and the GET stream."""
-
-    def __init__(self, transport: StreamableHttp, session_id: str | None) -> None:
-        super().__init__(transport.server, stateless=session_id is None)
-        self.transport = transport
-        self.id = session_id
-        self.owner: str | None = None  # the caller (Principal.key) a session belongs to, when tokens are checked
-        self.requests: dict[Id, asyncio.Queue[Any]] = {}  # open POST exchanges, by request id
-        self._standalone: collections.deque[Message] | None = None  # made with the first message for the GET stream
-        self._wake: asyncio.Event | None = None  # made when first needed: most sessions never open a GET stream
-        self.get_open = False
-        self.closed = False
-        self.last_seen = time.monotonic()
-        self.tasks: set[asyncio.Task[None]] = set()  # async handlers running on the loop
-        self.lane: Hashable = self  # whose turn its handler calls take (lanes.py): the session, or the caller
-
-    @property
-    def standalone(self) -> collections.deque[Message]:
-        """Messages for the GET stream, waiting for it (at most STANDALONE_BUFFER, oldest dropped first)."""
-        if self._standalone is None:
-            self._standalone = collections.deque(maxlen=STANDALONE_BUFFER)
-        return self._standalone
-
-    @property
-    def wake(self) -> asyncio.Event:
-        """Set when the GET stream has something to do: a message waits, or the session ended."""
-        if self._wake is None:
-            self._wake = asyncio.Event()
-        return self._wake
-
-    # -- the runner's duties: messages are routed on the event loop, whichever thread sends them ---------
-    def write(self, message: Message, related: Id | None) -> None:
-        collect = _here.collect
-        if collect is not None and collect[0] is self:  # the end of a job `_run` runs: it goes with that (one hop)
-            collect[1].append((message, related))
-            return
-        self.transport.on_loop(self.route, message, related)
-
-    def start(self, job: Job) -> None:
-        # The exchange the job answers, fixed now: once it is over, the client may reuse the id.
-        exchange = self.requests.get(job.context.request_id)
-        if job.deferred.awork is not None:  # an async handler: a task on this loop, no thread
-            self.transport.on_loop(self._start_task, job, exchange)
-        else:  # a thread, when the lane has room and its turn comes (lanes.py)
-            call = self.transport.lanes().submit(self.lane, partial(self._run, job, exchange))
-            job.context.on_cancel(partial(self._withdrawn, call, job, exchange))
-
-    def _withdrawn(self, call: Call, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
-        """The request was cancelled: if its call still waits in the lane, it never runs its work; it is
-        finished here and now (a cancelled job's `run` returns at once), so the session forgets it."""
-        if self.transport.lanes().withdraw(call):
-            self._run(job, exchange)
-
-    def _start_task(self, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
-        loop = self.transport.loop
-        assert loop is not None
-        task = loop.create_task(self._run_task(job, exchange))
-        self.tasks.add(task)  # a strong reference while it runs (the loop keeps weak ones only)
-        task.add_done_callback(self.tasks.discard)
-
-    async def _run_task(self, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
-        outcome: Outcome = JsonRpcError(jsonrpc.INTERNAL_ERROR)
-        try:
-            # Here, not where the task is made: a task cancelled before its first step would never
-            # run this body, and its request would stay in flight for good.
-            task = asyncio.current_task()
-            assert task is not None
-            job.context.on_cancel(lambda: self.transport.on_loop(task.cancel))
-            outcome = await job.arun()
-        finally:
-            self.finish_job(job, outcome)
-            self._done(job.context.request_id, exchange)
-
-    def background(self, work: Callable[[], None]) -> None:
-        """Roots refresh and adoption: a lane of their own (the session runs one at a time), so they never wait
-        behind the session's own calls when its lane is full; still on the pool, taking turns."""
-        self.transport.lanes().submit(("background", self.lane), work)
-
-    def later(self, seconds: float, call: Callable[[], None]) -> Callable[[], None]:
-        """On the loop itself (what the runner calls later never blocks), so a busy pool delays no timeout."""
-        handles: list[asyncio.TimerHandle] = []
-        cancelled: list[bool] = []
-
-        def schedule() -> None:
-            if not cancelled and self.transport.loop is not None:
-                handles.append(self.transport.loop.call_later(seconds, call))
-
-        def cancel() -> None:
-            cancelled.append(True)
-            self.transport.on_loop(_cancel_all, handles)
-
-        self.transport.on_loop(schedule)
-        return cancel
-
-    def _run(self, job: Job, exchange: asyncio.Queue[Any] | None) -> None:
-        """The job, then one hop back to the loop with what its end sent (its response) and the end of its
-        exchange, rather than a hop for each: from a worker thread, a hop is a wake-up of the loop."""
-        ending: list[tuple[Message, Id | None]] = []
-        outer = _here.job, _here.ending
-        _here.job, _here.ending = job, ending
-        try:
-            self.run_job(job)  # its `finish_job` (below) keeps what it sends in `ending`
-        finally:
-            _here.job, _here.ending = outer
-            self.transport.on_loop(self._ended, ending, job.context.request_id, exchange)
-
-    def finish_job(self, job: Job, outcome: Outcome) -> None:
-        """The end of a job `_run` runs here: what it sends waits in `_run`'s list for the hop that also ends
-        the exchange. The messages the handler sent while it worked went at once, on hops queued before that
-        one, so the order is kept. Any other end (an async handler's) sends as always."""
-        if _here.job is not job or _here.ending is None:
-            super().finish_job(job, outcome)
-            return
-        outer = _here.collect
-        _here.collect = (self, _here.ending)
-        try:
-            super().finish_job(job, outcome)
-        finally:
-            _here.collect = outer
-
-    def _ended(self, ending: list[tuple[Message, Id | None]], request_id: Id,
-               exchange: asyncio.Queue[Any] | None) -> None:
-        """On the loop: the messages a job's end sent, in order, then the end of its exchange."""
-        for message, related in ending:
-            self.route(message, related)
-        self._done(request_id, exchange)
-
-    def _done(self, request_id: Id, exchange: asyncio.Queue[Any] | None) -> None:
-        """On the loop: the job's work is over; its exchange, if still open (and not a new one under the same
-        id), ends, unless the work opened a subscription (subscriptions/listen stays open until it ends)."""
-        if exchange is not None and self.requests.get(request_id) is exchange and not self.read(
-                lambda session: request_id in session.listeners):
-            exchange.put_nowait(_DONE)
-
-    def event_loop(self) -> asyncio.AbstractEventLoop | None:
-        return self.transport.loop
-
-    def route(self, message: Any, related: Id | None) -> None:
-        """On the loop: to the POST exchange of `related` if it is still open, else to the GET stream.
-
-        A response whose exchange is gone is dropped: the GET stream must not carry responses.
-        """
-        queue = self.requests.get(related) if related is not None else None
-        if queue is not None:
-            queue.put_nowait(message)
-        elif message is not _DONE and not _is_response(message) and not self.closed and self.id is not None:
-            self.standalone.append(message)
-            self.wake.set()
-
-    def end(self) -> None:
-        """End the session: cancel its work, fail its requests to the client, end its streams."""
-        self.closed = True
-        self.cancel_all()
-        self.close()
-        for queue in self.requests.values():
-            queue.put_nowait(_DONE)
-        if self._wake is not None:  # a GET stream may be waiting on it (one that opens later sees `closed`)
-            self._wake.set()
 
 
 class StreamableHttp:
@@ -273,7 +92,7 @@ class StreamableHttp:
         """`allowed_hosts` None accepts loopback Host names only; `allow_loopback` (default: when
         `allowed_hosts` is None) also accepts loopback names and origins beside `allowed_hosts`. With
         `auth`, every request needs a bearer token it accepts (docs/http.md, "Securing a remote server").
-        `limits`: what a request, a session and a caller may take (http_limits.py)."""
+        `limits`: what a request, a session and a caller may take (limits.py)."""
         self.server = server
         self.auth = auth
         self.stateless = stateless
@@ -395,7 +214,7 @@ class StreamableHttp:
                 self._hosts.clear()
             self._hosts[host] = host_ok
         if not host_ok:
-            return _error(403, f"Forbidden: Host {modern_headers.shown(host)} is not allowed")
+            return _error(403, f"Forbidden: Host {shown(host)} is not allowed")
         origin = request.headers.get("origin")
         if origin is None:
             return None  # not a browser, or a same-origin GET: the Host check covers those
@@ -407,7 +226,7 @@ class StreamableHttp:
             parts.path or parts.query or parts.fragment) else None
         if self.allow_loopback and origin_host is not None and is_loopback(origin_host):
             return None  # a page served from this machine, to a server that accepts loopback names
-        return _error(403, f"Forbidden: Origin {modern_headers.shown(origin)} is not allowed")
+        return _error(403, f"Forbidden: Origin {shown(origin)} is not allowed")
 
     def _host_allowed(self, host: str) -> bool:
         """The Host check proper (`_check_origin_and_host` remembers its verdicts, by header value)."""
@@ -566,7 +385,7 @@ class StreamableHttp:
         http_session.requests[request_id] = queue
         http_session.receive(message)
         early = [queue.get_nowait() for _ in range(queue.qsize())]
-        if early and _is_response(early[-1]):  # answered on the loop (inline), with what it sent on the way
+        if early and is_response(early[-1]):  # answered on the loop (inline), with what it sent on the way
             del http_session.requests[request_id]
             response = early.pop()
             headers = self._session_headers(http_session)
@@ -586,15 +405,15 @@ class StreamableHttp:
         headers = self._session_headers(http_session)
         while True:
             first = await queue.get()
-            if first is _DONE or _is_response(first) or wants_sse:
+            if first is DONE or is_response(first) or wants_sse:
                 break
             http_session.route(first, None)  # a client that takes no SSE gets the rest on its GET stream
-        if first is _DONE:  # cancelled, or the session ended: no response will come
+        if first is DONE:  # cancelled, or the session ended: no response will come
             http_session.requests.pop(request_id, None)
             if http_session.closed:
                 return _error(404, "Not Found: the session ended before the request was answered")
             return _sse(_nothing(), headers) if wants_sse else Response(status_code=202, headers=headers)
-        if _is_response(first) and wants_json:
+        if is_response(first) and wants_json:
             del http_session.requests[request_id]
             return _json(200, first, headers)
         return _sse(self._stream(http_session, request_id, queue, first), headers)
@@ -604,9 +423,9 @@ class StreamableHttp:
         """The SSE body of one request: what its handler sends, ending with the response."""
         item = first
         try:
-            while item is not _DONE:
+            while item is not DONE:
                 yield _event(item)
-                if _is_response(item):
+                if is_response(item):
                     return
                 item = await queue.get()
         finally:
@@ -640,19 +459,19 @@ class StreamableHttp:
         # A client that takes no SSE gets the response alone: a modern request's notifications have no
         # other stream to go to.
         early = [item for item in (queue.get_nowait() for _ in range(queue.qsize()))
-                 if wants_sse or _is_response(item) or item is _DONE]
+                 if wants_sse or is_response(item) or item is DONE]
         while not early:
             item = await self._next(request, queue)
             if item is _GONE:  # the client left before anything was written: that cancels the request
                 self._release(runner, request_id, listening, answered=False)
                 return Response(status_code=204)
-            if wants_sse or _is_response(item) or item is _DONE:
+            if wants_sse or is_response(item) or item is DONE:
                 early.append(item)
         first = early[0]
-        if first is _DONE:  # no response will come
+        if first is DONE:  # no response will come
             self._release(runner, request_id, listening, answered=True)
             return Response(status_code=202)
-        if _is_response(first):  # nothing before it: JSON, with the status its error calls for
+        if is_response(first):  # nothing before it: JSON, with the status its error calls for
             self._release(runner, request_id, listening, answered=True)
             status = modern_status(first, message)
             if status == 200 and not wants_json:
@@ -699,11 +518,11 @@ class StreamableHttp:
                         continue
                 else:
                     item = await queue.get()
-                if item is _DONE:
+                if item is DONE:
                     answered = True
                     return
                 yield _event(item)
-                if _is_response(item):
+                if is_response(item):
                     answered = True
                     return
         finally:
@@ -727,7 +546,7 @@ class StreamableHttp:
             runner.closed = True
             runner.close()
             for queue in list(runner.requests.values()):
-                queue.put_nowait(_DONE)
+                queue.put_nowait(DONE)
 
     def _session_headers(self, http_session: HttpSession) -> dict[str, str]:
         return {} if http_session.id is None else {"Mcp-Session-Id": http_session.id}
@@ -872,7 +691,7 @@ def _lane_of(request: Request) -> Hashable:
 
 def _may_call(caller: Principal) -> Callable[[Any], bool]:
     """Which tools the caller's token may call: tools/list lists those only."""
-    from ..auth.scopes import may_call  # auth loads only with an auth option (auth/__init__.py)
+    from ...auth.scopes import may_call  # auth loads only with an auth option (auth/__init__.py)
 
     return may_call(caller.scopes)
 
@@ -882,15 +701,6 @@ def _forget(counts: collections.Counter[Hashable], key: Hashable) -> None:
     counts[key] -= 1
     if counts[key] <= 0:
         del counts[key]
-
-
-def _cancel_all(handles: list[asyncio.TimerHandle]) -> None:
-    for handle in handles:
-        handle.cancel()
-
-
-def _is_response(message: Any) -> bool:
-    return isinstance(message, dict) and "method" not in message
 
 
 def _json(status: int, message: Message, headers: dict[str, str] | None = None) -> Response:
@@ -934,7 +744,7 @@ def create_app(server: Registry, *, path: str = "/mcp", stateless: bool = False,
     give the names a proxy or load balancer uses, or ["*"]: on a loopback address they widen the
     loopback names rather than replace them. `allowed_origins` lists the browser
     origins allowed besides loopback ones ("*" for any). With `auth`, every request needs a bearer token
-    `auth` accepts, and the Protected Resource Metadata is served (RFC 9728). `limits` (http_limits.py) says
+    `auth` accepts, and the Protected Resource Metadata is served (RFC 9728). `limits` (limits.py) says
     what a request, a session and a caller may take; a field given by name (`max_sessions=100`) replaces
     the one of `limits`. The connection-level limits (request heads, open connections) are uvicorn's
     protocol's: see `serve_http`.

@@ -1,7 +1,7 @@
 """The server of the bounds tests (issue 22), with any defence turned off:
 `python front_bounds_server.py PORT ROOT [front.FIELD=JSON] [app.OPTION=JSON] [http.NAME=JSON]`.
 
-`front.*` are `FrontLimits` fields, `app.*` `create_app` options, `http.*` constants of transports/http.py (all as
+`front.*` are `FrontLimits` fields, `app.*` `create_app` options, `http.*` constants of transports/http/endpoint.py (all as
 JSON values): e.g. `front.min_chunk=0` serves what the front served before tiny chunks were refused.
 """
 
@@ -11,10 +11,10 @@ import json
 import sys
 
 from shipcode_mcp.cli import build_server
-from shipcode_mcp.transports import http
 from shipcode_mcp.transports.http import create_app
-from shipcode_mcp.transports.http_front import FrontLimits
-from shipcode_mcp.transports.http_serving import run_uvicorn
+from shipcode_mcp.transports.http import endpoint as http
+from shipcode_mcp.transports.http.front import FrontLimits
+from shipcode_mcp.transports.http.serving import run_uvicorn
 
 if __name__ == "__main__":
     port, root = int(sys.argv[1]), sys.argv[2]

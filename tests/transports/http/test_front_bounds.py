@@ -26,9 +26,9 @@ import h11
 import pytest
 
 from shipcode_mcp import Server
-from shipcode_mcp.transports import http_front
+from shipcode_mcp.transports.http import front as http_front
 from support import REPO, wait_for
-from transports.test_http_front import FrontThread, _answers, serving_process
+from transports.http.test_front import FrontThread, _answers, serving_process
 
 PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
 HEAD = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -41,7 +41,7 @@ SLOWER = 0.1
 @contextlib.contextmanager
 def bounds_server(tmp_path: Path, *settings: str) -> Iterator[tuple[int, int]]:
     """front_bounds_server.py with `settings` (front.FIELD=JSON, app.OPTION=JSON, http.NAME=JSON); its port and pid."""
-    with server_process(tmp_path, [str(REPO / "tests" / "transports" / "front_bounds_server.py"), "{port}", str(tmp_path),
+    with server_process(tmp_path, [str(REPO / "tests" / "transports" / "http" / "front_bounds_server.py"), "{port}", str(tmp_path),
                                    *settings]) as served:
         yield served
 
@@ -453,7 +453,7 @@ def test_an_open_listen_keeps_only_what_it_needs_and_a_listen_for_nothing_is_ref
     import tracemalloc
 
     from shipcode_mcp.session import Session
-    from transports.http_support import UvicornThread, modern, post_modern
+    from transports.http.support import UvicornThread, modern, post_modern
 
     if not defended:
         listening = Session._listening
@@ -518,7 +518,7 @@ READER, VICTIM = "reader-token-0123456789", "victim-token-0123456789"
 
 
 def _raw(message: dict[str, Any], token: str) -> bytes:
-    from transports.http_support import modern_headers
+    from transports.http.support import modern_headers
 
     body = json.dumps(message).encode()
     headers = {**modern_headers(message), "Host": "127.0.0.1", "Authorization": f"Bearer {token}",
@@ -528,7 +528,7 @@ def _raw(message: dict[str, Any], token: str) -> bytes:
 
 def _open_listens(port: int, count: int, uri: str) -> tuple[list[socket.socket], list[bytes]]:
     """`count` listens of the read-only token, each on a connection of its own; the sockets and status lines."""
-    from transports.http_support import modern
+    from transports.http.support import modern
 
     listen = _raw(modern("subscriptions/listen", {"notifications": {"resourceSubscriptions": [uri]}}), READER)
     sockets, statuses = [], []
@@ -544,7 +544,7 @@ def _open_listens(port: int, count: int, uri: str) -> tuple[list[socket.socket],
 
 
 def _victim_answered(port: int) -> bool:
-    from transports.http_support import modern
+    from transports.http.support import modern
 
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=3) as sock:
@@ -611,10 +611,10 @@ def test_a_refused_host_or_origin_is_echoed_at_most_200_characters(defended: boo
     """The issue's non-reader pipelined requests whose 403 echoed a 15 KB Host header: each answer as large as
     what the client sent fills the socket buffers the sooner. Echoed whole without the defence (the control);
     cut to 200 characters with it, for Host and Origin alike."""
-    from shipcode_mcp.transports import modern_headers
+    from shipcode_mcp.transports.http import endpoint
 
     if not defended:
-        monkeypatch.setattr(modern_headers, "shown", repr)
+        monkeypatch.setattr(endpoint, "shown", repr)
     served = FrontThread(Server("echo", "1.0.0").http_app(stateless=True, session_idle_timeout=0))
     try:
         for header in (b"Host: " + b"h" * 15_000, b"Host: 127.0.0.1\r\nOrigin: http://" + b"o" * 15_000):
@@ -707,7 +707,7 @@ def test_half_open_tls_handshakes_hold_little_memory(tmp_path: Path) -> None:
     by less than half of that (10-36 MiB measured: evicted handshakes leave heap behind), and a TLS client is
     served meanwhile."""
     from test_cli_security import self_signed
-    from transports.test_http_front import _own_files
+    from transports.http.test_front import _own_files
 
     _own_files(SILENT + 200)
     cert, key = self_signed(tmp_path)

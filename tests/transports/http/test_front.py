@@ -30,10 +30,10 @@ import pytest
 
 from shipcode_mcp import Context, Server
 from shipcode_mcp.cli import build_server
-from shipcode_mcp.transports.http_front import FrontLimits, protocol
-from shipcode_mcp.transports.http_serving import uvicorn_server
+from shipcode_mcp.transports.http.front import FrontLimits, protocol
+from shipcode_mcp.transports.http.serving import uvicorn_server
 from support import REPO, wait_for
-from transports.http_support import (
+from transports.http.support import (
     McpHttpClient,
     UvicornThread,
     drip,
@@ -278,7 +278,7 @@ def _burst(port: int, count: int) -> list[socket.socket]:
 def test_the_default_cap_leaves_room_for_the_accept_batches(soft: int) -> None:
     """Connections at the cap, the batches accepted before the front counts them, and the descriptors kept for
     files and pipes fit in the limit (a limit too small for that gets the smallest cap, 16)."""
-    from shipcode_mcp.transports.http_front import (
+    from shipcode_mcp.transports.http.front import (
         CONNECTIONS_CEILING,
         IN_FLIGHT_BATCHES,
         RESERVED,
@@ -440,12 +440,12 @@ def test_every_accepted_connection_has_tcp_nodelay(mode: str) -> None:
     (`Server.run(sockets=...)`, as uvicorn's worker does), on a socket bound as uvicorn before 0.55 bound it."""
     import uvicorn
 
-    from shipcode_mcp.transports.http_front import FrontProtocol, front_of
+    from shipcode_mcp.transports.http.front import FrontProtocol, front_of
 
     config = uvicorn.Config(Server("nodelay", "1.0.0").http_app(session_idle_timeout=0), host="127.0.0.1",
                             port=free_port() if mode == "workers" else 0, log_level="warning",
                             timeout_graceful_shutdown=1, http=_front(FrontLimits()),
-                            loop="shipcode_mcp.transports.http_front:FrontLoop")
+                            loop="shipcode_mcp.transports.http.front:FrontLoop")
     sockets = None
     if mode == "workers":
         parent = _bound_as_before_uvicorn_055(config.port)
@@ -546,7 +546,7 @@ def test_tcp_nodelay_in_the_worker_processes(tmp_path: Path) -> None:
     `uvicorn --workers 2` (the same uvicorn, no front) leaves it off up to uvicorn 0.54, whose workers' socket has
     proto 0: every response would wait for a delayed ACK (the front sets it whatever the socket)."""
     (tmp_path / "a.txt").write_text("a")
-    bare = ["-m", "uvicorn", "http_worker_app:app", "--workers", "2", "--port", "{port}", "--http", "h11",
+    bare = ["-m", "uvicorn", "worker_app:app", "--workers", "2", "--port", "{port}", "--http", "h11",
             "--app-dir", str(Path(__file__).parent), "--log-level", "warning"]
     with serving_process(tmp_path, bare) as (port, pid):
         bare_nodelay = _nodelay_in_workers(port, pid)
@@ -560,7 +560,7 @@ def test_tcp_nodelay_in_the_worker_processes(tmp_path: Path) -> None:
 
 
 def test_the_session_cap_ends_the_least_recently_used_idle_session(tmp_path: Path) -> None:
-    from transports.http_support import WAITING, add_common_features
+    from transports.http.support import WAITING, add_common_features
 
     server = Server("sessions", "1.0.0")
     add_common_features(server)
@@ -869,7 +869,7 @@ def test_a_body_below_the_minimum_rate_gets_408_and_a_steady_one_passes() -> Non
 
 
 def _bearer_init(port: int, token: str) -> Any:
-    from transports.http_support import request
+    from transports.http.support import request
 
     return request(port, "POST", initialize(), {**MCP_HEADERS_JSON, "Authorization": f"Bearer {token}"})
 
@@ -883,7 +883,7 @@ def test_one_caller_cannot_push_another_s_sessions_out(tmp_path: Path) -> None:
     recently used session, the second's stay; a failed initialize ends nobody's."""
     from auth_support import READ_TOKEN, WRITE_TOKEN, write_tokens
     from shipcode_mcp.auth.token_file import TokenFile
-    from shipcode_mcp.transports.http_auth import ResourceServer
+    from shipcode_mcp.transports.http.auth import ResourceServer
 
     tokens = write_tokens(tmp_path / "tokens", f"{READ_TOKEN} shipcode:read\n{WRITE_TOKEN} shipcode:read shipcode:write\n")
     server = Server("quota", "1.0.0")
@@ -897,7 +897,7 @@ def test_one_caller_cannot_push_another_s_sessions_out(tmp_path: Path) -> None:
             mine = [_bearer_init(served.port, READ_TOKEN).headers["mcp-session-id"] for _ in range(3)]
             assert len(sessions) == 6
             bad = {"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {"capabilities": 7}}  # fails: nothing ends
-            from transports.http_support import request
+            from transports.http.support import request
 
             refused = request(served.port, "POST", bad, {**MCP_HEADERS_JSON, "Authorization": f"Bearer {READ_TOKEN}"})
             assert "mcp-session-id" not in refused.headers and set(sessions) == {*theirs, *mine}, refused.body

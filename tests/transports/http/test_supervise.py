@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from support import REPO, wait_for
-from transports.http_support import MCP_HEADERS, McpHttpClient, children, free_port, initialize, request
+from transports.http.support import MCP_HEADERS, McpHttpClient, children, free_port, initialize, request
 
 pytest.importorskip("uvicorn")
 
@@ -190,7 +190,7 @@ def test_workers_end_with_their_supervisor(tmp_path: Path) -> None:
     """A supervisor killed outright (SIGKILL, the OOM killer's) leaves no worker behind: the control, a bare
     `uvicorn --workers 2`, leaves both serving on the port, unsupervised, where a new start fails to bind."""
     port = free_port()
-    bare = subprocess.Popen([sys.executable, "-m", "uvicorn", "http_worker_app:app", "--workers", "2", "--port", str(port),
+    bare = subprocess.Popen([sys.executable, "-m", "uvicorn", "worker_app:app", "--workers", "2", "--port", str(port),
                              "--log-level", "warning"], cwd=Path(__file__).parent, start_new_session=True,
                             env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "tests")])},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

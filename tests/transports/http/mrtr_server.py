@@ -20,7 +20,7 @@ import uvicorn
 
 from shipcode_mcp import Context, Server
 from shipcode_mcp.request_state import key_from_file
-from shipcode_mcp.transports.http_serving import uvicorn_server
+from shipcode_mcp.transports.http.serving import uvicorn_server
 
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 COLOUR_SCHEMA = {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]}
