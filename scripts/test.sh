@@ -9,9 +9,9 @@
 # `scripts/test.sh tests/test_session.py -x`);
 # SKIP_CONFORMANCE=1 skips the conformance run (it needs npm and the npm registry the first time);
 # OTHER_PYTHONS="3.12" picks the other Pythons, OTHER_PYTHONS= runs the main one only.
-# COVERAGE=1: the run of COVERAGE_PYTHON (3.12) measures coverage (coverage.py with sys.monitoring, its cheapest
-# tracer; the servers the tests start included) and prints the figure at the end; shown, never a threshold. Not by
-# default: the tracer's own memory in a measured server trips the tests that bound a server's memory.
+# The run of COVERAGE_PYTHON (3.12) measures coverage (coverage.py with sys.monitoring, its cheapest tracer; the
+# servers the tests start included, but those of a test marked `measures`, which bounds a server's memory or
+# latency: tests/conftest.py) and prints the figure at the end; shown, never a threshold. COVERAGE=0 leaves it out.
 # The peers some tests run (Node clients, an authorization server, the providers' converters, the MCPB
 # CLI) are installed into their cache folders before pytest, each within PREPARE_TIMEOUT seconds (1200):
 # cold, they take minutes, longer than pytest's per-test timeout. One that cannot be installed because
@@ -60,7 +60,7 @@ run_pytest() {  # $1: the venv's python; the rest: pytest's arguments
   local python="$1" start status=0 measured=() tracer=() total
   shift
   start=$SECONDS
-  if [ "${COVERAGE:-0}" = 1 ] && [ "$(version "$python")" = "${COVERAGE_PYTHON:-3.12}" ]; then  # [tool.coverage.run]
+  if [ "${COVERAGE:-1}" = 1 ] && [ "$(version "$python")" = "${COVERAGE_PYTHON:-3.12}" ]; then  # [tool.coverage.run]
     rm -rf .coverage && mkdir .coverage
     measured=(--cov --cov-report=term)
     tracer=(env COVERAGE_CORE=sysmon)

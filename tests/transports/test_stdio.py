@@ -142,6 +142,7 @@ def test_pathological_nesting_is_a_parse_error_and_the_server_survives() -> None
         assert server.read()["id"] == 1
 
 
+@pytest.mark.measures
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 def test_an_oversized_line_is_refused_with_bounded_memory() -> None:
     with McpProcess(command=SERVER) as server:

@@ -45,6 +45,7 @@ def test_difflib_takes_longer_than_seconds_on_the_rename(tmp_path: Path) -> None
         subprocess.run([*command, str(LINES)], timeout=5, check=False)
 
 
+@pytest.mark.measures
 @pytest.mark.timeout(120)
 def test_rename_edits_are_answered_with_their_diff_and_ping_meanwhile(tmp_path: Path) -> None:
     (tmp_path / "big.py").write_text(renamed("old_name"))
@@ -96,6 +97,7 @@ def _pings_while_renaming(tmp_path: Path, diffs: int) -> tuple[list[float], list
     return latencies, results
 
 
+@pytest.mark.measures
 @pytest.mark.timeout(300)
 def test_rename_edits_sent_at_once_are_answered_and_ping_meanwhile(tmp_path: Path) -> None:
     """The issue's 32 edits at once. Computed all at once on as many threads (the control; a few tries, as
@@ -122,6 +124,7 @@ def test_rename_edits_sent_at_once_are_answered_and_ping_meanwhile(tmp_path: Pat
         assert "-    value_1 = old_name(value_1)\n" in diff and "not minimal" not in diff
 
 
+@pytest.mark.measures
 @pytest.mark.parametrize("quick_area", [0, writes.QUICK_DIFF_AREA])
 def test_a_small_change_to_a_large_file_never_waits_behind_large_diffs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quick_area: int) -> None:

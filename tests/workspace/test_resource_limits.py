@@ -60,6 +60,7 @@ def million() -> Iterator[Path]:
             print(f"removed in {time.monotonic() - started:.1f} s")
 
 
+@pytest.mark.measures
 @pytest.mark.timeout(300)
 def test_a_million_files_list_off_the_loop_cut_and_in_bounded_memory(million: Path) -> None:
     root_uri = file_uri(str(million)) + "/"

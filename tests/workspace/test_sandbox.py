@@ -144,6 +144,7 @@ def test_the_interpreter_is_found_as_the_loader_reports_it() -> None:
     assert sandbox.elf_interpreter(__file__) is None
 
 
+@pytest.mark.measures
 def test_a_search_that_would_take_gigabytes_stops_with_a_clear_error(tmp_path: Path) -> None:
     """One 100 MB line of a frequent character: rg's JSON of its matches grows past 4 GiB when nothing
     bounds it. In its sandbox it stops at its limit and the tool says so; the machine never notices."""

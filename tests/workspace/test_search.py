@@ -399,6 +399,7 @@ def test_progress_counts_files_where_nothing_matches(big: Path, monkeypatch: pyt
         assert len(values) >= 3
 
 
+@pytest.mark.measures
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads VmHWM from /proc")
 def test_a_huge_matching_line_costs_memory_bounded_by_the_cap_not_the_line(tmp_path: Path) -> None:
     root = tmp_path / "huge"

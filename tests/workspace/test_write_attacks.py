@@ -266,6 +266,7 @@ def test_a_write_waits_for_the_root_lock(tmp_path: Path) -> None:
 
 
 # -- bounded results --------------------------------------------------------------------------------
+@pytest.mark.measures
 def test_replace_all_cannot_grow_a_file_without_bound(tools: Tools, root: Path) -> None:
     """The issue's case: 200 KB of short lines, each 'a' replaced by 10,000 characters, would be 2 GB.
     Refused from the predicted size, before the result is built: the server's memory stays small."""

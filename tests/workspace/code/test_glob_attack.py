@@ -34,6 +34,7 @@ def test_the_glob_as_a_regex_backtracks_for_longer_than_seconds() -> None:
         subprocess.run([sys.executable, "-c", program], timeout=5, check=False)
 
 
+@pytest.mark.measures
 def test_the_glob_is_matched_in_linear_time_and_ping_answers_meanwhile(tmp_path: Path) -> None:
     (tmp_path / "names.py").write_text(f"{LINE}\n{'a_' * 12}c = 2\n" * 200)
     with McpProcess(str(tmp_path)) as process:

@@ -110,6 +110,7 @@ def test_the_cache_bound_holds_for_one_large_file() -> None:
 
 
 # -- 7. search_structure materialises every match before applying limit -------------------------------
+@pytest.mark.measures
 def test_search_structure_memory_does_not_grow_with_the_matches_past_limit(ws: Path, server: Tools) -> None:
     (ws / "data.py").write_text("a = [1, 1, 1, 1, 1, 1, 1, 1]\n" * 52_000)
     pid = server.process.proc.pid

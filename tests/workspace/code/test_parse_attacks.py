@@ -81,6 +81,7 @@ def test_the_ruby_text_aborts_a_plain_parse(code: str) -> None:
     assert plain(code, "x = [1, 2]", 60).returncode == 0  # (the abort is this text's)
 
 
+@pytest.mark.measures
 @pytest.mark.timeout(120)
 def test_the_ruby_text_fails_only_its_call_and_the_server_answers_on(tmp_path: Path) -> None:
     (tmp_path / "evil.rb").write_text(RUBY)
@@ -119,6 +120,7 @@ def test_the_stall_outlasts_the_deadline_in_a_plain_parse() -> None:
         plain("SgRoot(text, 'lua').root()", STALL, STALL_DEADLINE)
 
 
+@pytest.mark.measures
 @pytest.mark.timeout(120)
 def test_a_parse_past_its_deadline_is_stopped_and_the_server_answers_meanwhile(tmp_path: Path) -> None:
     (tmp_path / "stall.lua").write_text(STALL)
