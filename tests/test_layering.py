@@ -12,7 +12,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "shipcode_mcp"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("log", "era", "validation", "settings"),  # what the spec fixes, the stderr log, the command line read: no imports of ours
+    ("log", "era", "validation", "settings", "hosts"),  # what the spec fixes, the stderr log, the command line read,
+    # what is loopback: no imports of ours
     ("jsonrpc",),  # message shapes, error codes, the exact encoder
     ("context", "paging", "request_state"),  # one request in flight; cursors; signed request states
     ("primitives", "envelope", "actions"),  # tools, resources, prompts; a modern request's _meta; what a session says to do

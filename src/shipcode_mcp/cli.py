@@ -323,7 +323,7 @@ def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
     except ValueError as err:
         print(f"shipcode-mcp: {err}", file=sys.stderr)
         return 2
-    from .transports.hosts import is_loopback  # off the start-up budget: only with --http
+    from .hosts import is_loopback  # off the start-up budget: only with --http
 
     if auth is None and not is_loopback(host):
         log.warning(f"--insecure-no-auth: anyone who can reach {host}:{port} can use the workspace "
@@ -443,7 +443,7 @@ def _securing(args: Settings) -> bool:
 def _unsafe(args: Settings) -> str | None:
     """Why the HTTP options cannot be served as given: above all, a server reachable beyond this machine
     with nobody checked, unless --insecure-no-auth says that is meant."""
-    from .transports.hosts import is_loopback  # off the start-up budget: only with --http
+    from .hosts import is_loopback  # off the start-up budget: only with --http
 
     host = _served(args)[0]
     if args.auth_issuer and args.auth_token_file:

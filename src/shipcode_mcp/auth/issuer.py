@@ -26,7 +26,7 @@ import urllib.request
 from typing import Any
 
 from .. import log
-from ..transports.hosts import is_loopback
+from ..hosts import is_loopback
 from .tokens import Principal, TokenRejected, fingerprint
 
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")

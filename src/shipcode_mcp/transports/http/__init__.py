@@ -11,8 +11,8 @@
 - serving.py: serving with uvicorn (signals, supervised workers)
 - request_log.py: one line per request at `--log-level debug`
 
-Host and Origin are read by ../hosts.py, standard library only, so the command line checks them before this
-package (and Starlette) loads.
+Host and Origin are read by shipcode_mcp/hosts.py, standard library only, so the command line checks them
+before this package (and Starlette) loads.
 """
 
 from .endpoint import SESSION_HEADER, StreamableHttp, create_app

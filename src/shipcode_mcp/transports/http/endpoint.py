@@ -51,9 +51,9 @@ from ... import jsonrpc
 from ...context import PROTOCOL_VERSION
 from ...envelope import no_envelope
 from ...era import MODERN_VERSION
+from ...hosts import hostname as _hostname
+from ...hosts import is_loopback
 from ...jsonrpc import JsonRpcError
-from ..hosts import hostname as _hostname
-from ..hosts import is_loopback
 from .headers import VERSION_HEADER, header_mismatch, is_modern, modern_status, shown
 from .lanes import Lanes
 from .limits import HttpLimits, with_fields
