@@ -15,7 +15,7 @@ import pytest
 
 from support import HANDSHAKE, INITIALIZED, REPO, McpProcess, peak_rss
 
-SERVER = [sys.executable, str(Path(__file__).with_name("stdio_test_server.py"))]
+SERVER = [sys.executable, str(Path(__file__).parents[1] / "stdio_test_server.py")]  # not beside: this folder holds http/
 
 
 def call(msg_id: Any, name: str, arguments: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> str:
@@ -223,6 +223,7 @@ def _flood_then_ping(server: McpProcess, lines: list[str]) -> float:
             return time.monotonic() - started
 
 
+@pytest.mark.measures
 def test_ping_and_cancel_are_not_held_up_by_500_queued_slow_calls() -> None:
     """Waiting up to 50 ms for each queued call (the old order grace) held this ping back 25 s."""
     with McpProcess(command=SERVER) as server:
@@ -244,6 +245,7 @@ def test_ping_and_cancel_are_not_held_up_by_500_queued_slow_calls() -> None:
         assert time.monotonic() - started < 5
 
 
+@pytest.mark.measures
 def test_a_stream_of_medium_calls_holds_a_ping_back_by_the_order_budget_at_most() -> None:
     """Calls that each finish within the grace, one after another: waiting for each in turn would cost
     the ping 100 x 40 ms = 4 s; the budget bounds the waiting to a fraction of a second."""

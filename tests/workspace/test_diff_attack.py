@@ -124,7 +124,6 @@ def test_rename_edits_sent_at_once_are_answered_and_ping_meanwhile(tmp_path: Pat
         assert "-    value_1 = old_name(value_1)\n" in diff and "not minimal" not in diff
 
 
-@pytest.mark.measures
 @pytest.mark.parametrize("quick_area", [0, writes.QUICK_DIFF_AREA])
 def test_a_small_change_to_a_large_file_never_waits_behind_large_diffs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quick_area: int) -> None:

@@ -69,7 +69,6 @@ def heavy(tmp_path: Path) -> Roots:
     return Roots([str(repo)])
 
 
-@pytest.mark.measures
 def test_children_together_stay_within_the_memory_budget(heavy: Roots, monkeypatch: pytest.MonkeyPatch) -> None:
     if not spawner.usable():
         pytest.skip("children are counted among the fork server's")

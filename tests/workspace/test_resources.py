@@ -361,6 +361,7 @@ def test_symlink_inside_the_root_reads_its_target(tmp_path: Path) -> None:
         assert read(process, uri)["result"]["contents"] == [{"uri": uri, "mimeType": "text/plain", "text": "target\n"}]
 
 
+@pytest.mark.measures
 def test_size_limit_refuses_without_reading(tmp_path: Path) -> None:
     huge = tmp_path / "huge.bin"
     with open(huge, "wb") as handle:

@@ -338,6 +338,10 @@ def late() -> None:
     except RuntimeError:
         print("no thread may start", file=sys.stderr)
         watch._log_failure("the watcher stopped")
+    try:
+        raise ValueError("a failure of its own")
+    except ValueError:
+        watch._log_failure("handling changes failed")  # any other failure is still said, even then
 
 threading.Thread(target=late).start()
 """
@@ -351,7 +355,10 @@ def test_a_watcher_cut_short_by_the_exit_says_nothing() -> None:
     done = subprocess.run([sys.executable, "-c", SHUTDOWN_FAILURE], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert done.returncode == 0, done.stderr
+    first, _, rest = done.stderr.partition("\n")
     if sys.version_info >= (3, 12):
-        assert done.stderr == "no thread may start\n", done.stderr  # the moment the watcher failed, and no log of it
+        assert first == "no thread may start", done.stderr  # the moment the watcher failed, and no log of it
     else:  # before 3.12 a thread may still start then: no failure to keep quiet
-        assert done.stderr == "a thread started\n", done.stderr
+        assert first == "a thread started", done.stderr
+    assert "ERROR: --watch: handling changes failed" in rest.splitlines()[0], done.stderr
+    assert "ValueError: a failure of its own" in rest and "interpreter shutdown" not in rest, done.stderr

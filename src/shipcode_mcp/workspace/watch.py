@@ -366,9 +366,10 @@ class _Poller:
 
 
 def ending() -> bool:
-    """The interpreter is shutting down: its main thread has ended (threading's shutdown marks it stopped
-    first, and from Python 3.12 no thread may start from then on), or it is finalizing."""
-    return sys.is_finalizing() or not threading.main_thread().is_alive()
+    """The failure being handled is the interpreter's shutdown: it is finalizing, or it refused a new thread
+    because it is shutting down (Python 3.12 on, from the moment its main thread ends)."""
+    error = sys.exc_info()[1]
+    return sys.is_finalizing() or (isinstance(error, RuntimeError) and "interpreter shutdown" in str(error))
 
 
 def _log_failure(what: str) -> None:

@@ -179,6 +179,7 @@ async def _until(predicate: Any, timeout: float) -> bool:
     return True
 
 
+@pytest.mark.measures
 def test_slowloris_holds_nothing_for_long_and_fresh_clients_are_served(tmp_path: Path) -> None:
     """600 connections each sending a header byte every half second. Without a head deadline they stay open
     as long as they like; with the default one (10 s) they are closed within 30 s, and a fresh client is
@@ -212,6 +213,7 @@ def test_slowloris_holds_nothing_for_long_and_fresh_clients_are_served(tmp_path:
     assert 9.0 <= figures["closed_first"]  # the default deadline is 10 s, counted from each connection
 
 
+@pytest.mark.measures
 def test_a_flood_beyond_the_descriptors_locks_nobody_out(tmp_path: Path) -> None:
     """400 silent connections to a process that may open 256 descriptors: without a cap, accept() fails and a
     fresh client waits in the backlog; with the cap sized from the limit, each new connection evicts the oldest
@@ -293,6 +295,7 @@ def test_the_default_cap_leaves_room_for_the_accept_batches(soft: int) -> None:
     assert default_max_connections(1024) == 704  # the issue's process: 1 024 descriptors
 
 
+@pytest.mark.measures
 def test_a_burst_of_connections_beyond_the_descriptors_locks_nobody_out(tmp_path: Path) -> None:
     """The issue's flood as a burst: 1 100 connections queued at once (while the server's loop is held, as a busy
     moment would) to a process that may open 1 024 descriptors. With uvicorn's accept batch (its backlog: 2 048

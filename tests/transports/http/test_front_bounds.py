@@ -271,6 +271,7 @@ def _tiny_chunks(port: int, stop: threading.Event) -> None:
 
 
 
+@pytest.mark.measures
 @pytest.mark.parametrize("defended", [False, True])
 def test_one_byte_chunks_do_not_stall_the_event_loop(tmp_path: Path, defended: bool) -> None:
     """Four clients sending bodies of 65 536 one-byte chunks, over and over: without the defence each body is
@@ -407,6 +408,7 @@ def _many_keys(port: int, stop: threading.Event) -> bytes:
         return _read_answer(sock)
 
 
+@pytest.mark.measures
 @pytest.mark.parametrize("defended", [False, True])
 def test_a_body_of_many_values_does_not_stall_the_event_loop(tmp_path: Path, defended: bool) -> None:
     """Two clients sending bodies of 400 000 keys, over and over: parsed on the event loop by json's C scanner

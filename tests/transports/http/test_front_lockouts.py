@@ -90,6 +90,7 @@ REFUSED_HEAD = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: applica
 """A head the app answers at once (413: over the body limit) without reading the body it announces."""
 
 
+@pytest.mark.measures
 def test_answered_requests_that_trickle_their_body_do_not_lock_fresh_clients_out(tmp_path: Path) -> None:
     _own_files(4 * ATTACKERS + 200)
     (tmp_path / "a.txt").write_text("a")

@@ -45,6 +45,7 @@ def server(ws: Path) -> Iterator[Tools]:
 
 
 # -- 1. find_symbol's glob: catastrophic backtracking in Python's re, holding the GIL -----------------
+@pytest.mark.measures
 def test_a_glob_with_many_stars_answers_quickly(ws: Path, server: Tools) -> None:
     # the file mentions the word rg looks for (aaaaaaaaaaaab), so the long name beside it is tested too
     (ws / "names.py").write_text("aaaaaaaaaaaab = 1\n\ndef " + "a" * 40 + "():\n    pass\n")
@@ -95,6 +96,7 @@ def test_a_missing_path_is_an_error(server: Tools, tool: str, arguments: dict[st
 
 
 # -- 5. find_references on a long Python line: quadratic, uncancellable --------------------------------
+@pytest.mark.measures
 def test_find_references_on_one_long_line_is_fast(ws: Path, server: Tools) -> None:
     (ws / "long.py").write_text("y = " + "x+" * 20_000 + "x\n")
     reply = server.process.request("tools/call", {"name": "find_references", "arguments": {"name": "x", "limit": 5}},
@@ -121,6 +123,7 @@ def test_search_structure_memory_does_not_grow_with_the_matches_past_limit(ws: P
 
 
 # -- 8. one file's parse holds the GIL: every other request waits -------------------------------------
+@pytest.mark.measures
 def test_a_slow_parse_does_not_stop_the_server_answering_ping(ws: Path, server: Tools) -> None:
     rng = random.Random(1)
     block = "".join(rng.choice("()[]{}:=,.;'\"\n x1") for _ in range(64 * 1024))

@@ -15,7 +15,22 @@ Host and Origin are read by shipcode_mcp/hosts.py, standard library only, so the
 before this package (and Starlette) loads.
 """
 
-from .endpoint import SESSION_HEADER, StreamableHttp, create_app
-from .runner import HttpSession
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .endpoint import SESSION_HEADER, StreamableHttp, create_app
+    from .runner import HttpSession
 
 __all__ = ["SESSION_HEADER", "HttpSession", "StreamableHttp", "create_app"]
+_HOMES = {"SESSION_HEADER": "endpoint", "StreamableHttp": "endpoint", "create_app": "endpoint", "HttpSession": "runner"}
+
+
+def __getattr__(name: str) -> Any:
+    """The package's face, loaded on first use: the modules that need no Starlette (headers, sessions, limits,
+    lanes) import without it."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
