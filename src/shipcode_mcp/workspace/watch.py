@@ -367,7 +367,7 @@ class _Poller:
 
 def ending() -> bool:
     """The failure being handled is the interpreter's shutdown: it is finalizing, or it refused a new thread
-    because it is shutting down (Python 3.12 on, from the moment its main thread ends)."""
+    because it is shutting down (Python 3.12, from the moment its main thread ends)."""
     error = sys.exc_info()[1]
     return sys.is_finalizing() or (isinstance(error, RuntimeError) and "interpreter shutdown" in str(error))
 
