@@ -613,10 +613,10 @@ def test_a_refused_host_or_origin_is_echoed_at_most_200_characters(defended: boo
     """The issue's non-reader pipelined requests whose 403 echoed a 15 KB Host header: each answer as large as
     what the client sent fills the socket buffers the sooner. Echoed whole without the defence (the control);
     cut to 200 characters with it, for Host and Origin alike."""
-    from shipcode_mcp.transports.http import endpoint
+    from shipcode_mcp.transports.http import guard
 
     if not defended:
-        monkeypatch.setattr(endpoint, "shown", repr)
+        monkeypatch.setattr(guard, "shown", repr)
     served = FrontThread(Server("echo", "1.0.0").http_app(stateless=True, session_idle_timeout=0))
     try:
         for header in (b"Host: " + b"h" * 15_000, b"Host: 127.0.0.1\r\nOrigin: http://" + b"o" * 15_000):

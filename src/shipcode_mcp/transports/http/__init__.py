@@ -4,6 +4,7 @@
 - runner.py: the asyncio runner of a session (`HttpSession`)
 - sessions.py: an endpoint's sessions, who makes room for whom (an injected clock, no sockets)
 - headers.py: a modern request's headers against its body, and its HTTP status (pure)
+- guard.py: which Host and Origin headers an endpoint accepts (DNS-rebinding protection, pure)
 - limits.py: `HttpLimits`, every limit of an endpoint, each documented once
 - lanes.py: the worker threads shared fairly by sessions and callers
 - auth.py: the HTTP face of authorization (Protected Resource Metadata, bearer tokens)

@@ -40,7 +40,6 @@ import secrets
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -51,10 +50,10 @@ from ... import jsonrpc
 from ...context import PROTOCOL_VERSION
 from ...envelope import no_envelope
 from ...era import MODERN_VERSION
-from ...hosts import hostname as _hostname
 from ...hosts import is_loopback
 from ...jsonrpc import JsonRpcError
-from .headers import VERSION_HEADER, header_mismatch, is_modern, modern_status, shown
+from .guard import HostGuard
+from .headers import VERSION_HEADER, header_mismatch, is_modern, modern_status
 from .lanes import Lanes
 from .limits import HttpLimits, with_fields
 from .runner import DONE, HttpSession, is_response
@@ -76,7 +75,6 @@ SMALL_BODY = 64 * 1024
 """A body this small is never refused for the budget, and is parsed on the event loop (by json's C scanner:
 well under a millisecond). A larger one is parsed on a worker thread, counting its values (`MAX_JSON_VALUES`)."""
 RETRY_AFTER = 10  # seconds, when every session is busy and none can make room
-HOST_VERDICTS = 256  # Host header values whose verdict is remembered
 _ENDPOINTS: weakref.WeakSet[StreamableHttp] = weakref.WeakSet()  # for the server's shutdown: see uvicorn_server
 _STREAMING = "shipcode.stream"  # set in a request's scope when it holds one of its caller's streams
 _GONE = object()  # the client closed the connection before the answer began
@@ -89,16 +87,14 @@ class StreamableHttp:
     def __init__(self, server: Registry, *, stateless: bool = False, allowed_origins: Iterable[str] = (),
                  allowed_hosts: Iterable[str] | None = None, allow_loopback: bool | None = None,
                  auth: ResourceServer | None = None, limits: HttpLimits | None = None) -> None:
-        """`allowed_hosts` None accepts loopback Host names only; `allow_loopback` (default: when
-        `allowed_hosts` is None) also accepts loopback names and origins beside `allowed_hosts`. With
-        `auth`, every request needs a bearer token it accepts (docs/http.md, "Securing a remote server").
+        """`allowed_origins`, `allowed_hosts` and `allow_loopback`: which Host and Origin headers are accepted
+        (guard.HostGuard). With `auth`, every request needs a bearer token it accepts (docs/http.md, "Securing
+        a remote server").
         `limits`: what a request, a session and a caller may take (limits.py)."""
         self.server = server
         self.auth = auth
         self.stateless = stateless
-        self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
-        self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
-        self.allow_loopback = allowed_hosts is None if allow_loopback is None else allow_loopback
+        self.guard = HostGuard(allowed_origins, allowed_hosts, allow_loopback)  # DNS-rebinding protection (guard.py)
         self.limits = limits = limits or HttpLimits()
         self.bodies_held = 0  # bytes of bodies over SMALL_BODY held now (`_Held`), on the loop
         self.held: collections.Counter[Hashable] = collections.Counter()  # open requests, by caller (`_lane_of`)
@@ -109,7 +105,6 @@ class StreamableHttp:
         self._loop_thread: int | None = None
         self._lanes: Lanes | None = None
         self._reaper: asyncio.Task[None] | None = None
-        self._hosts: dict[str, bool] = {}  # Host header value -> allowed (`_host_allowed`), at most HOST_VERDICTS
         _ENDPOINTS.add(self)
 
     # -- plumbing ---------------------------------------------------------------------------------
@@ -157,7 +152,8 @@ class StreamableHttp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self._bind_loop()
         request = Request(scope, receive)
-        response = self._check_origin_and_host(request)
+        refused = self.guard.refusal(request.headers.get("host", ""), request.headers.get("origin"))
+        response = None if refused is None else _error(403, refused)
         if response is None and self.auth is not None:
             found = await self.auth.authenticate(request)
             if isinstance(found, Response):
@@ -203,37 +199,6 @@ class StreamableHttp:
 
     def _allowed_methods(self) -> str:
         return "POST" if self.stateless else "GET, POST, DELETE"
-
-    def _check_origin_and_host(self, request: Request) -> Response | None:
-        """DNS-rebinding protection: a web page must not reach a local server through a name it controls."""
-        host = request.headers.get("host", "").lower()
-        host_ok = self._hosts.get(host)
-        if host_ok is None:
-            host_ok = self._host_allowed(host)
-            if len(self._hosts) >= HOST_VERDICTS:  # a client sending ever new names costs a lookup each, no memory
-                self._hosts.clear()
-            self._hosts[host] = host_ok
-        if not host_ok:
-            return _error(403, f"Forbidden: Host {shown(host)} is not allowed")
-        origin = request.headers.get("origin")
-        if origin is None:
-            return None  # not a browser, or a same-origin GET: the Host check covers those
-        normalized = origin.rstrip("/").lower()
-        if "*" in self.allowed_origins or normalized in self.allowed_origins:
-            return None
-        parts = urlsplit(normalized)
-        origin_host = _hostname(parts.netloc) if parts.scheme in ("http", "https") and not (
-            parts.path or parts.query or parts.fragment) else None
-        if self.allow_loopback and origin_host is not None and is_loopback(origin_host):
-            return None  # a page served from this machine, to a server that accepts loopback names
-        return _error(403, f"Forbidden: Origin {shown(origin)} is not allowed")
-
-    def _host_allowed(self, host: str) -> bool:
-        """The Host check proper (`_check_origin_and_host` remembers its verdicts, by header value)."""
-        hostname = _hostname(host)  # None: not a host[:port] at all (userinfo, junk after a bracket, ...)
-        return hostname is not None and ((self.allow_loopback and is_loopback(hostname)) or (
-            self.allowed_hosts is not None and (
-                "*" in self.allowed_hosts or host in self.allowed_hosts or hostname in self.allowed_hosts)))
 
     def _session_for(self, request: Request, *, creating: bool = False) -> HttpSession | Response:
         """The session the request names, a new one for initialize, or the error response to send."""
