@@ -154,7 +154,8 @@ def test_search_structure_captures_metavariables(tools: Tools) -> None:
     ("outline", {"path": "/etc/passwd"}, "not inside the workspace roots"),
     ("outline", {"path": "notes.txt"}, "no outline"),
     ("read_symbol", {"path": "src/sample.py", "name": "nothing"}, "No symbol"),
-    ("find_references", {"name": "a.b"}, "one identifier"),
+    ("find_references", {"name": "a b"}, "an identifier"),
+    ("find_references", {"name": "Session..get"}, "qualified with dots"),
 ])
 def test_errors_are_tool_errors_with_a_clear_message(tools: Tools, name: str, arguments: dict[str, Any], message: str) -> None:
     result = tools.process.call_tool(name, arguments, 30.0)
@@ -251,8 +252,8 @@ def test_the_cache_keeps_outlines_and_references_within_one_bound() -> None:
     from shipcode_mcp.workspace.code.source import OutlineCache
 
     cache = OutlineCache(limit=10)
-    cache.put_references(("a", 1, 1), "x", ((1, 1, "x", False),) * 4)  # 1 + 5 units
-    cache.put_references(("b", 1, 1), "x", ((1, 1, "x", False),) * 2)  # 1 + 3 units: 10 in all
+    cache.put_references(("a", 1, 1), "x", ((1, 1, "x", False, "name"),) * 4)  # 1 + 5 units
+    cache.put_references(("b", 1, 1), "x", ((1, 1, "x", False, "name"),) * 2)  # 1 + 3 units: 10 in all
     assert cache.references(("a", 1, 1), "x") is not None  # a is now the most recently used
     cache.put_references(("c", 1, 1), "y", ())  # 1 + 1 units: b goes
     assert cache.references(("b", 1, 1), "x") is None
@@ -296,11 +297,11 @@ def test_pythons_scan_finds_the_uses_the_parse_finds(tmp_path: Path) -> None:
     scanned = 0
     for path, text in files.items():
         for name in sorted(names) if path in ("scanned.py", "sample.py") else ["helper", "x"]:
-            fast = find_references(ctx, roots, name, path, 1000).structured
-            assert fast == find_references(ctx, roots, name, path, 1000, scan=False).structured, (path, name)
+            fast = find_references(ctx, roots, name, path, 1000, scopes=False).structured
+            assert fast == find_references(ctx, roots, name, path, 1000, scan=False, scopes=False).structured, (path, name)
             scanned += python_uses(text, name) is not None
     assert scanned > len(names)  # most were answered by the scan, not the parse
-    helper = find_references(ctx, roots, "helper", "scanned.py", 1000).structured
+    helper = find_references(ctx, roots, "helper", "scanned.py", 1000, scopes=False).structured
     assert helper is not None and [(item["line"], item["column"], item["definition"]) for item in helper["references"]] == [
         (3, 40, False), (4, 20, False), (4, 38, False), (5, 5, True), (5, 12, False), (5, 19, False), (7, 9, False),
         (10, 39, False)]

@@ -449,14 +449,19 @@ FIND_REFERENCES = {
     "run": "code.references:find_references",
     "title": "Find references",
     "description": (
-        "Find where an identifier is used in the code of the workspace, from the syntax tree: occurrences in "
-        "comments and string literals are left out, and the definitions themselves are marked [definition]. "
-        "Each result is `path:line:column:` and the line. Matches the whole identifier, by name only (not by "
-        "type: every `close` counts). At most `limit` results, and the result says when there were more. "
-        f"Languages: {_LANGUAGES_HELP}."
+        "Find where a symbol is used in the code of the workspace, from the syntax tree: occurrences in comments "
+        "and string literals are left out, and the definitions are marked [definition]. `name` is a name "
+        "('get') or one qualified with its class or module ('Session.get', 'api.get', 'requests.api.get'). In "
+        "Python each use is decided by scopes: `scoped` uses reach the symbol's definition (calls, imports, "
+        "self.get in its class and subclasses, Session().get), `name` uses only share the name (obj.get on an "
+        "object of unknown type: types would tell), and uses bound to something else (locals, parameters, keyword "
+        "arguments, another class's member, another module's name) are left out and counted. Scoped uses come "
+        "first, so reading can stop early; in other languages every use is by name. Each result is "
+        f"`path:line:column:` and the line. At most `limit` results. Languages: {_LANGUAGES_HELP}."
     ),
     "input": _object({
-        "name": _string("The identifier, such as parse_args (one name, no dots).", minLength=1),
+        "name": _string("The name (parse_args), or the name qualified with its class or module (Session.get, "
+                        "api.get): a qualified name keeps only the uses that can reach that definition.", minLength=1),
         "path": _string(f"A folder or file to search (default: the first root); {_PATH_HELP}.", default="."),
         "limit": _integer("The most references to return.", REFERENCE_LIMIT, 1, MAX_SEARCH_LIMIT),
     }, ("name",)),
@@ -468,9 +473,16 @@ FIND_REFERENCES = {
             "column": {"type": "integer", "minimum": 1},
             "text": {"type": "string", "description": "the line, trimmed"},
             "definition": {"type": "boolean", "description": "true where the name is defined"},
+            "precision": {"type": "string", "enum": ["scoped", "name"],
+                          "description": "scoped: the scopes tie this use to the definition; name: only the name does"},
         })},
         "file_count": _INT,
         "truncated": _BOOL,
+        "excluded": {"type": "integer", "minimum": 0,
+                     "description": "uses of the name left out: bound to something else by the scopes"},
+        "definitions": {"type": "array", "description": "for a qualified name, the definitions it was resolved to",
+                        "items": _output({"path": _STR, "line": {"type": "integer", "minimum": 1},
+                                          "qualified_name": _STR, "kind": _STR})},
         "skipped": _SKIPPED,
         "skipped_files": _SKIPPED_FILES,
     }),

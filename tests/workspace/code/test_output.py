@@ -233,7 +233,9 @@ def test_the_skipped_files_are_named_with_why_and_the_list_is_bounded(tmp_path: 
         for tool, arguments in [("find_symbol", {"name": "good"}), ("find_references", {"name": "good"}),
                                 ("search_structure", {"pattern": "good", "language": "python"})]:
             data = tools.data(tool, arguments)  # ripgrep leaves the binary file out of the candidates
-            assert [item["path"] for item in data["skipped_files"]] == ["big.py", "minified.py"], tool
+            # find_references reads Python with CPython's parser, which takes the long line tree-sitter is not given
+            skipped = ["big.py"] if tool == "find_references" else ["big.py", "minified.py"]
+            assert [item["path"] for item in data["skipped_files"]] == skipped, tool
         for index in range(MAX_SKIPPED_NAMED + 5):
             (tmp_path / f"blob_{index:02}.py").write_bytes(b"good\0\n")
         many = tools.call("outline", {"path": "."})

@@ -1,5 +1,12 @@
 """find_references: where an identifier is used, from the syntax tree, so not in comments or strings.
 
+In Python the uses are then sorted by what Python's scopes say of them (pyscopes.py, in the parse
+worker): a use that reaches the definition asked for is `scoped`, one that only types could tell is
+`name`, and one that cannot (a local or a parameter of that name, a keyword argument, another class's
+member) is left out and counted. A qualified query (`Session.get`, `sessions.get`) is first resolved to
+its definitions in the workspace (the outline of the files that may define the name), so that an
+import of another module's `get` is told apart. Other languages' uses are all `name` for now.
+
 ripgrep names the files where the word occurs; each is parsed and only identifier nodes whose text
 is the name count (one native search a file). A Python file is scanned instead (pyscan.py: its
 comments and strings found by one regex, some 5x cheaper than the parse), unless the scan says only
@@ -17,8 +24,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ...primitives import ToolError
 from .. import safe_open
@@ -27,18 +37,20 @@ from .names import word_regex
 from .parsers import POOL, Failed, symbols_from
 from .prefilter import defining_lines
 from .pyscan import python_uses
+from .pyscopes import CONSTRUCTORS, LABELS, NAME, SCOPED, Reading, module_path, path_ends, readings
 from .source import (
     CACHE,
     Folder,
     Reference,
     Source,
+    cached_outline,
     check_parsable,
     known_language,
     outline_of,
     parse_failed,
     source_from,
 )
-from .symbols import Symbol
+from .symbols import Symbol, language_for
 
 if TYPE_CHECKING:
     from ...context import Context
@@ -48,6 +60,9 @@ if TYPE_CHECKING:
 MAX_LINE_CHARS = 2000
 """A longer line is shown as a window of this many characters around the use."""
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
+_QUERY = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+NAME_LABEL = LABELS[NAME]
+T = TypeVar("T")
 def _parsed_positions(source: Source, name: str, check: Callable[[], None] | None,
                       ) -> tuple[list[tuple[int, int]], list[Symbol] | None]:
     """(line, column), 0-based, of the identifier nodes whose text is `name`, found in a parse worker, and
@@ -104,38 +119,79 @@ def _uses(source: Source, name: str, positions: list[tuple[int, int]], symbols: 
         outline = symbols if symbols is not None else outline_of(source, check)
         definitions |= {symbol.def_line for top in outline for symbol in top.walk() if symbol.name == name}
     marked: set[int] = set()
+    decided: list[tuple[int, int, bool, str]] = []
+    for line, column in positions:
+        definition = line + 1 in definitions and line + 1 not in marked
+        if definition:
+            marked.add(line + 1)
+        decided.append((line, column, definition, NAME_LABEL))
+    return _shown(lines, decided)
+
+
+def _shown(lines: list[str], uses: list[tuple[int, int, bool, str]]) -> tuple[Reference, ...]:
+    """The uses (0-based line and column, definition, label) with their lines' text, each line made once."""
     out: list[Reference] = []
     shown: dict[int, tuple[str, int]] = {}
-    for line, column in positions:
-        number = line + 1
-        definition = number in definitions and number not in marked
-        if definition:
-            marked.add(number)
+    for line, column, definition, label in uses:
         held = shown.get(line)
         if held is None:
-            text = lines[line].rstrip("\r")
+            text = lines[line].rstrip("\r") if line < len(lines) else ""
             stripped = text.lstrip()
             held = shown[line] = (stripped.rstrip(), len(text) - len(stripped))
         text, indent = held
-        out.append((number, column + 1, cut_line(text, MAX_LINE_CHARS, max(0, column - indent)), definition))
+        out.append((line + 1, column + 1, cut_line(text, MAX_LINE_CHARS, max(0, column - indent)), definition, label))
     return tuple(out)
 
 
+def _scoped(source: Source, name: str, chosen: list[Reading], check: Callable[[], None] | None,
+            ) -> tuple[tuple[Reference, ...], int] | None:
+    """The uses of `name` that may reach one of `chosen`, labelled, and how many were ruled out; None when
+    the file does not parse as Python, or its parse failed (then its uses are found by name). CPython's own
+    parser reads it, in the parse worker: lines longer than tree-sitter is given are no trouble to it."""
+    try:
+        answer = POOL.ask({"op": "scopes", "text": source.text, "name": name, "shown": source.shown,
+                           "readings": [reading.json() for reading in chosen]}, check)
+    except Failed:
+        return None
+    if answer is None:
+        return None
+    lines = source.text.split("\n")
+    return _shown(lines, [(line, column, definition, label) for line, column, label, definition in answer["uses"]]), \
+        answer["excluded"]
+
+
 def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool = True, bound: int | None = None,
-                    check: Callable[[], None] | None = None) -> tuple[tuple[Reference, ...], bool]:
-    """The uses of `name` in one file, at most `bound` of them, and whether that is all of them: from the
-    cache when the file has not changed since they were all found (the file is still opened through
-    safe_open, so confinement is checked every time); else, in Python, from pyscan's scan when it can
-    tell (`scan`), or from the tree. Only a complete list is cached; `check` is called now and then."""
+                    check: Callable[[], None] | None = None, chosen: list[Reading] | None = None,
+                    ) -> tuple[tuple[Reference, ...], bool, int]:
+    """The uses of `name` in one file, at most `bound` of them, whether that is all of them, and how many
+    uses the scopes ruled out: from the cache when the file has not changed since they were all found
+    (the file is still opened through safe_open, so confinement is checked every time); else, in Python
+    with `chosen` readings, from its scopes; else, in Python, from pyscan's scan when it can tell
+    (`scan`), or from the tree. Only a complete list is cached; `check` is called now and then."""
     language = known_language(real, shown)
+    scoped = chosen is not None and language == "python"
+    key = f"{name}\0{[reading.json() for reading in chosen]}" if scoped and chosen is not None else name
     fd, info = safe_open.open_file(roots, real, shown)
     try:
-        found = CACHE.references((real, info.st_size, info.st_mtime_ns), name) if scan else None
+        version = (real, info.st_size, info.st_mtime_ns)
+        found = CACHE.references(version, key) if scan else None
         if found is not None:
-            return (found if bound is None else found[:bound]), bound is None or len(found) <= bound
+            complete = bound is None or len(found) <= bound
+            return (found if bound is None else found[:bound]), complete, CACHE.left_out(version, key)
         source = source_from(fd, info, real, shown, language)
     finally:
         os.close(fd)
+    if scoped and chosen is not None and name not in CONSTRUCTORS and python_uses(source.text, name, 1, check) == []:
+        if scan:  # the name is in comments and strings only (pyscan's one regex pass): nothing to parse
+            CACHE.put_references(source.key, key, ())
+        return (), True, 0
+    if scoped and chosen is not None:
+        decided = _scoped(source, name, chosen, check)
+        if decided is not None:
+            found, excluded = decided
+            if scan:
+                CACHE.put_references(source.key, key, found, excluded)
+            return (found if bound is None else found[:bound]), bound is None or len(found) <= bound, excluded
     offsets = python_uses(source.text, name, None if bound is None else bound + 1, check) \
         if scan and source.language == "python" else None
     if offsets is not None:
@@ -146,47 +202,155 @@ def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool =
         complete = bound is None or len(positions) <= bound
         found = _uses(source, name, positions[:bound], symbols, check)
     if scan and complete:
-        CACHE.put_references(source.key, name, found)
-    return found, complete
+        CACHE.put_references(source.key, key, found)
+    return found, complete, 0
 
 
-def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int, *, scan: bool = True) -> ToolResult:
-    """Uses of `name` in the files that mention it; `scan` off (for the tests and the bench that compare
-    the two) parses every file and leaves the cache alone."""
-    name = name.strip()
-    if not _IDENTIFIER.fullmatch(name):
-        raise ToolError(f"name must be one identifier (such as parse_args), not '{printable(name)}'")
+def _parents(symbols: list[Symbol]) -> list[tuple[Symbol, tuple[Symbol, ...]]]:
+    """Every symbol of an outline with the symbols it is nested in, outermost first (without recursion)."""
+    out: list[tuple[Symbol, tuple[Symbol, ...]]] = []
+    stack: list[tuple[Symbol, tuple[Symbol, ...]]] = [(symbol, ()) for symbol in reversed(symbols)]
+    while stack:
+        symbol, outer = stack.pop()
+        out.append((symbol, outer))
+        stack.extend((child, (*outer, symbol)) for child in reversed(symbol.children))
+    return out
+
+
+def resolve(ctx: Context, roots: Roots, path: str, query: str) -> tuple[list[Reading], list[dict[str, Any]]]:
+    """What a query means: for a qualified one (`Session.get`, `api.get`), its Python definitions under
+    `path` whose module path, outer classes and name end with the query's words (read from the outline of
+    the files that may define the name), and the readings made of them; when none is found, or for a name
+    alone, the readings of the query's words (pyscopes.readings)."""
+    parts = tuple(query.split("."))
+    if len(parts) == 1:
+        return readings(query), []
+    folder = Folder(roots, path)
+    word = parts[-1]
+    names = folder.definition_candidates(ctx, word_regex(word), word)
+    exact: list[Reading] = []
+    definitions: list[dict[str, Any]] = []
+    outlined = partial(cached_outline, roots, check=ctx.check_cancelled)
+    for shown, symbols in folder.parsed(ctx, names, "candidate file", outlined, code_only=True,
+                                        doing="finding the definitions among"):
+        if language_for(shown) != "python":
+            continue
+        module = module_path(shown)
+        for symbol, outer in _parents(symbols):
+            if symbol.name != word or not path_ends((*module, *(item.name for item in outer), word), parts):
+                continue
+            if any(item.kind != "class" for item in outer):
+                continue  # a function's own definition: not reached from outside it
+            reading = Reading(module, outer[-1].name if outer else None, tuple(item.name for item in outer[:-1]), True)
+            if reading not in exact:
+                exact.append(reading)
+            definitions.append({"path": shown, "line": symbol.def_line, "qualified_name": symbol.qualified_name,
+                                "kind": symbol.kind})
+    return (exact or readings(query)), definitions
+
+
+class _Ahead(Generic[T]):
+    """The uses in the Python files to come, asked of the parse workers a few files ahead, in parallel (a
+    parse runs in a worker process, so two run at once on two cores), and taken in order."""
+
+    def __init__(self, work: Callable[[str, str], T], files: list[tuple[str, str]]) -> None:
+        self._work = work
+        self._files = iter(files)
+        self._pending: deque[tuple[str, Future[T]]] = deque()
+        self._threads = ThreadPoolExecutor(max_workers=POOL.size, thread_name_prefix="references") if files else None
+
+    def take(self, real: str) -> T:
+        """The uses in `real` (the next of the files, or one after it: files in between were skipped)."""
+        assert self._threads is not None
+        while len(self._pending) < 2 * POOL.size:
+            upcoming = next(self._files, None)
+            if upcoming is None:
+                break
+            self._pending.append((upcoming[0], self._threads.submit(self._work, *upcoming)))
+        while self._pending:
+            name, future = self._pending.popleft()
+            if name == real:
+                return future.result()
+            future.cancel()
+        raise LookupError(real)
+
+    def __enter__(self) -> _Ahead[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._threads is not None:
+            self._threads.shutdown(wait=True, cancel_futures=True)
+
+
+def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int, *, scan: bool = True,
+                    scopes: bool = True) -> ToolResult:
+    """Uses of `name` (an identifier, or one qualified with dots: `Session.get`) in the files that mention it,
+    the uses Python's scopes tie to its definition first; `scan` off (for the tests and the bench that compare
+    the two) parses every file and leaves the cache alone, `scopes` off finds every use by name alone."""
+    query = name.strip().replace("::", ".")
+    if not _QUERY.fullmatch(query):
+        raise ToolError("name must be an identifier (such as parse_args) or one qualified with dots (such as "
+                        f"Session.get, or module.function), not '{printable(name)}'")
+    word = query.rsplit(".", 1)[-1]
     folder = Folder(roots, path)
     if not folder.is_dir:
         known_language(folder.real, folder.shown)  # a file of another language has no uses in code: say so
-    names = folder.candidates(ctx, word_regex(name))
-    found: list[dict[str, Any]] = []
-    files: set[str] = set()
+    chosen, definitions = resolve(ctx, roots, path, query) if scopes else (None, [])
+    constructed = {reading.cls for reading in chosen or () if reading.cls} if word in CONSTRUCTORS else set()
+    names = folder.candidates(ctx, "|".join(word_regex(item) for item in sorted({word, *constructed})))
+    decided: dict[str, list[dict[str, Any]]] = {LABELS[SCOPED]: [], NAME_LABEL: []}
+    excluded = 0
     truncated = False
+    places = [folder.file(item) if folder.is_dir else (folder.real, folder.shown) for item in names]
+    python = [place for place in places if language_for(place[0]) == "python"] if chosen is not None else []
+    with _Ahead(lambda real, shown: file_references(roots, real, shown, word, scan, None, ctx.check_cancelled, chosen),
+                python) as ahead:
 
-    def uses_in(real: str, shown: str) -> tuple[Reference, ...]:
-        return file_references(roots, real, shown, name, scan, limit - len(found) + 1, ctx.check_cancelled)[0]
+        def uses_in(real: str, shown: str) -> tuple[tuple[Reference, ...], bool, int]:
+            if chosen is not None and language_for(real) == "python":
+                return ahead.take(real)
+            wanted = limit + 1 - sum(map(len, decided.values()))
+            return file_references(roots, real, shown, word, scan, max(wanted, 0), ctx.check_cancelled, chosen)
 
-    for shown, uses in folder.parsed(ctx, names, "candidate file", uses_in, code_only=True):
-        for number, column, text, definition in uses:
-            if len(found) >= limit:
+        for shown, (uses, complete, left_out) in folder.parsed(ctx, names, "candidate file", uses_in, code_only=True):
+            excluded += left_out
+            truncated = truncated or not complete
+            for number, column, text, definition, label in uses:
+                decided[label].append({"path": shown, "line": number, "column": column, "text": text,
+                                       "definition": definition, "precision": label})
+            if len(decided[LABELS[SCOPED]]) > limit or (chosen is None and len(decided[NAME_LABEL]) > limit):
                 truncated = True
                 break
-            found.append({"path": shown, "line": number, "column": column, "text": text, "definition": definition})
-            files.add(shown)
-        if truncated:
-            break
+    every = decided[LABELS[SCOPED]] + decided[NAME_LABEL]
+    truncated = truncated or len(every) > limit
+    found = every[:limit]
+    files = {item["path"] for item in found}
     ctx.report_progress(len(names), len(names), f"done: {plural(len(found), 'reference')}")
-    out = [f"{printable(item['path'])}:{item['line']}:{item['column']}:{' [definition]' if item['definition'] else ''} "
-           f"{printable(item['text'])}" for item in found]
+    out: list[str] = []
+    by_name = 0
+    for item in found:
+        if item["precision"] == NAME_LABEL and chosen is not None and not by_name:
+            out.append(f"[Where only the name matches: these may be uses of {printable(query)}, or of another "
+                       f"{printable(word)} (types would tell):]" if len(found) > len(decided[NAME_LABEL][:limit])
+                       or decided[LABELS[SCOPED]] else
+                       f"[Where only the name matches (types would tell which {printable(word)} each one is):]")
+        by_name += item["precision"] == NAME_LABEL
+        out.append(f"{printable(item['path'])}:{item['line']}:{item['column']}:{' [definition]' if item['definition'] else ''} "
+                   f"{printable(item['text'])}")
     if not found:
-        out.append(f"No uses of '{printable(name)}' in code under {place(folder.shown)} "
+        out.append(f"No uses of '{printable(query)}' in code under {place(folder.shown)} "
                    f"({plural(len(names), 'file')} {'mentions' if len(names) == 1 else 'mention'} the word in text, "
-                   "comments or strings only).")
+                   f"comments or strings only{', or in uses bound to something else' if excluded else ''}).")
     elif truncated:
         out.append(f"[Showing the first {plural(len(found), 'reference')}; there are more. Narrow with path, or raise limit.]")
     else:
-        out.append(f"[{plural(len(found), 'reference')} in {plural(len(files), 'file')}.]")
+        scoped = len(found) - by_name
+        how = f" ({scoped} scoped, {by_name} by name only)" if chosen is not None else ""
+        out.append(f"[{plural(len(found), 'reference')} in {plural(len(files), 'file')}{how}.]")
+    if excluded:
+        out.append(f"[{plural(excluded, 'other use')} of the name left out: bound to something else (a local, a parameter, "
+                   "a keyword argument, another class's or module's name, a builtin).]")
     out += folder.skipped_note()
-    return result("\n".join(out), {"name": name, "references": found, "file_count": len(files), "truncated": truncated,
-                                    "skipped": folder.skipped, "skipped_files": folder.skipped_files})
+    return result("\n".join(out), {"name": query, "references": found, "file_count": len(files), "truncated": truncated,
+                                    "excluded": excluded, "definitions": definitions, "skipped": folder.skipped,
+                                    "skipped_files": folder.skipped_files})

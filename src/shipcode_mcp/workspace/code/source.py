@@ -132,19 +132,21 @@ def _read_all(fd: int, size: int) -> bytes:
     return data
 
 
-Reference = tuple[int, int, str, bool]
-"""One use of a name in a file: line, column (1-based), the line's text, whether it is a definition."""
+Reference = tuple[int, int, str, bool, str]
+"""One use of a name in a file: line, column (1-based), the line's text, whether it is a definition, and
+how it was decided (pyscopes.LABELS: "scoped" from the scopes, "name" from the name alone)."""
 
 
 class _Entry:
     """What is known of one version of a file: its outline, and the uses of the names looked up in it."""
 
-    __slots__ = ("key", "references", "size", "symbols")
+    __slots__ = ("key", "left_out", "references", "size", "symbols")
 
     def __init__(self, key: tuple[str, int, int]) -> None:
         self.key = key
         self.symbols: list[Symbol] | None = None
         self.references: dict[str, tuple[Reference, ...]] = {}
+        self.left_out: dict[str, int] = {}  # uses of the name a query's scopes ruled out
         self.size = 1
 
 
@@ -193,13 +195,21 @@ class OutlineCache:
             self.hits += 1
             return found
 
-    def put_references(self, key: tuple[str, int, int], name: str, found: tuple[Reference, ...]) -> None:
+    def left_out(self, key: tuple[str, int, int], name: str) -> int:
+        """How many uses the query `name` (as put_references was given it) ruled out in this version of the file."""
+        with self._lock:
+            entry = self._entries.get(key[0])
+            return entry.left_out.get(name, 0) if entry is not None and entry.key == key else 0
+
+    def put_references(self, key: tuple[str, int, int], name: str, found: tuple[Reference, ...], left_out: int = 0) -> None:
         with self._lock:
             if 2 + len(found) > self.limit:  # never an entry bigger than the whole bound
                 return
             entry = self._entry(key)
             if name not in entry.references and entry.size + 1 + len(found) <= self.limit:
                 entry.references[name] = found
+                if left_out:
+                    entry.left_out[name] = left_out
                 self._grow(entry, 1 + len(found))
 
     def _entry(self, key: tuple[str, int, int]) -> _Entry:

@@ -202,6 +202,10 @@ def answer(request: dict[str, Any]) -> Any:
     if op == "matches":
         return matches(request["text"], request["language"], request["pattern"], request["variables"], request["limit"],
                        request["kind"])
+    if op == "scopes":
+        from .pyscopes import Reading, scoped_uses  # no package until _bootstrap, as in parse
+
+        return scoped_uses(request["text"], request["name"], request["shown"], [Reading.of(item) for item in request["readings"]])
     if op == "ping":
         return "pong"
     raise ValueError(f"unknown request {op!r}")

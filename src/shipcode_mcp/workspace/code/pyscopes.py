@@ -1,0 +1,790 @@
+"""Which uses of a name in Python source can reach a given definition, from scopes alone (no types).
+
+A name search counts every `get`: a parameter, a local, a keyword argument, `dict.get`, the `get` of
+every class. Python's scoping rules decide most of them without a type checker: a name bound in a
+function is that function's own; a class body's names are its members, out of sight of its methods;
+`self.x` in a method is a member of the method's class or of a class it derives from; an import binds
+a name to a module or to a name in one; `v = Session()` makes `v.get` the Session's.
+
+A query is a name and the qualifier the agent gave it: `get` (any definition named get), `Session.get`
+(the member of a class named Session), `sessions.get` or `requests.api.get` (the module-level get of a
+module whose dotted path ends so; a qualifier may name a module or a class, and both readings are
+tried). Each use of the name in a file is then
+
+- `scoped`: it reaches such a definition (or is one), by the rules above;
+- `name`: it may, but only types could tell (`obj.get` on an object of unknown type, a name imported
+  from a module that may re-export it);
+- left out: it cannot (a local or parameter of that name, a keyword argument, another class's member,
+  a builtin).
+
+Standard library only: the parse worker runs it (worker.py), like every parse of hostile text.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+SCOPED, NAME, OUT = 2, 1, 0
+"""How surely a use reaches the target: the larger, the surer (readings are combined with max)."""
+LABELS = {SCOPED: "scoped", NAME: "name"}
+_QUOTE = re.compile(r"[rRuU]?(?:'''|\"\"\"|'|\")")
+"""The start of a string literal that may be an annotation (not an f-string or bytes)."""
+_STATICMETHOD = re.compile(r"(?:^|\.)staticmethod$")
+_CLASSMETHOD = re.compile(r"(?:^|\.)classmethod$")
+MAX_ANNOTATION = 200
+"""A string annotation longer than this is not read for the class it names."""
+CONSTRUCTORS = frozenset({"__init__", "__new__"})
+"""Methods that a call of their class runs: its calls are their uses."""
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an import bound a name to: a module (`symbol` None) or a name in a module."""
+
+    module: tuple[str, ...]
+    symbol: str | None
+
+
+@dataclass(eq=False)
+class Scope:
+    """A module, class, function, lambda or comprehension body, and the names it binds."""
+
+    kind: str
+    parent: Scope | None
+    name: str = ""
+    bindings: dict[str, set[str]] = field(default_factory=dict)  # name -> how: "def", "class", "import", "param", "assign"
+    imports: dict[str, list[Imported]] = field(default_factory=dict)
+    values: dict[str, list[ast.expr | None]] = field(default_factory=dict)  # assigned values (None: not simple)
+    annotations: dict[str, ast.expr] = field(default_factory=dict)  # parameter annotations
+    declared_global: set[str] = field(default_factory=set)
+    declared_nonlocal: set[str] = field(default_factory=set)
+    classes: dict[str, Scope] = field(default_factory=dict)  # class bodies defined here, by name
+    bases: list[ast.expr] = field(default_factory=list)  # a class's
+    self_name: str | None = None  # a method's first parameter
+    owner: Scope | None = None  # a method's class
+    instance_attributes: set[str] = field(default_factory=set)  # a class's `self.x = ...` names
+    star_import: bool = False
+
+    def bind(self, name: str, how: str, imported: Imported | None = None) -> None:
+        self.bindings.setdefault(name, set()).add(how)
+        if imported is not None:
+            self.imports.setdefault(name, []).append(imported)
+
+    def hows(self, name: str) -> set[str]:
+        return self.bindings.get(name, set())
+
+    def chain(self) -> tuple[str, ...]:
+        """The names of the definitions around this one and its own (a class's qualified name)."""
+        names: list[str] = []
+        scope: Scope | None = self
+        while scope is not None and scope.kind != "module":
+            names.append(scope.name)
+            scope = scope.parent
+        return tuple(reversed(names))
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One place where the name is written, and what the code around it makes of it."""
+
+    kind: str  # "load", "store", "def", "attribute", "param", "keyword", "import", "declaration", "call"
+    line: int  # 1-based
+    column: int  # 0-based, in characters
+    scope: Scope
+    value: ast.expr | None = None  # an attribute's object; a keyword's callee
+    imported: Imported | None = None  # an import's source (for `from m import name`)
+
+
+class _Builder(ast.NodeVisitor):
+    """One walk over the module: its scopes with their bindings, and the occurrences of `name`."""
+
+    def __init__(self, name: str, lines: list[str], constructed: frozenset[str] = frozenset()) -> None:
+        self.name = name
+        self.constructed = constructed  # classes whose calls run the name (`__init__`): `Session()`
+        self.lines = lines
+        self.module = Scope("module", None)
+        self.scope = self.module
+        self.found: list[Occurrence] = []
+        self.shift = (0, 0)  # (lines, columns) added to the places found inside a string annotation
+
+    # -- where a name sits ---------------------------------------------------------------------------------
+    def _column_only(self, line: int, byte_column: int) -> int:
+        """A character column from ast's UTF-8 byte offset."""
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return len(text.encode("utf-8")[:byte_column].decode("utf-8", "replace")) if not text.isascii() else byte_column
+
+    def _column(self, line: int, byte_column: int) -> int:
+        """A character column from ast's UTF-8 byte offset, then moved onto the name if it is not there
+        (f-string positions before Python 3.12 can be off)."""
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        column = self._column_only(line, byte_column)
+        if text[column:column + len(self.name)] == self.name:
+            return column
+        found = _word(self.name).search(text, column)
+        if found is None:
+            found = _word(self.name).search(text)
+        return found.start() if found is not None else column
+
+    def _find(self, line: int, byte_column: int) -> int:
+        """The column of the name at or after a statement's start (a def's name, an import's)."""
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        start = self._column_only(line, byte_column)
+        found = _word(self.name).search(text, start)
+        return found.start() if found is not None else start
+
+    def _add(self, kind: str, line: int, column: int, **extra: Any) -> None:
+        lines, columns = self.shift
+        self.found.append(Occurrence(kind, line + lines, column + (columns if line == 1 and (lines or columns) else 0),
+                                     self.scope, **extra))
+
+    def annotation(self, node: ast.expr) -> None:
+        """An annotation, and the code inside its strings (`"Session"`, `t.Optional["Context"]`: a type
+        checker reads those as code, and finds references there)."""
+        self.visit(node)
+        if self.shift != (0, 0):
+            return  # no string inside a string's code
+        for item in ast.walk(node):
+            if isinstance(item, ast.Constant) and isinstance(item.value, str) and _word(self.name).search(item.value):
+                self._string_annotation(item)
+
+    def _string_annotation(self, node: ast.Constant) -> None:
+        """The code of a one-line string annotation written as its value (no escapes, no line breaks)."""
+        text = self.lines[node.lineno - 1] if 0 < node.lineno <= len(self.lines) else ""
+        start = self._column_only(node.lineno, node.col_offset)
+        quote = _QUOTE.match(text, start)
+        value = str(node.value)
+        if quote is None or node.end_lineno != node.lineno or text[quote.end():quote.end() + len(value)] != value:
+            return
+        code = value.strip()
+        try:
+            expression = ast.parse(code, mode="eval")
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return
+        lead = len(value) - len(value.lstrip())
+        saved, self.shift = (self.shift, self.lines), (node.lineno - 1, quote.end() + lead)
+        self.lines = [code]
+        try:
+            self.visit(expression.body)
+        finally:
+            self.shift, self.lines = saved
+
+    def _enter(self, scope: Scope, body: list[ast.stmt] | list[ast.expr] | ast.expr) -> None:
+        outer, self.scope = self.scope, scope
+        try:
+            for node in body if isinstance(body, list) else [body]:
+                self.visit(node)
+        finally:
+            self.scope = outer
+
+    # -- definitions ---------------------------------------------------------------------------------------
+    def _arguments(self, arguments: ast.arguments, scope: Scope) -> None:
+        """Defaults and annotations are evaluated where the function is defined; the names bind inside."""
+        for default in [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]:
+            self.visit(default)
+        every = [*arguments.posonlyargs, *arguments.args, *([arguments.vararg] if arguments.vararg else []),
+                 *arguments.kwonlyargs, *([arguments.kwarg] if arguments.kwarg else [])]
+        for argument in every:
+            if argument.annotation is not None:
+                self.annotation(argument.annotation)
+                scope.annotations[argument.arg] = argument.annotation
+            scope.bind(argument.arg, "param")
+            if argument.arg == self.name:
+                self._add("param", argument.lineno, self._column(argument.lineno, argument.col_offset))
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        for decorator in getattr(node, "decorator_list", []):
+            self.visit(decorator)
+        returns = getattr(node, "returns", None)
+        if returns is not None:
+            self.annotation(returns)
+        name = getattr(node, "name", "<lambda>")
+        scope = Scope("function" if not isinstance(node, ast.Lambda) else "lambda", self.scope, name)
+        if not isinstance(node, ast.Lambda):
+            self.scope.bind(node.name, "def")
+            if node.name == self.name:
+                self._add("def", node.lineno, self._find(node.lineno, node.col_offset))
+            if self.scope.kind == "class":
+                decorators = {_dotted(item) for item in node.decorator_list}
+                positional = [*node.args.posonlyargs, *node.args.args]
+                if positional and not any(_STATICMETHOD.search(item) for item in decorators if item):
+                    scope.self_name = positional[0].arg
+                    scope.owner = self.scope
+        self._arguments(node.args, scope)
+        self._enter(scope, node.body)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._function(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._function(node)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._function(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for item in [*node.decorator_list, *node.bases, *node.keywords]:
+            self.visit(item)
+        self.scope.bind(node.name, "class")
+        if node.name == self.name:
+            self._add("def", node.lineno, self._find(node.lineno, node.col_offset))
+        scope = Scope("class", self.scope, node.name, bases=list(node.bases))
+        self.scope.classes.setdefault(node.name, scope)
+        self._enter(scope, node.body)
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp) -> None:
+        generators = node.generators
+        self.visit(generators[0].iter)  # the first iterable is evaluated outside
+        scope = Scope("comprehension", self.scope)
+        outer, self.scope = self.scope, scope
+        try:
+            for index, generator in enumerate(generators):
+                if index:
+                    self.visit(generator.iter)
+                self.visit(generator.target)
+                for condition in generator.ifs:
+                    self.visit(condition)
+            if isinstance(node, ast.DictComp):
+                self.visit(node.key)
+                self.visit(node.value)
+            else:
+                self.visit(node.elt)
+        finally:
+            self.scope = outer
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+    # -- bindings and uses ---------------------------------------------------------------------------------
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load):
+            if node.id == self.name:
+                self._add("load", node.lineno, self._column(node.lineno, node.col_offset))
+            return
+        self.scope.bind(node.id, "assign")
+        if node.id == self.name:
+            self._add("store", node.lineno, self._column(node.lineno, node.col_offset))
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self.visit(node.value)
+        scope = self.scope
+        while scope.kind == "comprehension" and scope.parent is not None:  # `:=` binds outside comprehensions
+            scope = scope.parent
+        outer, self.scope = self.scope, scope
+        try:
+            self.visit(node.target)
+        finally:
+            self.scope = outer
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.visit(node.value)
+        for target in node.targets:
+            self._assigned(target, node.value)
+            self.visit(target)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.annotation(node.annotation)
+        if node.value is not None:
+            self.visit(node.value)
+        self._assigned(node.target, node.value)
+        self.visit(node.target)
+
+    def _assigned(self, target: ast.expr, value: ast.expr | None) -> None:
+        """Remember `name = value` (what the name may hold) and `self.x = ...` in a method (a member)."""
+        if isinstance(target, ast.Name):
+            self.scope.values.setdefault(target.id, []).append(value)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            method = self.scope
+            if method.self_name == target.value.id and method.owner is not None:  # (any later `self = x` aside)
+                method.owner.instance_attributes.add(target.attr)
+        else:
+            for name in _stored_names(target):
+                self.scope.values.setdefault(name, []).append(None)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        self.visit(node.value)
+        if node.attr == self.name:
+            line = node.end_lineno or node.lineno
+            column = self._column(line, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
+            self._add("attribute", line, column, value=node.value)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.visit(node.func)
+        called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if called in self.constructed:
+            line = node.func.end_lineno or node.func.lineno
+            start = (node.func.end_col_offset or 0) - len(called.encode("utf-8"))
+            self.found.append(Occurrence("call", line, self._column_only(line, start), self.scope, value=node.func))
+        casts = (_dotted(node.func) or "").rsplit(".", 1)[-1] == "cast"  # typing.cast's type: read as an annotation
+        for index, argument in enumerate(node.args):
+            if casts and index == 0:
+                self.annotation(argument)
+            else:
+                self.visit(argument)
+        for keyword in node.keywords:
+            if keyword.arg == self.name:
+                line = getattr(keyword, "lineno", node.lineno)
+                self._add("keyword", line, self._column(line, getattr(keyword, "col_offset", node.col_offset)),
+                          value=node.func)
+            self.visit(keyword.value)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            parts = tuple(alias.name.split("."))
+            if alias.asname:
+                self.scope.bind(alias.asname, "import", Imported(parts, None))
+            else:
+                self.scope.bind(parts[0], "import", Imported(parts[:1], None))
+            if self.name in parts or alias.asname == self.name:
+                self._add("import", node.lineno, self._find(getattr(alias, "lineno", node.lineno),
+                                                            getattr(alias, "col_offset", node.col_offset)))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = tuple((node.module or "").split(".")) if node.module else ()
+        source = (("." * node.level,) if node.level else ()) + module
+        for alias in node.names:
+            if alias.name == "*":
+                self.scope.star_import = True
+                continue
+            self.scope.bind(alias.asname or alias.name, "import", Imported(source, alias.name))
+            if self.name in (alias.name, alias.asname):
+                line = getattr(alias, "lineno", node.lineno)
+                column = self._find(line, getattr(alias, "col_offset", node.col_offset))
+                self._add("import", line, column, imported=Imported(source, alias.name) if alias.name == self.name else None)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.scope.declared_global.update(node.names)
+        if self.name in node.names:
+            self._add("declaration", node.lineno, self._find(node.lineno, node.col_offset))
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.scope.declared_nonlocal.update(node.names)
+        if self.name in node.names:
+            self._add("declaration", node.lineno, self._find(node.lineno, node.col_offset))
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.type is not None:
+            self.visit(node.type)
+        if node.name:
+            self.scope.bind(node.name, "assign")
+            if node.name == self.name:
+                self._add("store", node.lineno, self._find(node.lineno, node.col_offset))
+        for statement in node.body:
+            self.visit(statement)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for name in ("name", "rest"):  # match patterns (MatchAs, MatchStar, MatchMapping) bind names
+            bound = getattr(node, name, None)
+            if isinstance(bound, str) and isinstance(node, ast.pattern):
+                self.scope.bind(bound, "assign")
+        super().generic_visit(node)
+
+
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """`a.b.c` of a name or an attribute chain (a call's callee for a decorator with arguments)."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _stored_names(target: ast.expr) -> Iterator[str]:
+    for node in ast.walk(target):
+        if isinstance(node, ast.Name):
+            yield node.id
+
+
+# -- resolution --------------------------------------------------------------------------------------------
+def lookup(name: str, scope: Scope) -> Scope | None:
+    """The scope whose binding a use of `name` in `scope` reads: its own, an enclosing function's (class
+    bodies are skipped, as Python skips them), the module's; None for a builtin or an unknown name."""
+    module = scope
+    while module.parent is not None:
+        module = module.parent
+    if name in scope.declared_global:
+        return module if name in module.bindings else None
+    current: Scope | None = scope
+    first = True
+    while current is not None:
+        if (first or current.kind != "class") and name in current.bindings and name not in current.declared_nonlocal:
+            if name in current.declared_global:
+                return module if name in module.bindings else None
+            return current
+        first = False
+        current = current.parent
+    return None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One definition the query may mean: the member `name` of class `cls` (with `outer` its enclosing
+    classes), or with `cls` None the module-level `name`, of module `module`. An `exact` reading comes from
+    the definition itself (its file's whole dotted path); another from the query's words alone, which must
+    end the path (`sessions.Session.get`: `sessions` ends the module's path, or names an outer class).
+    `cls` "" is any class (the query `get` alone)."""
+
+    module: tuple[str, ...]
+    cls: str | None
+    outer: tuple[str, ...] = ()
+    exact: bool = False
+
+    @staticmethod
+    def of(value: list[Any]) -> Reading:
+        """From its JSON form, [module, cls, outer, exact] (how the server sends it)."""
+        module, cls, outer, exact = value
+        return Reading(tuple(module), cls, tuple(outer), bool(exact))
+
+    def json(self) -> list[Any]:
+        return [list(self.module), self.cls, list(self.outer), self.exact]
+
+    def module_is(self, path: tuple[str, ...]) -> bool:
+        """Whether a module path (this file's, or an import's, made absolute) is the reading's module: an
+        import names the end of the whole path (`requests.sessions` of src/requests/sessions.py)."""
+        if self.exact:
+            return bool(path) and path_ends(self.module, path)
+        return path_ends(path, self.module)
+
+    def may_reexport(self, path: tuple[str, ...]) -> bool:
+        """Whether a name imported from `path` may be the reading's, imported there and exported again: a
+        package above the reading's module may do that (`from requests import get`); another module not."""
+        if not self.exact:
+            return True
+        size = len(path)
+        return any(self.module[start:start + size] == path for start in range(len(self.module) - size))
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """A class as an expression denotes it: one defined in this file, or a name imported from a module."""
+
+    local: Scope | None
+    module: tuple[str, ...] = ()
+    symbol: str = ""
+
+
+class Resolver:
+    """Decides, for each occurrence, how surely it reaches the query's definition."""
+
+    def __init__(self, builder: _Builder, module: tuple[str, ...], readings: list[Reading]) -> None:
+        self.name = builder.name
+        self.root = builder.module
+        self.module = module
+        self.readings = readings
+
+    # -- what an expression denotes ------------------------------------------------------------------------
+    def absolute(self, source: tuple[str, ...]) -> tuple[str, ...]:
+        """An import's module as a dotted path: a relative one (`.`, `..models`) from this file's package."""
+        if source and source[0].startswith("."):
+            package = self.module[:-1] if self.module else ()
+            up = len(source[0]) - 1
+            return (package[:len(package) - up] if up else package) + source[1:]
+        return source
+
+    def builtin(self, node: ast.expr, scope: Scope) -> bool:
+        """Whether an expression is a name bound nowhere in the module: a builtin (`object`, `dict`)."""
+        return isinstance(node, ast.Name) and lookup(node.id, scope) is None and not self.root.star_import
+
+    def imported(self, name: str, scope: Scope) -> list[Imported]:
+        where = lookup(name, scope)
+        return where.imports.get(name, []) if where is not None else []
+
+    def certain_module(self, node: ast.expr, scope: Scope) -> bool:
+        """Whether a name is bound by `import m` only: a module, never a class."""
+        if not isinstance(node, ast.Name):
+            return False
+        where = lookup(node.id, scope)
+        return where is not None and where.hows(node.id) == {"import"} and all(
+            item.symbol is None for item in where.imports.get(node.id, []))
+
+    def modules_of(self, node: ast.expr, scope: Scope) -> list[tuple[str, ...]]:
+        """The modules an expression may denote (an imported module, or a name of one, or its attribute)."""
+        if isinstance(node, ast.Name):
+            return [self.absolute(item.module) + ((item.symbol,) if item.symbol is not None else ())
+                    for item in self.imported(node.id, scope)]
+        if isinstance(node, ast.Attribute):
+            return [(*outer, node.attr) for outer in self.modules_of(node.value, scope)]
+        return []
+
+    def class_of(self, node: ast.expr, scope: Scope) -> ClassRef | None:
+        """The class an expression names: a class defined here, or a name imported from a module (written as
+        code, or as a string annotation)."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) <= MAX_ANNOTATION:
+            try:
+                node = ast.parse(node.value.strip(), mode="eval").body
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                return None
+        if isinstance(node, ast.Name):
+            where = lookup(node.id, scope)
+            if where is None:
+                return None
+            if "class" in where.hows(node.id) and node.id in where.classes:
+                return ClassRef(where.classes[node.id])
+            for item in where.imports.get(node.id, []):
+                if item.symbol is not None:
+                    return ClassRef(None, self.absolute(item.module), item.symbol)
+            return None
+        if isinstance(node, ast.Attribute):
+            modules = self.modules_of(node.value, scope)
+            if modules:
+                return ClassRef(None, modules[0], node.attr)
+            outer = self.class_of(node.value, scope)
+            if outer is not None and outer.local is not None and node.attr in outer.local.classes:
+                return ClassRef(outer.local.classes[node.attr])
+        return None
+
+    def instance_of(self, node: ast.expr, scope: Scope) -> ClassRef | None:
+        """The class of the object an expression holds: a call of a class (`Session()`), a name every
+        assignment of which in its scope calls one class (`v = Session()`), a parameter annotated with one."""
+        if isinstance(node, ast.Call):
+            return self.class_of(node.func, scope)
+        if not isinstance(node, ast.Name):
+            return None
+        where = lookup(node.id, scope)
+        if where is None or where.kind == "module":
+            return None
+        annotation = where.annotations.get(node.id)
+        if annotation is not None:
+            return self.class_of(annotation, where)
+        values = where.values.get(node.id)
+        if not values or where.hows(node.id) != {"assign"}:
+            return None
+        found: ClassRef | None = None
+        for value in values:
+            if not isinstance(value, ast.Call):
+                return None
+            cls = self.class_of(value.func, where)
+            if cls is None or (found is not None and cls != found):
+                return None
+            found = cls
+        return found
+
+    # -- how a class relates to a reading ------------------------------------------------------------------
+    def matches(self, cls: ClassRef, reading: Reading) -> int:
+        """SCOPED if the class is the reading's; NAME if it may be (imported from a package that may
+        export it again); OUT if not."""
+        if not reading.cls:
+            return OUT
+        if cls.local is not None:
+            chain = cls.local.chain()
+            if chain[-1] != reading.cls:
+                return OUT
+            if reading.exact:
+                return SCOPED if self.module == reading.module and chain[:-1] == reading.outer else OUT
+            return SCOPED if path_ends(self.module + chain[:-1], reading.module) else OUT
+        if cls.symbol != reading.cls:
+            return OUT
+        if reading.outer:
+            return NAME
+        if reading.module_is(cls.module):
+            return SCOPED
+        return NAME if reading.may_reexport(cls.module) else OUT
+
+    def member(self, cls: ClassRef, reading: Reading, seen: set[int] | None = None) -> int:
+        """How surely `cls.name` reaches the reading's member: the class itself, or one it derives from
+        (a class that defines the name itself has its own member)."""
+        if reading.cls is None:
+            return OUT
+        found = self.matches(cls, reading)
+        if found == SCOPED:
+            return SCOPED
+        local = cls.local
+        if local is None:
+            return NAME  # a class of another module: only its source could tell what it derives from
+        seen = seen if seen is not None else set()
+        if id(local) in seen:
+            return found
+        seen.add(id(local))
+        if self.name in local.bindings or self.name in local.instance_attributes:
+            return SCOPED if reading.cls == "" else OUT
+        return max(found, self._bases(local, reading, seen))
+
+    def _bases(self, cls: Scope, reading: Reading, seen: set[int] | None = None) -> int:
+        """How surely `name` reached through the bases of `cls` (`super().name`) is the reading's member."""
+        best = OUT
+        outer = cls.parent or self.root
+        for base in cls.bases:
+            base_class = self.class_of(base, outer)
+            if base_class is not None:
+                best = max(best, self.member(base_class, reading, seen))
+            elif not self.builtin(base, outer):
+                best = max(best, NAME)  # a base whose class cannot be told
+        return best
+
+    def from_import(self, imported: Imported, reading: Reading) -> int:
+        """How surely `from m import name` binds the reading's module-level name."""
+        if reading.cls is not None or imported.symbol != self.name:
+            return OUT
+        source = self.absolute(imported.module)
+        if reading.module_is(source):
+            return SCOPED
+        return NAME if reading.may_reexport(source) else OUT
+
+    # -- one occurrence ------------------------------------------------------------------------------------
+    def decide(self, occurrence: Occurrence) -> tuple[int, bool]:
+        """(how surely it reaches the definition, whether it is that definition)."""
+        best, definition = OUT, False
+        for reading in self.readings:
+            sure, defines = self._decide(occurrence, reading)
+            best = max(best, sure)
+            definition = definition or (defines and sure == SCOPED)
+        return best, definition
+
+    def _decide(self, occurrence: Occurrence, reading: Reading) -> tuple[int, bool]:
+        kind, scope = occurrence.kind, occurrence.scope
+        if kind == "param":
+            return OUT, False
+        if kind == "keyword":
+            callee = self.class_of(occurrence.value, scope) if occurrence.value is not None else None
+            constructs = callee is not None and reading.cls and (
+                self.matches(callee, reading) == SCOPED or (callee.local is not None and self.member(callee, reading) != OUT))
+            if constructs:
+                return NAME, False  # a constructor's keyword may name a field
+            return OUT, False
+        if kind == "declaration":
+            return NAME, False
+        if kind == "call":  # `Session()` runs Session.__init__
+            called = self.class_of(occurrence.value, scope) if occurrence.value is not None else None
+            return (self.matches(called, reading) if called is not None else OUT), False
+        if kind == "import":
+            return (self.from_import(occurrence.imported, reading) if occurrence.imported is not None else OUT), False
+        if kind == "attribute":
+            return self._attribute(occurrence, reading), False
+        return self._bare(occurrence, reading)
+
+    def _bare(self, occurrence: Occurrence, reading: Reading) -> tuple[int, bool]:
+        """A name written alone: loaded, stored, or defined by def or class."""
+        scope = occurrence.scope
+        where: Scope | None = scope
+        if occurrence.kind == "load":
+            where = lookup(self.name, scope)
+        elif self.name in scope.declared_global:
+            where = self.root
+        elif self.name in scope.declared_nonlocal:
+            where = lookup(self.name, scope.parent) if scope.parent is not None else None
+        if where is None:  # a builtin, a name from a star import, or undefined: by name, when the query may mean it
+            return (NAME if reading.cls is None and (self.root.star_import or (not reading.exact and not reading.module))
+                    else OUT), False
+        defining = occurrence.kind in ("def", "store")
+        if where.kind == "class":
+            if not reading.cls:
+                return (SCOPED if reading.cls == "" else OUT), defining
+            return self.matches(ClassRef(where), reading), defining
+        if reading.cls is not None:
+            return OUT, False
+        best, defines = OUT, False
+        hows = where.hows(self.name)
+        if "import" in hows:
+            for item in where.imports.get(self.name, []):
+                best = max(best, self.from_import(item, reading))
+        if where.kind == "module":
+            if hows - {"import"} and reading.module_is(self.module):
+                best, defines = SCOPED, defining
+        elif hows & {"def", "class"} and not reading.module and not reading.exact:
+            best, defines = SCOPED, occurrence.kind == "def"  # a nested def: its outline lists it
+        return best, defines
+
+    def _attribute(self, occurrence: Occurrence, reading: Reading) -> int:
+        """`value.name`: a member of the class the value is or holds, or a module's name."""
+        value, scope = occurrence.value, occurrence.scope
+        assert value is not None
+        if self.builtin(value, scope):  # a builtin's member (`dict.get`): by name, when the query may mean it
+            return NAME if reading.cls == "" else OUT
+        if reading.cls is None:
+            best = OUT
+            for module in self.modules_of(value, scope):
+                if reading.module_is(module) and (reading.exact or reading.module):  # (any module's name: by name)
+                    return SCOPED
+                if reading.may_reexport(module):
+                    best = NAME
+            if best == OUT and not self.modules_of(value, scope):
+                root = value  # a module-level name is reached by attribute through a module only
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name) and lookup(root.id, scope) is None:
+                    best = NAME  # a name from a star import
+            return best
+        if self.certain_module(value, scope):
+            return OUT  # `import m`: m is a module, its names are not a class's members
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
+            owner = _method_class(scope)
+            return self._bases(owner, reading) if owner is not None else NAME
+        if isinstance(value, ast.Name):
+            where = lookup(value.id, scope)
+            if where is not None and where.self_name == value.id and where.owner is not None:
+                return self.member(ClassRef(where.owner), reading)
+        cls = self.class_of(value, scope) or self.instance_of(value, scope)
+        return self.member(cls, reading) if cls is not None else NAME
+
+
+def _method_class(scope: Scope) -> Scope | None:
+    current: Scope | None = scope
+    while current is not None:
+        if current.owner is not None:
+            return current.owner
+        current = current.parent
+    return None
+
+
+def path_ends(path: tuple[str, ...], suffix: tuple[str, ...]) -> bool:
+    """Whether a dotted path ends with `suffix` (every path ends with the empty one)."""
+    return not suffix or (len(path) >= len(suffix) and path[len(path) - len(suffix):] == suffix)
+
+
+def readings(query: str) -> list[Reading]:
+    """What a query's words alone may mean: `name` any definition of that name (module-level, or a member of
+    any class); `A.B.name` the member of class B (A ending its module's path or naming an outer class) or
+    the module-level name of a module whose path ends with A.B."""
+    qualifier = tuple(query.split("."))[:-1]
+    if not qualifier:
+        return [Reading((), None), Reading((), "")]
+    return [Reading(qualifier, None), Reading(qualifier[:-1], qualifier[-1])]
+
+
+def module_path(shown: str) -> tuple[str, ...]:
+    """A file's dotted module path from its path in the workspace (`pkg/sub/__init__.py` is pkg.sub)."""
+    parts = [part for part in shown.replace("\\", "/").split("/") if part not in ("", ".")]
+    if parts and parts[-1].endswith((".py", ".pyi")):
+        parts[-1] = parts[-1].rsplit(".", 1)[0]
+        if parts[-1] == "__init__":
+            parts.pop()
+    return tuple(parts)
+
+
+def scoped_uses(text: str, name: str, shown: str, chosen: list[Reading]) -> dict[str, Any] | None:
+    """The uses of `name` in `text` that may reach one of the readings: `uses` [line, column (0-based),
+    label, is a definition] in source order, and how many uses were left out (`excluded`); None when the
+    text does not parse (or nests too deeply to walk)."""
+    constructed = frozenset(reading.cls for reading in chosen if reading.cls) if name in CONSTRUCTORS else frozenset()
+    try:
+        tree = ast.parse(text)
+        builder = _Builder(name, text.split("\n"), constructed)
+        builder.visit(tree)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    resolver = Resolver(builder, module_path(shown), chosen)
+    uses: list[list[Any]] = []
+    excluded = 0
+    for occurrence in sorted(builder.found, key=lambda item: (item.line, item.column)):
+        try:
+            sure, definition = resolver.decide(occurrence)
+        except RecursionError:
+            sure, definition = NAME, False
+        if sure == OUT:
+            excluded += 1
+            continue
+        uses.append([occurrence.line - 1, occurrence.column, LABELS[sure], definition])
+    return {"uses": uses, "excluded": excluded}

@@ -1,0 +1,209 @@
+"""pyscopes.py: each scope rule on a case that a plain name search gets wrong.
+
+Every case holds uses of the name that a name search counts (it finds every one of them, `all_uses`),
+and the scopes sort them: `scoped` where they reach the definition asked for, `name` where only types
+could tell, left out (counted in `excluded`) where they are bound to something else.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+from shipcode_mcp.context import Context
+from shipcode_mcp.workspace.code.pyscopes import Reading, module_path, readings, scoped_uses
+from shipcode_mcp.workspace.code.references import find_references
+from shipcode_mcp.workspace.roots import Roots
+
+
+def decided(code: str, query: str, shown: str = "pkg/mod.py", chosen: list[Reading] | None = None,
+            ) -> tuple[dict[int, str], int]:
+    """{line: label} of the query's uses in `code` (the surest label of a line), and how many were left out."""
+    text = textwrap.dedent(code)
+    found = scoped_uses(text, query.rsplit(".", 1)[-1], shown, chosen if chosen is not None else readings(query))
+    assert found is not None
+    lines: dict[int, str] = {}
+    for line, _, label, _ in found["uses"]:
+        if lines.get(line + 1) != "scoped":
+            lines[line + 1] = label
+    return lines, found["excluded"]
+
+
+def all_uses(code: str, name: str) -> int:
+    """What a name search counts: every whole-word occurrence."""
+    return len(re.findall(rf"\b{re.escape(name)}\b", textwrap.dedent(code)))
+
+
+def test_locals_parameters_comprehension_variables_and_keyword_arguments_are_not_the_function() -> None:
+    code = """\
+        def get():
+            return 1
+        def use(get):
+            return get()
+        def other(items):
+            get = 1
+            values = [get for get in items]
+            return fetch(get=get)
+        get()
+        """
+    lines, excluded = decided(code, "get")
+    assert lines == {1: "scoped", 9: "scoped"}
+    assert excluded == 7 and all_uses(code, "get") == 9
+
+
+def test_a_class_bodys_names_are_members_out_of_sight_of_its_methods() -> None:
+    code = """\
+        size = 10
+        class Box:
+            size = 1
+            double = size * 2
+            def area(self):
+                return size * self.size
+        """
+    assert decided(code, "Box.size") == ({3: "scoped", 4: "scoped", 6: "scoped"}, 2)  # line 6: self.size only
+    assert decided(code, "mod.size") == ({1: "scoped", 6: "scoped"}, 3)  # line 6: the bare size only
+
+
+def test_self_reaches_the_methods_class_and_what_it_derives_from_not_other_classes() -> None:
+    code = """\
+        from lib import Base
+        class Client:
+            def get(self): ...
+            def run(self): return self.get()
+        class Other:
+            def get(self): ...
+            def run(self): return self.get()
+        class Child(Client):
+            def run(self): return self.get()
+        class Override(Client):
+            def get(self): return super().get()
+            def run(self): return self.get()
+        class Unknown(Base):
+            def run(self): return self.get()
+        """
+    lines, excluded = decided(code, "Client.get")
+    assert lines == {3: "scoped", 4: "scoped", 9: "scoped", 11: "scoped", 14: "name"}  # Base may derive from Client
+    assert excluded == 4 and all_uses(code, "get") == 9  # Other's two, Override's def and its self.get
+
+
+def test_an_objects_class_from_its_assignments_and_annotations() -> None:
+    code = """\
+        class Client:
+            def get(self): ...
+        class Other:
+            def get(self): ...
+        def run(param: Client, other: "Other", unknown):
+            made = Client()
+            made.get()
+            Client().get()
+            Client.get(made)
+            param.get()
+            other.get()
+            Other().get()
+            unknown.get()
+            {}.get(1)
+            dict.get({}, 1)
+        """
+    lines, excluded = decided(code, "Client.get")
+    assert lines == {2: "scoped", 7: "scoped", 8: "scoped", 9: "scoped", 10: "scoped", 13: "name", 14: "name"}
+    assert excluded == 4  # Other's def, other.get, Other().get, dict.get
+
+
+def test_string_annotations_and_casts_are_read_as_code_at_their_own_columns() -> None:
+    code = """\
+        class Node: ...
+        def parent(node: "Node", rest: "list[Node]") -> "Node | None":
+            return cast("Node", node)
+        label = "Node"
+        """
+    text = textwrap.dedent(code)
+    found = scoped_uses(text, "Node", "tree.py", readings("tree.Node"))
+    assert found is not None
+    places = [(line + 1, column) for line, column, label, _ in found["uses"] if label == "scoped"]
+    lines = text.split("\n")
+    assert all(lines[line - 1][column:column + 4] == "Node" for line, column in places)
+    assert [line for line, _ in places] == [1, 2, 2, 2, 3]  # not the plain string of line 4
+
+
+def test_the_calls_of_a_class_are_the_uses_of_its_constructor() -> None:
+    code = """\
+        class Client:
+            def __init__(self): ...
+        class Other:
+            def __init__(self): ...
+        made = Client()
+        Other()
+        """
+    assert decided(code, "Client.__init__") == ({2: "scoped", 5: "scoped"}, 1)
+
+
+def test_globals_and_nested_functions() -> None:
+    code = """\
+        counter = 0
+        def bump():
+            global counter
+            counter = counter + 1
+        def outer():
+            def counter():
+                return 1
+            return counter()
+        """
+    lines, excluded = decided(code, "mod.counter")
+    assert lines == {1: "scoped", 3: "name", 4: "scoped"} and excluded == 2  # outer's own counter
+    assert decided(code, "counter")[0] == {1: "scoped", 3: "name", 4: "scoped", 6: "scoped", 8: "scoped"}
+
+
+def test_module_paths_are_dotted_from_the_workspace() -> None:
+    assert module_path("src/requests/sessions.py") == ("src", "requests", "sessions")
+    assert module_path("pkg/__init__.py") == ("pkg",)
+    assert module_path("./tool.pyi") == ("tool",)
+
+
+def test_text_that_does_not_parse_is_left_to_the_name_search() -> None:
+    assert scoped_uses("print 'hello'\n", "print", "old.py", readings("print")) is None
+    deep = "x = " + "(" * 1000 + ")" * 1000 + "\n"
+    assert scoped_uses(deep, "x", "deep.py", readings("x")) is None
+
+
+# -- across modules, through find_references ---------------------------------------------------------
+def workspace(tmp_path: Path) -> Roots:
+    files = {
+        "pkg/__init__.py": "from .api import get\n",
+        "pkg/api.py": "def get(url):\n    return url\n\n\ndef head(url):\n    return get(url)\n",
+        "pkg/other.py": "def get(url):\n    return None\n",
+        "app.py": "from pkg import get\nimport pkg.api\n\nget('a')\npkg.api.get('b')\n",
+        "elsewhere.py": "from pkg.other import get\nimport pkg.other as other\n\nget('c')\nother.get('d')\n",
+        "own.py": "def get(url):\n    return url\n\n\nget('e')\n",
+        "py2.py": "print 'old'\nget('f')\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return Roots([str(tmp_path)])
+
+
+def uses(roots: Roots, query: str) -> tuple[list[tuple[str, int, str]], dict[str, object]]:
+    found = find_references(Context(None, 1, "tools/call", {}), roots, query, ".", 100).structured
+    assert found is not None
+    references = found["references"]
+    assert isinstance(references, list)
+    return [(item["path"], item["line"], item["precision"]) for item in references], found
+
+
+def test_an_import_binds_a_name_to_its_module_and_a_package_may_export_it_again(tmp_path: Path) -> None:
+    roots = workspace(tmp_path)
+    found, data = uses(roots, "api.get")
+    assert found == [("app.py", 5, "scoped"), ("pkg/__init__.py", 1, "scoped"), ("pkg/api.py", 1, "scoped"),
+                     ("pkg/api.py", 6, "scoped"),
+                     ("app.py", 1, "name"), ("app.py", 4, "name"), ("py2.py", 2, "name")]  # scoped first
+    assert data["excluded"] == 6  # other.py's, elsewhere.py's and own.py's
+    assert data["definitions"] == [{"path": "pkg/api.py", "line": 1, "qualified_name": "get", "kind": "function"}]
+    assert len(uses(roots, "get")[0]) == 13  # the name alone: every definition's uses, elsewhere's included
+
+
+def test_a_qualified_name_with_no_definition_in_the_workspace_is_read_from_its_words(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("import json\nimport other\n\njson.loads('1')\nother.loads('2')\n")
+    found, data = uses(Roots([str(tmp_path)]), "json.loads")
+    # `other` could be a package that exports json's loads again: without json's source, only by name
+    assert found == [("a.py", 4, "scoped"), ("a.py", 5, "name")] and data["definitions"] == []
