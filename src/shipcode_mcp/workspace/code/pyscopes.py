@@ -23,7 +23,9 @@ Standard library only: the parse worker runs it (worker.py), like every parse of
 from __future__ import annotations
 
 import ast
+import builtins
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +39,11 @@ _STATICMETHOD = re.compile(r"(?:^|\.)staticmethod$")
 _CLASSMETHOD = re.compile(r"(?:^|\.)classmethod$")
 MAX_ANNOTATION = 200
 """A string annotation longer than this is not read for the class it names."""
+STANDARD_LIBRARY = frozenset(getattr(sys, "stdlib_module_names", ()))
+_LITERALS: tuple[tuple[type[ast.AST] | tuple[type[ast.AST], ...], str], ...] = (
+    ((ast.Dict, ast.DictComp), "dict"), ((ast.List, ast.ListComp), "list"), ((ast.Set, ast.SetComp), "set"),
+    (ast.Tuple, "tuple"), (ast.JoinedStr, "str"))
+"""A literal's builtin type (a Constant's is its value's)."""
 CONSTRUCTORS = frozenset({"__init__", "__new__"})
 """Methods that a call of their class runs: its calls are their uses."""
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -69,6 +76,8 @@ class Scope:
     self_name: str | None = None  # a method's first parameter
     owner: Scope | None = None  # a method's class
     instance_attributes: set[str] = field(default_factory=set)  # a class's `self.x = ...` names
+    attribute_values: dict[str, list[tuple[ast.expr | None, Scope]]] = field(default_factory=dict)  # and their values
+    attribute_annotations: dict[str, tuple[ast.expr, Scope]] = field(default_factory=dict)  # `self.x: T = ...`
     star_import: bool = False
 
     def bind(self, name: str, how: str, imported: Imported | None = None) -> None:
@@ -285,15 +294,36 @@ class _Builder(ast.NodeVisitor):
         for target in node.targets:
             self._assigned(target, node.value)
             self.visit(target)
+            self._exported(target, node.value)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.visit(node.value)
+        self.visit(node.target)
+        self._exported(node.target, node.value)
+
+    def _exported(self, target: ast.expr, value: ast.expr | None) -> None:
+        """`__all__ = ["name", ...]` (or `+=`) in a module: each string names the module's binding, as a use."""
+        if self.scope.kind != "module" or not (isinstance(target, ast.Name) and target.id == "__all__"):
+            return
+        if isinstance(value, ast.List | ast.Tuple):
+            for item in value.elts:
+                if isinstance(item, ast.Constant) and item.value == self.name and item.lineno == item.end_lineno:
+                    text = self.lines[item.lineno - 1] if 0 < item.lineno <= len(self.lines) else ""
+                    quote = _QUOTE.match(text, self._column_only(item.lineno, item.col_offset))
+                    if quote is not None and text[quote.end():quote.end() + len(self.name)] == self.name:
+                        self._add("load", item.lineno, quote.end())
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self.annotation(node.annotation)
+        if isinstance(node.target, ast.Name) and self.scope.kind == "class":  # a member's declared type
+            self.scope.annotations[node.target.id] = node.annotation
         if node.value is not None:
             self.visit(node.value)
-        self._assigned(node.target, node.value)
+        self._assigned(node.target, node.value, node.annotation)
         self.visit(node.target)
+        self._exported(node.target, node.value)
 
-    def _assigned(self, target: ast.expr, value: ast.expr | None) -> None:
+    def _assigned(self, target: ast.expr, value: ast.expr | None, annotation: ast.expr | None = None) -> None:
         """Remember `name = value` (what the name may hold) and `self.x = ...` in a method (a member)."""
         if isinstance(target, ast.Name):
             self.scope.values.setdefault(target.id, []).append(value)
@@ -301,6 +331,9 @@ class _Builder(ast.NodeVisitor):
             method = self.scope
             if method.self_name == target.value.id and method.owner is not None:  # (any later `self = x` aside)
                 method.owner.instance_attributes.add(target.attr)
+                method.owner.attribute_values.setdefault(target.attr, []).append((value, method))
+                if annotation is not None:
+                    method.owner.attribute_annotations[target.attr] = (annotation, method)
         else:
             for name in _stored_names(target):
                 self.scope.values.setdefault(name, []).append(None)
@@ -435,21 +468,25 @@ class Reading:
     classes), or with `cls` None the module-level `name`, of module `module`. An `exact` reading comes from
     the definition itself (its file's whole dotted path); another from the query's words alone, which must
     end the path (`sessions.Session.get`: `sessions` ends the module's path, or names an outer class).
-    `cls` "" is any class (the query `get` alone)."""
+    `cls` "" is any class (the query `get` alone). `derived` names the classes of the workspace that derive
+    from `cls`, directly or not, as their class statements say (None: not known), so that a class
+    imported from another module and not among them is known not to."""
 
     module: tuple[str, ...]
     cls: str | None
     outer: tuple[str, ...] = ()
     exact: bool = False
+    derived: frozenset[str] | None = None
 
     @staticmethod
     def of(value: list[Any]) -> Reading:
-        """From its JSON form, [module, cls, outer, exact] (how the server sends it)."""
-        module, cls, outer, exact = value
-        return Reading(tuple(module), cls, tuple(outer), bool(exact))
+        """From its JSON form, [module, cls, outer, exact, derived] (how the server sends it)."""
+        module, cls, outer, exact, derived = value
+        return Reading(tuple(module), cls, tuple(outer), bool(exact), None if derived is None else frozenset(derived))
 
     def json(self) -> list[Any]:
-        return [list(self.module), self.cls, list(self.outer), self.exact]
+        return [list(self.module), self.cls, list(self.outer), self.exact,
+                None if self.derived is None else sorted(self.derived)]
 
     def module_is(self, path: tuple[str, ...]) -> bool:
         """Whether a module path (this file's, or an import's, made absolute) is the reading's module: an
@@ -484,6 +521,7 @@ class Resolver:
         self.root = builder.module
         self.module = module
         self.readings = readings
+        self.class_names = {name for reading in readings for name in (reading.cls, *(reading.derived or ())) if name}
 
     # -- what an expression denotes ------------------------------------------------------------------------
     def absolute(self, source: tuple[str, ...]) -> tuple[str, ...]:
@@ -530,29 +568,40 @@ class Resolver:
         if isinstance(node, ast.Name):
             where = lookup(node.id, scope)
             if where is None:
-                return None
+                builtin = getattr(builtins, node.id, None) if not self.root.star_import else None
+                return ClassRef(None, ("builtins",), node.id) if isinstance(builtin, type) else None
             if "class" in where.hows(node.id) and node.id in where.classes:
                 return ClassRef(where.classes[node.id])
             for item in where.imports.get(node.id, []):
-                if item.symbol is not None:
+                if item.symbol is not None and self.class_like(item.symbol):
                     return ClassRef(None, self.absolute(item.module), item.symbol)
             return None
         if isinstance(node, ast.Attribute):
             modules = self.modules_of(node.value, scope)
             if modules:
-                return ClassRef(None, modules[0], node.attr)
+                return ClassRef(None, modules[0], node.attr) if self.class_like(node.attr) else None
             outer = self.class_of(node.value, scope)
             if outer is not None and outer.local is not None and node.attr in outer.local.classes:
                 return ClassRef(outer.local.classes[node.attr])
         return None
 
+    def class_like(self, name: str) -> bool:
+        """Whether an imported name is taken for a class: capitalized (PEP 8's CapWords), or a class the query
+        is about. Another is taken for a function, whose calls' type only the function's source tells."""
+        return name[:1].isupper() or name in self.class_names
+
     def instance_of(self, node: ast.expr, scope: Scope) -> ClassRef | None:
-        """The class of the object an expression holds: a call of a class (`Session()`), a name every
-        assignment of which in its scope calls one class (`v = Session()`), a parameter annotated with one."""
-        if isinstance(node, ast.Call):
-            return self.class_of(node.func, scope)
+        """The class of the object an expression holds: a call of a class (`Session()`), a literal, a name every
+        assignment of which in its scope calls one class (`v = Session()`) or makes one literal's type, a
+        parameter annotated with one, an object's `__dict__`."""
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return ClassRef(None, ("builtins",), "dict")
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            owner = lookup(node.value.id, scope)
+            if owner is not None and owner.self_name == node.value.id and owner.owner is not None:
+                return self.attribute_class(owner.owner, node.attr)
         if not isinstance(node, ast.Name):
-            return None
+            return self.value_class(node, scope)
         where = lookup(node.id, scope)
         if where is None or where.kind == "module":
             return None
@@ -564,13 +613,43 @@ class Resolver:
             return None
         found: ClassRef | None = None
         for value in values:
-            if not isinstance(value, ast.Call):
-                return None
-            cls = self.class_of(value.func, where)
+            cls = self.value_class(value, where)
             if cls is None or (found is not None and cls != found):
                 return None
             found = cls
         return found
+
+    def attribute_class(self, cls: Scope, name: str) -> ClassRef | None:
+        """The class of `self.name` in a method of `cls`: its declared type in the class body, or the one class
+        every `self.name = ...` of the class makes (`None` aside)."""
+        annotation = cls.annotations.get(name)
+        if annotation is not None:
+            return self.class_of(annotation, cls)
+        declared = cls.attribute_annotations.get(name)
+        if declared is not None:
+            return self.class_of(*declared)
+        found: ClassRef | None = None
+        for value, method in cls.attribute_values.get(name, []):
+            if isinstance(value, ast.Constant) and value.value is None:
+                continue
+            made = self.value_class(value, method)
+            if made is None or (found is not None and made != found):
+                return None
+            found = made
+        return found
+
+    def value_class(self, value: ast.expr | None, scope: Scope) -> ClassRef | None:
+        """The class of a value assigned: a class's call, or a literal's builtin type (`{}`, `[]`, `""`)."""
+        if isinstance(value, ast.Call):
+            if (_dotted(value.func) or "").rsplit(".", 1)[-1] == "cast" and value.args:
+                return self.class_of(value.args[0], scope)  # typing.cast(Class, value) is a Class
+            return self.class_of(value.func, scope)
+        for kinds, name in _LITERALS:
+            if isinstance(value, kinds):
+                return ClassRef(None, ("builtins",), name)
+        if isinstance(value, ast.Constant) and value.value is not None and value.value is not ...:
+            return ClassRef(None, ("builtins",), type(value.value).__name__)
+        return None
 
     # -- how a class relates to a reading ------------------------------------------------------------------
     def matches(self, cls: ClassRef, reading: Reading) -> int:
@@ -593,6 +672,13 @@ class Resolver:
             return SCOPED
         return NAME if reading.may_reexport(cls.module) else OUT
 
+    @staticmethod
+    def foreign(module: tuple[str, ...], reading: Reading) -> bool:
+        """Whether a module is the standard library's (builtins included) and the reading's is not, so its
+        classes cannot derive from the reading's."""
+        top = module[0] if module else ""
+        return (top == "builtins" or top in STANDARD_LIBRARY) and top not in reading.module
+
     def member(self, cls: ClassRef, reading: Reading, seen: set[int] | None = None) -> int:
         """How surely `cls.name` reaches the reading's member: the class itself, or one it derives from
         (a class that defines the name itself has its own member)."""
@@ -602,8 +688,12 @@ class Resolver:
         if found == SCOPED:
             return SCOPED
         local = cls.local
-        if local is None:
-            return NAME  # a class of another module: only its source could tell what it derives from
+        if local is None:  # a class of another module: only its source tells what it derives from, unless it is
+            if self.foreign(cls.module, reading):  # the standard library's
+                return OUT
+            if reading.derived is not None and cls.symbol not in reading.derived:
+                return found  # no class statement of the workspace by that name derives from the reading's
+            return NAME
         seen = seen if seen is not None else set()
         if id(local) in seen:
             return found

@@ -27,6 +27,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -246,7 +247,39 @@ def resolve(ctx: Context, roots: Roots, path: str, query: str) -> tuple[list[Rea
                 exact.append(reading)
             definitions.append({"path": shown, "line": symbol.def_line, "qualified_name": symbol.qualified_name,
                                 "kind": symbol.kind})
+    classes = {reading.cls for reading in exact if reading.cls}
+    if classes:
+        derived = _derived(ctx, roots, folder, classes)
+        exact = [replace(reading, derived=derived) if reading.cls else reading for reading in exact]
     return (exact or readings(query)), definitions
+
+
+_CLASS_HEADER = re.compile(r"class\s+([A-Za-z_]\w*)\s*\((.*)\)", re.DOTALL)
+_BASE_WORD = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def _derived(ctx: Context, roots: Roots, folder: Folder, classes: set[str]) -> frozenset[str] | None:
+    """The names of the classes that derive from `classes` (by name: the last word of each base, so
+    `base.Session` is Session), directly or not, as the class statements of the Python files under the
+    first root and `folder` say; None when there were too many to read them all."""
+    headers: list[str] = []
+    for searched in {Folder(roots, ".").real: Folder(roots, "."), folder.real: folder}.values():
+        found, complete = searched.matches(ctx, r"class\s+[A-Za-z_]\w*\s*\([^)]*\)", "python")
+        if not complete:
+            return None
+        headers += found
+    bases_of: dict[str, set[str]] = {}
+    for header in headers:
+        parsed = _CLASS_HEADER.match(header)
+        if parsed is not None:
+            bases = {word.rsplit(".", 1)[-1] for word in _BASE_WORD.findall(parsed[2])}
+            bases_of.setdefault(parsed[1], set()).update(bases)
+    derived: set[str] = set()
+    frontier = set(classes)
+    while frontier:
+        frontier = {name for name, bases in bases_of.items() if bases & frontier and name not in derived}
+        derived |= frontier
+    return frozenset(derived)
 
 
 class _Ahead(Generic[T]):

@@ -43,6 +43,8 @@ CACHE_SYMBOLS = 500_000
 RG_TIMEOUT = 120.0
 LINE_COLUMNS = 400
 """rg shows a longer matching line as `[Omitted long line...]` (kept: it might hold a definition)."""
+MATCHES_LIMIT = 16 * 1024 * 1024
+"""Folder.matches reads at most this much of rg's output."""
 LINES_LIMIT = 64 * 1024 * 1024
 """Past this much output of matching lines, every file that mentions the name is a candidate."""
 
@@ -376,6 +378,22 @@ class Folder:
             done = process.run(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,),
                                limit=64 * 1024 * 1024, timeout=RG_TIMEOUT, what="search")
         return walk_names(done.returncode, done.stdout, done.stderr)
+
+    def matches(self, ctx: Context, regex: str, language: str, limit: int = MATCHES_LIMIT) -> tuple[list[str], bool]:
+        """The text of each match of `regex` (rg syntax, across lines) in the code files of `language` under
+        the folder, and whether that is all of them (the output stops at `limit` bytes)."""
+        if not self.is_dir:
+            return [], True
+        with self._opened(language) as (fd, cwd, flags, readable):
+            command = [rg_executable(), "--only-matching", "--no-filename", "--no-line-number", "--null-data",
+                       "--multiline", f"--max-columns={LINE_COLUMNS}", *RG_WALK_FLAGS, *flags, "--case-sensitive",
+                       f"--regexp={regex}", "--", "./"]
+            done = process.run(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,), limit=limit,
+                               timeout=RG_TIMEOUT, what="search")
+        if done.returncode not in (0, 1, 2) or (done.returncode == 2 and not done.stdout):
+            walk_names(done.returncode, b"", done.stderr)  # raises the listing's error
+        found = [item.decode("utf-8", "replace") for item in done.stdout.split(b"\0") if item]
+        return (found[:-1] if done.truncated else found), not done.truncated
 
     def definition_candidates(self, ctx: Context, regex: str, word: str) -> list[str]:
         """The code files under the folder that may define `word` (a name or a glob; `regex` is its
