@@ -136,6 +136,23 @@ def test_an_attributes_class_from_what_the_class_assigns_it_and_declares() -> No
     assert excluded == 1 and all_uses(code, "get") == 8  # a dict's get
 
 
+def test_a_with_statements_target_and_the_result_of_a_function_annotated_to_return_the_class() -> None:
+    code = """\
+        class Session:
+            def get(self): ...
+            def clone(self) -> "Session": ...
+        def make() -> Session: ...
+        def other(): ...
+        def run():
+            with Session() as session:
+                session.get()
+            made = make(); made.get()
+            unknown = other(); unknown.get()
+            Session().clone().get()
+        """
+    assert decided(code, "Session.get") == ({2: "scoped", 8: "scoped", 9: "scoped", 10: "name", 11: "name"}, 0)
+
+
 def test_a_module_lists_its_names_in_all() -> None:
     code = """\
         __all__ = ["get", "post"]

@@ -78,6 +78,7 @@ class Scope:
     instance_attributes: set[str] = field(default_factory=set)  # a class's `self.x = ...` names
     attribute_values: dict[str, list[tuple[ast.expr | None, Scope]]] = field(default_factory=dict)  # and their values
     attribute_annotations: dict[str, tuple[ast.expr, Scope]] = field(default_factory=dict)  # `self.x: T = ...`
+    returns: dict[str, ast.expr] = field(default_factory=dict)  # the return annotations of the functions defined here
     star_import: bool = False
 
     def bind(self, name: str, how: str, imported: Imported | None = None) -> None:
@@ -216,6 +217,8 @@ class _Builder(ast.NodeVisitor):
         scope = Scope("function" if not isinstance(node, ast.Lambda) else "lambda", self.scope, name)
         if not isinstance(node, ast.Lambda):
             self.scope.bind(node.name, "def")
+            if node.returns is not None:
+                self.scope.returns[node.name] = node.returns
             if node.name == self.name:
                 self._add("def", node.lineno, self._find(node.lineno, node.col_offset))
             if self.scope.kind == "class":
@@ -277,6 +280,19 @@ class _Builder(ast.NodeVisitor):
         self.scope.bind(node.id, "assign")
         if node.id == self.name:
             self._add("store", node.lineno, self._column(node.lineno, node.col_offset))
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        """`with Session() as s`: s holds what the context manager's __enter__ returns, taken for the manager
+        itself (as a class's __enter__ mostly returns self)."""
+        for item in node.items:
+            self.visit(item.context_expr)
+            if item.optional_vars is not None:
+                self._assigned(item.optional_vars, item.context_expr)
+                self.visit(item.optional_vars)
+        for statement in node.body:
+            self.visit(statement)
+
+    visit_AsyncWith = visit_With
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
         self.visit(node.value)
@@ -638,11 +654,28 @@ class Resolver:
             found = made
         return found
 
+    def returns_of(self, func: ast.expr, scope: Scope) -> tuple[ast.expr, Scope] | None:
+        """The return annotation of a function defined in this file that `func` calls (`make()`,
+        `self.make()`), and where it is read."""
+        if isinstance(func, ast.Name):
+            where = lookup(func.id, scope)
+            if where is not None and where.hows(func.id) == {"def"} and func.id in where.returns:
+                return where.returns[func.id], where
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            where = lookup(func.value.id, scope)
+            if where is not None and where.self_name == func.value.id and where.owner is not None \
+                    and func.attr in where.owner.returns:
+                return where.owner.returns[func.attr], where.owner
+        return None
+
     def value_class(self, value: ast.expr | None, scope: Scope) -> ClassRef | None:
         """The class of a value assigned: a class's call, or a literal's builtin type (`{}`, `[]`, `""`)."""
         if isinstance(value, ast.Call):
             if (_dotted(value.func) or "").rsplit(".", 1)[-1] == "cast" and value.args:
                 return self.class_of(value.args[0], scope)  # typing.cast(Class, value) is a Class
+            returns = self.returns_of(value.func, scope)
+            if returns is not None:
+                return self.class_of(*returns)
             return self.class_of(value.func, scope)
         for kinds, name in _LITERALS:
             if isinstance(value, kinds):
