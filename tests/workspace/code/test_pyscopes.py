@@ -276,3 +276,77 @@ def test_a_qualified_name_with_no_definition_in_the_workspace_is_read_from_its_w
     found, data = uses(Roots([str(tmp_path)]), "json.loads")
     # `other` could be a package that exports json's loads again: without json's source, only by name
     assert found == [("a.py", 4, "scoped"), ("a.py", 5, "name")] and data["definitions"] == []
+
+
+# -- the review's cases ------------------------------------------------------------------------------------
+def test_a_packages_init_imports_relative_to_itself() -> None:
+    code = "from .api import get\nfrom . import api\napi.get()\n"
+    exact = [Reading(("src", "requests", "api"), None, (), True)]
+    assert decided(code, "get", "src/requests/__init__.py", exact) == ({1: "scoped", 3: "scoped"}, 0)
+    assert decided(code, "get", "src/requests/sessions.py", exact) == ({1: "scoped", 3: "scoped"}, 0)
+    assert decided(code, "get", "src/other/__init__.py", exact) == ({}, 2)  # src.other.api is another module
+
+
+def test_a_name_rebound_to_an_unknown_value_is_no_longer_known() -> None:
+    code = """\
+        class Session:
+            def get(self): ...
+        class Other:
+            def get(self): ...
+        def run(sessions):
+            v = Other()
+            for v in sessions:
+                v.get()
+            if (w := Session()):
+                w.get()
+        """
+    assert decided(code, "Session.get") == ({2: "scoped", 8: "name", 10: "scoped"}, 1)
+
+
+def test_a_subclass_that_sets_an_inherited_attribute_uses_it() -> None:
+    code = """\
+        class Base:
+            def __init__(self):
+                self.timeout = 1
+        class Child(Base):
+            def __init__(self):
+                self.timeout = 2
+            def wait(self):
+                return self.timeout
+        """
+    assert decided(code, "Base.timeout") == ({3: "scoped", 6: "scoped", 8: "scoped"}, 0)
+
+
+def test_a_def_under_global_binds_the_module_name() -> None:
+    code = "def setup():\n    global get\n    def get(): ...\nget()\n"
+    assert decided(code, "mod.get")[0] == {2: "name", 3: "scoped", 4: "scoped"}
+
+
+def test_literal_values_and_annotated_metadata_are_not_code() -> None:
+    code = "def f(x: Literal['get'], y: Annotated[int, 'get'], z: 'get') -> None: ...\ndef get(): ...\n"
+    assert decided(code, "mod.get")[0] == {1: "scoped", 2: "scoped"}  # only z's annotation and the def
+    found = scoped_uses(code, "get", "mod.py", readings("mod.get"))
+    assert found is not None and [use[:2] for use in found["uses"]] == [[0, 55], [1, 4]]
+
+
+def test_a_byte_order_mark_and_wide_characters_keep_the_columns_right() -> None:
+    text = "\ufeffx = 'é' ; get = 1 ; print(get, 'ü', get)\n"
+    found = scoped_uses(text, "get", "mod.py", readings("get"))
+    assert found is not None
+    assert [text[column:column + 3] for _, column, _, _ in found["uses"]] == ["get"] * 3
+    many = "s = 'é'\nget = 0\n" + "x = ['é', " + ", ".join(["get"] * 20_000) + "]\n"  # one long line, quickly
+    found = scoped_uses(many, "get", "mod.py", readings("get"))
+    assert found is not None and len(found["uses"]) == 20_001
+
+
+def test_a_module_level_variable_holds_its_class() -> None:
+    code = "class Session:\n    def get(self): ...\nshared = Session()\nshared.get()\n"
+    assert decided(code, "Session.get") == ({2: "scoped", 4: "scoped"}, 0)
+
+
+def test_a_name_only_in_all_is_still_a_use(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "api.py").write_text("def get(): ...\n")
+    (tmp_path / "pkg" / "__init__.py").write_text("from .api import *\n__all__ = ['get']\n")
+    found, _ = uses(Roots([str(tmp_path)]), "api.get")
+    assert found == [("pkg/__init__.py", 2, "scoped"), ("pkg/api.py", 1, "scoped")]

@@ -80,6 +80,7 @@ class Scope:
     attribute_annotations: dict[str, tuple[ast.expr, Scope]] = field(default_factory=dict)  # `self.x: T = ...`
     returns: dict[str, ast.expr] = field(default_factory=dict)  # the return annotations of the functions defined here
     star_import: bool = False
+    stars: list[tuple[str, ...]] = field(default_factory=list)  # the modules of its `from m import *`
 
     def bind(self, name: str, how: str, imported: Imported | None = None) -> None:
         self.bindings.setdefault(name, set()).add(how)
@@ -122,12 +123,22 @@ class _Builder(ast.NodeVisitor):
         self.scope = self.module
         self.found: list[Occurrence] = []
         self.shift = (0, 0)  # (lines, columns) added to the places found inside a string annotation
+        self._tables: dict[tuple[int, int], list[int]] = {}
+        self._recorded: set[int] = set()  # the targets _assigned has recorded a value for
 
     # -- where a name sits ---------------------------------------------------------------------------------
     def _column_only(self, line: int, byte_column: int) -> int:
-        """A character column from ast's UTF-8 byte offset."""
+        """A character column from ast's UTF-8 byte offset (a table per non-ASCII line, made once: a long line
+        of many uses must not cost its length each time)."""
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        return len(text.encode("utf-8")[:byte_column].decode("utf-8", "replace")) if not text.isascii() else byte_column
+        if text.isascii():
+            return byte_column
+        table = self._tables.get((id(self.lines), line))
+        if table is None:
+            table = [index for index, char in enumerate(text) for _ in range(len(char.encode("utf-8", "surrogatepass")))]
+            table.append(len(text))
+            self._tables[(id(self.lines), line)] = table
+        return table[min(max(byte_column, 0), len(table) - 1)]
 
     def _column(self, line: int, byte_column: int) -> int:
         """A character column from ast's UTF-8 byte offset, then moved onto the name if it is not there
@@ -148,6 +159,22 @@ class _Builder(ast.NodeVisitor):
         found = _word(self.name).search(text, start)
         return found.start() if found is not None else start
 
+    def _binder(self, name: str) -> Scope:
+        """The scope a binding of `name` here goes to: this one, or where its `global` or `nonlocal` sends it."""
+        scope = self.scope
+        if name in scope.declared_global:
+            return self.module
+        if name in scope.declared_nonlocal:
+            outer = scope.parent
+            while outer is not None and outer.kind != "module" and (outer.kind == "class" or name not in outer.bindings):
+                outer = outer.parent
+            if outer is not None and outer.kind != "module":
+                return outer
+        return scope
+
+    def _bind(self, name: str, how: str, imported: Imported | None = None) -> None:
+        self._binder(name).bind(name, how, imported)
+
     def _add(self, kind: str, line: int, column: int, **extra: Any) -> None:
         lines, columns = self.shift
         self.found.append(Occurrence(kind, line + lines, column + (columns if line == 1 and (lines or columns) else 0),
@@ -159,8 +186,8 @@ class _Builder(ast.NodeVisitor):
         self.visit(node)
         if self.shift != (0, 0):
             return  # no string inside a string's code
-        for item in ast.walk(node):
-            if isinstance(item, ast.Constant) and isinstance(item.value, str) and _word(self.name).search(item.value):
+        for item in _annotation_strings(node):
+            if _word(self.name).search(str(item.value)):
                 self._string_annotation(item)
 
     def _string_annotation(self, node: ast.Constant) -> None:
@@ -213,10 +240,11 @@ class _Builder(ast.NodeVisitor):
         returns = getattr(node, "returns", None)
         if returns is not None:
             self.annotation(returns)
+        self._type_params(node)
         name = getattr(node, "name", "<lambda>")
         scope = Scope("function" if not isinstance(node, ast.Lambda) else "lambda", self.scope, name)
         if not isinstance(node, ast.Lambda):
-            self.scope.bind(node.name, "def")
+            self._bind(node.name, "def")
             if node.returns is not None:
                 self.scope.returns[node.name] = node.returns
             if node.name == self.name:
@@ -239,10 +267,19 @@ class _Builder(ast.NodeVisitor):
     def visit_Lambda(self, node: ast.Lambda) -> None:
         self._function(node)
 
+    def _type_params(self, node: ast.AST) -> None:
+        """PEP 695's type parameters (3.12): their bounds and defaults are uses."""
+        for parameter in getattr(node, "type_params", None) or []:
+            for part in ("bound", "default_value"):
+                value = getattr(parameter, part, None)
+                if isinstance(value, ast.expr):
+                    self.annotation(value)
+
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._type_params(node)
         for item in [*node.decorator_list, *node.bases, *node.keywords]:
             self.visit(item)
-        self.scope.bind(node.name, "class")
+        self._bind(node.name, "class")
         if node.name == self.name:
             self._add("def", node.lineno, self._find(node.lineno, node.col_offset))
         scope = Scope("class", self.scope, node.name, bases=list(node.bases))
@@ -277,7 +314,9 @@ class _Builder(ast.NodeVisitor):
             if node.id == self.name:
                 self._add("load", node.lineno, self._column(node.lineno, node.col_offset))
             return
-        self.scope.bind(node.id, "assign")
+        self._bind(node.id, "assign")
+        if id(node) not in self._recorded:  # a for, with, except or tuple target: a value of unknown type
+            self._binder(node.id).values.setdefault(node.id, []).append(None)
         if node.id == self.name:
             self._add("store", node.lineno, self._column(node.lineno, node.col_offset))
 
@@ -301,6 +340,7 @@ class _Builder(ast.NodeVisitor):
             scope = scope.parent
         outer, self.scope = self.scope, scope
         try:
+            self._assigned(node.target, node.value)
             self.visit(node.target)
         finally:
             self.scope = outer
@@ -342,20 +382,24 @@ class _Builder(ast.NodeVisitor):
     def _assigned(self, target: ast.expr, value: ast.expr | None, annotation: ast.expr | None = None) -> None:
         """Remember `name = value` (what the name may hold) and `self.x = ...` in a method (a member)."""
         if isinstance(target, ast.Name):
-            self.scope.values.setdefault(target.id, []).append(value)
+            self._binder(target.id).values.setdefault(target.id, []).append(value)
+            self._recorded.add(id(target))
         elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
             method = self.scope
             if method.self_name == target.value.id and method.owner is not None:  # (any later `self = x` aside)
                 method.owner.instance_attributes.add(target.attr)
                 method.owner.attribute_values.setdefault(target.attr, []).append((value, method))
+                self._recorded.add(id(target))
                 if annotation is not None:
                     method.owner.attribute_annotations[target.attr] = (annotation, method)
-        else:
-            for name in _stored_names(target):
-                self.scope.values.setdefault(name, []).append(None)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         self.visit(node.value)
+        if not isinstance(node.ctx, ast.Load) and id(node) not in self._recorded and isinstance(node.value, ast.Name):
+            method = self.scope  # `self.x` in a for, with or tuple target: a value of unknown type
+            if method.self_name == node.value.id and method.owner is not None:
+                method.owner.instance_attributes.add(node.attr)
+                method.owner.attribute_values.setdefault(node.attr, []).append((None, method))
         if node.attr == self.name:
             line = node.end_lineno or node.lineno
             column = self._column(line, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
@@ -385,9 +429,9 @@ class _Builder(ast.NodeVisitor):
         for alias in node.names:
             parts = tuple(alias.name.split("."))
             if alias.asname:
-                self.scope.bind(alias.asname, "import", Imported(parts, None))
+                self._bind(alias.asname, "import", Imported(parts, None))
             else:
-                self.scope.bind(parts[0], "import", Imported(parts[:1], None))
+                self._bind(parts[0], "import", Imported(parts[:1], None))
             if self.name in parts or alias.asname == self.name:
                 self._add("import", node.lineno, self._find(getattr(alias, "lineno", node.lineno),
                                                             getattr(alias, "col_offset", node.col_offset)))
@@ -398,8 +442,9 @@ class _Builder(ast.NodeVisitor):
         for alias in node.names:
             if alias.name == "*":
                 self.scope.star_import = True
+                self.scope.stars.append(source)
                 continue
-            self.scope.bind(alias.asname or alias.name, "import", Imported(source, alias.name))
+            self._bind(alias.asname or alias.name, "import", Imported(source, alias.name))
             if self.name in (alias.name, alias.asname):
                 line = getattr(alias, "lineno", node.lineno)
                 column = self._find(line, getattr(alias, "col_offset", node.col_offset))
@@ -419,7 +464,7 @@ class _Builder(ast.NodeVisitor):
         if node.type is not None:
             self.visit(node.type)
         if node.name:
-            self.scope.bind(node.name, "assign")
+            self._bind(node.name, "assign")
             if node.name == self.name:
                 self._add("store", node.lineno, self._find(node.lineno, node.col_offset))
         for statement in node.body:
@@ -429,8 +474,27 @@ class _Builder(ast.NodeVisitor):
         for name in ("name", "rest"):  # match patterns (MatchAs, MatchStar, MatchMapping) bind names
             bound = getattr(node, name, None)
             if isinstance(bound, str) and isinstance(node, ast.pattern):
-                self.scope.bind(bound, "assign")
+                self._bind(bound, "assign")
         super().generic_visit(node)
+
+
+def _annotation_strings(node: ast.expr) -> Iterator[ast.Constant]:
+    """The strings of an annotation that are code: not a Literal's values, nor Annotated's metadata."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ast.Constant) and isinstance(item.value, str):
+            yield item
+            continue
+        if isinstance(item, ast.Subscript):
+            head = (_dotted(item.value) or "").rsplit(".", 1)[-1]
+            if head == "Literal":
+                stack.append(item.value)
+                continue
+            if head == "Annotated" and isinstance(item.slice, ast.Tuple) and item.slice.elts:
+                stack += [item.value, item.slice.elts[0]]
+                continue
+        stack.extend(child for child in ast.iter_child_nodes(item) if isinstance(child, ast.expr))
 
 
 def _word(name: str) -> re.Pattern[str]:
@@ -449,12 +513,6 @@ def _dotted(node: ast.expr) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
-
-
-def _stored_names(target: ast.expr) -> Iterator[str]:
-    for node in ast.walk(target):
-        if isinstance(node, ast.Name):
-            yield node.id
 
 
 # -- resolution --------------------------------------------------------------------------------------------
@@ -532,18 +590,20 @@ class ClassRef:
 class Resolver:
     """Decides, for each occurrence, how surely it reaches the query's definition."""
 
-    def __init__(self, builder: _Builder, module: tuple[str, ...], readings: list[Reading]) -> None:
+    def __init__(self, builder: _Builder, module: tuple[str, ...], readings: list[Reading], package: bool = False) -> None:
         self.name = builder.name
         self.root = builder.module
         self.module = module
         self.readings = readings
+        self._instances: dict[tuple[int, str], ClassRef | None] = {}
+        self.package = module if package else module[:-1]  # where `from . import x` looks
         self.class_names = {name for reading in readings for name in (reading.cls, *(reading.derived or ())) if name}
 
     # -- what an expression denotes ------------------------------------------------------------------------
     def absolute(self, source: tuple[str, ...]) -> tuple[str, ...]:
         """An import's module as a dotted path: a relative one (`.`, `..models`) from this file's package."""
         if source and source[0].startswith("."):
-            package = self.module[:-1] if self.module else ()
+            package = self.package
             up = len(source[0]) - 1
             return (package[:len(package) - up] if up else package) + source[1:]
         return source
@@ -619,13 +679,20 @@ class Resolver:
         if not isinstance(node, ast.Name):
             return self.value_class(node, scope)
         where = lookup(node.id, scope)
-        if where is None or where.kind == "module":
+        if where is None:
             return None
-        annotation = where.annotations.get(node.id)
+        key = (id(where), node.id)  # each name's class is worked out once: many uses must not redo it
+        if key not in self._instances:
+            self._instances[key] = self._holds(node.id, where)
+        return self._instances[key]
+
+    def _holds(self, name: str, where: Scope) -> ClassRef | None:
+        """The class the name bound in `where` holds, if its annotation or every assignment says one."""
+        annotation = where.annotations.get(name)
         if annotation is not None:
             return self.class_of(annotation, where)
-        values = where.values.get(node.id)
-        if not values or where.hows(node.id) != {"assign"}:
+        values = where.values.get(name)
+        if not values or where.hows(name) != {"assign"}:
             return None
         found: ClassRef | None = None
         for value in values:
@@ -731,8 +798,10 @@ class Resolver:
         if id(local) in seen:
             return found
         seen.add(id(local))
-        if self.name in local.bindings or self.name in local.instance_attributes:
-            return SCOPED if reading.cls == "" else OUT
+        if reading.cls == "" and (self.name in local.bindings or self.name in local.instance_attributes):
+            return SCOPED
+        if self.name in local.bindings:
+            return OUT  # the class's own member (`self.x = ...` in a method sets the inherited one)
         return max(found, self._bases(local, reading, seen))
 
     def _bases(self, cls: Scope, reading: Reading, seen: set[int] | None = None) -> int:
@@ -799,6 +868,8 @@ class Resolver:
         elif self.name in scope.declared_nonlocal:
             where = lookup(self.name, scope.parent) if scope.parent is not None else None
         if where is None:  # a builtin, a name from a star import, or undefined: by name, when the query may mean it
+            if reading.cls is None and any(reading.module_is(self.absolute(source)) for source in self.root.stars):
+                return SCOPED, False  # `from .api import *` of the reading's module
             return (NAME if reading.cls is None and (self.root.star_import or (not reading.exact and not reading.module))
                     else OUT), False
         defining = occurrence.kind in ("def", "store")
@@ -814,7 +885,7 @@ class Resolver:
             for item in where.imports.get(self.name, []):
                 best = max(best, self.from_import(item, reading))
         if where.kind == "module":
-            if hows - {"import"} and reading.module_is(self.module):
+            if hows - {"import"} and (self.module == reading.module if reading.exact else reading.module_is(self.module)):
                 best, defines = SCOPED, defining
         elif hows & {"def", "class"} and not reading.module and not reading.exact:
             best, defines = SCOPED, occurrence.kind == "def"  # a nested def: its outline lists it
@@ -892,13 +963,15 @@ def scoped_uses(text: str, name: str, shown: str, chosen: list[Reading]) -> dict
     label, is a definition] in source order, and how many uses were left out (`excluded`); None when the
     text does not parse (or nests too deeply to walk)."""
     constructed = frozenset(reading.cls for reading in chosen if reading.cls) if name in CONSTRUCTORS else frozenset()
+    bom = text.startswith("\ufeff")
+    text = text[1:] if bom else text  # (CPython refuses it in a str; it is not a column of line 1)
     try:
         tree = ast.parse(text)
         builder = _Builder(name, text.split("\n"), constructed)
         builder.visit(tree)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
-    resolver = Resolver(builder, module_path(shown), chosen)
+    resolver = Resolver(builder, module_path(shown), chosen, shown.rsplit("/", 1)[-1] in ("__init__.py", "__init__.pyi"))
     uses: list[list[Any]] = []
     excluded = 0
     for occurrence in sorted(builder.found, key=lambda item: (item.line, item.column)):
@@ -909,5 +982,5 @@ def scoped_uses(text: str, name: str, shown: str, chosen: list[Reading]) -> dict
         if sure == OUT:
             excluded += 1
             continue
-        uses.append([occurrence.line - 1, occurrence.column, LABELS[sure], definition])
+        uses.append([occurrence.line - 1, occurrence.column + (bom and occurrence.line == 1), LABELS[sure], definition])
     return {"uses": uses, "excluded": excluded}

@@ -22,6 +22,8 @@ fifth of its speed), so they are parsed one after the other.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from collections import deque
@@ -35,7 +37,7 @@ from ...primitives import ToolError
 from .. import safe_open
 from ..text import cut_line, place, plural, printable, result
 from .names import word_regex
-from .parsers import POOL, Failed, symbols_from
+from .parsers import POOL, Failed, Starved, symbols_from
 from .prefilter import defining_lines
 from .pyscan import python_uses
 from .pyscopes import CONSTRUCTORS, LABELS, NAME, SCOPED, Reading, module_path, path_ends, readings
@@ -152,8 +154,10 @@ def _scoped(source: Source, name: str, chosen: list[Reading], check: Callable[[]
     try:
         answer = POOL.ask({"op": "scopes", "text": source.text, "name": name, "shown": source.shown,
                            "readings": [reading.json() for reading in chosen]}, check)
+    except Starved:
+        raise  # the machine was too busy to answer in time: a skipped file, not an answer to keep
     except Failed:
-        return None
+        return None  # the worker failed on this text (and will again): by name, as for text that does not parse
     if answer is None:
         return None
     lines = source.text.split("\n")
@@ -171,7 +175,7 @@ def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool =
     (`scan`), or from the tree. Only a complete list is cached; `check` is called now and then."""
     language = known_language(real, shown)
     scoped = chosen is not None and language == "python"
-    key = f"{name}\0{[reading.json() for reading in chosen]}" if scoped and chosen is not None else name
+    key = f"{name}\0{readings_key(chosen)}" if scoped and chosen is not None else name
     fd, info = safe_open.open_file(roots, real, shown)
     try:
         version = (real, info.st_size, info.st_mtime_ns)
@@ -182,7 +186,8 @@ def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool =
         source = source_from(fd, info, real, shown, language)
     finally:
         os.close(fd)
-    if scoped and chosen is not None and name not in CONSTRUCTORS and python_uses(source.text, name, 1, check) == []:
+    if scoped and chosen is not None and name not in CONSTRUCTORS and "__all__" not in source.text \
+            and python_uses(source.text, name, 1, check) == []:
         if scan:  # the name is in comments and strings only (pyscan's one regex pass): nothing to parse
             CACHE.put_references(source.key, key, ())
         return (), True, 0
@@ -254,65 +259,89 @@ def resolve(ctx: Context, roots: Roots, path: str, query: str) -> tuple[list[Rea
     return (exact or readings(query)), definitions
 
 
-_CLASS_HEADER = re.compile(r"class\s+([A-Za-z_]\w*)\s*\((.*)\)", re.DOTALL)
+_CLASS_HEADER = re.compile(r"class\s+([A-Za-z_]\w*)\s*\((.*)\)\s*:", re.DOTALL)
 _BASE_WORD = re.compile(r"[A-Za-z_][\w.]*")
 
 
 def _derived(ctx: Context, roots: Roots, folder: Folder, classes: set[str]) -> frozenset[str] | None:
     """The names of the classes that derive from `classes` (by name: the last word of each base, so
     `base.Session` is Session), directly or not, as the class statements of the Python files under the
-    first root and `folder` say; None when there were too many to read them all."""
+    first root and `folder` say; None when they could not all be read."""
     headers: list[str] = []
     for searched in {Folder(roots, ".").real: Folder(roots, "."), folder.real: folder}.values():
-        found, complete = searched.matches(ctx, r"class\s+[A-Za-z_]\w*\s*\([^)]*\)", "python")
+        found, complete = searched.matches(ctx, r"class\s+[A-Za-z_]\w*\s*\([^:]*\)\s*:", "python")
         if not complete:
             return None
         headers += found
-    bases_of: dict[str, set[str]] = {}
+    derived_from: dict[str, set[str]] = {}  # a base's name -> the classes that name it
     for header in headers:
         parsed = _CLASS_HEADER.match(header)
-        if parsed is not None:
-            bases = {word.rsplit(".", 1)[-1] for word in _BASE_WORD.findall(parsed[2])}
-            bases_of.setdefault(parsed[1], set()).update(bases)
+        if parsed is None:
+            return None  # a header rg printed but that does not read as one: not every class is known
+        for word in _BASE_WORD.findall(parsed[2]):
+            derived_from.setdefault(word.rsplit(".", 1)[-1], set()).add(parsed[1])
     derived: set[str] = set()
-    frontier = set(classes)
-    while frontier:
-        frontier = {name for name, bases in bases_of.items() if bases & frontier and name not in derived}
-        derived |= frontier
+    todo = list(classes)
+    while todo:
+        for name in derived_from.get(todo.pop(), ()):
+            if name not in derived:
+                derived.add(name)
+                todo.append(name)
     return frozenset(derived)
+
+
+def readings_key(chosen: list[Reading]) -> str:
+    """A short key for a query's readings in the per-file cache (the derived classes can be many)."""
+    digest = hashlib.blake2b(json.dumps([reading.json() for reading in chosen]).encode(), digest_size=16)
+    return digest.hexdigest()
 
 
 class _Ahead(Generic[T]):
     """The uses in the Python files to come, asked of the parse workers a few files ahead, in parallel (a
-    parse runs in a worker process, so two run at once on two cores), and taken in order."""
+    parse runs in a worker process, so two run at once on two cores), and taken in order. `work` gets a
+    check to call now and then, which stops it once the call no longer needs it (its limit was reached)."""
 
-    def __init__(self, work: Callable[[str, str], T], files: list[tuple[str, str]]) -> None:
+    def __init__(self, work: Callable[[str, str, Callable[[], None]], T], files: list[tuple[str, str]],
+                 check: Callable[[], None]) -> None:
         self._work = work
         self._files = iter(files)
         self._pending: deque[tuple[str, Future[T]]] = deque()
+        self._check = check
+        self._stopped = False
         self._threads = ThreadPoolExecutor(max_workers=POOL.size, thread_name_prefix="references") if files else None
 
+    def _checked(self) -> None:
+        if self._stopped:
+            raise _NotNeeded
+        self._check()
+
     def take(self, real: str) -> T:
-        """The uses in `real` (the next of the files, or one after it: files in between were skipped)."""
+        """The uses in `real`: one of the files, in their order (files before it are not needed)."""
         assert self._threads is not None
-        while len(self._pending) < 2 * POOL.size:
-            upcoming = next(self._files, None)
-            if upcoming is None:
-                break
-            self._pending.append((upcoming[0], self._threads.submit(self._work, *upcoming)))
-        while self._pending:
+        while True:
+            while len(self._pending) < POOL.size:
+                upcoming = next(self._files, None)
+                if upcoming is None:
+                    break
+                self._pending.append((upcoming[0], self._threads.submit(self._work, *upcoming, self._checked)))
+            if not self._pending:
+                raise LookupError(real)
             name, future = self._pending.popleft()
             if name == real:
                 return future.result()
             future.cancel()
-        raise LookupError(real)
 
     def __enter__(self) -> _Ahead[T]:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stopped = True
         if self._threads is not None:
             self._threads.shutdown(wait=True, cancel_futures=True)
+
+
+class _NotNeeded(Exception):
+    """Work ahead that the call stopped needing."""
 
 
 def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int, *, scan: bool = True,
@@ -336,8 +365,8 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     truncated = False
     places = [folder.file(item) if folder.is_dir else (folder.real, folder.shown) for item in names]
     python = [place for place in places if language_for(place[0]) == "python"] if chosen is not None else []
-    with _Ahead(lambda real, shown: file_references(roots, real, shown, word, scan, None, ctx.check_cancelled, chosen),
-                python) as ahead:
+    with _Ahead(lambda real, shown, check: file_references(roots, real, shown, word, scan, None, check, chosen),
+                python, ctx.check_cancelled) as ahead:
 
         def uses_in(real: str, shown: str) -> tuple[tuple[Reference, ...], bool, int]:
             if chosen is not None and language_for(real) == "python":
@@ -381,7 +410,8 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
         how = f" ({scoped} scoped, {by_name} by name only)" if chosen is not None else ""
         out.append(f"[{plural(len(found), 'reference')} in {plural(len(files), 'file')}{how}.]")
     if excluded:
-        out.append(f"[{plural(excluded, 'other use')} of the name left out: bound to something else (a local, a parameter, "
+        out.append(f"[{'At least ' if truncated else ''}{plural(excluded, 'other use')} of the name left out: bound to "
+                   "something else (a local, a parameter, "
                    "a keyword argument, another class's or module's name, a builtin).]")
     out += folder.skipped_note()
     return result("\n".join(out), {"name": query, "references": found, "file_count": len(files), "truncated": truncated,

@@ -386,7 +386,7 @@ class Folder:
             return [], True
         with self._opened(language) as (fd, cwd, flags, readable):
             command = [rg_executable(), "--only-matching", "--no-filename", "--no-line-number", "--null-data",
-                       "--multiline", f"--max-columns={LINE_COLUMNS}", *RG_WALK_FLAGS, *flags, "--case-sensitive",
+                       "--multiline", *RG_WALK_FLAGS, *flags, "--case-sensitive",
                        f"--regexp={regex}", "--", "./"]
             done = process.run(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,), limit=limit,
                                timeout=RG_TIMEOUT, what="search")
