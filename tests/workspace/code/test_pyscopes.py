@@ -350,3 +350,17 @@ def test_a_name_only_in_all_is_still_a_use(tmp_path: Path) -> None:
     (tmp_path / "pkg" / "__init__.py").write_text("from .api import *\n__all__ = ['get']\n")
     found, _ = uses(Roots([str(tmp_path)]), "api.get")
     assert found == [("pkg/__init__.py", 2, "scoped"), ("pkg/api.py", 1, "scoped")]
+
+
+def test_match_patterns_bind_names_and_read_a_classs_attributes() -> None:
+    code = """\
+        class Point:
+            x = 0
+        def where(value, x):
+            match value:
+                case Point(x=0):
+                    return x
+                case [1, *x]:
+                    return x
+        """
+    assert decided(code, "Point.x") == ({2: "scoped", 5: "scoped"}, 4)  # the parameter, the capture and their uses

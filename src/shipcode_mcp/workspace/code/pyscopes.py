@@ -471,10 +471,17 @@ class _Builder(ast.NodeVisitor):
             self.visit(statement)
 
     def generic_visit(self, node: ast.AST) -> None:
-        for name in ("name", "rest"):  # match patterns (MatchAs, MatchStar, MatchMapping) bind names
-            bound = getattr(node, name, None)
-            if isinstance(bound, str) and isinstance(node, ast.pattern):
-                self._bind(bound, "assign")
+        if isinstance(node, ast.pattern):
+            for name in ("name", "rest"):  # match patterns (MatchAs, MatchStar, MatchMapping) bind names
+                bound = getattr(node, name, None)
+                if isinstance(bound, str):
+                    self._bind(bound, "assign")
+                    self._binder(bound).values.setdefault(bound, []).append(None)
+                    if bound == self.name:
+                        self._add("store", node.lineno, self._find(node.lineno, node.col_offset))
+            if isinstance(node, ast.MatchClass) and self.name in node.kwd_attrs:  # `case Session(get=x)`: an attribute
+                line = node.cls.end_lineno or node.lineno
+                self._add("attribute", line, self._find(line, node.cls.end_col_offset or 0), value=node.cls)
         super().generic_visit(node)
 
 
