@@ -364,3 +364,16 @@ def test_match_patterns_bind_names_and_read_a_classs_attributes() -> None:
                     return x
         """
     assert decided(code, "Point.x") == ({2: "scoped", 5: "scoped"}, 4)  # the parameter, the capture and their uses
+
+
+def test_the_worker_keeps_the_trees_of_the_last_texts_within_its_bound() -> None:
+    from shipcode_mcp.workspace.code.pyscopes import _Trees
+
+    trees = _Trees(limit=30)
+    first = trees.parsed("a = 1\n")
+    assert first is not None and trees.parsed("a = 1\n") is first  # parsed once
+    assert trees.parsed("print 'x'\n") is None and trees.parsed("print 'x'\n") is None
+    trees.parsed("b = 2\n" * 4)  # 24 characters: the first text goes
+    again = trees.parsed("a = 1\n")
+    assert again is not None and again is not first
+    assert trees.parsed("c = 3\n" * 10) is not None  # longer than the bound: parsed, not kept

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
 import re
 import sys
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -965,6 +967,42 @@ def module_path(shown: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
+class _Trees:
+    """The trees of the files this parse worker parsed last, up to TREES_CHARS characters of their text, by
+    the text's digest: each query of a name parses the files that mention it again, and the parse is two
+    thirds of the cost."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._trees: OrderedDict[bytes, tuple[ast.Module | None, int]] = OrderedDict()
+        self._chars = 0
+
+    def parsed(self, text: str) -> ast.Module | None:
+        """The module's tree, None when it does not parse."""
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        kept = self._trees.get(digest)
+        if kept is not None:
+            self._trees.move_to_end(digest)
+            return kept[0]
+        try:
+            tree: ast.Module | None = ast.parse(text)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            tree = None
+        if len(text) <= self.limit:
+            self._trees[digest] = (tree, len(text))
+            self._chars += len(text)
+            while self._chars > self.limit:
+                _, (_, size) = self._trees.popitem(last=False)
+                self._chars -= size
+        return tree
+
+
+TREES_CHARS = 2 * 1024 * 1024
+"""How much source the parse worker keeps the trees of: some 27 bytes of tree a character (CPython 3.11,
+subprocess.py), so about 55 MB a worker."""
+TREES = _Trees(TREES_CHARS)
+
+
 def scoped_uses(text: str, name: str, shown: str, chosen: list[Reading]) -> dict[str, Any] | None:
     """The uses of `name` in `text` that may reach one of the readings: `uses` [line, column (0-based),
     label, is a definition] in source order, and how many uses were left out (`excluded`); None when the
@@ -972,8 +1010,10 @@ def scoped_uses(text: str, name: str, shown: str, chosen: list[Reading]) -> dict
     constructed = frozenset(reading.cls for reading in chosen if reading.cls) if name in CONSTRUCTORS else frozenset()
     bom = text.startswith("\ufeff")
     text = text[1:] if bom else text  # (CPython refuses it in a str; it is not a column of line 1)
+    tree = TREES.parsed(text)
+    if tree is None:
+        return None
     try:
-        tree = ast.parse(text)
         builder = _Builder(name, text.split("\n"), constructed)
         builder.visit(tree)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
