@@ -409,6 +409,9 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
         scoped = len(found) - by_name
         how = f" ({scoped} scoped, {by_name} by name only)" if chosen is not None else ""
         out.append(f"[{plural(len(found), 'reference')} in {plural(len(files), 'file')}{how}.]")
+    if chosen is not None and "." in query and not definitions:
+        out.append(f"[No Python definition of {printable(query)} under {place(folder.shown)}: its uses were read from "
+                   "the words of the name alone.]")
     if excluded:
         out.append(f"[{'At least ' if truncated else ''}{plural(excluded, 'other use')} of the name left out: bound to "
                    "something else (a local, a parameter, "
