@@ -8,8 +8,10 @@ a name to a module or to a name in one; `v = Session()` makes `v.get` the Sessio
 
 A query is a name and the qualifier the agent gave it: `get` (any definition named get), `Session.get`
 (the member of a class named Session), `sessions.get` or `requests.api.get` (the module-level get of a
-module whose dotted path ends so; a qualifier may name a module or a class, and both readings are
-tried). Each use of the name in a file is then
+module whose dotted path ends so). The server resolves a qualified query to its definitions in the
+workspace first (references.resolve), each a Reading with its file's whole dotted path; without one the
+query's words are read both ways (a qualifier may name a module or a class). Each use of the name in a
+file is then
 
 - `scoped`: it reaches such a definition (or is one), by the rules above;
 - `name`: it may, but only types could tell (`obj.get` on an object of unknown type, a name imported
@@ -38,7 +40,6 @@ LABELS = {SCOPED: "scoped", NAME: "name"}
 _QUOTE = re.compile(r"[rRuU]?(?:'''|\"\"\"|'|\")")
 """The start of a string literal that may be an annotation (not an f-string or bytes)."""
 _STATICMETHOD = re.compile(r"(?:^|\.)staticmethod$")
-_CLASSMETHOD = re.compile(r"(?:^|\.)classmethod$")
 MAX_ANNOTATION = 200
 """A string annotation longer than this is not read for the class it names."""
 STANDARD_LIBRARY = frozenset(getattr(sys, "stdlib_module_names", ()))
@@ -48,8 +49,6 @@ _LITERALS: tuple[tuple[type[ast.AST] | tuple[type[ast.AST], ...], str], ...] = (
 """A literal's builtin type (a Constant's is its value's)."""
 CONSTRUCTORS = frozenset({"__init__", "__new__"})
 """Methods that a call of their class runs: its calls are their uses."""
-FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 @dataclass(frozen=True)
@@ -125,7 +124,7 @@ class _Builder(ast.NodeVisitor):
         self.scope = self.module
         self.found: list[Occurrence] = []
         self.shift = (0, 0)  # (lines, columns) added to the places found inside a string annotation
-        self._tables: dict[tuple[int, int], list[int]] = {}
+        self._tables: dict[str, list[int]] = {}  # a non-ASCII line's character index of each UTF-8 byte
         self._recorded: set[int] = set()  # the targets _assigned has recorded a value for
 
     # -- where a name sits ---------------------------------------------------------------------------------
@@ -135,11 +134,11 @@ class _Builder(ast.NodeVisitor):
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         if text.isascii():
             return byte_column
-        table = self._tables.get((id(self.lines), line))
+        table = self._tables.get(text)
         if table is None:
             table = [index for index, char in enumerate(text) for _ in range(len(char.encode("utf-8", "surrogatepass")))]
             table.append(len(text))
-            self._tables[(id(self.lines), line)] = table
+            self._tables[text] = table
         return table[min(max(byte_column, 0), len(table) - 1)]
 
     def _column(self, line: int, byte_column: int) -> int:
