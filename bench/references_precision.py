@@ -38,6 +38,8 @@ from typing import Any
 
 import run as harness  # bench/run.py: tables, machine facts
 
+from shipcode_mcp.workspace.code.pyscopes import module_path  # a file's dotted module, as find_references reads it
+
 DEFAULT_CACHE = harness.DEFAULT_CACHE
 
 
@@ -113,11 +115,6 @@ class Symbol:
         return self.dotted[-1]
 
 
-def module_of(path: str) -> tuple[str, ...]:
-    parts = path.removesuffix(".py").split("/")
-    return tuple(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def symbols(root: Path) -> list[Symbol]:
     """Every top-level def and class, and every method of a top-level class, in path order."""
     found: list[Symbol] = []
@@ -128,7 +125,7 @@ def symbols(root: Path) -> list[Symbol]:
             line = text.split("\n", node.lineno)[node.lineno - 1]
             keyword = "class " if isinstance(node, ast.ClassDef) else "def "
             column = line.index(node.name, line.index(keyword) + len(keyword))
-            found.append(Symbol(path, node.lineno, column, (*module_of(path), *outer, node.name)))
+            found.append(Symbol(path, node.lineno, column, (*module_path(path), *outer, node.name)))
     return found
 
 

@@ -80,7 +80,6 @@ class Scope:
     attribute_values: dict[str, list[tuple[ast.expr | None, Scope]]] = field(default_factory=dict)  # and their values
     attribute_annotations: dict[str, tuple[ast.expr, Scope]] = field(default_factory=dict)  # `self.x: T = ...`
     returns: dict[str, ast.expr] = field(default_factory=dict)  # the return annotations of the functions defined here
-    star_import: bool = False
     stars: list[tuple[str, ...]] = field(default_factory=list)  # the modules of its `from m import *`
 
     def bind(self, name: str, how: str, imported: Imported | None = None) -> None:
@@ -442,7 +441,6 @@ class _Builder(ast.NodeVisitor):
         source = (("." * node.level,) if node.level else ()) + module
         for alias in node.names:
             if alias.name == "*":
-                self.scope.star_import = True
                 self.scope.stars.append(source)
                 continue
             self._bind(alias.asname or alias.name, "import", Imported(source, alias.name))
@@ -618,7 +616,7 @@ class Resolver:
 
     def builtin(self, node: ast.expr, scope: Scope) -> bool:
         """Whether an expression is a name bound nowhere in the module: a builtin (`object`, `dict`)."""
-        return isinstance(node, ast.Name) and lookup(node.id, scope) is None and not self.root.star_import
+        return isinstance(node, ast.Name) and lookup(node.id, scope) is None and not self.root.stars
 
     def imported(self, name: str, scope: Scope) -> list[Imported]:
         where = lookup(name, scope)
@@ -652,7 +650,7 @@ class Resolver:
         if isinstance(node, ast.Name):
             where = lookup(node.id, scope)
             if where is None:
-                builtin = getattr(builtins, node.id, None) if not self.root.star_import else None
+                builtin = getattr(builtins, node.id, None) if not self.root.stars else None
                 return ClassRef(None, ("builtins",), node.id) if isinstance(builtin, type) else None
             if "class" in where.hows(node.id) and node.id in where.classes:
                 return ClassRef(where.classes[node.id])
@@ -878,7 +876,7 @@ class Resolver:
         if where is None:  # a builtin, a name from a star import, or undefined: by name, when the query may mean it
             if reading.cls is None and any(reading.module_is(self.absolute(source)) for source in self.root.stars):
                 return SCOPED, False  # `from .api import *` of the reading's module
-            return (NAME if reading.cls is None and (self.root.star_import or (not reading.exact and not reading.module))
+            return (NAME if reading.cls is None and (bool(self.root.stars) or (not reading.exact and not reading.module))
                     else OUT), False
         defining = occurrence.kind in ("def", "store")
         if where.kind == "class":

@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from functools import partial
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ...primitives import ToolError
@@ -62,7 +62,6 @@ if TYPE_CHECKING:
 
 MAX_LINE_CHARS = 2000
 """A longer line is shown as a window of this many characters around the use."""
-_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 _QUERY = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 NAME_LABEL = LABELS[NAME]
 T = TypeVar("T")
@@ -153,7 +152,7 @@ def _scoped(source: Source, name: str, chosen: list[Reading], check: Callable[[]
     parser reads it, in the parse worker: lines longer than tree-sitter is given are no trouble to it."""
     try:
         answer = POOL.ask({"op": "scopes", "text": source.text, "name": name, "shown": source.shown,
-                           "readings": [reading.json() for reading in chosen]}, check)
+                           "readings": sent(tuple(chosen))[0]}, check)
     except Starved:
         raise  # the machine was too busy to answer in time: a skipped file, not an answer to keep
     except Failed:
@@ -175,7 +174,7 @@ def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool =
     (`scan`), or from the tree. Only a complete list is cached; `check` is called now and then."""
     language = known_language(real, shown)
     scoped = chosen is not None and language == "python"
-    key = f"{name}\0{readings_key(chosen)}" if scoped and chosen is not None else name
+    key = f"{name}\0{sent(tuple(chosen))[1]}" if scoped and chosen is not None else name
     fd, info = safe_open.open_file(roots, real, shown)
     try:
         version = (real, info.st_size, info.st_mtime_ns)
@@ -290,10 +289,12 @@ def _derived(ctx: Context, roots: Roots, folder: Folder, classes: set[str]) -> f
     return frozenset(derived)
 
 
-def readings_key(chosen: list[Reading]) -> str:
-    """A short key for a query's readings in the per-file cache (the derived classes can be many)."""
-    digest = hashlib.blake2b(json.dumps([reading.json() for reading in chosen]).encode(), digest_size=16)
-    return digest.hexdigest()
+@lru_cache(maxsize=16)
+def sent(chosen: tuple[Reading, ...]) -> tuple[list[list[Any]], str]:
+    """A query's readings as the parse worker takes them, and a short key for them in the per-file cache:
+    made once a query, not once a file (the derived classes can be many)."""
+    form = [reading.json() for reading in chosen]
+    return form, hashlib.blake2b(json.dumps(form).encode(), digest_size=16).hexdigest()
 
 
 class _Ahead(Generic[T]):
@@ -363,8 +364,8 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     decided: dict[str, list[dict[str, Any]]] = {LABELS[SCOPED]: [], NAME_LABEL: []}
     excluded = 0
     truncated = False
-    places = [folder.file(item) if folder.is_dir else (folder.real, folder.shown) for item in names]
-    python = [place for place in places if language_for(place[0]) == "python"] if chosen is not None else []
+    places = [folder.file(item) if folder.is_dir else (folder.real, folder.shown) for item in names] if chosen is not None else []
+    python = [place for place in places if language_for(place[0]) == "python"]
     with _Ahead(lambda real, shown, check: file_references(roots, real, shown, word, scan, None, check, chosen),
                 python, ctx.check_cancelled) as ahead:
 
@@ -393,8 +394,7 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     for item in found:
         if item["precision"] == NAME_LABEL and chosen is not None and not by_name:
             out.append(f"[Where only the name matches: these may be uses of {printable(query)}, or of another "
-                       f"{printable(word)} (types would tell):]" if len(found) > len(decided[NAME_LABEL][:limit])
-                       or decided[LABELS[SCOPED]] else
+                       f"{printable(word)} (types would tell):]" if decided[LABELS[SCOPED]] else
                        f"[Where only the name matches (types would tell which {printable(word)} each one is):]")
         by_name += item["precision"] == NAME_LABEL
         out.append(f"{printable(item['path'])}:{item['line']}:{item['column']}:{' [definition]' if item['definition'] else ''} "
