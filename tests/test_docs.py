@@ -455,7 +455,7 @@ def test_serve(block: Block, tmp_path: Path) -> None:
             assert reply and "result" in reply, reply
         finally:
             os.killpg(server.pid, signal.SIGTERM)
-            _, stderr = server.communicate(timeout=30)
+            stderr = ended(server, 30)
         assert server.returncode == 0, stderr.decode()[-2000:]
 
 
@@ -515,6 +515,17 @@ def test_install(block: Block, tmp_path: Path) -> None:
                 assert {"read_file", "git_log"} <= tools and (CODE_TOOLS <= tools if code else not CODE_TOOLS & tools), \
                     f"{shown}: {sorted(tools)}"
         print(f"{shown.split('#')[0].strip()}: {time.monotonic() - started:.1f} s")
+
+
+def ended(server: subprocess.Popen[bytes], timeout: float) -> bytes:
+    """`server`'s stderr once it has exited; a failure with what it said when it has not within `timeout` (its
+    process group is killed then)."""
+    try:
+        return server.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        said = server.communicate()[1].decode(errors="replace")
+        raise AssertionError(f"{server.args!r} did not exit within {timeout:g} s of SIGTERM; it said:\n{said[-4000:]}") from None
 
 
 def answer_or_exit(server: subprocess.Popen[bytes], port: int, token: str | None = None) -> dict[str, Any] | None:

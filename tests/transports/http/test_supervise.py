@@ -179,6 +179,21 @@ def test_a_hung_worker_is_killed_and_started_again(tmp_path: Path) -> None:
         assert f"worker {worker} did not answer its supervisor for 5 s and was killed" in stderr.read_text()
 
 
+def test_a_worker_killed_during_its_health_check_is_said_to_be_killed_by_its_signal(tmp_path: Path) -> None:
+    """A worker that dies while its supervisor waits for its health check's answer (the wait lasts its 5 s for a
+    dead worker too) was killed by someone else, not by the supervisor: the warning names the signal. Stopped
+    first, so the kill lands inside the wait every time (a kill at random lands there now and then)."""
+    with server(["--supervise"], tmp_path) as (process, port, stderr):
+        [worker] = wait_for(lambda: workers(process.pid), 30, "the worker")
+        os.kill(worker, signal.SIGSTOP)
+        time.sleep(1.5)  # the supervisor checks every 0.5 s: it now waits for this worker's answer
+        os.kill(worker, signal.SIGKILL)
+        wait_for(lambda: worker not in workers(process.pid) and serves(port), 90, "the server to answer again")
+        said = stderr.read_text()
+        assert f"worker {worker} was killed by SIGKILL" in said, said
+        assert "did not answer its supervisor" not in said, said
+
+
 def _gone(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")

@@ -123,13 +123,21 @@ def _supervised(config: Any, sessions: bool, hangup_to_workers: bool) -> int:
 
     class Supervisor(Multiprocess):
         def keep_subprocess_alive(self) -> None:
-            """uvicorn's, saying at warning level (uvicorn says it at info) which worker ended and how."""
+            """uvicorn's, saying at warning level (uvicorn says it at info) which worker ended and how. uvicorn
+            kills a worker whose health check went unanswered; one that was dead by then (killed during the
+            check's wait, which a dead worker's pipe does not cut short) died of someone else's signal."""
             before = list(self.processes)
-            running = {id(worker) for worker in before if worker.process.is_alive()}
-            super().keep_subprocess_alive()
+            killed: set[int] = set()
+            for worker in before:
+                worker.kill = _noting_kills(worker, killed)  # type: ignore[method-assign]
+            try:
+                super().keep_subprocess_alive()
+            finally:
+                for worker in before:
+                    del worker.kill  # uvicorn's own again
             for old, new in zip(before, self.processes, strict=True):
                 if old is not new:
-                    log.warning(f"worker {old.pid} {_how_it_ended(old.exitcode, id(old) in running)}; "
+                    log.warning(f"worker {old.pid} {_how_it_ended(old.exitcode, id(old) in killed)}; "
                                 f"started again as {new.pid}")
 
         def init_processes(self) -> None:
@@ -198,8 +206,19 @@ def worker_started() -> None:
         pass
 
 
-def _how_it_ended(status: int | None, was_running: bool) -> str:
-    if was_running and status == -signal.SIGKILL:  # alive at the check, and killed by the supervisor then
+def _noting_kills(worker: Any, killed: set[int]) -> Callable[[], None]:
+    """`worker`'s kill, adding it to `killed` when it was still running (so the kill was this one)."""
+    kill = worker.kill
+
+    def noting() -> None:
+        if worker.process.is_alive():
+            killed.add(id(worker))
+        kill()
+    return noting
+
+
+def _how_it_ended(status: int | None, killed_here: bool) -> str:
+    if killed_here and status == -signal.SIGKILL:  # running, and its health check unanswered: uvicorn killed it
         return f"did not answer its supervisor for {HEALTH_CHECK_TIMEOUT:g} s and was killed"
     if status is not None and status < 0:
         return f"was killed by {signal.Signals(-status).name}" + (" (the OOM killer sends it)" if status == -9 else "")
