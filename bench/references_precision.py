@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import contextlib
 import json
 import shutil
 import subprocess
@@ -32,6 +33,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,11 +161,15 @@ def server_command() -> list[str]:
     return [found, "--stdio"]
 
 
-async def _truth(root: Path, chosen: list[Symbol]) -> tuple[list[set[tuple[str, int]]], float, float]:
+@contextlib.asynccontextmanager
+async def language_server(root: Path) -> AsyncIterator[Any]:
+    """basedpyright's language server on `root`, initialized (pygls' client), shut down at the end; the
+    client's `opened` set holds the paths it was given with didOpen (see `open_file`)."""
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
 
     client = LanguageClient("shipcode-bench", "1")
+    client.opened = set()  # type: ignore[attr-defined]
 
     @client.feature(types.WORKSPACE_CONFIGURATION)
     def configuration(params: types.ConfigurationParams) -> list[dict[str, Any]]:
@@ -178,29 +184,13 @@ async def _truth(root: Path, chosen: list[Symbol]) -> tuple[list[set[tuple[str, 
         return None
 
     command = server_command()
-    start = time.perf_counter()
     await client.start_io(command[0], *command[1:])
-    first = 0.0
-    answers: list[set[tuple[str, int]]] = []
     try:
         await asyncio.wait_for(client.initialize_async(types.InitializeParams(
             capabilities=types.ClientCapabilities(), process_id=None, root_uri=root.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)])), REQUEST_TIMEOUT)
         client.initialized(types.InitializedParams())
-        opened: set[str] = set()
-        for symbol in chosen:
-            uri = (root / symbol.path).as_uri()
-            if symbol.path not in opened:
-                opened.add(symbol.path)
-                client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
-                    uri=uri, language_id="python", version=1, text=(root / symbol.path).read_text(encoding="utf-8"))))
-            found = await asyncio.wait_for(client.text_document_references_async(types.ReferenceParams(
-                text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(symbol.line - 1, symbol.column),
-                context=types.ReferenceContext(include_declaration=True))), REQUEST_TIMEOUT)
-            first = first or time.perf_counter() - start
-            prefix = root.as_uri() + "/"
-            answers.append({(item.uri.removeprefix(prefix), item.range.start.line + 1)
-                            for item in found or [] if item.uri.startswith(prefix)})
+        yield client
         await asyncio.wait_for(client.shutdown_async(None), REQUEST_TIMEOUT)
         client.exit(None)
     finally:
@@ -212,6 +202,46 @@ async def _truth(root: Path, chosen: list[Symbol]) -> tuple[list[set[tuple[str, 
                 server.kill()
                 await server.wait()
         await asyncio.wait_for(client.stop(), 10)
+
+
+def open_file(client: Any, root: Path, path: str) -> str:
+    """The file's URI, after telling the server of it (didOpen) the first time."""
+    from lsprotocol import types
+
+    uri = (root / path).as_uri()
+    if path not in client.opened:
+        client.opened.add(path)
+        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+            uri=uri, language_id="python", version=1, text=(root / path).read_text(encoding="utf-8"))))
+    return uri
+
+
+def in_root(root: Path, locations: Any) -> set[tuple[str, int]]:
+    """(path, line) of the LSP locations (or location links) inside `root`."""
+    prefix = root.as_uri() + "/"
+    found = set()
+    for item in locations or []:
+        uri = str(getattr(item, "uri", None) or getattr(item, "target_uri", ""))
+        where = getattr(item, "range", None) or getattr(item, "target_selection_range", None)
+        if uri.startswith(prefix) and where is not None:
+            found.add((uri.removeprefix(prefix), where.start.line + 1))
+    return found
+
+
+async def _truth(root: Path, chosen: list[Symbol]) -> tuple[list[set[tuple[str, int]]], float, float]:
+    from lsprotocol import types
+
+    start = time.perf_counter()
+    first = 0.0
+    answers: list[set[tuple[str, int]]] = []
+    async with language_server(root) as client:
+        for symbol in chosen:
+            uri = open_file(client, root, symbol.path)
+            found = await asyncio.wait_for(client.text_document_references_async(types.ReferenceParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(symbol.line - 1, symbol.column),
+                context=types.ReferenceContext(include_declaration=True))), REQUEST_TIMEOUT)
+            first = first or time.perf_counter() - start
+            answers.append(in_root(root, found))
     return answers, first, time.perf_counter() - start
 
 
