@@ -18,7 +18,7 @@ from workspace_support import Tools
 
 pytest.importorskip("ast_grep_py")
 
-CODE_TOOLS = ["outline", "find_symbol", "find_references", "read_symbol", "search_structure"]
+CODE_TOOLS = ["outline", "find_symbol", "find_references", "find_definition", "read_symbol", "search_structure"]
 USE = '''from sample import top, Shape
 
 # top is mentioned in a comment
@@ -55,7 +55,7 @@ def tools(root: Path) -> Any:
 
 
 def test_the_code_tools_are_read_only_and_follow_the_other_reading_tools(tools: Tools) -> None:
-    assert tools.order[-5:] == CODE_TOOLS
+    assert tools.order[-len(CODE_TOOLS):] == CODE_TOOLS
     for name in CODE_TOOLS:
         assert tools.tools[name]["annotations"]["readOnlyHint"] is True
         assert tools.tools[name]["outputSchema"]["type"] == "object"
@@ -172,7 +172,7 @@ def test_official_sdk_client_calls_the_code_tools_with_progress(root: Path) -> N
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             names = [tool.name for tool in (await session.list_tools()).tools]
-            assert names[-5:] == CODE_TOOLS
+            assert names[-len(CODE_TOOLS):] == CODE_TOOLS
             reports: list[tuple[float, float | None, str | None]] = []
 
             async def on_progress(progress: float, total: float | None, message: str | None) -> None:

@@ -20,7 +20,7 @@ from support import REPO
 from workspace_support import Tools, make_repo
 
 READ_ONLY = ["list_files", "read_file", "search_code", "git_status", "git_log", "git_diff", "git_show",
-             "outline", "find_symbol", "find_references", "read_symbol", "search_structure"]
+             "outline", "find_symbol", "find_references", "find_definition", "read_symbol", "search_structure"]
 WRITING = ["write_file", "edit_file"]
 
 
@@ -72,10 +72,10 @@ def test_every_tool_is_fully_described(tools: Tools) -> None:
                 if "enum" in spec:
                     assert spec["enum"] == [*typed["enum"], None], (name, prop)
                 kind = typed["type"]
-            if kind == "integer":  # a default, or one the description gives in words (outline's depth: by path)
-                assert {"minimum", "maximum"} <= set(spec), (name, prop)
+            if kind == "integer":  # bounds; and when optional, a default, or one the description gives in words
+                assert {"minimum", "maximum"} <= set(spec), (name, prop)  # (outline's depth: by path)
                 description = spec.get("description") or spec["anyOf"][0]["description"]
-                assert "default" in spec or "default: " in description, (name, prop)
+                assert prop in required or "default" in spec or "default: " in description, (name, prop)
             if kind == "boolean":
                 assert spec["default"] is False
         hints = tool["annotations"]

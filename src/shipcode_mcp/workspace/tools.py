@@ -488,6 +488,49 @@ FIND_REFERENCES = {
     }),
 }
 
+FIND_DEFINITION = {
+    "run": "code.definition:find_definition",
+    "title": "Find definition",
+    "description": (
+        "Go to the definition of a name used at a place in a file: give `path`, `line` and the `name` as written on "
+        "that line (`column`, 1-based as find_references shows it, picks one of several). Returns each definition as "
+        "`path:line:column: [kind] line`. In Python the name is looked up by Python's scopes (`scoped`): a local, a "
+        "parameter, a def of the file, a member of the class that self or a variable holds (and of its bases), an "
+        "import followed to the module that defines the name, through re-exports. What the scopes cannot tell (an "
+        "attribute of an object of unknown class), and every name in the other languages, is answered by name "
+        "(`name`): the definitions with that name in the workspace, this file's first. A builtin or a module "
+        f"outside the workspace is said as such. Languages: {_LANGUAGES_HELP}."
+    ),
+    "input": _object({
+        "path": _string(f"The file where the name is used; {_PATH_HELP}.", minLength=1),
+        "line": _integer("The line of the use (1-based).", None, 1, 10_000_000),
+        "name": _string("The name as written on that line (a name, not a dotted path: for self.request, request).",
+                        minLength=1),
+        "column": _integer("Where the name is on the line (1-based; any of its characters), when it is written there "
+                           "more than once; default: its first.", None, 1, 10_000_000),
+    }, ("path", "line", "name")),
+    "output": _output({
+        "name": _STR,
+        "path": _STR,
+        "line": {"type": "integer", "minimum": 1},
+        "column": {"type": "integer", "minimum": 1, "description": "where the name starts"},
+        "precision": {"type": "string", "enum": ["scoped", "name"],
+                      "description": "scoped: Python's scopes lead to these definitions; name: they only share the name"},
+        "definitions": {"type": "array", "items": {"type": "object", "properties": {
+            "path": _STR,
+            "line": {"type": "integer", "minimum": 1},
+            "column": {"type": "integer", "minimum": 1},
+            "text": {"type": "string", "description": "the line, trimmed"},
+            "kind": {"enum": list(SYMBOL_KINDS), "description": "the symbol the outline lists there, if any"},
+            "precision": {"type": "string", "enum": ["scoped", "name"]},
+        }, "required": ["path", "line", "column", "text", "precision"]}},
+        "builtin": {**_nullable("string"), "description": "the builtin the name is (Python), when it is one"},
+        "external": {"type": "array", "items": _STR,
+                     "description": "dotted names the name leads to in modules outside the workspace"},
+        "truncated": _BOOL,
+    }),
+}
+
 READ_SYMBOL = {
     "run": "code.navigate:read_symbol",
     "title": "Read symbol",
@@ -567,6 +610,7 @@ CODE_TOOLS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("outline", OUTLINE),
     ("find_symbol", FIND_SYMBOL),
     ("find_references", FIND_REFERENCES),
+    ("find_definition", FIND_DEFINITION),
     ("read_symbol", READ_SYMBOL),
     ("search_structure", SEARCH_STRUCTURE),
 )

@@ -104,19 +104,23 @@ class Scope:
 class Occurrence:
     """One place where the name is written, and what the code around it makes of it."""
 
-    kind: str  # "load", "store", "def", "attribute", "param", "keyword", "import", "declaration", "call"
+    kind: str  # "load", "store", "def", "attribute", "param", "keyword", "import", "declaration", "call", "slot"
     line: int  # 1-based
     column: int  # 0-based, in characters
     scope: Scope
     value: ast.expr | None = None  # an attribute's object; a keyword's callee
     imported: Imported | None = None  # an import's source (for `from m import name`)
+    stored: bool = False  # an attribute assigned to (`self.name = ...`)
+    declared: bool = False  # a binding that says its type: a def or class, an annotated assignment
+    overload: bool = False  # a def decorated with typing.overload (a signature, not the function)
 
 
-class _Builder(ast.NodeVisitor):
+class Builder(ast.NodeVisitor):
     """One walk over the module: its scopes with their bindings, and the occurrences of `name`."""
 
-    def __init__(self, name: str, lines: list[str], constructed: frozenset[str] = frozenset()) -> None:
+    def __init__(self, name: str, lines: list[str], constructed: frozenset[str] = frozenset(), slots: bool = False) -> None:
         self.name = name
+        self.slots = slots  # record the `__slots__` strings that name it ("slot": go-to-definition's, not references')
         self.constructed = constructed  # classes whose calls run the name (`__init__`): `Session()`
         self.lines = lines
         self.module = Scope("module", None)
@@ -125,6 +129,7 @@ class _Builder(ast.NodeVisitor):
         self.shift = (0, 0)  # (lines, columns) added to the places found inside a string annotation
         self._tables: dict[str, list[int]] = {}  # a non-ASCII line's character index of each UTF-8 byte
         self._recorded: set[int] = set()  # the targets _assigned has recorded a value for
+        self._annotated: ast.expr | None = None  # the target of the annotated assignment being visited
 
     # -- where a name sits ---------------------------------------------------------------------------------
     def _column_only(self, line: int, byte_column: int) -> int:
@@ -231,8 +236,11 @@ class _Builder(ast.NodeVisitor):
                 self.annotation(argument.annotation)
                 scope.annotations[argument.arg] = argument.annotation
             scope.bind(argument.arg, "param")
-            if argument.arg == self.name:
-                self._add("param", argument.lineno, self._column(argument.lineno, argument.col_offset))
+            if argument.arg == self.name:  # written outside the function's scope, bound in it
+                outer, self.scope = self.scope, scope
+                self._add("param", argument.lineno, self._column(argument.lineno, argument.col_offset),
+                          declared=argument.annotation is not None)
+                self.scope = outer
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
         for decorator in getattr(node, "decorator_list", []):
@@ -248,7 +256,8 @@ class _Builder(ast.NodeVisitor):
             if node.returns is not None:
                 self.scope.returns[node.name] = node.returns
             if node.name == self.name:
-                self._add("def", node.lineno, self._find(node.lineno, node.col_offset))
+                overload = any((_dotted(item) or "").rsplit(".", 1)[-1] == "overload" for item in node.decorator_list)
+                self._add("def", node.lineno, self._find(node.lineno, node.col_offset), declared=True, overload=overload)
             if self.scope.kind == "class":
                 decorators = {_dotted(item) for item in node.decorator_list}
                 positional = [*node.args.posonlyargs, *node.args.args]
@@ -281,7 +290,7 @@ class _Builder(ast.NodeVisitor):
             self.visit(item)
         self._bind(node.name, "class")
         if node.name == self.name:
-            self._add("def", node.lineno, self._find(node.lineno, node.col_offset))
+            self._add("def", node.lineno, self._find(node.lineno, node.col_offset), declared=True)
         scope = Scope("class", self.scope, node.name, bases=list(node.bases))
         self.scope.classes.setdefault(node.name, scope)
         self._enter(scope, node.body)
@@ -318,7 +327,7 @@ class _Builder(ast.NodeVisitor):
         if id(node) not in self._recorded:  # a for, with, except or tuple target: a value of unknown type
             self._binder(node.id).values.setdefault(node.id, []).append(None)
         if node.id == self.name:
-            self._add("store", node.lineno, self._column(node.lineno, node.col_offset))
+            self._add("store", node.lineno, self._column(node.lineno, node.col_offset), declared=node is self._annotated)
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         """`with Session() as s`: s holds what the context manager's __enter__ returns, taken for the manager
@@ -351,11 +360,24 @@ class _Builder(ast.NodeVisitor):
             self._assigned(target, node.value)
             self.visit(target)
             self._exported(target, node.value)
+            self._slots(target, node.value)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self.visit(node.value)
         self.visit(node.target)
         self._exported(node.target, node.value)
+
+    def _slots(self, target: ast.expr, value: ast.expr) -> None:
+        """`__slots__ = ("name", ...)` in a class body: each string declares an attribute of its instances."""
+        if not self.slots or self.scope.kind != "class" or not (isinstance(target, ast.Name) and target.id == "__slots__"):
+            return
+        items = value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
+        for item in items:
+            if isinstance(item, ast.Constant) and item.value == self.name and item.lineno == item.end_lineno:
+                text = self.lines[item.lineno - 1] if 0 < item.lineno <= len(self.lines) else ""
+                quote = _QUOTE.match(text, self._column_only(item.lineno, item.col_offset))
+                if quote is not None and text[quote.end():quote.end() + len(self.name)] == self.name:
+                    self._add("slot", item.lineno, quote.end())
 
     def _exported(self, target: ast.expr, value: ast.expr | None) -> None:
         """`__all__ = ["name", ...]` (or `+=`) in a module: each string names the module's binding, as a use."""
@@ -371,12 +393,16 @@ class _Builder(ast.NodeVisitor):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self.annotation(node.annotation)
-        if isinstance(node.target, ast.Name) and self.scope.kind == "class":  # a member's declared type
-            self.scope.annotations[node.target.id] = node.annotation
+        if isinstance(node.target, ast.Name):  # a member's or a variable's declared type
+            self._binder(node.target.id).annotations[node.target.id] = node.annotation
         if node.value is not None:
             self.visit(node.value)
         self._assigned(node.target, node.value, node.annotation)
-        self.visit(node.target)
+        self._annotated = node.target
+        try:
+            self.visit(node.target)
+        finally:
+            self._annotated = None
         self._exported(node.target, node.value)
 
     def _assigned(self, target: ast.expr, value: ast.expr | None, annotation: ast.expr | None = None) -> None:
@@ -403,7 +429,8 @@ class _Builder(ast.NodeVisitor):
         if node.attr == self.name:
             line = node.end_lineno or node.lineno
             column = self._column(line, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
-            self._add("attribute", line, column, value=node.value)
+            self._add("attribute", line, column, value=node.value, stored=not isinstance(node.ctx, ast.Load),
+                      declared=node is self._annotated)
 
     def visit_Call(self, node: ast.Call) -> None:
         self.visit(node.func)
@@ -596,7 +623,7 @@ class ClassRef:
 class Resolver:
     """Decides, for each occurrence, how surely it reaches the query's definition."""
 
-    def __init__(self, builder: _Builder, module: tuple[str, ...], readings: list[Reading], package: bool = False) -> None:
+    def __init__(self, builder: Builder, module: tuple[str, ...], readings: list[Reading], package: bool = False) -> None:
         self.name = builder.name
         self.root = builder.module
         self.module = module
@@ -920,7 +947,7 @@ class Resolver:
         if self.certain_module(value, scope):
             return OUT  # `import m`: m is a module, its names are not a class's members
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
-            owner = _method_class(scope)
+            owner = method_class(scope)
             return self._bases(owner, reading) if owner is not None else NAME
         if isinstance(value, ast.Name):
             where = lookup(value.id, scope)
@@ -930,7 +957,7 @@ class Resolver:
         return self.member(cls, reading) if cls is not None else NAME
 
 
-def _method_class(scope: Scope) -> Scope | None:
+def method_class(scope: Scope) -> Scope | None:
     current: Scope | None = scope
     while current is not None:
         if current.owner is not None:
@@ -1011,7 +1038,7 @@ def scoped_uses(text: str, name: str, shown: str, chosen: list[Reading]) -> dict
     if tree is None:
         return None
     try:
-        builder = _Builder(name, text.split("\n"), constructed)
+        builder = Builder(name, text.split("\n"), constructed)
         builder.visit(tree)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None

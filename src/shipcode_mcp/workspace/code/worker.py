@@ -206,6 +206,14 @@ def answer(request: dict[str, Any]) -> Any:
         from .pyscopes import Reading, scoped_uses  # no package until _bootstrap, as in parse
 
         return scoped_uses(request["text"], request["name"], request["shown"], [Reading.of(item) for item in request["readings"]])
+    if op == "definition_at":
+        from .pydefinitions import definition_at  # no package until _bootstrap, as in parse
+
+        return definition_at(request["text"], request["shown"], request["line"], request["column"])
+    if op == "definition_of":
+        from .pydefinitions import definition_of  # no package until _bootstrap, as in parse
+
+        return definition_of(request["text"], request["shown"], request["path"])
     if op == "ping":
         return "pong"
     raise ValueError(f"unknown request {op!r}")
