@@ -332,3 +332,23 @@ def test_a_cycle_of_re_exports_and_deep_nesting_end_with_an_answer(tmp_path: Pat
     assert data["definitions"] == [] or all(item["path"] in ("a.py", "b.py") for item in data["definitions"])
     deep = find_definition(ctx, roots, "deep.py", 2, "x", None).structured or {}  # too deep for ast: by name
     assert deep["precision"] == "name"
+
+
+def test_modules_are_found_where_an_import_starts_and_elsewhere_by_their_path(tmp_path: Path) -> None:
+    """Beside a root, its src/, a folder above the importing file (a monorepo's package), and, failing
+    those, anywhere its dotted path ends a file's (a vendored tree)."""
+    package = tmp_path / "packages" / "shop" / "src" / "shop"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "api.py").write_text("from shop.models import Item\nItem()\n")
+    (package / "models.py").write_text("class Item:\n    pass\n")
+    (tmp_path / "vendor" / "third").mkdir(parents=True)
+    (tmp_path / "vendor" / "third" / "tool.py").write_text("def run():\n    pass\n")
+    (tmp_path / "json.py").write_text("def loads(text):\n    return text\n")  # shadows the standard library's, as Python does
+    (tmp_path / "app.py").write_text("from third.tool import run\nimport json\nrun()\njson.loads('1')\n")
+    roots = Roots([str(tmp_path)])
+    assert [(item["path"], item["line"]) for item in found(roots, "packages/shop/src/shop/api.py", 2, "Item")["definitions"]] \
+        == [("packages/shop/src/shop/models.py", 1)]
+    assert [(item["path"], item["line"]) for item in found(roots, "app.py", 3, "run")["definitions"]] == \
+        [("vendor/third/tool.py", 1)]
+    assert [(item["path"], item["line"]) for item in found(roots, "app.py", 4, "loads")["definitions"]] == [("json.py", 1)]

@@ -22,7 +22,7 @@ from ...primitives import ToolError
 from ..text import cut_line, plural, printable, result
 from .names import word_regex
 from .parsers import POOL, Failed
-from .pyscopes import module_path, path_ends
+from .pyscopes import STANDARD_LIBRARY, module_path, path_ends
 from .references import MAX_LINE_CHARS
 from .source import Folder, Skipped, Source, cached_outline, read_source
 from .symbols import Symbol, language_for
@@ -149,9 +149,10 @@ class _Follow:
             elif "unknown" in target:
                 self.unknown = True
             elif "module" in target and hops < MAX_HOPS:
-                reached = self._module(tuple(target["module"]), list(target["path"]), hops)
+                reached = self._module(tuple(target["module"]), list(target["path"]), source.real, hops)
                 if reached is None and "else" in target:  # `from m import x`: m's submodule x
-                    reached = self._module(tuple(target["else"]["module"]), list(target["else"]["path"]), hops)
+                    reached = self._module(tuple(target["else"]["module"]), list(target["else"]["path"]), source.real,
+                                           hops)
                 if reached is None and not target.get("star"):
                     self.external.append(".".join((*target["module"], *target["path"])))
                 found += reached or []
@@ -160,15 +161,15 @@ class _Follow:
             unique.setdefault((item["path"], item["line"], item["column"]), item)
         return list(unique.values())
 
-    def _module(self, module: tuple[str, ...], names: list[str], hops: int) -> list[dict[str, Any]] | None:
-        """The definitions of `names` in the workspace's files of `module` (the module itself for none); None
-        when no such file defines them."""
+    def _module(self, module: tuple[str, ...], names: list[str], near: str, hops: int) -> list[dict[str, Any]] | None:
+        """The definitions of `names` in the workspace's files of `module` as the file `near` imports it (the
+        module itself for no names); None when no such file defines them."""
         key = (*module, "\0", *names)
         if key in self._seen:
             return []
         self._seen.add(key)
         found: list[dict[str, Any]] = []
-        for real, shown in self.files.of(module):
+        for real, shown in self.files.of(module, near):
             try:
                 other = read_source(self.roots, real, shown, "python")
             except (ToolError, OSError):
@@ -208,17 +209,23 @@ def _placed(ctx: Context, roots: Roots, source: Source, line: int, column: int, 
 
 class _ModuleFiles:
     """The workspace's Python files of a dotted module path (`requests.sessions`: requests/sessions.py or
-    src/requests/sessions/__init__.py), from one listing of the Python files under each root, made when
-    first needed."""
+    src/requests/sessions/__init__.py). Looked for first where an import finds them (a root, its src/ or
+    lib/, a folder above the importing file: a few stat calls), then in one listing of the Python files
+    under each root, made when first needed (some 0.2 s at 20 000 files); a standard library module found
+    in neither place is not listed for."""
 
     def __init__(self, ctx: Context, roots: Roots) -> None:
         self.ctx = ctx
         self.roots = roots
         self._files: list[tuple[str, str, tuple[str, ...]]] | None = None
 
-    def of(self, module: tuple[str, ...]) -> list[tuple[str, str]]:
-        if not module or any(not part or part.startswith(".") for part in module):
+    def of(self, module: tuple[str, ...], near: str) -> list[tuple[str, str]]:
+        """The files of `module` as imported from the file `near` (a real path)."""
+        if not module or not all(part.isidentifier() for part in module):
             return []
+        probed = self._probed(module, near)
+        if probed or module[0] in STANDARD_LIBRARY:
+            return probed
         if self._files is None:
             self._files = []
             for root in self.roots.paths:
@@ -229,6 +236,24 @@ class _ModuleFiles:
         found = [(real, shown, path) for real, shown, path in self._files if path_ends(path, module)]
         found.sort(key=lambda item: (len(item[2]), item[1].endswith(".pyi"), item[1]))  # the shortest path: the project's
         return [(real, shown) for real, shown, _ in found]
+
+    def _probed(self, module: tuple[str, ...], near: str) -> list[tuple[str, str]]:
+        """The files of `module` under the first folder an import may start from that holds them."""
+        bases = [folder for root in self.roots.paths for folder in (root, os.path.join(root, "src"), os.path.join(root, "lib"))]
+        folder = os.path.dirname(near)
+        while self.roots.containing(folder):
+            bases.append(folder)
+            folder, up = os.path.dirname(folder), folder
+            if folder == up:
+                break
+        for base in dict.fromkeys(bases):
+            stem = os.path.join(base, *module)
+            found = [(real, self.roots.display(real)) for real in (
+                stem + ".py", os.path.join(stem, "__init__.py"), stem + ".pyi", os.path.join(stem, "__init__.pyi"))
+                if os.path.isfile(real) and not os.path.islink(real) and self.roots.containing(real)]
+            if found:
+                return found
+        return []
 
 
 def _by_name(ctx: Context, roots: Roots, word: str, source: Source, attribute: bool) -> list[dict[str, Any]]:
