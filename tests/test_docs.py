@@ -459,7 +459,8 @@ def test_serve(block: Block, tmp_path: Path) -> None:
         assert server.returncode == 0, stderr.decode()[-2000:]
 
 
-CODE_TOOLS = {"outline", "find_symbol", "find_references", "find_definition", "read_symbol", "search_structure"}
+CODE_TOOLS = {"outline", "find_symbol", "find_references", "find_definition", "find_implementations",
+              "read_symbol", "search_structure"}
 
 
 @pytest.mark.install

@@ -531,6 +531,46 @@ FIND_DEFINITION = {
     }),
 }
 
+FIND_IMPLEMENTATIONS = {
+    "run": "code.implementations:find_implementations",
+    "title": "Find implementations",
+    "description": (
+        "Find the classes that derive from a Python class, directly or through others ('BaseAdapter'), or their "
+        "own definitions of one of its methods ('BaseAdapter.send': the overrides, what to change with an "
+        "interface). The class statements that name the base are found, and each base is looked up as "
+        "find_definition does (scopes, imports followed across files): `scoped` when it leads to the class asked "
+        "for, `name` when the scopes cannot tell; one that leads to another class of that name is left out. Each "
+        "result is `path:line: [kind] signature (class, from base)`. Python only. At most `limit` results."
+    ),
+    "input": _object({
+        "name": _string("A class (BaseAdapter) or a method with its class (BaseAdapter.send), qualified further with "
+                        "its module where the name is not unique (adapters.BaseAdapter).", minLength=1),
+        "path": _string(f"A folder or file to look in for the derived classes (default: the first root); {_PATH_HELP}.",
+                        default="."),
+        "limit": _integer("The most implementations to return.", REFERENCE_LIMIT, 1, MAX_SEARCH_LIMIT),
+    }, ("name",)),
+    "output": _output({
+        "name": _STR,
+        "bases": {"type": "array", "description": "the classes the name was resolved to",
+                  "items": _output({"path": _STR, "line": {"type": "integer", "minimum": 1}, "qualified_name": _STR})},
+        "implementations": {"type": "array", "items": _output({
+            "path": _STR,
+            "line": {"type": "integer", "minimum": 1},
+            "kind": {"enum": list(SYMBOL_KINDS)},
+            "signature": {"type": "string", "description": "the header on one line"},
+            "qualified_name": _STR,
+            "class": {"type": "string", "description": "the derived class"},
+            "base": {"type": "string", "description": "the class its statement derives it from"},
+            "precision": {"type": "string", "enum": ["scoped", "name"],
+                          "description": "scoped: its base leads to the class asked for; name: the scopes cannot tell"},
+        })},
+        "derived_classes": {"type": "integer", "minimum": 0, "description": "classes found deriving, with the member or not"},
+        "truncated": _BOOL,
+        "skipped": _SKIPPED,
+        "skipped_files": _SKIPPED_FILES,
+    }),
+}
+
 READ_SYMBOL = {
     "run": "code.navigate:read_symbol",
     "title": "Read symbol",
@@ -611,6 +651,7 @@ CODE_TOOLS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("find_symbol", FIND_SYMBOL),
     ("find_references", FIND_REFERENCES),
     ("find_definition", FIND_DEFINITION),
+    ("find_implementations", FIND_IMPLEMENTATIONS),
     ("read_symbol", READ_SYMBOL),
     ("search_structure", SEARCH_STRUCTURE),
 )

@@ -65,7 +65,7 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
     precision = "scoped"
     definitions: list[dict[str, Any]] = []
     if answer is not None:
-        follow = _Follow(ctx, roots)
+        follow = Follow(ctx, roots)
         definitions = follow.targets(source, answer["targets"])
         external = [] if definitions else list(dict.fromkeys(follow.external))
         builtin = follow.builtin
@@ -125,15 +125,15 @@ def _scoped(ctx: Context, roots: Roots, source: Source, line: int, column: int) 
     return answer
 
 
-class _Follow:
+class Follow:
     """The definitions targets lead to: modules followed to their files, and their imports on (at most
     MAX_HOPS modules deep); with the dotted names defined outside the workspace, the builtin named, and
     whether some target could not be told."""
 
-    def __init__(self, ctx: Context, roots: Roots) -> None:
+    def __init__(self, ctx: Context, roots: Roots, files: ModuleFiles | None = None) -> None:
         self.ctx = ctx
         self.roots = roots
-        self.files = _ModuleFiles(ctx, roots)
+        self.files = files or ModuleFiles(ctx, roots)
         self.external: list[str] = []
         self.builtin: str | None = None
         self.unknown = False
@@ -143,7 +143,7 @@ class _Follow:
         found: list[dict[str, Any]] = []
         for target in targets:
             if "places" in target:
-                found += [_placed(self.ctx, self.roots, source, row, column) for row, column in target["places"]]
+                found += [placed(self.ctx, self.roots, source, row, column) for row, column in target["places"]]
             elif "builtin" in target:
                 self.builtin = self.builtin or target["builtin"]
             elif "unknown" in target:
@@ -175,7 +175,7 @@ class _Follow:
             except (ToolError, OSError):
                 continue
             if not names:
-                return [_placed(self.ctx, self.roots, other, 1, 1, "module")]
+                return [placed(self.ctx, self.roots, other, 1, 1, "module")]
             try:
                 more = POOL.ask({"op": "definition_of", "text": other.text, "shown": other.shown, "path": names},
                                 self.ctx.check_cancelled)
@@ -187,7 +187,7 @@ class _Follow:
         return None
 
 
-def _placed(ctx: Context, roots: Roots, source: Source, line: int, column: int, kind: str | None = None) -> dict[str, Any]:
+def placed(ctx: Context, roots: Roots, source: Source, line: int, column: int, kind: str | None = None) -> dict[str, Any]:
     """A definition at `line`, `column` (1-based) of `source`: its place, its line, and the kind of the symbol
     the outline lists with its name there (none for a parameter or a variable the outline does not list)."""
     lines = source.text.split("\n")
@@ -207,7 +207,7 @@ def _placed(ctx: Context, roots: Roots, source: Source, line: int, column: int, 
     return item
 
 
-class _ModuleFiles:
+class ModuleFiles:
     """The workspace's Python files of a dotted module path (`requests.sessions`: requests/sessions.py or
     src/requests/sessions/__init__.py). Looked for first where an import finds them (a root, its src/ or
     lib/, a folder above the importing file: a few stat calls), then in one listing of the Python files

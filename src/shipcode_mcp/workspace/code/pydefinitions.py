@@ -251,3 +251,49 @@ def _shifted(targets: list[dict[str, Any]], bom: int) -> list[dict[str, Any]]:
                 if place[0] == 1:
                     place[1] += bom
     return targets
+
+
+def subclasses(text: str, shown: str, name: str) -> list[dict[str, Any]] | None:
+    """The classes of a module with a base written `name` or `x.name` (or a name an import binds to `name`:
+    `from m import Base as B`): each one's dotted name (the classes and functions it is in first, as the
+    outline qualifies it), the line and column
+    (1-based) of its name, and the targets of that base (where its definition is); None when the file does
+    not parse."""
+    parsed = _parsed(text)
+    if parsed is None:
+        return None
+    tree, text, bom = parsed
+    aliases = {alias.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+               for alias in node.names if alias.name == name and alias.asname}
+    wanted: list[tuple[ast.ClassDef, tuple[str, ...], ast.expr, str]] = []
+    stack: list[tuple[ast.AST, tuple[str, ...]]] = [(tree, ())]
+    while stack:
+        node, chain = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            inner = (*chain, child.name) if isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) else chain
+            if isinstance(child, ast.ClassDef):
+                for base in child.bases:
+                    spot = base.value if isinstance(base, ast.Subscript) else base  # Generic[T], Base[T]
+                    written = spot.id if isinstance(spot, ast.Name) else spot.attr if isinstance(spot, ast.Attribute) else None
+                    if written is not None and (written == name or (written in aliases and isinstance(spot, ast.Name))):
+                        wanted.append((child, inner, spot, written))
+            stack.append((child, inner))
+    found: list[dict[str, Any]] = []
+    finders: dict[str, _Finder] = {}
+    try:
+        for cls, chain, spot, written in wanted:
+            finder = finders.get(written) or finders.setdefault(written, _Finder(tree, text, written, shown))
+            line = spot.end_lineno or spot.lineno
+            column = finder.builder.character_column(line, (spot.end_col_offset or 0) - len(written.encode("utf-8")))
+            occurrence = next((item for item in finder.builder.found if item.kind in ("load", "attribute")
+                               and (item.line, item.column) == (line, column)), None)
+            if occurrence is None:
+                continue
+            row = finder.builder.lines[cls.lineno - 1]
+            start = row.find(cls.name, finder.builder.character_column(cls.lineno, cls.col_offset))
+            found.append({"name": ".".join(chain), "line": cls.lineno, "column": start + 1 + (bom if cls.lineno == 1 else 0),
+                          "targets": _shifted(finder.at(occurrence), bom)})
+    except (RecursionError, MemoryError, ValueError):
+        return None
+    found.sort(key=lambda item: (item["line"], item["column"]))
+    return found

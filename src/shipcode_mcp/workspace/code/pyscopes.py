@@ -132,7 +132,7 @@ class Builder(ast.NodeVisitor):
         self._annotated: ast.expr | None = None  # the target of the annotated assignment being visited
 
     # -- where a name sits ---------------------------------------------------------------------------------
-    def _column_only(self, line: int, byte_column: int) -> int:
+    def character_column(self, line: int, byte_column: int) -> int:
         """A character column from ast's UTF-8 byte offset (a table per non-ASCII line, made once: a long line
         of many uses must not cost its length each time)."""
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
@@ -149,7 +149,7 @@ class Builder(ast.NodeVisitor):
         """A character column from ast's UTF-8 byte offset, then moved onto the name if it is not there
         (f-string positions before Python 3.12 can be off)."""
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        column = self._column_only(line, byte_column)
+        column = self.character_column(line, byte_column)
         if text[column:column + len(self.name)] == self.name:
             return column
         found = _word(self.name).search(text, column)
@@ -160,7 +160,7 @@ class Builder(ast.NodeVisitor):
     def _find(self, line: int, byte_column: int) -> int:
         """The column of the name at or after a statement's start (a def's name, an import's)."""
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        start = self._column_only(line, byte_column)
+        start = self.character_column(line, byte_column)
         found = _word(self.name).search(text, start)
         return found.start() if found is not None else start
 
@@ -198,7 +198,7 @@ class Builder(ast.NodeVisitor):
     def _string_annotation(self, node: ast.Constant) -> None:
         """The code of a one-line string annotation written as its value (no escapes, no line breaks)."""
         text = self.lines[node.lineno - 1] if 0 < node.lineno <= len(self.lines) else ""
-        start = self._column_only(node.lineno, node.col_offset)
+        start = self.character_column(node.lineno, node.col_offset)
         quote = _QUOTE.match(text, start)
         value = str(node.value)
         if quote is None or node.end_lineno != node.lineno or text[quote.end():quote.end() + len(value)] != value:
@@ -375,7 +375,7 @@ class Builder(ast.NodeVisitor):
         for item in items:
             if isinstance(item, ast.Constant) and item.value == self.name and item.lineno == item.end_lineno:
                 text = self.lines[item.lineno - 1] if 0 < item.lineno <= len(self.lines) else ""
-                quote = _QUOTE.match(text, self._column_only(item.lineno, item.col_offset))
+                quote = _QUOTE.match(text, self.character_column(item.lineno, item.col_offset))
                 if quote is not None and text[quote.end():quote.end() + len(self.name)] == self.name:
                     self._add("slot", item.lineno, quote.end())
 
@@ -387,7 +387,7 @@ class Builder(ast.NodeVisitor):
             for item in value.elts:
                 if isinstance(item, ast.Constant) and item.value == self.name and item.lineno == item.end_lineno:
                     text = self.lines[item.lineno - 1] if 0 < item.lineno <= len(self.lines) else ""
-                    quote = _QUOTE.match(text, self._column_only(item.lineno, item.col_offset))
+                    quote = _QUOTE.match(text, self.character_column(item.lineno, item.col_offset))
                     if quote is not None and text[quote.end():quote.end() + len(self.name)] == self.name:
                         self._add("load", item.lineno, quote.end())
 
@@ -438,7 +438,7 @@ class Builder(ast.NodeVisitor):
         if called in self.constructed:
             line = node.func.end_lineno or node.func.lineno
             start = (node.func.end_col_offset or 0) - len(called.encode("utf-8"))
-            self.found.append(Occurrence("call", line, self._column_only(line, start), self.scope, value=node.func))
+            self.found.append(Occurrence("call", line, self.character_column(line, start), self.scope, value=node.func))
         casts = (_dotted(node.func) or "").rsplit(".", 1)[-1] == "cast"  # typing.cast's type: read as an annotation
         for index, argument in enumerate(node.args):
             if casts and index == 0:

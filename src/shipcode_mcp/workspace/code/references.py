@@ -62,7 +62,8 @@ if TYPE_CHECKING:
 
 MAX_LINE_CHARS = 2000
 """A longer line is shown as a window of this many characters around the use."""
-_QUERY = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+QUERY = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+"""A name, or one qualified with dots (`Session.get`), as the tools that take a symbol's name accept it."""
 NAME_LABEL = LABELS[NAME]
 T = TypeVar("T")
 def _parsed_positions(source: Source, name: str, check: Callable[[], None] | None,
@@ -211,7 +212,7 @@ def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool =
     return found, complete, 0
 
 
-def _parents(symbols: list[Symbol]) -> list[tuple[Symbol, tuple[Symbol, ...]]]:
+def with_parents(symbols: list[Symbol]) -> list[tuple[Symbol, tuple[Symbol, ...]]]:
     """Every symbol of an outline with the symbols it is nested in, outermost first (without recursion)."""
     out: list[tuple[Symbol, tuple[Symbol, ...]]] = []
     stack: list[tuple[Symbol, tuple[Symbol, ...]]] = [(symbol, ()) for symbol in reversed(symbols)]
@@ -241,7 +242,7 @@ def resolve(ctx: Context, roots: Roots, path: str, query: str) -> tuple[list[Rea
         if language_for(shown) != "python":
             continue
         module = module_path(shown)
-        for symbol, outer in _parents(symbols):
+        for symbol, outer in with_parents(symbols):
             if symbol.name != word or not path_ends((*module, *(item.name for item in outer), word), parts):
                 continue
             if any(item.kind != "class" for item in outer):
@@ -351,7 +352,7 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     the uses Python's scopes tie to its definition first; `scan` off (for the tests and the bench that compare
     the two) parses every file and leaves the cache alone, `scopes` off finds every use by name alone."""
     query = name.strip().replace("::", ".")
-    if not _QUERY.fullmatch(query):
+    if not QUERY.fullmatch(query):
         raise ToolError("name must be an identifier (such as parse_args) or one qualified with dots (such as "
                         f"Session.get, or module.function), not '{printable(name)}'")
     word = query.rsplit(".", 1)[-1]

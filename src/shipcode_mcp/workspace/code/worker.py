@@ -214,6 +214,10 @@ def answer(request: dict[str, Any]) -> Any:
         from .pydefinitions import definition_of  # no package until _bootstrap, as in parse
 
         return definition_of(request["text"], request["shown"], request["path"])
+    if op == "subclasses":
+        from .pydefinitions import subclasses  # no package until _bootstrap, as in parse
+
+        return subclasses(request["text"], request["shown"], request["name"])
     if op == "ping":
         return "pong"
     raise ValueError(f"unknown request {op!r}")
