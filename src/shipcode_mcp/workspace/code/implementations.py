@@ -22,10 +22,9 @@ from ..text import place, plural, printable, result
 from .definition import Follow, ModuleFiles
 from .names import word_regex
 from .parsers import POOL, Failed
-from .pyscopes import module_path, path_ends
-from .references import QUERY, with_parents
+from .references import QUERY, python_definitions
 from .source import Folder, Source, cached_outline, known_language, read_source
-from .symbols import Symbol, language_for
+from .symbols import Symbol
 
 if TYPE_CHECKING:
     from ...context import Context
@@ -108,29 +107,18 @@ def _bases(ctx: Context, roots: Roots, folder: Folder, query: str) -> tuple[list
     """The classes the query names (its own, or its method's) in the Python files under the first root, and
     the method's name (None for a class)."""
     parts = tuple(query.split("."))
-    word = parts[-1]
-    everywhere = Folder(roots, roots.first)
-    names = everywhere.definition_candidates(ctx, word_regex(word), word)
     classes: list[dict[str, Any]] = []
     methods: list[dict[str, Any]] = []
     others: list[str] = []
-    outlined = partial(cached_outline, roots, check=ctx.check_cancelled)
-    for shown, symbols in everywhere.parsed(ctx, names, "candidate file", outlined, code_only=True,
-                                            doing="finding the definitions among"):
-        if language_for(shown) != "python":
-            continue
-        module = module_path(shown)
-        for symbol, outer in with_parents(symbols):
-            if symbol.name != word or not path_ends((*module, *(item.name for item in outer), word), parts):
-                continue
-            if symbol.kind == "class":
-                classes.append(_place(shown, symbol))
-            elif outer and outer[-1].kind == "class" and symbol.kind in ("method", "function", "constructor", "property"):
-                methods.append(_place(shown, outer[-1]))
-            else:
-                others.append(f"{symbol.kind} {symbol.qualified_name} ({shown}:{symbol.def_line})")
+    for shown, symbol, outer in python_definitions(ctx, roots, Folder(roots, roots.first), parts):
+        if symbol.kind == "class":
+            classes.append(_place(shown, symbol))
+        elif outer and outer[-1].kind == "class" and symbol.kind in ("method", "function", "constructor", "property"):
+            methods.append(_place(shown, outer[-1]))
+        else:
+            others.append(f"{symbol.kind} {symbol.qualified_name} ({shown}:{symbol.def_line})")
     if classes or methods:
-        return (classes, None) if classes else (methods, word)
+        return (classes, None) if classes else (methods, parts[-1])
     if others:
         raise _NoBase(f"{printable(query)} is not a class or a method of one, so nothing derives from it: "
                       f"{printable('; '.join(others[:5]))}.")

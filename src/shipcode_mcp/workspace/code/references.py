@@ -27,7 +27,7 @@ import json
 import os
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from functools import lru_cache, partial
@@ -223,6 +223,24 @@ def with_parents(symbols: list[Symbol]) -> list[tuple[Symbol, tuple[Symbol, ...]
     return out
 
 
+def python_definitions(ctx: Context, roots: Roots, folder: Folder, parts: tuple[str, ...],
+                       ) -> Iterator[tuple[str, Symbol, tuple[Symbol, ...]]]:
+    """The Python definitions under `folder` whose module path, enclosing symbols and name end with `parts`
+    (`Session.get`, `api.get`), read from the outline of the files that may define the name: each with its
+    file and the symbols it is nested in, outermost first."""
+    word = parts[-1]
+    names = folder.definition_candidates(ctx, word_regex(word), word)
+    outlined = partial(cached_outline, roots, check=ctx.check_cancelled)
+    for shown, symbols in folder.parsed(ctx, names, "candidate file", outlined, code_only=True,
+                                        doing="finding the definitions among"):
+        if language_for(shown) != "python":
+            continue
+        module = module_path(shown)
+        for symbol, outer in with_parents(symbols):
+            if symbol.name == word and path_ends((*module, *(item.name for item in outer), word), parts):
+                yield shown, symbol, outer
+
+
 def resolve(ctx: Context, roots: Roots, path: str, query: str) -> tuple[list[Reading], list[dict[str, Any]]]:
     """What a query means: for a qualified one (`Session.get`, `api.get`), its Python definitions under
     `path` whose module path, outer classes and name end with the query's words (read from the outline of
@@ -232,26 +250,17 @@ def resolve(ctx: Context, roots: Roots, path: str, query: str) -> tuple[list[Rea
     if len(parts) == 1:
         return readings(query), []
     folder = Folder(roots, path)
-    word = parts[-1]
-    names = folder.definition_candidates(ctx, word_regex(word), word)
     exact: list[Reading] = []
     definitions: list[dict[str, Any]] = []
-    outlined = partial(cached_outline, roots, check=ctx.check_cancelled)
-    for shown, symbols in folder.parsed(ctx, names, "candidate file", outlined, code_only=True,
-                                        doing="finding the definitions among"):
-        if language_for(shown) != "python":
-            continue
-        module = module_path(shown)
-        for symbol, outer in with_parents(symbols):
-            if symbol.name != word or not path_ends((*module, *(item.name for item in outer), word), parts):
-                continue
-            if any(item.kind != "class" for item in outer):
-                continue  # a function's own definition: not reached from outside it
-            reading = Reading(module, outer[-1].name if outer else None, tuple(item.name for item in outer[:-1]), True)
-            if reading not in exact:
-                exact.append(reading)
-            definitions.append({"path": shown, "line": symbol.def_line, "qualified_name": symbol.qualified_name,
-                                "kind": symbol.kind})
+    for shown, symbol, outer in python_definitions(ctx, roots, folder, parts):
+        if any(item.kind != "class" for item in outer):
+            continue  # a function's own definition: not reached from outside it
+        reading = Reading(module_path(shown), outer[-1].name if outer else None, tuple(item.name for item in outer[:-1]),
+                          True)
+        if reading not in exact:
+            exact.append(reading)
+        definitions.append({"path": shown, "line": symbol.def_line, "qualified_name": symbol.qualified_name,
+                            "kind": symbol.kind})
     classes = {reading.cls for reading in exact if reading.cls}
     if classes:
         derived = _derived(ctx, roots, folder, classes)
