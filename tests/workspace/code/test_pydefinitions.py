@@ -32,8 +32,8 @@ def where(code: str, line: int, name: str, nth: int = 0) -> list[dict[str, Any]]
 
 
 def plain(targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The targets without the submodule each `from m import x` may also mean (`else`)."""
-    return [{key: value for key, value in target.items() if key != "else"} for target in targets]
+    """The targets, each a first choice only (`from m import x`: m's x, not its submodule x)."""
+    return [plain(target["first_of"][:1])[0] if "first_of" in target else target for target in targets]
 
 
 def places(targets: list[dict[str, Any]]) -> list[int]:
@@ -121,11 +121,15 @@ def test_imports_lead_to_the_module_that_defines_the_name() -> None:
         assist(os.path.join("a"), json.loads("1"))
         sessions.Session().get()
         """
-    assert where(code, 5, "assist") == [{"module": ["util"], "path": ["helper"],  # pkg/mod.py: `..` is above pkg
-                                         "else": {"module": ["util", "helper"], "path": []}}]  # or a submodule
-    assert {"module": ["os", "path"], "path": []} in where(code, 5, "path")
-    assert where(code, 5, "loads")[0] == {"module": ["json"], "path": ["loads"]}
-    assert where(code, 6, "get") == [{"module": ["pkg", "sessions"], "path": ["Session", "get"]}]
+    assert where(code, 5, "assist") == [{"first_of": [{"module": ["util"], "path": ["helper"]},  # pkg/mod.py: `..`
+                                                      {"module": ["util", "helper"], "path": []}]}]  # or a submodule
+    assert where(code, 5, "path") == [{"first_of": [{"module": ["os"], "path": ["path"]},  # os's name path
+                                                    {"module": ["os", "path"], "path": []}]}]  # or its submodule
+    assert where(code, 5, "join") == [{"first_of": [{"module": ["os"], "path": ["path", "join"]},
+                                                    {"module": ["os", "path"], "path": ["join"]},
+                                                    {"module": ["os", "path", "join"], "path": []}]}]
+    assert plain(where(code, 5, "loads")) == [{"module": ["json"], "path": ["loads"]}]
+    assert plain(where(code, 6, "get")) == [{"module": ["pkg", "sessions"], "path": ["Session", "get"]}]
 
 
 def test_builtins_global_and_comprehension_variables() -> None:
@@ -329,14 +333,15 @@ def test_a_cycle_of_re_exports_and_deep_nesting_end_with_an_answer(tmp_path: Pat
     roots = Roots([str(tmp_path)])
     ctx = Context(None, 1, "tools/call", {})
     data = find_definition(ctx, roots, "app.py", 2, "thing", None).structured or {}
-    assert data["definitions"] == [] or all(item["path"] in ("a.py", "b.py") for item in data["definitions"])
+    assert data["definitions"] == [] and data["external"] == [] and data["precision"] == "name"  # nothing defines it
     deep = find_definition(ctx, roots, "deep.py", 2, "x", None).structured or {}  # too deep for ast: by name
     assert deep["precision"] == "name"
 
 
 def test_modules_are_found_where_an_import_starts_and_elsewhere_by_their_path(tmp_path: Path) -> None:
-    """Beside a root, its src/, a folder above the importing file (a monorepo's package), and, failing
-    those, anywhere its dotted path ends a file's (a vendored tree)."""
+    """Under a root, its src/, a folder above the importing file that is not a package (a monorepo's
+    package), and, failing those, anywhere its dotted path ends a file's under a folder that is not a package
+    (a vendored tree)."""
     package = tmp_path / "packages" / "shop" / "src" / "shop"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
@@ -352,3 +357,109 @@ def test_modules_are_found_where_an_import_starts_and_elsewhere_by_their_path(tm
     assert [(item["path"], item["line"]) for item in found(roots, "app.py", 3, "run")["definitions"]] == \
         [("vendor/third/tool.py", 1)]
     assert [(item["path"], item["line"]) for item in found(roots, "app.py", 4, "loads")["definitions"]] == [("json.py", 1)]
+
+
+def write(root: Path, files: dict[str, str]) -> Roots:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+    return Roots([str(root)])
+
+
+def lines_of(data: dict[str, Any]) -> list[tuple[str, int]]:
+    return [(item["path"], item["line"]) for item in data["definitions"]]
+
+
+def test_members_of_imported_classes_and_of_every_base_in_turn(tmp_path: Path) -> None:
+    roots = write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/models.py": """\
+            from typing import Generic, TypeVar
+            T = TypeVar("T")
+            class Outer:
+                top = 1
+                class Inner:
+                    def m(self):
+                        pass
+            class Base:
+                pass
+            class Mixin:
+                def mix(self):
+                    pass
+            class Both(Generic[T], Base, Mixin):
+                def go(self):
+                    return self.mix()
+            """,
+        "app.py": """\
+            from pkg.models import Outer, Base, Mixin
+            from pkg import models
+            class Mine(Base, Mixin):
+                def run(self):
+                    return self.mix()
+            Outer.top
+            Outer.Inner().m()
+            models.Outer.top
+            """})
+    assert lines_of(found(roots, "app.py", 6, "top")) == [("pkg/models.py", 4)]  # a member of an imported class
+    assert lines_of(found(roots, "app.py", 7, "m")) == [("pkg/models.py", 6)]  # of its nested class
+    assert lines_of(found(roots, "app.py", 8, "top")) == [("pkg/models.py", 4)]  # through the module
+    assert lines_of(found(roots, "app.py", 5, "mix")) == [("pkg/models.py", 11)]  # Base has none: Mixin's
+    assert lines_of(found(roots, "pkg/models.py", 15, "mix")) == [("pkg/models.py", 11)]  # Generic[T] adds nothing
+
+
+def test_star_imports_slots_and_a_second_roots_relative_imports(tmp_path: Path) -> None:
+    first, second = tmp_path / "one", tmp_path / "two"
+    write(first, {"main.py": "x = 1\n"})
+    write(second, {
+        "pkg/__init__.py": "",
+        "pkg/core.py": "def thing():\n    pass\n",
+        "pkg/use.py": """\
+            from .core import thing as alias
+            from .core import *
+            alias()
+            len(thing())
+            class Point:
+                __slots__ = ("x", "len")
+                def __init__(self):
+                    self.x = 0
+            """})
+    roots = Roots([str(first), str(second)])
+    use = str(second / "pkg" / "use.py")
+    shown = roots.display(use)
+    core = roots.display(str(second / "pkg" / "core.py"))
+    assert lines_of(found(roots, use, 3, "alias")) == [(core, 1)]  # a relative import in the second root
+    assert lines_of(found(roots, use, 4, "thing")) == [(core, 1)]  # by the star import
+    assert found(roots, use, 4, "len")["builtin"] == "len"  # not from the star import: the builtin
+    slot = found(roots, use, 6, "x")  # the slot's string: the attribute it declares
+    assert lines_of(slot) == [(shown, 6), (shown, 8)] and slot["precision"] == "scoped"
+
+
+def test_an_absolute_import_does_not_take_a_module_of_its_own_package(tmp_path: Path) -> None:
+    roots = write(tmp_path, {
+        "click/__init__.py": "",
+        "click/types.py": "class ParamType:\n    pass\n",
+        "click/decorators.py": "import types\nfrom . import types as own\ntypes.FunctionType\nown.ParamType\n",
+    })
+    data = found(roots, "click/decorators.py", 3, "FunctionType")  # the standard library's types, not click.types
+    assert data["definitions"] == [] and data["external"] == ["types.FunctionType"]
+    assert lines_of(found(roots, "click/decorators.py", 4, "ParamType")) == [("click/types.py", 1)]
+
+
+def test_a_name_a_found_module_does_not_define_is_not_said_to_be_outside(tmp_path: Path) -> None:
+    roots = write(tmp_path, {"compat.py": "from urllib.parse import urlencode\n", "lib.py": "x = 1\n",
+                             "app.py": "import compat, lib\ncompat.urlencode\nlib.nothing\n"})
+    through = found(roots, "app.py", 2, "urlencode")
+    assert through["definitions"] == [] and through["external"] == ["urllib.parse.urlencode"]  # where it really is
+    missing = found(roots, "app.py", 3, "nothing")
+    assert missing["external"] == [] and missing["precision"] == "name"  # lib.py is here, and defines no nothing
+
+
+def test_many_bindings_are_cut_at_the_bound_and_the_column_finds_the_name_in_code(tmp_path: Path) -> None:
+    roots = write(tmp_path, {"many.py": "x = 1\n" * 3000 + "print(x)\n",
+                             "col.py": "foo = 1\nprint('foo', foo)\nasync def bar():\n    pass\n",
+                             "use.js": "bar();\n"})
+    many = found(roots, "many.py", 3001, "x")
+    assert len(many["definitions"]) == 50 and many["truncated"]
+    assert lines_of(found(roots, "col.py", 2, "foo")) == [("col.py", 1)]  # its first place, in a string, is passed
+    by_name = found(roots, "use.js", 1, "bar")
+    assert [(item["path"], item["line"], item["column"]) for item in by_name["definitions"]] == [("col.py", 3, 11)]

@@ -380,3 +380,20 @@ def test_the_worker_keeps_the_trees_of_the_last_texts_within_its_bound() -> None
     again = trees.parsed("a = 1\n")
     assert again is not None and again is not first
     assert trees.parsed("c = 3\n" * 10) is not None  # longer than the bound: parsed, not kept
+
+
+def test_a_variables_annotation_is_read_only_where_its_values_say_no_class() -> None:
+    code = """\
+        from typing import Any, Optional
+        class Session:
+            def get(self):
+                pass
+        def use(make):
+            a: Any = Session()
+            a.get()
+            b: Optional[Session] = Session()
+            b.get()
+            c: Session = make()
+            c.get()
+        """
+    assert decided(code, "Session.get") == ({3: "scoped", 7: "scoped", 9: "scoped", 11: "scoped"}, 0)

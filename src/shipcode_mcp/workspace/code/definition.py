@@ -36,6 +36,10 @@ MAX_HOPS = 8
 """Modules followed for one name (a re-export of a re-export...): a cycle of imports ends there."""
 MAX_DEFINITIONS = 50
 """The most definitions shown (a name by name may have hundreds)."""
+MAX_TRIED = 8
+"""Places of the name on its line asked of the scopes, in turn, until one is code."""
+MAX_MODULE_FILES = 8
+"""Files of one dotted module path read at most (a tree with hundreds of copies of `m.py`)."""
 _ANY_WORD = re.compile(r"[^\W\d][\w$]*|\$[\w$]*")
 """A name as written in code: a word, or one with `$` in it (JavaScript's, PHP's)."""
 
@@ -58,8 +62,15 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
     if not 0 < line <= len(lines):
         raise ToolError(f"line {line} is past the end of {printable(shown)} ({plural(len(lines), 'line')})")
     word = name.strip()
-    start = _column(lines[line - 1], line, column, word, shown)
-    answer = _scoped(ctx, roots, source, line, start) if source.language == "python" else None
+    starts = _starts(lines[line - 1], line, column, word, shown)
+    start = starts[0]
+    answer = None
+    if source.language == "python":
+        for candidate in starts[:MAX_TRIED]:  # the first one that is code (not in a string or a comment)
+            answer = _scoped(ctx, roots, source, line, candidate)
+            if answer is not None:
+                start = candidate
+                break
     external: list[str] = []
     builtin: str | None = None
     precision = "scoped"
@@ -67,9 +78,9 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
     if answer is not None:
         follow = Follow(ctx, roots)
         definitions = follow.targets(source, answer["targets"])
-        external = [] if definitions else list(dict.fromkeys(follow.external))
+        external = [] if definitions else list(dict.fromkeys(follow.missing))
         builtin = follow.builtin
-        if follow.unknown and not definitions:
+        if (follow.unknown or not (builtin or external)) and not definitions:
             answer = None
     if answer is None:
         precision = "name"
@@ -101,13 +112,13 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
                                    "truncated": truncated})
 
 
-def _column(text: str, line: int, column: int | None, name: str, shown: str) -> int:
-    """Where `name` is written on the line: its first occurrence, or the one nearest `column`."""
-    starts = [found.start() + 1 for found in re.finditer(word_regex(name.strip()), text)] if name.strip() else []
+def _starts(text: str, line: int, column: int | None, name: str, shown: str) -> list[int]:
+    """Where `name` is written on the line (1-based columns): in order, or nearest `column` first."""
+    starts = [found.start() + 1 for found in re.finditer(word_regex(name), text)]
     if not starts:
         raise ToolError(f"'{printable(name)}' is not written on line {line} of {printable(shown)} (give the name as "
                         "written there: request for self.request)")
-    return min(starts, key=lambda start: abs(start - column)) if column is not None else starts[0]
+    return sorted(starts, key=lambda start: abs(start - column)) if column is not None else starts
 
 
 def _after_dot(text: str, start: int) -> bool:
@@ -118,101 +129,159 @@ def _after_dot(text: str, start: int) -> bool:
 
 def _scoped(ctx: Context, roots: Roots, source: Source, line: int, column: int) -> dict[str, Any] | None:
     try:
-        answer: dict[str, Any] | None = POOL.ask({"op": "definition_at", "text": source.text, "shown": source.shown,
-                                                  "line": line, "column": column}, ctx.check_cancelled)
+        answer: dict[str, Any] | None = POOL.ask({"op": "definition_at", "text": source.text, "line": line,
+                                                  "shown": in_root(roots, source.real), "column": column},
+                                                 ctx.check_cancelled)
     except Failed:
         return None
     return answer
 
 
+def in_root(roots: Roots, real: str) -> str:
+    """A file's path from the root it is under, with `/`: its dotted module path is made of it (a file shown
+    with its absolute path, in a second root, is not the module `tmp.r1.pkg.core`)."""
+    root = roots.root_of(real) or roots.first
+    return os.path.relpath(real, root).replace(os.sep, "/")
+
+
 class Follow:
     """The definitions targets lead to: modules followed to their files, and their imports on (at most
-    MAX_HOPS modules deep); with the dotted names defined outside the workspace, the builtin named, and
-    whether some target could not be told."""
+    MAX_HOPS modules deep; a module and name met twice, as in a cycle of imports, adds nothing); with the
+    dotted names of modules found nowhere under the roots (defined outside the workspace), the builtin named,
+    and whether some target could not be told. Each file is read, parsed and outlined once a call."""
 
     def __init__(self, ctx: Context, roots: Roots, files: ModuleFiles | None = None) -> None:
         self.ctx = ctx
         self.roots = roots
         self.files = files or ModuleFiles(ctx, roots)
-        self.external: list[str] = []
+        self.missing: list[str] = []
         self.builtin: str | None = None
         self.unknown = False
         self._seen: set[tuple[str, ...]] = set()
+        self._sources: dict[str, Source] = {}
+        self._kinds: dict[str, dict[tuple[int, str], str]] = {}
 
     def targets(self, source: Source, targets: list[dict[str, Any]], hops: int = 0) -> list[dict[str, Any]]:
+        self._sources.setdefault(source.real, source)
         found: list[dict[str, Any]] = []
         for target in targets:
-            if "places" in target:
-                found += [placed(self.ctx, self.roots, source, row, column) for row, column in target["places"]]
-            elif "builtin" in target:
-                self.builtin = self.builtin or target["builtin"]
-            elif "unknown" in target:
-                self.unknown = True
-            elif "module" in target and hops < MAX_HOPS:
-                reached = self._module(tuple(target["module"]), list(target["path"]), source.real, hops)
-                if reached is None and "else" in target:  # `from m import x`: m's submodule x
-                    reached = self._module(tuple(target["else"]["module"]), list(target["else"]["path"]), source.real,
-                                           hops)
-                if reached is None and not target.get("star"):
-                    self.external.append(".".join((*target["module"], *target["path"])))
-                found += reached or []
+            found += self._one(source, target, hops)[0]
+            if len(found) > MAX_DEFINITIONS:
+                break
         unique: dict[tuple[str, int, int], dict[str, Any]] = {}
         for item in found:
             unique.setdefault((item["path"], item["line"], item["column"]), item)
         return list(unique.values())
 
+    def _one(self, source: Source, target: dict[str, Any], hops: int) -> tuple[list[dict[str, Any]], bool]:
+        """The definitions one target leads to, and whether it reached a module of the workspace."""
+        if "places" in target:
+            return [self.placed(source, row, column) for row, column in target["places"][:MAX_DEFINITIONS + 1]], True
+        if "builtin" in target:
+            self.builtin = self.builtin or target["builtin"]
+        elif "unknown" in target:
+            self.unknown = True
+        elif "first_of" in target:
+            return self._first_of(source, target["first_of"], hops)
+        elif "module" in target:
+            if hops >= MAX_HOPS:
+                self.unknown = True
+                return [], True
+            module, names = tuple(target["module"]), list(target["path"])
+            reached = self._module(module, names, source.real, hops)
+            if reached is not None:
+                return reached, True
+            if target.get("star"):
+                self.unknown = True  # what a star import of a module outside brings: only its source tells
+            else:
+                self.missing.append(".".join((*module, *names)))
+        return [], False
+
+    def _first_of(self, source: Source, alternatives: list[dict[str, Any]], hops: int) -> tuple[list[dict[str, Any]], bool]:
+        """The first alternative that leads to definitions. When none does, the modules found nowhere are those
+        of the alternatives that reached none of the workspace's (`a.x` is a name of module a, which is here,
+        rather than a module a.x that is nowhere)."""
+        before = len(self.missing)
+        kept: list[str] = []
+        reached_any = False
+        for alternative in alternatives:
+            start = len(self.missing)
+            found, reached = self._one(source, alternative, hops)
+            if found:
+                del self.missing[before:]
+                return found, True
+            if reached and not reached_any:
+                kept, reached_any = [], True
+            if reached or not reached_any:
+                kept += self.missing[start:]
+        self.missing[before:] = kept
+        return [], reached_any
+
     def _module(self, module: tuple[str, ...], names: list[str], near: str, hops: int) -> list[dict[str, Any]] | None:
         """The definitions of `names` in the workspace's files of `module` as the file `near` imports it (the
-        module itself for no names); None when no such file defines them."""
+        module itself for no names); None when no file of the workspace is that module."""
+        files = self.files.of(module, near)
+        if not files:
+            return None
         key = (*module, "\0", *names)
         if key in self._seen:
             return []
         self._seen.add(key)
-        found: list[dict[str, Any]] = []
-        for real, shown in self.files.of(module, near):
-            try:
-                other = read_source(self.roots, real, shown, "python")
-            except (ToolError, OSError):
-                continue
+        for real, shown in files:
+            other = self._sources.get(real)
+            if other is None:
+                try:
+                    other = self._sources[real] = read_source(self.roots, real, shown, "python")
+                except (ToolError, OSError):
+                    continue
             if not names:
-                return [placed(self.ctx, self.roots, other, 1, 1, "module")]
+                return [self.placed(other, 1, 1, "module")]
             try:
-                more = POOL.ask({"op": "definition_of", "text": other.text, "shown": other.shown, "path": names},
-                                self.ctx.check_cancelled)
+                more = POOL.ask({"op": "definition_of", "text": other.text, "shown": in_root(self.roots, real),
+                                 "path": names}, self.ctx.check_cancelled)
             except Failed:
                 continue
-            found += self.targets(other, more or [], hops + 1)
+            found = self.targets(other, more or [], hops + 1)
             if found:
                 return found
-        return None
+        return []
+
+    def placed(self, source: Source, line: int, column: int, kind: str | None = None) -> dict[str, Any]:
+        """A definition at `line`, `column` (1-based) of `source`: its place, its line, and the kind of the symbol
+        the outline lists with its name there (none for a parameter or a variable the outline does not list)."""
+        row = _row(source, line)
+        stripped = row.lstrip()
+        item: dict[str, Any] = {"path": source.shown, "line": line, "column": column,
+                                "text": cut_line(stripped.rstrip(), MAX_LINE_CHARS, max(0, column - 1 - (len(row) - len(stripped))))}
+        if kind is None:
+            kinds = self._kinds.get(source.real)
+            if kinds is None:
+                try:
+                    outline = cached_outline(self.roots, source.real, source.shown, self.ctx.check_cancelled)
+                except (ToolError, OSError):
+                    outline = []
+                kinds = self._kinds[source.real] = {(symbol.def_line, symbol.name): symbol.kind
+                                                    for top in outline for symbol in top.walk()}
+            found = _ANY_WORD.match(row, column - 1)
+            kind = kinds.get((line, found[0])) if found is not None else None
+        if kind is not None:
+            item["kind"] = kind
+        return item
 
 
-def placed(ctx: Context, roots: Roots, source: Source, line: int, column: int, kind: str | None = None) -> dict[str, Any]:
-    """A definition at `line`, `column` (1-based) of `source`: its place, its line, and the kind of the symbol
-    the outline lists with its name there (none for a parameter or a variable the outline does not list)."""
-    lines = source.text.split("\n")
-    text = lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""
-    stripped = text.lstrip()
-    item: dict[str, Any] = {"path": source.shown, "line": line, "column": column,
-                            "text": cut_line(stripped.rstrip(), MAX_LINE_CHARS, max(0, column - 1 - (len(text) - len(stripped))))}
-    if kind is None:
-        try:
-            outline = cached_outline(roots, source.real, source.shown, ctx.check_cancelled)
-        except (ToolError, OSError):
-            outline = []
-        kind = next((symbol.kind for top in outline for symbol in top.walk()
-                     if symbol.def_line == line and text[column - 1:column - 1 + len(symbol.name)] == symbol.name), None)
-    if kind is not None:
-        item["kind"] = kind
-    return item
+def _row(source: Source, line: int) -> str:
+    """Line `line` (1-based) of a file, without its end; the file's lines split once (Source keeps them)."""
+    lines = source.lines()
+    return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""
 
 
 class ModuleFiles:
     """The workspace's Python files of a dotted module path (`requests.sessions`: requests/sessions.py or
-    src/requests/sessions/__init__.py). Looked for first where an import finds them (a root, its src/ or
-    lib/, a folder above the importing file: a few stat calls), then in one listing of the Python files
-    under each root, made when first needed (some 0.2 s at 20 000 files); a standard library module found
-    in neither place is not listed for."""
+    src/requests/sessions/__init__.py), as an absolute import finds them: under a folder that is not itself
+    a package (a root, its src/ or lib/, a folder above the importing file that has no __init__.py; a few
+    stat calls), else anywhere under a root that is not a package (one listing of the Python files under
+    each root, made when first needed: some 0.2 s at 20 000 files). A standard library module found in
+    neither is not listed for; at most MAX_MODULE_FILES files are a module's."""
 
     def __init__(self, ctx: Context, roots: Roots) -> None:
         self.ctx = ctx
@@ -233,16 +302,18 @@ class ModuleFiles:
                 for relative in folder.files(self.ctx, "python"):
                     real, shown = folder.file(relative)
                     self._files.append((real, shown, module_path(relative)))
-        found = [(real, shown, path) for real, shown, path in self._files if path_ends(path, module)]
+        found = [(real, shown, path) for real, shown, path in self._files
+                 if path_ends(path, module) and not _package(_base_of(real, len(module)))]
         found.sort(key=lambda item: (len(item[2]), item[1].endswith(".pyi"), item[1]))  # the shortest path: the project's
-        return [(real, shown) for real, shown, _ in found]
+        return [(real, shown) for real, shown, _ in found[:MAX_MODULE_FILES]]
 
     def _probed(self, module: tuple[str, ...], near: str) -> list[tuple[str, str]]:
         """The files of `module` under the first folder an import may start from that holds them."""
         bases = [folder for root in self.roots.paths for folder in (root, os.path.join(root, "src"), os.path.join(root, "lib"))]
         folder = os.path.dirname(near)
         while self.roots.containing(folder):
-            bases.append(folder)
+            if not _package(folder):
+                bases.append(folder)
             folder, up = os.path.dirname(folder), folder
             if folder == up:
                 break
@@ -254,6 +325,21 @@ class ModuleFiles:
             if found:
                 return found
         return []
+
+
+def _package(folder: str) -> bool:
+    """Whether a folder is a package (its __init__.py makes an import of its modules go through it)."""
+    return os.path.isfile(os.path.join(folder, "__init__.py")) or os.path.isfile(os.path.join(folder, "__init__.pyi"))
+
+
+def _base_of(real: str, depth: int) -> str:
+    """The folder an import of a module `depth` parts deep starts from, for the module's file `real`."""
+    folder = os.path.dirname(real)
+    if os.path.basename(real).startswith("__init__."):
+        folder = os.path.dirname(folder)
+    for _ in range(depth - 1):
+        folder = os.path.dirname(folder)
+    return folder
 
 
 def _by_name(ctx: Context, roots: Roots, word: str, source: Source, attribute: bool) -> list[dict[str, Any]]:
@@ -276,7 +362,8 @@ def _by_name(ctx: Context, roots: Roots, word: str, source: Source, attribute: b
                 if text is None:
                     text = source.text.split("\n") if shown == source.shown else _lines(roots, real, shown)
                 row = text[symbol.def_line - 1].rstrip("\r") if symbol.def_line <= len(text) else ""
-                column = row.find(word) + 1 or 1
+                found_at = re.compile(word_regex(word)).search(row)
+                column = found_at.start() + 1 if found_at is not None else 1
                 found.append({"path": shown, "line": symbol.def_line, "column": column,
                               "text": cut_line(row.strip(), MAX_LINE_CHARS), "kind": symbol.kind})
                 if len(found) > MAX_DEFINITIONS:

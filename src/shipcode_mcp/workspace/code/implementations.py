@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import place, plural, printable, result
-from .definition import Follow, ModuleFiles
+from .definition import Follow, ModuleFiles, in_root
 from .names import word_regex
 from .parsers import POOL, Failed
 from .references import QUERY, python_definitions
@@ -138,7 +138,8 @@ def _subclasses(ctx: Context, roots: Roots, name: str, real: str, shown: str) ->
     """The classes of a Python file with a base written `name`, and the file (the parse worker reads it)."""
     source = read_source(roots, real, shown, "python")
     try:
-        entries = POOL.ask({"op": "subclasses", "text": source.text, "shown": shown, "name": name}, ctx.check_cancelled)
+        entries = POOL.ask({"op": "subclasses", "text": source.text, "shown": in_root(roots, real), "name": name},
+                           ctx.check_cancelled)
     except Failed:
         entries = None
     return source, entries or []

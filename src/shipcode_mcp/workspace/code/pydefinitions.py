@@ -10,6 +10,8 @@ import binds a name to a module or to a name in one. Each answer is a list of ta
   of a variable in its scope, a parameter);
 - `module`: a name in another module (`path` the name and the members below it, empty for the module
   itself), which the server looks up in that module's file, and so on through re-exports;
+- `first_of`: alternatives, the first that leads to a definition wins (`from m import x`: m's x, or its
+  submodule x; a member: each base in turn, as Python's method resolution order looks);
 - `builtin`: a builtin name;
 - `unknown`: what the scopes cannot tell (an attribute of an object of unknown class): the server
   answers by name.
@@ -41,7 +43,7 @@ def word_at(text: str, line: int, column: int) -> tuple[str, int] | None:
         return None
     row = lines[line - 1]
     for found in _WORD.finditer(row):
-        if found.start() < column <= found.end() + 1 and not found[0][0].isdigit():
+        if found.start() < column <= found.end() + 1:
             return found[0], found.start() + 1
     return None
 
@@ -80,12 +82,14 @@ class _Finder:
         return targets
 
     def _imported(self, module: tuple[str, ...], symbol: str | None, members: tuple[str, ...] = ()) -> dict[str, Any]:
-        """A name in another module: `import a.b` binds a (the module a), `from m import x` binds m's x, or,
-        when m defines no x, its submodule x (`else`)."""
+        """`members` of a name an import binds: `import a.b` binds a (the module a), `from m import x` m's x.
+        Each dotted step may be a name of the module so far or a submodule of it (`os.path.join`, `pkg.sub.f`):
+        the alternatives, the module's own names first."""
         source = self.resolver.absolute(module)
-        if symbol is None:
-            return {"module": list(source), "path": list(members)}
-        return {"module": list(source), "path": [symbol, *members], "else": {"module": [*source, symbol], "path": list(members)}}
+        steps = ((symbol,) if symbol is not None else ()) + tuple(members)
+        if not steps:
+            return {"module": list(source), "path": []}
+        return {"first_of": [{"module": [*source, *steps[:cut]], "path": list(steps[cut:])} for cut in range(len(steps) + 1)]}
 
     def _stars(self, members: list[str]) -> list[dict[str, Any]]:
         """The name as the module's `from m import *` may bring it."""
@@ -99,7 +103,9 @@ class _Finder:
         if cls.local is None:
             if cls.module == ("builtins",):
                 return [{"builtin": f"{cls.symbol}.{self.name}"}]
-            return [{"module": list(cls.module), "path": [cls.symbol, self.name]}]
+            whole = (*cls.module, cls.symbol)  # `a.b.C`: C of module a.b, or class b.C of module a, ...
+            return [{"first_of": [{"module": list(whole[:cut]), "path": [*whole[cut:], self.name]}
+                                  for cut in range(len(whole) - 1, 0, -1)]}]
         seen = seen if seen is not None else set()
         if id(cls.local) in seen or len(seen) >= MAX_BASES:
             return []
@@ -116,19 +122,28 @@ class _Finder:
         return self.bases(local, seen)
 
     def bases(self, cls: Scope, seen: set[int] | None = None) -> list[dict[str, Any]]:
-        """The targets of `name` reached through the bases of `cls` (the first base that has it, as Python's
-        method resolution order finds it for single inheritance)."""
+        """The targets of `name` reached through the bases of `cls`, each base in turn (depth first, as Python's
+        method resolution order looks for single inheritance and most mixins): a base of this file that has it
+        ends the search; one of another module is an alternative the server tries in its order. `Generic[T]`
+        and the typing module's classes add nothing."""
         outer = cls.parent or self.root
+        alternatives: list[dict[str, Any]] = []
         for base in cls.bases:
-            found = self.resolver.class_of(base, outer)
+            written = base.value if isinstance(base, ast.Subscript) else base
+            found = self.resolver.class_of(written, outer)
             if found is None:
-                if not self.resolver.builtin(base, outer):
-                    return [{"unknown": True}]
+                if not self.resolver.builtin(written, outer):
+                    alternatives.append({"unknown": True})
+                continue
+            if found.local is None and found.module[:1] in (("typing",), ("typing_extensions",)):
                 continue
             targets = self.member(found, seen)
-            if targets:
+            if not targets:
+                continue
+            if "places" in targets[0] and not alternatives:
                 return targets
-        return []
+            alternatives.append(targets[0] if len(targets) == 1 else {"first_of": targets})
+        return [{"first_of": alternatives}] if len(alternatives) > 1 else alternatives
 
     def in_class(self, chain: list[str]) -> list[dict[str, Any]]:
         """The targets of `name` as the member of the class `chain` names (outer classes first) in this
@@ -139,7 +154,16 @@ class _Finder:
         if scope is not None:
             return self.member(ClassRef(scope))
         return [self._imported(imported.module, imported.symbol, (*chain[1:], self.name))
-                for imported in self.root.imports.get(chain[0], []) if imported.symbol is not None]
+                for imported in self.root.imports.get(chain[0], [])]
+
+    def _through_imports(self, value: ast.expr, scope: Scope) -> list[dict[str, Any]]:
+        """`x.name`, `x.y.name` where x is bound by imports only: `name` in what they bring (a module, a
+        module's class)."""
+        head, steps = _chain(value)
+        where = lookup(head, scope) if head is not None else None
+        if where is None or head is None or where.hows(head) != {"import"}:
+            return []
+        return [self._imported(item.module, item.symbol, (*steps, self.name)) for item in where.imports.get(head, [])]
 
     # -- one occurrence ------------------------------------------------------------------------------
     def at(self, occurrence: Occurrence) -> list[dict[str, Any]]:
@@ -153,6 +177,8 @@ class _Finder:
             return self.bound_in(where) if where is not None else []
         if kind == "attribute":
             return self._attribute(occurrence)
+        if kind == "slot":  # a `__slots__` string: the instances' attribute
+            return self.member(ClassRef(scope)) or [{"unknown": True}]
         if kind in ("store", "declaration"):
             where = self._binder(occurrence)
         elif kind == "keyword":
@@ -160,18 +186,18 @@ class _Finder:
         else:
             where = lookup(self.name, scope)
         if where is None:
+            fallback = [{"builtin": self.name}] if hasattr(builtins, self.name) else [{"unknown": True}]
             if kind == "load" and self.root.stars:
-                return self._stars([])
-            return [{"builtin": self.name}] if hasattr(builtins, self.name) else [{"unknown": True}]
+                return [{"first_of": [*self._stars([]), *fallback]}]
+            return fallback
         return self.bound_in(where)
 
     def _attribute(self, occurrence: Occurrence) -> list[dict[str, Any]]:
         value, scope = occurrence.value, occurrence.scope
         assert value is not None
-        modules = self.resolver.modules_of(value, scope)
-        if modules:
-            return [target for module in modules for target in (
-                {"module": list(module), "path": [self.name]}, {"module": [*module, self.name], "path": []})]
+        imported = self._through_imports(value, scope)
+        if imported:
+            return imported
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super" \
                 and lookup("super", scope) is None:
             owner = method_class(scope)
@@ -184,6 +210,15 @@ class _Finder:
         if cls is None:
             return [{"unknown": True}]
         return self.member(cls) or [{"unknown": True}]
+
+
+def _chain(value: ast.expr) -> tuple[str | None, tuple[str, ...]]:
+    """`a.b.c` as ("a", ("b", "c")); (None, ()) for anything but names and attributes."""
+    steps: list[str] = []
+    while isinstance(value, ast.Attribute):
+        steps.append(value.attr)
+        value = value.value
+    return (value.id, tuple(reversed(steps))) if isinstance(value, ast.Name) else (None, ())
 
 
 def _declarations(bindings: list[Occurrence], member: bool) -> list[list[int]]:

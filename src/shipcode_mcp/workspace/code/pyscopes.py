@@ -69,7 +69,8 @@ class Scope:
     bindings: dict[str, set[str]] = field(default_factory=dict)  # name -> how: "def", "class", "import", "param", "assign"
     imports: dict[str, list[Imported]] = field(default_factory=dict)
     values: dict[str, list[ast.expr | None]] = field(default_factory=dict)  # assigned values (None: not simple)
-    annotations: dict[str, ast.expr] = field(default_factory=dict)  # parameter annotations
+    annotations: dict[str, ast.expr] = field(default_factory=dict)  # parameters' and a class body's annotations
+    variable_annotations: dict[str, ast.expr] = field(default_factory=dict)  # `x: T = ...` in a function or module
     declared_global: set[str] = field(default_factory=set)
     declared_nonlocal: set[str] = field(default_factory=set)
     classes: dict[str, Scope] = field(default_factory=dict)  # class bodies defined here, by name
@@ -393,8 +394,9 @@ class Builder(ast.NodeVisitor):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self.annotation(node.annotation)
-        if isinstance(node.target, ast.Name):  # a member's or a variable's declared type
-            self._binder(node.target.id).annotations[node.target.id] = node.annotation
+        if isinstance(node.target, ast.Name):  # a member's declared type; a variable's, read when its values say none
+            binder = self._binder(node.target.id)
+            (binder.annotations if binder.kind == "class" else binder.variable_annotations)[node.target.id] = node.annotation
         if node.value is not None:
             self.visit(node.value)
         self._assigned(node.target, node.value, node.annotation)
@@ -720,19 +722,23 @@ class Resolver:
         return self._instances[key]
 
     def _holds(self, name: str, where: Scope) -> ClassRef | None:
-        """The class the name bound in `where` holds, if its annotation or every assignment says one."""
+        """The class the name bound in `where` holds, if its annotation (a parameter's, a member's) or every
+        assignment says one; else the annotation of a variable (`v: Session = make()`), as what the values
+        cannot tell (`v: Any = Session()` holds a Session all the same)."""
         annotation = where.annotations.get(name)
         if annotation is not None:
             return self.class_of(annotation, where)
         values = where.values.get(name)
-        if not values or where.hows(name) != {"assign"}:
-            return None
         found: ClassRef | None = None
-        for value in values:
-            cls = self.value_class(value, where)
-            if cls is None or (found is not None and cls != found):
-                return None
-            found = cls
+        if values and where.hows(name) == {"assign"}:
+            for value in values:
+                cls = self.value_class(value, where)
+                if cls is None or (found is not None and cls != found):
+                    found = None
+                    break
+                found = cls
+        if found is None and name in where.variable_annotations:
+            return self.class_of(where.variable_annotations[name], where)
         return found
 
     def attribute_class(self, cls: Scope, name: str) -> ClassRef | None:

@@ -52,10 +52,17 @@ LINES_LIMIT = 64 * 1024 * 1024
 class Source:
     """One file's text, its language and how the tools show its path."""
 
-    __slots__ = ("key", "language", "real", "shown", "text")
+    __slots__ = ("_lines", "key", "language", "real", "shown", "text")
 
     def __init__(self, real: str, shown: str, language: str, text: str, key: tuple[str, int, int]) -> None:
         self.real, self.shown, self.language, self.text, self.key = real, shown, language, text, key
+        self._lines: list[str] | None = None
+
+    def lines(self) -> list[str]:
+        """The text split at each line feed, once (a caller that looks at many lines must not split it each time)."""
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        return self._lines
 
 
 class Skipped(ToolError):
