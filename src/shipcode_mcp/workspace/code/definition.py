@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from ..roots import Roots
 
 MAX_HOPS = 8
-"""Modules followed for one name (a re-export of a re-export...): a cycle of imports ends there."""
+"""Modules followed for one name (a re-export of a re-export...); past them the scopes do not tell. (A cycle
+of imports ends sooner: a module and name met twice add nothing.)"""
 MAX_DEFINITIONS = 50
 """The most definitions shown (a name by name may have hundreds)."""
 MAX_TRIED = 8
@@ -58,7 +59,7 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
         raise ToolError(str(err)) from None
     if not _ANY_WORD.fullmatch(name.strip()):
         raise ToolError(f"name must be one name as written on the line (request for self.request), not '{printable(name)}'")
-    lines = source.text.split("\n")
+    lines = source.lines()
     if not 0 < line <= len(lines):
         raise ToolError(f"line {line} is past the end of {printable(shown)} ({plural(len(lines), 'line')})")
     word = name.strip()
@@ -100,8 +101,9 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
     elif not definitions:
         out.append(f"No definition of '{printable(word)}' found for {where}.")
     elif precision == "scoped":
-        out.append(f"[{plural(len(definitions), 'definition')} of '{printable(word)}' at {where}, decided by Python's "
-                   "scopes.]")
+        more = f" (the first {MAX_DEFINITIONS}: there are more)" if truncated else ""
+        out.append(f"[{plural(len(definitions), 'definition')}{more} of '{printable(word)}' at {where}, decided by "
+                   "Python's scopes.]")
     else:
         how = "the scopes could not tell which one (types would)" if source.language == "python" else \
             "decided by the name alone in this language"
@@ -128,6 +130,8 @@ def _after_dot(text: str, start: int) -> bool:
 
 
 def _scoped(ctx: Context, roots: Roots, source: Source, line: int, column: int) -> dict[str, Any] | None:
+    """The parse worker's answer for the name at `line`, `column` of a Python file (pydefinitions.definition_at);
+    None where the scopes cannot say: no code there (a string, a comment), or a file that does not parse."""
     try:
         answer: dict[str, Any] | None = POOL.ask({"op": "definition_at", "text": source.text, "line": line,
                                                   "shown": in_root(roots, source.real), "column": column},
@@ -348,6 +352,7 @@ def _by_name(ctx: Context, roots: Roots, word: str, source: Source, attribute: b
     folder = Folder(roots, roots.first)
     names = folder.definition_candidates(ctx, word_regex(word), word)
     found: list[dict[str, Any]] = []
+    written = re.compile(word_regex(word))
     outlined: Callable[[str, str], list[Symbol]] = partial(cached_outline, roots, check=ctx.check_cancelled)
     others = folder.parsed(ctx, [item for item in names if folder.file(item)[0] != source.real], "candidate file",
                            outlined, code_only=True)
@@ -360,9 +365,9 @@ def _by_name(ctx: Context, roots: Roots, word: str, source: Source, attribute: b
                                            language_for(real) == "python"):
                     continue
                 if text is None:
-                    text = source.text.split("\n") if shown == source.shown else _lines(roots, real, shown)
+                    text = source.lines() if shown == source.shown else _lines(roots, real, shown)
                 row = text[symbol.def_line - 1].rstrip("\r") if symbol.def_line <= len(text) else ""
-                found_at = re.compile(word_regex(word)).search(row)
+                found_at = written.search(row)
                 column = found_at.start() + 1 if found_at is not None else 1
                 found.append({"path": shown, "line": symbol.def_line, "column": column,
                               "text": cut_line(row.strip(), MAX_LINE_CHARS), "kind": symbol.kind})
@@ -380,7 +385,7 @@ def _own_outline(ctx: Context, roots: Roots, source: Source) -> list[Symbol]:
 
 def _lines(roots: Roots, real: str, shown: str) -> list[str]:
     try:
-        return read_source(roots, real, shown).text.split("\n")
+        return read_source(roots, real, shown).lines()
     except (ToolError, OSError):
         return []
 

@@ -32,7 +32,7 @@ _WORD = re.compile(r"[^\W\d]\w*")
 BINDING_KINDS = frozenset({"def", "store", "param"})
 """The occurrences that bind the name where they are (an import binds it to another module's)."""
 MAX_BASES = 64
-"""Classes looked at for one member, bases of bases included (a cycle or a deep hierarchy ends there)."""
+"""Classes looked at for one member, bases of bases included (a deep hierarchy ends there; a cycle sooner)."""
 
 
 def word_at(text: str, line: int, column: int) -> tuple[str, int] | None:
@@ -78,7 +78,7 @@ class _Finder:
         for imported in where.imports.get(self.name, []):
             targets.append(self._imported(imported.module, imported.symbol))
         if not targets and where is self.root:
-            targets += self._stars([])
+            targets += self._stars()
         return targets
 
     def _imported(self, module: tuple[str, ...], symbol: str | None, members: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -91,9 +91,9 @@ class _Finder:
             return {"module": list(source), "path": []}
         return {"first_of": [{"module": [*source, *steps[:cut]], "path": list(steps[cut:])} for cut in range(len(steps) + 1)]}
 
-    def _stars(self, members: list[str]) -> list[dict[str, Any]]:
+    def _stars(self) -> list[dict[str, Any]]:
         """The name as the module's `from m import *` may bring it."""
-        return [{"module": list(self.resolver.absolute(source)), "path": [self.name, *members], "star": True}
+        return [{"module": list(self.resolver.absolute(source)), "path": [self.name], "star": True}
                 for source in self.root.stars]
 
     # -- members -------------------------------------------------------------------------------------
@@ -188,7 +188,7 @@ class _Finder:
         if where is None:
             fallback = [{"builtin": self.name}] if hasattr(builtins, self.name) else [{"unknown": True}]
             if kind == "load" and self.root.stars:
-                return [{"first_of": [*self._stars([]), *fallback]}]
+                return [{"first_of": [*self._stars(), *fallback]}]
             return fallback
         return self.bound_in(where)
 
