@@ -460,7 +460,7 @@ def test_serve(block: Block, tmp_path: Path) -> None:
 
 
 CODE_TOOLS = {"outline", "find_symbol", "find_references", "find_definition", "find_implementations",
-              "read_symbol", "search_structure"}
+              "diagnostics", "read_symbol", "search_structure"}
 
 
 @pytest.mark.install

@@ -34,8 +34,8 @@ from workspace_support import Tools, make_repo
 
 PROVIDERS = Path(__file__).parent / "providers"
 ALL_TOOLS = ["list_files", "read_file", "search_code", "git_status", "git_log", "git_diff", "git_show",
-             "outline", "find_symbol", "find_references", "find_definition", "find_implementations", "read_symbol",
-             "search_structure", "write_file", "edit_file"]
+             "outline", "find_symbol", "find_references", "find_definition", "find_implementations", "diagnostics",
+             "read_symbol", "search_structure", "write_file", "edit_file"]
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {},
                "io.modelcontextprotocol/clientInfo": {"name": "provider-schemas", "version": "1"}}

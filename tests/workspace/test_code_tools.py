@@ -19,7 +19,7 @@ from workspace_support import Tools
 pytest.importorskip("ast_grep_py")
 
 CODE_TOOLS = ["outline", "find_symbol", "find_references", "find_definition", "find_implementations",
-              "read_symbol", "search_structure"]
+              "diagnostics", "read_symbol", "search_structure"]
 USE = '''from sample import top, Shape
 
 # top is mentioned in a comment

@@ -20,8 +20,8 @@ from support import REPO
 from workspace_support import Tools, make_repo
 
 READ_ONLY = ["list_files", "read_file", "search_code", "git_status", "git_log", "git_diff", "git_show",
-             "outline", "find_symbol", "find_references", "find_definition", "find_implementations", "read_symbol",
-             "search_structure"]
+             "outline", "find_symbol", "find_references", "find_definition", "find_implementations", "diagnostics",
+             "read_symbol", "search_structure"]
 WRITING = ["write_file", "edit_file"]
 
 

@@ -571,6 +571,44 @@ FIND_IMPLEMENTATIONS = {
     }),
 }
 
+DIAGNOSTICS = {
+    "run": "code.diagnostics:diagnostics",
+    "title": "Diagnostics",
+    "description": (
+        "Check the code of a file or of a folder for what its text alone says is wrong, as an agent does after an "
+        "edit: syntax errors in every language the code tools read (the grammar's own reading: what it cannot read, "
+        "what it had to assume missing), and in Python pyflakes' findings: errors (an undefined name, `return` "
+        "outside a function, a format that raises) and warnings (an unused import or variable, a redefinition, a "
+        "star import). No type checking and no project configuration. Each result is `path:line:column: severity "
+        "[code] message`; files in path order, at most `limit` findings, and the result says how many files were "
+        f"checked. Languages: {_LANGUAGES_HELP}."
+    ),
+    "input": _object({
+        "path": _string(f"A file or a folder to check (default: the first root); {_PATH_HELP}.", default="."),
+        "severity": {"type": "string", "enum": ["error", "warning", None], "default": "warning",
+                     "description": "The least severe finding to return: error (errors only) or warning (all)."},
+        "limit": _integer("The most findings to return.", REFERENCE_LIMIT, 1, MAX_SEARCH_LIMIT),
+    }),
+    "output": _output({
+        "path": _STR,
+        "findings": {"type": "array", "items": _output({
+            "path": _STR,
+            "line": {"type": "integer", "minimum": 1},
+            "column": {"type": "integer", "minimum": 1},
+            "severity": {"type": "string", "enum": ["error", "warning"]},
+            "code": {"type": "string", "description": "syntax-error, or pyflakes' name for it (UndefinedName, "
+                                                      "UnusedImport, ...)"},
+            "message": _STR,
+        })},
+        "errors": {"type": "integer", "minimum": 0, "description": "errors found in the files checked"},
+        "warnings": {"type": "integer", "minimum": 0, "description": "warnings found in the files checked"},
+        "files_checked": _INT,
+        "truncated": _BOOL,
+        "skipped": _SKIPPED,
+        "skipped_files": _SKIPPED_FILES,
+    }),
+}
+
 READ_SYMBOL = {
     "run": "code.navigate:read_symbol",
     "title": "Read symbol",
@@ -652,6 +690,7 @@ CODE_TOOLS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("find_references", FIND_REFERENCES),
     ("find_definition", FIND_DEFINITION),
     ("find_implementations", FIND_IMPLEMENTATIONS),
+    ("diagnostics", DIAGNOSTICS),
     ("read_symbol", READ_SYMBOL),
     ("search_structure", SEARCH_STRUCTURE),
 )

@@ -219,12 +219,15 @@ class _Worker:
 
 
 def _paths() -> list[str]:
-    """The folders of the packages the worker imports: this one's and ast-grep-py's."""
+    """The folders of the packages the worker imports: this one's, ast-grep-py's and, when installed (the
+    `code` extra brings it), pyflakes' (diagnostics of Python)."""
     spec = find_spec("ast_grep_py")
     if spec is None or spec.origin is None:
         raise ToolError("The code tools need ast-grep-py (pip install 'shipcode-mcp[code]')")
     package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return [package, os.path.dirname(spec.origin)]
+    flakes = find_spec("pyflakes")
+    return [package, os.path.dirname(spec.origin)] + (
+        [os.path.dirname(flakes.origin)] if flakes is not None and flakes.origin is not None else [])
 
 
 def _readable() -> list[str]:

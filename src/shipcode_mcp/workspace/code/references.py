@@ -307,10 +307,11 @@ def sent(chosen: tuple[Reading, ...]) -> tuple[list[list[Any]], str]:
     return form, hashlib.blake2b(json.dumps(form).encode(), digest_size=16).hexdigest()
 
 
-class _Ahead(Generic[T]):
-    """The uses in the Python files to come, asked of the parse workers a few files ahead, in parallel (a
-    parse runs in a worker process, so two run at once on two cores), and taken in order. `work` gets a
-    check to call now and then, which stops it once the call no longer needs it (its limit was reached)."""
+class Ahead(Generic[T]):
+    """The work on the files to come (find_references' uses, diagnostics' findings), asked of the parse workers
+    a few files ahead, in parallel (a parse runs in a worker process, so two run at once on two cores), and
+    taken in order. `work` gets a check to call now and then, which stops it once the call no longer needs it
+    (its limit was reached)."""
 
     def __init__(self, work: Callable[[str, str, Callable[[], None]], T], files: list[tuple[str, str]],
                  check: Callable[[], None]) -> None:
@@ -342,7 +343,7 @@ class _Ahead(Generic[T]):
                 return future.result()
             future.cancel()
 
-    def __enter__(self) -> _Ahead[T]:
+    def __enter__(self) -> Ahead[T]:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -376,7 +377,7 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     truncated = False
     places = [folder.file(item) if folder.is_dir else (folder.real, folder.shown) for item in names] if chosen is not None else []
     python = [place for place in places if language_for(place[0]) == "python"]
-    with _Ahead(lambda real, shown, check: file_references(roots, real, shown, word, scan, None, check, chosen),
+    with Ahead(lambda real, shown, check: file_references(roots, real, shown, word, scan, None, check, chosen),
                 python, ctx.check_cancelled) as ahead:
 
         def uses_in(real: str, shown: str) -> tuple[tuple[Reference, ...], bool, int]:

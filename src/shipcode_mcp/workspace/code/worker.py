@@ -214,6 +214,10 @@ def answer(request: dict[str, Any]) -> Any:
         from .pydefinitions import definition_of  # no package until _bootstrap, as in parse
 
         return definition_of(request["text"], request["shown"], request["path"])
+    if op == "findings":
+        from .lint import findings  # no package until _bootstrap, as in parse
+
+        return findings(request["text"], request["language"], request["package"])
     if op == "subclasses":
         from .pydefinitions import subclasses  # no package until _bootstrap, as in parse
 
@@ -257,10 +261,10 @@ def serve(requests: int, replies: int) -> None:
             view = view[os.write(replies, view):]
 
 
-def _bootstrap(ours: str, grep: str) -> None:
-    """Make this package and ast-grep-py importable from their folders alone (the sandbox lets the worker
-    read those, not the folders around them, which an import by sys.path would list), without running
-    the package's __init__ (the server's, not needed here)."""
+def _bootstrap(ours: str, grep: str, *more: str) -> None:
+    """Make this package, ast-grep-py and the other packages named (pyflakes) importable from their folders
+    alone (the sandbox lets the worker read those, not the folders around them, which an import by sys.path
+    would list), without running the package's __init__ (the server's, not needed here)."""
     # only the script's start needs these
     import importlib.util
     import types
@@ -270,17 +274,19 @@ def _bootstrap(ours: str, grep: str) -> None:
         module = types.ModuleType(name)
         module.__path__ = [folder]
         sys.modules[name] = module
-    spec = importlib.util.spec_from_file_location("ast_grep_py", os.path.join(grep, "__init__.py"),
-                                                  submodule_search_locations=[grep])
-    if spec is None or spec.loader is None:
-        raise SystemExit("ast-grep-py not found")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ast_grep_py"] = module
-    spec.loader.exec_module(module)
+    for folder in (grep, *more):
+        name = os.path.basename(folder)
+        spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "__init__.py"),
+                                                      submodule_search_locations=[folder])
+        if spec is None or spec.loader is None:
+            raise SystemExit(f"{name} not found")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
 
 
 if __name__ == "__main__":
-    _bootstrap(sys.argv[2], sys.argv[3])
+    _bootstrap(*sys.argv[2:])
     from shipcode_mcp.workspace.code import worker
 
     worker.serve(int(sys.argv[1]), 1)

@@ -1,0 +1,84 @@
+"""diagnostics: what is wrong in the code of a file or a folder, as its text alone tells (lint.py, in the
+parse worker): syntax errors in every language the code tools read, and in Python pyflakes' findings
+(undefined names, unused imports and variables, redefinitions, misused formats). What an agent checks
+after an edit, before it runs anything.
+
+Files are checked in path order, several at once (a parse worker each, as find_references reads them),
+until `limit` findings; the result says how many files were checked and when it stopped early.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..text import place, plural, printable, result
+from .parsers import POOL, Failed
+from .references import Ahead
+from .source import Folder, check_parsable, known_language, parse_failed, read_source
+
+if TYPE_CHECKING:
+    from ...context import Context
+    from ...primitives import ToolResult
+    from ..roots import Roots
+
+SEVERITIES = ("error", "warning")
+
+
+def diagnostics(ctx: Context, roots: Roots, path: str, severity: str, limit: int) -> ToolResult:
+    """The findings in the code files under `path` (or in the file), errors only for `severity` "error"."""
+    folder = Folder(roots, path)
+    if not folder.is_dir:
+        known_language(folder.real, folder.shown)  # a file of another language: say so
+    names = folder.files(ctx)
+    places = [folder.file(name) if folder.is_dir else (folder.real, folder.shown) for name in names]
+    found: list[dict[str, Any]] = []
+    checked = 0
+    truncated = False
+    counts = {"error": 0, "warning": 0}
+    with Ahead(lambda real, shown, check: _findings(roots, real, shown, check), places, ctx.check_cancelled) as ahead:
+        for shown, answer in folder.parsed(ctx, names, "file", lambda real, _: ahead.take(real), code_only=True,
+                                           doing="checking"):
+            checked += 1
+            for line, column, level, code, message in answer["findings"]:
+                if severity == "error" and level != "error":
+                    continue
+                counts[level] += 1
+                if len(found) < limit:
+                    found.append({"path": shown, "line": line, "column": column, "severity": level, "code": code,
+                                  "message": message})
+                else:
+                    truncated = True
+            if truncated:
+                break
+    ctx.report_progress(len(names), len(names), f"done: {plural(len(found), 'finding')}")
+    out = [f"{printable(item['path'])}:{item['line']}:{item['column']}: {item['severity']} [{item['code']}] "
+           f"{printable(item['message'])}" for item in found]
+    files = plural(checked, "file")
+    if not found:
+        what = "No error" if severity == "error" else "Nothing found"
+        out.append(f"{what} in {files} under {place(folder.shown)} (syntax errors; in Python, pyflakes' findings too).")
+    elif truncated:
+        out.append(f"[Showing the first {plural(len(found), 'finding')}, in the first {files} checked, in path order; "
+                   "there are more. Narrow with path or severity, or raise limit.]")
+    else:
+        out.append(f"[{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')} in {files} checked.]")
+    out += folder.skipped_note()
+    return result("\n".join(out), {"path": folder.shown, "findings": found, "errors": counts["error"],
+                                   "warnings": counts["warning"], "files_checked": checked, "truncated": truncated,
+                                   "skipped": folder.skipped, "skipped_files": folder.skipped_files})
+
+
+def _findings(roots: Roots, real: str, shown: str, check: Callable[[], None]) -> dict[str, Any]:
+    """One file's findings, from the parse worker (a file too large, binary or unreadable is Skipped)."""
+    source = read_source(roots, real, shown)
+    if source.language != "python":
+        check_parsable(source)  # (CPython's parser takes any line; tree-sitter is given none too long)
+    try:
+        answer: dict[str, Any] = POOL.ask({"op": "findings", "text": source.text, "language": source.language,
+                                           "package": os.path.basename(real) in ("__init__.py", "__init__.pyi")}, check)
+    except Failed as err:
+        raise parse_failed(source, err) from None
+    return answer
+
