@@ -116,3 +116,35 @@ def test_real_projects_that_run_have_no_errors(name: str) -> None:
             pytest.skip(f"PyPI cannot be reached for the corpus: {err}")
     data = check(root, severity="error")
     assert data["files_checked"] >= 16 and data["findings"] == [], data["findings"]
+
+
+VALID = {  # valid code where a grammar makes a node of no width, or reads an error, all the same
+    "raw.go": "package main\n\nvar r = ``\n",
+    "raw.rs": "fn main() {\n    let s = r\"\";\n    let b = br\"\";\n}\n",
+    "raw.cpp": "const char *s = R\"()\";\n",
+    "long.lua": "local s = [[]]\n--[[]]\n",
+    "here.sh": "cat <<EOF\nEOF\ncat <<EOF\nvalue $x\nEOF\n",
+    "page.php": "<?php $x = 1; ?>\n<html><?= $x ?></html>\n<?php if ($x) { ?>\n<b>x</b>\n<?php } ?>\n",
+    "table.c": "int a[] = {\n#ifdef X\n  1,\n#endif\n  2 };\n",
+    "pkg/__init__.py": "__all__ = ['mod']\n__path__ = __path__\n",
+    "pkg/mod.py": "",
+    "stub.pyi": "def f() -> Later: ...\nclass Later: ...\n",
+    "lazy.py": "from ._lazy import __getattr__\n__all__ = ['made']\n",
+}
+
+
+def test_valid_code_that_grammars_read_oddly_has_nothing_to_report(tmp_path: Path) -> None:
+    for name, text in VALID.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    data = check(tmp_path)
+    assert data["files_checked"] == len(VALID) and data["findings"] == [], data["findings"]
+
+
+def test_columns_count_characters_and_a_syntax_error_names_the_python_that_read_it(tmp_path: Path) -> None:
+    (tmp_path / "wide.py").write_text("s = 'ééééé'; print(undefined_x)\n")
+    (tmp_path / "bad.py").write_text("s = 'ééééé' + )\n")
+    data = check(tmp_path)
+    assert [(item["path"], item["line"], item["column"]) for item in data["findings"]] == [("bad.py", 1, 15),
+                                                                                           ("wide.py", 1, 20)]
+    assert data["findings"][0]["message"].startswith("unmatched ')' (as Python 3.")

@@ -90,10 +90,10 @@ def shop(tmp_path: Path) -> Path:
 def test_the_classes_whose_bases_lead_to_the_class_directly_or_not(shop: Path) -> None:
     data = implementations(shop, "shop.base.Store")
     assert [item["qualified_name"] for item in data["bases"]] == ["Store"]
-    assert places(data) == [  # the scoped ones first; each in the order found: direct subclasses, then theirs
+    assert places(data) == [  # the scoped ones first; each level of the hierarchy in path and line order
         ("shop/carts.py", "Cart", "scoped"), ("shop/carts.py", "Bag", "scoped"),  # written Store, base.Store
         ("shop/carts.py", "Box", "scoped"),  # an alias of Store
-        ("shop/carts.py", "Outer.Inner", "scoped"), ("shop/carts.py", "Crate", "scoped"),  # Cart's, then Bag's
+        ("shop/carts.py", "Crate", "scoped"), ("shop/carts.py", "Outer.Inner", "scoped"),  # Bag's and Cart's
         ("other/cheap.py", "make.Dynamic", "name")]  # obj.Store: the scopes cannot tell
     # other.base.Store's subclass Discount is not among them, though its statement is `class Discount(Store)`
 
@@ -107,6 +107,47 @@ def test_a_methods_implementations_are_the_derived_classes_own_definitions(shop:
     other = implementations(shop, "other.base.Store.total")
     assert [(path, name) for path, name, _ in places(other)] == [
         ("other/cheap.py", "Discount.total"), ("other/cheap.py", "make.Dynamic.total")]
+
+
+def test_same_named_classes_a_property_with_a_setter_a_second_root_and_the_class_cap(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = tmp_path / "one", tmp_path / "two"
+    (first / "pkg").mkdir(parents=True)
+    (first / "pkg" / "__init__.py").write_text("")
+    (first / "pkg" / "kinds.py").write_text(textwrap.dedent("""\
+        import sys
+        from .base import Base
+        if sys.platform == "win32":
+            class Impl(Base):
+                def run(self):
+                    return 1
+        else:
+            class Impl(Base):
+                def run(self):
+                    return 2
+        """))
+    second.mkdir()
+    (second / "base.py").write_text(textwrap.dedent("""\
+        class Base:
+            @property
+            def run(self):
+                return 0
+            @run.setter
+            def run(self, value):
+                pass
+        """))
+    (first / "pkg" / "base.py").write_text((second / "base.py").read_text())
+    roots = Roots([str(first), str(second)])
+    answer = find_implementations(Context(None, 1, "tools/call", {}), roots, "pkg.base.Base.run", ".", 200)
+    data: dict[str, Any] = answer.structured or {}
+    assert [item["qualified_name"] for item in data["bases"]] == ["Base"]  # once, though run is defined twice
+    assert [(item["path"], item["line"]) for item in data["implementations"]] == [("pkg/kinds.py", 5), ("pkg/kinds.py", 9)]
+    other = find_implementations(Context(None, 1, "tools/call", {}), roots, "Base", str(second), 200).structured or {}
+    assert [item["path"] for item in other["bases"]] == ["pkg/base.py", str(second / "base.py")]  # both roots' Base
+    monkeypatch.setattr("shipcode_mcp.workspace.code.implementations.MAX_CLASSES", 1)
+    cut = find_implementations(Context(None, 1, "tools/call", {}), roots, "pkg.base.Base", ".", 200)
+    assert (cut.structured or {})["truncated"] and (cut.structured or {})["derived_classes"] == 1
+    assert "Stopped after 1 derived classes" in cut.content[0]["text"]
 
 
 def test_a_function_or_an_unknown_name_is_an_answer_without_implementations(shop: Path) -> None:

@@ -37,10 +37,13 @@ def diagnostics(ctx: Context, roots: Roots, path: str, severity: str, limit: int
     checked = 0
     truncated = False
     counts = {"error": 0, "warning": 0}
+    unflaked: dict[str, list[str]] = {}  # why pyflakes did not look -> the files
     with Ahead(lambda real, shown, check: _findings(roots, real, shown, check), places, ctx.check_cancelled) as ahead:
         for shown, answer in folder.parsed(ctx, names, "file", lambda real, _: ahead.take(real), code_only=True,
                                            doing="checking"):
             checked += 1
+            if answer["checked"].startswith("python (") and not answer["findings"]:
+                unflaked.setdefault(answer["checked"][len("python ("):-1], []).append(shown)
             for line, column, level, code, message in answer["findings"]:
                 if severity == "error" and level != "error":
                     continue
@@ -64,6 +67,9 @@ def diagnostics(ctx: Context, roots: Roots, path: str, severity: str, limit: int
                    "there are more. Narrow with path or severity, or raise limit.]")
     else:
         out.append(f"[{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')} in {files} checked.]")
+    for why, names in unflaked.items():
+        out.append(f"[Syntax only in {plural(len(names), 'Python file')} ({printable(', '.join(names[:5]))}"
+                   f"{', ...' if len(names) > 5 else ''}): {why}.]")
     out += folder.skipped_note()
     return result("\n".join(out), {"path": folder.shown, "findings": found, "errors": counts["error"],
                                    "warnings": counts["warning"], "files_checked": checked, "truncated": truncated,
@@ -77,7 +83,7 @@ def _findings(roots: Roots, real: str, shown: str, check: Callable[[], None]) ->
         check_parsable(source)  # (CPython's parser takes any line; tree-sitter is given none too long)
     try:
         answer: dict[str, Any] = POOL.ask({"op": "findings", "text": source.text, "language": source.language,
-                                           "package": os.path.basename(real) in ("__init__.py", "__init__.pyi")}, check)
+                                           "name": os.path.basename(real)}, check)
     except Failed as err:
         raise parse_failed(source, err) from None
     return answer

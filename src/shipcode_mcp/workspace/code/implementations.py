@@ -13,7 +13,6 @@ languages, and only their language servers (not built yet) tell.
 
 from __future__ import annotations
 
-from collections import deque
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -46,79 +45,94 @@ def find_implementations(ctx: Context, roots: Roots, name: str, path: str, limit
     if not folder.is_dir:
         known_language(folder.real, folder.shown)
     try:
-        bases, member = _bases(ctx, roots, folder, query)
+        bases, member = _bases(ctx, roots, query)
     except _NoBase as err:
         return result(str(err), {"name": query, "bases": [], "implementations": [], "derived_classes": 0,
                                  "truncated": False, "skipped": 0, "skipped_files": []})
     files = ModuleFiles(ctx, roots)
-    queue = deque(bases)
+    level = bases
     seen = {(item["path"], item["line"]) for item in bases}
     found: list[dict[str, Any]] = []
     classes = 0
-    truncated = False
-    while queue and not truncated:
-        base = queue.popleft()
-        names = folder.candidates(ctx, word_regex(base["class"]), "python")
-        subclasses = partial(_subclasses, ctx, roots, base["class"])
-        for shown, (source, entries) in folder.parsed(ctx, names, "candidate file", subclasses, code_only=True):
+    cut = ""  # why the answer stops early: "limit" or "classes"
+    while level and not cut:  # one hierarchy level a pass: one rg and one read of each file for all its classes
+        by_name: dict[str, list[dict[str, Any]]] = {}
+        for known in level:
+            by_name.setdefault(known["class"], []).append(known)
+        names = sorted(by_name)
+        candidates = folder.candidates(ctx, "|".join(word_regex(item) for item in names), "python")
+        subclasses = partial(_subclasses, ctx, roots, names)
+        level = []
+        for shown, (source, entries) in folder.parsed(ctx, candidates, "candidate file", subclasses, code_only=True):
             for entry in entries:
-                precision = _derives(ctx, roots, files, source, entry, base)
-                if precision is None or (shown, entry["line"]) in seen:
+                if (shown, entry["line"]) in seen:
                     continue
+                reached, unknown = _reached(ctx, roots, files, source, entry)
+                base = next((item for item in by_name[entry["base"]] if (item["path"], item["line"]) in reached), None)
+                if base is None and not (unknown and not reached):
+                    continue  # its base is another class of that name
                 seen.add((shown, entry["line"]))
                 classes += 1
-                derived = {"path": shown, "line": entry["line"], "class": entry["name"].rsplit(".", 1)[-1],
-                           "qualified_name": entry["name"], "precision": precision, "base": base["qualified_name"]}
                 if classes > MAX_CLASSES:
-                    truncated = True
+                    cut = "classes"
                     break
-                queue.append(derived)
+                derived = {"path": shown, "line": entry["line"], "class": entry["name"].rsplit(".", 1)[-1],
+                           "qualified_name": entry["name"], "precision": "scoped" if base is not None else "name",
+                           "base": (base or by_name[entry["base"]][0])["qualified_name"]}
+                level.append(derived)
                 item = _implementation(ctx, roots, source, derived, member)
                 if item is not None:
                     found.append(item)
                     if len(found) > limit:
-                        truncated = True
+                        cut = "limit"
                         break
-            if truncated:
+            if cut:
                 break
+    classes = min(classes, MAX_CLASSES)
     found = sorted(found[:limit], key=lambda item: item["precision"] != "scoped")  # the surest first, as found
     ctx.report_progress(1, 1, f"done: {plural(len(found), 'implementation')}")
-    what = f"{printable(member)} of the classes derived from" if member else "classes derived from"
     out = [f"{printable(item['path'])}:{item['line']}: [{item['kind']}{', by name' if item['precision'] == 'name' else ''}] "
            f"{printable(item['signature'])}  ({printable(item['class'])}, from {printable(item['base'])})" for item in found]
-    targets = ", ".join(f"{printable(item['qualified_name'])} ({printable(item['path'])}:{item['line']})" for item in bases)
-    if not found:
-        out.append(f"No {what} {targets} under {place(folder.shown)}"
-                   f"{f' define {printable(member)}' if member and classes else ''} ({plural(classes, 'derived class')}).")
-    elif truncated:
+    targets = ", ".join(f"{printable(item['qualified_name'])} ({printable(item['path'])}:{item['line']})" for item in bases[:5])
+    targets += f", and {len(bases) - 5} more" if len(bases) > 5 else ""
+    if cut == "classes":
+        out.append(f"[Stopped after {MAX_CLASSES} derived classes of {printable(query)} ({targets}): the hierarchy is "
+                   "larger. Narrow with path, or ask for a class further down.]")
+    elif cut == "limit":
         out.append(f"[Showing the first {plural(len(found), 'implementation')}; there are more. Narrow with path, or "
                    "raise limit.]")
+    elif not found and member:
+        out.append(f"None of the {plural(classes, 'class')} derived from {targets} under {place(folder.shown)} defines "
+                   f"{printable(member)}.")
+    elif not found:
+        out.append(f"No class derives from {targets} under {place(folder.shown)}.")
     else:
         out.append(f"[{plural(len(found), 'implementation')} of {printable(query)} ({targets}) under "
                    f"{place(folder.shown)}, in {plural(classes, 'derived class')}.]")
     out += folder.skipped_note()
     return result("\n".join(out), {"name": query, "bases": [{key: item[key] for key in ("path", "line", "qualified_name")}
                                                             for item in bases],
-                                   "implementations": found, "derived_classes": classes, "truncated": truncated,
+                                   "implementations": found, "derived_classes": classes, "truncated": bool(cut),
                                    "skipped": folder.skipped, "skipped_files": folder.skipped_files})
 
 
-def _bases(ctx: Context, roots: Roots, folder: Folder, query: str) -> tuple[list[dict[str, Any]], str | None]:
-    """The classes the query names (its own, or its method's) in the Python files under the first root, and
-    the method's name (None for a class)."""
+def _bases(ctx: Context, roots: Roots, query: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The classes the query names (its own, or its method's) in the Python files under the roots, each once,
+    and the method's name (None for a class)."""
     parts = tuple(query.split("."))
-    classes: list[dict[str, Any]] = []
-    methods: list[dict[str, Any]] = []
+    classes: dict[tuple[str, int], dict[str, Any]] = {}
+    methods: dict[tuple[str, int], dict[str, Any]] = {}
     others: list[str] = []
-    for shown, symbol, outer in python_definitions(ctx, roots, Folder(roots, roots.first), parts):
-        if symbol.kind == "class":
-            classes.append(_place(shown, symbol))
-        elif outer and outer[-1].kind == "class" and symbol.kind in ("method", "function", "constructor", "property"):
-            methods.append(_place(shown, outer[-1]))
-        else:
-            others.append(f"{symbol.kind} {symbol.qualified_name} ({shown}:{symbol.def_line})")
+    for root in roots.paths:
+        for shown, symbol, outer in python_definitions(ctx, roots, Folder(roots, root), parts):
+            if symbol.kind == "class":
+                classes.setdefault((shown, symbol.def_line), _place(shown, symbol))
+            elif outer and outer[-1].kind == "class" and symbol.kind in ("method", "function", "constructor", "property"):
+                methods.setdefault((shown, outer[-1].def_line), _place(shown, outer[-1]))  # (a property's setter too)
+            else:
+                others.append(f"{symbol.kind} {symbol.qualified_name} ({shown}:{symbol.def_line})")
     if classes or methods:
-        return (classes, None) if classes else (methods, parts[-1])
+        return (list(classes.values()), None) if classes else (list(methods.values()), parts[-1])
     if others:
         raise _NoBase(f"{printable(query)} is not a class or a method of one, so nothing derives from it: "
                       f"{printable('; '.join(others[:5]))}.")
@@ -134,37 +148,38 @@ def _place(shown: str, cls: Symbol) -> dict[str, Any]:
     return {"path": shown, "line": cls.def_line, "class": cls.name, "qualified_name": cls.qualified_name}
 
 
-def _subclasses(ctx: Context, roots: Roots, name: str, real: str, shown: str) -> tuple[Source, list[dict[str, Any]]]:
-    """The classes of a Python file with a base written `name`, and the file (the parse worker reads it)."""
+def _subclasses(ctx: Context, roots: Roots, names: list[str], real: str, shown: str) -> tuple[Source, list[dict[str, Any]]]:
+    """The classes of a Python file with a base written as one of `names`, and the file (the parse worker reads it)."""
     source = read_source(roots, real, shown, "python")
     try:
-        entries = POOL.ask({"op": "subclasses", "text": source.text, "shown": in_root(roots, real), "name": name},
+        entries = POOL.ask({"op": "subclasses", "text": source.text, "shown": in_root(roots, real), "names": names},
                            ctx.check_cancelled)
     except Failed:
         entries = None
     return source, entries or []
 
 
-def _derives(ctx: Context, roots: Roots, files: ModuleFiles, source: Source, entry: dict[str, Any],
-             base: dict[str, Any]) -> str | None:
-    """How surely the class `entry` derives from `base`: `scoped` when its base leads there, `name` when the
-    scopes cannot tell where it leads, None when it leads elsewhere."""
+def _reached(ctx: Context, roots: Roots, files: ModuleFiles, source: Source, entry: dict[str, Any],
+             ) -> tuple[set[tuple[str, int]], bool]:
+    """Where the base of the class `entry` leads ((path, line) of its definitions), and whether the scopes could
+    not tell."""
     follow = Follow(ctx, roots, files)
     reached = follow.targets(source, entry["targets"])
-    if any((item["path"], item["line"]) == (base["path"], base["line"]) for item in reached):
-        return "scoped"
-    return "name" if not reached and follow.unknown else None
+    return {(item["path"], item["line"]) for item in reached}, follow.unknown
 
 
 def _implementation(ctx: Context, roots: Roots, source: Source, derived: dict[str, Any], member: str | None,
                     ) -> dict[str, Any] | None:
-    """The derived class itself, or its own definition of `member` (None when it has none)."""
+    """The derived class itself, or its own definition of `member` (None when it has none): the class the
+    outline lists at its line, and its children (another class of that name elsewhere in the file is another)."""
     outline = cached_outline(roots, source.real, source.shown, ctx.check_cancelled)
-    wanted = f"{derived['qualified_name']}.{member}" if member else derived["qualified_name"]
-    for top in outline:
-        for symbol in top.walk():
-            if symbol.qualified_name == wanted and (member or symbol.def_line == derived["line"]):
-                return {"path": source.shown, "line": symbol.def_line, "kind": symbol.kind, "signature": symbol.signature,
-                        "qualified_name": symbol.qualified_name, "class": derived["class"], "base": derived["base"],
-                        "precision": derived["precision"]}
-    return None
+    cls = next((symbol for top in outline for symbol in top.walk()
+                if symbol.def_line == derived["line"] and symbol.kind == "class" and symbol.name == derived["class"]), None)
+    if cls is None:
+        return None
+    symbol = cls if member is None else next((child for child in cls.children if child.name == member), None)
+    if symbol is None:
+        return None
+    return {"path": source.shown, "line": symbol.def_line, "kind": symbol.kind, "signature": symbol.signature,
+            "qualified_name": symbol.qualified_name, "class": derived["class"], "base": derived["base"],
+            "precision": derived["precision"]}

@@ -288,18 +288,18 @@ def _shifted(targets: list[dict[str, Any]], bom: int) -> list[dict[str, Any]]:
     return targets
 
 
-def subclasses(text: str, shown: str, name: str) -> list[dict[str, Any]] | None:
-    """The classes of a module with a base written `name` or `x.name` (or a name an import binds to `name`:
-    `from m import Base as B`): each one's dotted name (the classes and functions it is in first, as the
-    outline qualifies it), the line and column
-    (1-based) of its name, and the targets of that base (where its definition is); None when the file does
-    not parse."""
+def subclasses(text: str, shown: str, names: list[str]) -> list[dict[str, Any]] | None:
+    """The classes of a module with a base written as one of `names` or `x.name` (or a name an import binds to
+    one: `from m import Base as B`): each one's dotted name (the classes and functions it is in first, as the
+    outline qualifies it), the line and column (1-based) of its name, the base's name (`base`, one of `names`)
+    and the targets of that base (where its definition is); None when the file does not parse."""
     parsed = _parsed(text)
     if parsed is None:
         return None
     tree, text, bom = parsed
-    aliases = {alias.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-               for alias in node.names if alias.name == name and alias.asname}
+    wanted_names = set(names)
+    aliases = {alias.asname: alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+               for alias in node.names if alias.name in wanted_names and alias.asname}
     wanted: list[tuple[ast.ClassDef, tuple[str, ...], ast.expr, str]] = []
     stack: list[tuple[ast.AST, tuple[str, ...]]] = [(tree, ())]
     while stack:
@@ -310,7 +310,7 @@ def subclasses(text: str, shown: str, name: str) -> list[dict[str, Any]] | None:
                 for base in child.bases:
                     spot = base.value if isinstance(base, ast.Subscript) else base  # Generic[T], Base[T]
                     written = spot.id if isinstance(spot, ast.Name) else spot.attr if isinstance(spot, ast.Attribute) else None
-                    if written is not None and (written == name or (written in aliases and isinstance(spot, ast.Name))):
+                    if written is not None and (written in wanted_names or (written in aliases and isinstance(spot, ast.Name))):
                         wanted.append((child, inner, spot, written))
             stack.append((child, inner))
     found: list[dict[str, Any]] = []
@@ -327,6 +327,7 @@ def subclasses(text: str, shown: str, name: str) -> list[dict[str, Any]] | None:
             row = finder.builder.lines[cls.lineno - 1]
             start = row.find(cls.name, finder.builder.character_column(cls.lineno, cls.col_offset))
             found.append({"name": ".".join(chain), "line": cls.lineno, "column": start + 1 + (bom if cls.lineno == 1 else 0),
+                          "base": written if written in wanted_names else aliases[written],
                           "targets": _shifted(finder.at(occurrence), bom)})
     except (RecursionError, MemoryError, ValueError):
         return None

@@ -217,11 +217,11 @@ def answer(request: dict[str, Any]) -> Any:
     if op == "findings":
         from .lint import findings  # no package until _bootstrap, as in parse
 
-        return findings(request["text"], request["language"], request["package"])
+        return findings(request["text"], request["language"], request["name"])
     if op == "subclasses":
         from .pydefinitions import subclasses  # no package until _bootstrap, as in parse
 
-        return subclasses(request["text"], request["shown"], request["name"])
+        return subclasses(request["text"], request["shown"], request["names"])
     if op == "ping":
         return "pong"
     raise ValueError(f"unknown request {op!r}")
