@@ -6,7 +6,8 @@ HTTPAdapter(BaseAdapter)`, `class X(adapters.BaseAdapter)`) are found first (rip
 parse worker reads them), and each base expression is looked up as find_definition looks a name up
 (Python's scopes, imports followed across files): a class is kept when its base leads to the class asked
 for (`scoped`), or when the scopes cannot tell where the base leads (`name`), and left out when it leads to
-another class of that name. Derived classes are followed on (a subclass of a subclass implements too).
+another class of that name. Derived classes are followed on (a subclass of a subclass implements too), one
+level of the hierarchy at a time: one rg and one read of each file for all of the level's classes.
 Python only: in the other languages a class statement names its interfaces in as many ways as there are
 languages, and only their language servers (not built yet) tell.
 """
