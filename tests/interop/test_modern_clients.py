@@ -68,6 +68,8 @@ def every_tool_call(root: Path) -> list[tuple[str, dict[str, Any], str]]:
         ("search_structure", {"pattern": "util.answer()", "language": "python"}, "src/app.py:5:12: util.answer()"),
         ("write_file", {"path": "notes/todo.md", "content": "- ship\n"}, "+- ship"),
         ("edit_file", {"path": "src/app.py", "old_text": "Hello", "new_text": "Hi"}, "+    return f'Hi, {name}!'"),
+        ("apply_patch", {"patch": "*** Begin Patch\n*** Update File: src/app.py\n-    return f'Hi, {name}!'\n"
+                                  "+    return f'Hey, {name}!'\n*** End Patch"}, "M src/app.py"),
     ]
 
 

@@ -249,6 +249,25 @@ def test_every_path_argument_refuses_every_way_out(world: dict[str, Path], attac
     assert sorted(os.listdir(world["base"])) == parent_before
 
 
+def test_apply_patch_refuses_every_way_out_in_every_place_a_patch_names_a_path(world: dict[str, Path],
+                                                                              attacked: Tools) -> None:
+    before = snapshot(world["outside"]), snapshot(world["sibling"]), snapshot(world["root"])
+    for given in hostile_paths(world):
+        if "\x00" in given:
+            continue  # no line of a patch holds one
+        for patch in (f"*** Begin Patch\n*** Add File: {given}\n+pwned\n*** End Patch",
+                      f"*** Begin Patch\n*** Update File: README.md\n*** Move to: {given}\n@@\n-# Demo\n+pwned\n"
+                      "*** End Patch",
+                      f"*** Begin Patch\n*** Delete File: {given}\n*** End Patch",
+                      f"--- /dev/null\n+++ b/{given}\n@@ -0,0 +1 @@\n+pwned\n",
+                      f"diff --git a/README.md b/README.md\nrename from README.md\nrename to {given}\n"):
+            message = attacked.error("apply_patch", {"patch": patch})
+            assert message.startswith(("Access denied", "Invalid path", "Nothing was written", "Refused")), (
+                given, patch, message)
+            _no_canary(attacked)
+    assert (snapshot(world["outside"]), snapshot(world["sibling"]), snapshot(world["root"])) == before
+
+
 def test_special_files_do_not_hang_any_tool(world: dict[str, Path], attacked: Tools) -> None:
     started = time.monotonic()
     assert "named pipe" in attacked.error("read_file", {"path": "fifo"})

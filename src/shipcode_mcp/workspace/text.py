@@ -19,6 +19,14 @@ def is_binary(sample: bytes) -> bool:
     return b"\x00" in sample[:SNIFF_BYTES]
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines with their line ends; only '\\n' ends a line (str.splitlines also breaks at '\\r', '\\f' and
+    more, which neither git nor a diff does)."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
+
+
 def cut_line(line: str, limit: int, focus: int = 0, size: str | None = None) -> str:
     """`line` if it has at most `limit` characters, else a `limit`-character window around `focus`;
     `size` says how long the line was when `line` is only its head."""

@@ -372,6 +372,38 @@ EDIT_FILE = {
     }),
 }
 
+APPLY_PATCH = {
+    "run": "patch_files:apply_patch",
+    "title": "Apply patch",
+    "description": (
+        "Change several files in one call, all or nothing: edit, create, delete and move files with a patch. "
+        "Takes a unified diff as `git diff` writes it (`--- a/path`, `+++ b/path`, `@@ -l,n +l,n @@` hunks; "
+        "new and deleted files through /dev/null; `rename from`/`rename to`), or the `*** Begin Patch` format "
+        "(`*** Add File: path` with '+' lines, `*** Delete File: path`, `*** Update File: path` with an optional "
+        "`*** Move to: path`, then chunks of ' ', '-' and '+' lines, each after an optional `@@ line to find "
+        "first`; `*** End Patch`). A unified hunk applies where its context and removed lines match exactly, "
+        "at its line or the nearest place (as git apply does); a `*** Begin Patch` chunk at the first place "
+        "after the previous one, also ignoring whitespace at the ends of lines. If any part does not apply, "
+        "nothing is written and the error names the file and the hunk. Paths are relative to the first "
+        "workspace root; the same limits as write_file hold. Returns what changed (A, M, D, R) and the diff; "
+        "with dry_run, only checks and shows the diff."
+    ),
+    "input": _object({
+        "patch": _string("The patch: a unified diff, or a `*** Begin Patch` ... `*** End Patch` block.",
+                         minLength=1, maxLength=MAX_CONTENT_CHARS),
+        "dry_run": _boolean("Check that the patch applies and return its diff without writing anything."),
+    }, ("patch",)),
+    "output": _output({
+        "files": {"type": "array", "items": _output({
+            "path": _STR,
+            "action": {"enum": ["A", "M", "D", "R"], "description": "added, modified, deleted, or moved (renamed)"},
+            "from": {**_nullable("string"), "description": "the old path of a moved file, else null"},
+        })},
+        "diff": _STR,
+        "dry_run": _BOOL,
+    }),
+}
+
 
 # -- code intelligence (offered when the `code` extra, ast-grep-py, is installed) ----------------------
 _SKIPPED = {"type": "integer", "minimum": 0, "description": "files not parsed: over 512 KiB, with a line over 32 768 "
@@ -699,6 +731,8 @@ WRITE_TOOLS: tuple[tuple[str, dict[str, Any], dict[str, bool]], ...] = (
     ("write_file", WRITE_FILE,
      {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}),
     ("edit_file", EDIT_FILE,
+     {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}),
+    ("apply_patch", APPLY_PATCH,
      {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}),
 )
 

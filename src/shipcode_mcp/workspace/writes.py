@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from ..primitives import ToolError
 from . import linediff, safe_open
-from .text import is_binary, place, plural, printable, result, size_text
+from .text import is_binary, place, plural, printable, result, size_text, split_lines
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -81,8 +81,8 @@ _SIGNATURE = ("HEAD", "objects", "refs", "commondir")
 
 
 def write_file(ctx: Context, roots: Roots, path: str, content: str) -> ToolResult:
-    real, shown = _target(roots, path, "write_file")
-    data = _encode(content)
+    real, shown = target(roots, path, "write_file")
+    data = encode(content)
     if len(data) > MAX_WRITE_BYTES:
         raise ToolError(f"The content is {size_text(len(data))} as UTF-8; write_file writes files up to "
                         f"{size_text(MAX_WRITE_BYTES)} (and edit_file leaves none larger)")
@@ -94,22 +94,22 @@ def write_file(ctx: Context, roots: Roots, path: str, content: str) -> ToolResul
             if before is not None:
                 fd, before = safe_open.open_in(roots, parent, name, shown)
                 try:
-                    old = _read_all(fd, before.st_size, MAX_DIFF_INPUT)
+                    old = read_all(fd, before.st_size, MAX_DIFF_INPUT)
                 finally:
                     os.close(fd)
             safe_open.verify(roots, parent)
-            _replace(parent, name, shown, data, before, "write_file")
+            replace(parent, name, shown, data, before, "write_file")
         finally:
             os.close(parent)
     created = before is None
-    diff = _write_diff(ctx, not created, old, data, shown)
+    diff = write_diff(ctx, not created, old, data, shown)
     done = f"{'Created' if created else 'Wrote'} {printable(shown)} ({size_text(len(data))})"
     text = f"{done}.\n{diff}".rstrip("\n") if diff or created else f"{done}; the content is unchanged."
     return result(text, {"path": shown, "created": created, "size": len(data), "diff": diff})
 
 
 def edit_file(ctx: Context, roots: Roots, path: str, old_text: str, new_text: str, replace_all: bool) -> ToolResult:
-    real, shown = _target(roots, path, "edit_file")
+    real, shown = target(roots, path, "edit_file")
     if old_text == new_text:
         raise ToolError("old_text and new_text are the same: there is nothing to change")
     with _guarded(ctx, roots, real, shown, "edit_file"):
@@ -117,22 +117,22 @@ def edit_file(ctx: Context, roots: Roots, path: str, old_text: str, new_text: st
         try:
             fd, before = safe_open.open_in(roots, parent, name, shown)
             try:
-                raw = _read_all(fd, before.st_size, MAX_WRITE_BYTES)
+                raw = read_all(fd, before.st_size, MAX_WRITE_BYTES)
             finally:
                 os.close(fd)
             if raw is None:
                 raise ToolError(f"{printable(shown)} is {size_text(before.st_size)}; edit_file edits files up to "
                                 f"{size_text(MAX_WRITE_BYTES)}")
-            text = _decode(raw, shown)
+            text = decode(raw, shown)
             old, new, count = _occurrences(text, old_text, new_text, shown, replace_all)
-            _check_result_size(len(raw), _encode(old), _encode(new), count, shown)
+            _check_result_size(len(raw), encode(old), encode(new), count, shown)
             updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-            data = _encode(updated)
+            data = encode(updated)
             safe_open.verify(roots, parent)
-            _replace(parent, name, shown, data, before, "edit_file")
+            replace(parent, name, shown, data, before, "edit_file")
         finally:
             os.close(parent)
-    diff = _write_diff(ctx, True, raw if len(raw) <= MAX_DIFF_INPUT else None, data, shown)
+    diff = write_diff(ctx, True, raw if len(raw) <= MAX_DIFF_INPUT else None, data, shown)
     replaced = plural(count, "occurrence")
     return result(f"Replaced {replaced} in {printable(shown)}.\n{diff}".rstrip("\n"),
                   {"path": shown, "replacements": count, "diff": diff})
@@ -147,7 +147,7 @@ def _check_result_size(size: int, old: bytes, new: bytes, count: int, shown: str
                         "(the limit of write_file too). Nothing was written.")
 
 
-def _target(roots: Roots, path: str, tool: str) -> tuple[str, str]:
+def target(roots: Roots, path: str, tool: str) -> tuple[str, str]:
     real = roots.resolve(path)
     shown = roots.display(real)
     root = roots.root_of(real) or real
@@ -178,13 +178,19 @@ def _signature_name(name: str) -> str | None:
 
 @contextmanager
 def _guarded(ctx: Context, roots: Roots, real: str, shown: str, tool: str) -> Iterator[None]:
-    """Hold the root's write lock, and refuse a write that would plant a git repository, for the whole write.
+    """Hold the root's write lock, and refuse a write that would plant a git repository, for the whole write."""
+    root = roots.root_of(real) or real  # `real` was resolved inside a root by target
+    with root_lock(ctx, roots, root, shown) as fd:
+        refuse_planting(roots, fd, root, [real], tool)
+        yield
 
-    The lock (flock on the root folder, so also between server processes serving the same root) makes the check and the write
-    one step: two concurrent writes, one making `objects/` and the other `refs/` next to a `HEAD`,
-    cannot each see the other's half missing.
-    """
-    root = roots.root_of(real) or real  # `real` was resolved inside a root by _target
+
+@contextmanager
+def root_lock(ctx: Context, roots: Roots, root: str, shown: str) -> Iterator[int]:
+    """Hold the write lock of `root` (flock on the root folder, so also between server processes serving the
+    same root), and give its descriptor. Under it, a check and the write it allows are one step: two
+    concurrent writes, one making `objects/` and the other `refs/` next to a `HEAD`, cannot each see the
+    other's half missing."""
     try:
         fd = os.open(root, safe_open.DIR_FLAGS)
     except OSError as err:
@@ -201,24 +207,42 @@ def _guarded(ctx: Context, roots: Roots, real: str, shown: str, tool: str) -> It
                                     f"{LOCK_WAIT_SECONDS:.0f} s; nothing was written. Retry later") from None
                 ctx.check_cancelled()
                 time.sleep(0.01)
-        parts = [part for part in real[len(root):].split(os.sep) if part]
-        _refuse_planting(roots, fd, root, parts, tool)
-        yield
+        yield fd
     finally:
         os.close(fd)  # releases the lock
 
 
-def _refuse_planting(roots: Roots, root_fd: int, root: str, parts: list[str], tool: str) -> None:
-    """Refuse when a folder on the way to the target is a git repository, or would be one after the write.
+def refuse_planting(roots: Roots, root_fd: int, root: str, reals: list[str], tool: str) -> None:
+    """Refuse writing the files `reals` (all under `root`, written together) when a folder on the way to one
+    is a git repository, or would be one once they are all written."""
+    paths = [[part for part in real[len(root):].split(os.sep) if part] for real in reals]
+    added: dict[tuple[str, ...], set[str]] = {}
+    for parts in paths:
+        for depth, name in enumerate(parts):
+            signature = _signature_name(name)
+            if signature is not None:
+                added.setdefault(tuple(parts[:depth]), set()).add(signature)
+    for parts in paths:
+        _refuse_planting(roots, root_fd, root, parts, tool, added)
 
-    Only folders that exist can be one: a folder the write creates holds one entry, and git needs two.
+
+def _refuse_planting(roots: Roots, root_fd: int, root: str, parts: list[str], tool: str,
+                     added: dict[tuple[str, ...], set[str]] | None = None) -> None:
+    """Refuse when a folder on the way to the target is a git repository, or would be one after the write
+    (`added`: the repository entries each folder gains from the files written with it, by folder parts).
+
+    A folder the write creates holds only what the write adds to it: with one file, one entry, and git
+    needs two.
     """
-    fd = root_fd
+    fd: int | None = root_fd
     try:
         for depth, name in enumerate(parts):
-            present = {entry for entry in _SIGNATURE if _exists(fd, entry)}
-            added = _signature_name(name)
-            if _is_repository(present) or (added and _is_repository(present | {added})):
+            present = {entry for entry in _SIGNATURE if fd is not None and _exists(fd, entry)}
+            gained = set(added.get(tuple(parts[:depth]), ())) if added is not None else set()
+            signature = _signature_name(name)
+            if signature is not None:
+                gained.add(signature)
+            if _is_repository(present | gained):
                 folder = place(roots.display(os.path.join(root, *parts[:depth])))
                 if _is_repository(present):
                     raise ToolError(f"Refused: git takes {folder} for a repository (it holds HEAD with objects/ and "
@@ -227,17 +251,19 @@ def _refuse_planting(roots: Roots, root_fd: int, root: str, parts: list[str], to
                 raise ToolError(f"Refused: writing {printable(name)} would make {folder} a git repository (HEAD with "
                                 "objects/ and refs/, or with commondir, is what git takes for one), whose config could "
                                 f"name programs the next git command there runs; {tool} does not plant repositories")
-            if depth == len(parts) - 1:
+            if depth == len(parts) - 1 or (fd is None and added is None):
                 return
-            try:
-                below = os.open(name, safe_open.DIR_FLAGS, dir_fd=fd)
-            except OSError:
-                return  # missing (made empty by the write) or not a plain folder (the write itself refuses it)
-            if fd != root_fd:
+            below: int | None = None
+            if fd is not None:
+                try:
+                    below = os.open(name, safe_open.DIR_FLAGS, dir_fd=fd)
+                except OSError:
+                    below = None  # missing (made by the write) or not a plain folder (the write itself refuses it)
+            if fd is not None and fd != root_fd:
                 os.close(fd)
             fd = below
     finally:
-        if fd != root_fd:
+        if fd is not None and fd != root_fd:
             os.close(fd)
 
 
@@ -253,24 +279,24 @@ def _exists(fd: int, name: str) -> bool:
     return True
 
 
-def _encode(content: str) -> bytes:
+def encode(content: str) -> bytes:
     try:
         return content.encode("utf-8")
     except UnicodeEncodeError:
         raise ToolError("The text contains unpaired surrogate characters and cannot be written as UTF-8") from None
 
 
-def _decode(raw: bytes, shown: str) -> str:
+def decode(raw: bytes, shown: str, tool: str = "edit_file") -> str:
     if is_binary(raw):
-        raise ToolError(f"{printable(shown)} is a binary file; edit_file edits text only")
+        raise ToolError(f"{printable(shown)} is a binary file; {tool} edits text only")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ToolError(f"{printable(shown)} is not valid UTF-8; edit_file edits UTF-8 text only "
+        raise ToolError(f"{printable(shown)} is not valid UTF-8; {tool} edits UTF-8 text only "
                         "(write_file can replace it whole)") from None
 
 
-def _read_all(fd: int, size: int, limit: int) -> bytes | None:
+def read_all(fd: int, size: int, limit: int) -> bytes | None:
     """The whole file, or None when it is larger than `limit`."""
     if size > limit:
         return None
@@ -320,12 +346,15 @@ def _near_misses(text: str, old: str) -> str:
     return f" Its first line, ignoring surrounding whitespace, appears at line(s) {', '.join(numbers)}."
 
 
-def _replace(parent: int, name: str, shown: str, data: bytes, before: os.stat_result | None, tool: str) -> None:
-    """Atomically make `name` in folder `parent` hold `data`: a complete temporary file, then a rename."""
+def replace(parent: int, name: str, shown: str, data: bytes, before: os.stat_result | None, tool: str,
+            mode: int | None = None) -> None:
+    """Atomically make `name` in folder `parent` hold `data`: a complete temporary file, then a rename. It
+    keeps the mode of the file it replaces unless `mode` is given (a new file's mode is `mode` less the umask)."""
     if before is not None:
         _refuse_foreign(before, shown, tool)
     _remove_stale_temps(parent)
-    mode = stat.S_IMODE(before.st_mode) if before is not None else 0o666
+    if mode is None:
+        mode = stat.S_IMODE(before.st_mode) if before is not None else 0o666
     fd, temp = _open_temp(parent, shown, mode)
     try:
         try:
@@ -451,21 +480,22 @@ def _remove_stale_temps(parent: int) -> None:
         pass  # a clean-up: never a reason to fail the write
 
 
-def _write_diff(ctx: Context, existed: bool, old: bytes | None, new: bytes, shown: str) -> str:
+def write_diff(ctx: Context, existed: bool, old: bytes | None, new: bytes, shown: str, *, deleted: bool = False) -> str:
+    """The diff of a write (`deleted`: the file is removed), computed at once when small, else one at a time."""
     if (existed and old is None) or len(new) > MAX_DIFF_INPUT:
         return f"(no diff: {printable(shown)} is larger than {size_text(MAX_DIFF_INPUT)})\n"
-    before = _lines(old.decode("utf-8", "replace")) if old is not None else []
-    after = _lines(new.decode("utf-8", "replace"))
+    before = split_lines(old.decode("utf-8", "replace")) if old is not None else []
+    after = split_lines(new.decode("utf-8", "replace"))
     ends = _shared_ends(before, after)
     if (len(before) - sum(ends)) * (len(after) - sum(ends)) <= QUICK_DIFF_AREA:
-        return _unified(before, after, shown, created=not existed, ends=ends)
+        return _unified(before, after, shown, created=not existed, ends=ends, deleted=deleted)
     waited = time.monotonic() + DIFF_WAIT
     while not DIFFING.acquire(timeout=0.05):  # the write is done: a cancelled call need not wait for its diff
         if ctx.cancelled or time.monotonic() > waited:
             why = "the call was cancelled" if ctx.cancelled else "the server is computing other large diffs"
             return f"(no diff: {why}; git_diff or read_file shows what changed in {printable(shown)})\n"
     try:
-        return _unified(before, after, shown, created=not existed, ends=ends)
+        return _unified(before, after, shown, created=not existed, ends=ends, deleted=deleted)
     finally:
         DIFFING.release()
 
@@ -484,15 +514,16 @@ def _shared_ends(before: list[str], after: list[str]) -> tuple[int, int]:
 
 def unified_diff(old: str, new: str, shown: str, *, created: bool) -> str:
     """A git-style unified diff of `shown` ('' when nothing changed), cut after MAX_DIFF_CHARS."""
-    return _unified(_lines(old), _lines(new), shown, created=created)
+    return _unified(split_lines(old), split_lines(new), shown, created=created)
 
 
 def _unified(before: list[str], after: list[str], shown: str, *, created: bool,
-             ends: tuple[int, int] | None = None) -> str:
+             ends: tuple[int, int] | None = None, deleted: bool = False) -> str:
     """The diff of the part that changed and CONTEXT lines around it (a line changed in a long file costs
     the comparison of its ends, not a diff of the whole), its hunks numbered as in the whole file; `ends`:
     `_shared_ends` of the two, when the caller has them already."""
     from_name = "/dev/null" if created else _prefixed("a", shown)
+    to_name = "/dev/null" if deleted else _prefixed("b", shown)
     start, end = ends if ends is not None else _shared_ends(before, after)
     skip, tail = max(0, start - CONTEXT), max(0, end - CONTEXT)
     before, after = before[skip:len(before) - tail], after[skip:len(after) - tail]
@@ -500,9 +531,9 @@ def _unified(before: list[str], after: list[str], shown: str, *, created: bool,
     size = 0
     cut = False
     if len(before) * len(after) <= DIFFLIB_LINES:
-        lines: Iterable[str] = difflib.unified_diff(before, after, from_name, _prefixed("b", shown), n=CONTEXT)
+        lines: Iterable[str] = difflib.unified_diff(before, after, from_name, to_name, n=CONTEXT)
     else:
-        lines, cut = linediff.unified(before, after, from_name, _prefixed("b", shown), CONTEXT)
+        lines, cut = linediff.unified(before, after, from_name, to_name, CONTEXT)
     if skip:
         lines = (_HUNK.sub(lambda hunk: _shifted(hunk, skip), line, count=1) if line.startswith("@@") else line
                  for line in lines)
@@ -533,9 +564,3 @@ def _prefixed(side: str, shown: str) -> str:
     """The ---/+++ name of a diff header, masked: a name with a line break must not forge a diff line."""
     return f"{side}{printable(shown)}" if shown.startswith("/") else f"{side}/{printable(shown)}"
 
-
-def _lines(text: str) -> list[str]:
-    """Lines with their newlines; only '\\n' ends a line (unlike str.splitlines)."""
-    lines = [line + "\n" for line in text.split("\n")]
-    lines[-1] = lines[-1][:-1]
-    return lines if lines[-1] else lines[:-1]

@@ -1,0 +1,286 @@
+"""apply_patch (only with --allow-write): one call changes several files, all or nothing.
+
+The patch (patch_text.py reads both formats) is applied in memory first, file by file in its order, each
+step seeing the ones before it (a file patched twice, a file moved then changed). Only when every file
+applies is anything written, under the write lock of every root concerned (taken in one order, so two
+patches cannot wait on each other). Each file is then replaced as write_file replaces one (a complete
+temporary file renamed over it; its mode and owner kept), so a server killed midway leaves each file
+whole, old or new. A write that fails midway (a file changed under us, a full disk) puts back the files
+already written. The confinement of write_file holds for every path of the patch: inside the roots, never
+inside `.git`, never planting a repository.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..primitives import ToolError
+from . import safe_open
+from .patch_text import FilePatch, PatchError, apply, parse
+from .text import plural, printable, result, size_text
+from .writes import MAX_WRITE_BYTES, decode, encode, read_all, refuse_planting, replace, root_lock, target, write_diff
+
+if TYPE_CHECKING:
+    from ..context import Context
+    from ..primitives import ToolResult
+    from .roots import Roots
+
+TOOL = "apply_patch"
+MAX_PATCH_FILES = 10_000
+"""A patch changes at most this many files."""
+MAX_HELD_BYTES = 256 * 1024 * 1024
+"""The files a patch reads and makes are held in memory until it is written: at most this much in all."""
+
+
+@dataclass
+class _File:
+    """One file the patch touches: what it held when read (None: absent) and what it is to hold."""
+
+    real: str
+    shown: str
+    before: bytes | None
+    info: os.stat_result | None
+    text: str | None
+    mode: int | None = None
+    action: str = "M"
+    source: str | None = None
+
+
+def apply_patch(ctx: Context, roots: Roots, patch: str, dry_run: bool) -> ToolResult:
+    try:
+        changes = parse(patch)
+    except PatchError as err:
+        raise ToolError(f"Nothing was written: the patch cannot be read: {err}") from None
+    if len(changes) > MAX_PATCH_FILES:
+        raise ToolError(f"The patch changes {len(changes)} files; apply_patch applies at most {MAX_PATCH_FILES} "
+                        "at once. Split it.")
+    paths = [(change, _resolved(roots, change.old_path), _resolved(roots, change.new_path)) for change in changes]
+    concerned = sorted({roots.root_of(real) or real for _, old, new in paths for real in (old, new) if real})
+    with ExitStack() as locks:
+        held = {root: locks.enter_context(root_lock(ctx, roots, root, roots.display(root))) for root in concerned}
+        try:
+            files = _applied(ctx, roots, paths)
+        except ToolError as err:
+            raise ToolError(f"Nothing was written: {err}") from None
+        changed = [file for file in files.values() if _changes(file)]
+        for root, fd in held.items():
+            refuse_planting(roots, fd, root, [file.real for file in changed if file.text is not None
+                                              and roots.root_of(file.real) == root], TOOL)
+        diff = "".join(_diff(ctx, file) for file in changed)
+        if not dry_run:
+            _write_all(ctx, roots, changed)
+    listed = [_entry(file) for file in changed]
+    summary = "\n".join(f"{item['action']} " + (f"{printable(item['from'])} -> " if item["from"] else "")
+                        + printable(item["path"]) for item in listed)
+    if not changed:
+        head = "The patch changes nothing: every file already holds what it makes."
+    elif dry_run:
+        head = f"Dry run: the patch applies and would change {plural(len(changed), 'file')}; nothing was written."
+    else:
+        head = f"Applied the patch: {plural(len(changed), 'file')} changed."
+    text = "\n".join(part for part in (head, summary, diff.rstrip("\n")) if part)
+    return result(text, {"files": listed, "diff": diff, "dry_run": dry_run})
+
+
+def _resolved(roots: Roots, path: str | None) -> str | None:
+    if path is None:
+        return None
+    return target(roots, path, TOOL)[0]
+
+
+def _applied(ctx: Context, roots: Roots, paths: list[tuple[FilePatch, str | None, str | None]]) -> dict[str, _File]:
+    """Every file the patch touches, read once, with the text the patch leaves in it; ToolError naming the
+    file and the hunk when one does not apply."""
+    files: dict[str, _File] = {}
+    held = 0
+
+    def current(real: str) -> _File:
+        nonlocal held
+        file = files.get(real)
+        if file is None:
+            file = files[real] = _read(roots, real)
+            held += 2 * len(file.before or b"")
+            if held > MAX_HELD_BYTES:
+                raise ToolError(f"The patch touches more than {size_text(MAX_HELD_BYTES)} of files; apply it in "
+                                "parts.")
+        return file
+
+    for change, old_real, new_real in paths:
+        ctx.check_cancelled()
+        where = f"{change.shown} (line {change.line} of the patch)"
+        source = current(old_real) if old_real is not None else None
+        if source is not None and source.text is None:
+            raise ToolError(f"{where}: {printable(source.shown)} does not exist, so the patch cannot "
+                            f"{'delete' if new_real is None else 'change'} it.")
+        dest = current(new_real) if new_real is not None else None
+        moved = dest is not None and source is not None and dest.real != source.real
+        if dest is not None and dest.text is not None and (source is None or moved):
+            raise ToolError(f"{where}: {printable(dest.shown)} already exists; the patch "
+                            f"{'creates' if source is None else 'moves a file onto'} it (change the existing file "
+                            "instead, or delete it first)")
+        try:
+            text = apply(change, source.text if source is not None else None)
+        except PatchError as err:
+            raise ToolError(str(err)) from None
+        if dest is None:
+            assert source is not None
+            if change.hunks and not change.codex and text:
+                raise ToolError(f"{where}: the patch deletes {printable(source.shown)} but its hunks do not remove "
+                                "all of it (the file differs from what the patch expects).")
+            source.text = None
+            continue
+        if len(encode(text)) > MAX_WRITE_BYTES:
+            raise ToolError(f"{where}: the patch would make {printable(dest.shown)} larger than "
+                            f"{size_text(MAX_WRITE_BYTES)}.")
+        held += len(text)
+        if moved and source is not None and not change.copy:
+            source.text = None
+            dest.source = source.shown
+        elif moved and source is not None:
+            dest.source = source.shown
+        dest.text = text
+        if change.mode is not None:
+            dest.mode = change.mode
+    return files
+
+
+def _read(roots: Roots, real: str) -> _File:
+    """The file as it is now (absent when nothing is at that path or on the way to it)."""
+    shown = roots.display(real)
+    if not os.path.lexists(real):
+        return _File(real, shown, None, None, None)
+    parent, name = safe_open.open_parent(roots, real, shown)
+    try:
+        fd, info = safe_open.open_in(roots, parent, name, shown)
+        try:
+            raw = read_all(fd, info.st_size, MAX_WRITE_BYTES)
+        finally:
+            os.close(fd)
+    finally:
+        os.close(parent)
+    if raw is None:
+        raise ToolError(f"{printable(shown)} is larger than {size_text(MAX_WRITE_BYTES)}; apply_patch changes files up "
+                        "to that size.")
+    return _File(real, shown, raw, info, decode(raw, shown, TOOL))
+
+
+def _changes(file: _File) -> bool:
+    """Whether the patch leaves the file other than it found it (its content, its presence or its mode)."""
+    if file.text is None:
+        return file.before is not None
+    if file.before is None:
+        return True
+    return encode(file.text) != file.before or _new_mode(file) != stat.S_IMODE(file.info.st_mode if file.info else 0)
+
+
+def _new_mode(file: _File) -> int | None:
+    """The mode the file gets: the patch's executable bit applied to its mode now (a new file: the patch's)."""
+    if file.info is None:
+        return 0o777 if file.mode == 0o755 else None
+    mode = stat.S_IMODE(file.info.st_mode)
+    if file.mode == 0o755:
+        return mode | (mode & 0o444) >> 2
+    if file.mode == 0o644:
+        return mode & ~0o111
+    return mode
+
+
+def _entry(file: _File) -> dict[str, Any]:
+    """How the result lists a file: A added, M modified, D deleted, R moved (`from` its old path)."""
+    if file.text is None:
+        action = "D"
+    elif file.source is not None:
+        action = "R"
+    else:
+        action = "A" if file.before is None else "M"
+    return {"path": file.shown, "action": action, "from": file.source if action == "R" else None}
+
+
+def _diff(ctx: Context, file: _File) -> str:
+    new = encode(file.text) if file.text is not None else b""
+    return write_diff(ctx, file.before is not None, file.before, new, file.shown, deleted=file.text is None)
+
+
+def _write_all(ctx: Context, roots: Roots, files: list[_File]) -> None:
+    """Write each file (deletions last, so that a move's new file exists before its old one goes); on a
+    failure, put back those already written and raise."""
+    done: list[_File] = []
+    order = [file for file in files if file.text is not None] + [file for file in files if file.text is None]
+    ctx.check_cancelled()  # the last moment a cancellation stops the patch whole
+    for file in order:
+        try:
+            _write(roots, file)
+        except BaseException as err:
+            failed = _undo(roots, done)
+            note = (" The files already written were put back." if not failed else
+                    f" Putting back the files already written failed for {', '.join(map(printable, failed))}: check them.")
+            if isinstance(err, ToolError):
+                raise ToolError(f"{err} (while applying the patch to {printable(file.shown)}).{note}") from None
+            raise
+        done.append(file)
+
+
+def _write(roots: Roots, file: _File) -> None:
+    parent, name = safe_open.open_parent(roots, file.real, file.shown, create=file.text is not None)
+    try:
+        now = safe_open.lstat_in(parent, name, file.shown)
+        if not _same(now, file.info):
+            raise ToolError(f"{printable(file.shown)} changed while the patch was being applied; read it again and "
+                            "retry")
+        if file.text is None:
+            safe_open.verify(roots, parent)
+            os.unlink(name, dir_fd=parent)
+            _prune(roots, os.path.dirname(file.real))
+        else:
+            safe_open.verify(roots, parent)
+            replace(parent, name, file.shown, encode(file.text), file.info, TOOL, _new_mode(file))
+    finally:
+        os.close(parent)
+
+
+def _prune(roots: Roots, folder: str) -> None:
+    """Remove the folders a deletion left empty, as git apply does, up to (never including) their root."""
+    root = roots.root_of(folder)
+    while root is not None and folder != root and folder.startswith(root + os.sep):
+        try:
+            parent, name = safe_open.open_parent(roots, folder, roots.display(folder))
+        except ToolError:
+            return
+        try:
+            os.rmdir(name, dir_fd=parent)
+        except OSError:
+            return  # not empty (or not ours to remove): the folders above are not empty either
+        finally:
+            os.close(parent)
+        folder = os.path.dirname(folder)
+
+
+def _same(now: os.stat_result | None, then: os.stat_result | None) -> bool:
+    if now is None or then is None:
+        return now is None and then is None
+    return (now.st_ino, now.st_size, now.st_mtime_ns) == (then.st_ino, then.st_size, then.st_mtime_ns)
+
+
+def _undo(roots: Roots, done: list[_File]) -> list[str]:
+    """Put back what `done` held before the patch; the files it could not put back."""
+    failed: list[str] = []
+    for file in reversed(done):
+        try:
+            parent, name = safe_open.open_parent(roots, file.real, file.shown, create=True)
+            try:
+                now = safe_open.lstat_in(parent, name, file.shown)
+                if file.before is None:
+                    if now is not None:
+                        os.unlink(name, dir_fd=parent)
+                else:
+                    replace(parent, name, file.shown, file.before, now, TOOL,
+                            stat.S_IMODE(file.info.st_mode) if file.info is not None else None)
+            finally:
+                os.close(parent)
+        except (OSError, ToolError):
+            failed.append(file.shown)
+    return failed
