@@ -244,3 +244,15 @@ def test_without_allow_write_there_is_no_apply_patch(repo: Path) -> None:
     with Tools(repo) as tools:
         reply = tools.process.request("tools/call", {"name": "apply_patch", "arguments": {"patch": TWO_FILES}})
     assert reply["error"] == {"code": -32602, "message": "Unknown tool: apply_patch"}
+
+
+def test_a_patch_that_adds_syntax_errors_is_refused_whole_unless_asked(tools: Tools, repo: Path) -> None:
+    patch = ("*** Begin Patch\n*** Update File: README.md\n-# Demo\n+# Demo, patched\n"
+             "*** Update File: src/helpers.py\n-    return 42\n+    return [42\n*** End Patch")
+    before = snapshot(repo)
+    message = tools.error("apply_patch", {"patch": patch})
+    assert message.startswith("Refused: apply_patch would leave src/helpers.py with syntax errors it did not have; "
+                              "nothing was written:\n  src/helpers.py:2:12: '[' was never closed"), message
+    assert snapshot(repo) == before
+    assert tools.data("apply_patch", {"patch": patch, "allow_syntax_errors": True})["files"][1]["path"] == "src/helpers.py"
+    assert (repo / "src" / "helpers.py").read_text() == "def answer():\n    return [42\n"

@@ -15,7 +15,7 @@ import pytest
 from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import writes
 from shipcode_mcp.workspace.roots import Roots
-from workspace_support import Tools, context, make_repo
+from workspace_support import Tools, context, make_repo, snapshot
 
 
 @pytest.fixture
@@ -167,7 +167,7 @@ def test_edit_refuses_when_the_file_changed_meanwhile(tmp_path: Path, monkeypatc
     monkeypatch.setattr(writes.safe_open, "lstat_in", lstat_then_change)
     monkeypatch.setattr(os, "replace", racing_replace)
     with pytest.raises(ToolError, match="changed while it was being written"):
-        writes.edit_file(context(), Roots([str(tmp_path)]), "f.txt", "original", "mine", False)
+        writes.edit_file(context(), Roots([str(tmp_path)]), "f.txt", "original", "mine", False, False, False)
     assert (tmp_path / "f.txt").read_text() == "someone else's change, longer\n"
     assert _leftovers(tmp_path) == []
 
@@ -238,3 +238,30 @@ def test_a_diff_shows_the_part_that_changed_numbered_as_in_the_whole_file(monkey
                 del after[min(at, len(after) - 1)]
         diff = writes.unified_diff("".join(before), "".join(after), "f", created=False)
         assert _patched(before, diff) == after, diff
+
+
+# -- dry runs and the syntax check ------------------------------------------------------------------------
+def test_a_dry_run_writes_nothing_and_makes_no_folder(tools: Tools, repo: Path) -> None:
+    before = snapshot(repo)
+    result = tools.call("write_file", {"path": "new/deep/file.py", "content": "x = 1\n", "dry_run": True})
+    assert result["content"][0]["text"].startswith("Dry run: would create new/deep/file.py (6 bytes); nothing was written.")
+    assert result["structuredContent"]["created"] is True and "+x = 1" in result["structuredContent"]["diff"]
+    text = tools.text("edit_file", {"path": "src/helpers.py", "old_text": "42", "new_text": "43", "dry_run": True})
+    assert text.startswith("Dry run: would replace 1 occurrence in src/helpers.py; nothing was written.\n") and "+    return 43" in text
+    assert snapshot(repo) == before
+
+
+def test_a_change_that_adds_syntax_errors_is_refused_unless_asked(tools: Tools, repo: Path) -> None:
+    before = snapshot(repo)
+    message = tools.error("edit_file", {"path": "src/helpers.py", "old_text": "return 42", "new_text": "return (42"})
+    assert message.startswith("Refused: edit_file would leave src/helpers.py with syntax errors it did not have; "
+                              "nothing was written:\n  src/helpers.py:2:12: '(' was never closed"), message
+    assert message.endswith("Correct the change, or pass allow_syntax_errors: true to write it as it is.")
+    go = "package main\n\nfunc main() {\n\tprintln(1\n}\n"
+    assert "new.go:4:" in tools.error("write_file", {"path": "new.go", "content": go})
+    assert snapshot(repo) == before
+    tools.call("edit_file", {"path": "src/helpers.py", "old_text": "return 42", "new_text": "return (42", "allow_syntax_errors": True})
+    assert (repo / "src" / "helpers.py").read_text() == "def answer():\n    return (42\n"
+    # a file that had an error may keep one (only more errors than before are refused), and plain text is not checked
+    tools.call("edit_file", {"path": "src/helpers.py", "old_text": "answer", "new_text": "reply"})
+    tools.call("write_file", {"path": "notes.txt", "content": "def (\n"})

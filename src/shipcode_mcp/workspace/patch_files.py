@@ -22,7 +22,7 @@ from ..primitives import ToolError
 from . import safe_open
 from .patch_text import FilePatch, PatchError, apply, parse
 from .text import plural, printable, result, size_text
-from .writes import MAX_WRITE_BYTES, decode, encode, read_all, refuse_planting, replace, root_lock, target, write_diff
+from .writes import MAX_WRITE_BYTES, decode, encode, read_all, refuse_planting, refuse_syntax_errors, replace, root_lock, target, write_diff
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -50,7 +50,7 @@ class _File:
     source: str | None = None
 
 
-def apply_patch(ctx: Context, roots: Roots, patch: str, dry_run: bool) -> ToolResult:
+def apply_patch(ctx: Context, roots: Roots, patch: str, dry_run: bool, allow_syntax_errors: bool) -> ToolResult:
     try:
         changes = parse(patch)
     except PatchError as err:
@@ -70,6 +70,10 @@ def apply_patch(ctx: Context, roots: Roots, patch: str, dry_run: bool) -> ToolRe
         for root, fd in held.items():
             refuse_planting(roots, fd, root, [file.real for file in changed if file.text is not None
                                               and roots.root_of(file.real) == root], TOOL)
+        if not allow_syntax_errors:
+            for file in changed:
+                if file.text is not None:
+                    refuse_syntax_errors(ctx, file.real, file.shown, _old_text(file), file.text, TOOL)
         diff = "".join(_diff(ctx, file) for file in changed)
         if not dry_run:
             _write_all(ctx, roots, changed)
@@ -166,6 +170,11 @@ def _read(roots: Roots, real: str) -> _File:
         raise ToolError(f"{printable(shown)} is larger than {size_text(MAX_WRITE_BYTES)}; apply_patch changes files up "
                         "to that size.")
     return _File(real, shown, raw, info, decode(raw, shown, TOOL))
+
+
+def _old_text(file: _File) -> str | None:
+    """What the file held before the patch, as text (None: it did not exist)."""
+    return None if file.before is None else file.before.decode("utf-8", "replace")
 
 
 def _changes(file: _File) -> bool:

@@ -95,6 +95,13 @@ def _boolean(description: str) -> dict[str, Any]:
     return {"type": "boolean", "description": description, "default": False}
 
 
+_DRY_RUN = {"type": "boolean", "default": False,
+            "description": "Only check the change and return its diff; nothing is written."}
+_ALLOW_SYNTAX_ERRORS = {"type": "boolean", "default": False, "description": (
+    "Write the change even if it adds syntax errors to a file of a language the code tools read (by default "
+    "such a change is refused, with the errors, when the code tools are installed).")}
+
+
 def _nullable(kind: str) -> dict[str, Any]:
     """A nullable output field, as `anyOf`: a type array (["integer", "null"]) is legal JSON Schema, but
     clients that map schemas onto a single-type dialect (Gemini's) reject or flatten it, and the MCP
@@ -340,6 +347,8 @@ WRITE_FILE = {
         "path": _string(f"The file to write; {_PATH_HELP}.", minLength=1),
         "content": _string("The complete new content of the file (UTF-8 text, at most 16 MiB once encoded).",
                            maxLength=MAX_CONTENT_CHARS),
+        "dry_run": _DRY_RUN,
+        "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
     }, ("path", "content")),
     "output": _output({
         "path": _STR,
@@ -364,6 +373,8 @@ EDIT_FILE = {
         "old_text": _string("The exact text to replace.", minLength=1),
         "new_text": _string("The text to put in its place (may be empty to delete)."),
         "replace_all": _boolean("Replace every occurrence instead of requiring exactly one."),
+        "dry_run": _DRY_RUN,
+        "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
     }, ("path", "old_text", "new_text")),
     "output": _output({
         "path": _STR,
@@ -391,7 +402,8 @@ APPLY_PATCH = {
     "input": _object({
         "patch": _string("The patch: a unified diff, or a `*** Begin Patch` ... `*** End Patch` block.",
                          minLength=1, maxLength=MAX_CONTENT_CHARS),
-        "dry_run": _boolean("Check that the patch applies and return its diff without writing anything."),
+        "dry_run": _DRY_RUN,
+        "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
     }, ("patch",)),
     "output": _output({
         "files": {"type": "array", "items": _output({

@@ -80,35 +80,47 @@ _SIGNATURE = ("HEAD", "objects", "refs", "commondir")
 """The entries git's is_git_directory looks for (commondir stands in for objects and refs)."""
 
 
-def write_file(ctx: Context, roots: Roots, path: str, content: str) -> ToolResult:
+def write_file(ctx: Context, roots: Roots, path: str, content: str, dry_run: bool, allow_syntax_errors: bool) -> ToolResult:
     real, shown = target(roots, path, "write_file")
     data = encode(content)
     if len(data) > MAX_WRITE_BYTES:
         raise ToolError(f"The content is {size_text(len(data))} as UTF-8; write_file writes files up to "
                         f"{size_text(MAX_WRITE_BYTES)} (and edit_file leaves none larger)")
     with _guarded(ctx, roots, real, shown, "write_file"):
-        parent, name = safe_open.open_parent(roots, real, shown, create=True)
-        try:
-            before = safe_open.lstat_in(parent, name, shown)
-            old: bytes | None = None
-            if before is not None:
-                fd, before = safe_open.open_in(roots, parent, name, shown)
-                try:
-                    old = read_all(fd, before.st_size, MAX_DIFF_INPUT)
-                finally:
-                    os.close(fd)
-            safe_open.verify(roots, parent)
-            replace(parent, name, shown, data, before, "write_file")
-        finally:
-            os.close(parent)
+        before: os.stat_result | None = None
+        old: bytes | None = None
+        if not dry_run or os.path.isdir(os.path.dirname(real)):  # a dry run makes no folder
+            parent, name = safe_open.open_parent(roots, real, shown, create=not dry_run)
+            try:
+                before = safe_open.lstat_in(parent, name, shown)
+                if before is not None:
+                    fd, before = safe_open.open_in(roots, parent, name, shown)
+                    try:
+                        old = read_all(fd, before.st_size, MAX_DIFF_INPUT)
+                    finally:
+                        os.close(fd)
+                if not allow_syntax_errors:
+                    refuse_syntax_errors(ctx, real, shown, None if old is None else old.decode("utf-8", "replace"),
+                                         content, "write_file")
+                if not dry_run:
+                    safe_open.verify(roots, parent)
+                    replace(parent, name, shown, data, before, "write_file")
+            finally:
+                os.close(parent)
+        elif not allow_syntax_errors:
+            refuse_syntax_errors(ctx, real, shown, None, content, "write_file")
     created = before is None
     diff = write_diff(ctx, not created, old, data, shown)
-    done = f"{'Created' if created else 'Wrote'} {printable(shown)} ({size_text(len(data))})"
+    if dry_run:
+        done = f"Dry run: would {'create' if created else 'write'} {printable(shown)} ({size_text(len(data))}); nothing was written"
+    else:
+        done = f"{'Created' if created else 'Wrote'} {printable(shown)} ({size_text(len(data))})"
     text = f"{done}.\n{diff}".rstrip("\n") if diff or created else f"{done}; the content is unchanged."
     return result(text, {"path": shown, "created": created, "size": len(data), "diff": diff})
 
 
-def edit_file(ctx: Context, roots: Roots, path: str, old_text: str, new_text: str, replace_all: bool) -> ToolResult:
+def edit_file(ctx: Context, roots: Roots, path: str, old_text: str, new_text: str, replace_all: bool,
+              dry_run: bool, allow_syntax_errors: bool) -> ToolResult:
     real, shown = target(roots, path, "edit_file")
     if old_text == new_text:
         raise ToolError("old_text and new_text are the same: there is nothing to change")
@@ -128,14 +140,37 @@ def edit_file(ctx: Context, roots: Roots, path: str, old_text: str, new_text: st
             _check_result_size(len(raw), encode(old), encode(new), count, shown)
             updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
             data = encode(updated)
-            safe_open.verify(roots, parent)
-            replace(parent, name, shown, data, before, "edit_file")
+            if not allow_syntax_errors:
+                refuse_syntax_errors(ctx, real, shown, text, updated, "edit_file")
+            if not dry_run:
+                safe_open.verify(roots, parent)
+                replace(parent, name, shown, data, before, "edit_file")
         finally:
             os.close(parent)
     diff = write_diff(ctx, True, raw if len(raw) <= MAX_DIFF_INPUT else None, data, shown)
     replaced = plural(count, "occurrence")
-    return result(f"Replaced {replaced} in {printable(shown)}.\n{diff}".rstrip("\n"),
-                  {"path": shown, "replacements": count, "diff": diff})
+    done = f"Dry run: would replace {replaced} in {printable(shown)}; nothing was written" if dry_run else \
+        f"Replaced {replaced} in {printable(shown)}"
+    return result(f"{done}.\n{diff}".rstrip("\n"), {"path": shown, "replacements": count, "diff": diff})
+
+
+def refuse_syntax_errors(ctx: Context, real: str, shown: str, old: str | None, new: str, tool: str) -> None:
+    """Refuse a write that adds syntax errors to a file of a language the code tools read (code/guard.py),
+    when they are installed (the `code` extra); the file is left as it is."""
+    from .tools import code_available
+
+    if not code_available():
+        return
+    from .code.guard import SHOWN_ERRORS, added_syntax_errors  # the parse worker: only where there is code
+
+    errors = added_syntax_errors(real, old, new, ctx.check_cancelled)
+    if isinstance(errors, str) or not errors:
+        return
+    listed = "\n".join(f"  {printable(shown)}:{line}:{column}: {printable(message)}"
+                       for line, column, message in errors[:SHOWN_ERRORS])
+    more = f"\n  ... and {len(errors) - SHOWN_ERRORS} more" if len(errors) > SHOWN_ERRORS else ""
+    raise ToolError(f"Refused: {tool} would leave {printable(shown)} with syntax errors it did not have; nothing was "
+                    f"written:\n{listed}{more}\nCorrect the change, or pass allow_syntax_errors: true to write it as it is.")
 
 
 def _check_result_size(size: int, old: bytes, new: bytes, count: int, shown: str) -> None:

@@ -33,12 +33,12 @@ raises, `return` outside a function); its others (an unused import or variable, 
 import, `if (a, b):`, `x is "literal"`) are warnings."""
 
 
-def findings(text: str, language: str, name: str = "") -> dict[str, Any]:
+def findings(text: str, language: str, name: str = "", syntax_only: bool = False) -> dict[str, Any]:
     """`findings`: [line, column (1-based), severity, code, message] in source order, at most MAX_FINDINGS;
     `checked`: what looked (`python+pyflakes`, `syntax`, or `python` with why pyflakes did not). `name` is the file's (pyflakes reads
-    a package's `__init__.py` and a stub's `.pyi` apart)."""
+    a package's `__init__.py` and a stub's `.pyi` apart). `syntax_only`: the syntax errors alone (pyflakes not run)."""
     if language == "python":
-        return _python(text, name)
+        return _python(text, name, syntax_only)
     from .outline import parse  # no package until _bootstrap, as in worker.parse
 
     root = parse(text, language)
@@ -75,7 +75,7 @@ def _misread(language: str, text: str) -> bool:
     return language in ("c", "cpp") and any(line.lstrip().startswith("#") for line in text.split("\n"))
 
 
-def _python(text: str, name: str) -> dict[str, Any]:
+def _python(text: str, name: str, syntax_only: bool = False) -> dict[str, Any]:
     bom = text.startswith("\ufeff")
     source = text[1:] if bom else text  # (CPython refuses it in a str; it is not a column of line 1)
     lines = source.split("\n")
@@ -88,6 +88,8 @@ def _python(text: str, name: str) -> dict[str, Any]:
                               f"{err.msg} (as {version} reads it)"]], "checked": "python"}
     except (ValueError, MemoryError, RecursionError) as err:  # a NUL byte, nesting too deep for the parser
         return {"findings": [[1, 1, "error", "syntax-error", f"the file cannot be parsed: {err}"]], "checked": "python"}
+    if syntax_only:
+        return {"findings": [], "checked": "python"}
     if name.endswith(".pyi"):  # a stub's annotations are never run: a name defined further down is no error
         tree.body.insert(0, ast.ImportFrom(module="__future__", names=[ast.alias("annotations")], level=0,
                                            lineno=1, col_offset=0))

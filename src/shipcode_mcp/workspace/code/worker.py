@@ -217,7 +217,7 @@ def answer(request: dict[str, Any]) -> Any:
     if op == "findings":
         from .lint import findings  # no package until _bootstrap, as in parse
 
-        return findings(request["text"], request["language"], request["name"])
+        return findings(request["text"], request["language"], request["name"], request.get("syntax_only", False))
     if op == "subclasses":
         from .pydefinitions import subclasses  # no package until _bootstrap, as in parse
 
