@@ -199,8 +199,8 @@ def test_paths_stay_inside_the_roots_and_out_of_git(tools: Tools, repo: Path, tm
         "--- a/../outside.txt\n+++ b/../outside.txt\n@@ -1 +1 @@\n-secret\n+owned\n": "not inside the workspace roots",
         f"--- {outside}\n+++ {outside}\n@@ -1 +1 @@\n-secret\n+owned\n": "not inside the workspace roots",
         "--- a/link/outside.txt\n+++ b/link/outside.txt\n@@ -1 +1 @@\n-secret\n+owned\n": "not inside the workspace roots",
-        "*** Begin Patch\n*** Add File: .git/hooks/pre-commit\n+#!/bin/sh\n*** End Patch": "does not write inside .git",
-        "*** Begin Patch\n*** Add File: sub/.GIT/config\n+x\n*** End Patch": "does not write inside .git",
+        "*** Begin Patch\n*** Add File: .git/hooks/pre-commit\n+#!/bin/sh\n*** End Patch": "does not touch .git folders",
+        "*** Begin Patch\n*** Add File: sub/.GIT/config\n+x\n*** End Patch": "does not touch .git folders",
         "*** Begin Patch\n*** Update File: README.md\n*** Move to: ../moved.md\n@@\n-# Demo\n+# Moved\n*** End Patch":
             "not inside the workspace roots",
     }
@@ -256,3 +256,69 @@ def test_a_patch_that_adds_syntax_errors_is_refused_whole_unless_asked(tools: To
     assert snapshot(repo) == before
     assert tools.data("apply_patch", {"patch": patch, "allow_syntax_errors": True})["files"][1]["path"] == "src/helpers.py"
     assert (repo / "src" / "helpers.py").read_text() == "def answer():\n    return [42\n"
+
+
+# -- found in review, each checked against git apply where git has a say --------------------------------
+def test_a_patch_naming_a_link_is_refused_and_neither_the_link_nor_its_target_changes(tools: Tools, repo: Path) -> None:
+    os.symlink("../README.md", repo / "docs" / "README.md")
+    before = snapshot(repo)
+    for patch in ("*** Begin Patch\n*** Delete File: docs/README.md\n*** End Patch",
+                  "*** Begin Patch\n*** Update File: docs/README.md\n*** Move to: moved.md\n@@\n-# Demo\n+# Moved\n"
+                  "*** End Patch",
+                  "--- a/docs/README.md\n+++ b/docs/README.md\n@@ -1,3 +1,3 @@\n # Demo\n \n-A demo project.\n+Changed.\n"):
+        assert "is a symbolic link" in tools.error("apply_patch", {"patch": patch}), patch
+    assert snapshot(repo) == before
+
+
+def test_emptied_folders_go_but_never_a_root(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo")
+    (root / "sub").mkdir()
+    (root / "sub" / "only.txt").write_text("x\n")
+    with Tools(root, root / "sub", write=True) as tools:
+        tools.call("apply_patch", {"patch": "*** Begin Patch\n*** Delete File: sub/only.txt\n*** End Patch"})
+    assert (root / "sub").is_dir() and not (root / "sub" / "only.txt").exists()
+
+
+def test_copies_and_renames_read_the_file_as_it_was_and_keep_its_mode(tools: Tools, repo: Path, tmp_path: Path) -> None:
+    (repo / "a.py").write_text("".join(f"{n}\n" for n in range(1, 10)))
+    (repo / "run.sh").write_text("echo\n")
+    (repo / "run.sh").chmod(0o755)
+    patch = ("diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -7,3 +7,3 @@\n 7\n-8\n+EIGHT\n 9\n"
+             "diff --git a/a.py b/c.py\ncopy from a.py\ncopy to c.py\n--- a/a.py\n+++ b/c.py\n@@ -1,3 +1,3 @@\n-1\n+ONE\n 2\n 3\n"
+             "diff --git a/run.sh b/bin/run.sh\nsimilarity index 100%\nrename from run.sh\nrename to bin/run.sh\n")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    for name in ("a.py", "run.sh"):
+        (theirs / name).write_bytes((repo / name).read_bytes())
+    (theirs / "run.sh").chmod(0o755)
+    subprocess.run(["git", "apply", "-"], cwd=theirs, input=patch, text=True, check=True)
+    tools.call("apply_patch", {"patch": patch})
+    for name in ("a.py", "c.py", "bin/run.sh"):
+        assert (repo / name).read_bytes() == (theirs / name).read_bytes(), name
+        assert os.stat(repo / name).st_mode & 0o111 == os.stat(theirs / name).st_mode & 0o111, name
+    assert "EIGHT" not in (repo / "c.py").read_text()
+
+
+def test_a_deletion_that_does_not_hold_the_files_lines_is_refused(tools: Tools, repo: Path) -> None:
+    before = snapshot(repo)
+    for patch in ("--- a/README.md\n+++ /dev/null\n",
+                  "diff --git a/README.md b/README.md\ndeleted file mode 100644\n"):
+        assert "holds none of its lines" in tools.error("apply_patch", {"patch": patch}), patch
+    assert snapshot(repo) == before
+
+
+def test_a_change_and_a_rename_of_the_same_file_is_refused_rather_than_lost(tools: Tools, repo: Path) -> None:
+    patch = ("diff --git a/src/helpers.py b/src/helpers.py\n--- a/src/helpers.py\n+++ b/src/helpers.py\n"
+             "@@ -1,2 +1,2 @@\n def answer():\n-    return 42\n+    return 43\n"
+             "diff --git a/src/helpers.py b/src/answers.py\nsimilarity index 100%\nrename from src/helpers.py\n"
+             "rename to src/answers.py\n")
+    assert "that change would be lost" in tools.error("apply_patch", {"patch": patch})
+
+
+def test_the_diff_of_a_huge_patch_is_cut(tools: Tools, repo: Path) -> None:
+    (repo / "big.txt").write_text("".join(f"line {n}\n" for n in range(20_000)))
+    copies = "".join(f"diff --git a/big.txt b/copy{n}.txt\nsimilarity index 100%\ncopy from big.txt\ncopy to copy{n}.txt\n"
+                     for n in range(50))
+    data = tools.data("apply_patch", {"patch": copies, "dry_run": True})
+    assert len(data["files"]) == 50 and len(data["diff"]) < 400_000
+    assert data["diff"].endswith("of 50; git_diff or read_file shows the rest]\n")

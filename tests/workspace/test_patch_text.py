@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from shipcode_mcp.workspace.patch_text import FilePatch, PatchError, apply, parse
+from shipcode_mcp.workspace.hunk_placing import apply
+from shipcode_mcp.workspace.patch_text import FilePatch, PatchError, parse
 
 LINES = "".join(f"line {n}\n" for n in range(1, 21))
 
@@ -156,3 +157,63 @@ def test_codex_errors_name_the_file_and_the_chunk() -> None:
         _codex("*** Frobnicate File: f.txt")
     with pytest.raises(PatchError, match="has no changes"):
         _codex("*** Update File: f.txt")
+
+
+# -- placement as git places it (found in review, each compared with git apply) ------------------------
+def test_zero_context_additions_go_after_the_line_they_name(tmp_path: Path) -> None:
+    text = "".join(f"l{n}\n" for n in range(1, 11))
+    patch = "--- a/f.txt\n+++ b/f.txt\n@@ -5,0 +6 @@\n+NEW\n"
+    ours = _ours(patch, text)
+    folder = tmp_path / "u0"
+    folder.mkdir()
+    (folder / "f.txt").write_text(text)
+    subprocess.run(["git", "apply", "--unidiff-zero", "-"], cwd=folder, input=patch.encode(), check=True)
+    assert ours == (folder / "f.txt").read_text() and ours.splitlines()[5] == "NEW"
+
+
+def test_hunks_are_centred_on_their_new_line_and_may_come_in_any_order(tmp_path: Path) -> None:
+    lines = [f"f{n}" for n in range(1, 41)]
+    lines[14:17] = "XYZ"
+    lines[20:23] = "ABC"
+    lines[30:33] = "ABC"
+    text = "\n".join(lines) + "\n"
+    patch = "--- a/f.txt\n+++ b/f.txt\n@@ -5,3 +5,3 @@\n X\n-Y\n+YY\n Z\n@@ -21,3 +21,3 @@\n A\n-B\n+BB\n C\n"
+    _both(tmp_path, text, patch)
+    numbered = "".join(f"l{n}\n" for n in range(1, 31))
+    backwards = "--- a/f.txt\n+++ b/f.txt\n@@ -20,3 +20,3 @@\n l20\n-l21\n+X\n l22\n@@ -5,3 +5,3 @@\n l5\n-l6\n+Y\n l7\n"
+    assert "l5\nY\nl7" in _both(tmp_path, numbered, backwards)
+    a_mismatch_past_the_end = "--- a/f.txt\n+++ b/f.txt\n@@ -100 +100 @@\n-a\n+A\n@@ -5 +5 @@\n-zzz\n+y\n"
+    with pytest.raises(PatchError, match=r"hunk 2 .* does not apply"):
+        _ours(a_mismatch_past_the_end, "a\nb\nc\n")
+
+
+def test_equally_near_places_are_tried_below_first(tmp_path: Path) -> None:
+    text = "ctx\nold\nctx\nx\nx\nctx\nold\nctx\n"  # the hunk says line 4: one place above, one below, as near
+    patch = "--- a/f.txt\n+++ b/f.txt\n@@ -4,3 +4,3 @@\n ctx\n-old\n+new\n ctx\n"
+    _both(tmp_path, text, patch)
+
+
+def test_a_crlf_file_without_a_final_line_end_stays_crlf() -> None:
+    (change,) = _codex("*** Update File: f.txt\n@@\n a\n-b\n+B\n c")
+    assert apply(change, "a\r\nb\r\nc") == "a\r\nB\r\nc\r\n"
+    patch = "--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n\\ No newline at end of file\n"
+    assert _ours(patch, "a\r\nb\r\nc") == "a\r\nB\r\nc"
+
+
+def test_placing_is_bounded_and_headers_are_read_in_linear_time() -> None:
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(PatchError, match="a file header of 400013 characters"):
+        parse("diff --git a" + " " * 400_000 + "b\n--- a/x\n+++ b/x\n")
+    parse("diff --git a" + " " * 8000 + "b\n--- a/x\n+++ b/x\n")
+    quoted = '"a/' + '\\"' * 4000 + '"'
+    assert parse(f"--- {quoted}\n+++ {quoted.replace('a/', 'b/', 1)}\n@@ -1 +1 @@\n-a\n+b\n")[0].new_path == '"' * 4000
+    assert time.monotonic() - started < 5  # was quadratic: 52 s for the first
+    many = "x\n" * 200_000
+    runs = ("x\n" * 999 + "z\n") * 200
+    hunk = "--- a/f.txt\n+++ b/f.txt\n@@ -7000,1001 +7000,1001 @@\n" + " x\n" * 999 + "-x\n+y\n x\n"
+    assert _ours(hunk, many) == "x\n" * 7998 + "y\n" + "x\n" * (200_000 - 7999)  # at its line, at once
+    costly = "--- a/f.txt\n+++ b/f.txt\n@@ -50000,1001 +50000,1001 @@\n" + " x\n" * 999 + "-x\n+y\n x\n"
+    with pytest.raises(PatchError, match="compared more than"):
+        _ours(costly, runs)

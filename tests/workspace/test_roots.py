@@ -220,6 +220,10 @@ PATH_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("git_show", {"ref": "HEAD"}, "path"),
     ("write_file", {"content": "pwned\n"}, "path"),
     ("edit_file", {"old_text": "CANARY", "new_text": "pwned"}, "path"),
+    ("create_directory", {}, "path"),
+    ("delete_path", {"recursive": True}, "path"),
+    ("move_path", {"destination": "moved"}, "source"),
+    ("move_path", {"source": "README.md"}, "destination"),
 ]
 
 

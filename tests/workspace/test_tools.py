@@ -22,7 +22,7 @@ from workspace_support import Tools, make_repo
 READ_ONLY = ["list_files", "read_file", "search_code", "git_status", "git_log", "git_diff", "git_show",
              "outline", "find_symbol", "find_references", "find_definition", "find_implementations", "diagnostics",
              "read_symbol", "search_structure"]
-WRITING = ["write_file", "edit_file", "apply_patch"]
+WRITING = ["write_file", "edit_file", "apply_patch", "create_directory", "move_path", "delete_path"]
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,7 @@ def test_every_tool_is_fully_described(tools: Tools) -> None:
         assert set(hints) == {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
         assert hints["openWorldHint"] is False
         assert hints["readOnlyHint"] is (name in READ_ONLY)
-        assert hints["destructiveHint"] is (name not in READ_ONLY)
+        assert hints["destructiveHint"] is (name not in READ_ONLY and name != "create_directory")  # it only adds
     assert tools.tools["edit_file"]["annotations"]["idempotentHint"] is False
     assert tools.tools["write_file"]["annotations"]["idempotentHint"] is True
     assert tools.tools["read_file"]["inputSchema"]["required"] == ["path"]

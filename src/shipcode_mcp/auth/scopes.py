@@ -1,5 +1,5 @@
 """The scopes shipcode-mcp understands and what each request needs: reading needs `shipcode:read`; a tool
-that is not marked read-only (`write_file`, `edit_file`, `apply_patch`) also needs `shipcode:write`."""
+that is not marked read-only (`write_file`, `edit_file`, `apply_patch`, `move_path`, ...) also needs `shipcode:write`."""
 
 from __future__ import annotations
 

@@ -20,9 +20,23 @@ from typing import TYPE_CHECKING, Any
 
 from ..primitives import ToolError
 from . import safe_open
-from .patch_text import FilePatch, PatchError, apply, parse
+from .hunk_placing import apply
+from .patch_text import FilePatch, PatchError, parse
 from .text import plural, printable, result, size_text
-from .writes import MAX_WRITE_BYTES, decode, encode, read_all, refuse_planting, refuse_syntax_errors, replace, root_lock, target, write_diff
+from .writes import (
+    MAX_DIFF_CHARS,
+    MAX_WRITE_BYTES,
+    decode,
+    encode,
+    entry,
+    read_all,
+    refuse_planting,
+    refuse_syntax_errors,
+    replace,
+    root_lock,
+    target,
+    write_diff,
+)
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -46,7 +60,7 @@ class _File:
     info: os.stat_result | None
     text: str | None
     mode: int | None = None
-    action: str = "M"
+    inherit: int | None = None
     source: str | None = None
 
 
@@ -74,10 +88,10 @@ def apply_patch(ctx: Context, roots: Roots, patch: str, dry_run: bool, allow_syn
             for file in changed:
                 if file.text is not None:
                     refuse_syntax_errors(ctx, file.real, file.shown, _old_text(file), file.text, TOOL)
-        diff = "".join(_diff(ctx, file) for file in changed)
+        diff = _diffs(ctx, changed)
         if not dry_run:
             _write_all(ctx, roots, changed)
-    listed = [_entry(file) for file in changed]
+    listed = [_listed(file) for file in changed]
     summary = "\n".join(f"{item['action']} " + (f"{printable(item['from'])} -> " if item["from"] else "")
                         + printable(item["path"]) for item in listed)
     if not changed:
@@ -91,9 +105,15 @@ def apply_patch(ctx: Context, roots: Roots, patch: str, dry_run: bool, allow_syn
 
 
 def _resolved(roots: Roots, path: str | None) -> str | None:
+    """The file a patch names: a symbolic link is refused (git apply would change the link, not what it
+    points to; move_path and delete_path act on a link itself), and so is a folder."""
     if path is None:
         return None
-    return target(roots, path, TOOL)[0]
+    real, shown = entry(roots, path, TOOL)
+    if os.path.islink(real):
+        raise ToolError(f"{printable(shown)} is a symbolic link; apply_patch changes regular files (move_path or "
+                        "delete_path act on the link itself)")
+    return target(roots, real, TOOL)[0]
 
 
 def _applied(ctx: Context, roots: Roots, paths: list[tuple[FilePatch, str | None, str | None]]) -> dict[str, _File]:
@@ -126,26 +146,35 @@ def _applied(ctx: Context, roots: Roots, paths: list[tuple[FilePatch, str | None
             raise ToolError(f"{where}: {printable(dest.shown)} already exists; the patch "
                             f"{'creates' if source is None else 'moves a file onto'} it (change the existing file "
                             "instead, or delete it first)")
+        preimage = source.text if source is not None else None
+        if moved and source is not None and not change.codex and source.before is not None:
+            preimage = _old_text(source)  # a git rename or copy reads the file as it was: no order among its parts
+            if not change.copy and source.text != preimage:
+                raise ToolError(f"{where}: the patch changes {printable(source.shown)} and also renames it; a rename "
+                                "reads the file as it was (as git apply does), so that change would be lost: put "
+                                "it in the rename's hunks")
         try:
-            text = apply(change, source.text if source is not None else None)
+            text = apply(change, preimage, ctx.check_cancelled)
         except PatchError as err:
             raise ToolError(str(err)) from None
         if dest is None:
             assert source is not None
-            if change.hunks and not change.codex and text:
-                raise ToolError(f"{where}: the patch deletes {printable(source.shown)} but its hunks do not remove "
-                                "all of it (the file differs from what the patch expects).")
+            if not change.codex and text:
+                raise ToolError(f"{where}: the patch deletes {printable(source.shown)} but "
+                                f"{'its hunks do not remove all of it' if change.hunks else 'holds none of its lines'} "
+                                "(the file differs from what the patch expects; git apply refuses it too)")
             source.text = None
             continue
         if len(encode(text)) > MAX_WRITE_BYTES:
             raise ToolError(f"{where}: the patch would make {printable(dest.shown)} larger than "
                             f"{size_text(MAX_WRITE_BYTES)}.")
         held += len(text)
-        if moved and source is not None and not change.copy:
-            source.text = None
+        if moved and source is not None:
             dest.source = source.shown
-        elif moved and source is not None:
-            dest.source = source.shown
+            if source.info is not None and dest.info is None:
+                dest.inherit = stat.S_IMODE(source.info.st_mode)  # a moved or copied file keeps its mode
+            if not change.copy:
+                source.text = None
         dest.text = text
         if change.mode is not None:
             dest.mode = change.mode
@@ -189,7 +218,9 @@ def _changes(file: _File) -> bool:
 def _new_mode(file: _File) -> int | None:
     """The mode the file gets: the patch's executable bit applied to its mode now (a new file: the patch's)."""
     if file.info is None:
-        return 0o777 if file.mode == 0o755 else None
+        if file.mode is not None:
+            return 0o777 if file.mode == 0o755 else 0o666
+        return file.inherit
     mode = stat.S_IMODE(file.info.st_mode)
     if file.mode == 0o755:
         return mode | (mode & 0o444) >> 2
@@ -198,7 +229,7 @@ def _new_mode(file: _File) -> int | None:
     return mode
 
 
-def _entry(file: _File) -> dict[str, Any]:
+def _listed(file: _File) -> dict[str, Any]:
     """How the result lists a file: A added, M modified, D deleted, R moved (`from` its old path)."""
     if file.text is None:
         action = "D"
@@ -207,6 +238,20 @@ def _entry(file: _File) -> dict[str, Any]:
     else:
         action = "A" if file.before is None else "M"
     return {"path": file.shown, "action": action, "from": file.source if action == "R" else None}
+
+
+def _diffs(ctx: Context, files: list[_File]) -> str:
+    """The diff of each file in turn, until MAX_DIFF_CHARS in all (a 10 000-file patch would say megabytes)."""
+    parts: list[str] = []
+    size = 0
+    for done, file in enumerate(files):
+        if size > MAX_DIFF_CHARS:
+            parts.append(f"[diff cut after {plural(done, 'file')} of {len(files)}; git_diff or read_file shows the rest]\n")
+            break
+        part = _diff(ctx, file)
+        parts.append(part)
+        size += len(part)
+    return "".join(parts)
 
 
 def _diff(ctx: Context, file: _File) -> str:
@@ -240,13 +285,16 @@ def _write(roots: Roots, file: _File) -> None:
         if not _same(now, file.info):
             raise ToolError(f"{printable(file.shown)} changed while the patch was being applied; read it again and "
                             "retry")
+        safe_open.verify(roots, parent)
         if file.text is None:
-            safe_open.verify(roots, parent)
-            os.unlink(name, dir_fd=parent)
+            try:
+                os.unlink(name, dir_fd=parent)
+            except OSError as err:
+                raise safe_open.os_error(err, file.shown) from None
             _prune(roots, os.path.dirname(file.real))
         else:
-            safe_open.verify(roots, parent)
-            replace(parent, name, file.shown, encode(file.text), file.info, TOOL, _new_mode(file))
+            replace(parent, name, file.shown, encode(file.text), file.info, TOOL, _new_mode(file),
+                    exclusive=file.info is None)
     finally:
         os.close(parent)
 
@@ -254,7 +302,7 @@ def _write(roots: Roots, file: _File) -> None:
 def _prune(roots: Roots, folder: str) -> None:
     """Remove the folders a deletion left empty, as git apply does, up to (never including) their root."""
     root = roots.root_of(folder)
-    while root is not None and folder != root and folder.startswith(root + os.sep):
+    while root is not None and folder not in roots.paths and folder.startswith(root + os.sep):
         try:
             parent, name = safe_open.open_parent(roots, folder, roots.display(folder))
         except ToolError:

@@ -1,26 +1,22 @@
-"""What a patch says, and the text it makes of a file: the two formats agents write, without any I/O.
+"""What a patch says: the two formats agents write, read into file changes and hunks, without any I/O
+(hunk_placing.py puts the hunks in a file, patch_files.py writes the files).
 
 - **Unified diffs** as `git diff` and `git format-patch` write them (several files, new and deleted files,
-  renames and copies, mode changes, `\\ No newline at end of file`, C-quoted names), and as `diff -u` writes
-  them. Paths lose their `a/` and `b/` prefixes when both sides have them (git's -p1). A hunk applies where
-  its context and removed lines match the file exactly, as `git apply` places it: at its line, else at the
-  nearest place above or below; a hunk at line 1 must match at the start, one without trailing context at
-  the end. Hunk line counts that disagree with the body (models miscount) are counted again from the body.
-- **The `*** Begin Patch` format** that Codex models emit (Add, Delete, Update with `*** Move to:`, `@@`
-  context lines, `*** End of File`), applied as Codex applies it: each chunk's lines are looked for after the
-  previous chunk (after its `@@` line when it has one), exactly, then ignoring trailing whitespace, then
-  ignoring surrounding whitespace, then with typographic dashes, quotes and spaces read as ASCII.
+  renames and copies, mode changes, `\\ No newline at end of file`, C-quoted names; text before the first
+  file skipped), and as `diff -u` writes them. A `diff --git` patch's names lose their first component as
+  `git apply -p1` reads them; a plain diff's only when both sides have one to lose. Hunk line counts that
+  disagree with the body (models miscount) are counted again from the body.
+- **The `*** Begin Patch` format** that Codex models emit: Add File, Delete File, Update File with an
+  optional `*** Move to:`, chunks after optional `@@` context lines, `*** End of File`.
 
-Binary patches and symbolic links are refused: a text patch is what is applied here. Every failure is a
-PatchError naming the file and the hunk, with what the file holds where the hunk was expected.
+Binary patches, symbolic links and submodules are refused: a text patch of regular files is what is
+applied. Every failure is a PatchError naming the line of the patch or the file.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-
-from .text import split_lines
 
 CODEX_BEGIN = "*** Begin Patch"
 
@@ -38,6 +34,7 @@ class Hunk:
     old: list[str]
     new: list[str]
     old_start: int = 0
+    new_start: int = 0
     leading: int = 0
     trailing: int = 0
     context: str | None = None
@@ -183,80 +180,6 @@ def _codex_chunks(body: list[str], index: int, path: str) -> tuple[list[Hunk], i
     return hunks, index
 
 
-_PUNCTUATION = str.maketrans({**dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-"),
-                              **dict.fromkeys("\u2018\u2019\u201a\u201b", "'"),
-                              **dict.fromkeys("\u201c\u201d\u201e\u201f", '"'),
-                              **dict.fromkeys("\u00a0\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f"
-                                              "\u205f\u3000", " ")})
-_LOOSER = (lambda line: line, str.rstrip, str.strip, lambda line: line.strip().translate(_PUNCTUATION))
-
-
-def _seek(lines: list[str], pattern: list[str], start: int, at_end: bool) -> int | None:
-    """Where `pattern` first occurs in `lines` at or after `start` (at the end first when `at_end`), each
-    looser comparison tried only when the stricter ones found nothing."""
-    if not pattern:
-        return start
-    last = len(lines) - len(pattern)
-    if last < 0:
-        return None
-    first = last if at_end else start
-    for loosen in _LOOSER:
-        wanted = [loosen(line) for line in pattern]
-        for at in range(first, last + 1):
-            if all(loosen(lines[at + k]) == wanted[k] for k in range(len(wanted))):
-                return at
-    return None
-
-
-def _keeping_context(kinds: list[str], region: list[str], new: list[str]) -> list[str]:
-    """The chunk's new lines with each context line as the file has it (matched maybe ignoring whitespace or
-    punctuation: the patch changes only the lines it adds and removes)."""
-    kept = list(new)
-    at_old = at_new = 0
-    for kind in kinds:
-        if kind == " " and at_old < len(region) and at_new < len(kept):
-            kept[at_new] = region[at_old]
-        at_old += kind != "+"
-        at_new += kind != "-"
-    return kept
-
-
-def _apply_codex(patch: FilePatch, text: str) -> str:
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    crlf = bool(lines) and all(line.endswith("\r") for line in lines)
-    if crlf:
-        lines = [line[:-1] for line in lines]
-    edits: list[tuple[int, int, list[str]]] = []
-    at = 0
-    for hunk in patch.hunks:
-        if hunk.context is not None:
-            found = _seek(lines, [hunk.context], at, False)
-            if found is None:
-                raise PatchError(f"{patch.old_path}: {hunk.header} does not apply: its line '{hunk.context.strip()[:200]}' "
-                                 f"was not found{' after the previous chunk' if at else ''}")
-            at = found + 1
-        if not hunk.old:
-            edits.append((len(lines), 0, hunk.new))
-            continue
-        old, new = hunk.old, hunk.new
-        found = _seek(lines, old, at, hunk.at_end)
-        if found is None and old[-1] == "":
-            old = old[:-1]
-            new = new[:-1] if new and new[-1] == "" else new
-            found = _seek(lines, old, at, hunk.at_end)
-        if found is None:
-            raise PatchError(f"{patch.old_path}: {hunk.header} does not apply: these lines were not found"
-                             f"{' after the previous chunk' if at else ''}:\n" + "\n".join(hunk.old[:20]))
-        edits.append((found, len(old), _keeping_context(hunk.kinds, lines[found:found + len(old)], new)))
-        at = found + len(old)
-    for start, length, new in sorted(edits, key=lambda edit: edit[0], reverse=True):
-        lines[start:start + length] = new
-    end = "\r\n" if crlf else "\n"
-    return end.join(lines) + end if lines else ""
-
-
 # -- unified diffs --------------------------------------------------------------------------------------
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _ESCAPES = {"a": "\a", "b": "\b", "t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
@@ -288,13 +211,29 @@ def _unquote(name: str) -> str:
         raise PatchError(f"the name {name[:200]} is not UTF-8") from None
 
 
+MAX_NAME_LINE = 8192
+"""A header line naming a file is at most this long (a name longer than any filesystem allows is an error)."""
+
+
+def _quoted_end(text: str) -> int:
+    """The index of the quote that closes the C-quoted name `text` starts with (-1: none), in one pass."""
+    index = 1
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == '"':
+            return index
+        index += 1
+    return -1
+
+
 def _header_path(rest: str) -> str | None:
     """The path of a ---/+++ line (after the marker): unquoted, without a diff -u timestamp; None: /dev/null."""
     rest = rest.rstrip("\r")
     if rest.startswith('"'):
-        end = rest.find('"', 1)
-        while end > 0 and rest[end - 1] == "\\" and not rest[:end].endswith("\\\\"):
-            end = rest.find('"', end + 1)
+        end = _quoted_end(rest)
         name = _unquote(rest[:end + 1]) if end > 0 else rest
     else:
         name = rest.split("\t", 1)[0].rstrip(" ")
@@ -302,21 +241,21 @@ def _header_path(rest: str) -> str | None:
 
 
 def _git_names(rest: str) -> tuple[str, str] | None:
-    """The two names of `diff --git a/X b/Y` where they can be told apart (quoted, or the same name)."""
+    """The two names of `diff --git a/X b/Y` where they can be told apart: quoted, or the same name (then the
+    space between them is the one in the middle)."""
     rest = rest.rstrip("\r")
     if rest.startswith('"'):
-        end = rest.index('"', 1) if '"' in rest[1:] else -1
-        while end > 0 and rest[end - 1] == "\\":
-            end = rest.find('"', end + 1)
+        end = _quoted_end(rest)
         if end < 0:
             return None
-        return _unquote(rest[:end + 1]), _unquote(rest[end + 1:].strip())
+        second = rest[end + 1:].strip()
+        return _unquote(rest[:end + 1]), _unquote(second) if second.startswith('"') else second
     if rest.endswith('"'):
         start = rest.rfind(' "')
         return (rest[:start], _unquote(rest[start + 1:])) if start > 0 else None
-    for at in range(len(rest)):
-        if rest[at] == " " and rest[:at][2:] == rest[at + 1:][2:]:
-            return rest[:at], rest[at + 1:]
+    middle = len(rest) // 2
+    if len(rest) % 2 and rest[middle] == " " and rest[:middle][2:] == rest[middle + 1:][2:]:
+        return rest[:middle], rest[middle + 1:]
     return None
 
 
@@ -365,6 +304,9 @@ def _parse_unified(lines: list[str]) -> list[FilePatch]:
 
 def _parse_file(lines: list[str], index: int) -> tuple[FilePatch, int]:
     start = index
+    for line in lines[index:index + 2]:
+        if len(line) > MAX_NAME_LINE:
+            raise PatchError(f"line {index + 1}: a file header of {len(line)} characters (at most {MAX_NAME_LINE})")
     old: str | None = None
     new: str | None = None
     names: tuple[str, str] | None = None
@@ -490,7 +432,7 @@ def _parse_hunk(lines: list[str], index: int, shown: str) -> tuple[Hunk, int]:
                              f"removed or added: '{line[:200]}'")
     leading = next((at for at, kind in enumerate(kinds) if kind != " "), len(kinds))
     trailing = next((at for at, kind in enumerate(reversed(kinds)) if kind != " "), len(kinds))
-    return Hunk(header, old, new, old_start=old_start, leading=leading, trailing=trailing), index
+    return Hunk(header, old, new, old_start=old_start, new_start=int(found[3]), leading=leading, trailing=trailing), index
 
 
 def _counted(lines: list[str], index: int, old_count: int, new_count: int) -> int | None:
@@ -525,75 +467,3 @@ def _ends_body(lines: list[str], index: int) -> bool:
     if line.startswith(("@@ ", "diff ")) or _is_file_start(lines, index) or line.rstrip("\r") == "-- ":
         return True
     return line[:1] not in (" ", "+", "-", "\\", "") and line != "\r"
-
-
-def _apply_unified(patch: FilePatch, text: str) -> str:
-    lines = split_lines(text)
-    at_least = 0
-    shift = 0
-    for number, hunk in enumerate(patch.hunks, 1):
-        old, new = hunk.old, hunk.new
-        found = _place(lines, hunk, old, shift, at_least)
-        if found is None and lines and all(line.endswith("\r\n") for line in lines) \
-                and not any(line.endswith("\r\n") for line in old):
-            old, new = _crlf(old), _crlf(new)
-            found = _place(lines, hunk, old, shift, at_least)
-        if found is None:
-            raise PatchError(_mismatch(patch, number, hunk, lines, shift))
-        lines[found:found + len(old)] = new
-        shift = found - max(hunk.old_start - 1, 0) + len(new) - len(old)
-        at_least = found + len(new)
-    return "".join(lines)
-
-
-def _crlf(lines: list[str]) -> list[str]:
-    return [line[:-1] + "\r\n" if line.endswith("\n") else line for line in lines]
-
-
-def _place(lines: list[str], hunk: Hunk, old: list[str], shift: int, at_least: int) -> int | None:
-    """Where the hunk's old lines are, as git apply finds them: a hunk at line 0 or 1 only at the start, one
-    without trailing context only at the end (both: the whole file), any other at the place nearest its
-    header's line (moved by the hunks before). A hunk without any context (diff -U0) is placed by its line."""
-    zero_context = hunk.leading == 0 and hunk.trailing == 0
-    last = len(lines) - len(old)
-    at_start = hunk.old_start == 0 or (hunk.old_start == 1 and not zero_context)
-    at_end = hunk.trailing == 0 and not zero_context
-    if at_start or at_end:
-        at = 0 if at_start else last
-        ok = at >= at_least and (not at_start or at == 0) and (not at_end or at == last) and _matches(lines, old, at)
-        return at if ok else None
-    expected = hunk.old_start - 1 + shift
-    for distance in range(max(expected - at_least, last - expected) + 1):
-        for at in (expected - distance, expected + distance) if distance else (expected,):
-            if at_least <= at <= last and _matches(lines, old, at):
-                return at
-    return None
-
-
-def _matches(lines: list[str], old: list[str], at: int) -> bool:
-    return 0 <= at <= len(lines) - len(old) and lines[at:at + len(old)] == old
-
-
-def _mismatch(patch: FilePatch, number: int, hunk: Hunk, lines: list[str], shift: int) -> str:
-    """Why hunk `number` does not apply: the first of its lines that differs where it was expected."""
-    expected = max(hunk.old_start - 1, 0) + shift
-    where = f"{patch.old_path}: hunk {number} ({hunk.header.split(' @@')[0]} @@) does not apply"
-    for offset, wanted in enumerate(hunk.old):
-        have = lines[expected + offset] if expected + offset < len(lines) else None
-        if have != wanted:
-            shown_have = "the end of the file" if have is None else repr(have.rstrip("\n"))
-            return (f"{where}: its line {offset + 1} ({wanted.rstrip(chr(10))!r}) is not at line "
-                    f"{expected + offset + 1}, where the file has {shown_have}, and its lines were not found "
-                    "together anywhere else (the context and removed lines must match exactly)")
-    return f"{where}: its lines are in the file but not where a hunk of its kind must match (the start or the end)"
-
-
-def apply(patch: FilePatch, text: str | None) -> str:
-    """The new text of the file `patch` changes, from its current `text` (None: it does not exist)."""
-    if patch.content is not None:
-        return patch.content
-    if text is None:
-        text = ""
-    if patch.codex:
-        return _apply_codex(patch, text) if patch.hunks else text
-    return _apply_unified(patch, text)

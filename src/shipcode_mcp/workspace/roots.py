@@ -88,6 +88,23 @@ class Roots:
             raise OutsideRoots(given)
         return real
 
+    def entry(self, given: object) -> str:
+        """The absolute path `given` names with only its folder resolved: a symbolic link there is itself (to move
+        or delete it), not where it leads; OutsideRoots as `resolve` refuses, and for a link that leads out of
+        the roots (it is refused like the path it leads to). A root, or `..` at the end, is resolved whole."""
+        whole = self.resolve(given)
+        path = given if isinstance(given, str) else ""
+        if path[:5].lower() == "file:":
+            path = uri_path(path) or ""
+        head, tail = os.path.split(path.rstrip("/") if path.strip("/") else path)
+        if tail in ("", ".", "..") or whole in self.paths:
+            return whole
+        real = os.path.join(self.resolve(os.path.join(self.first, head) if not os.path.isabs(head) else head or "/"),
+                            tail)
+        if self.root_of(real) is None:
+            raise OutsideRoots(path)
+        return real
+
     def _stays_inside(self, candidate: str) -> bool:
         """Whether `candidate`, read as written (`..` undoing the component before it), ends inside a root
         and on its way only passes through the roots and the folders above them. Compared with each root

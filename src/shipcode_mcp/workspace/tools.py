@@ -416,6 +416,71 @@ APPLY_PATCH = {
     }),
 }
 
+CREATE_DIRECTORY = {
+    "run": "file_operations:create_directory",
+    "title": "Create directory",
+    "description": (
+        "Create a folder, and the folders above it that are missing (like mkdir -p). A folder that already "
+        "exists is not an error. Only inside the workspace roots, never inside a .git folder, and never a folder "
+        "that would make its parent a git repository (refs/ or objects/ beside HEAD)."
+    ),
+    "input": _object({
+        "path": _string(f"The folder to create; {_PATH_HELP}.", minLength=1),
+        "dry_run": _DRY_RUN,
+    }, ("path",)),
+    "output": _output({
+        "path": _STR,
+        "created": {"type": "boolean", "description": "false when the folder already existed"},
+        "dry_run": _BOOL,
+    }),
+}
+
+MOVE_PATH = {
+    "run": "file_operations:move_path",
+    "title": "Move or rename",
+    "description": (
+        "Move or rename a file, a folder or a symbolic link (the link itself, not what it points to) within the "
+        "workspace roots; missing folders above the destination are created. Never replaces an existing path "
+        "unless overwrite is true, and then only a file by a file. Refused: a workspace root, anything inside a "
+        ".git folder or a folder holding one, a folder into itself. Atomic: one rename."
+    ),
+    "input": _object({
+        "source": _string(f"The file, folder or link to move; {_PATH_HELP}.", minLength=1),
+        "destination": _string(f"Its new path (not the folder to put it in); {_PATH_HELP}.", minLength=1),
+        "overwrite": _boolean("Replace a file already at the destination (never a folder)."),
+        "dry_run": _DRY_RUN,
+    }, ("source", "destination")),
+    "output": _output({
+        "source": _STR,
+        "destination": _STR,
+        "kind": {"enum": ["file", "folder", "link"]},
+        "replaced": {"type": "boolean", "description": "true when a file at the destination was replaced"},
+        "dry_run": _BOOL,
+    }),
+}
+
+DELETE_PATH = {
+    "run": "file_operations:delete_path",
+    "title": "Delete path",
+    "description": (
+        "Delete a file or a symbolic link (the link itself), or a folder: an empty one, or with recursive true a "
+        "folder and everything in it (links are removed, never followed; at most 100 000 entries). Refused: a "
+        "workspace root, a .git folder or anything in one, a folder holding a git repository anywhere inside, a "
+        "read-only file. Returns how many files and folders were deleted; with dry_run, how many would be."
+    ),
+    "input": _object({
+        "path": _string(f"The file, link or folder to delete; {_PATH_HELP}.", minLength=1),
+        "recursive": _boolean("Delete a folder that is not empty, with everything in it."),
+        "dry_run": _DRY_RUN,
+    }, ("path",)),
+    "output": _output({
+        "path": _STR,
+        "files": {"type": "integer", "minimum": 0, "description": "files and links deleted (or to be)"},
+        "folders": {"type": "integer", "minimum": 0, "description": "folders deleted (or to be), the folder itself included"},
+        "dry_run": _BOOL,
+    }),
+}
+
 
 # -- code intelligence (offered when the `code` extra, ast-grep-py, is installed) ----------------------
 _SKIPPED = {"type": "integer", "minimum": 0, "description": "files not parsed: over 512 KiB, with a line over 32 768 "
@@ -746,6 +811,12 @@ WRITE_TOOLS: tuple[tuple[str, dict[str, Any], dict[str, bool]], ...] = (
      {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}),
     ("apply_patch", APPLY_PATCH,
      {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}),
+    ("create_directory", CREATE_DIRECTORY,
+     {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}),
+    ("move_path", MOVE_PATH,
+     {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}),
+    ("delete_path", DELETE_PATH,
+     {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}),
 )
 
 

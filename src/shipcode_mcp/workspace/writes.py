@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from ..primitives import ToolError
 from . import linediff, safe_open
 from .text import is_binary, place, plural, printable, result, size_text, split_lines
+from .tools import code_available
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -157,7 +158,6 @@ def edit_file(ctx: Context, roots: Roots, path: str, old_text: str, new_text: st
 def refuse_syntax_errors(ctx: Context, real: str, shown: str, old: str | None, new: str, tool: str) -> None:
     """Refuse a write that adds syntax errors to a file of a language the code tools read (code/guard.py),
     when they are installed (the `code` extra); the file is left as it is."""
-    from .tools import code_available
 
     if not code_available():
         return
@@ -182,12 +182,25 @@ def _check_result_size(size: int, old: bytes, new: bytes, count: int, shown: str
                         "(the limit of write_file too). Nothing was written.")
 
 
+def entry(roots: Roots, given: str, tool: str) -> tuple[str, str]:
+    """The path `given` names, a symbolic link being itself (Roots.entry), and how to show it; never a root,
+    never inside `.git`."""
+    real = roots.entry(given)
+    shown = roots.display(real)
+    root = roots.root_of(real)
+    if root == real or root is None:
+        raise ToolError(f"Refused: {printable(shown)} is a workspace root; {tool} works inside the roots")
+    if any(is_dotgit(part) for part in real[len(root):].split(os.sep)):
+        raise ToolError(f"Refused: {tool} does not touch .git folders ({printable(shown)})")
+    return real, shown
+
+
 def target(roots: Roots, path: str, tool: str) -> tuple[str, str]:
     real = roots.resolve(path)
     shown = roots.display(real)
     root = roots.root_of(real) or real
     parts = real[len(root):].split(os.sep)
-    if any(_is_dotgit(part) for part in parts):
+    if any(is_dotgit(part) for part in parts):
         raise ToolError(f"Refused: {tool} does not write inside .git folders ({printable(shown)})")
     if os.path.isdir(real):
         raise ToolError(f"{printable(shown)} is a folder; {tool} writes files")
@@ -199,7 +212,7 @@ def _plain(name: str) -> str:
     return name.translate(_IGNORED).lower()
 
 
-def _is_dotgit(name: str) -> bool:
+def is_dotgit(name: str) -> bool:
     """`.git` in any case, and the spellings NTFS and HFS+ take for it ('.git.', '.git ', 'git~1', '.g\u200cit')."""
     plain = _plain(name)
     return plain.rstrip(" .") == ".git" or plain == "git~1"
@@ -382,11 +395,12 @@ def _near_misses(text: str, old: str) -> str:
 
 
 def replace(parent: int, name: str, shown: str, data: bytes, before: os.stat_result | None, tool: str,
-            mode: int | None = None) -> None:
+            mode: int | None = None, exclusive: bool = False) -> None:
     """Atomically make `name` in folder `parent` hold `data`: a complete temporary file, then a rename. It
-    keeps the mode of the file it replaces unless `mode` is given (a new file's mode is `mode` less the umask)."""
+    keeps the mode of the file it replaces unless `mode` is given (a new file's mode is `mode` less the umask).
+    `exclusive`: the file is new, and whatever appears at its name meanwhile is kept (a link, not a rename)."""
     if before is not None:
-        _refuse_foreign(before, shown, tool)
+        refuse_foreign(before, shown, tool)
     _remove_stale_temps(parent)
     if mode is None:
         mode = stat.S_IMODE(before.st_mode) if before is not None else 0o666
@@ -410,7 +424,15 @@ def replace(parent: int, name: str, shown: str, data: bytes, before: os.stat_res
                 temp = _link_temp(fd, parent)
         finally:
             os.close(fd)
-        os.replace(temp, name, src_dir_fd=parent, dst_dir_fd=parent)
+        if exclusive:
+            try:
+                os.link(temp, name, src_dir_fd=parent, dst_dir_fd=parent, follow_symlinks=False)
+            except FileExistsError:
+                raise ToolError(f"{printable(shown)} appeared while it was being written; it was left as it is. "
+                                "Read it and retry") from None
+            os.unlink(temp, dir_fd=parent)
+        else:
+            os.replace(temp, name, src_dir_fd=parent, dst_dir_fd=parent)
     except BaseException as err:
         if temp is not None:
             try:
@@ -426,7 +448,7 @@ def replace(parent: int, name: str, shown: str, data: bytes, before: os.stat_res
         pass
 
 
-def _refuse_foreign(before: os.stat_result, shown: str, tool: str) -> None:
+def refuse_foreign(before: os.stat_result, shown: str, tool: str) -> None:
     """Refuse to replace what its owner could not change in place: a read-only file, or another user's file
     whose owner we could not give back (only root can); replacing either would silently defeat the owner."""
     mode = stat.S_IMODE(before.st_mode)
