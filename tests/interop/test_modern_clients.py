@@ -70,9 +70,9 @@ def every_tool_call(root: Path) -> list[tuple[str, dict[str, Any], str]]:
         ("edit_file", {"path": "src/app.py", "old_text": "Hello", "new_text": "Hi"}, "+    return f'Hi, {name}!'"),
         ("apply_patch", {"patch": "*** Begin Patch\n*** Update File: src/app.py\n-    return f'Hi, {name}!'\n"
                                   "+    return f'Hey, {name}!'\n*** End Patch"}, "M src/app.py"),
-        ("create_directory", {"path": "notes/old"}, "Created the folder notes/old."),
-        ("move_path", {"source": "notes/todo.md", "destination": "notes/old/todo.md"}, "Moved the file"),
-        ("delete_path", {"path": "notes", "recursive": True}, "Deleted notes (1 file, 2 folders)."),
+        ("create_directory", {"path": "scratch/sub"}, "Created the folder scratch/sub."),
+        ("move_path", {"source": "scratch/sub", "destination": "scratch/moved"}, "Moved the folder scratch/sub"),
+        ("delete_path", {"path": "scratch", "recursive": True}, "Deleted scratch (2 folders)."),
     ]
 
 
