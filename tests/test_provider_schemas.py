@@ -127,15 +127,25 @@ def _all_given(tool: dict[str, Any]) -> dict[str, Any]:
     """A call that gives every argument a real value: the default where there is one, else one of its type."""
     schema = tool["inputSchema"]
     required = schema.get("required", [])
-    samples = {"string": "x", "integer": 1, "boolean": False}
     call: dict[str, Any] = {}
     for name, spec in schema.get("properties", {}).items():
-        if name in required:
-            call[name] = _required(tool, name)
-        else:
-            call[name] = spec["default"] if "default" in spec else spec["enum"][0] if "enum" in spec else samples[
-                spec["anyOf"][0]["type"]]
+        call[name] = _required(tool, name) if name in required else _sample(spec)
     return call
+
+
+def _sample(spec: dict[str, Any]) -> Any:
+    """A value of an optional argument: its default, else its first enum value, else one of its type (an
+    array: one item, each of whose properties is given a value the same way)."""
+    if "default" in spec:
+        return spec["default"]
+    if "enum" in spec:
+        return spec["enum"][0]
+    typed = spec["anyOf"][0] if "anyOf" in spec else spec
+    if typed["type"] == "array":
+        item = typed["items"]
+        return [{name: _sample(part) if "anyOf" in part or "default" in part else "x"
+                 for name, part in item["properties"].items()}]
+    return {"string": "x", "integer": 1, "boolean": False}[typed["type"]]
 
 
 def test_google_genai_converts_every_tool(listed: list[dict[str, Any]],

@@ -69,7 +69,8 @@ def test_every_tool_is_fully_described(tools: Tools) -> None:
                 assert "type" not in spec and "description" not in spec, (name, prop)
                 typed = spec["anyOf"][0]
                 assert spec["anyOf"][1] == {"type": "null"} and typed.get("description"), (name, prop)
-                assert set(typed) == {"type", "description"} | ({"enum"} if "enum" in spec else set()), (name, prop)
+                assert set(typed) == {"type", "description"} | ({"enum"} if "enum" in spec else set()) | (
+                    {"items"} if typed["type"] == "array" else set()), (name, prop)  # (strict mode types the items)
                 if "enum" in spec:
                     assert spec["enum"] == [*typed["enum"], None], (name, prop)
                 kind = typed["type"]

@@ -286,11 +286,11 @@ def test_edit_results_are_bounded_exactly_at_the_write_limit(tmp_path: Path) -> 
     roots = Roots([str(tmp_path)])
     limit = writes.MAX_WRITE_BYTES
     (tmp_path / "f.txt").write_text("x" * 1000 + "END")
-    writes.edit_file(context(), roots, "f.txt", "END", "é" * ((limit - 1000) // 2), False, False, False)  # exactly the limit
+    writes.edit_file(context(), roots, "f.txt", "END", "é" * ((limit - 1000) // 2), False, None, False, False)  # exactly the limit
     assert (tmp_path / "f.txt").stat().st_size == limit
     (tmp_path / "g.txt").write_text("x" * 1000 + "END")
     with pytest.raises(ToolError, match=r"would make g.txt 16.0 MiB; edit_file leaves files of at most 16.0 MiB"):
-        writes.edit_file(context(), roots, "g.txt", "END", "é" * ((limit - 1000) // 2) + "!", False, False, False)
+        writes.edit_file(context(), roots, "g.txt", "END", "é" * ((limit - 1000) // 2) + "!", False, None, False, False)
     assert (tmp_path / "g.txt").read_text() == "x" * 1000 + "END"
 
 

@@ -167,7 +167,7 @@ def test_edit_refuses_when_the_file_changed_meanwhile(tmp_path: Path, monkeypatc
     monkeypatch.setattr(writes.safe_open, "lstat_in", lstat_then_change)
     monkeypatch.setattr(os, "replace", racing_replace)
     with pytest.raises(ToolError, match="changed while it was being written"):
-        writes.edit_file(context(), Roots([str(tmp_path)]), "f.txt", "original", "mine", False, False, False)
+        writes.edit_file(context(), Roots([str(tmp_path)]), "f.txt", "original", "mine", False, None, False, False)
     assert (tmp_path / "f.txt").read_text() == "someone else's change, longer\n"
     assert _leftovers(tmp_path) == []
 
@@ -265,3 +265,28 @@ def test_a_change_that_adds_syntax_errors_is_refused_unless_asked(tools: Tools, 
     # a file that had an error may keep one (only more errors than before are refused), and plain text is not checked
     tools.call("edit_file", {"path": "src/helpers.py", "old_text": "answer", "new_text": "reply"})
     tools.call("write_file", {"path": "notes.txt", "content": "def (\n"})
+
+
+def test_several_edits_in_one_call_apply_in_order_all_or_none(tools: Tools, repo: Path) -> None:
+    (repo / "conf.py").write_text("A = 1\nB = 2\nC = 3\nA = 1\n")
+    edits = [{"old_text": "B = 2", "new_text": "B = 20"},
+             {"old_text": "A = 1", "new_text": "A = 10", "replace_all": True},
+             {"old_text": "B = 20\nC", "new_text": "B = 21\nC"}]  # sees the first edit's text
+    result = tools.call("edit_file", {"path": "conf.py", "edits": edits})
+    assert result["content"][0]["text"].startswith("Replaced 4 occurrences in 3 edits in conf.py.\n")
+    assert result["structuredContent"]["replacements"] == 4
+    assert (repo / "conf.py").read_text() == "A = 10\nB = 21\nC = 3\nA = 10\n"
+    before = snapshot(repo)
+    failing = [{"old_text": "C = 3", "new_text": "C = 30"}, {"old_text": "D = 4", "new_text": "D = 40"}]
+    message = tools.error("edit_file", {"path": "conf.py", "edits": failing})
+    assert message.startswith("Edit 2 of 2: old_text was not found in conf.py.") and "Nothing was written" in message
+    assert "Edit 1 of 2: old_text occurs 2 times" in tools.error("edit_file", {"path": "conf.py", "edits": [
+        {"old_text": "A = 10", "new_text": "A = 11"}, {"old_text": "C = 3", "new_text": "C = 4"}]})
+    assert snapshot(repo) == before
+    assert tools.error("edit_file", {"path": "conf.py", "old_text": "C", "new_text": "D", "edits": edits}) == (
+        "Give either old_text and new_text (one edit) or edits (several), not both")
+    assert tools.error("edit_file", {"path": "conf.py"}) == (
+        "edit_file needs old_text and new_text (one edit), or edits (several)")
+    assert "edit 2: old_text and new_text are the same" in tools.error("edit_file", {"path": "conf.py", "edits": [
+        {"old_text": "C", "new_text": "D"}, {"old_text": "x", "new_text": "x"}]})
+    assert "Invalid arguments" in tools.error("edit_file", {"path": "conf.py", "edits": [{"old_text": "C"}]})

@@ -43,6 +43,7 @@ SYMBOL_KINDS = ("class", "interface", "struct", "enum", "trait", "module", "func
 LOG_LIMIT = 20
 MAX_LOG_LIMIT = 500
 MAX_CONTENT_CHARS = 16 * 1024 * 1024
+MAX_EDITS = 100
 
 _PATH_HELP = ("relative to the first workspace root, absolute, or a file:// URI; it must lie inside a root")
 
@@ -76,7 +77,9 @@ def _nullable_argument(spec: dict[str, Any]) -> dict[str, Any]:
     typed = {"type": spec["type"]}
     if "enum" in spec:
         typed["enum"] = [value for value in spec["enum"] if value is not None]
-    rest = {key: value for key, value in spec.items() if key not in ("type", "description")}
+    if "items" in spec:  # an array's items belong to the array branch (strict mode refuses an untyped array)
+        typed["items"] = spec["items"]
+    rest = {key: value for key, value in spec.items() if key not in ("type", "description", "items")}
     nullable = {"anyOf": [typed, {"type": "null"}], **rest}
     return described(nullable, spec["description"]) if "description" in spec else nullable
 
@@ -365,17 +368,26 @@ EDIT_FILE = {
         "Replace text in an existing UTF-8 text file. `old_text` must match the file exactly, including "
         "whitespace and indentation (copy it from read_file output, without the line numbers), and must occur "
         "exactly once unless replace_all is true; otherwise nothing changes and the error says where it was "
-        "found. Files with CRLF line endings accept old_text written with plain newlines. The write is atomic "
+        "found. Several changes to one file go in `edits` (instead of old_text/new_text), applied in order, all "
+        "or none. Files with CRLF line endings accept old_text written with plain newlines. The write is atomic "
         "and the file keeps its permissions. Returns the unified diff of the change."
     ),
     "input": _object({
         "path": _string(f"The file to edit; {_PATH_HELP}.", minLength=1),
-        "old_text": _string("The exact text to replace.", minLength=1),
+        "old_text": _string("The exact text to replace (one edit; or give edits).", minLength=1),
         "new_text": _string("The text to put in its place (may be empty to delete)."),
-        "replace_all": _boolean("Replace every occurrence instead of requiring exactly one."),
+        "replace_all": _boolean("Replace every occurrence of old_text instead of requiring exactly one."),
+        "edits": {"type": "array", "minItems": 1, "maxItems": MAX_EDITS, "description": (
+            "Several edits of the file instead of old_text/new_text, applied in order (each sees the text the ones "
+            "before it left), all or none."),
+            "items": _object({
+                "old_text": _string("The exact text to replace.", minLength=1),
+                "new_text": _string("The text to put in its place (may be empty to delete)."),
+                "replace_all": _boolean("Replace every occurrence instead of requiring exactly one."),
+            }, ("old_text", "new_text"))},
         "dry_run": _DRY_RUN,
         "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
-    }, ("path", "old_text", "new_text")),
+    }, ("path",)),
     "output": _output({
         "path": _STR,
         "replacements": {"type": "integer", "minimum": 1},

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..primitives import ToolError
 from . import linediff, safe_open
@@ -120,11 +120,10 @@ def write_file(ctx: Context, roots: Roots, path: str, content: str, dry_run: boo
     return result(text, {"path": shown, "created": created, "size": len(data), "diff": diff})
 
 
-def edit_file(ctx: Context, roots: Roots, path: str, old_text: str, new_text: str, replace_all: bool,
-              dry_run: bool, allow_syntax_errors: bool) -> ToolResult:
+def edit_file(ctx: Context, roots: Roots, path: str, old_text: str | None, new_text: str | None, replace_all: bool,
+              edits: list[dict[str, Any]] | None, dry_run: bool, allow_syntax_errors: bool) -> ToolResult:
     real, shown = target(roots, path, "edit_file")
-    if old_text == new_text:
-        raise ToolError("old_text and new_text are the same: there is nothing to change")
+    steps = _steps(old_text, new_text, replace_all, edits)
     with _guarded(ctx, roots, real, shown, "edit_file"):
         parent, name = safe_open.open_parent(roots, real, shown)
         try:
@@ -137,9 +136,7 @@ def edit_file(ctx: Context, roots: Roots, path: str, old_text: str, new_text: st
                 raise ToolError(f"{printable(shown)} is {size_text(before.st_size)}; edit_file edits files up to "
                                 f"{size_text(MAX_WRITE_BYTES)}")
             text = decode(raw, shown)
-            old, new, count = _occurrences(text, old_text, new_text, shown, replace_all)
-            _check_result_size(len(raw), encode(old), encode(new), count, shown)
-            updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+            updated, count = _edited(text, len(raw), steps, shown)
             data = encode(updated)
             if not allow_syntax_errors:
                 refuse_syntax_errors(ctx, real, shown, text, updated, "edit_file")
@@ -149,10 +146,49 @@ def edit_file(ctx: Context, roots: Roots, path: str, old_text: str, new_text: st
         finally:
             os.close(parent)
     diff = write_diff(ctx, True, raw if len(raw) <= MAX_DIFF_INPUT else None, data, shown)
-    replaced = plural(count, "occurrence")
+    replaced = plural(count, "occurrence") + (f" in {len(steps)} edits" if len(steps) > 1 else "")
     done = f"Dry run: would replace {replaced} in {printable(shown)}; nothing was written" if dry_run else \
         f"Replaced {replaced} in {printable(shown)}"
     return result(f"{done}.\n{diff}".rstrip("\n"), {"path": shown, "replacements": count, "diff": diff})
+
+
+def _steps(old_text: str | None, new_text: str | None, replace_all: bool,
+           edits: list[dict[str, Any]] | None) -> list[tuple[str, str, bool]]:
+    """The edits asked: one (old_text, new_text) or the list `edits`, never both; each changes something."""
+    if edits is not None:
+        if old_text is not None or new_text is not None:
+            raise ToolError("Give either old_text and new_text (one edit) or edits (several), not both")
+        if not edits:
+            raise ToolError("edits is empty: there is nothing to change")
+        steps = [(edit["old_text"], edit["new_text"], bool(edit.get("replace_all"))) for edit in edits]
+    elif old_text is None or new_text is None:
+        raise ToolError("edit_file needs old_text and new_text (one edit), or edits (several)")
+    else:
+        steps = [(old_text, new_text, replace_all)]
+    for number, (old, new, _) in enumerate(steps, 1):
+        if old == new:
+            where = f"edit {number}: " if len(steps) > 1 else ""
+            raise ToolError(f"{where}old_text and new_text are the same: there is nothing to change")
+    return steps
+
+
+def _edited(text: str, size: int, steps: list[tuple[str, str, bool]], shown: str) -> tuple[str, int]:
+    """The text after each edit in turn (each sees the ones before), and the occurrences replaced; a ToolError
+    naming the edit that does not apply, and then nothing is written."""
+    total = 0
+    for number, (old_text, new_text, replace_all) in enumerate(steps, 1):
+        try:
+            old, new, count = _occurrences(text, old_text, new_text, shown, replace_all)
+            _check_result_size(size, encode(old), encode(new), count, shown)
+        except ToolError as err:
+            if len(steps) == 1:
+                raise
+            raise ToolError(f"Edit {number} of {len(steps)}: {err} Nothing was written (the edits apply all or none; "
+                            "each one sees the text the edits before it left)") from None
+        text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+        size += count * (len(encode(new)) - len(encode(old)))
+        total += count
+    return text, total
 
 
 def refuse_syntax_errors(ctx: Context, real: str, shown: str, old: str | None, new: str, tool: str) -> None:
