@@ -36,17 +36,19 @@ PROVIDERS = Path(__file__).parent / "providers"
 ALL_TOOLS = ["list_files", "read_file", "search_code", "git_status", "git_log", "git_diff", "git_show",
              "outline", "find_symbol", "find_references", "find_definition", "find_implementations", "diagnostics",
              "read_symbol", "search_structure", "write_file", "edit_file", "apply_patch", "create_directory", "move_path",
-             "delete_path"]
+             "delete_path", "replace_symbol", "insert_symbol"]
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {},
                "io.modelcontextprotocol/clientInfo": {"name": "provider-schemas", "version": "1"}}
 # A value for each required argument of the tools, so that a call can be made of them and nulls.
 REQUIRED_VALUES = {"path": "README.md", "pattern": "answer", "ref": "HEAD", "content": "x\n",
                    "old_text": "Demo", "new_text": "Demo!", "name": "main", "language": "python", "line": 4,
-                   "source": "README.md", "destination": "MOVED.md",
+                   "source": "README.md", "destination": "MOVED.md", "text": "def main():\n    pass\n",
+                   "position": "after",
                    "patch": "*** Begin Patch\n*** Update File: README.md\n-# Demo\n+# Demo!\n*** End Patch"}
 FOR_TOOL = {"outline": {"path": "src/app.py"}, "read_symbol": {"path": "src/app.py"},
-            "find_definition": {"path": "src/app.py"}}  # the code tools read code
+            "find_definition": {"path": "src/app.py"}, "replace_symbol": {"path": "src/app.py"},
+            "insert_symbol": {"path": "src/app.py"}}  # the code tools read code
 
 
 def _required(tool: dict[str, Any], name: str) -> Any:

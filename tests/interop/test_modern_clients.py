@@ -73,6 +73,10 @@ def every_tool_call(root: Path) -> list[tuple[str, dict[str, Any], str]]:
         ("create_directory", {"path": "scratch/sub"}, "Created the folder scratch/sub."),
         ("move_path", {"source": "scratch/sub", "destination": "scratch/moved"}, "Moved the folder scratch/sub"),
         ("delete_path", {"path": "scratch", "recursive": True}, "Deleted scratch (2 folders)."),
+        ("replace_symbol", {"path": "src/app.py", "name": "greet", "text": "def greet(name):\n    return f'Hello, {name}!'\n"},
+         "Replaced the function greet"),
+        ("insert_symbol", {"path": "src/app.py", "name": "greet", "position": "after",
+                           "text": "def farewell(name):\n    return f'Bye, {name}!'\n"}, "Inserted the code after the function greet"),
     ]
 
 

@@ -751,6 +751,57 @@ READ_SYMBOL = {
     }),
 }
 
+REPLACE_SYMBOL = {
+    "run": "code.symbol_edits:replace_symbol",
+    "title": "Replace symbol",
+    "description": (
+        "Replace one symbol of a file (a function, method, class, ... as outline lists it) with new code: its whole "
+        "extent, decorators and the doc comment above it included, as read_symbol shows it. Write `text` as the "
+        "complete new definition (with its decorators and doc comment, if it keeps them); its indentation is "
+        "adapted to the symbol's place and its line ends to the file's. `name` is the name or qualified name "
+        "('Parser.parse'); a name that several symbols share is refused with the list. Atomic; refused when it "
+        "adds syntax errors (allow_syntax_errors to write it anyway). Returns the diff."
+    ),
+    "input": _object({
+        "path": _string(f"The source file; {_PATH_HELP}.", minLength=1),
+        "name": _string("The symbol's name or qualified name, such as Parser.parse.", minLength=1),
+        "text": _string("The new code of the whole symbol, as it would be written at the top level.",
+                        maxLength=MAX_CONTENT_CHARS),
+        "dry_run": _DRY_RUN,
+        "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
+    }, ("path", "name", "text")),
+    "output": _output({**_SYMBOL_ITEM["properties"], "diff": _STR, "dry_run": _BOOL}),
+}
+
+INSERT_SYMBOL = {
+    "run": "code.symbol_edits:insert_symbol",
+    "title": "Insert symbol",
+    "description": (
+        "Insert new code (a function, method, class, ...) beside a symbol of a file: `before` or `after` the symbol "
+        "`name` (its decorators and doc comment kept with it), or at the `end` of the class, struct, interface or "
+        "module `name` (after its last member, before its closing brace), or at the end of the file (`end` without "
+        "a name). The code is indented as its neighbours and set apart by blank lines as they are. Atomic; refused "
+        "when it adds syntax errors (allow_syntax_errors to write it anyway). Returns the diff."
+    ),
+    "input": _object({
+        "path": _string(f"The source file; {_PATH_HELP}.", minLength=1),
+        "text": _string("The code to insert, as it would be written at the top level.", minLength=1,
+                        maxLength=MAX_CONTENT_CHARS),
+        "position": {"type": "string", "enum": ["before", "after", "end"],
+                     "description": "before or after the symbol `name`, or at the end of it (or of the file)."},
+        "name": _string("The symbol's name or qualified name (for end: the class; none: the end of the file).",
+                        minLength=1),
+        "dry_run": _DRY_RUN,
+        "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
+    }, ("path", "text", "position")),
+    "output": _output({
+        "path": _STR,
+        "where": {"type": "string", "description": "where the code went, such as 'after the method Parser.parse'"},
+        "diff": _STR,
+        "dry_run": _BOOL,
+    }),
+}
+
 SEARCH_STRUCTURE = {
     "run": "code.structure:search_structure",
     "title": "Search structure",
@@ -832,7 +883,16 @@ WRITE_TOOLS: tuple[tuple[str, dict[str, Any], dict[str, bool]], ...] = (
 )
 
 
-SPECS: dict[str, dict[str, Any]] = {name: spec for name, spec, *_ in READ_TOOLS + CODE_TOOLS + WRITE_TOOLS}
+_EDITING = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}
+CODE_WRITE_TOOLS: tuple[tuple[str, dict[str, Any], dict[str, bool]], ...] = (
+    ("replace_symbol", REPLACE_SYMBOL, _EDITING),
+    ("insert_symbol", INSERT_SYMBOL, _EDITING),
+)
+"""Offered with --allow-write when the code tools are (they find symbols by the outline); listed last."""
+
+
+SPECS: dict[str, dict[str, Any]] = {name: spec for name, spec, *_ in READ_TOOLS + CODE_TOOLS + WRITE_TOOLS
+                                    + CODE_WRITE_TOOLS}
 _functions: dict[str, Callable[..., Any]] = {}  # each tool's function, once imported
 _DEFAULTS = {name: {key: argument.get("default") for key, argument in spec["input"]["properties"].items()}
              for name, spec in SPECS.items()}  # what each argument left out is (None: no default in the schema)
@@ -881,5 +941,5 @@ def install_tools(server: Server, roots: Roots, *, allow_write: bool = False, co
     for name, spec in READ_TOOLS + (CODE_TOOLS if code else ()):
         server.add_tool(_tool(name, spec, roots, READ_ONLY))
     if allow_write:
-        for name, spec, annotations in WRITE_TOOLS:
+        for name, spec, annotations in WRITE_TOOLS + (CODE_WRITE_TOOLS if code else ()):
             server.add_tool(_tool(name, spec, roots, annotations))

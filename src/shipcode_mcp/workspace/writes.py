@@ -28,7 +28,7 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -122,9 +122,29 @@ def write_file(ctx: Context, roots: Roots, path: str, content: str, dry_run: boo
 
 def edit_file(ctx: Context, roots: Roots, path: str, old_text: str | None, new_text: str | None, replace_all: bool,
               edits: list[dict[str, Any]] | None, dry_run: bool, allow_syntax_errors: bool) -> ToolResult:
-    real, shown = target(roots, path, "edit_file")
+    named = target(roots, path, "edit_file")[1]
     steps = _steps(old_text, new_text, replace_all, edits)
-    with _guarded(ctx, roots, real, shown, "edit_file"):
+    count = 0
+
+    def edited(text: str, size: int) -> str:
+        nonlocal count
+        updated, count = _edited(text, size, steps, named)
+        return updated
+
+    shown, diff = rewrite(ctx, roots, path, "edit_file", edited, dry_run, allow_syntax_errors)
+    replaced = plural(count, "occurrence") + (f" in {len(steps)} edits" if len(steps) > 1 else "")
+    done = f"Dry run: would replace {replaced} in {printable(shown)}; nothing was written" if dry_run else \
+        f"Replaced {replaced} in {printable(shown)}"
+    return result(f"{done}.\n{diff}".rstrip("\n"), {"path": shown, "replacements": count, "diff": diff})
+
+
+def rewrite(ctx: Context, roots: Roots, path: str, tool: str, change: Callable[[str, int], str], dry_run: bool,
+            allow_syntax_errors: bool) -> tuple[str, str]:
+    """Change an existing text file: `change` makes the new text from the old (and its size in bytes) or
+    raises ToolError, under the root's write lock; the syntax check, then (unless `dry_run`) the atomic
+    replace. The file as shown, and the diff."""
+    real, shown = target(roots, path, tool)
+    with _guarded(ctx, roots, real, shown, tool):
         parent, name = safe_open.open_parent(roots, real, shown)
         try:
             fd, before = safe_open.open_in(roots, parent, name, shown)
@@ -133,23 +153,22 @@ def edit_file(ctx: Context, roots: Roots, path: str, old_text: str | None, new_t
             finally:
                 os.close(fd)
             if raw is None:
-                raise ToolError(f"{printable(shown)} is {size_text(before.st_size)}; edit_file edits files up to "
+                raise ToolError(f"{printable(shown)} is {size_text(before.st_size)}; {tool} edits files up to "
                                 f"{size_text(MAX_WRITE_BYTES)}")
-            text = decode(raw, shown)
-            updated, count = _edited(text, len(raw), steps, shown)
+            text = decode(raw, shown, tool)
+            updated = change(text, len(raw))
             data = encode(updated)
+            if len(data) > MAX_WRITE_BYTES:
+                raise ToolError(f"Refused: the change would make {printable(shown)} {size_text(len(data))}; {tool} "
+                                f"leaves files of at most {size_text(MAX_WRITE_BYTES)}. Nothing was written.")
             if not allow_syntax_errors:
-                refuse_syntax_errors(ctx, real, shown, text, updated, "edit_file")
+                refuse_syntax_errors(ctx, real, shown, text, updated, tool)
             if not dry_run:
                 safe_open.verify(roots, parent)
-                replace(parent, name, shown, data, before, "edit_file")
+                replace(parent, name, shown, data, before, tool)
         finally:
             os.close(parent)
-    diff = write_diff(ctx, True, raw if len(raw) <= MAX_DIFF_INPUT else None, data, shown)
-    replaced = plural(count, "occurrence") + (f" in {len(steps)} edits" if len(steps) > 1 else "")
-    done = f"Dry run: would replace {replaced} in {printable(shown)}; nothing was written" if dry_run else \
-        f"Replaced {replaced} in {printable(shown)}"
-    return result(f"{done}.\n{diff}".rstrip("\n"), {"path": shown, "replacements": count, "diff": diff})
+    return shown, write_diff(ctx, True, raw if len(raw) <= MAX_DIFF_INPUT else None, data, shown)
 
 
 def _steps(old_text: str | None, new_text: str | None, replace_all: bool,

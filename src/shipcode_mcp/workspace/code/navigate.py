@@ -169,6 +169,20 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
 
 
 # -- read_symbol ----------------------------------------------------------------------------------------
+def matching_symbols(symbols: list[Symbol], name: str) -> list[Symbol]:
+    """The symbols of an outline that `name` names (a name, a qualified name, a glob), in source order."""
+    _, test = _matcher(name.strip())
+    return [symbol for top in symbols for symbol in top.walk() if test(symbol)]
+
+
+def no_such_symbol(symbols: list[Symbol], name: str, shown: str) -> ToolError:
+    """The error for a name no symbol of the file has, with the names most like it."""
+    near = sorted({symbol.qualified_name for top in symbols for symbol in top.walk()
+                   if name.rsplit(".", 1)[-1].lower() in symbol.name.lower()})[:10]
+    hint = f" Similar: {', '.join(near)}." if near else " outline lists the file's symbols."
+    return ToolError(f"No symbol '{printable(name)}' in {printable(shown)}.{hint}")
+
+
 def read_symbol(ctx: Context, roots: Roots, path: str, name: str) -> ToolResult:
     real = roots.resolve(path)
     shown = roots.display(real)
@@ -179,13 +193,9 @@ def read_symbol(ctx: Context, roots: Roots, path: str, name: str) -> ToolResult:
     except Skipped as err:
         raise ToolError(str(err)) from None
     symbols = outline_of(source, ctx.check_cancelled)
-    _, test = _matcher(name.strip())
-    matches = [symbol for top in symbols for symbol in top.walk() if test(symbol)]
+    matches = matching_symbols(symbols, name)
     if not matches:
-        near = sorted({symbol.qualified_name for top in symbols for symbol in top.walk()
-                       if name.rsplit(".", 1)[-1].lower() in symbol.name.lower()})[:10]
-        hint = f" Similar: {', '.join(near)}." if near else " outline lists the file's symbols."
-        raise ToolError(f"No symbol '{printable(name)}' in {printable(shown)}.{hint}")
+        raise no_such_symbol(symbols, name, shown)
     symbol = matches[0]
     text_lines = source.text.split("\n")
     body = text_lines[symbol.line - 1:symbol.end_line]

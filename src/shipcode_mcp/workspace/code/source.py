@@ -260,6 +260,11 @@ def outline_of(source: Source, check: Callable[[], None] | None = None) -> list[
     return symbols
 
 
+def fresh_outline(source: Source, check: Callable[[], None] | None) -> list[Symbol]:
+    """The outline of a text not (or not yet) in a file: made, not cached."""
+    return _outlined(source, check)
+
+
 def _outlined(source: Source, check: Callable[[], None] | None) -> list[Symbol]:
     """The outline of a file, made in a parse worker (parsers.py); Skipped when the parse or the outline
     fails there (the worker crashed or ran out of time, ast-grep's errors, code nested too deep)."""

@@ -1,0 +1,120 @@
+"""replace_symbol and insert_symbol through the server, on the sample of every outlined language and on click's
+own source (its sdist from PyPI, pinned by hash, as the accuracy tests fetch it)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from filelock import FileLock
+
+from support import IN_CI, PEER_CACHE, REPO, load_script
+from workspace_support import Tools, snapshot
+
+pytest.importorskip("ast_grep_py")
+
+SAMPLES = sorted(path.name for path in (REPO / "tests" / "data" / "code").iterdir())
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(REPO / "tests" / "data" / "code", root)
+    return root
+
+
+def _symbols(tools: Tools, path: str) -> list[dict[str, Any]]:
+    return list(tools.data("outline", {"path": path, "depth": 20})["symbols"])
+
+
+@pytest.mark.parametrize("sample", SAMPLES)
+def test_a_symbol_replaced_by_itself_leaves_the_file_as_it_was_and_one_inserted_lands_beside_it(
+        project: Path, sample: str) -> None:
+    """The extent (decorators, doc comment), the indentation and the line ends round-trip exactly in every
+    language; a copy inserted after a symbol is found there by the outline, and the file still parses."""
+    with Tools(project, write=True) as tools:
+        symbols = _symbols(tools, sample)
+        nested = [symbol for symbol in symbols if symbol["depth"] > 0 and symbol["kind"] in ("method", "function")]
+        names = [symbol["qualified_name"] for symbol in symbols]
+        chosen = next((symbol for symbol in nested + symbols if names.count(symbol["qualified_name"]) == 1), None)
+        assert chosen is not None, symbols
+        original = (project / sample).read_bytes()
+        source = tools.data("read_symbol", {"path": sample, "name": chosen["qualified_name"]})["text"]
+        result = tools.data("replace_symbol", {"path": sample, "name": chosen["qualified_name"], "text": source})
+        assert result["diff"] == "" and (project / sample).read_bytes() == original, sample
+        tools.call("insert_symbol", {"path": sample, "name": chosen["qualified_name"], "position": "after",
+                                     "text": source})
+        after = [symbol for symbol in _symbols(tools, sample) if symbol["qualified_name"] == chosen["qualified_name"]]
+        assert len(after) == 2 and after[1]["line"] > after[0]["end_line"], (sample, after)
+        findings = tools.data("diagnostics", {"path": sample, "severity": "error"})["findings"]
+        assert not [finding for finding in findings if finding["code"] == "syntax-error"], findings
+
+
+def test_replace_and_insert_in_python_keep_the_layout_of_the_file(project: Path) -> None:
+    (project / "m.py").write_text('class A:\n    """Doc."""\n\n    def f(self):\n        return 1\n\n    @property\n'
+                                  '    def g(self):\n        return 2\n\n\ndef top():\n    pass\n')
+    with Tools(project, write=True) as tools:
+        tools.call("replace_symbol", {"path": "m.py", "name": "A.f", "text": "def f(self):\n    return 10\n"})
+        tools.call("insert_symbol", {"path": "m.py", "name": "A", "position": "end", "text": "def z(self):\n    pass\n"})
+        tools.call("insert_symbol", {"path": "m.py", "name": "top", "position": "before", "text": "def first():\n    pass"})
+        tools.call("insert_symbol", {"path": "m.py", "position": "end", "text": "X = 1\n"})
+    assert (project / "m.py").read_text() == (
+        'class A:\n    """Doc."""\n\n    def f(self):\n        return 10\n\n    @property\n    def g(self):\n'
+        '        return 2\n\n    def z(self):\n        pass\n\n\ndef first():\n    pass\n\n\ndef top():\n    pass\n\n\nX = 1\n')
+
+
+def test_braces_crlf_and_tabs_are_the_files_own(project: Path) -> None:
+    (project / "w.go").write_bytes(b"package w\r\n\r\ntype S struct {\r\n\tA int\r\n}\r\n\r\nfunc (s S) F() int {\r\n"
+                                   b"\treturn 1\r\n}\r\n")
+    with Tools(project, write=True) as tools:
+        tools.call("insert_symbol", {"path": "w.go", "name": "S.F", "position": "after",
+                                     "text": "func (s S) G() int {\n    return 2\n}\n"})
+        tools.call("replace_symbol", {"path": "w.go", "name": "S.F", "text": "func (s S) F() int {\n\treturn 3\n}"})
+    assert (project / "w.go").read_bytes() == (b"package w\r\n\r\ntype S struct {\r\n\tA int\r\n}\r\n\r\n"
+                                               b"func (s S) F() int {\r\n\treturn 3\r\n}\r\n\r\n"
+                                               b"func (s S) G() int {\r\n    return 2\r\n}\r\n")
+
+
+def test_what_cannot_be_done_is_said_and_nothing_is_written(project: Path) -> None:
+    (project / "two.py").write_text("class A:\n    def f(self):\n        pass\n\n\nclass B:\n    def f(self):\n        pass\n")
+    before = snapshot(project)
+    with Tools(project, write=True) as tools:
+        assert tools.error("replace_symbol", {"path": "two.py", "name": "f", "text": "def f(self): pass"}) == (
+            "'f' names 2 symbols in two.py: A.f (method, lines 2-3), B.f (method, lines 7-8). Name one by its "
+            "qualified name (Class.method)")
+        assert tools.error("replace_symbol", {"path": "two.py", "name": "g", "text": "x"}).startswith("No symbol 'g'")
+        assert tools.error("insert_symbol", {"path": "two.py", "position": "before", "text": "x = 1"}) == (
+            "position before needs the name of the symbol to insert before")
+        assert "position end puts code at the end of a class" in tools.error("insert_symbol", {
+            "path": "two.py", "name": "A.f", "position": "end", "text": "x = 1"})
+        assert "syntax errors" in tools.error("replace_symbol", {"path": "two.py", "name": "B.f", "text": "def f(:"})
+        assert "Unknown tool" not in tools.error("replace_symbol", {"path": "notes.txt", "name": "x", "text": "y"})
+    assert snapshot(project) == before
+
+
+def test_on_real_code_a_method_is_replaced_and_one_added_at_the_end_of_its_class(tmp_path: Path) -> None:
+    bench = load_script(REPO / "bench" / "references_precision.py", "bench_references_precision")
+    PEER_CACHE.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(PEER_CACHE / "corpora.lock")):
+        try:
+            corpus = bench.fetch(bench.CORPORA["click"], PEER_CACHE)
+        except bench.Unreachable as err:
+            if IN_CI:
+                raise
+            pytest.skip(f"PyPI cannot be reached for the corpus: {err}")
+    root = tmp_path / "click"
+    shutil.copytree(corpus, root)
+    core = "click/core.py"
+    original = (root / core).read_bytes()
+    with Tools(root, write=True) as tools:
+        invoke = tools.data("read_symbol", {"path": core, "name": "Command.invoke"})
+        assert tools.data("replace_symbol", {"path": core, "name": "Command.invoke", "text": invoke["text"]})["diff"] == ""
+        assert (root / core).read_bytes() == original
+        tools.call("insert_symbol", {"path": core, "name": "Group", "position": "end",
+                                     "text": "def describe(self) -> str:\n    return self.name or ''\n"})
+        group = next(symbol for symbol in _symbols(tools, core) if symbol["qualified_name"] == "Group")
+        members = [symbol for symbol in _symbols(tools, core) if symbol["qualified_name"].startswith("Group.")]
+        assert members[-1]["qualified_name"] == "Group.describe" and members[-1]["end_line"] <= group["end_line"]
+        assert tools.data("diagnostics", {"path": core, "severity": "error"})["errors"] == 0
