@@ -78,7 +78,7 @@ def test_delete_files_links_and_folders_only_when_asked(tools: Tools, repo: Path
     assert tools.error("delete_path", {"path": "tree"}) == (
         "tree is a folder holding 4 items; delete_path deletes a folder and what it holds only when recursive is true")
     dry = tools.data("delete_path", {"path": "tree", "recursive": True, "dry_run": True})
-    assert dry == {"path": "tree", "files": 2, "folders": 3, "dry_run": True} and (repo / "tree").is_dir()
+    assert dry == {"path": "tree", "files": 3, "folders": 2, "dry_run": True} and (repo / "tree").is_dir()  # a link: a file
     tools.call("delete_path", {"path": "tree", "recursive": True})
     assert not (repo / "tree").exists() and (outside / "keep.txt").read_text() == "keep\n"
     (repo / "empty").mkdir()
@@ -92,8 +92,6 @@ def test_roots_git_folders_and_nested_repositories_are_never_touched(tools: Tool
     nested.mkdir(parents=True)
     (nested / ".git").mkdir()
     (nested / ".git" / "config").write_text("[core]\n")
-    (repo / "readonly.txt").write_text("x\n")
-    (repo / "readonly.txt").chmod(0o444)
     before = snapshot(repo)
     refusals: list[tuple[str, dict[str, Any], str]] = [
         ("delete_path", {"path": ".", "recursive": True}, "is a workspace root"),
@@ -105,7 +103,6 @@ def test_roots_git_folders_and_nested_repositories_are_never_touched(tools: Tool
         ("move_path", {"source": "README.md", "destination": ".git/hooks/pre-commit"}, "does not touch .git folders"),
         ("move_path", {"source": ".git/config", "destination": "config"}, "does not touch .git folders"),
         ("move_path", {"source": ".", "destination": "x"}, "is a workspace root"),
-        ("delete_path", {"path": "readonly.txt"}, "is read-only"),
         ("delete_path", {"path": "missing"}, "Not found: missing"),
         ("delete_path", {"path": "../repo", "recursive": True}, "is a workspace root"),
         ("delete_path", {"path": "..", "recursive": True}, "Access denied"),
@@ -168,3 +165,41 @@ def test_a_move_racing_a_new_file_at_its_destination_never_replaces_it(repo: Pat
                 assert not source.exists(), reply
     print(f"{refused} of 40 moves found the writer's file first and kept it")
     assert stat.S_ISDIR(os.stat(repo).st_mode)
+
+
+def test_nested_roots_and_bare_repositories_are_never_deleted_or_moved(tmp_path: Path) -> None:
+    outer = make_repo(tmp_path / "outer")
+    (outer / "inner").mkdir()
+    (outer / "inner" / "keep.txt").write_text("keep\n")
+    (outer / "x" / "deeper").mkdir(parents=True)
+    os.symlink(outer / "inner", outer / "to-inner")
+    import subprocess
+    subprocess.run(["git", "clone", "-q", "--bare", str(outer), str(outer / "fixture.git")], check=True)
+    with Tools(outer, outer / "inner", outer / "x" / "deeper", write=True) as tools:
+        before = snapshot(outer)
+        for tool, arguments, expected in [
+            ("delete_path", {"path": "inner", "recursive": True}, "is a workspace root"),
+            ("delete_path", {"path": "to-inner", "recursive": True}, "is a workspace root"),
+            ("move_path", {"source": "x", "destination": "y"}, "holds the workspace root x/deeper"),
+            ("delete_path", {"path": "x", "recursive": True}, "holds the workspace root x/deeper"),
+            ("delete_path", {"path": "fixture.git", "recursive": True}, "is a git repository"),
+            ("move_path", {"source": "fixture.git", "destination": "elsewhere.git"}, "is a git repository"),
+            ("delete_path", {"path": "fixture.git/HEAD"}, "for a repository"),
+            ("delete_path", {"path": "fixture.git/refs", "recursive": True}, "for a repository"),
+            ("move_path", {"source": "fixture.git/config", "destination": "stolen"}, "for a repository"),
+        ]:
+            assert expected in tools.error(tool, arguments), (tool, arguments)
+        assert snapshot(outer) == before
+
+
+def test_overwrite_is_a_file_by_a_file_and_never_a_file_by_itself(tools: Tools, repo: Path) -> None:
+    os.symlink("README.md", repo / "link.md")
+    os.link(repo / "README.md", repo / "hard.md")
+    before = snapshot(repo)
+    assert "only a file by a file" in tools.error("move_path", {"source": "link.md", "destination": "docs/guide.md",
+                                                                "overwrite": True})
+    assert "are the same file" in tools.error("move_path", {"source": "hard.md", "destination": "README.md",
+                                                            "overwrite": True})
+    assert snapshot(repo) == before
+    data = tools.data("delete_path", {"path": "src", "recursive": True, "dry_run": True})
+    assert (data["files"], data["folders"]) == (2, 1)

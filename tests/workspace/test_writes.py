@@ -257,9 +257,16 @@ def test_a_change_that_adds_syntax_errors_is_refused_unless_asked(tools: Tools, 
     assert message.startswith("Refused: edit_file would leave src/helpers.py with syntax errors it did not have; "
                               "nothing was written:\n  src/helpers.py:2:12: '(' was never closed"), message
     assert message.endswith("Correct the change, or pass allow_syntax_errors: true to write it as it is.")
-    go = "package main\n\nfunc main() {\n\tprintln(1\n}\n"
-    assert "new.go:4:" in tools.error("write_file", {"path": "new.go", "content": go})
+    (repo / "main.go").write_text("package main\n\nfunc main() {\n\tprintln(1)\n}\n")
+    before = snapshot(repo)
+    assert "main.go:4:" in tools.error("edit_file", {"path": "main.go", "old_text": "println(1)", "new_text": "println(1"})
     assert snapshot(repo) == before
+    # newer Python than the server's is no error (the grammar agrees it is fine); C, C++ and PHP are not checked,
+    # nor a new file outside Python (their grammars misread valid code: preprocessor lines, templates)
+    tools.call("write_file", {"path": "new.py", "content": 'd = {}\nprint(f"{d["a"]}")\ntype X = int\n'})
+    tools.call("write_file", {"path": "guard.h", "content": '#ifdef __cplusplus\nextern "C" {\n#endif\nint f(void);\n'
+                                                            '#ifdef __cplusplus\n}\n#endif\n'})
+    tools.call("write_file", {"path": "page.php", "content": "<h1>T</h1>\n<?php echo $x; ?>\n"})
     tools.call("edit_file", {"path": "src/helpers.py", "old_text": "return 42", "new_text": "return (42", "allow_syntax_errors": True})
     assert (repo / "src" / "helpers.py").read_text() == "def answer():\n    return (42\n"
     # a file that had an error may keep one (only more errors than before are refused), and plain text is not checked

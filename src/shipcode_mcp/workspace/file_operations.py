@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from ..primitives import ToolError
 from . import safe_open
 from .text import plural, printable, result
-from .writes import entry, is_dotgit, refuse_foreign, refuse_planting, root_lock
+from .writes import entry, is_dotgit, is_repository_listing, refuse_foreign, refuse_planting, root_lock
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -81,6 +81,8 @@ def move_path(ctx: Context, roots: Roots, source: str, destination: str, overwri
         moved = _lstat(roots, src, src_shown)
         if moved is None:
             raise ToolError(f"Not found: {printable(src_shown)}")
+        src_root = roots.root_of(src) or src
+        refuse_planting(roots, held[src_root], src_root, [src], "move_path")  # nothing leaves a repository
         is_folder = stat.S_ISDIR(moved.st_mode)
         if is_folder:
             _refuse_repositories(ctx, roots, src, src_shown, "move_path", count=False)
@@ -89,9 +91,12 @@ def move_path(ctx: Context, roots: Roots, source: str, destination: str, overwri
             if not overwrite:
                 raise ToolError(f"{printable(dst_shown)} already exists; move_path does not replace it unless "
                                 "overwrite is true")
-            if is_folder or not stat.S_ISREG(there.st_mode):
+            if (there.st_dev, there.st_ino) == (moved.st_dev, moved.st_ino):
+                raise ToolError(f"{printable(src_shown)} and {printable(dst_shown)} are the same file (hard links); "
+                                "nothing to move")
+            if not stat.S_ISREG(moved.st_mode) or not stat.S_ISREG(there.st_mode):
                 raise ToolError(f"Refused: {printable(dst_shown)} exists and overwrite replaces only a file by a file "
-                                "(delete_path removes a folder first)")
+                                "(delete_path removes a folder or a link first)")
             refuse_foreign(there, dst_shown, "move_path")
         if not dry_run:
             _rename(roots, src, src_shown, dst, dst_shown, replace=there is not None)
@@ -107,14 +112,13 @@ def move_path(ctx: Context, roots: Roots, source: str, destination: str, overwri
 def delete_path(ctx: Context, roots: Roots, path: str, recursive: bool, dry_run: bool) -> ToolResult:
     real, shown = entry(roots, path, "delete_path")
     root = roots.root_of(real) or real
-    with root_lock(ctx, roots, root, shown):
+    with root_lock(ctx, roots, root, shown) as root_fd:
         info = _lstat(roots, real, shown)
         if info is None:
             raise ToolError(f"Not found: {printable(shown)}")
+        refuse_planting(roots, root_fd, root, [real], "delete_path")  # nothing inside a repository goes
         is_folder = stat.S_ISDIR(info.st_mode)
         if not is_folder:
-            if stat.S_ISREG(info.st_mode):
-                refuse_foreign(info, shown, "delete_path")  # a read-only file, another user's: as for a write
             files, folders = 1, 0
         else:
             files, folders = _refuse_repositories(ctx, roots, real, shown, "delete_path", count=True)
@@ -146,20 +150,37 @@ def _lstat(roots: Roots, real: str, shown: str) -> os.stat_result | None:
 
 
 def _refuse_repositories(ctx: Context, roots: Roots, real: str, shown: str, tool: str, count: bool) -> tuple[int, int]:
-    """Walk the folder (links not followed): refuse when it holds a `.git` anywhere; with `count`, the files
-    and folders in it (the folder included), refusing past MAX_DELETE_ENTRIES."""
+    """Walk the folder (links not followed) before anything is done to it: refuse when it holds a `.git` or a
+    folder git takes for a repository anywhere, a folder it cannot list (what it holds is unknown), or a
+    mount of another filesystem; with `count`, the files (links and special files included) and folders
+    in it, the folder itself included, refusing past MAX_DELETE_ENTRIES."""
     fd = safe_open.open_dir(roots, real, shown)
     files, folders = 0, 1
+
+    def unlisted(err: OSError) -> None:
+        where = printable(roots.display(os.path.normpath(os.path.join(real, err.filename or ""))))
+        raise ToolError(f"Refused: {printable(shown)} holds a folder that cannot be listed ({where}: "
+                        f"{err.strerror}); {tool} does not act on what it cannot see")
+
     try:
-        for top, dirs, names, _ in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
+        device = os.fstat(fd).st_dev
+        for top, dirs, names, dir_fd in os.fwalk(".", dir_fd=fd, follow_symlinks=False, onerror=unlisted):
             ctx.check_cancelled()
+            here = os.path.normpath(os.path.join(real, top))
+            if os.fstat(dir_fd).st_dev != device:
+                raise ToolError(f"Refused: {printable(roots.display(here))} is another filesystem mounted inside "
+                                f"{printable(shown)}; {tool} stays on one filesystem")
             for name in dirs + names:
                 if is_dotgit(name):
-                    where = printable(roots.display(os.path.normpath(os.path.join(real, top, name))))
-                    raise ToolError(f"Refused: {printable(shown)} holds a git repository ({where}); {tool} does "
-                                    "not touch .git folders, so not a folder holding one either")
-            folders += len(dirs)
-            files += len(names)
+                    raise ToolError(f"Refused: {printable(shown)} holds a git repository "
+                                    f"({printable(roots.display(os.path.join(here, name)))}); {tool} does not touch "
+                                    ".git folders, so not a folder holding one either")
+            if is_repository_listing(dirs + names):
+                raise ToolError(f"Refused: {printable(roots.display(here))} is a git repository (HEAD beside objects/ "
+                                f"and refs/); {tool} does not touch one")
+            links = sum(stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode) for name in dirs)
+            folders += len(dirs) - links
+            files += len(names) + links
             if count and files + folders > MAX_DELETE_ENTRIES:
                 raise ToolError(f"Refused: {printable(shown)} holds more than {MAX_DELETE_ENTRIES} entries; "
                                 "delete_path deletes at most that many in one call (delete its parts)")
@@ -236,6 +257,8 @@ def _delete(ctx: Context, roots: Roots, real: str, shown: str, is_folder: bool) 
             os.close(fd)
         os.rmdir(name, dir_fd=parent)
     except OSError as err:
+        if not is_folder:
+            raise safe_open.os_error(err, shown) from None
         raise ToolError(f"Deleting {printable(shown)} stopped: {safe_open.os_error(err, shown)}; what was deleted "
                         "before it is gone") from None
     finally:

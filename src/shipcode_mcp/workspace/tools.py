@@ -477,8 +477,9 @@ DELETE_PATH = {
     "description": (
         "Delete a file or a symbolic link (the link itself), or a folder: an empty one, or with recursive true a "
         "folder and everything in it (links are removed, never followed; at most 100 000 entries). Refused: a "
-        "workspace root, a .git folder or anything in one, a folder holding a git repository anywhere inside, a "
-        "read-only file. Returns how many files and folders were deleted; with dry_run, how many would be."
+        "workspace root or a folder holding one, a .git folder or anything in one, a git repository or anything "
+        "in it, a folder holding one, another filesystem mounted inside, a folder that cannot be listed. Returns "
+        "how many files and folders were deleted; with dry_run, how many would be."
     ),
     "input": _object({
         "path": _string(f"The file, link or folder to delete; {_PATH_HELP}.", minLength=1),

@@ -243,8 +243,12 @@ def entry(roots: Roots, given: str, tool: str) -> tuple[str, str]:
     real = roots.entry(given)
     shown = roots.display(real)
     root = roots.root_of(real)
-    if root == real or root is None:
+    if real in roots.paths or root is None:
         raise ToolError(f"Refused: {printable(shown)} is a workspace root; {tool} works inside the roots")
+    inner = next((path for path in roots.paths if path.startswith(real + os.sep)), None)
+    if inner is not None:
+        raise ToolError(f"Refused: {printable(shown)} holds the workspace root {printable(roots.display(inner))}; "
+                        f"{tool} works inside the roots")
     if any(is_dotgit(part) for part in real[len(root):].split(os.sep)):
         raise ToolError(f"Refused: {tool} does not touch .git folders ({printable(shown)})")
     return real, shown
@@ -368,6 +372,12 @@ def _refuse_planting(roots: Roots, root_fd: int, root: str, parts: list[str], to
     finally:
         if fd is not None and fd != root_fd:
             os.close(fd)
+
+
+def is_repository_listing(names: list[str]) -> bool:
+    """Whether a folder holding these entries is one git takes for a repository (names compared as a
+    case-insensitive filesystem compares them)."""
+    return _is_repository({signature for name in names if (signature := _signature_name(name)) is not None})
 
 
 def _is_repository(entries: set[str]) -> bool:

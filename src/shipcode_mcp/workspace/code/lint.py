@@ -38,7 +38,15 @@ def findings(text: str, language: str, name: str = "", syntax_only: bool = False
     `checked`: what looked (`python+pyflakes`, `syntax`, or `python` with why pyflakes did not). `name` is the file's (pyflakes reads
     a package's `__init__.py` and a stub's `.pyi` apart). `syntax_only`: the syntax errors alone (pyflakes not run)."""
     if language == "python":
-        return _python(text, name, syntax_only)
+        found = _python(text, name, syntax_only)
+        if syntax_only and found["findings"] and not _grammar_errors(text, language)["findings"]:
+            return {"findings": [], "checked": "python (its error is none to the grammar: newer syntax?)"}
+        return found
+    return _grammar_errors(text, language)
+
+
+def _grammar_errors(text: str, language: str) -> dict[str, Any]:
+    """The tree-sitter grammar's syntax errors: its ERROR nodes and the MISSING ones it had to assume."""
     from .outline import parse  # no package until _bootstrap, as in worker.parse
 
     root = parse(text, language)
