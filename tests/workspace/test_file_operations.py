@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -173,11 +174,10 @@ def test_nested_roots_and_bare_repositories_are_never_deleted_or_moved(tmp_path:
     (outer / "inner" / "keep.txt").write_text("keep\n")
     (outer / "x" / "deeper").mkdir(parents=True)
     os.symlink(outer / "inner", outer / "to-inner")
-    import subprocess
     subprocess.run(["git", "clone", "-q", "--bare", str(outer), str(outer / "fixture.git")], check=True)
     with Tools(outer, outer / "inner", outer / "x" / "deeper", write=True) as tools:
         before = snapshot(outer)
-        for tool, arguments, expected in [
+        refusals: list[tuple[str, dict[str, Any], str]] = [
             ("delete_path", {"path": "inner", "recursive": True}, "is a workspace root"),
             ("delete_path", {"path": "to-inner", "recursive": True}, "is a workspace root"),
             ("move_path", {"source": "x", "destination": "y"}, "holds the workspace root x/deeper"),
@@ -187,7 +187,8 @@ def test_nested_roots_and_bare_repositories_are_never_deleted_or_moved(tmp_path:
             ("delete_path", {"path": "fixture.git/HEAD"}, "for a repository"),
             ("delete_path", {"path": "fixture.git/refs", "recursive": True}, "for a repository"),
             ("move_path", {"source": "fixture.git/config", "destination": "stolen"}, "for a repository"),
-        ]:
+        ]
+        for tool, arguments, expected in refusals:
             assert expected in tools.error(tool, arguments), (tool, arguments)
         assert snapshot(outer) == before
 
