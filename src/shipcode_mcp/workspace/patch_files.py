@@ -29,7 +29,7 @@ from .writes import (
     decode,
     encode,
     entry,
-    read_all,
+    read_in,
     refuse_planting,
     refuse_syntax_errors,
     replace,
@@ -188,11 +188,7 @@ def _read(roots: Roots, real: str) -> _File:
         return _File(real, shown, None, None, None)
     parent, name = safe_open.open_parent(roots, real, shown)
     try:
-        fd, info = safe_open.open_in(roots, parent, name, shown)
-        try:
-            raw = read_all(fd, info.st_size, MAX_WRITE_BYTES)
-        finally:
-            os.close(fd)
+        raw, info = read_in(roots, parent, name, shown, MAX_WRITE_BYTES)
     finally:
         os.close(parent)
     if raw is None:

@@ -95,11 +95,7 @@ def write_file(ctx: Context, roots: Roots, path: str, content: str, dry_run: boo
             try:
                 before = safe_open.lstat_in(parent, name, shown)
                 if before is not None:
-                    fd, before = safe_open.open_in(roots, parent, name, shown)
-                    try:
-                        old = read_all(fd, before.st_size, MAX_DIFF_INPUT)
-                    finally:
-                        os.close(fd)
+                    old, before = read_in(roots, parent, name, shown, MAX_DIFF_INPUT)
                 if not allow_syntax_errors:
                     refuse_syntax_errors(ctx, real, shown, None if old is None else old.decode("utf-8", "replace"),
                                          content, "write_file")
@@ -147,11 +143,7 @@ def rewrite(ctx: Context, roots: Roots, path: str, tool: str, change: Callable[[
     with _guarded(ctx, roots, real, shown, tool):
         parent, name = safe_open.open_parent(roots, real, shown)
         try:
-            fd, before = safe_open.open_in(roots, parent, name, shown)
-            try:
-                raw = read_all(fd, before.st_size, MAX_WRITE_BYTES)
-            finally:
-                os.close(fd)
+            raw, before = read_in(roots, parent, name, shown, MAX_WRITE_BYTES)
             if raw is None:
                 raise ToolError(f"{printable(shown)} is {size_text(before.st_size)}; {tool} edits files up to "
                                 f"{size_text(MAX_WRITE_BYTES)}")
@@ -407,6 +399,16 @@ def decode(raw: bytes, shown: str, tool: str = "edit_file") -> str:
     except UnicodeDecodeError:
         raise ToolError(f"{printable(shown)} is not valid UTF-8; {tool} edits UTF-8 text only "
                         "(write_file can replace it whole)") from None
+
+
+def read_in(roots: Roots, parent: int, name: str, shown: str, limit: int) -> tuple[bytes | None, os.stat_result]:
+    """The regular file `name` of folder `parent` (safe_open.open_in: no link followed) read whole, None when it
+    is larger than `limit`, and its stat."""
+    fd, info = safe_open.open_in(roots, parent, name, shown)
+    try:
+        return read_all(fd, info.st_size, limit), info
+    finally:
+        os.close(fd)
 
 
 def read_all(fd: int, size: int, limit: int) -> bytes | None:
