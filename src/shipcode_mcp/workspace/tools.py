@@ -766,8 +766,10 @@ REPLACE_SYMBOL = {
     "input": _object({
         "path": _string(f"The source file; {_PATH_HELP}.", minLength=1),
         "name": _string("The symbol's name or qualified name, such as Parser.parse.", minLength=1),
-        "text": _string("The new code of the whole symbol, as it would be written at the top level.",
-                        maxLength=MAX_CONTENT_CHARS),
+        "text": _string("The new code of the whole symbol, as it would be written at the top level (empty: the "
+                        "symbol is deleted).", maxLength=MAX_CONTENT_CHARS),
+        "line": _integer("When several symbols share the name: a line of the one meant (default: the name alone "
+                         "must name one).", None, 1, 100_000_000),
         "dry_run": _DRY_RUN,
         "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
     }, ("path", "name", "text")),
@@ -792,6 +794,8 @@ INSERT_SYMBOL = {
                      "description": "before or after the symbol `name`, or at the end of it (or of the file)."},
         "name": _string("The symbol's name or qualified name (for end: the class; none: the end of the file).",
                         minLength=1),
+        "line": _integer("When several symbols share the name: a line of the one meant (default: the name alone "
+                         "must name one).", None, 1, 100_000_000),
         "dry_run": _DRY_RUN,
         "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
     }, ("path", "text", "position")),

@@ -155,7 +155,7 @@ def rewrite(ctx: Context, roots: Roots, path: str, tool: str, change: Callable[[
                                 f"leaves files of at most {size_text(MAX_WRITE_BYTES)}. Nothing was written.")
             if not allow_syntax_errors:
                 refuse_syntax_errors(ctx, real, shown, text, updated, tool)
-            if not dry_run:
+            if not dry_run and data != raw:  # (a change to the same text writes nothing)
                 safe_open.verify(roots, parent)
                 replace(parent, name, shown, data, before, tool)
         finally:

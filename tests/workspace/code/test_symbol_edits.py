@@ -83,7 +83,7 @@ def test_what_cannot_be_done_is_said_and_nothing_is_written(project: Path) -> No
     with Tools(project, write=True) as tools:
         assert tools.error("replace_symbol", {"path": "two.py", "name": "f", "text": "def f(self): pass"}) == (
             "'f' names 2 symbols in two.py: A.f (method, lines 2-3), B.f (method, lines 7-8). Name one by its "
-            "qualified name (Class.method)")
+            "qualified name (Class.method), or give line: a line of the one meant")
         assert tools.error("replace_symbol", {"path": "two.py", "name": "g", "text": "x"}).startswith("No symbol 'g'")
         assert tools.error("insert_symbol", {"path": "two.py", "position": "before", "text": "x = 1"}) == (
             "position before needs the name of the symbol to insert before")
@@ -118,3 +118,39 @@ def test_on_real_code_a_method_is_replaced_and_one_added_at_the_end_of_its_class
         members = [symbol for symbol in _symbols(tools, core) if symbol["qualified_name"].startswith("Group.")]
         assert members[-1]["qualified_name"] == "Group.describe" and members[-1]["end_line"] <= group["end_line"]
         assert tools.data("diagnostics", {"path": core, "severity": "error"})["errors"] == 0
+
+
+def test_found_in_review_each_refused_or_kept_exact(project: Path) -> None:
+    """What a whole-line edit would have broken is refused; strings, tabs and line ends are kept."""
+    (project / "one.cpp").write_text("struct A { void f() {} void g() {} };\n")
+    (project / "k.kt").write_text("class A { fun f() {} }\n")
+    (project / "short.py").write_text("class A: pass\n")
+    text = 'class A:\n    def f(self):\n        s = """\nraw\n   kept\n"""\n        return s\n'
+    (project / "strings.py").write_text(text)
+    (project / "tabs.py").write_text('class A:\n\t"""Doc."""\n')
+    (project / "props.py").write_text("class A:\n    @property\n    def x(self):\n        return 1\n\n"
+                                      "    @x.setter\n    def x(self, value):\n        pass\n")
+    (project / "crlf.py").write_bytes(b"def f():\r\n    return 1")
+    with Tools(project, write=True) as tools:
+        before = snapshot(project)
+        assert "hold code outside A.f" in tools.error("replace_symbol", {"path": "one.cpp", "name": "A.f",
+                                                                          "text": "void f() { return; }"})
+        for path in ("k.kt", "short.py"):
+            assert "has no line of its own that closes it" in tools.error("insert_symbol", {
+                "path": path, "name": "A", "position": "end", "text": "fun g() {}"}), path
+        assert "unindent does not match" in tools.error("edit_file", {"path": "props.py", "old_text": "    @x.setter",
+                                                                      "new_text": "  @x.setter"})  # (the grammar reads it)
+        assert snapshot(project) == before
+        method = tools.data("read_symbol", {"path": "strings.py", "name": "A.f"})["text"]
+        tools.call("replace_symbol", {"path": "strings.py", "name": "A.f", "text": method})
+        assert (project / "strings.py").read_text() == text
+        tools.call("insert_symbol", {"path": "strings.py", "name": "A.f", "position": "after",
+                                     "text": 'def g(self):\n    return """\nraw\n"""\n'})
+        assert (project / "strings.py").read_text().endswith('\n\n    def g(self):\n        return """\nraw\n"""\n')
+        tools.call("insert_symbol", {"path": "tabs.py", "name": "A", "position": "end", "text": "def g(self):\n    pass"})
+        assert (project / "tabs.py").read_text() == 'class A:\n\t"""Doc."""\n\tdef g(self):\n\t    pass\n'
+        tools.call("replace_symbol", {"path": "props.py", "name": "A.x", "line": 7,
+                                      "text": "@x.setter\ndef x(self, value):\n    self._x = value"})
+        assert (project / "props.py").read_text().endswith("    @x.setter\n    def x(self, value):\n        self._x = value\n")
+        tools.call("insert_symbol", {"path": "crlf.py", "name": "f", "position": "after", "text": "def g():\n    return 2"})
+        assert (project / "crlf.py").read_bytes() == b"def f():\r\n    return 1\r\n\r\n\r\ndef g():\r\n    return 2\r\n"

@@ -39,8 +39,10 @@ def findings(text: str, language: str, name: str = "", syntax_only: bool = False
     a package's `__init__.py` and a stub's `.pyi` apart). `syntax_only`: the syntax errors alone (pyflakes not run)."""
     if language == "python":
         found = _python(text, name, syntax_only)
-        if syntax_only and found["findings"] and not _grammar_errors(text, language)["findings"]:
+        if syntax_only and found["findings"] and not found.pop("indentation", False) \
+                and not _grammar_errors(text, language)["findings"]:
             return {"findings": [], "checked": "python (its error is none to the grammar: newer syntax?)"}
+        found.pop("indentation", None)
         return found
     return _grammar_errors(text, language)
 
@@ -93,7 +95,8 @@ def _python(text: str, name: str, syntax_only: bool = False) -> dict[str, Any]:
     except SyntaxError as err:
         line, column = err.lineno or 1, err.offset or 1
         return {"findings": [[line, column + (bom and line == 1), "error", "syntax-error",  # (a character's column)
-                              f"{err.msg} (as {version} reads it)"]], "checked": "python"}
+                              f"{err.msg} (as {version} reads it)"]], "checked": "python",
+                "indentation": isinstance(err, IndentationError)}  # (TabError too: no newer Python reads it)
     except (ValueError, MemoryError, RecursionError) as err:  # a NUL byte, nesting too deep for the parser
         return {"findings": [[1, 1, "error", "syntax-error", f"the file cannot be parsed: {err}"]], "checked": "python"}
     if syntax_only:

@@ -31,18 +31,21 @@ if TYPE_CHECKING:
 POSITIONS = ("before", "after", "end")
 
 
-def replace_symbol(ctx: Context, roots: Roots, path: str, name: str, text: str, dry_run: bool,
+def replace_symbol(ctx: Context, roots: Roots, path: str, name: str, text: str, line: int | None, dry_run: bool,
                    allow_syntax_errors: bool) -> ToolResult:
     real, shown = target(roots, path, "replace_symbol")
     language = known_language(real, shown)
     replaced: list[Symbol] = []
 
     def change(old: str, _: int) -> str:
-        symbol = _one(old, real, shown, language, name, ctx)
+        symbols, symbol = _one(old, real, shown, language, name, line, ctx)
+        _refuse_shared_lines(symbols, symbol, language, shown)
         replaced.append(symbol)
         lines = old.split("\n")
         indent = _indent_of(lines[symbol.line - 1])
-        new = _shaped(text, indent, _line_end(old))
+        new = _shaped(text, indent, _line_end(old), language) if text.strip() else []
+        if symbol.end_line >= len(lines) and new:  # the file's last line, without a line end: none after it
+            new[-1] = new[-1].removesuffix("\r")
         return "\n".join(lines[:symbol.line - 1] + new + lines[symbol.end_line:])
 
     shown, diff = rewrite(ctx, roots, path, "replace_symbol", change, dry_run, allow_syntax_errors)
@@ -53,8 +56,8 @@ def replace_symbol(ctx: Context, roots: Roots, path: str, name: str, text: str, 
     return result(f"{done}.\n{diff}".rstrip("\n"), {**symbol.item(shown), "diff": diff, "dry_run": dry_run})
 
 
-def insert_symbol(ctx: Context, roots: Roots, path: str, text: str, position: str, name: str | None, dry_run: bool,
-                  allow_syntax_errors: bool) -> ToolResult:
+def insert_symbol(ctx: Context, roots: Roots, path: str, text: str, position: str, name: str | None, line: int | None,
+                  dry_run: bool, allow_syntax_errors: bool) -> ToolResult:
     real, shown = target(roots, path, "insert_symbol")
     language = known_language(real, shown)
     if position in ("before", "after") and not name:
@@ -62,22 +65,25 @@ def insert_symbol(ctx: Context, roots: Roots, path: str, text: str, position: st
     where: list[str] = []
 
     def change(old: str, _: int) -> str:
-        lines = old.split("\n")
         end = _line_end(old)
+        if old and not old.endswith("\n"):
+            old += end  # the last line gets its line end before anything goes after it
+        lines = old.split("\n")
         if name is None:  # the end of the file
-            at, indent, gap = len(lines) - (1 if lines[-1] == "" else 0), "", _gap(language, 0, lines, None)
+            at = len(lines) - (1 if lines[-1] == "" else 0)
+            gap = _gap(language, 0, lines, None) if old.strip() else 0
             where.append("at the end of the file")
-            return _inserted(lines, at, _shaped(text, indent, end), gap, gap_after=0)
-        symbol = _one(old, real, shown, language, name, ctx)
-        depth = symbol.qualified_name.count(".")
+            return _inserted(lines, at, _shaped(text, "", end, language), gap, gap_after=0)
+        symbols, symbol = _one(old, real, shown, language, name, line, ctx)
         if position == "end":
             return _at_end_of(symbol, lines, text, end, language, where)
+        _refuse_shared_lines(symbols, symbol, language, shown)
         indent = _indent_of(lines[symbol.line - 1])
-        gap = _gap(language, depth, lines, symbol)
+        gap = _gap(language, symbol.qualified_name.count("."), lines, symbol)
         where.append(f"{position} the {symbol.kind} {symbol.qualified_name}")
         if position == "before":
-            return _inserted(lines, symbol.line - 1, _shaped(text, indent, end), 0, gap_after=gap)
-        return _inserted(lines, symbol.end_line, _shaped(text, indent, end), gap, gap_after=0)
+            return _inserted(lines, symbol.line - 1, _shaped(text, indent, end, language), 0, gap_after=gap)
+        return _inserted(lines, symbol.end_line, _shaped(text, indent, end, language), gap, gap_after=0)
 
     shown, diff = rewrite(ctx, roots, path, "insert_symbol", change, dry_run, allow_syntax_errors)
     done = f"Dry run: would insert the code {where[0]} in {printable(shown)}; nothing was written" if dry_run else \
@@ -86,8 +92,10 @@ def insert_symbol(ctx: Context, roots: Roots, path: str, text: str, position: st
                                                                "dry_run": dry_run})
 
 
-def _one(text: str, real: str, shown: str, language: str, name: str, ctx: Context) -> Symbol:
-    """The one symbol `name` names in the file; a ToolError when none or several do (listing them)."""
+def _one(text: str, real: str, shown: str, language: str, name: str, line: int | None,
+         ctx: Context) -> tuple[list[Symbol], Symbol]:
+    """The file's outline and the one symbol `name` names in it (`line`: the one whose lines hold it, when
+    several share the name); a ToolError when none or several do (listing them)."""
     try:
         symbols = fresh_outline(Source(real, shown, language, text, (real, -1, -1)), ctx.check_cancelled)
     except Skipped as err:
@@ -95,35 +103,78 @@ def _one(text: str, real: str, shown: str, language: str, name: str, ctx: Contex
     found = matching_symbols(symbols, name)
     if not found:
         raise no_such_symbol(symbols, name, shown)
+    if line is not None:
+        found = [symbol for symbol in found if symbol.line <= line <= symbol.end_line]
+        if not found:
+            raise ToolError(f"No symbol '{printable(name)}' of {printable(shown)} holds line {line}")
+        found = found[-1:]  # the innermost of those that hold it
     if len(found) > 1:
         listed = ", ".join(f"{printable(symbol.qualified_name)} ({symbol.kind}, lines {symbol.line}-{symbol.end_line})"
                            for symbol in found[:10])
         raise ToolError(f"'{printable(name)}' names {len(found)} symbols in {printable(shown)}: {listed}. Name one by "
-                        "its qualified name (Class.method)")
-    return found[0]
+                        "its qualified name (Class.method), or give line: a line of the one meant")
+    return symbols, found[0]
+
+
+def _refuse_shared_lines(symbols: list[Symbol], symbol: Symbol, language: str, shown: str) -> None:
+    """Refuse when the symbol's first or last line also holds code outside it (a one-line class, `f(); g()`,
+    a closing brace of the class around it): changing its lines whole would change that code too."""
+    around = [other for top in symbols for other in top.walk() if other is not symbol]
+    inside = {id(nested) for nested in symbol.walk()}
+    for other in around:
+        if id(other) in inside:
+            continue
+        holds = other.line <= symbol.line and symbol.end_line <= other.end_line
+        if holds:  # an enclosing symbol: its header or, with braces, its closing line must be elsewhere
+            if other.def_line in (symbol.line, symbol.end_line) or (
+                    language != "python" and other.end_line in (symbol.line, symbol.end_line)):
+                break
+            continue
+        if other.line <= symbol.end_line and symbol.line <= other.end_line:
+            break
+    else:
+        return
+    raise ToolError(f"Refused: lines {symbol.line}-{symbol.end_line} of {printable(shown)} hold code outside "
+                    f"{printable(symbol.qualified_name)} ({printable(other.qualified_name)} shares them); the symbol "
+                    "edits change whole lines, so edit_file or apply_patch changes it")
 
 
 def _at_end_of(symbol: Symbol, lines: list[str], text: str, end: str, language: str, where: list[str]) -> str:
     """The code put last inside `symbol` (a class, struct, ...): after its last member, indented as its members;
-    in a language of braces, before the line that closes it."""
+    in a language of braces, before the line that closes it (which must hold nothing else)."""
     if not symbol.children and symbol.kind not in ("class", "interface", "struct", "enum", "trait", "module"):
         raise ToolError(f"{printable(symbol.qualified_name)} is a {symbol.kind}; position end puts code at the end of a "
                         "class, struct, interface, enum, trait or module")
+    closing = lines[symbol.end_line - 1].strip()
+    braces = language not in ("python", "ruby", "lua", "bash")
+    last = symbol.children[-1] if symbol.children else None
+    if symbol.def_line == symbol.end_line or (braces and (closing not in ("}", "};", "end") or (
+            last is not None and last.end_line == symbol.end_line))):
+        raise ToolError(f"Refused: {printable(symbol.qualified_name)} (lines {symbol.line}-{symbol.end_line}) has no line "
+                        "of its own that closes it, or holds its body on its first line; insert after its last member "
+                        "(position after) or edit it with edit_file")
     where.append(f"at the end of the {symbol.kind} {symbol.qualified_name}")
-    head = _indent_of(lines[symbol.def_line - 1])
-    if symbol.children:
-        last = symbol.children[-1]
+    if last is not None:
         indent = _indent_of(lines[last.line - 1])
         gap = _gap(language, 1, lines, last)
-        if language == "python" or last.end_line < symbol.end_line:
-            at = last.end_line
-            return _inserted(lines, at, _shaped(text, indent, end), gap, gap_after=0)
-    unit = "\t" if head.startswith("\t") else "    "
-    indent = head + unit
-    if language == "python":
-        return _inserted(lines, symbol.end_line, _shaped(text, indent, end), 0, gap_after=0)
-    closing = symbol.end_line - 1  # the line of the closing brace
-    return _inserted(lines, closing, _shaped(text, indent, end), 0, gap_after=0)
+        if not braces or last.end_line < symbol.end_line:
+            return _inserted(lines, last.end_line, _shaped(text, indent, end, language), gap, gap_after=0)
+    indent = _indent_of(lines[symbol.def_line - 1]) + _unit(lines)
+    if not braces:
+        return _inserted(lines, symbol.end_line - (0 if language == "python" else 1),
+                         _shaped(text, indent, end, language), 0, gap_after=0)
+    return _inserted(lines, symbol.end_line - 1, _shaped(text, indent, end, language), 0, gap_after=0)
+
+
+def _unit(lines: list[str]) -> str:
+    """One level of indentation as the file writes it: a tab, or its narrowest run of leading spaces."""
+    widths = set()
+    for line in lines:
+        if line.startswith("\t"):
+            return "\t"
+        if line.startswith(" ") and line.strip():
+            widths.add(len(line) - len(line.lstrip(" ")))
+    return " " * (min(widths) if widths else 4)
 
 
 def _inserted(lines: list[str], at: int, new: list[str], gap: int, gap_after: int) -> str:
@@ -141,8 +192,8 @@ def _gap(language: str, depth: int, lines: list[str], symbol: Symbol | None) -> 
         while at >= 0 and not lines[at].strip():
             count += 1
             at -= 1
-        if count and at >= 0:
-            return min(count, 3)
+        if at >= 0 and (count or symbol.kind in ("field", "property", "constant", "variable")):
+            return min(count, 2)
     return 2 if language == "python" and depth == 0 else 1
 
 
@@ -154,11 +205,36 @@ def _line_end(text: str) -> str:
     return "\r\n" if "\r\n" in text and text.count("\r\n") == text.count("\n") else "\n"
 
 
-def _shaped(text: str, indent: str, end: str) -> list[str]:
-    """The lines of `text` (its trailing line end dropped), their common indentation replaced by `indent`,
-    each ending as the file's lines end (`\\r` kept on each when the file is CRLF: joined by `\\n`)."""
+def _shaped(text: str, indent: str, end: str, language: str) -> list[str]:
+    """The lines of `text` (its trailing line end dropped) moved to `indent`: the indentation of its first line
+    is replaced by `indent` on every line that starts with it; a line indented less, and in Python a line
+    inside a multi-line string, is left as written. Each ends as the file's lines end
+    (`\r` kept on each when the file is CRLF: joined by `\n`)."""
     lines = text.replace("\r\n", "\n").rstrip("\n").split("\n")
-    filled = [line for line in lines if line.strip()]
-    common = min((len(_indent_of(line)) for line in filled), default=0)
+    first = next((line for line in lines if line.strip()), "")
+    base = _indent_of(first)
+    kept = _inside_strings(text) if language == "python" else set()
     cr = "\r" if end == "\r\n" else ""
-    return [(indent + line[common:] if line.strip() else "") + cr for line in lines]
+    out = []
+    for number, line in enumerate(lines, 1):
+        if number in kept or not line.startswith(base) or indent == base:
+            out.append(line + cr)  # a string's text, a line indented less (a preprocessor line, a heredoc's end)
+        else:
+            out.append((indent + line[len(base):] if line.strip() else "") + cr)
+    return out
+
+
+def _inside_strings(text: str) -> set[int]:
+    """The numbers of the lines a Python multi-line string continues on (its own text: not to be re-indented);
+    none when the text does not tokenize."""
+    import io  # (only for a Python symbol's edit)
+    import tokenize
+
+    inside: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.STRING or getattr(tokenize, "FSTRING_MIDDLE", -1) == token.type:
+                inside.update(range(token.start[0] + 1, token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return set()
+    return inside
