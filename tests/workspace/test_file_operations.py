@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from support import REPO
 from workspace_support import Tools, make_repo, snapshot
 
 
@@ -204,3 +207,36 @@ def test_overwrite_is_a_file_by_a_file_and_never_a_file_by_itself(tools: Tools, 
     assert snapshot(repo) == before
     data = tools.data("delete_path", {"path": "src", "recursive": True, "dry_run": True})
     assert (data["files"], data["folders"]) == (2, 1)
+
+
+MOUNTED = """
+import json, shutil, subprocess, sys
+sys.path.insert(0, {tests!r})
+from workspace_support import Tools
+root, outside = {root!r}, {outside!r}
+subprocess.run(["mount", "--bind", outside, root + "/d/mnt"], check=True)
+with Tools(root, write=True) as tools:
+    refusals = [tools.error("delete_path", {{"path": "d", "recursive": True}}),
+                tools.error("move_path", {{"source": "d", "destination": "e"}})]
+kept = open(outside + "/precious.txt").read()
+shutil.rmtree(root + "/d", ignore_errors=True)  # the same deletion without us: through the bind mount
+print(json.dumps({{"refusals": refusals, "kept": kept, "after_rmtree": __import__("os").listdir(outside)}}))
+"""
+
+
+def test_a_bind_mount_inside_a_folder_stops_its_deletion(tmp_path: Path) -> None:
+    """A bind mount of the same filesystem has the same device number: the kernel's mount table tells. The
+    attack first without us: rmtree through the mount empties the folder outside."""
+    root, outside = tmp_path / "w", tmp_path / "outside"
+    (root / "d" / "mnt").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "precious.txt").write_text("x\n")
+    script = MOUNTED.format(tests=str(REPO / "tests"), root=str(root), outside=str(outside))
+    done = subprocess.run(["unshare", "-m", sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0 and ("unshare" in done.stderr or "mount" in done.stderr):
+        pytest.skip(f"no private mount namespace here: {done.stderr.strip()[-200:]}")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert all("is a mount point at or inside d" in message for message in report["refusals"]), report
+    assert report["kept"] == "x\n"
+    assert report["after_rmtree"] == []  # without us, the file outside is gone

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
@@ -162,6 +163,11 @@ def _refuse_repositories(ctx: Context, roots: Roots, real: str, shown: str, tool
         raise ToolError(f"Refused: {printable(shown)} holds a folder that cannot be listed ({where}: "
                         f"{err.strerror}); {tool} does not act on what it cannot see")
 
+    mounted = _mount_at_or_under(real)
+    if mounted is not None:
+        os.close(fd)
+        raise ToolError(f"Refused: {printable(roots.display(mounted) if roots.root_of(mounted) else mounted)} is a "
+                        f"mount point at or inside {printable(shown)}; {tool} does not act across mounts")
     try:
         device = os.fstat(fd).st_dev
         for top, dirs, names, dir_fd in os.fwalk(".", dir_fd=fd, follow_symlinks=False, onerror=unlisted):
@@ -187,6 +193,22 @@ def _refuse_repositories(ctx: Context, roots: Roots, real: str, shown: str, tool
     finally:
         os.close(fd)
     return files, folders
+
+
+def _mount_at_or_under(real: str) -> str | None:
+    """A mount point at `real` or inside it, from the kernel's table (/proc/self/mountinfo): a bind mount of
+    the same filesystem has the same device number, so the walk's comparison of devices cannot see it."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
+            for line in table:
+                fields = line.split(" ")
+                if len(fields) > 4:
+                    point = re.sub(r"\\([0-7]{3})", lambda escape: chr(int(escape[1], 8)), fields[4])
+                    if point == real or point.startswith(real + os.sep):
+                        return point
+    except OSError:
+        return None  # no table (not Linux): the device comparison of the walk is what there is
+    return None
 
 
 def _rename(roots: Roots, src: str, src_shown: str, dst: str, dst_shown: str, replace: bool) -> None:
