@@ -227,7 +227,8 @@ def _shaped(text: str, indent: str, end: str, language: str) -> list[str]:
 def _inside_strings(text: str) -> set[int]:
     """The numbers of the lines a Python multi-line string continues on (its own text: not to be re-indented);
     none when the text does not tokenize."""
-    import io  # (only for a Python symbol's edit)
+    # only for a Python symbol's edit
+    import io
     import tokenize
 
     inside: set[int] = set()
