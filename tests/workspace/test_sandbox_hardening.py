@@ -9,6 +9,7 @@ from the same child with the sandbox off (or from a plain process), then refused
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -217,3 +218,67 @@ def test_a_root_server_without_setpcap_gives_its_children_no_capability(tmp_path
 
     assert child_reads(False) == "read"  # the server's capabilities reach the child without the sandbox
     assert child_reads(True) == "refused 13"
+
+
+WRITER_PROBE = ATTEMPT + """
+attempt("write-inside", lambda: open({inside!r} + "/made.txt", "w").write("made"))
+attempt("folder-inside", lambda: os.mkdir({inside!r} + "/sub"))
+attempt("rename-across-folders", lambda: os.rename({inside!r} + "/made.txt", {inside!r} + "/sub/moved.txt"))
+attempt("remove-inside", lambda: os.unlink({inside!r} + "/sub/moved.txt"))
+attempt("write-outside", lambda: open({outside!r} + "/planted.txt", "w").write("planted"))
+attempt("write-beside", lambda: open({beside!r} + "/planted.txt", "w").write("planted"))
+attempt("chmod-outside", lambda: os.chmod({outside!r} + "/keep.txt", 0o4777))
+attempt("remove-outside", lambda: os.unlink({outside!r} + "/keep.txt"))
+attempt("chmod-inside", lambda: os.chmod({inside!r} + "/mode.txt", 0o4777))
+attempt("big-file", lambda: open({inside!r} + "/big.bin", "wb").write(b"x" * (2 * 1024 * 1024)))
+attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+"""
+
+
+def test_a_writer_changes_only_beneath_its_writable_folders(tmp_path: Path) -> None:
+    """A child given `writable` (git changing a repository) may make, rename and remove files beneath those
+    folders and nothing else, even in the folders it may read; its chmod calls pass as done without doing
+    anything (git gives up writing a config file when that chmod fails); a file larger than its limit stops;
+    it still makes no socket. Without the sandbox, every one of those writes lands."""
+    inside, beside, outside = tmp_path / "root" / "repo", tmp_path / "root" / "beside", tmp_path / "outside"
+    for folder in (inside, beside, outside):
+        folder.mkdir(parents=True)
+    script = WRITER_PROBE.format(inside=str(inside), beside=str(beside), outside=str(outside))
+
+    def probe(enabled: bool) -> dict[str, str]:
+        for folder in (inside, beside, outside):
+            shutil.rmtree(folder)
+            folder.mkdir()
+        (outside / "keep.txt").write_text("keep\n")
+        (inside / "mode.txt").write_text("mode\n")
+        (outside / "keep.txt").chmod(0o644)
+        (inside / "mode.txt").chmod(0o644)
+        sandbox.set_enabled(enabled)
+        try:
+            done = run(context(), [sys.executable, "-I", "-S", "-c", script], cwd="/",
+                       readable=[sys.base_prefix, str(tmp_path / "root")], writable=[str(inside)], limit=1 << 20,
+                       limits=sandbox.Limits(address_space=2048 * sandbox.MIB, file_size=1024 * 1024))
+        finally:
+            sandbox.set_enabled(True)
+        assert done.returncode == 0, done.stderr
+        return dict(line.split(" ", 1) for line in done.stdout.decode().splitlines())
+
+    plain = probe(False)
+    assert all(plain[name] == "yes" for name in ("write-outside", "write-beside", "remove-outside", "chmod-outside")), plain
+    assert not (outside / "keep.txt").exists() and (beside / "planted.txt").exists()
+    confined = probe(True)
+    for name in ("write-inside", "folder-inside", "rename-across-folders", "remove-inside", "chmod-inside"):
+        assert confined[name] == "yes", (name, confined)
+    for name in ("write-outside", "write-beside", "remove-outside", "udp"):
+        assert confined[name].startswith("no"), (name, confined)
+    assert confined["chmod-outside"] == "yes"  # said to be done, and not done
+    assert (outside / "keep.txt").stat().st_mode & 0o7777 == 0o644 and (outside / "keep.txt").exists()
+    assert (inside / "mode.txt").stat().st_mode & 0o7777 == 0o644
+    assert not (beside / "planted.txt").exists() and not (outside / "planted.txt").exists()
+    assert confined["big-file"].startswith("no") and (inside / "big.bin").stat().st_size <= 1024 * 1024
+    assert not (inside / "sub" / "moved.txt").exists() and (inside / "sub").is_dir()
+
+
+def test_a_readers_filter_still_refuses_metadata_calls_after_a_writers_was_made() -> None:
+    writer, reader = sandbox.hardening(writer=True)[0], sandbox.hardening()[0]
+    assert writer != reader and len(writer) == len(reader) and sandbox.socket_filter() == reader

@@ -131,13 +131,14 @@ class Child:
 
     `readable` lists the folders (and files) the child may read beneath: the roots it works in, and
     whatever else its caller vouches for. Nothing else outside the system's libraries is readable to it.
+    `writable` lists the folders it may change beneath (none for a reader: only /dev/null is writable).
     Without a request context (`ctx` None) it cannot be cancelled but still has its deadline.
     """
 
     def __init__(self, ctx: Context | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str],
                  executable: Sequence[str] = (), limits: Limits | None = None, env: Mapping[str, str] | None = None,
                  pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None,
-                 slot: bool = True) -> None:
+                 slot: bool = True, writable: Sequence[str] = ()) -> None:
         self.what = what or os.path.basename(argv[0])
         self.timeout = timeout
         self._ctx = ctx
@@ -149,7 +150,7 @@ class Child:
         argv = [binary, *argv[1:]]
         spawner.fork_server().warm()
         try:
-            confined = sandbox.confine(binary, readable, limits or sandbox.CHILD_LIMITS, executable)
+            confined = sandbox.confine(binary, readable, limits or sandbox.CHILD_LIMITS, executable, writable)
         except OSError as err:
             raise ToolError(f"Could not prepare the sandbox of {self.what}: {err.strerror or err}") from None
         self._deadline = time.monotonic() + timeout
@@ -396,11 +397,12 @@ def limit_message(what: str, code: int, stderr: str) -> str | None:
 
 def run(ctx: Context | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str], limit: int,
         executable: Sequence[str] = (), limits: Limits | None = None, env: Mapping[str, str] | None = None,
-        pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None) -> Completed:
+        pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None,
+        writable: Sequence[str] = ()) -> Completed:
     """Run to completion, keeping at most `limit` bytes of stdout (the child is stopped past that).
     A child stopped by one of its resource limits is a ToolError that says so."""
     with Child(ctx, argv, cwd=cwd, readable=readable, executable=executable, limits=limits, env=env, pass_fds=pass_fds,
-               timeout=timeout, what=what) as child:
+               timeout=timeout, what=what, writable=writable) as child:
         parts: list[bytes] = []
         size = 0
         truncated = False

@@ -9,7 +9,8 @@ exec (`preexec`), the child gets resource limits and a Landlock domain that allo
   larger repository also its `.git`), the system library folders the binary loads from, the user's
   own git configuration files and the time zone data;
 - executing only the binary itself, its ELF interpreter and, for git, git's own exec-path;
-- writing nothing but /dev/null; no TCP bind or connect; no signals or abstract unix sockets
+- writing nothing but /dev/null, and beneath the paths a writing caller names (`writable`: the git tools
+  that change a repository, its work tree and git folder); no TCP bind or connect; no signals or abstract unix sockets
   outside the child's own domain (where the kernel's Landlock ABI has those rights);
 - no new socket at all and no change to any file's mode, owner, times or extended attributes (a seccomp
   filter, `socket_filter`: UDP, raw and pathname unix sockets, chmod, chown, utime, setxattr, which Landlock
@@ -54,15 +55,16 @@ MIB = 1024 * 1024
 
 
 class Limits:
-    """Resource limits of one child (setrlimit): memory (address space), CPU seconds and open files.
-    File size is always 0 (a reader writes no file) and core dumps are off."""
+    """Resource limits of one child (setrlimit): memory (address space), CPU seconds, open files and the
+    largest file it may write (0 for a reader, which writes none). Core dumps are off."""
 
-    __slots__ = ("address_space", "cpu_seconds", "open_files")
+    __slots__ = ("address_space", "cpu_seconds", "file_size", "open_files")
 
-    def __init__(self, address_space: int, cpu_seconds: int = 300, open_files: int = 1024) -> None:
+    def __init__(self, address_space: int, cpu_seconds: int = 300, open_files: int = 1024, file_size: int = 0) -> None:
         self.address_space = address_space
         self.cpu_seconds = cpu_seconds
         self.open_files = open_files
+        self.file_size = file_size
 
 
 CHILD_LIMITS = Limits(address_space=2048 * MIB)
@@ -71,6 +73,9 @@ one 100 MB line of matches took it to 10 GB. 2 GiB of address space leaves room 
 and arenas and for lines of hundreds of MB."""
 GIT_LIMITS = Limits(address_space=4096 * MIB)
 """git maps pack files in windows; git/repo.py sets their size and total (1 GiB) to fit in this."""
+GIT_WRITE_LIMITS = Limits(address_space=4096 * MIB, file_size=4096 * MIB)
+"""git changing a repository (git/changes.py): it writes objects, the index and work tree files, none larger
+than this."""
 
 
 _abi: int | None = None
@@ -137,25 +142,31 @@ _ARCHES = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _X32_BIT = 0x40000000
 
 
-def socket_filter() -> bytes:
+def socket_filter(writer: bool = False) -> bytes:
     """A seccomp program (BPF, `struct sock_filter` each) under which a child makes no socket and changes no
     file's metadata: socket(), io_uring_setup() and the calls of `_METADATA` fail with EACCES, and so does
     every call of another ABI than the machine's (x32, i386: other numbers, socketcall). rg and git need none
     of them to read a repository; Landlock (ABI 4 and later) denies TCP only, no ABI up to 7 denies UDP, raw
     sockets or connecting to a pathname unix socket, and none covers chmod, chown, utime or setxattr.
+    For a `writer` (git changing a repository) the calls of `_METADATA` do nothing and return 0: git copies
+    a file's mode onto the lock file that replaces it (chmod on .git/config.lock) and gives up the write when
+    that fails, while a mode it cannot set is one it did not need (files are made with their mode).
     Empty on a machine whose numbers are not known here (then only Landlock's rules hold)."""
     import platform  # off the start-up budget: only the first child's hardening
 
     machine = platform.machine()
     if machine not in _ARCHES:
         return b""
-    refused = (*_SOCKETS[machine], *_METADATA[machine])
+    sockets, metadata = _SOCKETS[machine], _METADATA[machine]
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | errno.EACCES
-    count = len(refused)  # jumps count the instructions skipped: the last (deny) is count + 5 from the start
-    program = [(ld, 0, 0, 4), (jeq, 0, count + 3, _ARCHES[machine]), (ld, 0, 0, 0), (jge, count + 1, 0, _X32_BIT),
-               *((jeq, count - index, 0, number) for index, number in enumerate(refused)),
-               (ret, 0, 0, allow), (ret, 0, 0, deny)]
+    count = len(sockets) + len(metadata)
+    # Instruction 4 + i compares call i; then allow (count + 4), the metadata answer (count + 5), deny (count + 6).
+    # A jump counts the instructions it skips.
+    program = [(ld, 0, 0, 4), (jeq, 0, count + 4, _ARCHES[machine]), (ld, 0, 0, 0), (jge, count + 2, 0, _X32_BIT),
+               *((jeq, count + 1 - index, 0, number) for index, number in enumerate(sockets)),
+               *((jeq, count - index, 0, number) for index, number in enumerate(metadata, len(sockets))),
+               (ret, 0, 0, allow), (ret, 0, 0, 0x00050000 if writer else deny), (ret, 0, 0, deny)]
     return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
 
 
@@ -175,15 +186,17 @@ def capabilities_to_drop() -> int:
     return highest if any(held) or os.geteuid() == 0 else -1
 
 
-_hardening: tuple[bytes, int] | None = None
+_hardening: dict[bool, tuple[bytes, int]] = {}
 
 
-def hardening() -> tuple[bytes, int]:
-    """(seccomp program, capabilities to drop) of every child: besides Landlock, wherever it is Linux."""
-    global _hardening
-    if _hardening is None:
-        _hardening = (socket_filter(), capabilities_to_drop()) if sys.platform.startswith("linux") else (b"", -1)
-    return _hardening if not _disabled else (b"", -1)
+def hardening(writer: bool = False) -> tuple[bytes, int]:
+    """(seccomp program, capabilities to drop) of every child: besides Landlock, wherever it is Linux. A
+    `writer`'s program lets its metadata calls pass as done (`socket_filter`)."""
+    made = _hardening.get(writer)
+    if made is None:
+        made = _hardening[writer] = ((socket_filter(writer), capabilities_to_drop()) if sys.platform.startswith("linux")
+                                     else (b"", -1))
+    return made if not _disabled else (b"", -1)
 
 
 class Confinement:
@@ -247,16 +260,17 @@ class Confinement:
 
 
 def confine(binary: str, readable: Sequence[str], limits: Limits = CHILD_LIMITS,
-            executable: Sequence[str] = ()) -> Confinement:
+            executable: Sequence[str] = (), writable: Sequence[str] = ()) -> Confinement:
     """The confinement of a child about to run `binary` (an absolute path), which may read beneath
-    `readable` (folders and files) and run, besides itself, the programs beneath `executable` (git's
-    exec-path). Raises OSError if a rule cannot be made, so a child never starts with less
+    `readable` (folders and files), read, write, make, rename and remove files and folders beneath
+    `writable` (real folders, never links: `_HERE`), and run, besides itself, the programs beneath
+    `executable` (git's exec-path). Raises OSError if a rule cannot be made, so a child never starts with less
     confinement than asked. The ruleset is one made for an earlier child when it would be the same
     (`_kept_ruleset`)."""
-    seccomp, drop_caps = hardening()
+    seccomp, drop_caps = hardening(writer=bool(writable))
     if unavailable_reason() is not None:
         return Confinement(_limit_pairs(limits), None, seccomp=seccomp, drop_caps=drop_caps)
-    kept = _kept_ruleset(binary, readable, executable)
+    kept = _kept_ruleset(binary, readable, executable, writable)
     return Confinement(_limit_pairs(limits), kept.ruleset, kept.release, seccomp, drop_caps)
 
 
@@ -266,7 +280,7 @@ def _limit_pairs(limits: Limits) -> list[tuple[int, tuple[int, int]]]:
         (resource.RLIMIT_AS, limits.address_space),
         (resource.RLIMIT_CPU, limits.cpu_seconds),
         (resource.RLIMIT_NOFILE, limits.open_files),
-        (resource.RLIMIT_FSIZE, 0),
+        (resource.RLIMIT_FSIZE, limits.file_size),
         (resource.RLIMIT_CORE, 0),
     ]
     pairs = []
@@ -278,9 +292,11 @@ def _limit_pairs(limits: Limits) -> list[tuple[int, tuple[int, int]]]:
     return pairs
 
 
-_READ, _RUN, _RUN_BENEATH, _WRITE, _READ_HERE = 1, 2, 3, 4, 5
+_READ, _RUN, _RUN_BENEATH, _WRITE, _READ_HERE, _WRITE_HERE = 1, 2, 3, 4, 5, 6
 """The rights a rule gives (`_rules`), made into Landlock's in `_ruleset`, where the binding is imported.
-_READ_HERE is _READ on a path the caller names (`readable`), which is not followed if it ends in a link."""
+_READ_HERE is _READ on a path the caller names (`readable`), which is not followed if it ends in a link;
+_WRITE_HERE the same for `writable`, with every right to change what is beneath (but devices, FIFOs and
+sockets: git makes none)."""
 _HERE = getattr(os, "O_NOFOLLOW", 0)
 """How `_allow` opens a path the caller names. Callers name real paths (the roots, a .git folder) and files
 found as regular files, never links (`listing.walk_readable`: ignore and attributes files above a root, in
@@ -290,11 +306,14 @@ Rule = tuple[str, int, bool]
 """(path, rights, required): one rule of a ruleset."""
 
 
-def _rules(binary: str, readable: Sequence[str], executable: Sequence[str]) -> tuple[Rule, ...]:
-    """The rules of a child's ruleset: what it may read, the programs it may run, /dev/null."""
+def _rules(binary: str, readable: Sequence[str], executable: Sequence[str],
+           writable: Sequence[str] = ()) -> tuple[Rule, ...]:
+    """The rules of a child's ruleset: what it may read and write, the programs it may run, /dev/null."""
     real = os.path.realpath(binary)
     interpreter = _interpreters.get(real) or _interpreters.setdefault(real, elf_interpreter(real))
     return (*((path, _READ_HERE, True) for path in readable),
+            *((path, _WRITE_HERE, True) for path in writable),
+            *((("/dev/urandom", _READ, False),) if writable else ()),  # git names its temporary files from it
             *((path, _READ, False) for path in (*LIBRARY_FOLDERS, *SYSTEM_DATA, *_git_config_files())),
             (real, _RUN, True), *(((interpreter, _RUN, True),) if interpreter is not None else ()),
             *((path, _RUN_BENEATH, True) for path in executable),
@@ -311,11 +330,13 @@ def _ruleset(rules: Sequence[Rule]) -> tuple[Ruleset, tuple[Identity, ...]]:
 
     read = AccessFS.READ_FILE | AccessFS.READ_DIR
     run = AccessFS.EXECUTE | AccessFS.READ_FILE
+    change = (read | AccessFS.WRITE_FILE | AccessFS.TRUNCATE | AccessFS.MAKE_REG | AccessFS.MAKE_DIR | AccessFS.MAKE_SYM
+              | AccessFS.REMOVE_FILE | AccessFS.REMOVE_DIR | AccessFS.REFER)
     rights = {_READ: read, _READ_HERE: read, _RUN: run, _RUN_BENEATH: run | AccessFS.READ_DIR,
-              _WRITE: AccessFS.READ_FILE | AccessFS.WRITE_FILE}
+              _WRITE: AccessFS.READ_FILE | AccessFS.WRITE_FILE, _WRITE_HERE: change}
     ruleset = Ruleset(scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL)  # every fs and net right handled: denied
     try:
-        identities = tuple(_allow(ruleset, path, rights[access], required=required, here=access == _READ_HERE)
+        identities = tuple(_allow(ruleset, path, rights[access], required=required, here=access in (_READ_HERE, _WRITE_HERE))
                            for path, access, required in rules)
     except BaseException:
         ruleset.close()
@@ -354,7 +375,7 @@ _kept: dict[tuple[Rule, ...], _Kept] = {}
 _kept_lock = threading.Lock()
 
 
-def _kept_ruleset(binary: str, readable: Sequence[str], executable: Sequence[str]) -> _Kept:
+def _kept_ruleset(binary: str, readable: Sequence[str], executable: Sequence[str], writable: Sequence[str] = ()) -> _Kept:
     """The ruleset for these rules, one use of it taken (`_Kept.release` gives it back).
 
     A Landlock rule is bound to the file or folder opened when it was added, not to its path: a path
@@ -365,8 +386,8 @@ def _kept_ruleset(binary: str, readable: Sequence[str], executable: Sequence[str
     open); otherwise a new one is made. The identities kept are those of the very files the rules were
     added on (`_allow`), not of a look at the paths before or after: a path swapped back and forth while
     the rules are made must not leave a ruleset that seems to be on one folder and is on another."""
-    rules = _rules(binary, readable, executable)
-    identities = tuple(_identity(path, follow=access != _READ_HERE) for path, access, _ in rules)
+    rules = _rules(binary, readable, executable, writable)
+    identities = tuple(_identity(path, follow=access not in (_READ_HERE, _WRITE_HERE)) for path, access, _ in rules)
     with _kept_lock:
         kept = _kept.get(rules)
         if kept is not None and kept.identities == identities:
@@ -398,7 +419,8 @@ def _identity(path: str, follow: bool = True) -> Identity:
 def _allow(ruleset: Ruleset, path: str, access: int, *, required: bool, here: bool = False) -> Identity:
     """A rule for `path` (followed to what it names: the kernel checks real paths; `here`, a path the caller
     names, must not end in a link: `_HERE`), and the device and inode it was added on; a path that cannot
-    be opened is left out (None) when optional. File-only rights on a file, folder rights on a folder. The
+    be opened is left out (None) when optional. File-only rights on a file (the kernel refuses the others
+there), folder rights on a folder. The
     path is opened once: the kind of the file and its identity are those of the descriptor the rule is made
     from, whatever the path names a moment later."""
     from landlockpy import AccessFS
@@ -414,7 +436,8 @@ def _allow(ruleset: Ruleset, path: str, access: int, *, required: bool, here: bo
         info = os.fstat(fd)
         if stat.S_ISLNK(info.st_mode):
             raise OSError(errno.ELOOP, "a symbolic link where the sandbox was to allow reading", path)
-        granted = AccessFS(access) if stat.S_ISDIR(info.st_mode) else AccessFS(access) & ~AccessFS.READ_DIR
+        files_only = AccessFS.EXECUTE | AccessFS.READ_FILE | AccessFS.WRITE_FILE | AccessFS.TRUNCATE
+        granted = AccessFS(access) if stat.S_ISDIR(info.st_mode) else AccessFS(access) & files_only
         granted &= ruleset.handled_fs
         if granted:
             add_path_beneath(ruleset.fileno(), PathBeneathAttr(allowed_access=int(granted), parent_fd=fd))
