@@ -36,7 +36,8 @@ PROVIDERS = Path(__file__).parent / "providers"
 ALL_TOOLS = ["list_files", "read_file", "search_code", "git_status", "git_log", "git_diff", "git_show",
              "outline", "find_symbol", "find_references", "find_definition", "find_implementations", "diagnostics",
              "read_symbol", "search_structure", "write_file", "edit_file", "apply_patch", "create_directory", "move_path",
-             "delete_path", "replace_symbol", "insert_symbol"]
+             "delete_path", "git_add", "git_commit", "git_branch", "git_switch", "git_restore", "git_stash",
+             "replace_symbol", "insert_symbol"]
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {},
                "io.modelcontextprotocol/clientInfo": {"name": "provider-schemas", "version": "1"}}
@@ -44,7 +45,7 @@ MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 REQUIRED_VALUES = {"path": "README.md", "pattern": "answer", "ref": "HEAD", "content": "x\n",
                    "old_text": "Demo", "new_text": "Demo!", "name": "main", "language": "python", "line": 4,
                    "source": "README.md", "destination": "MOVED.md", "text": "def main():\n    pass\n",
-                   "position": "after",
+                   "position": "after", "message": "Change", "paths": ["README.md"], "branch": "main",
                    "patch": "*** Begin Patch\n*** Update File: README.md\n-# Demo\n+# Demo!\n*** End Patch"}
 FOR_TOOL = {"outline": {"path": "src/app.py"}, "read_symbol": {"path": "src/app.py"},
             "find_definition": {"path": "src/app.py"}, "replace_symbol": {"path": "src/app.py"},
@@ -145,6 +146,8 @@ def _sample(spec: dict[str, Any]) -> Any:
     typed = spec["anyOf"][0] if "anyOf" in spec else spec
     if typed["type"] == "array":
         item = typed["items"]
+        if item["type"] != "object":
+            return ["README.md"]  # paths
         return [{name: _sample(part) if "anyOf" in part or "default" in part else "x"
                  for name, part in item["properties"].items()}]
     return {"string": "x", "integer": 1, "boolean": False}[typed["type"]]

@@ -77,6 +77,12 @@ def every_tool_call(root: Path) -> list[tuple[str, dict[str, Any], str]]:
          "Replaced the function greet"),
         ("insert_symbol", {"path": "src/app.py", "name": "greet", "position": "after",
                            "text": "def farewell(name):\n    return f'Bye, {name}!'\n"}, "Inserted the code after the function greet"),
+        ("git_add", {"paths": ["src/app.py", "notes"]}, "A  notes/todo.md"),
+        ("git_commit", {"message": "Say farewell", "author": "Ada Lovelace <ada@example.com>"}, ": Say farewell\n"),
+        ("git_branch", {"action": "create", "name": "topic"}, "Created branch topic"),
+        ("git_switch", {"branch": "topic"}, "Switched to branch 'topic'"),
+        ("git_stash", {"action": "list"}, "No stashes."),
+        ("git_restore", {"paths": ["README.md"], "dry_run": True}, "+A demo project, changed."),
     ]
 
 

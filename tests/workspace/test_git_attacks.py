@@ -607,7 +607,7 @@ def test_the_patch_masker_keeps_content_and_masks_headers() -> None:
     patch = ("diff --git a/x\u202ey b/x\u202ey\nindex 1..2 100644\n--- a/x\u202ey\n+++ b/x\u202ey\n"
              "@@ -1,2 +1,2 @@ def f(\u202e):\n \tkeep\u202e\n-old\x1b[0m\n+new\r\n\\ No newline at end of file\n\n"
              " last\ndiff --git a/z b/z\nrename from z\u202e\n")
-    masked = git_commands._mask_patch(patch).split("\n")
+    masked = git_commands.mask_patch(patch).split("\n")
     assert masked[0] == printable("diff --git a/x\u202ey b/x\u202ey") and masked[3] == printable("+++ b/x\u202ey")
     assert masked[4] == printable("@@ -1,2 +1,2 @@ def f(\u202e):")
     assert masked[5:11] == [" \tkeep\u202e", "-old\x1b[0m", "+new\r", "\\ No newline at end of file", "", " last"]

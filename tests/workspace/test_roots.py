@@ -224,7 +224,16 @@ PATH_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("delete_path", {"recursive": True}, "path"),
     ("move_path", {"destination": "moved"}, "source"),
     ("move_path", {"source": "README.md"}, "destination"),
+    ("git_add", {}, "paths[]"),
+    ("git_commit", {"message": "pwned"}, "paths[]"),
+    ("git_commit", {"message": "pwned", "allow_empty": True}, "path"),
+    ("git_branch", {"action": "create", "name": "pwned"}, "path"),
+    ("git_switch", {"branch": "main"}, "path"),
+    ("git_restore", {}, "paths[]"),
+    ("git_stash", {}, "paths[]"),
+    ("git_stash", {}, "path"),
 ]
+"""Each tool and argument that names a path (`paths[]`: one item of a list of paths)."""
 
 
 @pytest.fixture(scope="module")
@@ -246,7 +255,7 @@ def test_every_path_argument_refuses_every_way_out(world: dict[str, Path], attac
     for given in hostile_paths(world):
         if "\x00" in given and tool != "read_file":
             continue  # the same check for all; keeps the suite quick
-        message = attacked.error(tool, {**base, key: given})
+        message = attacked.error(tool, {**base, key.removesuffix("[]"): [given] if key.endswith("[]") else given})
         assert message.startswith(("Access denied", "Invalid path", "Invalid arguments")), (given, message)
         _no_canary(attacked)
     assert (snapshot(world["outside"]), snapshot(world["sibling"])) == before

@@ -217,6 +217,28 @@ SEARCH_CODE = {
 _REF_HELP = ("A branch, tag, commit id or expression such as HEAD~2, main@{upstream} or v1.0^; "
              "it cannot start with '-'")
 
+_STATUS_REPORT = _output({
+    "root": _STR,
+    "repository": _BOOL,
+    "branch": _nullable("string"),
+    "commit": _nullable("string"),
+    "upstream": _nullable("string"),
+    "ahead": _INT,
+    "behind": _INT,
+    "files": {"type": "array", "items": {
+        "type": "object",
+        "properties": {
+            "path": _STR,
+            "orig_path": _STR,
+            "index": _STR,
+            "worktree": _STR,
+            "kind": {"enum": ["changed", "renamed", "copied", "unmerged", "untracked", "ignored"]},
+        },
+        "required": ["path", "index", "worktree", "kind"],
+    }},
+    "truncated": _BOOL,
+})
+
 GIT_STATUS = {
     "run": "git.commands:git_status",
     "title": "Git status",
@@ -228,27 +250,7 @@ GIT_STATUS = {
     ),
     "input": _object({}),
     "output": _output({
-        "repositories": {"type": "array", "items": _output({
-            "root": _STR,
-            "repository": _BOOL,
-            "branch": _nullable("string"),
-            "commit": _nullable("string"),
-            "upstream": _nullable("string"),
-            "ahead": _INT,
-            "behind": _INT,
-            "files": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "path": _STR,
-                    "orig_path": _STR,
-                    "index": _STR,
-                    "worktree": _STR,
-                    "kind": {"enum": ["changed", "renamed", "copied", "unmerged", "untracked", "ignored"]},
-                },
-                "required": ["path", "index", "worktree", "kind"],
-            }},
-            "truncated": _BOOL,
-        })},
+        "repositories": {"type": "array", "items": _STATUS_REPORT},
     }),
 }
 
@@ -281,6 +283,17 @@ GIT_LOG = {
     }),
 }
 
+_DIFF_FILES = {"type": "array", "items": {
+    "type": "object",
+    "properties": {
+        "path": _STR,
+        "old_path": _STR,
+        "added": {**_nullable("integer"), "description": "null for a binary file"},
+        "deleted": _nullable("integer"),
+    },
+    "required": ["path", "added", "deleted"],
+}}
+
 GIT_DIFF = {
     "run": "git.commands:git_diff",
     "title": "Git diff",
@@ -298,16 +311,7 @@ GIT_DIFF = {
         "path": _string(f"Only changes to this file or folder; {_PATH_HELP}.", minLength=1),
     }),
     "output": _output({
-        "files": {"type": "array", "items": {
-            "type": "object",
-            "properties": {
-                "path": _STR,
-                "old_path": _STR,
-                "added": {**_nullable("integer"), "description": "null for a binary file"},
-                "deleted": _nullable("integer"),
-            },
-            "required": ["path", "added", "deleted"],
-        }},
+        "files": _DIFF_FILES,
         "diff": _STR,
         "truncated": _BOOL,
     }),
@@ -491,6 +495,169 @@ DELETE_PATH = {
         "files": {"type": "integer", "minimum": 0, "description": "files and links deleted (or to be)"},
         "folders": {"type": "integer", "minimum": 0, "description": "folders deleted (or to be), the folder itself included"},
         "dry_run": _BOOL,
+    }),
+}
+
+
+# -- git writes (with --allow-write) -------------------------------------------------------------------
+MAX_GIT_PATHS = 1000
+_GIT_SANDBOX_HELP = ("Runs the real git with no hook, filter, editor or signing program (none a repository names can "
+                     "run), writing only in the repository, whose .git folder must be inside a root.")
+_REPOSITORY = _string(f"A folder in the repository to change (default: the first root); {_PATH_HELP}.")
+_GIT_PATHS = {"type": "array", "minItems": 1, "maxItems": MAX_GIT_PATHS, "items": {"type": "string", "minLength": 1},
+              "description": f"Files or folders, each {_PATH_HELP}; all in one repository."}
+
+
+def _after(properties: dict[str, Any]) -> dict[str, Any]:
+    """The output of a git tool that changes a repository: its own fields, then the status after the change."""
+    return _output({**properties, "status": {**_nullable("object"), "description": "the repository's status after the "
+                                             "change, as git_status reports it (null for a dry run)"}})
+
+
+GIT_ADD = {
+    "run": "git.changes:git_add",
+    "title": "Git add",
+    "description": (
+        "Stage files for the next commit (`git add`): new and changed files, and deleted tracked files named by their "
+        "path; a folder stages everything in it ('.' for the folder of the first root). Ignored files are refused. "
+        f"Returns the status after. {_GIT_SANDBOX_HELP}"
+    ),
+    "input": _object({"paths": _GIT_PATHS}, ("paths",)),
+    "output": _after({"paths": {"type": "array", "items": _STR}}),
+}
+
+GIT_COMMIT = {
+    "run": "git.changes:git_commit",
+    "title": "Git commit",
+    "description": (
+        "Record the staged changes as a new commit on the current branch, with `message`. `all` first stages every "
+        "change of tracked files (`git commit -a`); `paths` commits only those files' changes as they are in the "
+        "working tree, leaving other staged changes staged; `amend` replaces the last commit (message and changes); "
+        "`allow_empty` makes a commit without changes. The author and committer come from the git configuration "
+        "(user.name, user.email); `author` ('Name <email>') sets the author, and the committer too where none is "
+        "configured. Hooks do not run (pre-commit, commit-msg...), and the result names those the repository has. "
+        f"Returns the commit id, branch, changed files and the status after. {_GIT_SANDBOX_HELP}"
+    ),
+    "input": _object({
+        "message": _string("The commit message: a subject line, then optionally a blank line and a body.", minLength=1,
+                           maxLength=100_000),
+        "all": _boolean("Stage every change of tracked files first (new files still need git_add)."),
+        "paths": {**_GIT_PATHS, "description": f"Commit only the changes of these files or folders, each {_PATH_HELP}."},
+        "amend": _boolean("Replace the last commit with one holding its changes and the staged ones, with this message."),
+        "allow_empty": _boolean("Commit even when nothing changed."),
+        "author": _string("The author, as 'Name <email>' (default: user.name and user.email from the git configuration).",
+                          minLength=1, maxLength=1000),
+        "path": _REPOSITORY,
+    }, ("message",)),
+    "output": _after({
+        "commit": _STR,
+        "parents": {"type": "array", "items": _STR},
+        "branch": {**_nullable("string"), "description": "null on a detached HEAD"},
+        "subject": _STR,
+        "stat": {"type": "string", "description": "git's summary line: '2 files changed, 3 insertions(+)'"},
+        "files_changed": _INT,
+        "insertions": _INT,
+        "deletions": _INT,
+        "hooks_skipped": {"type": "array", "items": _STR,
+                          "description": "hooks installed in the repository that plain git would have run"},
+    }),
+}
+
+GIT_BRANCH = {
+    "run": "git.changes:git_branch",
+    "title": "Git branch",
+    "description": (
+        "List, create or delete branches. list (the default): the local branches (`remotes` adds the "
+        "remote-tracking ones), each with its commit, upstream and how far ahead or behind, the current one marked "
+        "*. create: a branch `name` at `start` (default HEAD), without switching to it. delete: a branch that is "
+        f"merged (into its upstream, or HEAD); an unmerged one is refused, the current one too. {_GIT_SANDBOX_HELP}"
+    ),
+    "input": _object({
+        "action": {"type": "string", "enum": ["list", "create", "delete", None], "default": "list",
+                   "description": "What to do."},
+        "name": _string("The branch to create or delete.", minLength=1, maxLength=256),
+        "start": _string("Where a new branch starts: a branch, tag or commit (default HEAD).", minLength=1, maxLength=256),
+        "remotes": _boolean("List the remote-tracking branches too."),
+        "path": _REPOSITORY,
+    }),
+    "output": _output({
+        "action": _STR,
+        "branches": {"type": "array", "description": "for list", "items": _output({
+            "name": _STR, "commit": _STR, "current": _BOOL, "upstream": _nullable("string"),
+            "track": {**_nullable("string"), "description": "'ahead 2, behind 1', 'gone', or null"}, "subject": _STR})},
+        "name": {**_nullable("string"), "description": "the branch created or deleted"},
+        "commit": {**_nullable("string"), "description": "where a created branch points"},
+        "status": {**_nullable("object"), "description": "for create and delete: the status after"},
+    }),
+}
+
+GIT_SWITCH = {
+    "run": "git.changes:git_switch",
+    "title": "Git switch",
+    "description": (
+        "Switch the working tree to another branch (`git switch`): `create` makes the branch first, at `start` "
+        "(default HEAD); `detach` checks out a commit or tag without a branch. A branch that exists only as a "
+        "remote-tracking branch of one remote is created tracking it. Changes in the working tree are carried "
+        "over; a switch that would overwrite one is refused and nothing changes (commit, stash or restore first). "
+        f"Returns the status after. {_GIT_SANDBOX_HELP}"
+    ),
+    "input": _object({
+        "branch": _string("The branch to switch to (or to create; with detach, any commit or tag).", minLength=1,
+                          maxLength=256),
+        "create": _boolean("Create the branch first."),
+        "start": _string("Where a created branch starts (default HEAD).", minLength=1, maxLength=256),
+        "detach": _boolean("Check out the commit `branch` names, without a branch."),
+        "path": _REPOSITORY,
+    }, ("branch",)),
+    "output": _after({"branch": _STR, "detached": _BOOL}),
+}
+
+GIT_RESTORE = {
+    "run": "git.changes:git_restore",
+    "title": "Git restore",
+    "description": (
+        "Discard changes to files (`git restore`). target worktree (the default): the working tree's files go back "
+        "to the index (their staged state); staged: unstage, the index goes back to HEAD and the files stay as they "
+        "are; both: index and files go back to HEAD. `source` restores from another commit instead. Untracked files "
+        "are not touched. The result holds the diff of what was discarded, so it can be put back with apply_patch; "
+        f"dry_run returns that diff and changes nothing. {_GIT_SANDBOX_HELP}"
+    ),
+    "input": _object({
+        "paths": _GIT_PATHS,
+        "target": {"type": "string", "enum": ["worktree", "staged", "both", None], "default": "worktree",
+                   "description": "What to restore: the working tree, the index (unstage), or both."},
+        "source": _string("The commit to restore from (default: the index for the working tree, HEAD for the index).",
+                          minLength=1, maxLength=256),
+        "dry_run": _DRY_RUN,
+    }, ("paths",)),
+    "output": _after({"target": _STR, "files": _DIFF_FILES, "diff": {"type": "string", "description": "what is discarded"},
+                      "truncated": _BOOL, "dry_run": _BOOL}),
+}
+
+GIT_STASH = {
+    "run": "git.changes:git_stash",
+    "title": "Git stash",
+    "description": (
+        "Put changes aside and bring them back. push: save the working tree's and the index's changes (of `paths` "
+        "only, if given; untracked files too with include_untracked) as a new stash and clean them from the working "
+        "tree. pop: apply stash `index` (0 is the newest) and drop it; when it conflicts, it is kept. apply: the same, "
+        f"keeping it. list: the stashes. {_GIT_SANDBOX_HELP}"
+    ),
+    "input": _object({
+        "action": {"type": "string", "enum": ["push", "pop", "apply", "list", None], "default": "push",
+                   "description": "What to do."},
+        "message": _string("A message for the stash (push).", minLength=1, maxLength=100_000),
+        "include_untracked": _boolean("Stash untracked files too (push)."),
+        "index": _integer("Which stash to pop or apply: 0 is the newest.", 0, 0, 100_000),
+        "paths": {**_GIT_PATHS, "description": f"Stash only these files or folders (push), each {_PATH_HELP}."},
+        "path": _REPOSITORY,
+    }),
+    "output": _output({
+        "action": _STR,
+        "stashes": {"type": "array", "description": "for list",
+                    "items": _output({"name": _STR, "commit": _STR, "message": _STR})},
+        "stash": {**_nullable("object"), "description": "for pop and apply: the stash applied (name, commit, message)"},
+        "status": {**_nullable("object"), "description": "for push, pop and apply: the status after"},
     }),
 }
 
@@ -885,6 +1052,19 @@ WRITE_TOOLS: tuple[tuple[str, dict[str, Any], dict[str, bool]], ...] = (
      {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}),
     ("delete_path", DELETE_PATH,
      {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}),
+    # Each git write replaces something (an index entry, a file, a stash, HEAD with amend): none only adds.
+    ("git_add", GIT_ADD,
+     {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}),
+    ("git_commit", GIT_COMMIT,
+     {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}),
+    ("git_branch", GIT_BRANCH,
+     {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}),
+    ("git_switch", GIT_SWITCH,
+     {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}),
+    ("git_restore", GIT_RESTORE,
+     {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}),
+    ("git_stash", GIT_STASH,
+     {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}),
 )
 
 

@@ -35,17 +35,17 @@ def git_status(ctx: Context, roots: Roots) -> ToolResult:
             continue
         with repo:
             done = repo.check(["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal", *repo.pathspec(None)])
-            report = _parse_status(repo, done.stdout, done.truncated)
+            report = parse_status(repo, done.stdout, done.truncated)
         report["root"] = root
         reports.append(report)
-        text = _status_text(report)
+        text = status_text(report)
         texts.append(f"# {printable(root)}\n{text}" if len(roots.paths) > 1 else text)
     if not any(report["repository"] for report in reports):
         raise ToolError("None of the workspace roots is in a git repository")
     return result("\n\n".join(texts), {"repositories": reports})
 
 
-def _parse_status(repo: Repo, output: bytes, cut: bool) -> dict[str, Any]:
+def parse_status(repo: Repo, output: bytes, cut: bool) -> dict[str, Any]:
     report: dict[str, Any] = {"root": repo.root, "repository": True, "branch": None, "commit": None,
                               "upstream": None, "ahead": 0, "behind": 0, "files": [], "truncated": cut}
     records = output.decode("utf-8", "surrogateescape").split("\0")
@@ -95,7 +95,7 @@ def _status_header(report: dict[str, Any], header: str) -> None:
         report["ahead"], report["behind"] = int(ahead.lstrip("+") or 0), int(behind.lstrip("-") or 0)
 
 
-def _status_text(report: dict[str, Any]) -> str:
+def status_text(report: dict[str, Any]) -> str:
     if report["branch"] is None:
         head = "HEAD (detached at " + (report["commit"] or "?")[:12] + ")"
     elif report["commit"] is None:
@@ -199,7 +199,7 @@ def git_diff(ctx: Context, roots: Roots, ref: str | None, staged: bool, path: st
             patch = repo.check(["diff", *options, "--patch", *revisions, *spec], limit=MAX_PATCH_BYTES)
         else:
             numstat, patch = both
-        files = _parse_numstat(repo, numstat)
+        files = parse_numstat(repo, numstat)
     diff = cut_output(patch.stdout, patch.truncated)
     what = _diff_subject(ref, staged)
     if not files:
@@ -212,7 +212,7 @@ def git_diff(ctx: Context, roots: Roots, ref: str | None, staged: bool, path: st
             counts = "binary" if entry["added"] is None else f"+{entry['added']} -{entry['deleted']}"
             moved = f"{printable(entry['old_path'])} -> " if "old_path" in entry else ""
             summary.append(f"  {moved}{printable(entry['path'])} ({counts})")
-        text = "\n".join(summary) + "\n\n" + _mask_patch(diff)
+        text = "\n".join(summary) + "\n\n" + mask_patch(diff)
         if patch.truncated:
             text += (f"\n[The diff is longer than {size_text(MAX_PATCH_BYTES)} and was cut here. The file list "
                      "above is complete; pass path to see one file's changes.]")
@@ -233,7 +233,7 @@ def _diff_subject(ref: str | None, staged: bool) -> str:
     return ref if RANGE.search(ref) else f"working tree against {ref}"
 
 
-def _parse_numstat(repo: Repo, output: bytes) -> list[dict[str, Any]]:
+def parse_numstat(repo: Repo, output: bytes) -> list[dict[str, Any]]:
     """`--numstat -z` records: `ADDED\tDELETED\tPATH`, or for a rename `ADDED\tDELETED\t` then the old and
     the new path as records of their own; `-` counts for a binary file. A partial last record (a summary
     cut at MAX_DATA_BYTES) is left out."""
@@ -283,7 +283,7 @@ def git_show(ctx: Context, roots: Roots, ref: str, path: str | None) -> ToolResu
                                   limit=MAX_PATCH_BYTES)
                 text, truncated = cut_output(done.stdout, done.truncated), done.truncated
                 # A blob is file content, shown as it is; a commit or tag is names and metadata around a patch.
-                masked = text if object_type == "blob" else _mask_patch(text)
+                masked = text if object_type == "blob" else mask_patch(text)
         else:
             object_id = repo.resolve(ref)
             shown = roots.display(real)
@@ -297,7 +297,7 @@ def git_show(ctx: Context, roots: Roots, ref: str, path: str | None) -> ToolResu
     return result((masked.rstrip("\n") + note) or "(empty)", data)
 
 
-def _mask_patch(text: str) -> str:
+def mask_patch(text: str) -> str:
     """git's diff or show output with every line but the content lines of hunks made printable: file names
     in `diff --git`, ---/+++, rename, copy and mode lines, the --stat lines, commit and tag headers and
     messages. A content line (' ', '+', '-', '\\', or empty where diff.suppressBlankEmpty is set) follows

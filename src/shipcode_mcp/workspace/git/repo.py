@@ -18,7 +18,7 @@ from ...primitives import ToolError, inside
 from .. import safe_open
 from ..listing import walk_readable
 from ..process import Child, Completed, child_environment, run
-from ..sandbox import GIT_LIMITS
+from ..sandbox import GIT_LIMITS, GIT_WRITE_LIMITS
 from ..text import printable
 from . import walk
 from .walk import LEADS_OUT, Found, NotRegular, read_alternates, read_regular, scan, walked
@@ -56,6 +56,14 @@ _SAFE_CONFIG = (
     # Pack windows that fit the address space of GIT_LIMITS (sandbox.py), whatever the repository's config says.
     "-c", "core.packedGitWindowSize=256m", "-c", "core.packedGitLimit=1g",
 )
+_WRITE_CONFIG = (
+    "-c", "gc.auto=0", "-c", "maintenance.auto=false",  # no repacking in the background of a commit: bounded time
+    "-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false",  # signing runs the program gpg.program names
+    "-c", "submodule.recurse=false",  # a switch or restore changes this work tree only
+    "-c", "core.sharedRepository=false",  # no chmod (the sandbox refuses it)
+)
+"""Settings of the commands that change a repository (`Repo.change`), besides `_SAFE_CONFIG`."""
+GIT_WRITE_TIMEOUT = 120.0
 DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv")
 _SIDE = re.compile(r"@\{[^}]*\}")  # reflog and upstream syntax (HEAD@{1}, main@{upstream}) may hold ':'
 RANGE = re.compile(r"\.\.\.?")
@@ -135,7 +143,7 @@ class Repo:
     roots (the root is a folder inside a larger repository), every command is confined to the root.
     """
 
-    def __init__(self, ctx: Context, roots: Roots, target: str) -> None:
+    def __init__(self, ctx: Context, roots: Roots, target: str, *, write: bool = False) -> None:
         self.ctx = ctx
         self.roots = roots
         root = roots.root_of(target)
@@ -158,6 +166,17 @@ class Repo:
             raise
         self.confined = roots.root_of(self.top) is None
         self.readable = self._readable()
+        self.writable: list[str] = []
+        """Where `change` lets git write: the work tree and the git folders, for a repository entirely in the roots."""
+        if write:
+            if self.confined:
+                self.close()
+                raise ToolError(f"Refused: {printable(roots.display(self.root))} is a folder inside a larger git "
+                                "repository whose .git folder is outside the workspace roots; the git tools that "
+                                "change a repository work only where the repository, .git included, is inside a root")
+            self.writable = [path for path in dict.fromkeys((self.top, self.git_dir, self.common_dir))
+                             if not any(other != path and inside(path, other)
+                                        for other in (self.top, self.git_dir, self.common_dir))]
         # Diff paths (--relative) are relative to the root when confined, else to the repository top.
         self.diff_base = root if self.confined else self.top
 
@@ -416,10 +435,25 @@ class Repo:
             self._neutralise_submodules()
         return self._run(args, self._env, limit)
 
-    def _run(self, args: list[str], env: dict[str, str], limit: int) -> Completed:
-        done = run(self.ctx, [git_program(), *_SAFE_CONFIG, *args], cwd=self.cwd, readable=self.readable,
-                   executable=[_git_exec_path()], limits=GIT_LIMITS, env=env, pass_fds=(self._fd,), limit=limit,
-                   timeout=GIT_TIMEOUT, what="git")
+    def change(self, args: list[str], *, limit: int = MAX_DATA_BYTES, env: dict[str, str] | None = None) -> Completed:
+        """Run a git command that changes the repository (only for a Repo made with `write`): it may write in
+        the work tree and the git folders, and nowhere else. It is not stopped when the request is cancelled
+        (killed midway, git would leave its lock files behind, index.lock first), only at its deadline. `env`
+        adds variables (a committer's identity). Pathspecs are not all literal here: git stash runs `git clean
+        :/` of its own; the caller writes each of its own as `:(literal)PATH` (`literal`)."""
+        assert self.writable, "a Repo made without write"
+        if self._submodules:
+            self._neutralise_submodules()
+        environment = {**self._env, **(env or {})}
+        del environment["GIT_LITERAL_PATHSPECS"]
+        return self._run(args, environment, limit, write=True)
+
+    def _run(self, args: list[str], env: dict[str, str], limit: int, *, write: bool = False) -> Completed:
+        done = run(None if write else self.ctx, [git_program(), *_SAFE_CONFIG, *(_WRITE_CONFIG if write else ()), *args],
+                   cwd=self.cwd, readable=self.readable, executable=[_git_exec_path()],
+                   limits=GIT_WRITE_LIMITS if write else GIT_LIMITS, env=env, pass_fds=(self._fd,), limit=limit,
+                   timeout=GIT_WRITE_TIMEOUT if write else GIT_TIMEOUT, what="git",
+                   writable=self.writable if write else ())
         failed = list(dict.fromkeys(match.group(0) for match in _PROGRAM_FAILED.finditer(done.stderr)))
         if failed:
             raise _program_refused(args[0], failed)
