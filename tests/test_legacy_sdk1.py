@@ -8,6 +8,7 @@ client is a separate process, so its interpreter need not be the one under test.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -45,7 +46,8 @@ def _check(seen: dict[str, Any]) -> None:
     assert {"read_file", "list_files", "search_code", "git_log"} <= set(seen["tools"])
     assert seen["isError"] is False
     assert seen["read_file"] == {"path": "hello.txt", "text": "hello from the workspace", "start_line": 1,
-                                 "end_line": 1, "total_lines": 1, "next_offset": None, "size": 25}
+                                 "end_line": 1, "total_lines": 1, "next_offset": None, "size": 25,
+                                 "sha256": hashlib.sha256(b"hello from the workspace\n").hexdigest()}
     assert seen["read"] == "hello from the workspace\n"
 
 

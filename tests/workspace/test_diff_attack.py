@@ -142,7 +142,7 @@ def test_a_small_change_to_a_large_file_never_waits_behind_large_diffs(
     assert writes.DIFFING.acquire(timeout=30)
     try:
         started = time.monotonic()
-        small = writes.edit_file(context(), roots, "big.py", "    step(0)\n", "    step(-1)\n", False, None, False, False)
+        small = writes.edit_file(context(), roots, "big.py", "    step(0)\n", "    step(-1)\n", False, None, False, False, None)
         took = time.monotonic() - started
         assert small.structured is not None
         diff = small.structured["diff"]
@@ -151,14 +151,14 @@ def test_a_small_change_to_a_large_file_never_waits_behind_large_diffs(
             return
         assert took < 1.0 and "-    step(0)\n+    step(-1)\n" in diff, (took, diff)
         started = time.monotonic()
-        large = writes.edit_file(context(), roots, "big.py", "old_name", "new_name", True, None, False, False)
+        large = writes.edit_file(context(), roots, "big.py", "old_name", "new_name", True, None, False, False, None)
         assert 1.0 <= time.monotonic() - started < 10
         assert large.structured is not None
         assert large.structured["diff"].startswith("(no diff: the server is computing other large diffs; git_diff")
         cancelled = context()
         cancelled.cancel()
         started = time.monotonic()
-        late = writes.edit_file(cancelled, roots, "big.py", "new_name", "old_name", True, None, False, False)
+        late = writes.edit_file(cancelled, roots, "big.py", "new_name", "old_name", True, None, False, False, None)
         assert time.monotonic() - started < 1.0 and late.structured is not None
         assert late.structured["diff"].startswith("(no diff: the call was cancelled")
         assert (tmp_path / "big.py").read_text() == text.replace("    step(0)\n", "    step(-1)\n")

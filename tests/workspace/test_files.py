@@ -3,6 +3,7 @@ need big files, in-process with smaller limits)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -97,7 +98,8 @@ def test_read_file_numbers_lines_like_cat_n(tools: Tools, repo: Path) -> None:
         "[Lines 1-3 of 9 in src/app.py. Call read_file with offset=4 to read on.]")
     assert result["structuredContent"] == {
         "path": "src/app.py", "text": "import util\n\n", "start_line": 1, "end_line": 3, "total_lines": 9,
-        "next_offset": 4, "size": (repo / "src" / "app.py").stat().st_size}
+        "next_offset": 4, "size": (repo / "src" / "app.py").stat().st_size,
+        "sha256": hashlib.sha256((repo / "src" / "app.py").read_bytes()).hexdigest()}
 
 
 def test_read_file_whole_file_has_no_footer(tools: Tools, repo: Path) -> None:

@@ -218,7 +218,7 @@ def test_concurrent_writes_cannot_each_complete_half(tmp_path: Path) -> None:
                   start: threading.Barrier = start) -> None:
             start.wait()
             try:
-                writes.write_file(context(), roots, f"{folder.name}/{relative}", "x", False, False)
+                writes.write_file(context(), roots, f"{folder.name}/{relative}", "x", False, False, None)
                 outcomes.append("written")
             except Exception as err:
                 outcomes.append(str(err))
@@ -241,7 +241,7 @@ def test_a_write_waits_for_the_root_lock(tmp_path: Path) -> None:
     fcntl.flock(holder, fcntl.LOCK_EX)
     done = threading.Event()
     def write() -> None:
-        writes.write_file(context(), roots, "f.txt", "x", False, False)
+        writes.write_file(context(), roots, "f.txt", "x", False, False, None)
         done.set()
 
     def opened() -> int:  # descriptors of this process on the root: ours, and the write's once it is at the lock
@@ -286,11 +286,11 @@ def test_edit_results_are_bounded_exactly_at_the_write_limit(tmp_path: Path) -> 
     roots = Roots([str(tmp_path)])
     limit = writes.MAX_WRITE_BYTES
     (tmp_path / "f.txt").write_text("x" * 1000 + "END")
-    writes.edit_file(context(), roots, "f.txt", "END", "é" * ((limit - 1000) // 2), False, None, False, False)  # exactly the limit
+    writes.edit_file(context(), roots, "f.txt", "END", "é" * ((limit - 1000) // 2), False, None, False, False, None)  # exactly the limit
     assert (tmp_path / "f.txt").stat().st_size == limit
     (tmp_path / "g.txt").write_text("x" * 1000 + "END")
     with pytest.raises(ToolError, match=r"would make g.txt 16.0 MiB; edit_file leaves files of at most 16.0 MiB"):
-        writes.edit_file(context(), roots, "g.txt", "END", "é" * ((limit - 1000) // 2) + "!", False, None, False, False)
+        writes.edit_file(context(), roots, "g.txt", "END", "é" * ((limit - 1000) // 2) + "!", False, None, False, False, None)
     assert (tmp_path / "g.txt").read_text() == "x" * 1000 + "END"
 
 
@@ -459,7 +459,7 @@ def test_a_killed_writer_without_o_tmpfile_leaves_a_name_the_next_write_removes(
         writes.USE_TMPFILE = False
         content = "0123456789abcde\\n" * (writes.MAX_WRITE_BYTES // 16)
         while True:
-            writes.write_file(context(), Roots([{str(root)!r}]), "big.txt", content, False, False)
+            writes.write_file(context(), Roots([{str(root)!r}]), "big.txt", content, False, False, None)
     """)
     writer = subprocess.Popen([sys.executable, "-c", script])
     try:

@@ -167,7 +167,7 @@ def test_edit_refuses_when_the_file_changed_meanwhile(tmp_path: Path, monkeypatc
     monkeypatch.setattr(writes.safe_open, "lstat_in", lstat_then_change)
     monkeypatch.setattr(os, "replace", racing_replace)
     with pytest.raises(ToolError, match="changed while it was being written"):
-        writes.edit_file(context(), Roots([str(tmp_path)]), "f.txt", "original", "mine", False, None, False, False)
+        writes.edit_file(context(), Roots([str(tmp_path)]), "f.txt", "original", "mine", False, None, False, False, None)
     assert (tmp_path / "f.txt").read_text() == "someone else's change, longer\n"
     assert _leftovers(tmp_path) == []
 

@@ -6,6 +6,7 @@ megabyte it did not ask for, and never has to guess whether it saw everything.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from bisect import bisect_right
 from itertools import accumulate, repeat
@@ -29,6 +30,9 @@ MAX_LINE_CHARS = 2000
 """Longer lines (minified code, data) are cut to this many characters and marked."""
 MAX_SCAN_BYTES = 64 * 1024 * 1024
 """read_file looks at most this far into a file, to find a far offset."""
+MAX_HASHED_BYTES = 16 * 1024 * 1024
+"""read_file gives the SHA-256 of a file up to this size (writes.MAX_WRITE_BYTES, the most the edit tools edit),
+read to its end: what an edit's expected_sha256 compares with."""
 
 
 def list_files(ctx: Context, roots: Roots, path: str, pattern: str | None, limit: int) -> ToolResult:
@@ -72,7 +76,8 @@ def read_file(ctx: Context, roots: Roots, path: str, offset: int, limit: int) ->
         raise ToolError(f"{printable(shown)} is a folder; use list_files to see what it holds")
     fd, info = safe_open.open_file(roots, real, shown)
     try:
-        page = _read_page(_Chunks(ctx, fd, shown, info.st_size), offset, limit)
+        chunks = _Chunks(ctx, fd, shown, info.st_size)
+        page = _read_page(chunks, offset, limit)
     finally:
         os.close(fd)
     if page.beyond:
@@ -80,16 +85,18 @@ def read_file(ctx: Context, roots: Roots, path: str, offset: int, limit: int) ->
                         f"({size_text(info.st_size)}), which is as far as read_file reads; search_code can still search it")
     if page.total is not None and offset > max(page.total, 1):
         raise ToolError(f"offset {offset} is past the end of {printable(shown)}, which has {plural(page.total, 'line')}")
-    return _render(shown, info.st_size, page)
+    return _render(shown, info.st_size, page, chunks.sha256())
 
 
 class _Chunks:
-    """The file's bytes in large chunks, at most MAX_SCAN_BYTES of them; a binary file refused on the first."""
+    """The file's bytes in large chunks, at most MAX_SCAN_BYTES of them; a binary file refused on the first.
+    A file the edit tools can edit (up to MAX_HASHED_BYTES) is hashed as it is read."""
 
-    __slots__ = ("ctx", "eof", "fd", "last", "seen", "shown", "size")
+    __slots__ = ("ctx", "digest", "eof", "fd", "last", "seen", "shown", "size")
 
     def __init__(self, ctx: Context, fd: int, shown: str, size: int) -> None:
         self.ctx, self.fd, self.shown, self.size = ctx, fd, shown, size
+        self.digest = hashlib.sha256() if size <= MAX_HASHED_BYTES else None
         self.seen = 0
         self.eof = False  # the end of the file was read (not merely the scan limit)
         self.last = b"\n"  # the last byte read
@@ -109,8 +116,16 @@ class _Chunks:
             raise ToolError(f"{printable(self.shown)} is a binary file ({size_text(self.size)}); read_file shows text only")
         self.seen += len(chunk)
         self.last = chunk[-1:]
+        if self.digest is not None:
+            self.digest.update(chunk)
         self.ctx.check_cancelled()
         return chunk
+
+    def sha256(self) -> str | None:
+        """The whole file's SHA-256 (hex) once it was read to its end; None when it was not, or is too large."""
+        if not self.eof or self.digest is None or self.seen > MAX_HASHED_BYTES:
+            return None
+        return self.digest.hexdigest()
 
     def open_end(self) -> int:
         """At the end of the file: 1 when its last line has no newline (it still counts), else 0."""
@@ -288,7 +303,7 @@ def _numbers(first: int, end: int) -> list[str]:
     return made[first:end]
 
 
-def _render(shown: str, size: int, page: _Page) -> ToolResult:
+def _render(shown: str, size: int, page: _Page, sha256: str | None) -> ToolResult:
     """Decode, cut and number the page in bulk; only lines to cut are looked at one by one."""
     lines = page.lines
     first, end, total = page.first, page.end, page.total
@@ -336,5 +351,6 @@ def _render(shown: str, size: int, page: _Page) -> ToolResult:
         "total_lines": total,
         "next_offset": next_offset,
         "size": size,
+        "sha256": sha256,
     }
     return result(text, data)

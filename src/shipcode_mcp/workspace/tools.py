@@ -100,6 +100,9 @@ def _boolean(description: str) -> dict[str, Any]:
 
 _DRY_RUN = {"type": "boolean", "default": False,
             "description": "Only check the change and return its diff; nothing is written."}
+_EXPECTED_SHA256 = _string(
+    "The file's SHA-256 (hex) as read_file gave it (sha256): the change is refused if the file is no longer that "
+    "version (another client or the user changed it since). Default: no check.", pattern="^[0-9a-fA-F]{64}$")
 _ALLOW_SYNTAX_ERRORS = {"type": "boolean", "default": False, "description": (
     "Write the change even if it adds syntax errors to a file of a language the code tools read (by default "
     "such a change is refused, with the errors, when the code tools are installed).")}
@@ -173,6 +176,9 @@ READ_FILE = {
             "(next_offset is exact either way)")},
         "next_offset": {**_nullable("integer"), "description": "where to continue; null at the end of the file"},
         "size": {"type": "integer", "minimum": 0, "description": "bytes"},
+        "sha256": {**_nullable("string"), "description": (
+            "the whole file's SHA-256 (hex), for an edit's expected_sha256; null when this call did not read the "
+            "file to its end (more than 1 MiB past the page) or it is over 16 MiB")},
     }),
 }
 
@@ -356,6 +362,7 @@ WRITE_FILE = {
                            maxLength=MAX_CONTENT_CHARS),
         "dry_run": _DRY_RUN,
         "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
+        "expected_sha256": _EXPECTED_SHA256,
     }, ("path", "content")),
     "output": _output({
         "path": _STR,
@@ -391,6 +398,7 @@ EDIT_FILE = {
             }, ("old_text", "new_text"))},
         "dry_run": _DRY_RUN,
         "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
+        "expected_sha256": _EXPECTED_SHA256,
     }, ("path",)),
     "output": _output({
         "path": _STR,
@@ -939,6 +947,7 @@ REPLACE_SYMBOL = {
                          "must name one).", None, 1, 100_000_000),
         "dry_run": _DRY_RUN,
         "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
+        "expected_sha256": _EXPECTED_SHA256,
     }, ("path", "name", "text")),
     "output": _output({**_SYMBOL_ITEM["properties"], "diff": _STR, "dry_run": _BOOL}),
 }
@@ -965,6 +974,7 @@ INSERT_SYMBOL = {
                          "must name one).", None, 1, 100_000_000),
         "dry_run": _DRY_RUN,
         "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
+        "expected_sha256": _EXPECTED_SHA256,
     }, ("path", "text", "position")),
     "output": _output({
         "path": _STR,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import errno
 import fcntl
+import hashlib
 import os
 import re
 import secrets
@@ -81,7 +82,8 @@ _SIGNATURE = ("HEAD", "objects", "refs", "commondir")
 """The entries git's is_git_directory looks for (commondir stands in for objects and refs)."""
 
 
-def write_file(ctx: Context, roots: Roots, path: str, content: str, dry_run: bool, allow_syntax_errors: bool) -> ToolResult:
+def write_file(ctx: Context, roots: Roots, path: str, content: str, dry_run: bool, allow_syntax_errors: bool,
+               expected_sha256: str | None) -> ToolResult:
     real, shown = target(roots, path, "write_file")
     data = encode(content)
     if len(data) > MAX_WRITE_BYTES:
@@ -95,7 +97,12 @@ def write_file(ctx: Context, roots: Roots, path: str, content: str, dry_run: boo
             try:
                 before = safe_open.lstat_in(parent, name, shown)
                 if before is not None:
-                    old, before = read_in(roots, parent, name, shown, MAX_DIFF_INPUT)
+                    old, before = read_in(roots, parent, name, shown,
+                                          MAX_WRITE_BYTES if expected_sha256 is not None else MAX_DIFF_INPUT)
+                if expected_sha256 is not None:
+                    check_version(old if before is not None else None, before, expected_sha256, shown, "write_file")
+                    if old is not None and len(old) > MAX_DIFF_INPUT:
+                        old = None  # compared whole; too large to diff
                 if not allow_syntax_errors:
                     refuse_syntax_errors(ctx, real, shown, None if old is None else old.decode("utf-8", "replace"),
                                          content, "write_file")
@@ -104,8 +111,11 @@ def write_file(ctx: Context, roots: Roots, path: str, content: str, dry_run: boo
                     replace(parent, name, shown, data, before, "write_file")
             finally:
                 os.close(parent)
-        elif not allow_syntax_errors:
-            refuse_syntax_errors(ctx, real, shown, None, content, "write_file")
+        else:
+            if expected_sha256 is not None:
+                check_version(None, None, expected_sha256, shown, "write_file")
+            if not allow_syntax_errors:
+                refuse_syntax_errors(ctx, real, shown, None, content, "write_file")
     created = before is None
     diff = write_diff(ctx, not created, old, data, shown)
     if dry_run:
@@ -117,7 +127,8 @@ def write_file(ctx: Context, roots: Roots, path: str, content: str, dry_run: boo
 
 
 def edit_file(ctx: Context, roots: Roots, path: str, old_text: str | None, new_text: str | None, replace_all: bool,
-              edits: list[dict[str, Any]] | None, dry_run: bool, allow_syntax_errors: bool) -> ToolResult:
+              edits: list[dict[str, Any]] | None, dry_run: bool, allow_syntax_errors: bool,
+              expected_sha256: str | None) -> ToolResult:
     named = target(roots, path, "edit_file")[1]
     steps = _steps(old_text, new_text, replace_all, edits)
     count = 0
@@ -127,7 +138,7 @@ def edit_file(ctx: Context, roots: Roots, path: str, old_text: str | None, new_t
         updated, count = _edited(text, size, steps, named)
         return updated
 
-    shown, diff = rewrite(ctx, roots, path, "edit_file", edited, dry_run, allow_syntax_errors)
+    shown, diff = rewrite(ctx, roots, path, "edit_file", edited, dry_run, allow_syntax_errors, expected_sha256)
     replaced = plural(count, "occurrence") + (f" in {len(steps)} edits" if len(steps) > 1 else "")
     done = f"Dry run: would replace {replaced} in {printable(shown)}; nothing was written" if dry_run else \
         f"Replaced {replaced} in {printable(shown)}"
@@ -135,10 +146,10 @@ def edit_file(ctx: Context, roots: Roots, path: str, old_text: str | None, new_t
 
 
 def rewrite(ctx: Context, roots: Roots, path: str, tool: str, change: Callable[[str, int], str], dry_run: bool,
-            allow_syntax_errors: bool) -> tuple[str, str]:
+            allow_syntax_errors: bool, expected_sha256: str | None = None) -> tuple[str, str]:
     """Change an existing text file: `change` makes the new text from the old (and its size in bytes) or
     raises ToolError, under the root's write lock; the syntax check, then (unless `dry_run`) the atomic
-    replace. The file as shown, and the diff."""
+    replace. The file as shown, and the diff. With `expected_sha256`, the file must be that version."""
     real, shown = target(roots, path, tool)
     with _guarded(ctx, roots, real, shown, tool):
         parent, name = safe_open.open_parent(roots, real, shown)
@@ -147,6 +158,8 @@ def rewrite(ctx: Context, roots: Roots, path: str, tool: str, change: Callable[[
             if raw is None:
                 raise ToolError(f"{printable(shown)} is {size_text(before.st_size)}; {tool} edits files up to "
                                 f"{size_text(MAX_WRITE_BYTES)}")
+            if expected_sha256 is not None:
+                check_version(raw, before, expected_sha256, shown, tool)
             text = decode(raw, shown, tool)
             updated = change(text, len(raw))
             data = encode(updated)
@@ -161,6 +174,23 @@ def rewrite(ctx: Context, roots: Roots, path: str, tool: str, change: Callable[[
         finally:
             os.close(parent)
     return shown, write_diff(ctx, True, raw if len(raw) <= MAX_DIFF_INPUT else None, data, shown)
+
+
+def check_version(raw: bytes | None, before: os.stat_result | None, expected: str, shown: str, tool: str) -> None:
+    """Refuse a write to a file that is not the version the caller read (`expected`: the SHA-256 read_file
+    gave, in hex): another client, or the user, changed it since. Read under the root's write lock, so no
+    write of ours comes between this check and the write; `before` None: there is no such file."""
+    if before is None:
+        raise ToolError(f"Refused: {printable(shown)} does not exist, so it is not the version expected_sha256 names "
+                        f"(it was deleted or moved since it was read); nothing was written")
+    if raw is None:
+        raise ToolError(f"Refused: {printable(shown)} is {size_text(before.st_size)}, too large to compare with "
+                        f"expected_sha256 (at most {size_text(MAX_WRITE_BYTES)}); nothing was written")
+    now = hashlib.sha256(raw).hexdigest()
+    if now != expected.lower():
+        raise ToolError(f"Refused: {printable(shown)} changed since it was read (its sha256 is now {now}, not "
+                        f"{expected.lower()}); read it again and redo the change on what it holds now. Nothing was "
+                        f"written by {tool}.")
 
 
 def _steps(old_text: str | None, new_text: str | None, replace_all: bool,

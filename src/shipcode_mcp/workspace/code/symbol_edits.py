@@ -32,7 +32,7 @@ POSITIONS = ("before", "after", "end")
 
 
 def replace_symbol(ctx: Context, roots: Roots, path: str, name: str, text: str, line: int | None, dry_run: bool,
-                   allow_syntax_errors: bool) -> ToolResult:
+                   allow_syntax_errors: bool, expected_sha256: str | None) -> ToolResult:
     real, shown = target(roots, path, "replace_symbol")
     language = known_language(real, shown)
     replaced: list[Symbol] = []
@@ -48,7 +48,7 @@ def replace_symbol(ctx: Context, roots: Roots, path: str, name: str, text: str, 
             new[-1] = new[-1].removesuffix("\r")
         return "\n".join(lines[:symbol.line - 1] + new + lines[symbol.end_line:])
 
-    shown, diff = rewrite(ctx, roots, path, "replace_symbol", change, dry_run, allow_syntax_errors)
+    shown, diff = rewrite(ctx, roots, path, "replace_symbol", change, dry_run, allow_syntax_errors, expected_sha256)
     symbol = replaced[0]
     what = f"{symbol.kind} {printable(symbol.qualified_name)} (lines {symbol.line}-{symbol.end_line})"
     done = f"Dry run: would replace the {what} of {printable(shown)}; nothing was written" if dry_run else \
@@ -57,7 +57,7 @@ def replace_symbol(ctx: Context, roots: Roots, path: str, name: str, text: str, 
 
 
 def insert_symbol(ctx: Context, roots: Roots, path: str, text: str, position: str, name: str | None, line: int | None,
-                  dry_run: bool, allow_syntax_errors: bool) -> ToolResult:
+                  dry_run: bool, allow_syntax_errors: bool, expected_sha256: str | None) -> ToolResult:
     real, shown = target(roots, path, "insert_symbol")
     language = known_language(real, shown)
     if position in ("before", "after") and not name:
@@ -85,7 +85,7 @@ def insert_symbol(ctx: Context, roots: Roots, path: str, text: str, position: st
             return _inserted(lines, symbol.line - 1, _shaped(text, indent, end, language), 0, gap_after=gap)
         return _inserted(lines, symbol.end_line, _shaped(text, indent, end, language), gap, gap_after=0)
 
-    shown, diff = rewrite(ctx, roots, path, "insert_symbol", change, dry_run, allow_syntax_errors)
+    shown, diff = rewrite(ctx, roots, path, "insert_symbol", change, dry_run, allow_syntax_errors, expected_sha256)
     done = f"Dry run: would insert the code {where[0]} in {printable(shown)}; nothing was written" if dry_run else \
         f"Inserted the code {where[0]} in {printable(shown)}"
     return result(f"{printable(done)}.\n{diff}".rstrip("\n"), {"path": shown, "where": where[0], "diff": diff,

@@ -1,4 +1,5 @@
-"""git_status, git_log, git_diff, git_show: the real `git`, run so that no argument can become an option.
+"""git_status, git_log, git_diff, git_show, and (with --allow-write) git_add, git_commit, git_branch, git_switch,
+git_restore, git_stash: the real `git`, run so that no argument can become an option.
 
 Every ref is checked (nothing that starts with '-', no control characters, no `rev:path` object
 names) and resolved to a full object id with `rev-parse --verify --end-of-options` before any other
@@ -46,6 +47,10 @@ folder's entries cannot change without its change time changing); when none chan
 link, the whole walk is checked in one pass, a stat per folder (`walk._trees`). git's answers are judged on
 every call.
 
+The tools that change a repository (changes.py) run in the same checked repository, with the same
+settings and a few more (no signing, no automatic gc, no submodule recursion), and git may write only in
+that repository's work tree and git folders, all inside a root (`Repo.change`).
+
 The package: repo.py (the repository check and running git), walk.py (the walk of the git folders it
-relies on), commands.py (the four tools and their parsers).
+relies on), commands.py (the four reading tools and their parsers), changes.py (the six that change).
 """
