@@ -111,27 +111,45 @@ def test_a_clean_filter_never_runs_on_add_or_commit(repo: Path, canary: Canary) 
         for name, arguments in (("git_add", {"paths": ["README.md"]}), ("git_commit", {"message": "x", "all": True}),
                                 ("git_stash", {})):
             message = tools.error(name, arguments)
-            assert NOT_RUN in message and "filter 'x'" in message, (name, message)
+            assert (NOT_RUN in message or "shipcode-mcp does not run" in message) and "filter 'x'" in message, (
+                name, message)
     failed, text = direct(repo, "git_add", {"paths": ["README.md"]})
     assert failed and NOT_RUN in text
     assert not canary.ran(), canary.path.read_text()
     assert git(repo, "-c", "filter.x.clean=", "diff", "--cached", "--name-only") == ""  # nothing was staged
 
 
-def test_a_smudge_filter_never_runs_on_switch_or_restore(repo: Path, canary: Canary) -> None:
+@pytest.mark.parametrize("required", [False, True])
+def test_a_smudge_filter_never_runs_on_switch_restore_or_stash(repo: Path, canary: Canary, required: bool) -> None:
+    """A checkout that would write a file needing the filter is refused before anything is written (with a
+    required filter, git itself would stop midway, some files switched and some not); what needs no filter
+    still goes through."""
     git(repo, "config", "filter.x.smudge", str(canary.script))
-    (repo / ".git" / "info" / "attributes").write_text("*.py filter=x\n")
+    if required:
+        git(repo, "config", "filter.x.required", "true")
+    (repo / ".git" / "info" / "attributes").write_text("app.py filter=x\n")
     (repo / "src" / "app.py").write_text("changed\n")
     git_run(repo, "restore", "src/app.py")
     assert canary.ran()  # the attack works: restoring a file smudges it through the filter
     canary.reset()
+    git(repo, "branch", "side", "HEAD~2")  # src/app.py differs there
     (repo / "src" / "app.py").write_text("changed\n")
+    before = snapshot(repo)
     with Tools(repo, write=True) as tools:
-        tools.call("git_restore", {"paths": ["src/app.py"]})
-        tools.call("git_switch", {"branch": "v1.0", "detach": True})
-        tools.call("git_switch", {"branch": "main"})
+        for name, arguments in (("git_restore", {"paths": ["src/app.py"]}), ("git_switch", {"branch": "side"}),
+                                ("git_switch", {"branch": "HEAD~2", "detach": True}), ("git_stash", {})):
+            message = tools.error(name, arguments)
+            # Refused before any change: by the check of what it writes, or (a required filter) as the reading
+            # tools refuse, when git reads the file to diff it.
+            assert ("src/app.py, which needs the filter 'x'" in message and "nothing was changed" in message) or (
+                required and "clean filter 'x' failed" in message), message
+        assert snapshot(repo) == before
+        (repo / "README.md").write_text("needs no filter\n")
+        tools.call("git_restore", {"paths": ["README.md"]})
+        (repo / "README.md").write_text("needs no filter either\n")
+        assert "Saved working directory" in tools.text("git_stash", {"paths": ["README.md"]})
     assert not canary.ran(), canary.path.read_text()
-    assert (repo / "src" / "app.py").read_text() == git(repo, "show", "HEAD:src/app.py")  # written as stored
+    assert git(repo, "branch", "--show-current").strip() == "main"
 
 
 def test_no_signing_program_fsmonitor_or_editor_runs(repo: Path, canary: Canary) -> None:
@@ -177,3 +195,59 @@ def test_a_work_tree_configured_outside_is_never_written(repo: Path, tmp_path: P
                                 ("git_stash", {}), ("git_commit", {"message": "x", "allow_empty": True})):
             assert "Refused" in tools.error(name, arguments), name
     assert snapshot(elsewhere) == before
+
+
+def test_a_merge_driver_never_runs_on_stash_pop(repo: Path, canary: Canary) -> None:
+    """A merge driver (merge.NAME.driver, applied by `merge=NAME` in the attributes) runs when a stash is applied
+    over a conflicting change: refused before anything is changed, the stash kept."""
+    git(repo, "config", "merge.evil.driver", f"{canary.command} %O %A %B")
+    (repo / ".git" / "info" / "attributes").write_text("* merge=evil\n")
+
+    def conflicting_stash() -> None:
+        (repo / "README.md").write_text("stashed\n")
+        git(repo, "stash", "push", "-q")
+        (repo / "README.md").write_text("committed\n")
+        git(repo, "commit", "-qam", "Conflicting")
+
+    conflicting_stash()
+    git_run(repo, "stash", "pop")
+    assert canary.ran()  # the attack works: applying the stash runs the driver
+    canary.reset()
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    git(repo, "stash", "clear")
+    conflicting_stash()
+    with Tools(repo, write=True) as tools:
+        for action in ("pop", "apply"):
+            message = tools.error("git_stash", {"action": action})
+            assert "merge drivers (evil)" in message and "nothing was changed" in message, message
+    failed, text = direct(repo, "git_stash", {"action": "pop"})
+    assert failed and "merge drivers (evil)" in text
+    assert not canary.ran(), canary.path.read_text()
+    assert git(repo, "stash", "list").count("stash@") == 1 and (repo / "README.md").read_text() == "committed\n"
+
+
+def test_a_filter_included_only_on_the_branch_switched_to_never_runs(repo: Path, canary: Canary) -> None:
+    """includeIf onbranch: the configuration on the branch switched to names a clean filter. The status after
+    the switch is asked of the repository read again (its filters neutralised; a status that cannot be given
+    would not turn the switch, which was made, into an error)."""
+    included = repo / ".git" / "side.config"  # inside the roots: the sandbox lets git read it
+    included.write_text(f"[filter \"x\"]\n\tclean = {canary.script}\n")
+    git(repo, "config", "includeIf.onbranch:side.path", str(included))
+    (repo / ".git" / "info" / "attributes").write_text("*.md filter=x\n")
+    git(repo, "branch", "side")
+    git_run(repo, "checkout", "-q", "side")
+    stale(repo)
+    git_run(repo, "status")
+    assert canary.ran()  # the attack works: on side, git status runs the filter
+    canary.reset()
+    git(repo, "checkout", "-q", "main")
+    stale(repo)
+    with Tools(repo, write=True) as tools:
+        result = tools.call("git_switch", {"branch": "side"})
+        assert result["structuredContent"]["status"] is None or result["structuredContent"]["status"]["branch"] == "side"
+        tools.call("git_switch", {"branch": "main"})
+    stale(repo)
+    failed, text = direct(repo, "git_switch", {"branch": "side"})
+    assert not failed, text
+    assert not canary.ran(), canary.path.read_text()
+    assert git(repo, "branch", "--show-current").strip() == "side"

@@ -4,12 +4,13 @@ test, through the real server process, each result checked against what the real
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from workspace_support import Tools, git, git_run, make_repo
+from workspace_support import Tools, git, git_env, git_run, make_repo
 
 
 @pytest.fixture
@@ -24,6 +25,10 @@ def repo(tmp_path: Path) -> Path:
 def tools(repo: Path) -> Iterator[Tools]:
     with Tools(repo, write=True) as tools:
         yield tools
+
+
+def git_bytes(repo: Path, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=repo, env=git_env(), capture_output=True, check=True).stdout
 
 
 def _status(repo: Path) -> list[str]:
@@ -42,8 +47,8 @@ def test_add_stages_new_changed_and_deleted_files(repo: Path, tools: Tools) -> N
     (repo / "docs" / "extra.md").write_text("more\n")
     result = tools.call("git_add", {"paths": ["README.md", "new file.txt", "src/app.py", "docs"]})
     assert _status(repo) == ["M  README.md", "A  docs/extra.md", "A  \"new file.txt\"", "D  src/app.py"]
-    assert result["content"][0]["text"] == ("Staged 4 paths.\n\nStatus now:\n## main\nM  README.md\nA  docs/extra.md\n"
-                                            "A  new file.txt\nD  src/app.py")
+    assert result["content"][0]["text"] == ("Staged README.md, new file.txt, src/app.py, docs.\n\nStatus now:\n"
+                                            "## main\nM  README.md\nA  docs/extra.md\nA  new file.txt\nD  src/app.py")
     status = result["structuredContent"]["status"]
     assert status["branch"] == "main" and [entry["path"] for entry in status["files"]] == [
         "README.md", "docs/extra.md", "new file.txt", "src/app.py"]
@@ -331,3 +336,131 @@ def test_a_root_inside_a_larger_repository_is_not_changed(repo: Path) -> None:
 def test_the_git_write_tools_need_allow_write(repo: Path) -> None:
     with Tools(repo) as tools:
         assert not {"git_add", "git_commit", "git_branch", "git_switch", "git_restore", "git_stash"} & set(tools.order)
+
+
+# -- nothing lost, nothing misreported ------------------------------------------------------------------
+def test_restore_keeps_what_it_discards_binary_or_beyond_the_diff(repo: Path, tools: Tools) -> None:
+    """A restore's diff may be binary or cut: each discarded file's content is kept as a git object first, and
+    git_show gives it back, byte for byte."""
+    (repo / "logo.bin").write_bytes(bytes(range(256)) * 4)
+    git(repo, "add", "logo.bin")
+    git(repo, "commit", "-qm", "Logo")
+    changed_binary = bytes(reversed(range(256))) * 4
+    (repo / "logo.bin").write_bytes(changed_binary)
+    big = "".join(f"my line {number}\n" for number in range(40_000))
+    (repo / "README.md").write_text(big)
+    data = tools.data("git_restore", {"paths": ["logo.bin", "README.md"]})
+    assert data["truncated"] is True and {"path": "logo.bin", "added": None, "deleted": None} in data["files"]
+    saved = {entry["path"]: entry["blob"] for entry in data["saved"]}
+    assert set(saved) == {"logo.bin", "README.md"}
+    assert git_bytes(repo, "cat-file", "blob", saved["logo.bin"]) == changed_binary
+    assert git_bytes(repo, "cat-file", "blob", saved["README.md"]) == big.encode()
+    assert tools.text("git_show", {"ref": saved["README.md"]}).startswith("my line 0\nmy line 1\n")
+    assert (repo / "README.md").read_text() == "# Demo\n\nA demo project.\n"
+    dry = tools.data("git_restore", {"paths": ["logo.bin"], "dry_run": True})
+    assert dry["saved"] == [] and dry["files"] == []  # nothing left to discard
+
+
+def test_restore_from_a_commit_never_writes_over_an_untracked_file(repo: Path, tools: Tools) -> None:
+    git(repo, "rm", "-q", "--cached", "docs/guide.md")
+    (repo / "docs" / "guide.md").write_text("precious untracked work\n")
+    for arguments in ({"paths": ["docs/guide.md"], "source": "HEAD~1"}, {"paths": ["docs"], "target": "both"}):
+        message = tools.error("git_restore", arguments)
+        assert "write over files git does not track (docs/guide.md)" in message, message
+    assert (repo / "docs" / "guide.md").read_text() == "precious untracked work\n"
+
+
+def test_restore_before_the_first_commit(tmp_path: Path) -> None:
+    root = tmp_path / "new"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "a.txt").write_text("a\n")
+    git(root, "add", "a.txt")
+    with Tools(root, write=True) as tools:
+        for dry_run in (True, False):
+            message = tools.error("git_restore", {"paths": ["a.txt"], "target": "staged", "dry_run": dry_run})
+            assert "no commits yet" in message.lower() and "git rm --cached" in message
+
+
+def test_a_private_config_stays_private_and_a_shared_repository_is_refused(repo: Path, tmp_path: Path) -> None:
+    git(repo, "branch", "release", "v1.0")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    (clone / ".git" / "config").chmod(0o600)  # a token in a remote's URL
+    with Tools(clone, write=True) as tools:
+        tools.call("git_switch", {"branch": "release"})  # writes the branch's upstream into the config
+        assert "[branch \"release\"]" in (clone / ".git" / "config").read_text()
+        assert (clone / ".git" / "config").stat().st_mode & 0o777 == 0o600
+        git(clone, "config", "core.sharedRepository", "group")
+        assert "is shared (core.sharedRepository=group)" in tools.error("git_branch", {"action": "create", "name": "x"})
+
+
+def test_commit_reports_hooks_where_git_would_run_them(repo: Path, tools: Tools) -> None:
+    (repo / ".husky").mkdir()
+    (repo / ".husky" / "pre-commit").write_text("#!/bin/sh\nexit 1\n")
+    (repo / ".husky" / "pre-commit").chmod(0o755)
+    (repo / ".husky" / "commit-msg").write_text("#!/bin/sh\nexit 1\n")  # not executable: git ignores it
+    git(repo, "config", "core.hooksPath", ".husky")
+    data = tools.data("git_commit", {"message": "Husky", "allow_empty": True})
+    assert data["hooks_skipped"] == ["pre-commit"]
+    git(repo, "config", "log.decorate", "full")
+    git(repo, "config", "log.excludeDecoration", "refs/heads/*")
+    assert tools.data("git_commit", {"message": "Decorated", "allow_empty": True})["branch"] == "main"
+
+
+def test_paths_that_are_links_to_folders_and_paths_in_git(repo: Path, tools: Tools) -> None:
+    os.symlink("src", repo / "linkdir")
+    tools.call("git_add", {"paths": ["linkdir"]})
+    assert git(repo, "ls-files", "-s", "linkdir").startswith("120000 ")
+    for name in ("git_add", "git_restore"):
+        assert "inside a .git folder" in tools.error(name, {"paths": [".git/config"]})
+
+
+def test_arguments_a_tool_does_not_use_are_refused(repo: Path, tools: Tools) -> None:
+    assert "list takes remotes" in tools.error("git_branch", {"name": "x"})
+    assert "remotes is for list" in tools.error("git_branch", {"action": "create", "name": "x", "remotes": True})
+    assert "index is for pop and apply" in tools.error("git_stash", {"action": "list", "index": 1})
+    assert "not both" in tools.error("git_stash", {"paths": ["README.md"], "path": "."})
+    for author in ("Ada\x00 <a@b>", "Ada\r <a@b>"):
+        assert "Name <email>" in tools.error("git_commit", {"message": "x", "author": author, "allow_empty": True})
+
+
+def test_the_branch_list_on_a_detached_head(repo: Path, tools: Tools) -> None:
+    git(repo, "checkout", "-q", "--detach", "v1.0")
+    data = tools.data("git_branch", {})
+    assert [branch["name"] for branch in data["branches"]] == ["main"] and not data["branches"][0]["current"]
+    assert tools.text("git_branch", {}).splitlines()[0] == f"(HEAD detached at {git(repo, 'rev-parse', 'HEAD')[:12]})"
+
+
+def test_a_change_waits_for_every_root_its_work_tree_spans(repo: Path) -> None:
+    """Roots `repo/src` and `repo`: a stash asked through the first still writes all of repo's work tree, so it
+    waits for a write holding the second root's lock (as write_file on repo/x would)."""
+    import fcntl
+    import threading
+
+    from shipcode_mcp.workspace.roots import Roots
+    from shipcode_mcp.workspace.tools import run
+    from workspace_support import context
+
+    (repo / "untracked.txt").write_text("someone is writing here\n")
+    (repo / "src" / "app.py").write_text("changed\n")
+    held, released = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        fd = os.open(repo, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held.set()
+            threading.Event().wait(1.0)
+            released.set()
+        finally:
+            os.close(fd)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    held.wait(10)
+    run("git_stash", context(), Roots([str(repo / "src"), str(repo)]), action="push", message=None,
+        include_untracked=True, index=0, paths=None, path=str(repo / "src"))
+    assert released.is_set()  # it ran only once the other write was done
+    thread.join()
+    assert not (repo / "untracked.txt").exists() and (repo / "src" / "app.py").read_text() != "changed\n"

@@ -606,7 +606,8 @@ GIT_SWITCH = {
         "Switch the working tree to another branch (`git switch`): `create` makes the branch first, at `start` "
         "(default HEAD); `detach` checks out a commit or tag without a branch. A branch that exists only as a "
         "remote-tracking branch of one remote is created tracking it. Changes in the working tree are carried "
-        "over; a switch that would overwrite one is refused and nothing changes (commit, stash or restore first). "
+        "over; a switch that would overwrite one (or an untracked file) is refused and nothing changes (commit, stash "
+        "or restore first). "
         f"Returns the status after. {_GIT_SANDBOX_HELP}"
     ),
     "input": _object({
@@ -627,8 +628,10 @@ GIT_RESTORE = {
         "Discard changes to files (`git restore`). target worktree (the default): the working tree's files go back "
         "to the index (their staged state); staged: unstage, the index goes back to HEAD and the files stay as they "
         "are; both: index and files go back to HEAD. `source` restores from another commit instead. Untracked files "
-        "are not touched. The result holds the diff of what was discarded, so it can be put back with apply_patch; "
-        f"dry_run returns that diff and changes nothing. {_GIT_SANDBOX_HELP}"
+        "are not touched (a restore from a commit that would write over one is refused). The result holds the diff of "
+        "what was discarded (apply_patch puts it back) and, in `saved`, each discarded file's content kept as a git "
+        "object (git_show with the blob as ref gives it back, binary or large). dry_run returns the diff and "
+        f"changes nothing. {_GIT_SANDBOX_HELP}"
     ),
     "input": _object({
         "paths": _GIT_PATHS,
@@ -639,7 +642,11 @@ GIT_RESTORE = {
         "dry_run": _DRY_RUN,
     }, ("paths",)),
     "output": _after({"target": _STR, "files": _DIFF_FILES, "diff": {"type": "string", "description": "what is discarded"},
-                      "truncated": _BOOL, "dry_run": _BOOL}),
+                      "truncated": _BOOL,
+                      "saved": {"type": "array", "description": (
+                          "each discarded working-tree file's content, kept as a git object: git_show with the blob "
+                          "as ref gives it back"), "items": _output({"path": _STR, "blob": _STR})},
+                      "dry_run": _BOOL}),
 }
 
 GIT_STASH = {

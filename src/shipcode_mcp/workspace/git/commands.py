@@ -191,7 +191,7 @@ def git_diff(ctx: Context, roots: Roots, ref: str | None, staged: bool, path: st
                 raise ToolError("staged compares the index with one revision; a range cannot be combined with it")
             revisions = ["--end-of-options", revision]
         elif staged and not repo.has_commits():
-            revisions = ["--end-of-options", _empty_tree(repo)]
+            revisions = ["--end-of-options", empty_tree(repo)]
         spec = repo.pathspec(real)
         both = repo.diff(["diff", *options, "--numstat", "-z", "--patch", *revisions, *spec])
         if both is None:  # during a merge with conflicts
@@ -219,7 +219,7 @@ def git_diff(ctx: Context, roots: Roots, ref: str | None, staged: bool, path: st
     return result(text.rstrip("\n"), {"files": files, "diff": diff, "truncated": patch.truncated})
 
 
-def _empty_tree(repo: Repo) -> str:
+def empty_tree(repo: Repo) -> str:
     """The id of the empty tree in this repository's hash (staged changes before the first commit)."""
     done = repo.check(["hash-object", "-t", "tree", "/dev/null"])
     return done.stdout.decode("ascii").strip()

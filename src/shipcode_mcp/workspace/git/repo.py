@@ -78,8 +78,10 @@ common folder): each must lie in the git folders `Repo` checks, and be an entry 
 MAX_FILTERS = 256
 """Filters and transports a configuration may name: each costs overrides (up to four for a filter) in every
 git command's environment."""
-_CONFIG_KEYS = r"^(filter\..+\.(clean|smudge|process)|protocol\..+\.allow|core\.(attributesfile|excludesfile)|diff\.orderfile)$"
-"""The configuration `Repo` reads to neutralise: programs (filters, transports) and files read from outside."""
+_CONFIG_KEYS = (r"^(filter\..+\.(clean|smudge|process)|protocol\..+\.allow|merge\..+\.driver"
+                r"|core\.(attributesfile|excludesfile|sharedrepository|hookspath)|diff\.orderfile)$")
+"""The configuration `Repo` reads to neutralise: programs (filters, transports, merge drivers) and files read from
+outside; and what the tools that change a repository must know (a shared repository, where hooks are)."""
 _CONFIG_KEYS_AND_INCLUDES = _CONFIG_KEYS[:-2] + r"|include\.path|includeif\..+\.path)$"
 MAX_KNOWN = 256
 """Repositories whose discovery `_known` keeps."""
@@ -157,6 +159,13 @@ class Repo:
         self.cwd = safe_open.proc_path(self._fd, directory)
         self._env = _env()
         self._overrides: dict[str, str] = {}
+        self.filters: set[str] = set()
+        """The filters the configuration gives a program (clean, smudge or process): neutralised, and a file
+        that needs one cannot be checked out here."""
+        self.merge_drivers: set[str] = set()
+        """The merge drivers the configuration names (programs): neutralised; a merge that may need one is refused."""
+        self.shared: str | None = None  # core.sharedRepository: git chmods what it writes
+        self.hooks_path: str | None = None  # core.hooksPath, as configured
         self._submodules: list[str] = []  # git folders under .git/modules whose filters are not neutralised yet
         self.readable = list(roots.paths)  # what git may read in its sandbox; _discover adds the repository's
         try:
@@ -365,14 +374,23 @@ class Repo:
             name, _, variable = rest.rpartition(".")
             if section == "filter":
                 overrides[f"filter.{name}.smudge"] = ""  # git_show and git_diff never check out; to be sure
+                if value:
+                    self.filters.add(name)
                 if variable in ("clean", "process") and value:
                     overrides.update({f"filter.{name}.clean": "", f"filter.{name}.process": "",
                                       f"filter.{name}.required": "true"})
             elif section == "protocol":
                 overrides[f"protocol.{name}.allow"] = "never"
+            elif section == "merge":  # a command line for the shell: one that cannot run, and merges refused first
+                self.merge_drivers.add(name)
+                overrides[f"merge.{name}.driver"] = "/dev/null/shipcode-mcp-runs-no-merge-driver"
+            elif key == "core.sharedrepository":
+                self.shared = value if scope != "command" else self.shared  # (not ours: -c core.sharedRepository=false)
+            elif key == "core.hookspath":
+                self.hooks_path = value if scope != "command" else self.hooks_path  # (not ours: /dev/null)
             elif files and scope in ("local", "worktree") and not self._inside_roots(value):
                 overrides[key] = "/dev/null"
-        named = {key.rpartition(".")[0] for key in overrides if key.startswith(("filter.", "protocol."))}
+        named = {key.rpartition(".")[0] for key in overrides if key.startswith(("filter.", "protocol.", "merge."))}
         if len(named) > MAX_FILTERS:
             raise ToolError(f"Refused: the git configuration of {printable(shown)} names more than {MAX_FILTERS} "
                             "filters or transports")
