@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="workspace folder(s) to serve; every path is confined to them (default: over stdio, the "
                         "client's roots if it offers them, else the current directory)")
     parser.add_argument("--allow-write", action="store_true", help="also offer the tools that change files")
+    parser.add_argument("--confirm-writes", action="store_true",
+                        help="offer the tools that change files, each change shown to the user to confirm first "
+                        "(through the client's elicitation)")
     parser.add_argument("--watch", action="store_true",
                         help="watch the roots and notify subscribed clients of changes (needs the 'watch' extra)")
     parser.add_argument("--require-sandbox", action="store_true",
@@ -119,12 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_SWITCHES = {"--allow-write": "allow_write", "--watch": "watch", "--require-sandbox": "require_sandbox"}
+_SWITCHES = {"--allow-write": "allow_write", "--confirm-writes": "confirm_writes", "--watch": "watch",
+             "--require-sandbox": "require_sandbox"}
 
 
 def parse_args(argv: Sequence[str]) -> Settings:
     """The command line as argparse reads it, as `Settings`. The usual one, root folders and the switches
-    --allow-write, --watch and --require-sandbox, is read without argparse (`read_plainly`), whose import would be a
+    --allow-write, --confirm-writes, --watch and --require-sandbox, is read without argparse (`read_plainly`), whose import would be a
     large part of the cold start (docs/performance.md); anything else (help, errors too) goes to argparse.
     tests/test_cli.py compares the two on every command line of up to four words of roots and switches."""
     plain = read_plainly(argv)
@@ -146,19 +150,22 @@ def build(settings: Settings, state_key: bytes | None = None) -> tuple[Server, R
     supervised worker. Over stdio without a ROOT the workspace follows the client's roots once it lists them
     (the current directory until then, or if it has none)."""
     return _assemble(settings.roots, allow_write=settings.allow_write, watch=settings.watch,
-                     follow_client_roots=settings.http is None, state_key=state_key)
+                     follow_client_roots=settings.http is None, state_key=state_key,
+                     confirm_writes=settings.confirm_writes)
 
 
 def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool = False,
-                 state_key: bytes | None = None) -> Server:
+                 state_key: bytes | None = None, confirm_writes: bool = False) -> Server:
     """The workspace server of these roots (a library's or a test's way to it, roots given)."""
-    return _assemble(roots, allow_write=allow_write, watch=watch, follow_client_roots=False, state_key=state_key)[0]
+    return _assemble(roots, allow_write=allow_write, watch=watch, follow_client_roots=False, state_key=state_key,
+                     confirm_writes=confirm_writes)[0]
 
 
 def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_client_roots: bool,
-              state_key: bytes | None) -> tuple[Server, Roots]:
+              state_key: bytes | None, confirm_writes: bool = False) -> tuple[Server, Roots]:
     server = Server(SERVER_NAME, __version__, state_key=state_key)
-    workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch)
+    workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch,
+                        confirm_writes=confirm_writes)
     if follow_client_roots and not roots:
         _follow_client_roots(server, workspace)
     return server, workspace
@@ -166,7 +173,7 @@ def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_cl
 
 def announce(paths: Sequence[str], *, following: bool = False, url: str | None = None, stateless: bool = False,
              workers: int = 1, supervised: bool = False, allow_write: bool = False, watch: bool = False,
-             sandbox_required: bool = False, sandbox_missing: str | None = None,
+             sandbox_required: bool = False, sandbox_missing: str | None = None, confirm_writes: bool = False,
              auth: tuple[str, str] = ("none", "no auth")) -> None:
     """The start-up line: what is served, where, and how, for the person who started the server. It shows
     at the default level (a notice) and hides with --log-level error or off; docs/logging.md shows each.
@@ -181,13 +188,16 @@ def announce(paths: Sequence[str], *, following: bool = False, url: str | None =
         if supervised:
             how.append(f"{workers} worker{'s' if workers > 1 else ''}, supervised")
         where = f"at {url} ({', '.join(how)})"
-    modes = ["writes allowed" if allow_write else "read-only", "watching for changes" if watch else "not watching"]
+    writes = "writes confirmed by the user" if confirm_writes else "writes allowed" if allow_write else "read-only"
+    modes = [writes, "watching for changes" if watch else "not watching"]
     modes.append("children sandboxed" if sandbox_missing is None else f"children not sandboxed ({sandbox_missing})")
     modes.append(auth[1])
     sandbox = "required" if sandbox_required else "on" if sandbox_missing is None else "off"
     fields: dict[str, Any] = {"event": "start", "version": __version__, "roots": list(paths), "client_roots": following,
-                              "transport": "stdio" if url is None else "http", "write": allow_write, "watch": watch,
-                              "sandbox": sandbox, "auth": auth[0]}
+                              "transport": "stdio" if url is None else "http", "write": allow_write or confirm_writes,
+                              "watch": watch, "sandbox": sandbox, "auth": auth[0]}
+    if confirm_writes:
+        fields["confirm_writes"] = True
     if sandbox_missing is not None:
         fields["sandbox_missing"] = sandbox_missing
     if url is not None:
@@ -255,6 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             def start(missing: str | None) -> None:
                 announce(paths, following=not args.roots, allow_write=args.allow_write, watch=args.watch,
+                         confirm_writes=args.confirm_writes,
                          sandbox_required=args.require_sandbox, sandbox_missing=missing)
 
             if args.require_sandbox:
@@ -327,7 +338,7 @@ def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
 
     if auth is None and not is_loopback(host):
         log.warning(f"--insecure-no-auth: anyone who can reach {host}:{port} can use the workspace "
-                    f"({'read and write' if args.allow_write else 'read'}) without a token")
+                    f"({'read and write' if args.allow_write or args.confirm_writes else 'read'}) without a token")
     elif auth is not None and not args.tls_cert and not is_loopback(host):
         log.warning("tokens cross the network in clear text: give --tls-cert/--tls-key, or keep a TLS proxy in front "
                     "(docs/http.md, TLS)")
@@ -335,7 +346,7 @@ def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
     supervised = server is None
     announce(workspace.paths, url=_served_url(args), stateless=args.stateless, workers=args.workers, supervised=supervised,
              allow_write=args.allow_write, watch=args.watch, sandbox_required=args.require_sandbox,
-             sandbox_missing=missing, auth=_auth_mode(auth))
+             sandbox_missing=missing, auth=_auth_mode(auth), confirm_writes=args.confirm_writes)
     _warn_unsandboxed(missing)
     tls = (args.tls_cert, args.tls_key) if args.tls_cert and args.tls_key else None  # together (_unsafe)
     if server is not None:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 DEFAULTS: dict[str, Any] = {
-    "roots": (), "allow_write": False, "watch": False, "require_sandbox": False, "state_key_file": None,
+    "roots": (), "allow_write": False, "confirm_writes": False, "watch": False, "require_sandbox": False, "state_key_file": None,
     "log_level": "warning", "log_format": "text",
     "http": None, "stateless": False, "workers": 1, "supervise": False, "allow_origin": (), "allow_host": None,
     "max_connections": None, "header_timeout": None, "max_tls_handshakes": None, "write_timeout": None,
@@ -37,6 +37,7 @@ class Settings:
 
     roots: tuple[str, ...]
     allow_write: bool
+    confirm_writes: bool  # the writing tools, each change confirmed by the user first (implies allow_write's tools)
     watch: bool
     require_sandbox: bool
     state_key_file: str | None

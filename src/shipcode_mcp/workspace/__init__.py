@@ -9,13 +9,15 @@ if TYPE_CHECKING:
     from ..server import Server
 
 
-def install(server: Server, folders: list[str], *, allow_write: bool = False, watch: bool = False) -> Roots:
-    """Register the workspace tools and resources for `folders` on `server`."""
+def install(server: Server, folders: list[str], *, allow_write: bool = False, watch: bool = False,
+            confirm_writes: bool = False) -> Roots:
+    """Register the workspace tools and resources for `folders` on `server` (the writing tools with `allow_write`
+    or `confirm_writes`, asking the user before each change with the latter)."""
     # the definitions only when installing: importing one workspace module (sandbox, roots) does not load them
     from .resources import install_resources
     from .tools import install_tools
 
     roots = Roots(folders)
-    install_tools(server, roots, allow_write=allow_write)
+    install_tools(server, roots, allow_write=allow_write or confirm_writes, confirm_writes=confirm_writes)
     install_resources(server, roots, watch=watch)
     return roots

@@ -44,6 +44,8 @@ LOG_LIMIT = 20
 MAX_LOG_LIMIT = 500
 MAX_CONTENT_CHARS = 16 * 1024 * 1024
 MAX_EDITS = 100
+UNCONFIRMED = ("create_directory",)
+"""Writing tools --confirm-writes does not ask about: they only add (an empty folder)."""
 
 _PATH_HELP = ("relative to the first workspace root, absolute, or a file:// URI; it must lie inside a root")
 
@@ -1112,8 +1114,9 @@ def run(tool: str, ctx: Context, roots: Roots, /, **arguments: Any) -> Any:
     return function(ctx, roots, **{**_DEFAULTS[tool], **arguments})
 
 
-def _tool(name: str, spec: dict[str, Any], roots: Roots, annotations: dict[str, bool]) -> Tool:
-    """The tool of `spec`: an unknown argument refused, null taken as left out, then `run`."""
+def _tool(name: str, spec: dict[str, Any], roots: Roots, annotations: dict[str, bool], *, confirm: bool = False) -> Tool:
+    """The tool of `spec`: an unknown argument refused, null taken as left out, then `run` (with `confirm`, once
+    the user said yes: confirm.py)."""
     known = spec["input"]["properties"]
 
     def call(ctx: Context, arguments: dict[str, Any]) -> Any:
@@ -1124,7 +1127,12 @@ def _tool(name: str, spec: dict[str, Any], roots: Roots, annotations: dict[str, 
                             f"{', '.join(repr(key) for key in unknown)} (it takes {accepted})")
         # null is "not given": the schema allows it only for optional arguments, which then take their
         # defaults exactly as when left out (strict function calling cannot leave an argument out).
-        return run(name, ctx, roots, **{key: value for key, value in arguments.items() if value is not None})
+        given = {key: value for key, value in arguments.items() if value is not None}
+        if confirm:
+            from .confirm import confirmed  # off the start-up budget: only with --confirm-writes, on a call
+
+            return confirmed(ctx, roots, name, given, spec["input"], lambda chosen: run(name, ctx, roots, **chosen))
+        return run(name, ctx, roots, **given)
 
     return Tool(name, call, spec["input"], title=spec["title"], description=spec["description"],
                 output_schema=spec["output"], annotations=dict(annotations))
@@ -1135,13 +1143,16 @@ def code_available() -> bool:
     return find_spec("ast_grep_py") is not None
 
 
-def install_tools(server: Server, roots: Roots, *, allow_write: bool = False, code: bool | None = None) -> None:
+def install_tools(server: Server, roots: Roots, *, allow_write: bool = False, code: bool | None = None,
+                  confirm_writes: bool = False) -> None:
     """Register the workspace tools; the code tools when ast-grep-py is installed (`code` None: look), the
-    writing ones only when writing is allowed."""
+    writing ones only when writing is allowed, each (but create_directory) asking the user first with
+    `confirm_writes`."""
     if code is None:
         code = code_available()
     for name, spec in READ_TOOLS + (CODE_TOOLS if code else ()):
         server.add_tool(_tool(name, spec, roots, READ_ONLY))
     if allow_write:
         for name, spec, annotations in WRITE_TOOLS + (CODE_WRITE_TOOLS if code else ()):
-            server.add_tool(_tool(name, spec, roots, annotations))
+            server.add_tool(_tool(name, spec, roots, annotations,
+                                  confirm=confirm_writes and name not in UNCONFIRMED))
