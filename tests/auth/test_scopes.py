@@ -30,8 +30,8 @@ def test_the_workspace_write_tools_need_write_and_every_other_tool_read_only(tmp
     readers = [name for name in names if needed(server, call(name)) == (READ,)]
     assert writers == ["apply_patch", "create_directory", "delete_path", "edit_file", "git_add", "git_branch",
                        "git_commit", "git_restore", "git_stash", "git_switch", "insert_symbol", "move_path",
-                       "replace_symbol", "write_file"]
-    assert len(readers) == len(names) - 14 and "read_file" in readers and "git_status" in readers
+                       "rename_symbol", "replace_symbol", "write_file"]
+    assert len(readers) == len(names) - 15 and "read_file" in readers and "git_status" in readers
     for name in readers:
         assert server.tools[name].annotations["readOnlyHint"] is True  # type: ignore[index]
 

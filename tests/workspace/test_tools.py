@@ -23,7 +23,8 @@ READ_ONLY = ["list_files", "read_file", "search_code", "git_status", "git_log", 
              "outline", "find_symbol", "find_references", "find_definition", "find_implementations", "diagnostics",
              "read_symbol", "search_structure"]
 WRITING = ["write_file", "edit_file", "apply_patch", "create_directory", "move_path", "delete_path", "git_add",
-           "git_commit", "git_branch", "git_switch", "git_restore", "git_stash", "replace_symbol", "insert_symbol"]
+           "git_commit", "git_branch", "git_switch", "git_restore", "git_stash", "replace_symbol", "insert_symbol",
+           "rename_symbol"]
 
 
 @pytest.fixture(scope="module")

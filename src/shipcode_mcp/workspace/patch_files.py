@@ -39,6 +39,8 @@ from .writes import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..context import Context
     from ..primitives import ToolResult
     from .roots import Roots
@@ -102,6 +104,34 @@ def apply_patch(ctx: Context, roots: Roots, patch: str, dry_run: bool, allow_syn
         head = f"Applied the patch: {plural(len(changed), 'file')} changed."
     text = "\n".join(part for part in (head, summary, diff.rstrip("\n")) if part)
     return result(text, {"files": listed, "diff": diff, "dry_run": dry_run})
+
+
+def rewrite_files(ctx: Context, roots: Roots, changes: dict[str, Callable[[str], str]], tool: str, dry_run: bool,
+                  allow_syntax_errors: bool) -> tuple[list[dict[str, Any]], str]:
+    """Change several existing text files at once, all or nothing, as apply_patch writes (rename_symbol's
+    writer): under the write lock of every root concerned, each file is read and `changes[real]` makes its new
+    text from the old (or raises ToolError); then the syntax check, and unless `dry_run` every file written, or,
+    if one fails, none. The files changed as the result lists them, and their diff."""
+    concerned = sorted({roots.root_of(real) or real for real in changes})
+    with ExitStack() as locks:
+        for root in concerned:
+            locks.enter_context(root_lock(ctx, roots, root, roots.display(root)))
+        files = []
+        for real, change in changes.items():
+            ctx.check_cancelled()
+            file = _read(roots, real, tool)
+            if file.text is None:
+                raise ToolError(f"{printable(file.shown)} no longer exists; nothing was written")
+            file.text = change(file.text)
+            files.append(file)
+        changed = [file for file in files if _changes(file)]
+        if not allow_syntax_errors:
+            for file in changed:
+                refuse_syntax_errors(ctx, file.real, file.shown, _old_text(file), file.text or "", tool)
+        diff = _diffs(ctx, changed)
+        if not dry_run:
+            _write_all(ctx, roots, changed)
+    return [_listed(file) for file in changed], diff
 
 
 def _resolved(roots: Roots, path: str | None) -> str | None:
@@ -181,7 +211,7 @@ def _applied(ctx: Context, roots: Roots, paths: list[tuple[FilePatch, str | None
     return files
 
 
-def _read(roots: Roots, real: str) -> _File:
+def _read(roots: Roots, real: str, tool: str = TOOL) -> _File:
     """The file as it is now (absent when nothing is at that path or on the way to it)."""
     shown = roots.display(real)
     if not os.path.lexists(real):
@@ -192,9 +222,9 @@ def _read(roots: Roots, real: str) -> _File:
     finally:
         os.close(parent)
     if raw is None:
-        raise ToolError(f"{printable(shown)} is larger than {size_text(MAX_WRITE_BYTES)}; apply_patch changes files up "
+        raise ToolError(f"{printable(shown)} is larger than {size_text(MAX_WRITE_BYTES)}; {tool} changes files up "
                         "to that size.")
-    return _File(real, shown, raw, info, decode(raw, shown, TOOL))
+    return _File(real, shown, raw, info, decode(raw, shown, tool))
 
 
 def _old_text(file: _File) -> str | None:

@@ -150,6 +150,10 @@ class Roots:
             return relative.replace(os.sep, "/")
         return real
 
+    def shown_path(self, shown: str) -> str:
+        """The path `display` showed as `shown`, as it is on disk (the inverse of `display`; nothing resolved)."""
+        return shown if os.path.isabs(shown) else os.path.normpath(os.path.join(self.first, shown))
+
 
 def _resolve_folders(folders: list[str]) -> list[str]:
     if not folders:

@@ -993,6 +993,47 @@ INSERT_SYMBOL = {
     }),
 }
 
+RENAME_SYMBOL = {
+    "run": "code.rename:rename_symbol",
+    "title": "Rename symbol",
+    "description": (
+        "Rename a Python function, class, method, variable or constant across the workspace: its definition and "
+        "every use Python's scopes prove is its own (calls, imports, self.name in its class and subclasses, "
+        "module.name, __all__ entries), in every file at once or none, each file checked for syntax errors. Uses "
+        "only the name ties to it (an attribute of an object of unknown type) are listed as undecided and left "
+        "alone; locals, parameters and keyword arguments of the same name, comments and strings are not touched. "
+        "`name` may be qualified (Session.get, module.function) and must be when several definitions share it. "
+        "dry_run returns the diff and the undecided uses, changing nothing."
+    ),
+    "input": _object({
+        "name": _string("The symbol: a name, or one qualified with its class or module (Session.get).", minLength=1),
+        "new_name": _string("Its new name (a Python identifier).", minLength=1, maxLength=256),
+        "path": _string(f"A folder or file to rename in (default: the first root); {_PATH_HELP}.", default="."),
+        "dry_run": _DRY_RUN,
+        "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
+    }, ("name", "new_name")),
+    "output": _output({
+        "name": _STR,
+        "new_name": _STR,
+        "renamed": {"type": "integer", "minimum": 0, "description": "uses renamed (or to be), the definition included"},
+        "sites": {"type": "array", "description": "where the name was (or is to be) renamed",
+                  "items": _output({"path": _STR, "line": {"type": "integer", "minimum": 1},
+                                    "column": {"type": "integer", "minimum": 1}})},
+        "files": {"type": "array", "items": _output({
+            "path": _STR,
+            "action": {"enum": ["A", "M", "D", "R"], "description": "M: modified"},
+            "from": _nullable("string"),
+        })},
+        "diff": _STR,
+        "undecided": {"type": "array", "description": "uses left alone: only the name ties them to the symbol",
+                      "items": _output({"path": _STR, "line": {"type": "integer", "minimum": 1},
+                                        "column": {"type": "integer", "minimum": 1}, "text": _STR})},
+        "excluded": {"type": "integer", "minimum": 0,
+                     "description": "uses of the word bound to something else, not renamed"},
+        "dry_run": _BOOL,
+    }),
+}
+
 SEARCH_STRUCTURE = {
     "run": "code.structure:search_structure",
     "title": "Search structure",
@@ -1091,6 +1132,7 @@ _EDITING = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": Fa
 CODE_WRITE_TOOLS: tuple[tuple[str, dict[str, Any], dict[str, bool]], ...] = (
     ("replace_symbol", REPLACE_SYMBOL, _EDITING),
     ("insert_symbol", INSERT_SYMBOL, _EDITING),
+    ("rename_symbol", RENAME_SYMBOL, _EDITING),
 )
 """Offered with --allow-write when the code tools are (they find symbols by the outline); listed last."""
 

@@ -481,7 +481,8 @@ def test_tools_list_shows_a_token_only_the_tools_it_may_call(tokens_server: CliS
 
     everything, readable = legacy(WRITE_TOKEN), legacy(READ_TOKEN)
     writers = {"write_file", "edit_file", "apply_patch", "create_directory", "move_path", "delete_path", "git_add",
-               "git_commit", "git_branch", "git_switch", "git_restore", "git_stash", "replace_symbol", "insert_symbol"}
+               "git_commit", "git_branch", "git_switch", "git_restore", "git_stash", "replace_symbol", "insert_symbol",
+               "rename_symbol"}
     assert writers | {"read_file"} <= everything
     assert readable == everything - writers
     assert {tool["name"] for tool in modern_list(READ_TOKEN)["tools"]} == readable

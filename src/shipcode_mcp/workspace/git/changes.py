@@ -413,7 +413,7 @@ def git_restore(ctx: Context, roots: Roots, paths: list[str], target: str, sourc
             compare = [source_id] if source_id else []
         summary, patch = _diff(repo, compare, plain)
         files = parse_numstat(repo, summary)
-        reals_changed = [_real(roots, entry["path"]) for entry in files]
+        reals_changed = [roots.shown_path(entry["path"]) for entry in files]
         if writes_files:
             _refuse_filtered(repo, [os.path.relpath(real, repo.top) for real in reals_changed], "restore")
         diff = cut_output(patch.stdout, patch.truncated)
@@ -467,11 +467,6 @@ def _refuse_untracked(repo: Repo, specs: list[str], source: str) -> None:
         raise ToolError(f"Refused: restoring would write over files git does not track ({shown}{' …' if len(overwritten) > 10 else ''}), "
                         "whose content is in no commit and would be lost; move them away or add them first. Nothing "
                         "was changed.")
-
-
-def _real(roots: Roots, shown: str) -> str:
-    """The path a result shows (relative to the first root, or absolute: `Roots.display`), as it is on disk."""
-    return shown if os.path.isabs(shown) else os.path.normpath(os.path.join(roots.first, shown))
 
 
 def _save_contents(repo: Repo, files: list[dict[str, Any]], reals: list[str]) -> list[dict[str, str]]:

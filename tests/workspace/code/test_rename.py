@@ -1,0 +1,129 @@
+"""rename_symbol: on a package made for the test, every kind of use through the real server; then against a
+real language server's rename (basedpyright's `textDocument/rename`) on requests 2.32.3, click 8.1.7 and attrs
+24.2.0 (sdists from PyPI, pinned by hash: bench/rename_accuracy.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from filelock import FileLock
+
+from support import IN_CI, PEER_CACHE, REPO, load_script
+from workspace_support import Tools
+
+pytest.importorskip("ast_grep_py")
+
+PACKAGE = {
+    "pkg/__init__.py": "from .core import greet\n\n__all__ = ['greet']\n",
+    "pkg/core.py": ("def greet(name):\n    return 'hi ' + name\n\n\nclass Other:\n    def greet(self):\n"
+                    "        return 1\n\n    def twice(self):\n        return self.greet() + self.greet()\n\n\n"
+                    "def use(obj, greet=None):\n    greet = greet or 'x'  # greet here is a parameter\n"
+                    "    return obj.greet(), f(greet=greet)\n"),
+    "app.py": ("from pkg.core import greet\nfrom pkg import core\n\nprint(greet('a'), core.greet('c'))\n"
+               "# greet in a comment\ns = 'greet'\n"),
+    "web/app.js": "export function greet() { return 1 }\n",
+}
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Path:
+    for name, text in PACKAGE.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+@pytest.fixture
+def tools(package: Path) -> Iterator[Tools]:
+    with Tools(package, write=True) as tools:
+        yield tools
+
+
+def _texts(root: Path) -> dict[str, str]:
+    return {name: (root / name).read_text() for name in PACKAGE}
+
+
+def test_a_function_is_renamed_where_the_scopes_prove_it_and_nowhere_else(package: Path, tools: Tools) -> None:
+    dry = tools.data("rename_symbol", {"name": "core.greet", "new_name": "welcome", "dry_run": True})
+    assert _texts(package) == PACKAGE  # a dry run changes nothing
+    result = tools.call("rename_symbol", {"name": "core.greet", "new_name": "welcome"})
+    data = result["structuredContent"]
+    assert {key: data[key] for key in ("renamed", "files", "diff")} == {key: dry[key] for key in ("renamed", "files", "diff")}
+    assert _texts(package) == {
+        "pkg/__init__.py": "from .core import welcome\n\n__all__ = ['welcome']\n",
+        "pkg/core.py": PACKAGE["pkg/core.py"].replace("def greet(name)", "def welcome(name)"),
+        "app.py": ("from pkg.core import welcome\nfrom pkg import core\n\nprint(welcome('a'), core.welcome('c'))\n"
+                   "# greet in a comment\ns = 'greet'\n"),
+        "web/app.js": PACKAGE["web/app.js"]}
+    assert data["renamed"] == 6 and [item["path"] for item in data["files"]] == ["app.py", "pkg/__init__.py", "pkg/core.py"]
+    assert {(item["path"], item["line"]) for item in data["sites"]} == {
+        ("pkg/core.py", 1), ("pkg/__init__.py", 1), ("pkg/__init__.py", 3), ("app.py", 1), ("app.py", 4)}
+    # Another language's greet is only the name; obj.greet() cannot reach a module's function, nor can the
+    # parameter and keyword argument of use(): left out, counted.
+    assert [(item["path"], item["line"]) for item in data["undecided"]] == [("web/app.js", 1)]
+    assert "Left alone, undecided" in result["content"][0]["text"] and data["excluded"] >= 3
+
+
+def test_a_method_is_renamed_with_its_uses_through_self(package: Path, tools: Tools) -> None:
+    tools.call("rename_symbol", {"name": "Other.greet", "new_name": "hello"})
+    text = (package / "pkg" / "core.py").read_text()
+    assert "    def hello(self):" in text and "return self.hello() + self.hello()" in text
+    assert "def greet(name):" in text and "return obj.greet(), f(greet=greet)" in text
+
+
+def test_what_is_refused_changes_nothing(package: Path, tools: Tools) -> None:
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"name": "greet", "new_name": "x"}, "is defined in 2 places"),
+        ({"name": "core.greet", "new_name": "class"}, "a Python identifier that is not a keyword"),
+        ({"name": "core.greet", "new_name": "two words"}, "a Python identifier"),
+        ({"name": "core.greet", "new_name": "greet"}, "the name it has"),
+        ({"name": "Other.__init__", "new_name": "x"}, "special method"),
+        ({"name": "nowhere", "new_name": "x"}, "No Python definition of nowhere"),
+        ({"name": "greet", "new_name": "x", "path": "web"}, "which is not Python"),
+        ({"name": "a b", "new_name": "x"}, "must be an identifier"),
+    ]
+    for arguments, expected in cases:
+        assert expected in tools.error("rename_symbol", arguments), arguments
+    assert _texts(package) == PACKAGE
+
+
+def test_uses_in_a_file_that_does_not_parse_are_listed_not_renamed(package: Path, tools: Tools) -> None:
+    broken = PACKAGE["app.py"].replace("core.greet('c'))", "core.greet('c')")  # a syntax error: read by name only
+    (package / "app.py").write_text(broken)
+    data = tools.data("rename_symbol", {"name": "core.greet", "new_name": "welcome"})
+    assert (package / "app.py").read_text() == broken
+    assert {(item["path"], item["line"]) for item in data["undecided"]} == {("app.py", 1), ("app.py", 4), ("web/app.js", 1)}
+    assert (package / "pkg" / "core.py").read_text().startswith("def welcome(name):")
+
+
+@pytest.fixture(scope="module")
+def accuracy() -> dict[str, Any]:
+    bench = load_script(REPO / "bench" / "rename_accuracy.py", "bench_rename_accuracy")
+    PEER_CACHE.mkdir(parents=True, exist_ok=True)
+    reports = {}
+    with FileLock(str(PEER_CACHE / "corpora.lock")):
+        for name in ("requests", "click", "attrs"):
+            try:
+                bench.fetch(bench.CORPORA[name], PEER_CACHE)
+            except bench.Unreachable as err:
+                if IN_CI:
+                    raise
+                pytest.skip(f"PyPI cannot be reached for the corpus: {err}")
+    for name in ("requests", "click", "attrs"):
+        reports[name] = bench.measure(bench.CORPORA[name], PEER_CACHE)
+    return reports
+
+
+@pytest.mark.timeout(900)
+def test_renames_are_the_language_servers_where_they_are_made(accuracy: dict[str, Any]) -> None:
+    """Measured: precision 1.000 / 0.999 / 0.996 (the few extra sites are a forward reference in a string,
+    `t.cast("Context", ...)`, and an import of the symbol the server resolved to a stub), recall 0.997 / 0.925
+    / 0.942, 218 of 220, 328 of 442 and 131 of 149 symbols renamed exactly as the server does."""
+    for name, report in accuracy.items():
+        assert report["symbols"] > 100 and report["refused"] == 0, (name, report)
+        assert report["precision"] >= 0.99, (name, report["precision"], report["wrong"])
+        assert report["recall"] >= 0.9, (name, report["recall"])
+    assert accuracy["requests"]["recall"] >= 0.99 and accuracy["requests"]["exact_symbols"] >= 0.97 * accuracy["requests"]["symbols"]
