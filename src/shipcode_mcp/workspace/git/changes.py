@@ -20,6 +20,7 @@ import stat
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError, inside
+from .. import safe_open
 from ..text import cut_output, plural, printable, result
 from ..writes import is_dotgit, root_lock
 from .commands import empty_tree, mask_patch, parse_numstat, parse_status, status_text
@@ -550,3 +551,68 @@ def _stashes(repo: Repo) -> ToolResult:
     text = "\n".join(f"{printable(entry['name'])} {entry['commit'][:12]} {printable(entry['message'])}"
                      for entry in entries)
     return result(text or "No stashes.", {"action": "list", "stashes": entries, "stash": None, "status": None})
+
+
+# -- what a commit would record (for --confirm-writes) ----------------------------------------------------
+def commit_preview(ctx: Context, roots: Roots, all: bool, paths: list[str] | None, amend: bool,
+                   path: str | None) -> tuple[str, str]:
+    """What git_commit with these arguments would record, as the user is to read it (the diff of the whole
+    commit against its parent: with amend, the commit replaced included), and a fingerprint of it (object ids,
+    and the working tree files it would take, hashed) that changes whenever the commit would differ."""
+    reals = _entries(roots, paths)
+    with Repo(ctx, roots, reals[0] if reals else _repository(roots, path)) as repo:
+        if amend and repo.has_commits():
+            parent = repo.run(["rev-parse", "--verify", "--quiet", "HEAD^"])
+            base = parent.stdout.decode("ascii").strip() if parent.returncode == 0 else empty_tree(repo)
+        else:
+            base = repo.resolve("HEAD") if repo.has_commits() else empty_tree(repo)
+        head = repo.resolve("HEAD") if repo.has_commits() else "none"
+        specs = _pathspecs(roots, repo, reals, changing=False) if reals else ["--"]
+        compared = [base] if (all or reals) else ["--cached", base]
+        parts: list[tuple[str, list[str]]] = [("", compared + specs)]
+        if amend and reals:  # the commit replaced keeps its other changes; these paths come as they are now
+            parts = [("The commit amended holds:\n", [base, head, "--"]),
+                     ("and these paths are taken as they are now:\n", [head, *specs])]
+        texts: list[str] = []
+        marks: list[str] = [head]
+        for title, args in parts:
+            raw = repo.check(["diff", *DIFF_FLAGS, "--no-relative", "--raw", "-z", "--full-index", *args]).stdout
+            marks.append(raw.decode("utf-8", "surrogateescape"))
+            records = raw.decode("utf-8", "surrogateescape").split("\0")
+            for meta, name in zip(records[0::2], records[1::2], strict=False):
+                fields = meta.split()
+                if len(fields) >= 4 and set(fields[3]) == {"0"}:  # the working tree's side: its content, hashed
+                    marks.append(content_mark(roots, os.path.join(repo.top, name)))
+            summary, patch = _diff(repo, args, [])
+            files = parse_numstat(repo, summary)
+            counts = ", ".join(f"{printable(entry['path'])} (+{entry['added']} -{entry['deleted']})"
+                               if entry["added"] is not None else f"{printable(entry['path'])} (binary)" for entry in files)
+            texts.append(f"{title}{plural(len(files), 'file')}: {counts or 'none'}\n{cut_output(patch.stdout, patch.truncated)}"
+                         + ("\n[the diff is longer and was cut here; the file list is complete]" if patch.truncated else ""))
+        return "\n".join(texts), "\0".join(marks)
+
+
+def content_mark(roots: Roots, real: str) -> str:
+    """A file as a fingerprint holds it: its content's SHA-256 (opened in the roots, no link followed on the way),
+    or what it is instead (absent, a link and where it points, another kind, unreadable)."""
+    import hashlib  # (only for --confirm-writes)
+
+    try:
+        info = os.lstat(real)
+    except OSError:
+        return "absent"
+    if stat.S_ISLNK(info.st_mode):
+        return "link:" + os.readlink(real)
+    if not stat.S_ISREG(info.st_mode):
+        return f"mode:{info.st_mode}"
+    try:
+        fd, _ = safe_open.open_file(roots, real, roots.display(real))
+    except ToolError as err:
+        return f"unreadable:{err}"
+    digest = hashlib.sha256()
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
