@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -322,3 +324,31 @@ def test_the_diff_of_a_huge_patch_is_cut(tools: Tools, repo: Path) -> None:
     data = tools.data("apply_patch", {"patch": copies, "dry_run": True})
     assert len(data["files"]) == 50 and len(data["diff"]) < 400_000
     assert data["diff"].endswith("of 50; git_diff or read_file shows the rest]\n")
+
+
+def test_a_server_killed_in_the_middle_of_a_patch_leaves_each_file_old_or_new(tmp_path: Path) -> None:
+    """SIGKILL once some files of a 3 000-file patch are written and before all are: each file holds its old text
+    or its new one, never a part, and nothing else is left in the folder (tried until a kill lands midway)."""
+    count = 3000
+    folder = tmp_path / "many"
+    patch = "".join(f"--- a/many/f{n}.txt\n+++ b/many/f{n}.txt\n@@ -1 +1 @@\n-old {n}\n+new {n}\n" for n in range(count))
+    for _attempt in range(5):
+        folder.mkdir(exist_ok=True)
+        for n in range(count):
+            (folder / f"f{n}.txt").write_text(f"old {n}\n")
+        with Tools(tmp_path, write=True) as tools:
+            pid = tools.process.proc.pid
+            tools.process.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                "params": {"name": "apply_patch", "arguments": {"patch": patch}}})
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and tools.process._lines.empty():
+                if any((folder / f"f{n}.txt").read_text() == f"new {n}\n" for n in range(0, count, 97)):
+                    os.kill(pid, signal.SIGKILL)
+                    break
+        texts = {name: (folder / name).read_text() for name in os.listdir(folder)}
+        assert sorted(texts) == sorted(f"f{n}.txt" for n in range(count))  # no temporary file left
+        assert all(texts[f"f{n}.txt"] in (f"old {n}\n", f"new {n}\n") for n in range(count))
+        new = sum(texts[f"f{n}.txt"] == f"new {n}\n" for n in range(count))
+        if 0 < new < count:
+            return  # killed midway: some files old, some new, none torn
+    pytest.fail("never killed the server in the middle of the patch")
