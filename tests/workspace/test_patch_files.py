@@ -352,3 +352,15 @@ def test_a_server_killed_in_the_middle_of_a_patch_leaves_each_file_old_or_new(tm
         if 0 < new < count:
             return  # killed midway: some files old, some new, none torn
     pytest.fail("never killed the server in the middle of the patch")
+
+
+def test_a_patch_of_ten_thousand_files_applies_and_one_more_is_refused(tmp_path: Path) -> None:
+    def adding(count: int) -> str:
+        return "*** Begin Patch\n" + "".join(f"*** Add File: new/f{n}.txt\n+file {n}\n" for n in range(count)) + "*** End Patch"
+
+    with Tools(tmp_path, write=True) as tools:
+        message = tools.error("apply_patch", {"patch": adding(10_001)})
+        assert "10001 files; apply_patch applies at most 10000" in message
+        data = tools.call("apply_patch", {"patch": adding(10_000)}, timeout=300)["structuredContent"]
+        assert len(data["files"]) == 10_000 and data["files"][-1] == {"path": "new/f9999.txt", "action": "A", "from": None}
+    assert len(os.listdir(tmp_path / "new")) == 10_000 and (tmp_path / "new" / "f9999.txt").read_text() == "file 9999\n"
