@@ -944,8 +944,10 @@ REPLACE_SYMBOL = {
         "extent, decorators and the doc comment above it included, as read_symbol shows it. Write `text` as the "
         "complete new definition (with its decorators and doc comment, if it keeps them); its indentation is "
         "adapted to the symbol's place and its line ends to the file's. `name` is the name or qualified name "
-        "('Parser.parse'); a name that several symbols share is refused with the list. Atomic; refused when it "
-        "adds syntax errors (allow_syntax_errors to write it anyway). Returns the diff."
+        "('Parser.parse'); a name that several symbols share is refused with the list. With `body` true, only the "
+        "code inside it is replaced (after the header, and in Python after its docstring, which stays; between the "
+        "braces elsewhere): write `text` as that code alone. Atomic; refused when it adds syntax errors "
+        "(allow_syntax_errors to write it anyway). Returns the diff."
     ),
     "input": _object({
         "path": _string(f"The source file; {_PATH_HELP}.", minLength=1),
@@ -954,11 +956,14 @@ REPLACE_SYMBOL = {
                         "symbol is deleted).", maxLength=MAX_CONTENT_CHARS),
         "line": _integer("When several symbols share the name: a line of the one meant (default: the name alone "
                          "must name one).", None, 1, 100_000_000),
+        "body": _boolean("Replace only the body: the code after the header (and a Python docstring) or between "
+                         "the braces; the signature, decorators and doc comment stay."),
         "dry_run": _DRY_RUN,
         "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,
         "expected_sha256": _EXPECTED_SHA256,
     }, ("path", "name", "text")),
-    "output": _output({**_SYMBOL_ITEM["properties"], "diff": _STR, "dry_run": _BOOL}),
+    "output": _output({**_SYMBOL_ITEM["properties"], "body": {"type": "boolean", "description": "only the body was "
+                       "replaced"}, "diff": _STR, "dry_run": _BOOL}),
 }
 
 INSERT_SYMBOL = {

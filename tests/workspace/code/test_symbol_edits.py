@@ -154,3 +154,80 @@ def test_found_in_review_each_refused_or_kept_exact(project: Path) -> None:
         assert (project / "props.py").read_text().endswith("    @x.setter\n    def x(self, value):\n        self._x = value\n")
         tools.call("insert_symbol", {"path": "crlf.py", "name": "f", "position": "after", "text": "def g():\n    return 2"})
         assert (project / "crlf.py").read_bytes() == b"def f():\r\n    return 1\r\n\r\n\r\ndef g():\r\n    return 2\r\n"
+
+
+BODIES = {
+    "a.py": ('class A:\n    @property\n    def f(self, x=lambda: 1):\n        """Doc."""\n        # old\n        return 1\n\n'
+             '    def g(self):\n        return 2\n\n\ndef h(): return 3\n'),
+    "b.go": "package main\n\n// F does it.\nfunc F(a int) int {\n\tif a > 0 {\n\t\treturn a\n\t}\n\treturn 0\n}\n\nfunc G() {}\n",
+    "c.js": "class C {\n  m(a) {\n    return a + 1;\n  }\n}\n\nfunction k() {\n}\n",
+    "d.rs": 'fn main() {\n    println!("hi");\n}\n',
+    "e.java": 'class E {\n    @Override\n    public String toString() {\n        return "e";\n    }\n}\n',
+}
+
+
+def test_a_body_is_replaced_and_the_signature_decorators_and_docstring_stay(tmp_path: Path) -> None:
+    for name, text in BODIES.items():
+        (tmp_path / name).write_text(text)
+    calls = [("a.py", "A.f", "return x() + 41\n"), ("a.py", "A.g", "value = 2\nreturn value\n"),
+             ("b.go", "F", "return a * 2\n"), ("c.js", "C.m", "return a - 1;\n"), ("c.js", "k", "return 0;\n"),
+             ("d.rs", "main", 'println!("bye");\n'), ("e.java", "E.toString", 'return "E";\n')]
+    with Tools(tmp_path, write=True) as tools:
+        for path, name, text in calls:
+            data = tools.data("replace_symbol", {"path": path, "name": name, "text": text, "body": True})
+            assert data["body"] is True and data["qualified_name"] == name
+        for path, name in (("a.py", "h"), ("b.go", "G")):
+            message = tools.error("replace_symbol", {"path": path, "name": name, "text": "x\n", "body": True})
+            assert "shares a line with its header or its braces" in message
+    assert (tmp_path / "a.py").read_text() == (
+        'class A:\n    @property\n    def f(self, x=lambda: 1):\n        """Doc."""\n        return x() + 41\n\n'
+        '    def g(self):\n        value = 2\n        return value\n\n\ndef h(): return 3\n')
+    assert (tmp_path / "b.go").read_text() == "package main\n\n// F does it.\nfunc F(a int) int {\n\treturn a * 2\n}\n\nfunc G() {}\n"
+    assert (tmp_path / "c.js").read_text() == ("class C {\n  m(a) {\n    return a - 1;\n  }\n}\n\n"
+                                               "function k() {\n  return 0;\n}\n")
+    assert (tmp_path / "d.rs").read_text() == 'fn main() {\n    println!("bye");\n}\n'
+    assert (tmp_path / "e.java").read_text() == ('class E {\n    @Override\n    public String toString() {\n'
+                                                 '        return "E";\n    }\n}\n')
+
+
+def test_on_real_code_each_methods_body_replaced_by_itself_changes_nothing(tmp_path: Path) -> None:
+    """click's core.py: the body of every method of Context, Command and Group, as CPython's parser delimits it
+    (the lines after the header or the docstring, comments included, to the last statement), given back
+    dedented, leaves the file byte for byte as it was."""
+    import ast
+    import textwrap
+
+    bench = load_script(REPO / "bench" / "references_precision.py", "bench_references_precision")
+    PEER_CACHE.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(PEER_CACHE / "corpora.lock")):
+        try:
+            corpus = bench.fetch(bench.CORPORA["click"], PEER_CACHE)
+        except bench.Unreachable as err:
+            if IN_CI:
+                raise
+            pytest.skip(f"PyPI cannot be reached for the corpus: {err}")
+    root = tmp_path / "click"
+    shutil.copytree(corpus, root)
+    core = root / "click" / "core.py"
+    original = core.read_bytes()
+    lines = original.decode().split("\n")
+    tree = ast.parse(original)
+    methods: list[tuple[str, str]] = []
+    for cls in tree.body:
+        if isinstance(cls, ast.ClassDef) and cls.name in ("Context", "Command", "Group"):
+            for node in cls.body:
+                if isinstance(node, ast.FunctionDef) and node.body and node.body[0].lineno > node.lineno:
+                    body = node.body[1:] if isinstance(node.body[0], ast.Expr) and isinstance(
+                        getattr(node.body[0], "value", None), ast.Constant) else node.body
+                    if body and sum(item.name == node.name for item in cls.body if isinstance(item, ast.FunctionDef)) == 1:
+                        start = (node.body[0].end_lineno or 0) if body is not node.body else node.body[0].lineno - 1
+                        while body is node.body and (not lines[start - 1].strip() or lines[start - 1].strip().startswith("#")):
+                            start -= 1  # comments above the first statement are the body's too: up to the header
+                        text = "\n".join(lines[start:body[-1].end_lineno or 0])
+                        methods.append((f"{cls.name}.{node.name}", textwrap.dedent(text) + "\n"))
+    assert len(methods) > 40
+    with Tools(root, write=True) as tools:
+        for name, text in methods:
+            data = tools.data("replace_symbol", {"path": "click/core.py", "name": name, "text": text, "body": True})
+            assert data["diff"] == "", (name, data["diff"][:600])
+    assert core.read_bytes() == original

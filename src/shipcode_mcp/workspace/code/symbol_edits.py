@@ -20,6 +20,7 @@ from ...primitives import ToolError
 from ..text import printable, result
 from ..writes import rewrite, target
 from .navigate import matching_symbols, no_such_symbol
+from .parsers import POOL, Failed
 from .source import Skipped, Source, fresh_outline, known_language
 from .symbols import Symbol
 
@@ -31,16 +32,18 @@ if TYPE_CHECKING:
 POSITIONS = ("before", "after", "end")
 
 
-def replace_symbol(ctx: Context, roots: Roots, path: str, name: str, text: str, line: int | None, dry_run: bool,
-                   allow_syntax_errors: bool, expected_sha256: str | None) -> ToolResult:
+def replace_symbol(ctx: Context, roots: Roots, path: str, name: str, text: str, line: int | None, body: bool,
+                   dry_run: bool, allow_syntax_errors: bool, expected_sha256: str | None) -> ToolResult:
     real, shown = target(roots, path, "replace_symbol")
     language = known_language(real, shown)
     replaced: list[Symbol] = []
 
     def change(old: str, _: int) -> str:
         symbols, symbol = _one(old, real, shown, language, name, line, ctx)
-        _refuse_shared_lines(symbols, symbol, language, shown)
         replaced.append(symbol)
+        if body:
+            return _with_body(old, symbol, text, language, shown, ctx)
+        _refuse_shared_lines(symbols, symbol, language, shown)
         lines = old.split("\n")
         indent = _indent_of(lines[symbol.line - 1])
         new = _shaped(text, indent, _line_end(old), language) if text.strip() else []
@@ -50,10 +53,38 @@ def replace_symbol(ctx: Context, roots: Roots, path: str, name: str, text: str, 
 
     shown, diff = rewrite(ctx, roots, path, "replace_symbol", change, dry_run, allow_syntax_errors, expected_sha256)
     symbol = replaced[0]
-    what = f"{symbol.kind} {printable(symbol.qualified_name)} (lines {symbol.line}-{symbol.end_line})"
+    what = (f"{'body of the ' if body else ''}{symbol.kind} {printable(symbol.qualified_name)} "
+            f"(lines {symbol.line}-{symbol.end_line})")
     done = f"Dry run: would replace the {what} of {printable(shown)}; nothing was written" if dry_run else \
         f"Replaced the {what} of {printable(shown)}"
-    return result(f"{done}.\n{diff}".rstrip("\n"), {**symbol.item(shown), "diff": diff, "dry_run": dry_run})
+    return result(f"{done}.\n{diff}".rstrip("\n"), {**symbol.item(shown), "body": body, "diff": diff, "dry_run": dry_run})
+
+
+def _with_body(old: str, symbol: Symbol, text: str, language: str, shown: str, ctx: Context) -> str:
+    """`old` with the body of `symbol` replaced by `text`: the code between its header (and in Python its
+    docstring, which stays) or opening brace and its end or closing brace, indented as that code is (one level
+    inside the header when it has none). Refused where the body shares a line with the header or a brace."""
+    what = f"the {symbol.kind} {printable(symbol.qualified_name)} of {printable(shown)}"
+    try:
+        where = POOL.ask({"op": "body", "text": old, "language": language, "line": symbol.line,
+                          "def_line": symbol.def_line}, ctx.check_cancelled)
+    except Failed:
+        raise ToolError(f"The parse of {printable(shown)} failed: replace the whole symbol instead (body false)") from None
+    if where is None:
+        raise ToolError(f"{what[0].upper()}{what[1:]} has no body replace_symbol can find (a declaration, or a "
+                        "language whose grammar names no body); replace it whole (body false)")
+    lines = old.split("\n")
+    after, last, closing = where["after"], where["last"], where["closing"]
+    braced = closing >= 0
+    if where["inline"] or (braced and (not lines[after].rstrip("\r").rstrip().endswith("{")
+                                       or not lines[closing].lstrip().startswith("}"))):
+        raise ToolError(f"The body of {what} shares a line with its header or its braces; replace the whole symbol "
+                        "(body false)")
+    inside = [row for row in range(after + 1, last + 1) if lines[row].strip()]
+    indent = (_indent_of(lines[inside[0]]) if inside else
+              _indent_of(lines[closing if braced else symbol.def_line - 1]) + _unit(lines))
+    new = _shaped(text, indent, _line_end(old), language) if text.strip() else []
+    return "\n".join(lines[:after + 1] + new + lines[last + 1:])
 
 
 def insert_symbol(ctx: Context, roots: Roots, path: str, text: str, position: str, name: str | None, line: int | None,

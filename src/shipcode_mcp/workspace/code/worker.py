@@ -190,6 +190,48 @@ def _matches(root: SgNode, pattern: str) -> Iterator[SgNode]:
         stack.extend(reversed(node.children()))
 
 
+def body_lines(text: str, language: str, line: int, def_line: int) -> dict[str, int] | None:
+    """Where the body of the definition on `def_line` (its text starting at `line`, decorators and doc comment
+    included) is, as 0-based rows: `after`, the last row before the body's code (the header's, the opening
+    brace's, or in Python the docstring's: it stays); `last`, the last row of the code (`after` when there is
+    none); `closing`, the closing brace's row (-1 in Python); `inline` 1 when the code shares a row with the
+    header or a brace. None when no definition there has a body: tree-sitter's `body` field of the outermost
+    node that starts between `line` and `def_line` and whose body starts at or after `def_line`."""
+    node: SgNode | None = parse(text, language)
+    found: SgNode | None = None
+    row = def_line - 1
+    while node is not None and found is None:
+        inner = None
+        for child in node.children():
+            span = child.range()
+            if span.start.line <= row <= span.end.line:
+                inner = child
+                body = child.field("body")
+                if body is not None and line - 1 <= span.start.line <= row and body.range().start.line >= row:
+                    found = child
+                break
+        node = inner
+    if found is None:
+        return None
+    body = found.field("body")
+    assert body is not None
+    span = body.range()
+    if language == "python":
+        colon = [child for child in found.children() if child.kind() == ":"]
+        header = colon[-1].range().end.line if colon else row
+        statements = [child for child in body.children() if child.is_named()]
+        after = header
+        if statements and statements[0].kind() == "expression_statement" and statements[0].children() and \
+                statements[0].children()[0].kind() == "string":
+            after = statements[0].range().end.line  # the docstring stays
+            statements = statements[1:]
+        last = statements[-1].range().end.line if statements else after
+        inline = int(span.start.line <= header or any(item.range().start.line <= after for item in statements))
+        return {"after": after, "last": last, "closing": -1, "inline": inline}
+    opening, closing = span.start.line, span.end.line
+    return {"after": opening, "last": closing - 1, "closing": closing, "inline": int(closing <= opening)}
+
+
 def answer(request: dict[str, Any]) -> Any:
     """What one request asks for (ValueError for an unknown one)."""
     op = request["op"]
@@ -222,6 +264,8 @@ def answer(request: dict[str, Any]) -> Any:
         from .pydefinitions import subclasses  # no package until _bootstrap, as in parse
 
         return subclasses(request["text"], request["shown"], request["names"])
+    if op == "body":
+        return body_lines(request["text"], request["language"], request["line"], request["def_line"])
     if op == "ping":
         return "pong"
     raise ValueError(f"unknown request {op!r}")
