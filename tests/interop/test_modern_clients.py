@@ -77,7 +77,7 @@ def every_tool_call(root: Path) -> list[tuple[str, dict[str, Any], str]]:
          "Replaced the function greet"),
         ("insert_symbol", {"path": "src/app.py", "name": "greet", "position": "after",
                            "text": "def farewell(name):\n    return f'Bye, {name}!'\n"}, "Inserted the code after the function greet"),
-        ("rename_symbol", {"name": "farewell", "new_name": "goodbye"}, "Renamed farewell to goodbye: 1 use in 1 file."),
+        ("rename_symbol", {"name": "app.farewell", "new_name": "goodbye"}, "Renamed app.farewell to goodbye: 1 use in 1 file."),
         ("git_add", {"paths": ["src/app.py", "notes"]}, "A  notes/todo.md"),
         ("git_commit", {"message": "Say farewell", "author": "Ada Lovelace <ada@example.com>"}, ": Say farewell\n"),
         ("git_branch", {"action": "create", "name": "topic"}, "Created branch topic"),

@@ -232,7 +232,7 @@ PATH_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("git_restore", {}, "paths[]"),
     ("git_stash", {}, "paths[]"),
     ("git_stash", {}, "path"),
-    ("rename_symbol", {"name": "greet", "new_name": "pwned"}, "path"),
+    ("rename_symbol", {"name": "app.greet", "new_name": "pwned"}, "path"),
 ]
 """Each tool and argument that names a path (`paths[]`: one item of a list of paths)."""
 

@@ -1007,11 +1007,12 @@ RENAME_SYMBOL = {
         "module.name, __all__ entries), in every file at once or none, each file checked for syntax errors. Uses "
         "only the name ties to it (an attribute of an object of unknown type) are listed as undecided and left "
         "alone; locals, parameters and keyword arguments of the same name, comments and strings are not touched. "
-        "`name` may be qualified (Session.get, module.function) and must be when several definitions share it. "
-        "dry_run returns the diff and the undecided uses, changing nothing."
+        "`name` is qualified with its module or class (core.greet, Session.get). Refused whole when it could change "
+        "what the code means: new_name already used there, a method overridden in a subclass, a file that cannot be "
+        "read, a binding left behind. dry_run returns the diff and the undecided uses, changing nothing."
     ),
     "input": _object({
-        "name": _string("The symbol: a name, or one qualified with its class or module (Session.get).", minLength=1),
+        "name": _string("The symbol, qualified with its module or class (core.greet, Session.get).", minLength=1),
         "new_name": _string("Its new name (a Python identifier).", minLength=1, maxLength=256),
         "path": _string(f"A folder or file to rename in (default: the first root); {_PATH_HELP}.", default="."),
         "dry_run": _DRY_RUN,
@@ -1033,6 +1034,8 @@ RENAME_SYMBOL = {
         "undecided": {"type": "array", "description": "uses left alone: only the name ties them to the symbol",
                       "items": _output({"path": _STR, "line": {"type": "integer", "minimum": 1},
                                         "column": {"type": "integer", "minimum": 1}, "text": _STR})},
+        "outside": {"type": "array", "items": _STR,
+                    "description": "files of the roots outside path that mention the name: not looked at"},
         "excluded": {"type": "integer", "minimum": 0,
                      "description": "uses of the word bound to something else, not renamed"},
         "dry_run": _BOOL,

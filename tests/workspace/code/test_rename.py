@@ -76,13 +76,16 @@ def test_a_method_is_renamed_with_its_uses_through_self(package: Path, tools: To
 
 def test_what_is_refused_changes_nothing(package: Path, tools: Tools) -> None:
     cases: list[tuple[dict[str, Any], str]] = [
-        ({"name": "greet", "new_name": "x"}, "is defined in 2 places"),
+        ({"name": "greet", "new_name": "x"}, "Qualify greet with its module or class"),
+        ({"name": "core.greet", "new_name": "use"}, "use is already a name in pkg/core.py"),
+        ({"name": "core.greet", "new_name": "len"}, "not a keyword, a builtin or a special name"),
+        ({"name": "core.greet", "new_name": "__debug__"}, "not a keyword, a builtin or a special name"),
         ({"name": "core.greet", "new_name": "class"}, "a Python identifier that is not a keyword"),
         ({"name": "core.greet", "new_name": "two words"}, "a Python identifier"),
         ({"name": "core.greet", "new_name": "greet"}, "the name it has"),
         ({"name": "Other.__init__", "new_name": "x"}, "special method"),
-        ({"name": "nowhere", "new_name": "x"}, "No Python definition of nowhere"),
-        ({"name": "greet", "new_name": "x", "path": "web"}, "which is not Python"),
+        ({"name": "core.nowhere", "new_name": "x"}, "No Python definition of core.nowhere"),
+        ({"name": "app.greet", "new_name": "x", "path": "web"}, "which is not Python"),
         ({"name": "a b", "new_name": "x"}, "must be an identifier"),
     ]
     for arguments, expected in cases:
@@ -99,6 +102,49 @@ def test_uses_in_a_file_that_does_not_parse_are_listed_not_renamed(package: Path
     assert (package / "pkg" / "core.py").read_text().startswith("def welcome(name):")
 
 
+def _refused(tmp_path: Path, files: dict[str, str], arguments: dict[str, Any], expected: str) -> None:
+    """The rename is refused, saying `expected`, and no file changes (nothing written before the refusal)."""
+    root = tmp_path / "case"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(text.encode())
+    with Tools(root, write=True) as tools:
+        message = tools.error("rename_symbol", arguments)
+    assert expected in message, message
+    assert {name: (root / name).read_bytes().decode() for name in files} == files
+
+
+CORE = "def greet():\n    return 1\n"
+
+
+@pytest.mark.parametrize(("case", "files", "arguments", "expected"), [
+    ("a file with lone CR line ends", {"pkg/core.py": CORE, "app.py": "from pkg.core import greet\rx = 1\rprint(greet())\r"},
+     {"name": "core.greet", "new_name": "welcome"}, "lone CR line ends"),
+    ("the name in another Unicode form", {"m.py": "def greet():\n    return 1\n\n\nx = \uff47\uff52\uff45\uff45\uff54(); s = 'greet'\n"},
+     {"name": "m.greet", "new_name": "welcome"}, "Refused"),
+    ("a name already used", {"m.py": CORE + "\n\ndef welcome():\n    return 2\n\n\nprint(greet(), welcome())\n"},
+     {"name": "m.greet", "new_name": "welcome"}, "welcome is already a name in m.py"),
+    ("an import alias left behind", {"pkg/core.py": CORE, "pkg/__init__.py": "from .core import greet as greet\n\nprint(greet())\n"},
+     {"name": "core.greet", "new_name": "welcome"}, "would have undefined name"),
+    ("a global line left behind", {"m.py": "counter = 0\n\n\ndef bump():\n    global counter\n    counter = counter + 1\n"},
+     {"name": "m.counter", "new_name": "total"}, "Refused: renamed, m.py would"),
+    ("an override", {"m.py": ("class Base:\n    def hook(self):\n        return 'base'\n\n    def run(self):\n        return self.hook()"
+                              "\n\n\nclass Child(Base):\n    def hook(self):\n        return 'child'\n")},
+     {"name": "Base.hook", "new_name": "handle"}, "is overridden in Child.hook"),
+    ("a file too large to read", {"pkg/core.py": CORE, "big.py": "from pkg.core import greet\n" + "x = 1\n" * 100_000},
+     {"name": "core.greet", "new_name": "welcome"}, "could not be read"),
+], ids=lambda value: value if isinstance(value, str) and " " in value else "")
+def test_a_rename_that_could_change_what_the_code_means_is_refused_whole(
+        tmp_path: Path, case: str, files: dict[str, str], arguments: dict[str, Any], expected: str) -> None:
+    _refused(tmp_path, files, arguments, expected)
+
+
+def test_files_outside_path_are_listed(package: Path, tools: Tools) -> None:
+    data = tools.data("rename_symbol", {"name": "core.greet", "new_name": "welcome", "path": "pkg", "dry_run": True})
+    assert data["outside"] == ["app.py"]
+    assert "Not looked at: 1 file outside pkg that mention greet: app.py" in tools.last["content"][0]["text"]
+
+
 @pytest.fixture(scope="module")
 def accuracy() -> dict[str, Any]:
     bench = load_script(REPO / "bench" / "rename_accuracy.py", "bench_rename_accuracy")
@@ -112,18 +158,20 @@ def accuracy() -> dict[str, Any]:
                 if IN_CI:
                     raise
                 pytest.skip(f"PyPI cannot be reached for the corpus: {err}")
-    for name in ("requests", "click", "attrs"):
-        reports[name] = bench.measure(bench.CORPORA[name], PEER_CACHE)
+    for name, every in (("requests", 1), ("click", 3), ("attrs", 2)):  # (the bench measures every symbol of each)
+        reports[name] = bench.measure(bench.CORPORA[name], PEER_CACHE, every)
     return reports
 
 
 @pytest.mark.timeout(900)
 def test_renames_are_the_language_servers_where_they_are_made(accuracy: dict[str, Any]) -> None:
-    """Measured: precision 1.000 / 0.999 / 0.996 (the few extra sites are a forward reference in a string,
-    `t.cast("Context", ...)`, and an import of the symbol the server resolved to a stub), recall 0.997 / 0.925
-    / 0.942, 218 of 220, 328 of 442 and 131 of 149 symbols renamed exactly as the server does."""
+    """Measured (bench, every symbol of requests, click, attrs): precision 1.000 / 0.999 / 0.996 (the extra
+    sites: imports the server resolved to a stub); recall of the renames made 0.997 / 0.932 / 0.942; refused
+    only methods overridden in a subclass (2 / 42 / 0), which the server renames alone, changing which method
+    runs."""
     for name, report in accuracy.items():
-        assert report["symbols"] > 100 and report["refused"] == 0, (name, report)
+        assert report["symbols"] > 70, (name, report)
         assert report["precision"] >= 0.99, (name, report["precision"], report["wrong"])
-        assert report["recall"] >= 0.9, (name, report["recall"])
-    assert accuracy["requests"]["recall"] >= 0.99 and accuracy["requests"]["exact_symbols"] >= 0.97 * accuracy["requests"]["symbols"]
+        assert report["recall_renamed"] >= 0.9, (name, report["recall_renamed"])
+        assert report["refused"] == report["refused_overridden"], (name, report["refusals"])
+    assert accuracy["requests"]["recall"] >= 0.98 and accuracy["requests"]["exact_symbols"] >= 0.97 * accuracy["requests"]["symbols"]

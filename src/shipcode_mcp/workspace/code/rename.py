@@ -16,16 +16,26 @@ the scopes prove, which is exact but may leave uses behind: the result says whic
 
 from __future__ import annotations
 
+import ast
+import builtins
+import io
 import keyword
+import tokenize
 from typing import TYPE_CHECKING, Any
 
-from ...primitives import ToolError
+from ...primitives import ToolError, inside
 from ..patch_files import rewrite_files
 from ..text import plural, printable, result
+from .implementations import find_implementations
+from .names import word_regex
+from .parsers import POOL, Failed
 from .references import QUERY, find_references
+from .source import Folder
 from .symbols import language_for
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ...context import Context
     from ...primitives import ToolResult
     from ..roots import Roots
@@ -35,6 +45,8 @@ MAX_SITES = 20_000
 MAX_LISTED = 200
 """Undecided uses the text lists (structuredContent has them all)."""
 TOOL = "rename_symbol"
+BUILTINS = frozenset(dir(builtins))
+"""Names a module sees without binding them: a symbol renamed to one would shadow it."""
 
 
 def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: str, dry_run: bool,
@@ -43,18 +55,26 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
     if not QUERY.fullmatch(query):
         raise ToolError(f"name must be an identifier or one qualified with dots (Session.get), not '{printable(name)}'")
     word = query.rsplit(".", 1)[-1]
-    if not new_name.isidentifier() or keyword.iskeyword(new_name):
-        raise ToolError(f"new_name must be a Python identifier that is not a keyword, not '{printable(new_name)}'")
+    if "." not in query:
+        raise ToolError(f"Qualify {printable(query)} with its module or class (core.{printable(query)}, "
+                        f"Session.{printable(query)}): a bare name reaches every attribute of that name too")
+    if not new_name.isidentifier() or keyword.iskeyword(new_name) or _special(new_name) or new_name in BUILTINS:
+        raise ToolError(f"new_name must be a Python identifier that is not a keyword, a builtin or a special name "
+                        f"(__x__), not '{printable(new_name)}'")
     if new_name == word:
         raise ToolError(f"new_name is the name it has: {printable(word)}")
-    if word.startswith("__") and word.endswith("__") and len(word) > 4:
+    if _special(word):
         raise ToolError(f"{printable(word)} is a special method or name: Python itself uses it by that name (a "
                         "constructor call is a use of __init__), so it is not renamed")
     found = find_references(ctx, roots, query, path, MAX_SITES)
     data: dict[str, Any] = found.structured or {}
     if data.get("truncated"):
-        raise ToolError(f"{printable(query)} has more than {MAX_SITES} uses under {printable(path)}: narrow the rename "
-                        "with path (nothing was changed)")
+        raise ToolError(f"{printable(query)} has more than {MAX_SITES} uses; nothing was changed")
+    if data.get("skipped"):
+        unread = ", ".join(printable(item["path"]) for item in data.get("skipped_files", [])[:5])
+        raise ToolError(f"Refused: {plural(data['skipped'], 'file')} that may use {printable(word)} could not be read "
+                        f"({unread}: too large, binary, or unparsable), so a rename could leave uses behind; nothing was "
+                        "changed")
     references: list[dict[str, Any]] = data.get("references", [])
     python = [item for item in references if language_for(roots.shown_path(item["path"])) == "python"]
     definitions = [item for item in python if item["definition"] and item["precision"] == "scoped"]
@@ -66,37 +86,40 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
                             "lists the uses by name")
         raise ToolError(f"No Python definition of {printable(query)} under {printable(path)} (find_symbol finds "
                         "definitions); nothing was changed")
-    places = {(item["path"], item["line"]) for item in definitions}
-    if len(places) > 1 and "." not in query:
-        listed = ", ".join(f"{printable(shown)}:{line}" for shown, line in sorted(places)[:10])
-        raise ToolError(f"{printable(query)} is defined in {len(places)} places ({listed}): qualify the name (Class.method, "
-                        "module.function) to say which; nothing was changed")
+    overrides = _overrides(ctx, roots, query, path)
+    if overrides:
+        listed = ", ".join(printable(item) for item in overrides[:10])
+        raise ToolError(f"Refused: {printable(query)} is overridden in {listed}; renaming it alone would change which "
+                        "method runs. Rename the overrides first (each by its qualified name); nothing was changed")
     scoped = [item for item in python if item["precision"] == "scoped"]
     undecided = [item for item in references if item["precision"] != "scoped"]
     by_file: dict[str, list[dict[str, Any]]] = {}
     for item in scoped:
         by_file.setdefault(item["path"], []).append(item)
-    skipped: list[dict[str, Any]] = []
 
-    def renamer(uses: list[dict[str, Any]]) -> Any:
+    def renamer(shown: str, uses: list[dict[str, Any]]) -> Callable[[str], str]:
         def change(text: str) -> str:
+            names = _names(text, shown)
+            taken = names.get(new_name)
+            if taken:
+                raise ToolError(f"Refused: {printable(new_name)} is already a name in {printable(shown)} (line "
+                                f"{taken[0]}): the renamed uses could mean it. Pick another name; nothing was changed")
             lines = text.split("\n")
             for item in sorted(uses, key=lambda use: (use["line"], use["column"]), reverse=True):
                 number, start = item["line"] - 1, item["column"] - 1
                 line = lines[number] if number < len(lines) else ""
-                if line[start:start + len(word)] != word or _continues(line, start + len(word)) or (
-                        start and _continues(line, start - 1)):
-                    skipped.append(item)  # the file is not as the references read it (changed meanwhile)
-                    continue
+                if ((item["line"], start) not in names.get(word, ()) or line[start:start + len(word)] != word) and \
+                        not _in_fstring(names, line, item["line"], start, word):
+                    raise ToolError(f"Refused: {printable(shown)}:{item['line']}:{item['column']} does not hold the "
+                                    f"name {printable(word)} as Python reads it there (the file changed meanwhile, or "
+                                    "writes it in another form); nothing was changed")
                 lines[number] = line[:start] + new_name + line[start + len(word):]
-            return "\n".join(lines)
+            return _checked("\n".join(lines), text, shown, new_name, ctx)
         return change
 
-    files, diff = rewrite_files(ctx, roots, {roots.shown_path(shown): renamer(uses) for shown, uses in by_file.items()},
-                                TOOL, dry_run, allow_syntax_errors)
-    if skipped:
-        raise ToolError(f"{printable(skipped[0]['path'])} changed while the rename was being made (line "
-                        f"{skipped[0]['line']} no longer holds {printable(word)} there); nothing was changed. Try again.")
+    changes = {roots.shown_path(shown): renamer(shown, uses) for shown, uses in by_file.items()}
+    files, diff = rewrite_files(ctx, roots, changes, TOOL, dry_run, allow_syntax_errors)
+    outside = _outside(ctx, roots, path, word)
     renamed = len(scoped)
     head = (f"Dry run: would rename {printable(query)} to {printable(new_name)}" if dry_run else
             f"Renamed {printable(query)} to {printable(new_name)}")
@@ -109,6 +132,10 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
                   for item in undecided[:MAX_LISTED]]
         if len(undecided) > MAX_LISTED:
             lines.append(f"[… {len(undecided) - MAX_LISTED} more in structuredContent]")
+    if outside:
+        lines.append(f"[Not looked at: {plural(len(outside), 'file')} outside {printable(path)} that mention "
+                     f"{printable(word)}: " + ", ".join(printable(item) for item in outside[:10])
+                     + (" …" if len(outside) > 10 else "") + "]")
     if data.get("excluded"):
         lines.append(f"[Not renamed: {plural(data['excluded'], 'other use')} of the word bound to something else (a "
                      "local, a parameter, a keyword argument, another class's member).]")
@@ -118,10 +145,123 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
                          "diff": diff,
                          "undecided": [{key: item[key] for key in ("path", "line", "column", "text")}
                                        for item in undecided],
-                         "excluded": data.get("excluded", 0), "dry_run": dry_run})
+                         "outside": outside, "excluded": data.get("excluded", 0), "dry_run": dry_run})
 
 
-def _continues(line: str, index: int) -> bool:
-    """Whether the character at `index` would make the name part of a longer identifier."""
-    return 0 <= index < len(line) and (line[index].isalnum() or line[index] == "_")
+def _special(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
 
+
+def _in_fstring(names: dict[str, list[tuple[int, int]]], line: str, row: int, start: int, word: str) -> bool:
+    """Whether (row, start) is `word` inside an f-string's replacement field, as a whole identifier (before
+    Python 3.12 the tokenizer reads an f-string as one STRING token, whose spans `_names` keeps under "")."""
+    spans = names.get("", [])
+    inside_one = any(spans[index] <= (row, start) < spans[index + 1] for index in range(0, len(spans) - 1, 2))
+    before = line[start - 1:start] if start else ""
+    after = line[start + len(word):start + len(word) + 1]
+    return inside_one and line[start:start + len(word)] == word and not (before.isalnum() or before == "_") \
+        and not (after.isalnum() or after == "_")
+
+
+def _string_names(token: tokenize.TokenInfo) -> list[tuple[str, tuple[int, int]]]:
+    """The names a one-line string holds when its text is a Python expression: a string annotation
+    (`"ProgressBar[V]"`), an `__all__` or `__slots__` entry (`"greet"`); none in prose (`'we greet here'`
+    does not parse) or where escapes would shift the columns."""
+    if token.start[0] != token.end[0]:
+        return []
+    quote = token.string.lstrip("rRbBuU")
+    prefix = len(token.string) - len(quote)
+    width = 3 if quote[:3] in ('"""', "\'\'\'") else 1
+    text = quote[width:-width]
+    if "\\" in text or not text.strip():
+        return []
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError):
+        return []
+    column = token.start[1] + prefix + width
+    found: list[tuple[str, tuple[int, int]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.lineno == 1:
+            found.append((node.id, (token.start[0], column + node.col_offset)))
+        elif isinstance(node, ast.Attribute) and node.end_lineno == 1 and node.end_col_offset is not None:
+            found.append((node.attr, (token.start[0], column + node.end_col_offset - len(node.attr))))
+    return found
+
+
+def _names(text: str, shown: str) -> dict[str, list[tuple[int, int]]]:
+    """Every identifier of a Python text as its tokenizer reads it (comments are not names; a string's are when
+    its text is an expression: `_string_names`; an f-string's spans are kept under "" for `_in_fstring`), with
+    where each occurs (line, 0-based column); a file with lone CR line ends (Python's parser breaks lines
+    there, the tools' positions do not) or that does not tokenize is refused."""
+    if "\r" in text.replace("\r\n", ""):
+        raise ToolError(f"Refused: {printable(shown)} has lone CR line ends; rename_symbol leaves such files to an "
+                        "editor. Nothing was changed")
+    names: dict[str, list[tuple[int, int]]] = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.NAME:
+                names.setdefault(token.string, []).append(token.start)
+            elif token.type == tokenize.STRING and "f" in token.string.split("'")[0].split('"')[0].lower():
+                names.setdefault("", []).extend((token.start, token.end))  # an f-string: names inside (`_in_fstring`)
+            elif token.type == tokenize.STRING:
+                for identifier, where in _string_names(token):
+                    names.setdefault(identifier, []).append(where)
+    except (tokenize.TokenError, SyntaxError) as err:
+        raise ToolError(f"Refused: {printable(shown)} does not tokenize as Python ({err}); nothing was changed") from None
+    return names
+
+
+def _checked(new: str, old: str, shown: str, new_name: str, ctx: Context) -> str:
+    """`new`, unless the rename made Python read it otherwise: it no longer compiles (a `nonlocal` left
+    behind), or pyflakes finds a name now unbound that was not (a binding or `global` line not renamed)."""
+    try:
+        compile(new, shown, "exec", dont_inherit=True)
+    except SyntaxError as err:
+        raise ToolError(f"Refused: renamed, {printable(shown)} would not compile: {printable(str(err.msg))} (line "
+                        f"{err.lineno}); nothing was changed") from None
+    except ValueError:
+        pass  # (a NUL in the text: the syntax check tells)
+    before, after = _unbound(old, shown, ctx), _unbound(new, shown, ctx)
+    added = [item for item in after if item not in before]
+    if added:
+        line, message = added[0]
+        raise ToolError(f"Refused: renamed, {printable(shown)} would have {printable(message)} (line {line}): a binding "
+                        f"of the name that the scopes could not tie to the symbol (an import alias, a `global` line, "
+                        f"a fallback definition) would be left behind; nothing was changed")
+    return new
+
+
+def _unbound(text: str, shown: str, ctx: Context) -> list[tuple[int, str]]:
+    """pyflakes' unbound-name findings of a text (undefined names, locals read before assignment, exports)."""
+    try:
+        answer = POOL.ask({"op": "findings", "text": text, "language": "python", "name": shown}, ctx.check_cancelled)
+    except Failed:
+        return []
+    return [(item[0], str(item[4]).split(" (")[0].replace(str(item[0]), "")) for item in answer["findings"]
+            if item[3] in ("UndefinedName", "UndefinedLocal", "UndefinedExport")]
+
+
+def _overrides(ctx: Context, roots: Roots, query: str, path: str) -> list[str]:
+    """The overrides of method `query` (Class.method) in subclasses: where renaming it alone changes dispatch."""
+    try:
+        found = find_implementations(ctx, roots, query, path, 100).structured or {}
+    except ToolError:
+        return []
+    return [f"{item['qualified_name']} ({item['path']}:{item['line']})" for item in found.get("implementations", [])
+            if item.get("kind") in ("method", "function", "property")]  # (a class's are its subclasses: no dispatch)
+
+
+def _outside(ctx: Context, roots: Roots, path: str, word: str) -> list[str]:
+    """The Python files of the roots outside `path` whose text has the word: the rename did not look at them."""
+    inner = roots.resolve(path)
+    out: list[str] = []
+    for root in roots.paths:
+        if inside(root, inner):
+            continue  # all of it was looked at
+        folder = Folder(roots, root)
+        for name in folder.candidates(ctx, word_regex(word), "python"):
+            real, shown = folder.file(name)
+            if not inside(real, inner):
+                out.append(shown)
+    return out
