@@ -117,11 +117,16 @@ def rewrite_files(ctx: Context, roots: Roots, changes: dict[str, Callable[[str],
         for root in concerned:
             locks.enter_context(root_lock(ctx, roots, root, roots.display(root)))
         files = []
+        held = 0
         for real, change in changes.items():
             ctx.check_cancelled()
             file = _read(roots, real, tool)
             if file.text is None:
                 raise ToolError(f"{printable(file.shown)} no longer exists; nothing was written")
+            held += 2 * len(file.before or b"")
+            if held > MAX_HELD_BYTES:
+                raise ToolError(f"{tool} would change more than {size_text(MAX_HELD_BYTES // 2)} of files at once; "
+                                "nothing was written")
             file.text = change(file.text)
             files.append(file)
         changed = [file for file in files if _changes(file)]
