@@ -33,7 +33,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -340,21 +340,30 @@ def render(reports: list[dict[str, Any]], checks: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+def corpus_main(argv: list[str] | None, description: str, stem: str, measure_one: Callable[..., dict[str, Any]],
+                evaluate_all: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+                render_all: Callable[[list[dict[str, Any]], list[dict[str, Any]]], str]) -> list[dict[str, Any]]:
+    """The command line of a bench over the corpora (this one's and rename_accuracy's): which corpora, the
+    cache, where the JSON report goes (`STEM.json` in the cache); prints the tables and returns the checks."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--corpus", action="append", choices=sorted(CORPORA), help="a corpus (default: all)")
     parser.add_argument("--smoke", action="store_true", help="requests, one symbol in four")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--json", type=Path, help="where the report goes (default: the cache folder)")
     options = parser.parse_args(argv)
     names = ["requests"] if options.smoke else options.corpus or list(CORPORA)
-    reports = [measure(CORPORA[name], options.cache, 4 if options.smoke else 1) for name in names]
-    checks = evaluate(reports)
+    reports = [measure_one(CORPORA[name], options.cache, 4 if options.smoke else 1) for name in names]
+    checks = evaluate_all(reports)
     report = {"machine": harness.machine(), "corpora": reports, "checks": checks}
-    out = options.json or options.cache / f"references_precision{'_smoke' if options.smoke else ''}.json"
+    out = options.json or options.cache / f"{stem}{'_smoke' if options.smoke else ''}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
-    print(render(reports, checks))
+    print(render_all(reports, checks))
+    return checks
+
+
+def main(argv: list[str] | None = None) -> int:
+    corpus_main(argv, __doc__.split("\n", 1)[0], "references_precision", measure, evaluate, render)
     return 0
 
 

@@ -18,9 +18,7 @@ the renames made` leaves the refused symbols out. Run: `python bench/rename_accu
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import sys
 import time
 from pathlib import Path
@@ -29,11 +27,11 @@ from typing import Any
 import run as harness  # bench/run.py: tables, machine facts
 from references_precision import (
     CORPORA,
-    DEFAULT_CACHE,
     REQUEST_TIMEOUT,
     Corpus,
     Symbol,
     Unreachable,
+    corpus_main,
     fetch,
     language_server,
     open_file,
@@ -171,19 +169,7 @@ def render(reports: list[dict[str, Any]], checks: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--corpus", action="append", choices=sorted(CORPORA), help="a corpus (default: all)")
-    parser.add_argument("--smoke", action="store_true", help="requests, one symbol in four")
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    parser.add_argument("--json", type=Path, help="where the report goes (default: the cache folder)")
-    options = parser.parse_args(argv)
-    names = ["requests"] if options.smoke else options.corpus or list(CORPORA)
-    reports = [measure(CORPORA[name], options.cache, 4 if options.smoke else 1) for name in names]
-    checks = evaluate(reports)
-    out = options.json or options.cache / f"rename_accuracy{'_smoke' if options.smoke else ''}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": harness.machine(), "corpora": reports, "checks": checks}, indent=1))
-    print(render(reports, checks))
+    checks = corpus_main(argv, __doc__.split("\n", 1)[0], "rename_accuracy", measure, evaluate, render)
     return 0 if all(check["met"] for check in checks) else 1
 
 

@@ -79,6 +79,14 @@ def make_repo(path: Path) -> Path:
     return path
 
 
+def make_committer_repo(path: Path) -> Path:
+    """`make_repo`, with an identity to commit as in its own configuration (the git write tools' tests)."""
+    make_repo(path)
+    git(path, "config", "user.name", "Ada Lovelace")
+    git(path, "config", "user.email", "ada@example.com")
+    return path
+
+
 def make_outside(path: Path) -> Path:
     """A folder outside the roots, holding the canary."""
     path.mkdir(parents=True)

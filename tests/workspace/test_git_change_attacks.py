@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from attack_support import Canary, direct, stale
 
-from workspace_support import Tools, git, git_run, make_repo, snapshot
+from workspace_support import Tools, git, git_run, make_committer_repo, snapshot
 
 NOT_RUN = "does not run programs a repository names"
 HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-rewrite", "reference-transaction",
@@ -25,10 +25,7 @@ HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = make_repo(tmp_path / "repo")
-    git(path, "config", "user.name", "Ada Lovelace")
-    git(path, "config", "user.email", "ada@example.com")
-    return path
+    return make_committer_repo(tmp_path / "repo")
 
 
 @pytest.fixture

@@ -10,15 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from workspace_support import Tools, git, git_env, git_run, make_repo
+from workspace_support import Tools, git, git_env, git_run, make_committer_repo, make_repo
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = make_repo(tmp_path / "repo")
-    git(path, "config", "user.name", "Ada Lovelace")
-    git(path, "config", "user.email", "ada@example.com")
-    return path
+    return make_committer_repo(tmp_path / "repo")
 
 
 @pytest.fixture

@@ -94,7 +94,8 @@ def test_what_cannot_be_done_is_said_and_nothing_is_written(project: Path) -> No
     assert snapshot(project) == before
 
 
-def test_on_real_code_a_method_is_replaced_and_one_added_at_the_end_of_its_class(tmp_path: Path) -> None:
+def _click(tmp_path: Path) -> Path:
+    """A copy of click 8.1.7's sdist (fetched once, pinned by hash, as the accuracy benches fetch it)."""
     bench = load_script(REPO / "bench" / "references_precision.py", "bench_references_precision")
     PEER_CACHE.mkdir(parents=True, exist_ok=True)
     with FileLock(str(PEER_CACHE / "corpora.lock")):
@@ -106,6 +107,11 @@ def test_on_real_code_a_method_is_replaced_and_one_added_at_the_end_of_its_class
             pytest.skip(f"PyPI cannot be reached for the corpus: {err}")
     root = tmp_path / "click"
     shutil.copytree(corpus, root)
+    return root
+
+
+def test_on_real_code_a_method_is_replaced_and_one_added_at_the_end_of_its_class(tmp_path: Path) -> None:
+    root = _click(tmp_path)
     core = "click/core.py"
     original = (root / core).read_bytes()
     with Tools(root, write=True) as tools:
@@ -197,17 +203,7 @@ def test_on_real_code_each_methods_body_replaced_by_itself_changes_nothing(tmp_p
     import ast
     import textwrap
 
-    bench = load_script(REPO / "bench" / "references_precision.py", "bench_references_precision")
-    PEER_CACHE.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(PEER_CACHE / "corpora.lock")):
-        try:
-            corpus = bench.fetch(bench.CORPORA["click"], PEER_CACHE)
-        except bench.Unreachable as err:
-            if IN_CI:
-                raise
-            pytest.skip(f"PyPI cannot be reached for the corpus: {err}")
-    root = tmp_path / "click"
-    shutil.copytree(corpus, root)
+    root = _click(tmp_path)
     core = root / "click" / "core.py"
     original = core.read_bytes()
     lines = original.decode().split("\n")
