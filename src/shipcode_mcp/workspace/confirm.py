@@ -24,7 +24,7 @@ from ..context import ClientRequestError
 from ..primitives import ToolError, ToolResult
 from . import safe_open
 from .text import printable
-from .writes import MAX_WRITE_BYTES, read_all
+from .writes import MAX_WRITE_BYTES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -112,8 +112,6 @@ def _touched(tool: str, arguments: dict[str, Any], dry: dict[str, Any]) -> list[
 def _state(roots: Roots, paths: list[str]) -> str:
     """A fingerprint of the files and folders at `paths`: each file's content hashed, each folder's entries
     (names, kinds, sizes, times, at most MAX_LISTED_ENTRIES), a link's target, or absent."""
-    from .git.changes import content_mark  # off the start-up budget: only with --confirm-writes
-
     marks: list[str] = []
     for given in paths:
         try:
@@ -124,7 +122,7 @@ def _state(roots: Roots, paths: list[str]) -> str:
         if os.path.isdir(real) and not os.path.islink(real):
             marks.append(f"{given}:folder:{_listing(real)}")
         else:
-            marks.append(f"{given}:{content_mark(roots, real)}")
+            marks.append(f"{given}:{safe_open.content_mark(roots, real)}")
     return "\0".join(marks)
 
 
@@ -162,13 +160,10 @@ def _text(outcome: ToolResult) -> str:
 
 
 def _version(roots: Roots, path: str) -> str | None:
-    """The SHA-256 of the file `path` names as it is now, None when there is none (or it is too large)."""
+    """The SHA-256 of the file `path` names as it is now, for expected_sha256; None when there is no file (or it
+    is larger than the edit tools edit, so no version of it could be compared)."""
     real = roots.resolve(path)
-    if not os.path.isfile(real):
+    if not os.path.isfile(real) or os.path.getsize(real) > MAX_WRITE_BYTES:
         return None
-    fd, info = safe_open.open_file(roots, real, printable(roots.display(real)))
-    try:
-        data = read_all(fd, info.st_size, MAX_WRITE_BYTES)
-    finally:
-        os.close(fd)
-    return hashlib.sha256(data).hexdigest() if data is not None else None
+    mark = safe_open.content_mark(roots, real)
+    return mark if len(mark) == 64 and not mark.startswith(("absent", "link:", "mode:", "unreadable:")) else None

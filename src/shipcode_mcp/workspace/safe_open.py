@@ -197,3 +197,30 @@ def proc_path(fd: int, real: str) -> str:
     symlink after we opened it changes nothing; elsewhere, the resolved path.
     """
     return f"{_PROC_FD}/{fd}" if _HAS_PROC else real
+
+
+def content_mark(roots: Roots, real: str) -> str:
+    """A file as a fingerprint holds it (--confirm-writes: what a call acts on): its content's SHA-256 in hex,
+    read through `open_file` (no link followed on the way), or what it is instead (absent, a link and where it
+    points, another kind, unreadable)."""
+    import hashlib  # off the start-up budget: only with --confirm-writes
+
+    try:
+        info = os.lstat(real)
+    except OSError:
+        return "absent"
+    if stat.S_ISLNK(info.st_mode):
+        return "link:" + os.readlink(real)
+    if not stat.S_ISREG(info.st_mode):
+        return f"mode:{info.st_mode}"
+    try:
+        fd, _ = open_file(roots, real, roots.display(real))
+    except ToolError as err:
+        return f"unreadable:{err}"
+    digest = hashlib.sha256()
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()

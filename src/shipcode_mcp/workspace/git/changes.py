@@ -582,7 +582,7 @@ def commit_preview(ctx: Context, roots: Roots, all: bool, paths: list[str] | Non
             for meta, name in zip(records[0::2], records[1::2], strict=False):
                 fields = meta.split()
                 if len(fields) >= 4 and set(fields[3]) == {"0"}:  # the working tree's side: its content, hashed
-                    marks.append(content_mark(roots, os.path.join(repo.top, name)))
+                    marks.append(safe_open.content_mark(roots, os.path.join(repo.top, name)))
             summary, patch = _diff(repo, args, [])
             files = parse_numstat(repo, summary)
             counts = ", ".join(f"{printable(entry['path'])} (+{entry['added']} -{entry['deleted']})"
@@ -590,29 +590,3 @@ def commit_preview(ctx: Context, roots: Roots, all: bool, paths: list[str] | Non
             texts.append(f"{title}{plural(len(files), 'file')}: {counts or 'none'}\n{cut_output(patch.stdout, patch.truncated)}"
                          + ("\n[the diff is longer and was cut here; the file list is complete]" if patch.truncated else ""))
         return "\n".join(texts), "\0".join(marks)
-
-
-def content_mark(roots: Roots, real: str) -> str:
-    """A file as a fingerprint holds it: its content's SHA-256 (opened in the roots, no link followed on the way),
-    or what it is instead (absent, a link and where it points, another kind, unreadable)."""
-    import hashlib  # (only for --confirm-writes)
-
-    try:
-        info = os.lstat(real)
-    except OSError:
-        return "absent"
-    if stat.S_ISLNK(info.st_mode):
-        return "link:" + os.readlink(real)
-    if not stat.S_ISREG(info.st_mode):
-        return f"mode:{info.st_mode}"
-    try:
-        fd, _ = safe_open.open_file(roots, real, roots.display(real))
-    except ToolError as err:
-        return f"unreadable:{err}"
-    digest = hashlib.sha256()
-    try:
-        while chunk := os.read(fd, 1 << 20):
-            digest.update(chunk)
-    finally:
-        os.close(fd)
-    return digest.hexdigest()
