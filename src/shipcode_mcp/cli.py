@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(through the client's elicitation)")
     parser.add_argument("--watch", action="store_true",
                         help="watch the roots and notify subscribed clients of changes (needs the 'watch' extra)")
+    parser.add_argument("--precise", action="store_true",
+                        help="answer the code tools from the installed language servers (basedpyright for Python: the "
+                        "'precise' extra), started now and warmed in the background; exact references and renames")
     parser.add_argument("--require-sandbox", action="store_true",
                         help="refuse to start where the kernel sandbox of child processes (Landlock) is missing")
     parser.add_argument("--state-key-file", metavar="FILE",
@@ -123,13 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _SWITCHES = {"--allow-write": "allow_write", "--confirm-writes": "confirm_writes", "--watch": "watch",
-             "--require-sandbox": "require_sandbox"}
+             "--require-sandbox": "require_sandbox", "--precise": "precise"}
 
 
 def parse_args(argv: Sequence[str]) -> Settings:
     """The command line as argparse reads it, as `Settings`. The usual one, root folders and the switches
-    --allow-write, --confirm-writes, --watch and --require-sandbox, is read without argparse (`read_plainly`), whose import would be a
-    large part of the cold start (docs/performance.md); anything else (help, errors too) goes to argparse.
+    --allow-write, --confirm-writes, --watch, --require-sandbox and --precise, is read without argparse
+    (`read_plainly`), whose import would be a large part of the cold start (docs/performance.md); anything else
+    (help, errors too) goes to argparse.
     tests/test_cli.py compares the two on every command line of up to four words of roots and switches."""
     plain = read_plainly(argv)
     return plain if plain is not None else Settings.of(build_parser().parse_args(argv))
@@ -151,22 +155,25 @@ def build(settings: Settings, state_key: bytes | None = None) -> tuple[Server, R
     (the current directory until then, or if it has none)."""
     return _assemble(settings.roots, allow_write=settings.allow_write, watch=settings.watch,
                      follow_client_roots=settings.http is None, state_key=state_key,
-                     confirm_writes=settings.confirm_writes)
+                     confirm_writes=settings.confirm_writes, precise=settings.precise)
 
 
 def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool = False,
-                 state_key: bytes | None = None, confirm_writes: bool = False) -> Server:
+                 state_key: bytes | None = None, confirm_writes: bool = False, precise: bool = False) -> Server:
     """The workspace server of these roots (a library's or a test's way to it, roots given)."""
     return _assemble(roots, allow_write=allow_write, watch=watch, follow_client_roots=False, state_key=state_key,
-                     confirm_writes=confirm_writes)[0]
+                     confirm_writes=confirm_writes, precise=precise)[0]
 
 
 def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_client_roots: bool,
-              state_key: bytes | None, confirm_writes: bool = False) -> tuple[Server, Roots]:
+              state_key: bytes | None, confirm_writes: bool = False, precise: bool = False) -> tuple[Server, Roots]:
     server = Server(SERVER_NAME, __version__, state_key=state_key)
+    following = follow_client_roots and not roots
+    # With --precise the language servers start now, but for roots that the client's will replace (on first need).
     workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch,
-                        confirm_writes=confirm_writes)
-    if follow_client_roots and not roots:
+                        confirm_writes=confirm_writes, precise="now" if precise and not following else
+                        "on first need" if precise else None)
+    if following:
         _follow_client_roots(server, workspace)
     return server, workspace
 
@@ -174,7 +181,7 @@ def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_cl
 def announce(paths: Sequence[str], *, following: bool = False, url: str | None = None, stateless: bool = False,
              workers: int = 1, supervised: bool = False, allow_write: bool = False, watch: bool = False,
              sandbox_required: bool = False, sandbox_missing: str | None = None, confirm_writes: bool = False,
-             auth: tuple[str, str] = ("none", "no auth")) -> None:
+             auth: tuple[str, str] = ("none", "no auth"), precise: bool = False) -> None:
     """The start-up line: what is served, where, and how, for the person who started the server. It shows
     at the default level (a notice) and hides with --log-level error or off; docs/logging.md shows each.
     `sandbox_missing` is why children run without the kernel sandbox (None: they run in it).
@@ -192,12 +199,21 @@ def announce(paths: Sequence[str], *, following: bool = False, url: str | None =
     modes = [writes, "watching for changes" if watch else "not watching"]
     modes.append("children sandboxed" if sandbox_missing is None else f"children not sandboxed ({sandbox_missing})")
     modes.append(auth[1])
+    servers: list[str] = []
+    if precise:
+        from .workspace.lsp.servers import SERVERS  # off the start-up budget: only with --precise
+
+        servers = SERVERS.described()
+        modes.append(f"precise: {', '.join(servers)}" if servers else
+                     "precise, but no language server is installed (pip install 'shipcode-mcp[precise]')")
     sandbox = "required" if sandbox_required else "on" if sandbox_missing is None else "off"
     fields: dict[str, Any] = {"event": "start", "version": __version__, "roots": list(paths), "client_roots": following,
                               "transport": "stdio" if url is None else "http", "write": allow_write or confirm_writes,
                               "watch": watch, "sandbox": sandbox, "auth": auth[0]}
     if confirm_writes:
         fields["confirm_writes"] = True
+    if precise:
+        fields["language_servers"] = servers
     if sandbox_missing is not None:
         fields["sandbox_missing"] = sandbox_missing
     if url is not None:
@@ -265,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             def start(missing: str | None) -> None:
                 announce(paths, following=not args.roots, allow_write=args.allow_write, watch=args.watch,
-                         confirm_writes=args.confirm_writes,
+                         confirm_writes=args.confirm_writes, precise=args.precise,
                          sandbox_required=args.require_sandbox, sandbox_missing=missing)
 
             if args.require_sandbox:
@@ -346,7 +362,7 @@ def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
     supervised = server is None
     announce(workspace.paths, url=_served_url(args), stateless=args.stateless, workers=args.workers, supervised=supervised,
              allow_write=args.allow_write, watch=args.watch, sandbox_required=args.require_sandbox,
-             sandbox_missing=missing, auth=_auth_mode(auth), confirm_writes=args.confirm_writes)
+             sandbox_missing=missing, auth=_auth_mode(auth), confirm_writes=args.confirm_writes, precise=args.precise)
     _warn_unsandboxed(missing)
     tls = (args.tls_cert, args.tls_key) if args.tls_cert and args.tls_key else None  # together (_unsafe)
     if server is not None:

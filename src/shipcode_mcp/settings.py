@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 DEFAULTS: dict[str, Any] = {
-    "roots": (), "allow_write": False, "confirm_writes": False, "watch": False, "require_sandbox": False, "state_key_file": None,
+    "roots": (), "allow_write": False, "confirm_writes": False, "watch": False, "precise": False, "require_sandbox": False,
+    "state_key_file": None,
     "log_level": "warning", "log_format": "text",
     "http": None, "stateless": False, "workers": 1, "supervise": False, "allow_origin": (), "allow_host": None,
     "max_connections": None, "header_timeout": None, "max_tls_handshakes": None, "write_timeout": None,
@@ -39,6 +40,7 @@ class Settings:
     allow_write: bool
     confirm_writes: bool  # the writing tools, each change confirmed by the user first (implies allow_write's tools)
     watch: bool
+    precise: bool  # language servers as the code tools' precise backends (workspace/lsp)
     require_sandbox: bool
     state_key_file: str | None
     log_level: str

@@ -10,9 +10,10 @@ if TYPE_CHECKING:
 
 
 def install(server: Server, folders: list[str], *, allow_write: bool = False, watch: bool = False,
-            confirm_writes: bool = False) -> Roots:
+            confirm_writes: bool = False, precise: str | None = None) -> Roots:
     """Register the workspace tools and resources for `folders` on `server` (the writing tools with `allow_write`
-    or `confirm_writes`, asking the user before each change with the latter)."""
+    or `confirm_writes`, asking the user before each change with the latter); with `precise` ("now" or "on first
+    need"), the language servers answer the code tools, started now or when a call first needs one."""
     # the definitions only when installing: importing one workspace module (sandbox, roots) does not load them
     from .resources import install_resources
     from .tools import install_tools
@@ -20,4 +21,10 @@ def install(server: Server, folders: list[str], *, allow_write: bool = False, wa
     roots = Roots(folders)
     install_tools(server, roots, allow_write=allow_write or confirm_writes, confirm_writes=confirm_writes)
     install_resources(server, roots, watch=watch)
+    if precise is not None:
+        from .lsp.servers import SERVERS  # off the start-up budget: only with --precise
+
+        SERVERS.enabled = True
+        if precise == "now":
+            SERVERS.start(tuple(roots.paths))
     return roots

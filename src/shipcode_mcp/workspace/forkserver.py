@@ -182,6 +182,7 @@ class ForkServer:
         out, err = fds[0], fds[1]
         ruleset = fds[2] if sandboxed else -1
         passed = fds[3:] if sandboxed else fds[2:]
+        stdin = passed.pop() if spec.get("stdin") and passed else -1  # the last one handed, when asked
         if len(passed) != len(numbers):
             raise ValueError("descriptor count")
         parent = os.getpid()
@@ -202,7 +203,7 @@ class ForkServer:
                 if os.getppid() != parent:
                     os._exit(127)
                 os.setsid()
-                null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+                null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC) if stdin < 0 else stdin
                 targets = [0, 1, 2, *numbers]
                 base = max(targets) + 1
                 report_w = fcntl.fcntl(report_w, fcntl.F_DUPFD_CLOEXEC, base)

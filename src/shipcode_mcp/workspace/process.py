@@ -132,13 +132,14 @@ class Child:
     `readable` lists the folders (and files) the child may read beneath: the roots it works in, and
     whatever else its caller vouches for. Nothing else outside the system's libraries is readable to it.
     `writable` lists the folders it may change beneath (none for a reader: only /dev/null is writable).
-    Without a request context (`ctx` None) it cannot be cancelled but still has its deadline.
+    Without a request context (`ctx` None) it cannot be cancelled but still has its deadline. Its stdin is
+    /dev/null, or `stdin` (a pipe's read end) for a child that takes requests there (a language server).
     """
 
     def __init__(self, ctx: Context | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str],
                  executable: Sequence[str] = (), limits: Limits | None = None, env: Mapping[str, str] | None = None,
                  pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None,
-                 slot: bool = True, writable: Sequence[str] = ()) -> None:
+                 slot: bool = True, writable: Sequence[str] = (), stdin: int | None = None) -> None:
         self.what = what or os.path.basename(argv[0])
         self.timeout = timeout
         self._ctx = ctx
@@ -162,7 +163,7 @@ class Child:
                 self._take_slot()
             with confined:
                 self.proc, self._out, self._err = _start(argv, cwd, child_environment() if env is None else env,
-                                                         confined, pass_fds)
+                                                         confined, pass_fds, stdin)
         except OSError as err:
             self._give_slot()
             raise ToolError(f"Could not start {self.what}: {os.strerror(err.errno) if err.errno else err}") from None
@@ -350,17 +351,19 @@ class Forked:
 
 
 def _start(argv: Sequence[str], cwd: str, env: Mapping[str, str], confined: sandbox.Confinement,
-           pass_fds: Sequence[int]) -> tuple[Process, int, int]:
+           pass_fds: Sequence[int], stdin: int | None = None) -> tuple[Process, int, int]:
     """Start a child (by the fork server where it can, else by forking here): the child and the read ends
-    of its stdout and stderr pipes."""
+    of its stdout and stderr pipes. Its stdin is `stdin` when given, else /dev/null."""
     try:
-        return spawner.fork_server().spawn(argv, cwd=cwd, env=env, confinement=confined, pass_fds=pass_fds)
+        return spawner.fork_server().spawn(argv, cwd=cwd, env=env, confinement=confined, pass_fds=pass_fds,
+                                           stdin=stdin)
     except spawner.Unavailable:
         pass
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
     try:
-        popen = subprocess.Popen(list(argv), cwd=cwd, env=env, pass_fds=tuple(pass_fds), stdin=subprocess.DEVNULL,
+        popen = subprocess.Popen(list(argv), cwd=cwd, env=env, pass_fds=tuple(pass_fds),
+                                 stdin=subprocess.DEVNULL if stdin is None else stdin,
                                  stdout=out_w, stderr=err_w, start_new_session=True, preexec_fn=confined)
     except BaseException:
         os.close(out_r)

@@ -145,16 +145,17 @@ class ForkServer:
         self._broken = not usable()
 
     def spawn(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str] | None, confinement: Confinement,
-              pass_fds: Sequence[int]) -> tuple[Spawned, int, int]:
+              pass_fds: Sequence[int], stdin: int | None = None) -> tuple[Spawned, int, int]:
         """Start `argv` (its first item an absolute path); the child, and the read ends of its stdout and
-        stderr pipes. OSError for a child that could not start (a missing program or folder)."""
+        stderr pipes. Its stdin is `stdin` (a descriptor of ours: the pipe a language server reads its
+        requests from), else /dev/null. OSError for a child that could not start (a missing program or folder)."""
         if self._broken:
             raise Unavailable("no fork server here")
         ruleset = confinement.ruleset_fd
         spec = json.dumps({
             "binary": argv[0], "argv": list(argv), "cwd": cwd, "env": dict(os.environ if env is None else env),
             "limits": [[kind, soft, hard] for kind, (soft, hard) in confinement.limits],
-            "pass_fds": list(pass_fds), "sandboxed": ruleset is not None,
+            "pass_fds": list(pass_fds), "sandboxed": ruleset is not None, "stdin": stdin is not None,
             "seccomp": confinement.seccomp.hex(), "drop_caps": confinement.drop_caps,
         }).encode()
         if len(spec) > MAX_REQUEST:
@@ -162,7 +163,8 @@ class ForkServer:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        handed = [theirs.fileno(), out_w, err_w, *([] if ruleset is None else [ruleset]), *pass_fds]
+        handed = [theirs.fileno(), out_w, err_w, *([] if ruleset is None else [ruleset]), *pass_fds,
+                  *([] if stdin is None else [stdin])]
         try:
             used, live = self._send(spec, handed)
         except BaseException:

@@ -685,6 +685,13 @@ _SKIPPED = {"type": "integer", "minimum": 0, "description": "files not parsed: o
 _SKIPPED_FILES = {"type": "array", "maxItems": 20, "description": "the first 20 files not parsed, and why",
                   "items": _output({"path": _STR, "reason": {"type": "string", "description": "why, such as "
                                                              "'too large, 600.0 KiB, over 512.0 KiB' or 'binary'"}})}
+_LANGUAGE_SERVER = {
+    "language_server": {**_nullable("string"), "description": "the language server whose answer this is (--precise), "
+                                                              "null when the syntax tree answered"},
+    "language_server_note": {**_nullable("string"), "description": "with --precise, why no language server answered "
+                                                                   "(starting, still reading the workspace, failed, "
+                                                                   "too slow); null otherwise"},
+}
 _LANGUAGES_HELP = ("Python, JavaScript, TypeScript, TSX, Go, Rust, Java, Kotlin, C, C++, C#, Ruby, PHP, Swift, Scala, "
                    "Lua and Bash, recognised by file name")
 _SYMBOL_ITEM = _output({
@@ -762,7 +769,9 @@ FIND_REFERENCES = {
         "self.get in its class and subclasses, Session().get), `name` uses only share the name (obj.get on an "
         "object of unknown type: types would tell), and uses bound to something else (locals, parameters, keyword "
         "arguments, another class's member, another module's name) are left out and counted. Scoped uses come "
-        "first, so reading can stop early; in other languages every use is by name. Each result is "
+        "first, so reading can stop early; in other languages every use is by name. With --precise, a Python "
+        "symbol's uses come from the language server once it is ready (`exact`, by types), and what only the name "
+        "ties follows as `name`. Each result is "
         f"`path:line:column:` and the line. At most `limit` results. Languages: {_LANGUAGES_HELP}."
     ),
     "input": _object({
@@ -779,18 +788,21 @@ FIND_REFERENCES = {
             "column": {"type": "integer", "minimum": 1},
             "text": {"type": "string", "description": "the line, trimmed"},
             "definition": {"type": "boolean", "description": "true where the name is defined"},
-            "precision": {"type": "string", "enum": ["scoped", "name"],
-                          "description": "scoped: the scopes tie this use to the definition; name: only the name does"},
+            "precision": {"type": "string", "enum": ["exact", "scoped", "name"],
+                          "description": "exact: the language server ties this use to the definition (--precise); "
+                                         "scoped: the scopes do; name: only the name does"},
         })},
         "file_count": _INT,
         "truncated": _BOOL,
         "excluded": {"type": "integer", "minimum": 0,
                      "description": "uses of the name left out: bound to something else by the scopes"},
-        "definitions": {"type": "array", "description": "for a qualified name, the definitions it was resolved to",
+        "definitions": {"type": "array", "description": "the definitions the name was resolved to (for a qualified "
+                                                        "name, or the language server's query)",
                         "items": _output({"path": _STR, "line": {"type": "integer", "minimum": 1},
                                           "qualified_name": _STR, "kind": _STR})},
         "skipped": _SKIPPED,
         "skipped_files": _SKIPPED_FILES,
+        **_LANGUAGE_SERVER,
     }),
 }
 
@@ -1009,7 +1021,8 @@ RENAME_SYMBOL = {
         "alone; locals, parameters and keyword arguments of the same name, comments and strings are not touched. "
         "`name` is qualified with its module or class (core.greet, Session.get). Refused whole when it could change "
         "what the code means: new_name already used there, a method overridden in a subclass, a file that cannot be "
-        "read, a binding left behind. dry_run returns the diff and the undecided uses, changing nothing."
+        "read, a binding left behind. dry_run returns the diff and the undecided uses, changing nothing. With "
+        "--precise and the language server ready, the uses renamed are the server's rename (by types)."
     ),
     "input": _object({
         "name": _string("The symbol, qualified with its module or class (core.greet, Session.get).", minLength=1),
@@ -1035,10 +1048,12 @@ RENAME_SYMBOL = {
                       "items": _output({"path": _STR, "line": {"type": "integer", "minimum": 1},
                                         "column": {"type": "integer", "minimum": 1}, "text": _STR})},
         "outside": {"type": "array", "items": _STR,
-                    "description": "files of the roots outside path that mention the name: not looked at"},
+                    "description": "files of the roots outside path that mention the name (that use it, by the language "
+                                   "server's rename): not changed"},
         "excluded": {"type": "integer", "minimum": 0,
                      "description": "uses of the word bound to something else, not renamed"},
         "dry_run": _BOOL,
+        **_LANGUAGE_SERVER,
     }),
 }
 

@@ -33,9 +33,11 @@ from dataclasses import replace
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ...primitives import ToolError
+from ...primitives import ToolError, inside
 from .. import safe_open
+from ..lsp.servers import NotReady
 from ..text import cut_line, place, plural, printable, result
+from . import precise
 from .names import word_regex
 from .parsers import POOL, Failed, Starved, symbols_from
 from .prefilter import defining_lines
@@ -51,6 +53,7 @@ from .source import (
     known_language,
     outline_of,
     parse_failed,
+    read_source,
     source_from,
 )
 from .symbols import Symbol, language_for
@@ -65,6 +68,8 @@ MAX_LINE_CHARS = 2000
 QUERY = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 """A name, or one qualified with dots (`Session.get`), as the tools that take a symbol's name accept it."""
 NAME_LABEL = LABELS[NAME]
+EXACT = "exact"
+"""The label of a use a language server found (`--precise`): decided by types, not only scopes."""
 T = TypeVar("T")
 def _parsed_positions(source: Source, name: str, check: Callable[[], None] | None,
                       ) -> tuple[list[tuple[int, int]], list[Symbol] | None]:
@@ -356,6 +361,65 @@ class _NotNeeded(Exception):
     """Work ahead that the call stopped needing."""
 
 
+def definition_places(ctx: Context, roots: Roots, query: str) -> tuple[list[precise.Place], list[dict[str, Any]]]:
+    """The Python definitions of `query` (a name, or one qualified with its module or class) in the roots that
+    code outside them can reach (at module level or in a class, not in a function), as positions for a language
+    server, and as find_references lists them."""
+    word = query.rsplit(".", 1)[-1]
+    pattern = re.compile(rf"\b(?:def|class)\s+({re.escape(word)})\b|(?<![\w.])({re.escape(word)})\b")
+    places: list[precise.Place] = []
+    definitions: list[dict[str, Any]] = []
+    for root in roots.paths:
+        for shown, symbol, outer in python_definitions(ctx, roots, Folder(roots, root), tuple(query.split("."))):
+            if any(item.kind != "class" for item in outer):
+                continue
+            real = roots.shown_path(shown)
+            lines = read_source(roots, real, shown, "python").lines()
+            line = lines[symbol.def_line - 1] if symbol.def_line <= len(lines) else ""
+            found = pattern.search(line)
+            if found is None:
+                continue
+            place = precise.Place(real, symbol.def_line - 1, precise.utf16_column(line, found.start(found.lastindex or 1)))
+            if place not in places:
+                places.append(place)
+                definitions.append({"path": shown, "line": symbol.def_line, "qualified_name": symbol.qualified_name,
+                                    "kind": symbol.kind})
+    return places, definitions
+
+
+def _exact_references(ctx: Context, roots: Roots, query: str, folder: Folder,
+                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str] | None:
+    """The uses under `folder` of the Python definitions of `query`, as the language server finds them (each
+    labelled `exact`), the definitions, and the server's name; None when the roots define no such symbol (the
+    server is not asked: the syntax tree answers); precise.NotReady when the server cannot answer now."""
+    server = precise.server_name(roots, "python")  # NotReady before any work when it is not running or warming
+    places, definitions = definition_places(ctx, roots, query)
+    if not places:
+        return None
+    word = query.rsplit(".", 1)[-1]
+    found = precise.references(roots, "python", places, ctx.check_cancelled)
+    by_file: dict[str, list[precise.Place]] = {}
+    for item in found:
+        if inside(item.real, folder.real):
+            by_file.setdefault(item.real, []).append(item)
+    uses: list[dict[str, Any]] = []
+    for real in sorted(by_file):
+        shown = roots.display(real)
+        try:
+            lines = read_source(roots, real, shown, "python").lines()
+        except ToolError:
+            continue  # gone or unreadable since the server read it
+        decided = []
+        for item in sorted(by_file[real], key=lambda item: (item.line, item.units)):
+            line = lines[item.line] if item.line < len(lines) else ""
+            column = precise.column_of(line, item.units)
+            if line[column:column + len(word)] == word:  # (else the file changed since the server read it)
+                decided.append((item.line, column, item in places, EXACT))
+        uses += [{"path": shown, "line": number, "column": column, "text": text, "definition": definition,
+                  "precision": label} for number, column, text, definition, label in _shown(lines, decided)]
+    return uses, definitions, server
+
+
 def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int, *, scan: bool = True,
                     scopes: bool = True) -> ToolResult:
     """Uses of `name` (an identifier, or one qualified with dots: `Session.get`) in the files that mention it,
@@ -369,10 +433,17 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     folder = Folder(roots, path)
     if not folder.is_dir:
         known_language(folder.real, folder.shown)  # a file of another language has no uses in code: say so
+    note = None
+    exact = None
+    if scopes and precise.enabled():
+        try:
+            exact = _exact_references(ctx, roots, query, folder)
+        except NotReady as err:
+            note = err.note
     chosen, definitions = resolve(ctx, roots, path, query) if scopes else (None, [])
     constructed = {reading.cls for reading in chosen or () if reading.cls} if word in CONSTRUCTORS else set()
     names = folder.candidates(ctx, "|".join(word_regex(item) for item in sorted({word, *constructed})))
-    decided: dict[str, list[dict[str, Any]]] = {LABELS[SCOPED]: [], NAME_LABEL: []}
+    decided: dict[str, list[dict[str, Any]]] = {EXACT: [], LABELS[SCOPED]: [], NAME_LABEL: []}
     excluded = 0
     truncated = False
     places = [folder.file(item) if folder.is_dir else (folder.real, folder.shown) for item in names] if chosen is not None else []
@@ -395,17 +466,27 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
             if len(decided[LABELS[SCOPED]]) > limit or (chosen is None and len(decided[NAME_LABEL]) > limit):
                 truncated = True
                 break
-    every = decided[LABELS[SCOPED]] + decided[NAME_LABEL]
+    server = None
+    if exact is not None:  # the server's uses first; what only the syntax tree found is by name only
+        decided[EXACT], definitions, server = exact
+        known = {(item["path"], item["line"], item["column"]) for item in decided[EXACT]}
+        decided[NAME_LABEL] = [{**item, "precision": NAME_LABEL} for item in decided[LABELS[SCOPED]] + decided[NAME_LABEL]
+                               if (item["path"], item["line"], item["column"]) not in known]
+        decided[LABELS[SCOPED]] = []
+    every = decided[EXACT] + decided[LABELS[SCOPED]] + decided[NAME_LABEL]
     truncated = truncated or len(every) > limit
     found = every[:limit]
     files = {item["path"] for item in found}
     ctx.report_progress(len(names), len(names), f"done: {plural(len(found), 'reference')}")
     out: list[str] = []
     by_name = 0
+    tied = decided[EXACT] or decided[LABELS[SCOPED]]
     for item in found:
         if item["precision"] == NAME_LABEL and chosen is not None and not by_name:
-            out.append(f"[Where only the name matches: these may be uses of {printable(query)}, or of another "
-                       f"{printable(word)} (types would tell):]" if decided[LABELS[SCOPED]] else
+            out.append(f"[Where only the name matches: {server} does not tie these to {printable(query)} (an object of "
+                       "unknown type?); look at each:]" if server else
+                       f"[Where only the name matches: these may be uses of {printable(query)}, or of another "
+                       f"{printable(word)} (types would tell):]" if tied else
                        f"[Where only the name matches (types would tell which {printable(word)} each one is):]")
         by_name += item["precision"] == NAME_LABEL
         out.append(f"{printable(item['path'])}:{item['line']}:{item['column']}:{' [definition]' if item['definition'] else ''} "
@@ -417,10 +498,13 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     elif truncated:
         out.append(f"[Showing the first {plural(len(found), 'reference')}; there are more. Narrow with path, or raise limit.]")
     else:
-        scoped = len(found) - by_name
-        how = f" ({scoped} scoped, {by_name} by name only)" if chosen is not None else ""
+        how = f" ({len(found) - by_name} {'exact' if server else 'scoped'}, {by_name} by name only)" if chosen is not None else ""
         out.append(f"[{plural(len(found), 'reference')} in {plural(len(files), 'file')}{how}.]")
-    if chosen is not None and "." in query and not definitions:
+    if server is not None:
+        out.append(f"[Exact: {server}'s references of " + ", ".join(
+            f"{printable(item['qualified_name'])} ({printable(item['path'])}:{item['line']})" for item in definitions[:5])
+            + (" …" if len(definitions) > 5 else "") + ".]")
+    elif chosen is not None and "." in query and not definitions:
         out.append(f"[No Python definition of {printable(query)} under {place(folder.shown)}: its uses were read from "
                    "the words of the name alone.]")
     if excluded:
@@ -428,6 +512,9 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
                    "something else (a local, a parameter, "
                    "a keyword argument, another class's or module's name, a builtin).]")
     out += folder.skipped_note()
+    if note is not None:
+        out.append(f"[Not exact: {note}; these uses come from the syntax tree.]")
     return result("\n".join(out), {"name": query, "references": found, "file_count": len(files), "truncated": truncated,
                                     "excluded": excluded, "definitions": definitions, "skipped": folder.skipped,
-                                    "skipped_files": folder.skipped_files})
+                                    "skipped_files": folder.skipped_files, "language_server": server,
+                                    "language_server_note": note})

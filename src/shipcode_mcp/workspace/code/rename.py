@@ -24,13 +24,16 @@ import tokenize
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError, inside
+from ..lsp.servers import NotReady
 from ..patch_files import rewrite_files
 from ..text import plural, printable, result
+from . import precise
 from .implementations import find_implementations
 from .names import word_regex
 from .parsers import POOL, Failed
-from .references import QUERY, find_references
-from .source import Folder
+from .pyscopes import LABELS, SCOPED
+from .references import EXACT, QUERY, definition_places, find_references
+from .source import Folder, read_source
 from .symbols import language_for
 
 if TYPE_CHECKING:
@@ -45,6 +48,8 @@ MAX_SITES = 20_000
 MAX_LISTED = 200
 """Undecided uses the text lists (structuredContent has them all)."""
 TOOL = "rename_symbol"
+TIED = (EXACT, LABELS[SCOPED])
+"""The uses a rename changes: those the language server or the scopes tie to the symbol."""
 BUILTINS = frozenset(dir(builtins))
 """Names a module sees without binding them: a symbol renamed to one would shadow it."""
 
@@ -77,7 +82,7 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
                         "changed")
     references: list[dict[str, Any]] = data.get("references", [])
     python = [item for item in references if language_for(roots.shown_path(item["path"])) == "python"]
-    definitions = [item for item in python if item["definition"] and item["precision"] == "scoped"]
+    definitions = [item for item in python if item["definition"] and item["precision"] in TIED]
     if not definitions:
         other = [item for item in references if item["definition"]]
         if other:
@@ -91,8 +96,15 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
         listed = ", ".join(printable(item) for item in overrides[:10])
         raise ToolError(f"Refused: {printable(query)} is overridden in {listed}; renaming it alone would change which "
                         "method runs. Rename the overrides first (each by its qualified name); nothing was changed")
-    scoped = [item for item in python if item["precision"] == "scoped"]
-    undecided = [item for item in references if item["precision"] != "scoped"]
+    server, note = data.get("language_server"), data.get("language_server_note")
+    scoped = [item for item in python if item["precision"] in TIED]
+    outside: list[str] | None = None
+    if server is not None:
+        try:
+            scoped, outside = _server_sites(ctx, roots, query, new_name, path)
+        except NotReady as err:  # (it answered the references a moment ago: rare)
+            server, note = None, err.note
+    undecided = [item for item in references if item["precision"] not in TIED]
     by_file: dict[str, list[dict[str, Any]]] = {}
     for item in scoped:
         by_file.setdefault(item["path"], []).append(item)
@@ -119,12 +131,17 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
 
     changes = {roots.shown_path(shown): renamer(shown, uses) for shown, uses in by_file.items()}
     files, diff = rewrite_files(ctx, roots, changes, TOOL, dry_run, allow_syntax_errors)
-    outside = _outside(ctx, roots, path, word)
+    if outside is None:
+        outside = _outside(ctx, roots, path, word)
     renamed = len(scoped)
     head = (f"Dry run: would rename {printable(query)} to {printable(new_name)}" if dry_run else
             f"Renamed {printable(query)} to {printable(new_name)}")
     lines = [f"{head}: {plural(renamed, 'use')} in {plural(len(files), 'file')}"
              + ("; nothing was written." if dry_run else ".")]
+    if server is not None:
+        lines.append(f"[Exact: {server}'s rename.]")
+    elif note is not None:
+        lines.append(f"[Not exact: {note}; the uses renamed are those Python's scopes prove.]")
     if undecided:
         lines.append(f"[Left alone, undecided: {plural(len(undecided), 'use')} only the name ties to it (an attribute "
                      "of an object of unknown type, or code of another language); look at each:]")
@@ -133,19 +150,50 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
         if len(undecided) > MAX_LISTED:
             lines.append(f"[… {len(undecided) - MAX_LISTED} more in structuredContent]")
     if outside:
-        lines.append(f"[Not looked at: {plural(len(outside), 'file')} outside {printable(path)} that mention "
-                     f"{printable(word)}: " + ", ".join(printable(item) for item in outside[:10])
-                     + (" …" if len(outside) > 10 else "") + "]")
+        lines.append((f"[Not changed: {plural(len(outside), 'file')} outside {printable(path)} that use it" if server else
+                      f"[Not looked at: {plural(len(outside), 'file')} outside {printable(path)} that mention "
+                      f"{printable(word)}") + ": "
+                     + ", ".join(printable(item) for item in outside[:10]) + (" …" if len(outside) > 10 else "") + "]")
     if data.get("excluded"):
         lines.append(f"[Not renamed: {plural(data['excluded'], 'other use')} of the word bound to something else (a "
                      "local, a parameter, a keyword argument, another class's member).]")
     text = "\n".join(lines) + ("\n" + diff.rstrip("\n") if diff else "")
     sites = [{key: item[key] for key in ("path", "line", "column")} for item in scoped]
     return result(text, {"name": query, "new_name": new_name, "renamed": renamed, "sites": sites, "files": files,
-                         "diff": diff,
+                         "diff": diff, "language_server": server, "language_server_note": note,
                          "undecided": [{key: item[key] for key in ("path", "line", "column", "text")}
                                        for item in undecided],
                          "outside": outside, "excluded": data.get("excluded", 0), "dry_run": dry_run})
+
+
+def _server_sites(ctx: Context, roots: Roots, query: str, new_name: str, path: str,
+                  ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The sites of the language server's rename of `query`'s definitions under `path` (path, 1-based line and
+    column), and the files outside `path` it would change too (left alone, listed); ToolError when an edit is
+    not the name replaced by `new_name`."""
+    word = query.rsplit(".", 1)[-1]
+    inner = roots.resolve(path)
+    places, _ = definition_places(ctx, roots, query)
+    edits = {edit for place in places for edit in precise.rename_edits(roots, "python", place, new_name, ctx.check_cancelled)}
+    sites: list[dict[str, Any]] = []
+    outside: set[str] = set()
+    lines_of: dict[str, list[str]] = {}
+    for edit in sorted(edits, key=lambda edit: (edit.place.real, edit.place.line, edit.place.units)):
+        shown = roots.display(edit.place.real)
+        if not inside(edit.place.real, inner):
+            outside.add(shown)
+            continue
+        if edit.place.real not in lines_of:
+            lines_of[edit.place.real] = read_source(roots, edit.place.real, shown, "python").lines()
+        lines = lines_of[edit.place.real]
+        line = lines[edit.place.line] if edit.place.line < len(lines) else ""
+        column = precise.column_of(line, edit.place.units)
+        if edit.text != new_name or precise.column_of(line, edit.end_units) - column != len(word) \
+                or line[column:column + len(word)] != word:
+            raise ToolError(f"Refused: the language server's rename changes {printable(shown)}:{edit.place.line + 1} "
+                            f"otherwise than {printable(word)} to {printable(new_name)}; nothing was changed")
+        sites.append({"path": shown, "line": edit.place.line + 1, "column": column + 1})
+    return sites, sorted(outside)
 
 
 def _special(name: str) -> bool:
