@@ -112,8 +112,8 @@ class Tools:
     """A started, initialized server and the output schemas of its tools."""
 
     def __init__(self, *roots: Path | str, write: bool = False, env: dict[str, str] | None = None,
-                 cwd: Path | None = None) -> None:
-        args = (["--allow-write"] if write else []) + [str(root) for root in roots]
+                 cwd: Path | None = None, precise: bool = False) -> None:
+        args = (["--allow-write"] if write else []) + (["--precise"] if precise else []) + [str(root) for root in roots]
         self.process = McpProcess(*args, env=env, cwd=cwd)
         self.process.initialize()
         listed = self.process.request("tools/list")["result"]["tools"]

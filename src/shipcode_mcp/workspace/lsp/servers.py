@@ -39,8 +39,13 @@ START_TIMEOUT = 60.0
 """`initialize` must be answered within this."""
 WARM_TIMEOUT = 600.0
 """The warm-up (every file of the language parsed and bound) must end within this."""
+ENUMERATION_WAIT = 2.0
+"""The longest a request waits for the server to find the workspace's files again after files were created or
+deleted (pyright does it in milliseconds; a file it excludes, in a hidden folder, makes it skip that)."""
 IDLE_STOP = 20 * 60.0
 """A server no call has used for this long is stopped (and started again on the next need)."""
+IDLE_CHECK = 30.0
+"""How often the servers are looked at for idleness."""
 RESTARTS = 3
 """Crashes within RESTART_WINDOW after which a server is not started again until the window has passed."""
 RESTART_WINDOW = 600.0
@@ -140,7 +145,7 @@ class LanguageServer:
             "capabilities": {
                 "general": {"positionEncodings": ["utf-16"]},
                 "workspace": {"configuration": True, "workspaceFolders": True,
-                              "didChangeWatchedFiles": {"dynamicRegistration": False}},
+                              "didChangeWatchedFiles": {"dynamicRegistration": True}},
                 "textDocument": {"references": {}, "definition": {"linkSupport": False},
                                  "rename": {"prepareSupport": True},
                                  "publishDiagnostics": {"relatedInformation": False}},
@@ -228,8 +233,16 @@ class LanguageServer:
                        for path, mark in now.items() if self._seen.get(path) != mark]
             changes += [{"uri": file_uri(path), "type": 3} for path in self._seen if path not in now]
             self._seen = now
-            if changes:
-                connection.notify("workspace/didChangeWatchedFiles", {"changes": changes})
+            if not changes:
+                return
+            # A file created or deleted changes the program: pyright finds the files again (and logs how many)
+            # before its next answer can know of it, a few milliseconds later.
+            enumerated = any(change["type"] != 2 for change in changes)
+            if enumerated:
+                self._found.clear()
+            connection.notify("workspace/didChangeWatchedFiles", {"changes": changes})
+            if enumerated:
+                self._found.wait(ENUMERATION_WAIT)
 
     def _look(self) -> dict[str, tuple[int, int]]:
         """(modification time, size) of each file of the server's language in the roots."""
@@ -349,7 +362,7 @@ class LanguageServers:
 
     def _stop_idle(self) -> None:
         while True:
-            time.sleep(30)
+            time.sleep(IDLE_CHECK)
             with self._lock:
                 idle = [(key, server) for key, server in self._servers.items()
                         if time.monotonic() - server.used > IDLE_STOP]

@@ -1,0 +1,245 @@
+"""--precise with the real basedpyright (installed with the test extra): find_references' exact uses and
+rename_symbol's rename through the server process, a server that crashes, goes idle, is slow or is missing,
+and what it leaves behind (nothing). Each gain is shown on a case the syntax tree alone cannot decide: a
+variable whose class only a return annotation tells."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shipcode_mcp.workspace.code import precise
+from shipcode_mcp.workspace.lsp import installed, servers
+from shipcode_mcp.workspace.lsp.servers import LanguageServers, NotReady
+from shipcode_mcp.workspace.roots import Roots
+from shipcode_mcp.workspace.tools import run
+from support import family, wait_for
+from workspace_support import Tools, context
+
+pytest.importorskip("ast_grep_py")
+pytest.importorskip("basedpyright")
+
+PACKAGE = {
+    "shop/__init__.py": "",
+    "shop/client.py": ("class Client:\n    def get(self, url):\n        return url\n\n\n"
+                       "class Cache:\n    def get(self, key):\n        return key\n\n\n"
+                       "def make() -> Client:\n    return Client()\n"),
+    "shop/use.py": ("from shop.client import Cache, make\n\n\n"
+                    "def fetch(anything, cache: Cache):\n"
+                    "    made = make()\n"
+                    "    made.get('a')  # only make's return annotation says this is Client.get\n"
+                    "    cache.get('b')\n"
+                    "    {}.get('c')\n"
+                    "    return anything.get('d')\n"),
+}
+READY_WAIT = 120.0
+"""The longest a test waits for the language server's first exact answer (a loaded CI machine)."""
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Path:
+    root = tmp_path / "package"
+    for name, text in PACKAGE.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def _sites(data: dict[str, Any], label: str) -> set[tuple[str, int]]:
+    return {(item["path"], item["line"]) for item in data["references"] if item["precision"] == label}
+
+
+def exact(tools: Tools, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    """find_references of `name` once the language server answers it (earlier calls answer from the syntax tree
+    and say why: each is checked to say so)."""
+    def answered() -> dict[str, Any] | None:
+        data = tools.data("find_references", {"name": name, **(arguments or {})})
+        if data["language_server"] is None:
+            assert data["language_server_note"] and "Not exact" in tools.last["content"][0]["text"], data
+            time.sleep(0.2)
+            return None
+        return data
+    return wait_for(answered, READY_WAIT, "the language server's answer")
+
+
+def language_server_pids(server_pid: int) -> list[int]:
+    """The language servers among the server's descendants (by their command line)."""
+    found = []
+    for pid in family(server_pid):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"langserver.index.js" in command:
+            found.append(pid)
+    return found
+
+
+@pytest.fixture
+def precise_tools(package: Path) -> Iterator[Tools]:
+    with Tools(package, write=True, precise=True) as tools:
+        yield tools
+
+
+def test_the_python_language_server_is_found_in_this_environment() -> None:
+    found = installed.find("python")
+    assert found is not None and found.name == "basedpyright" and found.version.count(".") == 2
+    assert all(os.path.isabs(path) and os.path.isdir(path) for path in found.readable)
+    assert os.access(found.argv[0], os.X_OK) and found.argv[-1] == "--stdio"
+
+
+def test_find_references_is_exact_where_only_types_can_tell(package: Path, precise_tools: Tools) -> None:
+    with Tools(package) as plain:  # the syntax tree alone: made.get is only the name
+        scoped = plain.data("find_references", {"name": "Client.get"})
+    assert ("shop/use.py", 6) in _sites(scoped, "name") and scoped["language_server"] is None
+    assert scoped["language_server_note"] is None  # (no --precise: nothing to say)
+    data = exact(precise_tools, "Client.get")
+    assert data["language_server"] == "basedpyright" and data["language_server_note"] is None
+    assert _sites(data, "exact") == {("shop/client.py", 2), ("shop/use.py", 6)}
+    assert _sites(data, "name") == {("shop/use.py", 9)}  # anything.get: no type tells what it is
+    assert not {("shop/use.py", 7), ("shop/use.py", 8)} & (_sites(data, "name") | _sites(data, "exact"))  # Cache, dict
+    definition = next(item for item in data["references"] if item["definition"])
+    assert (definition["path"], definition["line"], definition["column"]) == ("shop/client.py", 2, 9)
+    text = precise_tools.last["content"][0]["text"]
+    assert "[Exact: basedpyright's references of Client.get (shop/client.py:2).]" in text
+    assert "basedpyright does not tie these to Client.get" in text
+    # A bare name asks for every definition of that name in the workspace: Cache.get's uses too, never dict's.
+    bare = exact(precise_tools, "get")
+    assert _sites(bare, "exact") == {("shop/client.py", 2), ("shop/client.py", 7), ("shop/use.py", 6), ("shop/use.py", 7)}
+    assert [item["qualified_name"] for item in bare["definitions"]] == ["Client.get", "Cache.get"]
+
+
+def test_rename_symbol_takes_the_language_servers_rename(package: Path, precise_tools: Tools) -> None:
+    exact(precise_tools, "Client.get")  # ready
+    result = precise_tools.call("rename_symbol", {"name": "Client.get", "new_name": "download"})
+    data = result["structuredContent"]
+    assert data["language_server"] == "basedpyright" and "[Exact: basedpyright's rename.]" in result["content"][0]["text"]
+    use = (package / "shop" / "use.py").read_text()
+    assert "made.download('a')" in use and "cache.get('b')" in use and "{}.get('c')" in use
+    assert "anything.get('d')" in use and [(item["path"], item["line"]) for item in data["undecided"]] == [("shop/use.py", 9)]
+    assert "def download(self, url):" in (package / "shop" / "client.py").read_text()
+    assert "def get(self, key):" in (package / "shop" / "client.py").read_text()
+
+
+def test_the_same_rename_from_the_syntax_tree_leaves_what_only_types_tell(package: Path) -> None:
+    with Tools(package, write=True) as tools:
+        data = tools.data("rename_symbol", {"name": "Client.get", "new_name": "download"})
+    assert data["language_server"] is None and ("shop/use.py", 6) in {(item["path"], item["line"]) for item in data["undecided"]}
+    assert "made.get('a')" in (package / "shop" / "use.py").read_text()
+
+
+def test_changes_on_disk_are_seen_by_the_next_answer(package: Path, precise_tools: Tools) -> None:
+    exact(precise_tools, "Client.get")
+    (package / "shop" / "more.py").write_text("from shop.client import make\n\nmake().get('e')\n")
+    use = package / "shop" / "use.py"
+    use.write_text(use.read_text().replace("    made.get('a')  # only make's return annotation says this is Client.get\n",
+                                           "    made.get\n    made.get('a')\n"))
+    data = exact(precise_tools, "Client.get")
+    assert _sites(data, "exact") == {("shop/client.py", 2), ("shop/use.py", 6), ("shop/use.py", 7), ("shop/more.py", 3)}
+    (package / "shop" / "more.py").unlink()
+    assert ("shop/more.py", 3) not in _sites(exact(precise_tools, "Client.get"), "exact")
+
+
+def test_columns_are_characters_where_the_server_counts_utf16_units(package: Path, precise_tools: Tools) -> None:
+    (package / "shop" / "wide.py").write_text("from shop.client import make\n\nx = ('\U0001f600é', make().get('f'))\n")
+    data = exact(precise_tools, "Client.get")
+    item = next(item for item in data["references"] if item["path"] == "shop/wide.py")
+    line = (package / "shop" / "wide.py").read_text().split("\n")[2]
+    assert line[item["column"] - 1:item["column"] - 1 + 3] == "get" and item["column"] == line.index("get") + 1
+
+
+def test_a_crashed_language_server_is_started_again(precise_tools: Tools) -> None:
+    exact(precise_tools, "Client.get")
+    [first] = language_server_pids(precise_tools.process.proc.pid)
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: first not in language_server_pids(precise_tools.process.proc.pid), 10, "the kill")
+    data = precise_tools.data("find_references", {"name": "Client.get"})  # answered at once, from the syntax tree
+    assert data["language_server"] is None and "failed" in data["language_server_note"]
+    assert ("shop/client.py", 2) in _sites(data, "scoped")
+    assert _sites(exact(precise_tools, "Client.get"), "exact") == {("shop/client.py", 2), ("shop/use.py", 6)}
+    [second] = language_server_pids(precise_tools.process.proc.pid)
+    assert second != first
+
+
+def test_nothing_is_left_behind(package: Path) -> None:
+    before = {path.relative_to(package): path.read_bytes() for path in package.rglob("*") if path.is_file()}
+    with Tools(package, precise=True) as tools:
+        exact(tools, "Client.get")
+        server = tools.process.proc.pid
+        [pid] = language_server_pids(server)
+        tools.close()
+    assert "precise: basedpyright" in tools.process.stderr.decode()  # the start-up line says which
+    wait_for(lambda: not Path(f"/proc/{pid}").exists(), 10, "the language server's end with the server")
+    after = {path.relative_to(package): path.read_bytes() for path in package.rglob("*") if path.is_file()}
+    assert after == before  # no cache, no settings file, nothing in the workspace
+
+
+def test_without_precise_no_language_server_runs(package: Path) -> None:
+    with Tools(package) as tools:
+        tools.data("find_references", {"name": "Client.get"})
+        tools.data("rename_symbol", {"name": "Client.get", "new_name": "download", "dry_run": True}) \
+            if "rename_symbol" in tools.tools else None
+        assert language_server_pids(tools.process.proc.pid) == []
+
+
+# -- in the process: the registry's own rules -------------------------------------------------------------
+@pytest.fixture
+def registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[LanguageServers]:
+    fresh = LanguageServers()
+    fresh.enabled = True
+    monkeypatch.setattr(precise, "SERVERS", fresh)
+    yield fresh
+    fresh.stop_all()
+
+
+def _ready(registry: LanguageServers, roots: Roots) -> servers.LanguageServer:
+    server = registry.server("python", tuple(roots.paths))
+
+    def ready() -> bool:
+        try:
+            server.ready()
+        except NotReady:
+            assert server.state != "failed", server.failure
+            return False
+        return True
+    wait_for(ready, READY_WAIT, "the language server")
+    return server
+
+
+def test_an_idle_language_server_is_stopped_and_started_again_on_need(package: Path, registry: LanguageServers,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(servers, "IDLE_STOP", 1.0)
+    monkeypatch.setattr(servers, "IDLE_CHECK", 0.2)
+    roots = Roots([str(package)])
+    first = _ready(registry, roots)
+    pid = first.pid
+    assert pid is not None
+    wait_for(lambda: first.state == "stopped" and not Path(f"/proc/{pid}").exists(), 30, "the idle server's stop")
+    assert registry.running() == []
+    data = run("find_references", context(), roots, name="Client.get").structured or {}
+    assert data["language_server"] is None and "starting" in data["language_server_note"]
+    assert _ready(registry, roots) is not first
+
+
+def test_a_slow_answer_is_not_waited_for(package: Path, registry: LanguageServers, monkeypatch: pytest.MonkeyPatch) -> None:
+    roots = Roots([str(package)])
+    _ready(registry, roots)
+    monkeypatch.setattr(precise, "REQUEST_TIMEOUT", 0.0)
+    started = time.monotonic()
+    data = run("find_references", context(), roots, name="Client.get").structured or {}
+    assert time.monotonic() - started < 10
+    assert data["language_server"] is None and "took longer than" in data["language_server_note"]
+    assert ("shop/client.py", 2) in _sites(data, "scoped")
+
+
+def test_a_missing_language_server_is_said_once_asked(package: Path, registry: LanguageServers) -> None:
+    registry._installed["python"] = None  # as where basedpyright is not installed
+    data = run("find_references", context(), Roots([str(package)]), name="Client.get").structured or {}
+    assert data["language_server"] is None and "pip install 'shipcode-mcp[precise]'" in data["language_server_note"]
+    assert registry.running() == []
