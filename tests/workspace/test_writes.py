@@ -39,7 +39,8 @@ def test_write_creates_a_file_and_its_folders(tools: Tools, repo: Path) -> None:
     assert result["content"][0]["text"] == (
         "Created pkg/sub/new.py (12 bytes).\n--- /dev/null\n+++ b/pkg/sub/new.py\n@@ -0,0 +1 @@\n+print('hi')")
     assert result["structuredContent"] == {"path": "pkg/sub/new.py", "created": True, "size": 12,
-                                           "diff": "--- /dev/null\n+++ b/pkg/sub/new.py\n@@ -0,0 +1 @@\n+print('hi')\n"}
+                                           "diff": "--- /dev/null\n+++ b/pkg/sub/new.py\n@@ -0,0 +1 @@\n+print('hi')\n",
+                                           "new_diagnostics": []}  # (no --precise: no language server checks it)
     assert (repo / "pkg" / "sub" / "new.py").read_text() == "print('hi')\n"
     assert stat.S_IMODE((repo / "pkg" / "sub" / "new.py").stat().st_mode) == 0o666 & ~_umask()
     assert tools.text("write_file", {"path": "empty.txt", "content": ""}) == "Created empty.txt (0 bytes)."

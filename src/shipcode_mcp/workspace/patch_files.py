@@ -22,10 +22,11 @@ from ..primitives import ToolError
 from . import safe_open
 from .hunk_placing import apply
 from .patch_text import FilePatch, PatchError, parse
-from .text import plural, printable, result, size_text
+from .text import plural, printable, size_text
 from .writes import (
     MAX_DIFF_CHARS,
     MAX_WRITE_BYTES,
+    checked_result,
     decode,
     encode,
     entry,
@@ -103,15 +104,16 @@ def apply_patch(ctx: Context, roots: Roots, patch: str, dry_run: bool, allow_syn
     else:
         head = f"Applied the patch: {plural(len(changed), 'file')} changed."
     text = "\n".join(part for part in (head, summary, diff.rstrip("\n")) if part)
-    return result(text, {"files": listed, "diff": diff, "dry_run": dry_run})
+    return checked_result(ctx, roots, text, {"files": listed, "diff": diff, "dry_run": dry_run}, _edited(changed))
 
 
 def rewrite_files(ctx: Context, roots: Roots, changes: dict[str, Callable[[str], str]], tool: str, dry_run: bool,
-                  allow_syntax_errors: bool) -> tuple[list[dict[str, Any]], str]:
+                  allow_syntax_errors: bool) -> tuple[list[dict[str, Any]], str, list[tuple[str, str, str | None, str]]]:
     """Change several existing text files at once, all or nothing, as apply_patch writes (rename_symbol's
     writer): under the write lock of every root concerned, each file is read and `changes[real]` makes its new
     text from the old (or raises ToolError); then the syntax check, and unless `dry_run` every file written, or,
-    if one fails, none. The files changed as the result lists them, and their diff."""
+    if one fails, none. The files changed as the result lists them, their diff, and the files as
+    writes.checked_result takes them."""
     concerned = sorted({roots.root_of(real) or real for real in changes})
     with ExitStack() as locks:
         for root in concerned:
@@ -136,7 +138,12 @@ def rewrite_files(ctx: Context, roots: Roots, changes: dict[str, Callable[[str],
         diff = _diffs(ctx, changed)
         if not dry_run:
             _write_all(ctx, roots, changed)
-    return [_listed(file) for file in changed], diff
+    return [_listed(file) for file in changed], diff, _edited(changed)
+
+
+def _edited(files: list[_File]) -> list[tuple[str, str, str | None, str]]:
+    """The files changed and kept (not deleted), as writes.checked_result takes them."""
+    return [(file.real, file.shown, _old_text(file), file.text) for file in files if file.text is not None]
 
 
 def _resolved(roots: Roots, path: str | None) -> str | None:

@@ -100,6 +100,14 @@ def _boolean(description: str) -> dict[str, Any]:
     return {"type": "boolean", "description": description, "default": False}
 
 
+_NEW_DIAGNOSTICS = {"new_diagnostics": {
+    "type": "array", "description": "with --precise and the language server ready: the errors and warnings it finds "
+                                    "in the edited Python files that it did not find before the change",
+    "items": {"type": "object", "required": ["path", "line", "column", "severity", "code", "message"],
+              "properties": {"path": {"type": "string"}, "line": {"type": "integer", "minimum": 1},
+                             "column": {"type": "integer", "minimum": 1},
+                             "severity": {"type": "string", "enum": ["error", "warning"]},
+                             "code": {"type": "string"}, "message": {"type": "string"}}}}}
 _DRY_RUN = {"type": "boolean", "default": False,
             "description": "Only check the change and return its diff; nothing is written."}
 _EXPECTED_SHA256 = _string(
@@ -371,6 +379,7 @@ WRITE_FILE = {
         "created": {"type": "boolean", "description": "true when the file did not exist before"},
         "size": {"type": "integer", "minimum": 0, "description": "bytes written"},
         "diff": _STR,
+        **_NEW_DIAGNOSTICS,
     }),
 }
 
@@ -406,6 +415,7 @@ EDIT_FILE = {
         "path": _STR,
         "replacements": {"type": "integer", "minimum": 1},
         "diff": _STR,
+        **_NEW_DIAGNOSTICS,
     }),
 }
 
@@ -439,6 +449,7 @@ APPLY_PATCH = {
         })},
         "diff": _STR,
         "dry_run": _BOOL,
+        **_NEW_DIAGNOSTICS,
     }),
 }
 
@@ -897,9 +908,10 @@ DIAGNOSTICS = {
         "edit: syntax errors in every language the code tools read (the grammar's own reading: what it cannot read, "
         "what it had to assume missing), and in Python pyflakes' findings: errors (an undefined name, `return` "
         "outside a function, a format that raises) and warnings (an unused import or variable, a redefinition, a "
-        "star import). No type checking and no project configuration. Each result is `path:line:column: severity "
-        "[code] message`; files in path order, at most `limit` findings, and the result says how many files were "
-        f"checked. Languages: {_LANGUAGES_HELP}."
+        "star import). With --precise and the language server ready, Python files (up to 25 a call) are type-checked "
+        "by it instead (basedpyright's errors and warnings, the project's own configuration honoured). Each result is "
+        "`path:line:column: severity [code] message`; files in path order, at most `limit` findings, and the result "
+        f"says how many files were checked. Languages: {_LANGUAGES_HELP}."
     ),
     "input": _object({
         "path": _string(f"A file or a folder to check (default: the first root); {_PATH_HELP}.", default="."),
@@ -915,7 +927,8 @@ DIAGNOSTICS = {
             "column": {"type": "integer", "minimum": 1},
             "severity": {"type": "string", "enum": ["error", "warning"]},
             "code": {"type": "string", "description": "syntax-error, or pyflakes' name for it (UndefinedName, "
-                                                      "UnusedImport, ...)"},
+                                                      "UnusedImport, ...), or the language server's rule "
+                                                      "(reportAttributeAccessIssue, ...)"},
             "message": _STR,
         })},
         "errors": {"type": "integer", "minimum": 0, "description": "errors found in the files checked"},
@@ -924,6 +937,9 @@ DIAGNOSTICS = {
         "truncated": _BOOL,
         "skipped": _SKIPPED,
         "skipped_files": _SKIPPED_FILES,
+        "type_checked": {"type": "integer", "minimum": 0,
+                         "description": "Python files whose findings are the language server's (--precise)"},
+        **_LANGUAGE_SERVER,
     }),
 }
 
@@ -975,7 +991,7 @@ REPLACE_SYMBOL = {
         "expected_sha256": _EXPECTED_SHA256,
     }, ("path", "name", "text")),
     "output": _output({**_SYMBOL_ITEM["properties"], "body": {"type": "boolean", "description": "only the body was "
-                       "replaced"}, "diff": _STR, "dry_run": _BOOL}),
+                       "replaced"}, "diff": _STR, "dry_run": _BOOL, **_NEW_DIAGNOSTICS}),
 }
 
 INSERT_SYMBOL = {
@@ -1007,6 +1023,7 @@ INSERT_SYMBOL = {
         "where": {"type": "string", "description": "where the code went, such as 'after the method Parser.parse'"},
         "diff": _STR,
         "dry_run": _BOOL,
+        **_NEW_DIAGNOSTICS,
     }),
 }
 
@@ -1054,6 +1071,7 @@ RENAME_SYMBOL = {
                      "description": "uses of the word bound to something else, not renamed"},
         "dry_run": _BOOL,
         **_LANGUAGE_SERVER,
+        **_NEW_DIAGNOSTICS,
     }),
 }
 

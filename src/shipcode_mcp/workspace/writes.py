@@ -123,7 +123,9 @@ def write_file(ctx: Context, roots: Roots, path: str, content: str, dry_run: boo
     else:
         done = f"{'Created' if created else 'Wrote'} {printable(shown)} ({size_text(len(data))})"
     text = f"{done}.\n{diff}".rstrip("\n") if diff or created else f"{done}; the content is unchanged."
-    return result(text, {"path": shown, "created": created, "size": len(data), "diff": diff})
+    edited = [(real, shown, None if old is None else old.decode("utf-8", "replace"), content)] \
+        if (created or old is not None) and diff else []  # (an old text too large to diff: not checked)
+    return checked_result(ctx, roots, text, {"path": shown, "created": created, "size": len(data), "diff": diff}, edited)
 
 
 def edit_file(ctx: Context, roots: Roots, path: str, old_text: str | None, new_text: str | None, replace_all: bool,
@@ -138,18 +140,51 @@ def edit_file(ctx: Context, roots: Roots, path: str, old_text: str | None, new_t
         updated, count = _edited(text, size, steps, named)
         return updated
 
-    shown, diff = rewrite(ctx, roots, path, "edit_file", edited, dry_run, allow_syntax_errors, expected_sha256)
+    shown, diff, change = rewrite(ctx, roots, path, "edit_file", edited, dry_run, allow_syntax_errors, expected_sha256)
     replaced = plural(count, "occurrence") + (f" in {len(steps)} edits" if len(steps) > 1 else "")
     done = f"Dry run: would replace {replaced} in {printable(shown)}; nothing was written" if dry_run else \
         f"Replaced {replaced} in {printable(shown)}"
-    return result(f"{done}.\n{diff}".rstrip("\n"), {"path": shown, "replacements": count, "diff": diff})
+    return checked_result(ctx, roots, f"{done}.\n{diff}".rstrip("\n"), {"path": shown, "replacements": count, "diff": diff},
+                          change)
+
+
+SHOWN_DIAGNOSTICS = 20
+"""New diagnostics a write's text lists at most (structuredContent has them all)."""
+
+
+def checked_result(ctx: Context, roots: Roots, text: str, structured: dict[str, Any],
+                   edited: list[tuple[str, str, str | None, str]]) -> ToolResult:
+    """A write's result, with the language server's new diagnostics of the edited files (`new_diagnostics`:
+    with --precise, where it is ready; it is never waited for). `edited` is (real, shown, text before or None
+    for a new file, text after) of each file changed."""
+    found: list[dict[str, Any]] = []
+    note = None
+    if edited and code_available():
+        from .code import precise  # the language servers: only with the code tools, on a write of code
+
+        if precise.enabled():
+            found, note = precise.new_diagnostics(roots, edited, ctx.check_cancelled)
+    lines = [text]
+    if found:
+        errors = sum(item["severity"] == "error" for item in found)
+        lines.append(f"[New from the language server: {plural(errors, 'error')}, {plural(len(found) - errors, 'warning')} "
+                     "in the edited files:]")
+        lines += [f"  {printable(item['path'])}:{item['line']}:{item['column']}: {item['severity']} [{item['code']}] "
+                  f"{printable(item['message'])}" for item in found[:SHOWN_DIAGNOSTICS]]
+        if len(found) > SHOWN_DIAGNOSTICS:
+            lines.append(f"  [… {len(found) - SHOWN_DIAGNOSTICS} more in structuredContent]")
+    if note is not None:
+        lines.append(f"[Not type-checked: {note}.]")
+    return result("\n".join(lines), {**structured, "new_diagnostics": found})
 
 
 def rewrite(ctx: Context, roots: Roots, path: str, tool: str, change: Callable[[str, int], str], dry_run: bool,
-            allow_syntax_errors: bool, expected_sha256: str | None = None) -> tuple[str, str]:
+            allow_syntax_errors: bool, expected_sha256: str | None = None,
+            ) -> tuple[str, str, list[tuple[str, str, str | None, str]]]:
     """Change an existing text file: `change` makes the new text from the old (and its size in bytes) or
     raises ToolError, under the root's write lock; the syntax check, then (unless `dry_run`) the atomic
-    replace. The file as shown, and the diff. With `expected_sha256`, the file must be that version."""
+    replace. The file as shown, the diff, and the file as `checked_result` takes it (none if unchanged).
+    With `expected_sha256`, the file must be that version."""
     real, shown = target(roots, path, tool)
     with _guarded(ctx, roots, real, shown, tool):
         parent, name = safe_open.open_parent(roots, real, shown)
@@ -173,7 +208,8 @@ def rewrite(ctx: Context, roots: Roots, path: str, tool: str, change: Callable[[
                 replace(parent, name, shown, data, before, tool)
         finally:
             os.close(parent)
-    return shown, write_diff(ctx, True, raw if len(raw) <= MAX_DIFF_INPUT else None, data, shown)
+    return shown, write_diff(ctx, True, raw if len(raw) <= MAX_DIFF_INPUT else None, data, shown), \
+        [(real, shown, text, updated)] if data != raw else []
 
 
 def check_version(raw: bytes | None, before: os.stat_result | None, expected: str, shown: str, tool: str) -> None:

@@ -243,3 +243,56 @@ def test_a_missing_language_server_is_said_once_asked(package: Path, registry: L
     data = run("find_references", context(), Roots([str(package)]), name="Client.get").structured or {}
     assert data["language_server"] is None and "pip install 'shipcode-mcp[precise]'" in data["language_server_note"]
     assert registry.running() == []
+
+
+def _checked(tools: Tools, arguments: dict[str, Any]) -> dict[str, Any]:
+    """diagnostics once the language server type-checks (earlier calls say why it does not yet)."""
+    def answered() -> dict[str, Any] | None:
+        data = tools.data("diagnostics", arguments)
+        if not data["type_checked"]:
+            assert "Not type-checked" in tools.last["content"][0]["text"], data
+            time.sleep(0.2)
+            return None
+        return data
+    return wait_for(answered, READY_WAIT, "the language server's type checks")
+
+
+def test_diagnostics_are_the_language_servers_type_checks(package: Path, precise_tools: Tools) -> None:
+    use = package / "shop" / "use.py"
+    use.write_text(use.read_text().replace("made.get('a')", "made.fetch('a')"))
+    with Tools(package) as plain:  # pyflakes cannot know that Client has no fetch
+        assert plain.data("diagnostics", {"path": "shop"})["findings"] == []
+    data = _checked(precise_tools, {"path": "shop"})
+    assert data["type_checked"] == 3 and data["language_server"] == "basedpyright"
+    assert [(item["path"], item["line"], item["column"], item["severity"], item["code"]) for item in data["findings"]] == [
+        ("shop/use.py", 6, 10, "error", "reportAttributeAccessIssue")]
+    assert 'Cannot access attribute "fetch" for class "Client"' in data["findings"][0]["message"]
+    assert "[Type-checked by basedpyright: 3 Python files.]" in precise_tools.last["content"][0]["text"]
+
+
+def test_an_edit_returns_the_new_diagnostics_of_the_edited_file(package: Path, precise_tools: Tools) -> None:
+    _checked(precise_tools, {"path": "shop/use.py"})  # ready
+    use = package / "shop" / "use.py"
+    use.write_text(use.read_text() + "\n\nBROKEN: int = 'x'  # an error before the edit: not new\n")
+    result = precise_tools.call("edit_file", {"path": "shop/use.py", "old_text": "made.get('a')", "new_text": "made.fetch('a')"})
+    found = result["structuredContent"]["new_diagnostics"]
+    assert [(item["path"], item["line"], item["code"]) for item in found] == [("shop/use.py", 6, "reportAttributeAccessIssue")]
+    assert "[New from the language server: 1 error, 0 warnings in the edited files:]" in result["content"][0]["text"]
+    quiet = precise_tools.data("edit_file", {"path": "shop/use.py", "old_text": "cache.get('b')", "new_text": "cache.get('bb')"})
+    assert quiet["new_diagnostics"] == []  # nothing new: the two errors already there are not reported again
+    dry = precise_tools.data("write_file", {"path": "shop/extra.py", "content": "from shop.client import make\n\nmake().nope\n",
+                                            "dry_run": True})
+    assert [item["code"] for item in dry["new_diagnostics"]] == ["reportAttributeAccessIssue"]  # checked, not written
+    assert not (package / "shop" / "extra.py").exists()
+
+
+def test_type_checks_are_bounded_per_call(package: Path, registry: LanguageServers, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shipcode_mcp.workspace.code import diagnostics
+
+    roots = Roots([str(package)])
+    _ready(registry, roots)
+    monkeypatch.setattr(diagnostics, "MAX_TYPE_CHECKED", 1)
+    result = run("diagnostics", context(), roots, path="shop")
+    data = result.structured or {}
+    assert data["type_checked"] == 1 and data["files_checked"] == 3
+    assert "2 more got pyflakes only" in result.content[0]["text"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -96,6 +97,61 @@ def references(roots: Roots, language: str, definitions: list[Place], check: Cal
             if located is not None:
                 found.add(located)
     return found
+
+
+LEVELS = {1: "error", 2: "warning"}
+"""LSP's diagnostic severities the tools report (information and hints are left out)."""
+MAX_MESSAGE = 2000
+"""A diagnostic's message is cut to this many characters."""
+
+
+def diagnostics(roots: Roots, language: str, real: str, text: str, check: Callable[[], None]) -> list[list[Any]]:
+    """The language server's errors and warnings in file `real` holding `text`, as diagnostics lists them: [line,
+    column (1-based, characters), severity, code, message]; NotReady when it cannot answer now."""
+    server = SERVERS.server(language, tuple(roots.paths))
+    lines = text.split("\n")
+    found: list[list[Any]] = []
+    for item in server.diagnostics(real, text, timeout=REQUEST_TIMEOUT, check=check):
+        start = item.get("range", {}).get("start", {}) if isinstance(item, dict) else {}
+        line, units, level = start.get("line"), start.get("character"), LEVELS.get(item.get("severity", 1))
+        if not (isinstance(line, int) and isinstance(units, int)) or level is None or line < 0 or units < 0:
+            continue
+        column = column_of(lines[line], units) if line < len(lines) else units
+        message = " ".join(str(item.get("message", "")).replace("\xa0", " ").split())[:MAX_MESSAGE]
+        found.append([line + 1, column + 1, level, str(item.get("code") or server.name)[:100], message])
+    return sorted(found, key=lambda finding: (finding[0], finding[1]))
+
+
+MAX_EDIT_CHECKS = 5
+"""Edited Python files a write has the language server check at most (two type checks each: before and after)."""
+Edited = tuple[str, str, "str | None", str]
+"""A file a write changed: real path, as shown, its text before (None: a new file) and after."""
+
+
+def new_diagnostics(roots: Roots, edited: list[Edited], check: Callable[[], None]) -> tuple[list[dict[str, Any]], str | None]:
+    """The errors and warnings the language server finds in the edited Python files after the change that it did
+    not find before (matched by severity, rule and message, wherever the lines moved), and a note when it could
+    not check them all (not ready: never waited for; too many files)."""
+    python = [item for item in edited if item[0].endswith((".py", ".pyi"))]
+    if not python:
+        return [], None
+    found: list[dict[str, Any]] = []
+    try:
+        server = SERVERS.server("python", tuple(roots.paths))
+        server.ready()
+        for real, shown, old, new in python[:MAX_EDIT_CHECKS]:
+            before = Counter((level, code, message) for *_, level, code, message in
+                             (diagnostics(roots, "python", real, old, check) if old is not None else []))
+            for line, column, level, code, message in diagnostics(roots, "python", real, new, check):
+                if before[(level, code, message)]:
+                    before[(level, code, message)] -= 1
+                    continue
+                found.append({"path": shown, "line": line, "column": column, "severity": level, "code": code,
+                              "message": message})
+    except NotReady as err:
+        return found, err.note
+    left = len(python) - MAX_EDIT_CHECKS
+    return found, (f"{server.name} checked the first {MAX_EDIT_CHECKS} of {len(python)} Python files" if left > 0 else None)
 
 
 def rename_edits(roots: Roots, language: str, definition: Place, new_name: str, check: Callable[[], None]) -> list[Edit]:

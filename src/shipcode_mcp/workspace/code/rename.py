@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from ...primitives import ToolError, inside
 from ..lsp.servers import NotReady
 from ..patch_files import rewrite_files
-from ..text import plural, printable, result
+from ..text import plural, printable
+from ..writes import checked_result
 from . import precise
 from .implementations import find_implementations
 from .names import word_regex
@@ -130,7 +131,7 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
         return change
 
     changes = {roots.shown_path(shown): renamer(shown, uses) for shown, uses in by_file.items()}
-    files, diff = rewrite_files(ctx, roots, changes, TOOL, dry_run, allow_syntax_errors)
+    files, diff, edited = rewrite_files(ctx, roots, changes, TOOL, dry_run, allow_syntax_errors)
     if outside is None:
         outside = _outside(ctx, roots, path, word)
     renamed = len(scoped)
@@ -159,11 +160,11 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
                      "local, a parameter, a keyword argument, another class's member).]")
     text = "\n".join(lines) + ("\n" + diff.rstrip("\n") if diff else "")
     sites = [{key: item[key] for key in ("path", "line", "column")} for item in scoped]
-    return result(text, {"name": query, "new_name": new_name, "renamed": renamed, "sites": sites, "files": files,
-                         "diff": diff, "language_server": server, "language_server_note": note,
-                         "undecided": [{key: item[key] for key in ("path", "line", "column", "text")}
-                                       for item in undecided],
-                         "outside": outside, "excluded": data.get("excluded", 0), "dry_run": dry_run})
+    return checked_result(ctx, roots, text, {
+        "name": query, "new_name": new_name, "renamed": renamed, "sites": sites, "files": files, "diff": diff,
+        "language_server": server, "language_server_note": note,
+        "undecided": [{key: item[key] for key in ("path", "line", "column", "text")} for item in undecided],
+        "outside": outside, "excluded": data.get("excluded", 0), "dry_run": dry_run}, edited)
 
 
 def _server_sites(ctx: Context, roots: Roots, query: str, new_name: str, path: str,

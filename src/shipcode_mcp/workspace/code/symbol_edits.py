@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...primitives import ToolError
-from ..text import printable, result
-from ..writes import rewrite, target
+from ..text import printable
+from ..writes import checked_result, rewrite, target
 from .navigate import matching_symbols, no_such_symbol
 from .parsers import POOL, Failed
 from .source import Skipped, Source, fresh_outline, known_language
@@ -51,13 +51,14 @@ def replace_symbol(ctx: Context, roots: Roots, path: str, name: str, text: str, 
             new[-1] = new[-1].removesuffix("\r")
         return "\n".join(lines[:symbol.line - 1] + new + lines[symbol.end_line:])
 
-    shown, diff = rewrite(ctx, roots, path, "replace_symbol", change, dry_run, allow_syntax_errors, expected_sha256)
+    shown, diff, edited = rewrite(ctx, roots, path, "replace_symbol", change, dry_run, allow_syntax_errors, expected_sha256)
     symbol = replaced[0]
     what = (f"{'body of the ' if body else ''}{symbol.kind} {printable(symbol.qualified_name)} "
             f"(lines {symbol.line}-{symbol.end_line})")
     done = f"Dry run: would replace the {what} of {printable(shown)}; nothing was written" if dry_run else \
         f"Replaced the {what} of {printable(shown)}"
-    return result(f"{done}.\n{diff}".rstrip("\n"), {**symbol.item(shown), "body": body, "diff": diff, "dry_run": dry_run})
+    return checked_result(ctx, roots, f"{done}.\n{diff}".rstrip("\n"),
+                          {**symbol.item(shown), "body": body, "diff": diff, "dry_run": dry_run}, edited)
 
 
 def _with_body(old: str, symbol: Symbol, text: str, language: str, shown: str, ctx: Context) -> str:
@@ -116,11 +117,11 @@ def insert_symbol(ctx: Context, roots: Roots, path: str, text: str, position: st
             return _inserted(lines, symbol.line - 1, _shaped(text, indent, end, language), 0, gap_after=gap)
         return _inserted(lines, symbol.end_line, _shaped(text, indent, end, language), gap, gap_after=0)
 
-    shown, diff = rewrite(ctx, roots, path, "insert_symbol", change, dry_run, allow_syntax_errors, expected_sha256)
+    shown, diff, edited = rewrite(ctx, roots, path, "insert_symbol", change, dry_run, allow_syntax_errors, expected_sha256)
     done = f"Dry run: would insert the code {where[0]} in {printable(shown)}; nothing was written" if dry_run else \
         f"Inserted the code {where[0]} in {printable(shown)}"
-    return result(f"{printable(done)}.\n{diff}".rstrip("\n"), {"path": shown, "where": where[0], "diff": diff,
-                                                               "dry_run": dry_run})
+    return checked_result(ctx, roots, f"{printable(done)}.\n{diff}".rstrip("\n"),
+                          {"path": shown, "where": where[0], "diff": diff, "dry_run": dry_run}, edited)
 
 
 def _one(text: str, real: str, shown: str, language: str, name: str, line: int | None,

@@ -84,6 +84,8 @@ class LanguageServer:
         self._connection: Connection | None = None
         self._seen: dict[str, tuple[int, int]] = {}
         self._sync = threading.Lock()
+        self._documents = threading.Lock()
+        """Held while a document is open in the server (`diagnostics`)."""
         self._stopped = threading.Event()
         self._found = threading.Event()
         """Set when the server has found the workspace's files (pyright logs `Found 636 source files`)."""
@@ -148,7 +150,7 @@ class LanguageServer:
                               "didChangeWatchedFiles": {"dynamicRegistration": True}},
                 "textDocument": {"references": {}, "definition": {"linkSupport": False},
                                  "rename": {"prepareSupport": True},
-                                 "publishDiagnostics": {"relatedInformation": False}},
+                                 "publishDiagnostics": {"relatedInformation": False}, "diagnostic": {"dynamicRegistration": False}},
                 "window": {"workDoneProgress": False},
             },
         }
@@ -174,7 +176,8 @@ class LanguageServer:
         """What the server is told of its settings: only open files are checked (a workspace-wide check on
         each change would cost a core), and the Python environment is not looked for (that would run the
         workspace's interpreter: code of the repository's choosing)."""
-        analysis = {"diagnosticMode": "openFilesOnly", "autoSearchPaths": True, "useLibraryCodeForTypes": True}
+        analysis = {"diagnosticMode": "openFilesOnly", "autoSearchPaths": True, "useLibraryCodeForTypes": True,
+                    "typeCheckingMode": "standard"}  # (a project's own configuration file says otherwise: it wins)
         if section in ("python.analysis", "basedpyright.analysis"):
             return analysis
         if section in ("python", "basedpyright"):
@@ -222,6 +225,31 @@ class LanguageServer:
         except Gone as err:
             self._fail(str(err))
             raise NotReady(f"the {self.name} language server failed ({self.failure})") from None
+
+    def diagnostics(self, real: str, text: str, *, timeout: float, check: Callable[[], None] | None) -> list[Any]:
+        """The server's diagnostics of the file `real` holding `text` (opened for the question, then closed: the
+        server checks open files only). One file at a time: an open document is the server's state."""
+        uri = file_uri(real)
+        with self._documents:
+            self.ready()
+            connection = self._connection
+            assert connection is not None
+            try:
+                self.catch_up()
+                connection.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": self.installed.language,
+                                                                            "version": 1, "text": text}})
+                try:
+                    answer = connection.request("textDocument/diagnostic", {"textDocument": {"uri": uri}},
+                                                timeout=timeout, check=check)
+                finally:
+                    connection.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+            except TimedOut as err:
+                raise NotReady(str(err)) from None
+            except Gone as err:
+                self._fail(str(err))
+                raise NotReady(f"the {self.name} language server failed ({self.failure})") from None
+        items = answer.get("items") if isinstance(answer, dict) else None
+        return items if isinstance(items, list) else []
 
     def catch_up(self) -> None:
         """Tell the server of the files of its language created, changed or deleted since the last look."""
