@@ -843,20 +843,22 @@ FIND_DEFINITION = {
         "path": _STR,
         "line": {"type": "integer", "minimum": 1},
         "column": {"type": "integer", "minimum": 1, "description": "where the name starts"},
-        "precision": {"type": "string", "enum": ["scoped", "name"],
-                      "description": "scoped: Python's scopes lead to these definitions; name: they only share the name"},
+        "precision": {"type": "string", "enum": ["exact", "scoped", "name"],
+                      "description": "exact: the language server's (--precise); scoped: Python's scopes lead to these "
+                                     "definitions; name: they only share the name"},
         "definitions": {"type": "array", "items": {"type": "object", "properties": {
             "path": _STR,
             "line": {"type": "integer", "minimum": 1},
             "column": {"type": "integer", "minimum": 1},
             "text": {"type": "string", "description": "the line, trimmed"},
             "kind": {"enum": list(SYMBOL_KINDS), "description": "the symbol the outline lists there, if any"},
-            "precision": {"type": "string", "enum": ["scoped", "name"]},
+            "precision": {"type": "string", "enum": ["exact", "scoped", "name"]},
         }, "required": ["path", "line", "column", "text", "precision"]}},
         "builtin": {**_nullable("string"), "description": "the builtin the name is (Python), when it is one"},
         "external": {"type": "array", "items": _STR,
                      "description": "dotted names the name leads to in modules outside the workspace"},
         "truncated": _BOOL,
+        **_LANGUAGE_SERVER,
     }),
 }
 

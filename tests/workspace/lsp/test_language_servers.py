@@ -296,3 +296,21 @@ def test_type_checks_are_bounded_per_call(package: Path, registry: LanguageServe
     data = result.structured or {}
     assert data["type_checked"] == 1 and data["files_checked"] == 3
     assert "2 more got pyflakes only" in result.content[0]["text"]
+
+
+def test_find_definition_is_the_language_servers_where_only_types_can_tell(package: Path, precise_tools: Tools) -> None:
+    arguments = {"path": "shop/use.py", "line": 6, "name": "get"}
+    with Tools(package) as plain:  # the scopes cannot tell what make() returns: both gets, by name
+        scoped = plain.data("find_definition", arguments)
+    assert scoped["precision"] == "name" and {item["line"] for item in scoped["definitions"]} == {2, 7}
+
+    def answered() -> dict[str, Any] | None:
+        data = precise_tools.data("find_definition", arguments)
+        return data if data["language_server"] is not None else None
+    data = wait_for(answered, READY_WAIT, "the language server's answer")
+    assert data["precision"] == "exact" and [(item["path"], item["line"], item["column"], item["kind"])
+                                             for item in data["definitions"]] == [("shop/client.py", 2, 9, "method")]
+    assert "exact: basedpyright's" in precise_tools.last["content"][0]["text"]
+    # A builtin's (the server names typeshed's stub, outside the roots) is said as the scopes say it.
+    builtin = precise_tools.data("find_definition", {"path": "shop/use.py", "line": 8, "name": "get"})
+    assert (builtin["builtin"], builtin["definitions"], builtin["language_server"]) == ("dict.get", [], None)

@@ -19,7 +19,9 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
+from ..lsp.servers import NotReady
 from ..text import cut_line, plural, printable, result
+from . import precise
 from .names import word_regex
 from .parsers import POOL, Failed
 from .pyscopes import STANDARD_LIBRARY, module_path, path_ends
@@ -66,6 +68,15 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
     starts = _starts(lines[line - 1], line, column, word, shown)
     start = starts[0]
     answer = None
+    note = None
+    if source.language == "python" and precise.enabled():
+        try:
+            exact = _exact(ctx, roots, source, line, starts)
+        except NotReady as err:
+            note = err.note
+        else:
+            if exact is not None:
+                return _exact_result(word, source, line, *exact)
     if source.language == "python":
         for candidate in starts[:MAX_TRIED]:  # the first one that is code (not in a string or a comment)
             answer = _scoped(ctx, roots, source, line, candidate)
@@ -109,9 +120,53 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
             "decided by the name alone in this language"
         out.append(f"[{plural(len(definitions), 'definition')} named '{printable(word)}' for {where}: {how}; this "
                    f"file's first.{' There are more: narrow with find_symbol.' if truncated else ''}]")
+    if note is not None:
+        out.append(f"[Not exact: {note}; these come from the syntax tree.]")
     return result("\n".join(out), {"name": word, "path": shown, "line": line, "column": start, "precision": precision,
                                    "definitions": definitions, "builtin": builtin, "external": external,
-                                   "truncated": truncated})
+                                   "truncated": truncated, "language_server": None, "language_server_note": note})
+
+
+def _exact(ctx: Context, roots: Roots, source: Source, line: int, starts: list[int],
+           ) -> tuple[int, list[dict[str, Any]], str] | None:
+    """The language server's definitions of the name at the first of `starts` (1-based columns on `line`) where
+    it names one in the roots: the column, the definitions, the server's name; None where it names none there
+    (a builtin, a library's name, a string: the scopes say which)."""
+    name = precise.server_name(roots, "python")  # NotReady before any work when it is not ready
+    row = _row(source, line)
+    for start in starts[:MAX_TRIED]:
+        found, named = precise.definitions(roots, "python", precise.Place(source.real, line - 1,
+                                                                           precise.utf16_column(row, start - 1)),
+                                           ctx.check_cancelled)
+        if named and not found:
+            return None  # defined outside the workspace
+        if found:
+            follow = Follow(ctx, roots)
+            definitions = []
+            for place in sorted(found, key=lambda place: (place.real, place.line, place.units)):
+                shown = roots.display(place.real)
+                try:
+                    target = source if place.real == source.real else read_source(roots, place.real, shown)
+                except (ToolError, OSError):
+                    continue
+                text = _row(target, place.line + 1)
+                definitions.append({**follow.placed(target, place.line + 1, precise.column_of(text, place.units) + 1),
+                                    "precision": "exact"})
+            return start, definitions, name
+    return None
+
+
+def _exact_result(word: str, source: Source, line: int, start: int, definitions: list[dict[str, Any]],
+                  server: str) -> ToolResult:
+    truncated = len(definitions) > MAX_DEFINITIONS
+    definitions = definitions[:MAX_DEFINITIONS]
+    out = [f"{printable(item['path'])}:{item['line']}:{item['column']}: "
+           f"{'[' + item['kind'] + '] ' if item.get('kind') else ''}{printable(item['text'])}" for item in definitions]
+    out.append(f"[{plural(len(definitions), 'definition')} of '{printable(word)}' at {printable(source.shown)}:{line}:{start}, "
+               f"exact: {server}'s.]")
+    return result("\n".join(out), {"name": word, "path": source.shown, "line": line, "column": start, "precision": "exact",
+                                   "definitions": definitions, "builtin": None, "external": [], "truncated": truncated,
+                                   "language_server": server, "language_server_note": None})
 
 
 def _starts(text: str, line: int, column: int | None, name: str, shown: str) -> list[int]:

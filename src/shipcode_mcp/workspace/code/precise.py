@@ -154,6 +154,24 @@ def new_diagnostics(roots: Roots, edited: list[Edited], check: Callable[[], None
     return found, (f"{server.name} checked the first {MAX_EDIT_CHECKS} of {len(python)} Python files" if left > 0 else None)
 
 
+def definitions(roots: Roots, language: str, place: Place, check: Callable[[], None]) -> tuple[set[Place], bool]:
+    """Where the language server says the name at `place` is defined, in files of the roots, and whether it named
+    any place at all (outside the roots too: a library's stub); NotReady when it cannot answer now."""
+    server = SERVERS.server(language, tuple(roots.paths))
+    answer = server.request("textDocument/definition", {
+        "textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units}},
+        timeout=REQUEST_TIMEOUT, check=check)
+    items = answer if isinstance(answer, list) else [answer] if isinstance(answer, dict) else []
+    found: set[Place] = set()
+    for item in items:
+        if isinstance(item, dict) and "targetUri" in item:  # a LocationLink
+            item = {"uri": item.get("targetUri"), "range": item.get("targetSelectionRange")}
+        located = _place(roots, item)
+        if located is not None:
+            found.add(located)
+    return found, bool(items)
+
+
 def rename_edits(roots: Roots, language: str, definition: Place, new_name: str, check: Callable[[], None]) -> list[Edit]:
     """The language server's rename of the symbol defined at `definition`: its edits in files of the roots.
     ToolError for an edit outside the roots or one that is not a text edit (a file renamed); NotReady when it
