@@ -351,6 +351,10 @@ def measure(corpus: Corpus, cache: Path, every: int = 1) -> dict[str, Any]:
                                                                              strict=True) if got - wanted]
     report["missed"] = misses[:20]
     report["scoped_wrong"] = wrong[:20]
+    report["exact_missed"] = [(query, sorted(wanted - got)[:3]) for query, wanted, got
+                              in zip(queries, expected, modes["exact only"], strict=True) if wanted - got][:20]
+    report["exact_wrong"] = [(query, sorted(got - wanted)[:3]) for query, wanted, got
+                             in zip(queries, expected, modes["exact only"], strict=True) if got - wanted][:20]
     return report
 
 

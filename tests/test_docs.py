@@ -33,7 +33,7 @@ A block without one fails `test_every_block_is_accounted_for`. The kinds:
 - `setup`: the README's first screen: exactly two commands. The first (set up and run) runs in a copy
   of the repository, and its stdout must be protocol only; the second is the test command, which
   runs this file: it is checked to exist, never run from here.
-- `tool NAME`, then `tool-text` and `tool-json` [root=DOC_PATH]: an example of a tool, docs/tools.md's:
+- `tool NAME [precise]`, then `tool-text` and `tool-json` [root=DOC_PATH]: an example of a tool, docs/tools.md's:
   `tool` is the `arguments` JSON of a `tools/call` of NAME, the `tool-text` block after it is the text
   block of the result and the `tool-json` block its `structuredContent` (a result block with `call=NAME`
   is the result of NAME called with `{}`, shown without an arguments block). Each example runs in a new
@@ -45,7 +45,8 @@ A block without one fails `test_every_block_is_accounted_for`. The kinds:
   last item is `"… N more …"` has exactly N more items (docs_support.json_mismatches). The object ids
   shown are the ones git (SHA-1) makes for that fixture, named in docs_support.TOOLS_REPO_IDS: each id
   or abbreviation is replaced by the real one before comparing; `root` is how the block spells the
-  served folder.
+  served folder. With `precise` the server runs with --precise and the call is made again until the language
+  server answers it (it warms in the background; at most two minutes).
 - `install`: docs/install.md's routes: the block's lines run one after another in bash, in a fresh copy of
   the repository (no .venv), with uv, pipx and build (packaging_support.installers) first on PATH, then
   `~/.local/bin` of a temporary HOME (pipx's), and the index caches kept; /abs/project is a temporary
@@ -142,7 +143,8 @@ def tool_examples() -> list[ToolExample]:
     current: ToolExample | None = None
     for block in MARKED:
         if block.kind == "tool":
-            (tool,) = block.options
+            (tool, *flags) = block.options
+            assert flags in ([], ["precise"]), f"{block.name}: a `tool` block names its tool, then perhaps `precise`"
             current = ToolExample(block.doc, tool, block)
             examples.append(current)
         elif block.kind in ("tool-text", "tool-json"):
@@ -296,11 +298,16 @@ def test_tool(example: ToolExample, tmp_path: Path) -> None:
     root = tools_repo(tmp_path).resolve()
     ids = real_ids(root)
     arguments = json.loads(example.arguments.text) if example.arguments else {}
-    command = [str(BIN / "shipcode-mcp"), "--allow-write", str(root)]
+    precise = example.arguments is not None and "precise" in example.arguments.options
+    command = [str(BIN / "shipcode-mcp"), "--allow-write", *(["--precise"] if precise else []), str(root)]
     with McpProcess(command=command, cwd=REPO, env=run_env(BIN)) as server:
         server.initialize()
         tools = {tool["name"]: tool for tool in server.request("tools/list")["result"]["tools"]}
         result = server.call_tool(example.tool, arguments)
+        deadline = time.monotonic() + 120
+        while precise and not _precise_answer(result) and time.monotonic() < deadline:
+            time.sleep(0.2)  # the language server warms in the background: the example shows its answer
+            result = server.call_tool(example.tool, arguments)
         assert server.close() == 0, server.stderr.decode()[-2000:]
     assert result["isError"] is False, result
     jsonschema.Draft202012Validator(tools[example.tool]["outputSchema"]).validate(result["structuredContent"])
@@ -314,6 +321,12 @@ def test_tool(example: ToolExample, tmp_path: Path) -> None:
         else:
             mismatches = json_mismatches(json.loads(shown), result["structuredContent"])
             assert not mismatches, f"{block.name}: " + "\n".join(mismatches)
+
+
+def _precise_answer(result: dict[str, Any]) -> bool:
+    """Whether a result is the language server's (--precise): named in it, or in a write's new diagnostics."""
+    data = result.get("structuredContent") or {}
+    return bool(data.get("language_server") or data.get("new_diagnostics"))
 
 
 def test_the_readme_tool_table_has_a_row_for_every_built_in_tool() -> None:

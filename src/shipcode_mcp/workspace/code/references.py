@@ -68,6 +68,7 @@ MAX_LINE_CHARS = 2000
 QUERY = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 """A name, or one qualified with dots (`Session.get`), as the tools that take a symbol's name accept it."""
 NAME_LABEL = LABELS[NAME]
+_NAME_START = re.compile(r"[^\W\d]\w*")
 EXACT = "exact"
 """The label of a use a language server found (`--precise`): decided by types, not only scopes."""
 T = TypeVar("T")
@@ -413,7 +414,9 @@ def _exact_references(ctx: Context, roots: Roots, query: str, folder: Folder,
         for item in sorted(by_file[real], key=lambda item: (item.line, item.units)):
             line = lines[item.line] if item.line < len(lines) else ""
             column = precise.column_of(line, item.units)
-            if line[column:column + len(word)] == word:  # (else the file changed since the server read it)
+            # The name, or a class's where a call of it constructs (a use of its __init__); anything else: the file
+            # changed since the server read it.
+            if line[column:column + len(word)] == word or (word in CONSTRUCTORS and _NAME_START.match(line, column)):
                 decided.append((item.line, column, item in places, EXACT))
         uses += [{"path": shown, "line": number, "column": column, "text": text, "definition": definition,
                   "precision": label} for number, column, text, definition, label in _shown(lines, decided)]
@@ -483,8 +486,8 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     tied = decided[EXACT] or decided[LABELS[SCOPED]]
     for item in found:
         if item["precision"] == NAME_LABEL and chosen is not None and not by_name:
-            out.append(f"[Where only the name matches: {server} does not tie these to {printable(query)} (an object of "
-                       "unknown type?); look at each:]" if server else
+            out.append(f"[Where only the name matches: {server} does not tie these to {printable(query)} (what they "
+                       "are reached through has no type it knows); look at each:]" if server else
                        f"[Where only the name matches: these may be uses of {printable(query)}, or of another "
                        f"{printable(word)} (types would tell):]" if tied else
                        f"[Where only the name matches (types would tell which {printable(word)} each one is):]")

@@ -35,6 +35,7 @@ STDERR_KEPT = 4096
 _POLL = 0.05
 _CHUNK = 1 << 16
 METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
 REQUEST_CANCELLED = -32800
 """LSP's code for a request the client cancelled."""
 
@@ -90,6 +91,8 @@ class Connection:
         self._closed: str | None = None
         self._stderr = bytearray()
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._wake: tuple[int, int] | None = (self._wake_r, self._wake_w)
+        """The pipe that wakes the reader thread to stop; None once `close` has taken it."""
         self._thread = threading.Thread(target=self._read, name=f"language server {name}", daemon=True)
         self._thread.start()
 
@@ -115,8 +118,10 @@ class Connection:
             self._next_id += 1
             self._pending[number] = pending
         deadline = time.monotonic() + timeout
+        sent = False
         try:
-            self._send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
+            self._send({"jsonrpc": "2.0", "id": number, "method": method, "params": params}, deadline, check)
+            sent = True
             while not pending.done.wait(min(_POLL, max(0.0, deadline - time.monotonic()))):
                 if check is not None:
                     check()
@@ -125,44 +130,54 @@ class Connection:
         except BaseException:
             with self._lock:
                 abandoned = self._pending.pop(number, None) is not None
-            if abandoned and self._closed is None:
-                try:
-                    self.notify("$/cancelRequest", {"id": number})
-                except Gone:
+            if abandoned and sent and self._closed is None:
+                try:  # (best effort: a server that takes no input is not waited for)
+                    self._send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": number}},
+                               time.monotonic() + _POLL)
+                except (Gone, TimedOut):
                     pass
             raise
         if pending.error is not None:
             raise pending.error
         return pending.result
 
-    def notify(self, method: str, params: Any) -> None:
-        """Send a notification (Gone if the connection is closed or the language server does not take it)."""
-        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+    def notify(self, method: str, params: Any, deadline: float | None = None) -> None:
+        """Send a notification (Gone if the connection is closed or the language server does not take it; TimedOut
+        past `deadline` before any of it is written)."""
+        self._send({"jsonrpc": "2.0", "method": method, "params": params}, deadline)
 
     def close(self, reason: str = "stopped") -> None:
-        """End the connection: the reader thread stops, waiting requests fail with Gone. The pipes stay open
-        (their owner closes them once the language server is killed)."""
+        """End the connection, once (a second call does nothing): the reader thread stops, waiting requests fail
+        with Gone. The pipes stay open (their owner closes them once the language server is killed)."""
         self._end(reason)
+        with self._lock:
+            wake, self._wake = self._wake, None
+        if wake is None:
+            return
         try:
-            os.write(self._wake_w, b"x")
+            os.write(wake[1], b"x")
         except OSError:
             pass
         if threading.current_thread() is not self._thread:
             self._thread.join()
-        for fd in (self._wake_r, self._wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        for fd in wake:
+            os.close(fd)
 
     # -- writing ---------------------------------------------------------------------------------------------
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: dict[str, Any], deadline: float | None = None, check: Callable[[], None] | None = None,
+              ) -> None:
+        """Write one message whole. A request's `deadline` and `check` hold while it waits for its turn and for the
+        language server to take it: TimedOut (or what `check` raises) before a byte of it is written; once some
+        is, a message cut short would break every later frame, so the connection is ended (Gone)."""
         body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
         data = memoryview(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        with self._write_lock:
+        stuck = time.monotonic() + WRITE_TIMEOUT
+        while not self._write_lock.acquire(timeout=_POLL):
+            self._waited(deadline, check, message)
+        try:
             if self._closed is not None:
                 raise Gone(f"the {self.name} language server is not running: {self._closed}")
-            deadline = time.monotonic() + WRITE_TIMEOUT
+            whole = len(data)
             with selectors.DefaultSelector() as selector:
                 selector.register(self._to, selectors.EVENT_WRITE)
                 while data:
@@ -174,11 +189,24 @@ class Connection:
                     except OSError as err:
                         self._end(f"its input was closed ({os.strerror(err.errno or errno.EPIPE)})")
                         raise Gone(f"the {self.name} language server is not running: {self._closed}") from None
-                    left = deadline - time.monotonic()
-                    if left <= 0 or self._closed is not None:
+                    if time.monotonic() > stuck or self._closed is not None:
                         self._end(f"it took no input for {WRITE_TIMEOUT:g} s")
                         raise Gone(f"the {self.name} language server is not running: {self._closed}")
-                    selector.select(min(left, _POLL))
+                    try:
+                        self._waited(deadline, check, message)
+                    except BaseException:
+                        if len(data) < whole:
+                            self._end("a message to it was cut short (its request was given up)")
+                        raise
+                    selector.select(_POLL)
+        finally:
+            self._write_lock.release()
+
+    def _waited(self, deadline: float | None, check: Callable[[], None] | None, message: dict[str, Any]) -> None:
+        if check is not None:
+            check()
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimedOut(f"the {self.name} language server did not take {message.get('method')} in time")
 
     # -- reading (the reader thread) -------------------------------------------------------------------------
     def _read(self) -> None:
@@ -230,9 +258,12 @@ class Connection:
             for line in bytes(buffer[:end]).split(b"\r\n"):
                 field, _, value = line.partition(b":")
                 if field.strip().lower() == b"content-length":
-                    if not value.strip().isdigit():
+                    digits = value.strip()
+                    if not digits.isdigit() or not digits.isascii():
                         raise _Broken("it wrote a Content-Length that is not a number")
-                    length = int(value.strip())
+                    if len(digits) > 20:  # (before int(): thousands of digits raise there)
+                        raise _Broken(f"it wrote a Content-Length of {len(digits)} digits (at most {MAX_MESSAGE} bytes are read)")
+                    length = int(digits)
             if length is None:
                 raise _Broken("it wrote a header without Content-Length")
             if length > MAX_MESSAGE:
@@ -244,8 +275,8 @@ class Connection:
             del buffer[:start + length]
             try:
                 message = json.loads(body)
-            except ValueError:
-                raise _Broken("it wrote a message that is not JSON") from None
+            except (ValueError, RecursionError):  # (nesting deeper than the parser recurses: not a message of LSP's)
+                raise _Broken("it wrote a message that is not JSON, or nested too deep") from None
             if not isinstance(message, dict):
                 raise _Broken("it wrote a message that is not a JSON object")
             self._dispatch(message)
@@ -281,6 +312,8 @@ class Connection:
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": number, "result": self._answer(method, params)}
         except LookupError:
             reply = {"jsonrpc": "2.0", "id": number, "error": {"code": METHOD_NOT_FOUND, "message": f"no {method} here"}}
+        except Exception:  # (params of a shape the answer did not expect: the reader thread must go on)
+            reply = {"jsonrpc": "2.0", "id": number, "error": {"code": INVALID_PARAMS, "message": f"bad params for {method}"}}
         try:
             self._send(reply)
         except Gone:

@@ -84,12 +84,12 @@ class LanguageServer:
         self._connection: Connection | None = None
         self._seen: dict[str, tuple[int, int]] = {}
         self._sync = threading.Lock()
+        self._ending = threading.Lock()
         self._documents = threading.Lock()
         """Held while a document is open in the server (`diagnostics`)."""
         self._stopped = threading.Event()
         self._found = threading.Event()
         """Set when the server has found the workspace's files (pyright logs `Found 636 source files`)."""
-        self._diagnostics: dict[str, list[dict[str, Any]]] = {}
         self._thread = threading.Thread(target=self._start, name=f"{installed.name} start", daemon=True)
         self._thread.start()
 
@@ -103,11 +103,9 @@ class LanguageServer:
             seen = self._look()  # before the server reads them: a change after this look is told to it later
             with self._sync:
                 self._seen = seen
-            self._launch()
-            assert self._connection is not None
-            self._connection.request("initialize", self._initialize_params(), timeout=START_TIMEOUT,
-                                     check=self._check_stopped)
-            self._connection.notify("initialized", {})
+            connection = self._launch()
+            connection.request("initialize", self._initialize_params(), timeout=START_TIMEOUT, check=self._check_stopped)
+            connection.notify("initialized", {})
             self.state = "warming"
             self.expected = time.monotonic() + SECONDS_PER_FILE * len(seen)
             begun = time.monotonic()
@@ -118,14 +116,14 @@ class LanguageServer:
                 self._check_stopped()
                 if time.monotonic() - begun > START_TIMEOUT:
                     break
-            self._connection.request("workspace/symbol", {"query": "shipcode_mcp_warm_up"}, timeout=WARM_TIMEOUT,
-                                     check=self._check_stopped)
+            connection.request("workspace/symbol", {"query": "shipcode_mcp_warm_up"}, timeout=WARM_TIMEOUT,
+                               check=self._check_stopped)
             self.warm_seconds = time.monotonic() - begun
             self.state = "ready"
         except BaseException as err:  # whatever stopped it (a crash, a deadline, stop()): said, never raised
             self._fail(str(err) if isinstance(err, ToolError) else f"{type(err).__name__}: {err}")
 
-    def _launch(self) -> None:
+    def _launch(self) -> Connection:
         installed = self.installed
         stdin_r, self._to_server = os.pipe2(os.O_CLOEXEC)
         try:
@@ -136,6 +134,7 @@ class LanguageServer:
             os.close(stdin_r)
         self._connection = Connection(self._to_server, self._child.stdout_fd, self._child.stderr_fd,
                                       answer=self._answer, notified=self._notified, name=installed.name)
+        return self._connection
 
     def _initialize_params(self) -> dict[str, Any]:
         folders = [{"uri": file_uri(root), "name": os.path.basename(root) or root} for root in self.roots]
@@ -162,7 +161,9 @@ class LanguageServer:
     # -- what the language server asks of us ---------------------------------------------------------------
     def _answer(self, method: str, params: Any) -> Any:
         if method == "workspace/configuration":
-            return [self._setting(item.get("section")) for item in params["items"]]
+            items = params.get("items") if isinstance(params, dict) else None
+            return [self._setting(item.get("section") if isinstance(item, dict) else None)
+                    for item in (items if isinstance(items, list) else [])][:1000]
         if method == "workspace/workspaceFolders":
             return self._initialize_params()["workspaceFolders"]
         if method in ("client/registerCapability", "client/unregisterCapability", "window/workDoneProgress/create",
@@ -187,23 +188,20 @@ class LanguageServer:
     def _notified(self, method: str, params: Any) -> None:
         if method == "window/logMessage" and isinstance(params, dict) and _FOUND.match(str(params.get("message"))):
             self._found.set()
-        if method == "textDocument/publishDiagnostics" and isinstance(params, dict):
-            uri, found = params.get("uri"), params.get("diagnostics")
-            if isinstance(uri, str) and isinstance(found, list):
-                if len(self._diagnostics) >= 1024 and uri not in self._diagnostics:
-                    self._diagnostics.pop(next(iter(self._diagnostics)))
-                self._diagnostics[uri] = found[:1000]
 
     # -- asking ---------------------------------------------------------------------------------------------
     def ready(self) -> None:
         """Return if the server can answer now, else raise NotReady with what the caller should say."""
         self.used = time.monotonic()
-        if self.state == "ready" and self._connection is not None and self._connection.closed is None:
-            return
-        if self.state == "ready" and self._connection is not None:
-            self._fail(self._connection.closed or "it stopped")
+        connection = self._connection
+        if self.state == "ready":
+            if connection is not None and connection.closed is None:
+                return
+            self._fail(connection.closed if connection is not None and connection.closed else "it stopped")
         if self.state == "failed":
             raise NotReady(f"the {self.name} language server failed ({self.failure})")
+        if self.state == "stopped":
+            raise NotReady(f"the {self.name} language server was stopped")
         waited = time.monotonic() - self.started
         if self.expected is None:
             raise NotReady(f"the {self.name} language server is starting ({waited:.0f} s ago)")
@@ -214,9 +212,7 @@ class LanguageServer:
     def request(self, method: str, params: Any, *, timeout: float, check: Callable[[], None] | None) -> Any:
         """A request of the ready server, after telling it what changed on disk; NotReady when it is not ready
         or does not answer in time (it is then cancelled; a server that ended is marked failed)."""
-        self.ready()
-        connection = self._connection
-        assert connection is not None
+        connection = self._connected()
         try:
             self.catch_up()
             return connection.request(method, params, timeout=timeout, check=check)
@@ -230,31 +226,44 @@ class LanguageServer:
         """The server's diagnostics of the file `real` holding `text` (opened for the question, then closed: the
         server checks open files only). One file at a time: an open document is the server's state."""
         uri = file_uri(real)
-        with self._documents:
-            self.ready()
-            connection = self._connection
-            assert connection is not None
+        deadline = time.monotonic() + timeout
+        while not self._documents.acquire(timeout=_POLL):
+            if check is not None:
+                check()
+            if time.monotonic() > deadline:
+                raise NotReady(f"the {self.name} language server was busy checking other files for {timeout:g} s")
+        try:
+            connection = self._connected()
             try:
                 self.catch_up()
                 connection.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": self.installed.language,
-                                                                            "version": 1, "text": text}})
+                                                                            "version": 1, "text": text}}, deadline)
                 try:
                     answer = connection.request("textDocument/diagnostic", {"textDocument": {"uri": uri}},
-                                                timeout=timeout, check=check)
-                finally:
-                    connection.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+                                                timeout=max(0.0, deadline - time.monotonic()), check=check)
+                finally:  # (a moment more for the close: a document left open would be checked on every change)
+                    connection.notify("textDocument/didClose", {"textDocument": {"uri": uri}}, time.monotonic() + 1)
             except TimedOut as err:
                 raise NotReady(str(err)) from None
             except Gone as err:
                 self._fail(str(err))
                 raise NotReady(f"the {self.name} language server failed ({self.failure})") from None
+        finally:
+            self._documents.release()
         items = answer.get("items") if isinstance(answer, dict) else None
         return items if isinstance(items, list) else []
 
+    def _connected(self) -> Connection:
+        """The connection of the ready server; NotReady when it is not ready (or was just stopped)."""
+        self.ready()
+        connection = self._connection
+        if connection is None:
+            raise NotReady(f"the {self.name} language server was stopped")
+        return connection
+
     def catch_up(self) -> None:
         """Tell the server of the files of its language created, changed or deleted since the last look."""
-        connection = self._connection
-        assert connection is not None
+        connection = self._connected()
         with self._sync:
             now = self._look()
             changes = [{"uri": file_uri(path), "type": 1 if path not in self._seen else 2}
@@ -299,20 +308,18 @@ class LanguageServer:
         self._kill()
 
     def _kill(self) -> None:
-        child, connection, to_server = self._child, self._connection, self._to_server
+        """Kill the process, end the connection (its reader thread first, then its pipes), once."""
+        with self._ending:
+            child, connection, to_server = self._child, self._connection, self._to_server
+            self._child = self._connection = self._to_server = None
         if child is not None:
             child.kill()
-        if connection is not None and threading.current_thread() is not self._thread:
+        if connection is not None:
             connection.close()
         if child is not None:
-            self._child = None
             child.__exit__(None, None, None)
         if to_server is not None:
-            self._to_server = None
-            try:
-                os.close(to_server)
-            except OSError:
-                pass
+            os.close(to_server)
 
     @property
     def pid(self) -> int | None:
@@ -360,6 +367,7 @@ class LanguageServers:
                     crashes.pop()
                     raise NotReady(f"the {server.name} language server failed {len(crashes)} times in the last "
                                    f"{RESTART_WINDOW / 60:.0f} minutes and is not started again for now ({server.failure})")
+                server.stop()  # (killed when it failed: this ends what is left of it)
                 server = None
             if server is None or server.state == "stopped":
                 server = self._servers[key] = LanguageServer(installed, roots)
