@@ -214,11 +214,11 @@ def test_paths_stay_inside_the_roots_and_out_of_git(tools: Tools, repo: Path, tm
     assert snapshot(repo) == before and outside.read_text() == "secret\n"
 
 
-def test_binary_and_link_patches_are_refused_whole(tools: Tools, repo: Path) -> None:
+def test_damaged_binary_and_link_patches_are_refused_whole(tools: Tools, repo: Path) -> None:
     before = snapshot(repo)
     binary = ("diff --git a/logo.png b/logo.png\nnew file mode 100644\nindex 0000000..1111111\nGIT binary patch\n"
-              "literal 3\nKcmZQz00001\n\nliteral 0\nHcmV?d00001\n\n")
-    assert "binary patch" in tools.error("apply_patch", {"patch": binary + TWO_FILES})
+              "literal 3\nKcmZQz00001\n\nliteral 0\nHcmV?d00001\n\n")  # (a line of 11 bytes in 10 characters)
+    assert "not a line of git's base85" in tools.error("apply_patch", {"patch": binary + TWO_FILES})
     link = ("diff --git a/evil b/evil\nnew file mode 120000\nindex 0000000..1111111\n--- /dev/null\n+++ b/evil\n"
             "@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n")
     assert "symbolic link" in tools.error("apply_patch", {"patch": link})

@@ -103,8 +103,8 @@ def test_miscounted_hunks_are_counted_from_their_lines() -> None:
     assert _ours(trimmed, "one\n\nthree\n") == "one\n\nTHREE\n"
 
 
-def test_binary_and_link_patches_are_refused() -> None:
-    with pytest.raises(PatchError, match="binary patch"):
+def test_binary_changes_without_content_and_link_patches_are_refused() -> None:
+    with pytest.raises(PatchError, match="the change to a binary file is not in the patch"):
         parse("diff --git a/x.png b/x.png\nindex 1..2 100644\nBinary files a/x.png and b/x.png differ\n")
     with pytest.raises(PatchError, match="symbolic link"):
         parse("diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+/etc\n")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..primitives import ToolError
 from . import safe_open
+from .binary_patch import BinaryPatchError, apply_binary, blob_id
 from .hunk_placing import apply
 from .patch_text import FilePatch, PatchError, parse
 from .text import plural, printable, size_text
@@ -65,6 +66,18 @@ class _File:
     mode: int | None = None
     inherit: int | None = None
     source: str | None = None
+    binary: bytes | None = None
+    """What the file is to hold when it is not UTF-8 text (a binary patch's result, or a binary file as read)."""
+
+    @property
+    def kept(self) -> bool:
+        """Whether the file is there after the patch (with text, or binary content)."""
+        return self.text is not None or self.binary is not None
+
+    @property
+    def data(self) -> bytes:
+        """What the file is to hold, as bytes."""
+        return self.binary if self.binary is not None else encode(self.text or "")
 
 
 def apply_patch(ctx: Context, roots: Roots, patch: str, dry_run: bool, allow_syntax_errors: bool) -> ToolResult:
@@ -85,7 +98,7 @@ def apply_patch(ctx: Context, roots: Roots, patch: str, dry_run: bool, allow_syn
             raise ToolError(f"Nothing was written: {err}") from None
         changed = [file for file in files.values() if _changes(file)]
         for root, fd in held.items():
-            refuse_planting(roots, fd, root, [file.real for file in changed if file.text is not None
+            refuse_planting(roots, fd, root, [file.real for file in changed if file.kept
                                               and roots.root_of(file.real) == root], TOOL)
         if not allow_syntax_errors:
             for file in changed:
@@ -179,15 +192,21 @@ def _applied(ctx: Context, roots: Roots, paths: list[tuple[FilePatch, str | None
         ctx.check_cancelled()
         where = f"{change.shown} (line {change.line} of the patch)"
         source = current(old_real) if old_real is not None else None
-        if source is not None and source.text is None:
+        if source is not None and not source.kept:
             raise ToolError(f"{where}: {printable(source.shown)} does not exist, so the patch cannot "
                             f"{'delete' if new_real is None else 'change'} it.")
         dest = current(new_real) if new_real is not None else None
         moved = dest is not None and source is not None and dest.real != source.real
-        if dest is not None and dest.text is not None and (source is None or moved):
+        if dest is not None and dest.kept and (source is None or moved):
             raise ToolError(f"{where}: {printable(dest.shown)} already exists; the patch "
                             f"{'creates' if source is None else 'moves a file onto'} it (change the existing file "
                             "instead, or delete it first)")
+        if change.binary is not None:
+            _apply_binary(change, source, dest, moved, where)
+            continue
+        if source is not None and source.text is None:
+            raise ToolError(f"{where}: {printable(source.shown)} is not UTF-8 text, so a text patch cannot change it "
+                            "(a binary file's change is a git diff --binary patch)")
         preimage = source.text if source is not None else None
         if moved and source is not None and not change.codex and source.before is not None:
             preimage = _old_text(source)  # a git rename or copy reads the file as it was: no order among its parts
@@ -205,7 +224,7 @@ def _applied(ctx: Context, roots: Roots, paths: list[tuple[FilePatch, str | None
                 raise ToolError(f"{where}: the patch deletes {printable(source.shown)} but "
                                 f"{'its hunks do not remove all of it' if change.hunks else 'holds none of its lines'} "
                                 "(the file differs from what the patch expects; git apply refuses it too)")
-            source.text = None
+            source.text = source.binary = None
             continue
         if len(encode(text)) > MAX_WRITE_BYTES:
             raise ToolError(f"{where}: the patch would make {printable(dest.shown)} larger than "
@@ -216,11 +235,38 @@ def _applied(ctx: Context, roots: Roots, paths: list[tuple[FilePatch, str | None
             if source.info is not None and dest.info is None:
                 dest.inherit = stat.S_IMODE(source.info.st_mode)  # a moved or copied file keeps its mode
             if not change.copy:
-                source.text = None
-        dest.text = text
+                source.text = source.binary = None
+        dest.text, dest.binary = text, None
         if change.mode is not None:
             dest.mode = change.mode
     return files
+
+
+def _apply_binary(change: FilePatch, source: _File | None, dest: _File | None, moved: bool, where: str) -> None:
+    """A binary patch's change (binary_patch.py): the file it was made from, checked by its object id, made
+    into the one its object id names; or deleted, when it is that file."""
+    assert change.binary is not None
+    before = source.before if source is not None else None
+    old_id, new_id = change.ids or (None, None)
+    try:
+        made = apply_binary(change.binary, old_id, new_id, before, change.shown)
+    except BinaryPatchError as err:
+        raise ToolError(f"{where}: {err}") from None
+    if dest is None:
+        assert source is not None
+        if made:
+            raise ToolError(f"{where}: the patch deletes {printable(source.shown)} but leaves {len(made)} bytes in it")
+        source.text = source.binary = None
+        return
+    if moved and source is not None:
+        dest.source = source.shown
+        if source.info is not None and dest.info is None:
+            dest.inherit = stat.S_IMODE(source.info.st_mode)
+        if not change.copy:
+            source.text = source.binary = None
+    dest.text, dest.binary = None, made
+    if change.mode is not None:
+        dest.mode = change.mode
 
 
 def _read(roots: Roots, real: str, tool: str = TOOL) -> _File:
@@ -236,6 +282,11 @@ def _read(roots: Roots, real: str, tool: str = TOOL) -> _File:
     if raw is None:
         raise ToolError(f"{printable(shown)} is larger than {size_text(MAX_WRITE_BYTES)}; {tool} changes files up "
                         "to that size.")
+    if tool == TOOL:  # (a binary file: only a binary patch changes it, `_applied` says)
+        try:
+            return _File(real, shown, raw, info, decode(raw, shown, tool))
+        except ToolError:
+            return _File(real, shown, raw, info, None, binary=raw)
     return _File(real, shown, raw, info, decode(raw, shown, tool))
 
 
@@ -246,11 +297,11 @@ def _old_text(file: _File) -> str | None:
 
 def _changes(file: _File) -> bool:
     """Whether the patch leaves the file other than it found it (its content, its presence or its mode)."""
-    if file.text is None:
+    if not file.kept:
         return file.before is not None
     if file.before is None:
         return True
-    return encode(file.text) != file.before or _new_mode(file) != stat.S_IMODE(file.info.st_mode if file.info else 0)
+    return file.data != file.before or _new_mode(file) != stat.S_IMODE(file.info.st_mode if file.info else 0)
 
 
 def _new_mode(file: _File) -> int | None:
@@ -269,7 +320,7 @@ def _new_mode(file: _File) -> int | None:
 
 def _listed(file: _File) -> dict[str, Any]:
     """How the result lists a file: A added, M modified, D deleted, R moved (`from` its old path)."""
-    if file.text is None:
+    if not file.kept:
         action = "D"
     elif file.source is not None:
         action = "R"
@@ -293,15 +344,27 @@ def _diffs(ctx: Context, files: list[_File]) -> str:
 
 
 def _diff(ctx: Context, file: _File) -> str:
-    new = encode(file.text) if file.text is not None else b""
-    return write_diff(ctx, file.before is not None, file.before, new, file.shown, deleted=file.text is None)
+    if file.binary is not None or (file.text is None and file.before is not None and not _is_text(file.before)):
+        before = "no file" if file.before is None else f"{size_text(len(file.before))}, {blob_id(file.before)[:12]}"
+        after = f"{size_text(len(file.binary))}, {blob_id(file.binary)[:12]}" if file.binary is not None else "deleted"
+        return f"Binary file {printable(file.shown)}: {before} -> {after}\n"
+    new = file.data if file.kept else b""
+    return write_diff(ctx, file.before is not None, file.before, new, file.shown, deleted=not file.kept)
+
+
+def _is_text(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _write_all(ctx: Context, roots: Roots, files: list[_File]) -> None:
     """Write each file (deletions last, so that a move's new file exists before its old one goes); on a
     failure, put back those already written and raise."""
     done: list[_File] = []
-    order = [file for file in files if file.text is not None] + [file for file in files if file.text is None]
+    order = [file for file in files if file.kept] + [file for file in files if not file.kept]
     ctx.check_cancelled()  # the last moment a cancellation stops the patch whole
     for file in order:
         try:
@@ -317,21 +380,21 @@ def _write_all(ctx: Context, roots: Roots, files: list[_File]) -> None:
 
 
 def _write(roots: Roots, file: _File) -> None:
-    parent, name = safe_open.open_parent(roots, file.real, file.shown, create=file.text is not None)
+    parent, name = safe_open.open_parent(roots, file.real, file.shown, create=file.kept)
     try:
         now = safe_open.lstat_in(parent, name, file.shown)
         if not _same(now, file.info):
             raise ToolError(f"{printable(file.shown)} changed while the patch was being applied; read it again and "
                             "retry")
         safe_open.verify(roots, parent)
-        if file.text is None:
+        if not file.kept:
             try:
                 os.unlink(name, dir_fd=parent)
             except OSError as err:
                 raise safe_open.os_error(err, file.shown) from None
             _prune(roots, os.path.dirname(file.real))
         else:
-            replace(parent, name, file.shown, encode(file.text), file.info, TOOL, _new_mode(file),
+            replace(parent, name, file.shown, file.data, file.info, TOOL, _new_mode(file),
                     exclusive=file.info is None)
     finally:
         os.close(parent)

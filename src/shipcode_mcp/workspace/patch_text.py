@@ -9,14 +9,17 @@
 - **The `*** Begin Patch` format** that Codex models emit: Add File, Delete File, Update File with an
   optional `*** Move to:`, chunks after optional `@@` context lines, `*** End of File`.
 
-Binary patches, symbolic links and submodules are refused: a text patch of regular files is what is
-applied. Every failure is a PatchError naming the line of the patch or the file.
+A `GIT binary patch` (git diff --binary) is read into its forward hunk (binary_patch.py applies it);
+a `Binary files ... differ` line, which holds no content, symbolic links and submodules are refused.
+Every failure is a PatchError naming the line of the patch or the file.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from .binary_patch import BinaryHunk, BinaryPatchError, read_hunk
 
 CODEX_BEGIN = "*** Begin Patch"
 
@@ -56,6 +59,9 @@ class FilePatch:
     copy: bool = False
     mode: int | None = None
     line: int = 0
+    binary: BinaryHunk | None = None
+    ids: tuple[str, str] | None = None
+    """The `index OLD..NEW` line's object ids."""
 
     @property
     def shown(self) -> str:
@@ -312,7 +318,8 @@ def _parse_file(lines: list[str], index: int) -> tuple[FilePatch, int]:
     names: tuple[str, str] | None = None
     created = deleted = copy = False
     mode: int | None = None
-    binary = False
+    binary: BinaryHunk | None = None
+    ids: tuple[str, str] | None = None
     if lines[index].startswith("diff --git "):
         names = _git_names(lines[index][len("diff --git "):])
         index += 1
@@ -330,8 +337,20 @@ def _parse_file(lines: list[str], index: int) -> tuple[FilePatch, int]:
                 new = "b/" + _unquote(line.split(" to ", 1)[1])
             elif line.startswith("new mode "):
                 mode = _mode(line, start)
-            elif line.startswith(("GIT binary patch", "Binary files ")):
-                binary = True
+            elif line.startswith("index ") and ".." in line:
+                old_id, _, new_id = line[len("index "):].split(" ", 1)[0].partition("..")
+                ids = (old_id.lower(), new_id.lower())
+            elif line.startswith("Binary files "):
+                raise PatchError(f"line {index + 1}: the change to a binary file is not in the patch ('{line[:80]}'): "
+                                 "make it with git diff --binary")
+            elif line == "GIT binary patch":
+                try:
+                    binary, index = read_hunk(lines, index + 1)
+                    if index < len(lines) and lines[index].startswith(("literal ", "delta ")):
+                        index = read_hunk(lines, index)[1]  # the reverse hunk: not needed forwards
+                except BinaryPatchError as err:
+                    raise PatchError(f"line {index + 1}: {err}") from None
+                continue
             index += 1
         if names is not None and old is None and new is None:
             old, new = names
@@ -354,13 +373,10 @@ def _parse_file(lines: list[str], index: int) -> tuple[FilePatch, int]:
                          "`diff --git` line whose names cannot be told apart)")
     old, new = _strip(old, new, names is not None or lines[start].startswith("diff --git "), start + 1)
     shown = new if new is not None else old
-    if binary:
-        raise PatchError(f"line {start + 1}: the change to {shown} is a binary patch; apply_patch applies text "
-                         "patches only (write_file can replace a text file whole)")
     if mode == 0o120000 or mode == 0o160000:
         raise PatchError(f"line {start + 1}: {shown} would be a {'symbolic link' if mode == 0o120000 else 'submodule'}; "
                          "apply_patch writes regular files only")
-    patch = FilePatch(old, new, copy=copy, mode=mode, line=start + 1)
+    patch = FilePatch(old, new, copy=copy, mode=mode, line=start + 1, binary=binary, ids=ids)
     while index < len(lines) and lines[index].startswith("@@ "):
         hunk, index = _parse_hunk(lines, index, shown or "")
         patch.hunks.append(hunk)
