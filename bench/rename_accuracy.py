@@ -13,7 +13,9 @@ symbol the sites are compared as (path, line, column):
 
 A symbol rename_symbol refuses (a method overridden in a subclass, which the server renames alone, changing
 which method runs; a name that would collide) counts all its server sites as missed in `recall`; `recall of
-the renames made` leaves the refused symbols out. Run: `python bench/rename_accuracy.py [--corpus NAME] [--smoke]`.
+the renames made` leaves the refused symbols out. Each corpus is measured twice: from the syntax tree (the
+scopes), and with `--precise` (the server's own basedpyright, its rename edit).
+Run: `python bench/rename_accuracy.py [--corpus NAME] [--smoke]`.
 """
 
 from __future__ import annotations
@@ -83,13 +85,17 @@ def truth(root: Path, chosen: list[Symbol]) -> tuple[list[set[Site]], float]:
     return asyncio.run(_truth(root, chosen))
 
 
-def ours(root: Path, queries: list[str]) -> tuple[list[set[Site]], list[set[Site]], list[str | None], float]:
+def ours(root: Path, queries: list[str], precise: bool = False,
+         ) -> tuple[list[set[Site]], list[set[Site]], list[str | None], float]:
     """rename_symbol's sites and undecided uses for each query (dry runs, in-process), why it refused each one
-    it refused (None: it did not), and the time it took."""
+    it refused (None: it did not), and the time it took; with `precise`, the server's own basedpyright started
+    and warmed first (--precise), every rename its."""
     from shipcode_mcp.context import Context
     from shipcode_mcp.primitives import ToolError
+    from shipcode_mcp.workspace.code.precise import server_name
     from shipcode_mcp.workspace.code.rename import rename_symbol
     from shipcode_mcp.workspace.code.source import CACHE
+    from shipcode_mcp.workspace.lsp.servers import SERVERS, NotReady
     from shipcode_mcp.workspace.roots import Roots
 
     roots = Roots([str(root)])
@@ -98,16 +104,33 @@ def ours(root: Path, queries: list[str]) -> tuple[list[set[Site]], list[set[Site
     renamed: list[set[Site]] = []
     listed: list[set[Site]] = []
     refused: list[str | None] = []
-    start = time.perf_counter()
-    for query in queries:
-        try:
-            data = rename_symbol(ctx, roots, query, f"{query.rsplit('.', 1)[-1]}_renamed", ".", True, True).structured or {}
-            refused.append(None)
-        except ToolError as err:
-            refused.append(str(err))
-            data = {}
-        renamed.append({(item["path"], item["line"], item["column"]) for item in data.get("sites", [])})
-        listed.append({(item["path"], item["line"], item["column"]) for item in data.get("undecided", [])})
+    SERVERS.enabled = precise
+    try:
+        waited = time.perf_counter()
+        while precise:
+            try:
+                server_name(roots, "python")
+                break
+            except NotReady:
+                if time.perf_counter() - waited > REQUEST_TIMEOUT:
+                    raise
+                time.sleep(0.05)
+        start = time.perf_counter()
+        for query in queries:
+            try:
+                data = rename_symbol(ctx, roots, query, f"{query.rsplit('.', 1)[-1]}_renamed", ".", True,
+                                     True).structured or {}
+                refused.append(None)
+                if precise and data["language_server"] is None:
+                    raise RuntimeError(f"{query}: not the language server's rename ({data['language_server_note']})")
+            except ToolError as err:
+                refused.append(str(err))
+                data = {}
+            renamed.append({(item["path"], item["line"], item["column"]) for item in data.get("sites", [])})
+            listed.append({(item["path"], item["line"], item["column"]) for item in data.get("undecided", [])})
+    finally:
+        SERVERS.stop_all()
+        SERVERS.enabled = False
     return renamed, listed, refused, time.perf_counter() - start
 
 
@@ -118,7 +141,14 @@ def measure(corpus: Corpus, cache: Path, every: int = 1) -> dict[str, Any]:
     chosen = [symbol for symbol in every_symbol if not _special(symbol.name)][::every]
     queries = [query_of(symbol, every_symbol) for symbol in chosen]
     expected, server_time = truth(root, chosen)
-    renamed, listed, refused, our_time = ours(root, queries)
+    report = _scores(corpus, queries, expected, *ours(root, queries))
+    report["server_seconds"] = server_time
+    report["precise"] = _scores(corpus, queries, expected, *ours(root, queries, precise=True))
+    return report
+
+
+def _scores(corpus: Corpus, queries: list[str], expected: list[set[Site]], renamed: list[set[Site]],
+            listed: list[set[Site]], refused: list[str | None], our_time: float) -> dict[str, Any]:
     made = [index for index, why in enumerate(refused) if why is None]
     right_made = sum(len(expected[index] & renamed[index]) for index in made)
     wanted_made = sum(len(expected[index]) for index in made)
@@ -131,13 +161,13 @@ def measure(corpus: Corpus, cache: Path, every: int = 1) -> dict[str, Any]:
     wrong = [(query, sorted(got - want)[:3]) for query, want, got in zip(queries, expected, renamed, strict=True)
              if got - want]
     reasons = [why for why in refused if why is not None]
-    return {"corpus": f"{corpus.name} {corpus.version}", "symbols": len(chosen), "refused": len(reasons),
+    return {"corpus": f"{corpus.name} {corpus.version}", "symbols": len(queries), "refused": len(reasons),
             "refused_overridden": sum("is overridden in" in why for why in reasons),
             "refusals": [(query, why[:200]) for query, why in zip(queries, refused, strict=True) if why][:20],
             "precision": right / returned if returned else 1.0, "recall": right / wanted if wanted else 1.0,
             "recall_renamed": right_made / wanted_made if wanted_made else 1.0,
             "listed": covered / missed if missed else 1.0, "exact_symbols": exact, "sites_expected": wanted,
-            "sites_renamed": returned, "server_seconds": server_time, "ours_seconds": our_time, "wrong": wrong[:20]}
+            "sites_renamed": returned, "ours_seconds": our_time, "wrong": wrong[:20]}
 
 
 def _special(name: str) -> bool:
@@ -147,7 +177,7 @@ def _special(name: str) -> bool:
 
 def evaluate(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
     checks = []
-    for report in reports:
+    for report in [*reports, *({**report["precise"], "corpus": report["corpus"] + " (--precise)"} for report in reports)]:
         checks.append({"target": f"{report['corpus']}: rename precision >= {PRECISION_TARGET}",
                        "measured": f"{report['precision']:.3f}", "met": report["precision"] >= PRECISION_TARGET})
         checks.append({"target": f"{report['corpus']}: recall of the renames made >= {RECALL_TARGET}",
@@ -156,10 +186,11 @@ def evaluate(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def render(reports: list[dict[str, Any]], checks: list[dict[str, Any]]) -> str:
-    rows = [[r["corpus"], str(r["symbols"]), f"{r['precision']:.3f}", f"{r['recall']:.3f}", f"{r['recall_renamed']:.3f}",
-             f"{r['listed']:.3f}", f"{r['exact_symbols']} / {r['symbols']}",
+    rows = [[f"{r['corpus']}{mode}", str(r["symbols"]), f"{r['precision']:.3f}", f"{r['recall']:.3f}",
+             f"{r['recall_renamed']:.3f}", f"{r['listed']:.3f}", f"{r['exact_symbols']} / {r['symbols']}",
              f"{r['refused']} ({r['refused_overridden']} overridden)",
-             f"{r['server_seconds']:.1f} s / {r['ours_seconds']:.1f} s"] for r in reports]
+             f"{server['server_seconds']:.1f} s / {r['ours_seconds']:.1f} s"]
+            for server in reports for mode, r in (("", server), (" --precise", server["precise"]))]
     lines = [harness.markdown_table(["corpus", "symbols", "precision", "recall", "recall of the renames made",
                                      "missed sites listed as undecided", "symbols renamed exactly as the server",
                                      "refused", "server / ours"], rows), ""]
