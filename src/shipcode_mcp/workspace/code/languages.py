@@ -44,6 +44,10 @@ class Def:
     """The signature starts at the parent node (a declarator's `const` declaration)."""
     by_members: bool = False
     """Found by the language's `members` function, not by the native search."""
+    overload: bool = False
+    """An overload signature (TypeScript): the same name's implementation right after it is one symbol with
+    it, starting at the first signature, so that the outline lists the method once and reading it shows
+    every signature."""
 
 
 @dataclass(frozen=True)
@@ -213,9 +217,10 @@ def _py_assignment_name(node: SgNode) -> str | tuple[str, ...] | None:
 
 
 _PY_BRANCHES = frozenset({"if_statement", "elif_clause", "else_clause", "try_statement", "except_clause",
-                          "except_group_clause", "finally_clause"})
+                          "except_group_clause", "finally_clause", "with_statement"})
 """Statements whose blocks run as part of the block they are in: `try: import json except ImportError:
-json = None`, `if TYPE_CHECKING:`, `if sys.version_info >= (3, 11): X = ...` define module names."""
+json = None`, `if TYPE_CHECKING:`, `if sys.version_info >= (3, 11): X = ...`, `with open(p) as f: readme =
+f.read()` define module names (a loop's do not: they are its state)."""
 
 
 def _py_assignment_kind(node: SgNode) -> str:
@@ -230,26 +235,59 @@ def _py_assignment_kind(node: SgNode) -> str:
 
 
 def _py_assignments(root: SgNode, found: list[SgNode]) -> list[SgNode]:
-    """The assignments that are statements of the module or of a class body, or of an `if` or `try` there
-    (not of a function or a loop): the children of those few blocks, rather than every assignment of the
-    file."""
-    blocks = [root]
+    """The assignments that are statements of the module or of a class body, or of an `if`, `try` or `with`
+    there (not of a function or a loop): the children of those few blocks, rather than every assignment of
+    the file."""
+    scopes = [root]
     for node in found:
         if node.kind() == "class_definition":
             body = node.field("body")
             if body is not None:
-                blocks.append(body)
+                scopes.append(body)
     out = []
-    while blocks:
-        for statement in blocks.pop().children():
-            kind = statement.kind()
-            if kind == "expression_statement":
-                assignment = statement.child(0)
-                if assignment is not None and assignment.kind() == "assignment":
+    for scope in scopes:
+        for statement in scope.children():
+            if statement.kind() in _PY_BRANCHES:
+                out += _py_first_bindings(statement)
+            else:
+                assignment = _py_statement_assignment(statement)
+                if assignment is not None:
                     out.append(assignment)
-            elif kind in _PY_BRANCHES or kind == "block":
-                blocks.append(statement)
     return out
+
+
+def _py_statement_assignment(statement: SgNode) -> SgNode | None:
+    if statement.kind() != "expression_statement":
+        return None
+    assignment = statement.child(0)
+    return assignment if assignment is not None and assignment.kind() == "assignment" else None
+
+
+def _py_first_bindings(statement: SgNode) -> list[SgNode]:
+    """The assignments in the blocks of an `if`, `try` or `with` (and of those nested in it), without the
+    ones that bind only names bound before in it: `TOMLLIB = True` in the `if` and `TOMLLIB = False` in the
+    `else` are one name, defined where it first is (the branch that runs when the import works or on newer
+    Pythons), as language servers list it."""
+    found = []
+    blocks = [statement]
+    while blocks:
+        for child in blocks.pop().children():
+            if child.kind() in _PY_BRANCHES or child.kind() == "block":
+                blocks.append(child)
+            else:
+                assignment = _py_statement_assignment(child)
+                if assignment is not None:
+                    found.append(assignment)
+    found.sort(key=lambda node: node.range().start.index)
+    seen: set[str] = set()
+    first = []
+    for node in found:
+        names = _py_assignment_name(node)
+        bound = {names} if isinstance(names, str) else set(names or ())
+        if bound and not bound <= seen:
+            first.append(node)
+        seen |= bound
+    return first
 
 
 PYTHON = Language(
@@ -266,6 +304,8 @@ PYTHON = Language(
 
 def _js_declarator_kind(node: SgNode) -> str:
     value = node.field("value")
+    while value is not None and value.kind() == "assignment_expression":  # `var proto = module.exports = function`
+        value = value.field("right")
     if value is not None and value.kind() in ("arrow_function", "function_expression", "function",
                                               "generator_function"):
         return "function"
@@ -307,7 +347,8 @@ def _js_declarator_names(node: SgNode) -> str | tuple[str, ...] | None:
 _JS_MEMBER_PATH = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
 _JS_ASSIGNED_FUNCTION = {"has": {"field": "left", "kind": "member_expression"},
                          "any": [{"has": {"field": "right", "kind": "arrow_function"}},
-                                 {"has": {"field": "right", "kind": "function_expression"}}]}
+                                 {"has": {"field": "right", "kind": "function_expression"}},
+                                 {"has": {"field": "right", "kind": "generator_function"}}]}
 """`inst.lte = (value, params) => ...`, `Foo.prototype.bar = function () {}`: a method defined by
 assignment (schema libraries such as zod add their methods so, inside the constructor)."""
 
@@ -320,10 +361,11 @@ def _js_assigned_body(node: SgNode) -> SgNode | None:
 
 def _js_assigned_name(node: SgNode) -> str | None:
     """`Foo.prototype.bar` -> `Foo.bar` (name bar, qualified by the object), `this.x` -> `x` (qualified by
-    where it is); None for a computed target (`a[k]`, `f().x`)."""
+    where it is); None for a computed target (`a[k]`, `f().x`) and for `module.exports` (the module's
+    export, no member of anything: `var proto = module.exports = function` is proto)."""
     target = node.field("left")
     text = target.text() if target is not None else ""
-    if _JS_MEMBER_PATH.fullmatch(text) is None:
+    if _JS_MEMBER_PATH.fullmatch(text) is None or text == "module.exports":
         return None
     parts = [part for part in text.split(".") if part != "prototype"]
     if parts[0] == "this":
@@ -354,8 +396,8 @@ _TS_DEFS = {
     "enum_declaration": Def("enum"),
     "internal_module": Def("module"),
     "module": Def("module"),
-    "function_signature": Def("function", body=None),
-    "method_signature": Def("method", body=None, rule=_TS_MEMBER),
+    "function_signature": Def("function", body=None, overload=True),
+    "method_signature": Def("method", body=None, rule=_TS_MEMBER, overload=True),
     "abstract_method_signature": Def("method", body=None),
     "property_signature": Def("property", body=None, rule=_TS_MEMBER),
     "public_field_definition": Def("field", body=None),

@@ -39,8 +39,8 @@ class UnknownLanguage(ValueError):
 class _Item:
     """A symbol being built: its children arrive after it, in source order."""
 
-    __slots__ = ("children", "def_line", "end", "end_line", "holds_methods", "kind", "line", "name", "qualified",
-                 "signature")
+    __slots__ = ("children", "def_line", "end", "end_line", "holds_methods", "kind", "line", "name", "overload",
+                 "qualified", "signature")
 
     def __init__(self, name: str, qualified: str, kind: str, line: int, end_line: int, def_line: int, end: int,
                  signature: str, holds_methods: bool) -> None:
@@ -48,6 +48,7 @@ class _Item:
         self.line, self.end_line, self.def_line, self.end = line, end_line, def_line, end
         self.signature = signature
         self.holds_methods = holds_methods
+        self.overload = False
         self.children: list[_Item] = []
 
     def freeze(self) -> Symbol:
@@ -121,10 +122,14 @@ def _items(root: SgNode, text: str, spec: Language, language: str) -> list[_Item
         line = _first_line(node, start_line, spec, lines)
         signature = _signature(node, text, start_index, end.index, definition, comments)
         first: _Item | None = None
+        siblings = parent.children if parent is not None else top
         for each in (raw,) if isinstance(raw, str) else raw:  # a node may bind several names: `a = b = 1`
             item = _item(each, node_kind, parent, spec, definition, line + 1, end_line, start_line + 1, end.index,
                          signature)
-            (parent.children if parent is not None else top).append(item)
+            item.overload = definition.overload
+            while not item.overload and siblings and siblings[-1].overload and siblings[-1].qualified == item.qualified:
+                item.line = siblings.pop().line  # its overload signatures, right above it
+            siblings.append(item)
             first = first or item
         if first is not None:
             stack.append(first)  # what nests inside belongs to the first name

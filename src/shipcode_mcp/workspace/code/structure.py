@@ -175,7 +175,7 @@ def _kind_hint(language: str, kind: str) -> str:
 
 def _decorated_hint() -> str:
     return ("[The pattern is a decorated python def, and the files searched hold some, but none matched: it matches "
-            "only a def with exactly its decorators (a method with @property and @abstractmethod is not matched by "
-            "a pattern with @property alone) and the same parts (a return type: add `-> $R`; `async`). To find "
-            "every def a decorator is on, search the decorator alone (`@property`: each match's line is above its "
-            "def), or the def without decorators (`def $F($$$A): $$$B` matches decorated ones too).]")
+            "a def that has its decorators (others may be there too) and its other parts (the same parameters: "
+            "`$$$A` stands for any; `async`; a return type, when the pattern has one). To find every def a "
+            "decorator is on, search the decorator alone (`@property`: each match's line is above its def), or "
+            "the def without decorators (`def $F($$$A): $$$B` matches decorated ones too).]")

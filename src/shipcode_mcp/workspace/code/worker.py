@@ -143,7 +143,7 @@ def matches(text: str, language: str, pattern: str, variables: list[list[Any]], 
     nothing matched (`kind_seen`)."""
     root = parse(text, language)
     found: list[dict[str, Any]] = []
-    for node in _matches(root, pattern):
+    for node in _matches(root, pattern_rule(pattern, language)):
         if len(found) >= limit:
             break
         where = node.range()
@@ -174,8 +174,8 @@ def _span(parts: list[SgNode]) -> list[int]:
     return [parts[0].range().start.index, parts[-1].range().end.index]
 
 
-def _matches(root: SgNode, pattern: str) -> Iterator[SgNode]:
-    """The matches of `pattern` under `root`, in source order, made a subtree at a time: find_all makes a
+def _matches(root: SgNode, rule: dict[str, Any]) -> Iterator[SgNode]:
+    """The matches of `rule` under `root`, in source order, made a subtree at a time: find_all makes a
     list of every match (`$A` matches every node: hundreds of MB for a large file), so it is asked only of
     subtrees of at most MATCH_SPAN characters, and a caller that stops at its limit makes no more."""
     stack = [root]
@@ -183,11 +183,72 @@ def _matches(root: SgNode, pattern: str) -> Iterator[SgNode]:
         node = stack.pop()
         where = node.range()
         if where.end.index - where.start.index <= MATCH_SPAN:
-            yield from node.find_all(pattern=pattern)
+            yield from node.find_all(**rule)
             continue
-        if node.matches(pattern=pattern):
-            yield node
+        if node.matches(**rule):  # which says only whether: find, which starts at the node, gives its captures
+            yield node.find(**rule) or node
         stack.extend(reversed(node.children()))
+
+
+_RETURN_TYPE = " -> $_RETURN_TYPE"
+"""Put after a Python def pattern's parameters: any return type, not captured (a `$_` name)."""
+_rules: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def pattern_rule(pattern: str, language: str) -> dict[str, Any]:
+    """The ast-grep rule `pattern` is matched by. A Python def pattern is matched as semgrep matches one (a
+    part the pattern leaves out may be there): written without a return type it matches a def with one too,
+    and written with decorators it matches a def that has those among others. ast-grep matches a pattern
+    node for node, so `@property\\ndef $F(self): $$$B` matched none of click's properties (`-> str`) nor
+    numbers.py's (`@property` over `@abstractmethod`)."""
+    key = (pattern, language)
+    rule = _rules.get(key)
+    if rule is None:
+        rule = {"pattern": pattern}
+        if language == "python":
+            rule = _python_def_rule(pattern) or rule
+            try:
+                parse("", language).find(**rule)
+            except (RuntimeError, ValueError):  # a part ast-grep does not take alone: the pattern as written
+                rule = {"pattern": pattern}
+        if len(_rules) > 256:
+            _rules.clear()
+        _rules[key] = rule
+    return rule
+
+
+def _python_def_rule(pattern: str) -> dict[str, Any] | None:
+    """The rule for a pattern that is one def or decorated definition (None for any other): its decorators
+    each one of the code's, its def with or without a return type."""
+    plain = _ANY_VARIABLE.sub(lambda found: found.group().replace("$", "_"), pattern)  # the same length
+    statements = [child for child in parse(plain, "python").children() if child.is_named()]
+    if len(statements) != 1 or statements[0].kind() not in ("function_definition", "decorated_definition"):
+        return None
+    node = statements[0]
+    if node.kind() == "function_definition":
+        return _python_function_rule(pattern, node)
+    definition = node.field("definition")
+    if definition is None:
+        return None
+    parts = [{"has": {"field": "definition", **_python_function_rule(pattern, definition)}}]
+    parts += [{"has": {"kind": "decorator", "pattern": _text_of(pattern, child)}}
+              for child in node.children() if child.kind() == "decorator"]
+    return {"kind": "decorated_definition", "all": parts}
+
+
+def _python_function_rule(pattern: str, node: SgNode) -> dict[str, Any]:
+    """The def (or class) `node` of the pattern's plain text, as written and, without a return type, with any."""
+    text = _text_of(pattern, node)
+    parameters = node.field("parameters")
+    if node.kind() != "function_definition" or parameters is None or node.field("return_type") is not None:
+        return {"pattern": text}
+    cut = parameters.range().end.index - node.range().start.index
+    return {"any": [{"pattern": text}, {"pattern": text[:cut] + _RETURN_TYPE + text[cut:]}]}
+
+
+def _text_of(pattern: str, node: SgNode) -> str:
+    where = node.range()
+    return pattern[where.start.index:where.end.index]
 
 
 def body_lines(text: str, language: str, line: int, def_line: int) -> dict[str, int] | None:
