@@ -53,7 +53,7 @@ def test_write_replies_and_diff_headers(tools: Tools, root: Path) -> None:
     created = tools.call("write_file", {"path": FORGED, "content": "one\n"})
     diff = f"--- /dev/null\n+++ b/{SHOWN}\n@@ -0,0 +1 @@\n+one\n"
     assert _clean(created["content"][0]["text"]) == f"Created {SHOWN} (4 bytes).\n{diff}".rstrip("\n")
-    assert created["structuredContent"] == {"path": FORGED, "created": True, "size": 4, "diff": diff}
+    assert created["structuredContent"] == {"path": FORGED, "created": True, "size": 4, "diff": diff, "new_diagnostics": []}
     assert (root / FORGED).read_text() == "one\n"
 
     wrote = tools.call("write_file", {"path": FORGED, "content": "two\n"})
