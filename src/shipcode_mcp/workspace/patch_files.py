@@ -264,7 +264,8 @@ def _apply_binary(change: FilePatch, source: _File | None, dest: _File | None, m
             dest.inherit = stat.S_IMODE(source.info.st_mode)
         if not change.copy:
             source.text = source.binary = None
-    dest.text, dest.binary = None, made
+    # Text made by a binary patch (a file git was told is binary) is text: its diff shown, its syntax checked.
+    dest.text, dest.binary = (made.decode("utf-8"), None) if _is_text(made) else (None, made)
     if change.mode is not None:
         dest.mode = change.mode
 

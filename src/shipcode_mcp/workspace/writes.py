@@ -163,7 +163,10 @@ def checked_result(ctx: Context, roots: Roots, text: str, structured: dict[str, 
         from .code import precise  # the language servers: only with the code tools, on a write of code
 
         if precise.enabled():
-            found, note = precise.new_diagnostics(roots, edited, ctx.check_cancelled)
+            try:
+                found, note = precise.new_diagnostics(roots, edited, ctx.check_cancelled)
+            except ToolError as err:  # (the write is done: its result says so, whatever the server did)
+                note = str(err)
     lines = [text]
     if found:
         errors = sum(item["severity"] == "error" for item in found)
@@ -174,7 +177,7 @@ def checked_result(ctx: Context, roots: Roots, text: str, structured: dict[str, 
         if len(found) > SHOWN_DIAGNOSTICS:
             lines.append(f"  [… {len(found) - SHOWN_DIAGNOSTICS} more in structuredContent]")
     if note is not None:
-        lines.append(f"[Not type-checked: {note}.]")
+        lines.append(f"[Type checks: {note}.]")
     return result("\n".join(lines), {**structured, "new_diagnostics": found})
 
 

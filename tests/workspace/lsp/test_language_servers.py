@@ -314,3 +314,84 @@ def test_find_definition_is_the_language_servers_where_only_types_can_tell(packa
     # A builtin's (the server names typeshed's stub, outside the roots) is said as the scopes say it.
     builtin = precise_tools.data("find_definition", {"path": "shop/use.py", "line": 8, "name": "get"})
     assert (builtin["builtin"], builtin["definitions"], builtin["language_server"]) == ("dict.get", [], None)
+
+
+# -- what a review found (each reproduced first) -------------------------------------------------------------
+def test_no_language_server_runs_without_the_kernel_sandbox(package: Path, registry: LanguageServers,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyright runs the project's Python to find its search paths, and reads what links lead to: unconfined, a
+    hostile repository's `.venv/bin/python` would run. Without the sandbox, no server is started."""
+    monkeypatch.setattr(servers, "unavailable_reason", lambda: "Landlock is not available on this kernel")
+    data = run("find_references", context(), Roots([str(package)]), name="Client.get").structured or {}
+    assert data["language_server"] is None and "without the kernel sandbox" in data["language_server_note"]
+    assert registry.running() == []
+
+
+def test_files_the_server_leaves_out_keep_their_scoped_uses(package: Path) -> None:
+    """A project's `exclude` (and pyright's hidden folders) leave files out of the server's program: the uses the
+    scopes prove there stay `scoped`, and a rename changes them too (else the excluded tests would break)."""
+    (package / "pyproject.toml").write_text('[tool.pyright]\nexclude = ["tests"]\n')
+    (package / "tests").mkdir()
+    (package / "tests" / "test_client.py").write_text("from shop.client import make\n\nassert make().get('x')\n"
+                                                      "from shop.client import Client\nClient().get('y')\n")
+    with Tools(package, write=True, precise=True) as tools:
+        data = exact(tools, "Client.get")
+        assert ("tests/test_client.py", 5) in _sites(data, "scoped") and ("shop/use.py", 6) in _sites(data, "exact")
+        renamed = tools.data("rename_symbol", {"name": "Client.get", "new_name": "download"})
+    assert renamed["language_server"] == "basedpyright"
+    assert "Client().download('y')" in (package / "tests" / "test_client.py").read_text()
+    assert "made.download('a')" in (package / "shop" / "use.py").read_text()
+
+
+def test_ignored_files_are_left_alone_as_every_tool_leaves_them(package: Path) -> None:
+    (package / ".gitignore").write_text("build/\n")
+    (package / "build").mkdir()
+    (package / "build" / "gen.py").write_text("from shop.client import Client\n\nClient().get('z')\n")
+    with Tools(package, write=True, precise=True) as tools:
+        data = exact(tools, "Client.get")
+        assert not any(item["path"].startswith("build/") for item in data["references"])
+        renamed = tools.data("rename_symbol", {"name": "Client.get", "new_name": "download", "dry_run": True})
+    assert renamed["outside"] == ["build/gen.py"] and not any(item["path"].startswith("build/") for item in renamed["sites"])
+
+
+def test_new_diagnostics_check_the_edited_files_together(package: Path, precise_tools: Tools) -> None:
+    exact(precise_tools, "Client.get")
+    # A dry-run rename changes the definition and its importer together: no false "unknown import" in either.
+    dry = precise_tools.data("rename_symbol", {"name": "client.make", "new_name": "build", "dry_run": True})
+    assert dry["language_server"] == "basedpyright" and dry["new_diagnostics"] == []
+    # A patch that removes make() and touches its importer elsewhere: the importer's new error is reported.
+    patch = ("--- a/shop/client.py\n+++ b/shop/client.py\n@@ -8,5 +8,1 @@\n         return key\n-\n-\n"
+             "-def make() -> Client:\n-    return Client()\n"
+             "--- a/shop/use.py\n+++ b/shop/use.py\n@@ -9 +9 @@\n-    return anything.get('d')\n+    return anything\n")
+    found = precise_tools.data("apply_patch", {"patch": patch, "dry_run": True})["new_diagnostics"]
+    assert ("shop/use.py", 1, "error") in {(item["path"], item["line"], item["severity"]) for item in found}, found
+
+
+def test_a_stopped_server_is_taken_as_hung_and_started_again(package: Path, registry: LanguageServers,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    roots = Roots([str(package)])
+    first = _ready(registry, roots)
+    assert first.pid is not None
+    monkeypatch.setattr(precise, "REQUEST_TIMEOUT", 0.5)
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        data = run("find_references", context(), roots, name="Client.get").structured or {}
+        assert time.monotonic() - started < 10 and data["language_server"] is None
+        assert first.state == "failed" and "stopped" in (first.failure or "")
+    finally:
+        if first.pid is not None and Path(f"/proc/{first.pid}").exists():
+            os.kill(first.pid, signal.SIGCONT)
+    assert _ready(registry, roots) is not first
+
+
+def test_at_most_two_servers_of_a_language_run(tmp_path: Path, registry: LanguageServers) -> None:
+    folders = []
+    for index in range(3):
+        folder = tmp_path / f"p{index}"
+        folder.mkdir()
+        (folder / "m.py").write_text("def f():\n    return 1\n")
+        folders.append(folder)
+        _ready(registry, Roots([str(folder)]))
+    assert len(registry.running()) == servers.MAX_SERVERS == 2
+    assert {server.roots for server in registry.running()} == {(str(folders[1]),), (str(folders[2]),)}

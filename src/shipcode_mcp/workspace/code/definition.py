@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Callable
 from functools import partial
 from itertools import chain
@@ -134,10 +135,11 @@ def _exact(ctx: Context, roots: Roots, source: Source, line: int, starts: list[i
     (a builtin, a library's name, a string: the scopes say which)."""
     name = precise.server_name(roots, "python")  # NotReady before any work when it is not ready
     row = _row(source, line)
+    deadline = time.monotonic() + precise.REQUEST_TIMEOUT
     for start in starts[:MAX_TRIED]:
         found, named = precise.definitions(roots, "python", precise.Place(source.real, line - 1,
                                                                            precise.utf16_column(row, start - 1)),
-                                           ctx.check_cancelled)
+                                           ctx.check_cancelled, deadline)
         if named and not found:
             return None  # defined outside the workspace
         if found:
@@ -152,7 +154,7 @@ def _exact(ctx: Context, roots: Roots, source: Source, line: int, starts: list[i
                 text = _row(target, place.line + 1)
                 definitions.append({**follow.placed(target, place.line + 1, precise.column_of(text, place.units) + 1),
                                     "precision": "exact"})
-            return start, definitions, name
+            return (start, definitions, name) if definitions else None  # (none readable: the scopes answer)
     return None
 
 

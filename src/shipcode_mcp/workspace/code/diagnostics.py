@@ -133,7 +133,8 @@ def _findings(roots: Roots, real: str, shown: str, check: Callable[[], None], ty
     source = read_source(roots, real, shown)
     if source.language == "python" and typed.take():
         try:
-            return {"checked": "type-checked", "findings": precise.diagnostics(roots, "python", real, source.text, check)}
+            return {"checked": "type-checked",
+                    "findings": precise.diagnostics(roots, "python", {real: source.text}, check)[real]}
         except NotReady as err:
             typed.failed(err.note)
     if source.language != "python":

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
-from ..lsp.servers import SERVERS, NotReady
+from ..lsp.servers import SERVERS, LanguageServer, NotReady
 from ..uris import file_uri, uri_path
 
 if TYPE_CHECKING:
@@ -78,23 +78,32 @@ def server_name(roots: Roots, language: str) -> str:
     return server.name
 
 
-def references(roots: Roots, language: str, definitions: list[Place], check: Callable[[], None]) -> set[Place]:
-    """Every use of the symbols defined at `definitions` (their definitions included) in files of the roots, as
-    the language server finds them; NotReady when it cannot answer now."""
+def _server(roots: Roots, language: str) -> LanguageServer:
     server = SERVERS.server(language, tuple(roots.paths))
     server.ready()
+    return server
+
+
+def _left(deadline: float, server: LanguageServer) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise NotReady(f"the {server.name} language server took longer than {REQUEST_TIMEOUT:g} s")
+    return left
+
+
+def references(roots: Roots, language: str, definitions: list[Place], check: Callable[[], None]) -> set[Place]:
+    """Every use of the symbols defined at `definitions` (their definitions included) in files of the roots that
+    the workspace's walk lists, as the language server finds them; NotReady when it cannot answer now."""
+    server = _server(roots, language)
     deadline = time.monotonic() + REQUEST_TIMEOUT
     found: set[Place] = set()
     for place in definitions[:MAX_DEFINITIONS]:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise NotReady(f"the {server.name} language server took longer than {REQUEST_TIMEOUT:g} s")
         answer = server.request("textDocument/references", {
             "textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units},
-            "context": {"includeDeclaration": True}}, timeout=left, check=check)
+            "context": {"includeDeclaration": True}}, timeout=_left(deadline, server), check=check)
         for item in answer if isinstance(answer, list) else ():
             located = _place(roots, item)
-            if located is not None:
+            if located is not None and server.known(located.real):
                 found.add(located)
     return found
 
@@ -105,25 +114,37 @@ MAX_MESSAGE = 2000
 """A diagnostic's message is cut to this many characters."""
 
 
-def diagnostics(roots: Roots, language: str, real: str, text: str, check: Callable[[], None]) -> list[list[Any]]:
-    """The language server's errors and warnings in file `real` holding `text`, as diagnostics lists them: [line,
-    column (1-based, characters), severity, code, message]; NotReady when it cannot answer now."""
-    server = SERVERS.server(language, tuple(roots.paths))
+def diagnostics(roots: Roots, language: str, texts: dict[str, str], check: Callable[[], None],
+                timeout: float = REQUEST_TIMEOUT) -> dict[str, list[list[Any]]]:
+    """The language server's errors and warnings in each file `real` as if it held `texts[real]` (all of them at
+    once), as the diagnostics tool lists them: [line, column (1-based, characters), severity, code, message];
+    NotReady when it cannot answer now."""
+    server = _server(roots, language)
+    answers = server.check_texts(texts, timeout=timeout, check=check)
+    return {real: _findings(answers.get(real, []), texts[real], server.name) for real in texts}
+
+
+def _findings(items: list[Any], text: str, name: str) -> list[list[Any]]:
     lines = text.split("\n")
     found: list[list[Any]] = []
-    for item in server.diagnostics(real, text, timeout=REQUEST_TIMEOUT, check=check):
-        start = item.get("range", {}).get("start", {}) if isinstance(item, dict) else {}
-        line, units, level = start.get("line"), start.get("character"), LEVELS.get(item.get("severity", 1))
-        if not (isinstance(line, int) and isinstance(units, int)) or level is None or line < 0 or units < 0:
-            continue
-        column = column_of(lines[line], units) if line < len(lines) else units
-        message = " ".join(str(item.get("message", "")).replace("\xa0", " ").split())[:MAX_MESSAGE]
-        found.append([line + 1, column + 1, level, str(item.get("code") or server.name)[:100], message])
+    for item in items:
+        try:
+            start = item["range"]["start"]
+            line, units, level = start["line"], start["character"], LEVELS.get(item.get("severity", 1))
+            if not (isinstance(line, int) and isinstance(units, int)) or level is None or line < 0 or units < 0:
+                continue
+            column = column_of(lines[line], units) if line < len(lines) else units
+            message = " ".join(str(item.get("message", "")).replace("\xa0", " ").split())[:MAX_MESSAGE]
+            found.append([line + 1, column + 1, level, str(item.get("code") or name)[:100], message])
+        except (TypeError, KeyError, AttributeError, IndexError):
+            continue  # a diagnostic of a shape LSP does not have: left out
     return sorted(found, key=lambda finding: (finding[0], finding[1]))
 
 
 MAX_EDIT_CHECKS = 5
 """Edited Python files a write has the language server check at most (two type checks each: before and after)."""
+EDIT_CHECK_TIMEOUT = 10.0
+"""The most a write's result waits for the language server's checks, all together (the write is done)."""
 Edited = tuple[str, str, "str | None", str]
 """A file a write changed: real path, as shown, its text before (None: a new file) and after."""
 
@@ -131,70 +152,92 @@ Edited = tuple[str, str, "str | None", str]
 def new_diagnostics(roots: Roots, edited: list[Edited], check: Callable[[], None]) -> tuple[list[dict[str, Any]], str | None]:
     """The errors and warnings the language server finds in the edited Python files after the change that it did
     not find before (matched by severity, rule and message, wherever the lines moved), and a note when it could
-    not check them all (not ready: never waited for; too many files)."""
+    not check them all (not ready: never waited for; too many files; too slow). The files are checked together,
+    as they were, then as they are (the change to one may break another)."""
     python = [item for item in edited if item[0].endswith((".py", ".pyi"))]
     if not python:
         return [], None
-    found: list[dict[str, Any]] = []
+    checked = python[:MAX_EDIT_CHECKS]
+    deadline = time.monotonic() + EDIT_CHECK_TIMEOUT
     try:
-        server = SERVERS.server("python", tuple(roots.paths))
-        server.ready()
-        for real, shown, old, new in python[:MAX_EDIT_CHECKS]:
-            before = Counter((level, code, message) for *_, level, code, message in
-                             (diagnostics(roots, "python", real, old, check) if old is not None else []))
-            for line, column, level, code, message in diagnostics(roots, "python", real, new, check):
-                if before[(level, code, message)]:
-                    before[(level, code, message)] -= 1
-                    continue
-                found.append({"path": shown, "line": line, "column": column, "severity": level, "code": code,
-                              "message": message})
+        server = _server(roots, "python")
+        before = diagnostics(roots, "python", {real: old for real, _, old, _ in checked if old is not None}, check,
+                             _left(deadline, server))
+        after = diagnostics(roots, "python", {real: new for real, _, _, new in checked}, check, _left(deadline, server))
     except NotReady as err:
-        return found, err.note
+        return [], err.note
+    found: list[dict[str, Any]] = []
+    for real, shown, _, _ in checked:
+        seen = Counter((level, code, message) for *_, level, code, message in before.get(real, []))
+        for line, column, level, code, message in after[real]:
+            if seen[(level, code, message)]:
+                seen[(level, code, message)] -= 1
+                continue
+            found.append({"path": shown, "line": line, "column": column, "severity": level, "code": code,
+                          "message": message})
     left = len(python) - MAX_EDIT_CHECKS
-    return found, (f"{server.name} checked the first {MAX_EDIT_CHECKS} of {len(python)} Python files" if left > 0 else None)
+    return found, (f"the first {MAX_EDIT_CHECKS} of {len(python)} edited Python files were type-checked (at most "
+                   f"{MAX_EDIT_CHECKS} a write)" if left > 0 else None)
 
 
-def definitions(roots: Roots, language: str, place: Place, check: Callable[[], None]) -> tuple[set[Place], bool]:
+def definitions(roots: Roots, language: str, place: Place, check: Callable[[], None],
+                deadline: float) -> tuple[set[Place], bool]:
     """Where the language server says the name at `place` is defined, in files of the roots, and whether it named
-    any place at all (outside the roots too: a library's stub); NotReady when it cannot answer now."""
-    server = SERVERS.server(language, tuple(roots.paths))
+    any place at all (outside the roots too: a library's stub); NotReady when it cannot answer by `deadline`."""
+    server = _server(roots, language)
     answer = server.request("textDocument/definition", {
         "textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units}},
-        timeout=REQUEST_TIMEOUT, check=check)
+        timeout=_left(deadline, server), check=check)
     items = answer if isinstance(answer, list) else [answer] if isinstance(answer, dict) else []
     found: set[Place] = set()
     for item in items:
         if isinstance(item, dict) and "targetUri" in item:  # a LocationLink
             item = {"uri": item.get("targetUri"), "range": item.get("targetSelectionRange")}
         located = _place(roots, item)
-        if located is not None:
+        if located is not None and server.known(located.real):
             found.add(located)
     return found, bool(items)
 
 
-def rename_edits(roots: Roots, language: str, definition: Place, new_name: str, check: Callable[[], None]) -> list[Edit]:
-    """The language server's rename of the symbol defined at `definition`: its edits in files of the roots.
-    ToolError for an edit outside the roots or one that is not a text edit (a file renamed); NotReady when it
-    cannot answer now."""
-    server = SERVERS.server(language, tuple(roots.paths))
-    server.ready()
-    answer = server.request("textDocument/rename", {
-        "textDocument": {"uri": file_uri(definition.real)},
-        "position": {"line": definition.line, "character": definition.units}, "newName": new_name},
-        timeout=REQUEST_TIMEOUT, check=check)
+def rename_edits(roots: Roots, language: str, places: list[Place], new_name: str, check: Callable[[], None],
+                 ) -> tuple[list[Edit], set[str]]:
+    """The language server's rename of the symbols defined at `places`: its edits in the files the workspace's
+    walk lists, and the other files of the roots it would change (ignored ones: left alone, as every tool leaves
+    them). ToolError for an edit outside the roots or that is not a text edit (a file renamed); NotReady when it
+    cannot answer now (all the renames within REQUEST_TIMEOUT)."""
+    server = _server(roots, language)
+    deadline = time.monotonic() + REQUEST_TIMEOUT
+    edits: list[Edit] = []
+    ignored: set[str] = set()
+    for definition in places[:MAX_DEFINITIONS]:
+        answer = server.request("textDocument/rename", {
+            "textDocument": {"uri": file_uri(definition.real)},
+            "position": {"line": definition.line, "character": definition.units}, "newName": new_name},
+            timeout=_left(deadline, server), check=check)
+        for edit in _edits(roots, answer, server.name):
+            if server.known(edit.place.real):
+                edits.append(edit)
+            else:
+                ignored.add(edit.place.real)
+    return edits, ignored
+
+
+def _edits(roots: Roots, answer: Any, name: str) -> list[Edit]:
+    """A WorkspaceEdit's text edits, each on one line of a file of the roots; ToolError for anything else."""
     if answer is None:
         return []
     if not isinstance(answer, dict):
-        raise NotReady(f"the {server.name} language server answered the rename with no edit")
+        raise NotReady(f"the {name} language server answered the rename with no edit")
     by_uri: list[tuple[Any, Any]] = []
     changes = answer.get("changes")
     if isinstance(changes, dict):
         by_uri += list(changes.items())
     for change in answer.get("documentChanges") or ():
-        if not isinstance(change, dict) or "textDocument" not in change:
-            raise ToolError(f"Refused: the {server.name} language server's rename also creates, renames or deletes "
+        document = change.get("textDocument") if isinstance(change, dict) else None
+        if not isinstance(document, dict):
+            raise ToolError(f"Refused: the {name} language server's rename also creates, renames or deletes "
                             "files; nothing was changed")
-        by_uri.append((change["textDocument"].get("uri"), change.get("edits")))
+        by_uri.append((document.get("uri"), change.get("edits")))
     edits: list[Edit] = []
     for uri, items in by_uri:
         for item in items if isinstance(items, list) else ():
@@ -203,7 +246,7 @@ def rename_edits(roots: Roots, language: str, definition: Place, new_name: str, 
             end = where.get("end") if isinstance(where, dict) else None
             if place is None or not isinstance(end, dict) or end.get("line") != place.line \
                     or not isinstance(end.get("character"), int) or not isinstance(item.get("newText"), str):
-                raise ToolError(f"Refused: the {server.name} language server's rename edits text outside the "
+                raise ToolError(f"Refused: the {name} language server's rename edits text outside the "
                                 "workspace roots, or across lines; nothing was changed")
             edits.append(Edit(place, end["character"], item["newText"]))
     return edits

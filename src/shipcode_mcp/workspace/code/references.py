@@ -470,12 +470,19 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
                 truncated = True
                 break
     server = None
-    if exact is not None:  # the server's uses first; what only the syntax tree found is by name only
+    if exact is not None:
+        # The server's uses first. In a file it found uses in, what only the syntax tree found is by name only; a
+        # file it found none in may be one it leaves out (a hidden folder, the project's `exclude`): the scopes'
+        # uses there stay scoped.
         decided[EXACT], definitions, server = exact
         known = {(item["path"], item["line"], item["column"]) for item in decided[EXACT]}
-        decided[NAME_LABEL] = [{**item, "precision": NAME_LABEL} for item in decided[LABELS[SCOPED]] + decided[NAME_LABEL]
-                               if (item["path"], item["line"], item["column"]) not in known]
-        decided[LABELS[SCOPED]] = []
+        answered = {item["path"] for item in decided[EXACT]}
+        rest = [item for item in decided[LABELS[SCOPED]] + decided[NAME_LABEL]
+                if (item["path"], item["line"], item["column"]) not in known]
+        decided[LABELS[SCOPED]] = [item for item in rest if item["precision"] == LABELS[SCOPED]
+                                   and item["path"] not in answered]
+        decided[NAME_LABEL] = [{**item, "precision": NAME_LABEL} for item in rest
+                               if item["precision"] == NAME_LABEL or item["path"] in answered]
     every = decided[EXACT] + decided[LABELS[SCOPED]] + decided[NAME_LABEL]
     truncated = truncated or len(every) > limit
     found = every[:limit]
@@ -501,7 +508,9 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     elif truncated:
         out.append(f"[Showing the first {plural(len(found), 'reference')}; there are more. Narrow with path, or raise limit.]")
     else:
-        how = f" ({len(found) - by_name} {'exact' if server else 'scoped'}, {by_name} by name only)" if chosen is not None else ""
+        scoped = sum(item["precision"] == LABELS[SCOPED] for item in found)
+        how = (f" ({len(found) - by_name - scoped} exact{f', {scoped} scoped' if scoped else ''}, {by_name} by name only)"
+               if server else f" ({scoped} scoped, {by_name} by name only)") if chosen is not None else ""
         out.append(f"[{plural(len(found), 'reference')} in {plural(len(files), 'file')}{how}.]")
     if server is not None:
         out.append(f"[Exact: {server}'s references of " + ", ".join(

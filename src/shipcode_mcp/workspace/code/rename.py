@@ -102,9 +102,13 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
     outside: list[str] | None = None
     if server is not None:
         try:
-            scoped, outside = _server_sites(ctx, roots, query, new_name, path)
+            exact, outside = _server_sites(ctx, roots, query, new_name, path)
         except NotReady as err:  # (it answered the references a moment ago: rare)
             server, note = None, err.note
+        else:  # and the scopes' uses in files the server left out (find_references keeps them `scoped`)
+            made = {(item["path"], item["line"], item["column"]) for item in exact}
+            scoped = exact + [item for item in python if item["precision"] == LABELS[SCOPED]
+                              and (item["path"], item["line"], item["column"]) not in made]
     undecided = [item for item in references if item["precision"] not in TIED]
     by_file: dict[str, list[dict[str, Any]]] = {}
     for item in scoped:
@@ -175,17 +179,19 @@ def _server_sites(ctx: Context, roots: Roots, query: str, new_name: str, path: s
     word = query.rsplit(".", 1)[-1]
     inner = roots.resolve(path)
     places, _ = definition_places(ctx, roots, query)
-    edits = {edit for place in places for edit in precise.rename_edits(roots, "python", place, new_name, ctx.check_cancelled)}
+    found, ignored = precise.rename_edits(roots, "python", places, new_name, ctx.check_cancelled)
     sites: list[dict[str, Any]] = []
-    outside: set[str] = set()
+    outside = {roots.display(real) for real in ignored}  # (files the walk leaves out: every tool leaves them alone)
     lines_of: dict[str, list[str]] = {}
-    for edit in sorted(edits, key=lambda edit: (edit.place.real, edit.place.line, edit.place.units)):
+    for edit in sorted(set(found), key=lambda edit: (edit.place.real, edit.place.line, edit.place.units)):
         shown = roots.display(edit.place.real)
         if not inside(edit.place.real, inner):
             outside.add(shown)
             continue
         if edit.place.real not in lines_of:
-            lines_of[edit.place.real] = read_source(roots, edit.place.real, shown, "python").lines()
+            text = read_source(roots, edit.place.real, shown, "python").text
+            _names(text, shown)  # (a file Python and the tools would read otherwise: refused as by the scopes)
+            lines_of[edit.place.real] = text.split("\n")
         lines = lines_of[edit.place.real]
         line = lines[edit.place.line] if edit.place.line < len(lines) else ""
         column = precise.column_of(line, edit.place.units)

@@ -21,15 +21,16 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ...primitives import ToolError
 from .. import process
 from ..listing import list_files
-from ..sandbox import MIB, Limits
+from ..sandbox import MIB, Limits, unavailable_reason
 from ..uris import file_uri
-from .connection import Connection, Gone, TimedOut
+from .connection import Connection, Gone, Refused, TimedOut
 from .installed import HEAP_MIB, LANGUAGES, Installed, find
 
 LIMITS = Limits(address_space=(HEAP_MIB + 3072) * MIB, cpu_seconds=6 * 3600, open_files=4096)
@@ -39,6 +40,10 @@ START_TIMEOUT = 60.0
 """`initialize` must be answered within this."""
 WARM_TIMEOUT = 600.0
 """The warm-up (every file of the language parsed and bound) must end within this."""
+MAX_TIMEOUTS = 3
+"""Requests in a row past their deadline after which a server is taken as hung, and started again."""
+MAX_SERVERS = 2
+"""Servers of one language running at once (for as many sets of roots): one more stops the least used."""
 ENUMERATION_WAIT = 2.0
 """The longest a request waits for the server to find the workspace's files again after files were created or
 deleted (pyright does it in milliseconds; a file it excludes, in a hidden folder, makes it skip that)."""
@@ -85,6 +90,7 @@ class LanguageServer:
         self._seen: dict[str, tuple[int, int]] = {}
         self._sync = threading.Lock()
         self._ending = threading.Lock()
+        self._timeouts = 0
         self._documents = threading.Lock()
         """Held while a document is open in the server (`diagnostics`)."""
         self._stopped = threading.Event()
@@ -210,48 +216,96 @@ class LanguageServer:
                        f"precise answers expected in about {left:.0f} s)")
 
     def request(self, method: str, params: Any, *, timeout: float, check: Callable[[], None] | None) -> Any:
-        """A request of the ready server, after telling it what changed on disk; NotReady when it is not ready
-        or does not answer in time (it is then cancelled; a server that ended is marked failed)."""
-        connection = self._connected()
-        try:
-            self.catch_up()
-            return connection.request(method, params, timeout=timeout, check=check)
-        except TimedOut as err:
-            raise NotReady(str(err)) from None
-        except Gone as err:
-            self._fail(str(err))
-            raise NotReady(f"the {self.name} language server failed ({self.failure})") from None
+        """A request of the ready server, after telling it what changed on disk; NotReady when it is not ready,
+        refuses or does not answer in time (it is then cancelled)."""
+        with self._turn(timeout, check) as deadline:
+            return self._ask(method, params, deadline, check)
 
-    def diagnostics(self, real: str, text: str, *, timeout: float, check: Callable[[], None] | None) -> list[Any]:
-        """The server's diagnostics of the file `real` holding `text` (opened for the question, then closed: the
-        server checks open files only). One file at a time: an open document is the server's state."""
-        uri = file_uri(real)
+    def check_texts(self, texts: dict[str, str], *, timeout: float, check: Callable[[], None] | None,
+                    ) -> dict[str, list[Any]]:
+        """The server's diagnostics of each file `real` as if it held `texts[real]`: all opened together (so each is
+        checked against the others as given, the rest as on disk), asked, then closed (the server checks open
+        files only). The documents are the server's state: no other request runs meanwhile (`_turn`)."""
+        found: dict[str, list[Any]] = {}
+        with self._turn(timeout, check) as deadline:
+            connection = self._connected()
+            opened: list[str] = []
+            try:
+                self.catch_up()
+                for real, text in texts.items():
+                    connection.notify("textDocument/didOpen", {"textDocument": {
+                        "uri": file_uri(real), "languageId": self.installed.language, "version": 1, "text": text}},
+                        deadline)
+                    opened.append(real)
+                for real in texts:
+                    answer = self._ask("textDocument/diagnostic", {"textDocument": {"uri": file_uri(real)}}, deadline,
+                                       check, caught=False)
+                    items = answer.get("items") if isinstance(answer, dict) else None
+                    found[real] = items if isinstance(items, list) else []
+            except (TimedOut, Gone) as err:
+                raise self._not_ready(err) from None
+            finally:  # (a moment more for the closes: a document left open would be checked on every change)
+                for real in opened:
+                    try:
+                        connection.notify("textDocument/didClose", {"textDocument": {"uri": file_uri(real)}},
+                                          time.monotonic() + 1)
+                    except (TimedOut, Gone):
+                        break
+        return found
+
+    @contextmanager
+    def _turn(self, timeout: float, check: Callable[[], None] | None) -> Iterator[float]:
+        """One caller's turn with the server, by its deadline: documents opened for a check are the server's
+        state, which a concurrent question would read (a dry run's text taken for the file's)."""
         deadline = time.monotonic() + timeout
         while not self._documents.acquire(timeout=_POLL):
             if check is not None:
                 check()
             if time.monotonic() > deadline:
-                raise NotReady(f"the {self.name} language server was busy checking other files for {timeout:g} s")
+                raise NotReady(f"the {self.name} language server was busy with other requests for {timeout:g} s")
         try:
-            connection = self._connected()
-            try:
-                self.catch_up()
-                connection.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": self.installed.language,
-                                                                            "version": 1, "text": text}}, deadline)
-                try:
-                    answer = connection.request("textDocument/diagnostic", {"textDocument": {"uri": uri}},
-                                                timeout=max(0.0, deadline - time.monotonic()), check=check)
-                finally:  # (a moment more for the close: a document left open would be checked on every change)
-                    connection.notify("textDocument/didClose", {"textDocument": {"uri": uri}}, time.monotonic() + 1)
-            except TimedOut as err:
-                raise NotReady(str(err)) from None
-            except Gone as err:
-                self._fail(str(err))
-                raise NotReady(f"the {self.name} language server failed ({self.failure})") from None
+            yield deadline
         finally:
             self._documents.release()
-        items = answer.get("items") if isinstance(answer, dict) else None
-        return items if isinstance(items, list) else []
+
+    def _ask(self, method: str, params: Any, deadline: float, check: Callable[[], None] | None, caught: bool = True) -> Any:
+        connection = self._connected()
+        try:
+            self.catch_up()
+            answer = connection.request(method, params, timeout=max(0.0, deadline - time.monotonic()), check=check)
+        except (TimedOut, Gone, Refused) as err:
+            if not caught and not isinstance(err, Refused):
+                raise
+            raise self._not_ready(err) from None
+        self._timeouts = 0
+        return answer
+
+    def _not_ready(self, err: Exception) -> NotReady:
+        """What a failed request makes of the server: a crash fails it; a deadline, the third in a row or with the
+        process stopped (SIGSTOP, a debugger), fails it too (it is started again on the next need, rather than
+        holding every call to its deadline); a refusal leaves it as it is."""
+        if isinstance(err, Gone):
+            self._fail(str(err))
+        elif isinstance(err, TimedOut):
+            self._timeouts += 1
+            if self._timeouts >= MAX_TIMEOUTS or _stopped(self.pid):
+                self._fail(f"{self._timeouts} requests in a row past their deadline" if self._timeouts >= MAX_TIMEOUTS
+                           else "its process was stopped")
+        if self.state == "failed":
+            return NotReady(f"the {self.name} language server failed ({self.failure})")
+        return NotReady(str(err))
+
+    def _left_out(self, path: str) -> bool:
+        """Whether pyright leaves the file out of the workspace by default (beneath a hidden folder or file,
+        node_modules, __pycache__): its creation makes it find no files again, so there is nothing to wait for."""
+        root = next((root for root in self.roots if path.startswith(root + os.sep)), None)
+        parts = path[len(root) + 1:].split(os.sep) if root is not None else []
+        return any(part.startswith(".") or part in ("node_modules", "__pycache__") for part in parts)
+
+    def known(self, real: str) -> bool:
+        """Whether `real` is a file of the server's language that the workspace's walk lists (not ignored: what
+        the other tools show and the server is told of)."""
+        return real in self._seen
 
     def _connected(self) -> Connection:
         """The connection of the ready server; NotReady when it is not ready (or was just stopped)."""
@@ -266,15 +320,18 @@ class LanguageServer:
         connection = self._connected()
         with self._sync:
             now = self._look()
-            changes = [{"uri": file_uri(path), "type": 1 if path not in self._seen else 2}
-                       for path, mark in now.items() if self._seen.get(path) != mark]
-            changes += [{"uri": file_uri(path), "type": 3} for path in self._seen if path not in now]
+            paths = [path for path, mark in now.items() if self._seen.get(path) != mark]
+            changes = [{"uri": file_uri(path), "type": 1 if path not in self._seen else 2} for path in paths]
+            gone = [path for path in self._seen if path not in now]
+            changes += [{"uri": file_uri(path), "type": 3} for path in gone]
+            paths += gone
             self._seen = now
             if not changes:
                 return
             # A file created or deleted changes the program: pyright finds the files again (and logs how many)
             # before its next answer can know of it, a few milliseconds later.
-            enumerated = any(change["type"] != 2 for change in changes)
+            enumerated = any(change["type"] != 2 and not self._left_out(path)
+                             for change, path in zip(changes, paths, strict=True))
             if enumerated:
                 self._found.clear()
             connection.notify("workspace/didChangeWatchedFiles", {"changes": changes})
@@ -353,9 +410,13 @@ class LanguageServers:
         `--precise` not given, none installed, or it crashed too often lately."""
         if not self.enabled:
             raise NotReady("no language server is used (start the server with --precise to use one)")
+        missing = unavailable_reason()
+        if missing is not None:  # pyright runs the project's Python, and reads what links lead to: not unconfined
+            raise NotReady(f"no language server is started without the kernel sandbox ({missing})")
         installed = self.installed(language)
         if installed is None:
             raise NotReady(f"no language server for {language} is installed (pip install 'shipcode-mcp[precise]')")
+        roots = tuple(sorted(roots))  # (the same folders in another order: the same server)
         key = (language, roots)
         with self._lock:
             server = self._servers.get(key)
@@ -370,6 +431,11 @@ class LanguageServers:
                 server.stop()  # (killed when it failed: this ends what is left of it)
                 server = None
             if server is None or server.state == "stopped":
+                others = sorted((other for (kind, _), other in self._servers.items() if kind == language),
+                                key=lambda other: other.used)
+                for other in others[:max(0, len(others) + 1 - MAX_SERVERS)]:  # the least used make room
+                    other.stop()
+                self._servers = {known: other for known, other in self._servers.items() if other.state != "stopped"}
                 server = self._servers[key] = LanguageServer(installed, roots)
                 self._watch()
         return server
@@ -410,3 +476,14 @@ class LanguageServers:
 
 SERVERS = LanguageServers()
 """The process's language servers (`--precise` turns them on: SERVERS.enabled)."""
+
+
+def _stopped(pid: int | None) -> bool:
+    """Whether the process is stopped (state T or t: SIGSTOP, a debugger) or gone."""
+    if pid is None:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rpartition(")")[2].split()[0] in ("T", "t", "Z", "X")
+    except (OSError, IndexError):
+        return True
