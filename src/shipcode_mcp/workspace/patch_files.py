@@ -68,6 +68,8 @@ class _File:
     source: str | None = None
     binary: bytes | None = None
     """What the file is to hold when it is not UTF-8 text (a binary patch's result, or a binary file as read)."""
+    origin: bytes | None = None
+    """A moved or copied file: what its source held (what it was, for the checks after the change)."""
 
     @property
     def kept(self) -> bool:
@@ -156,7 +158,8 @@ def rewrite_files(ctx: Context, roots: Roots, changes: dict[str, Callable[[str],
 
 def _edited(files: list[_File]) -> list[tuple[str, str, str | None, str]]:
     """The files changed and kept (not deleted), as writes.checked_result takes them."""
-    return [(file.real, file.shown, _old_text(file), file.text) for file in files if file.text is not None]
+    return [(file.real, file.shown, _old_text(file) if file.origin is None else file.origin.decode("utf-8", "replace"),
+             file.text) for file in files if file.text is not None]
 
 
 def _resolved(roots: Roots, path: str | None) -> str | None:
@@ -231,7 +234,7 @@ def _applied(ctx: Context, roots: Roots, paths: list[tuple[FilePatch, str | None
                             f"{size_text(MAX_WRITE_BYTES)}.")
         held += len(text)
         if moved and source is not None:
-            dest.source = source.shown
+            dest.source, dest.origin = source.shown, source.before
             if source.info is not None and dest.info is None:
                 dest.inherit = stat.S_IMODE(source.info.st_mode)  # a moved or copied file keeps its mode
             if not change.copy:
@@ -259,7 +262,7 @@ def _apply_binary(change: FilePatch, source: _File | None, dest: _File | None, m
         source.text = source.binary = None
         return
     if moved and source is not None:
-        dest.source = source.shown
+        dest.source, dest.origin = source.shown, source.before
         if source.info is not None and dest.info is None:
             dest.inherit = stat.S_IMODE(source.info.st_mode)
         if not change.copy:
