@@ -239,7 +239,7 @@ class LanguageServer:
                     opened.append(real)
                 for real in texts:
                     answer = self._ask("textDocument/diagnostic", {"textDocument": {"uri": file_uri(real)}}, deadline,
-                                       check, caught=False)
+                                       check, looked=True)
                     items = answer.get("items") if isinstance(answer, dict) else None
                     found[real] = items if isinstance(items, list) else []
             except (TimedOut, Gone) as err:
@@ -268,14 +268,15 @@ class LanguageServer:
         finally:
             self._documents.release()
 
-    def _ask(self, method: str, params: Any, deadline: float, check: Callable[[], None] | None, caught: bool = True) -> Any:
+    def _ask(self, method: str, params: Any, deadline: float, check: Callable[[], None] | None,
+             looked: bool = False) -> Any:
+        """One request, after telling the server what changed on disk (unless the caller just did: `looked`)."""
         connection = self._connected()
         try:
-            self.catch_up()
+            if not looked:
+                self.catch_up()
             answer = connection.request(method, params, timeout=max(0.0, deadline - time.monotonic()), check=check)
         except (TimedOut, Gone, Refused) as err:
-            if not caught and not isinstance(err, Refused):
-                raise
             raise self._not_ready(err) from None
         self._timeouts = 0
         return answer
