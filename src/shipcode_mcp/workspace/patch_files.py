@@ -138,8 +138,10 @@ def rewrite_files(ctx: Context, roots: Roots, changes: dict[str, Callable[[str],
         for real, change in changes.items():
             ctx.check_cancelled()
             file = _read(roots, real, tool)
-            if file.text is None:
+            if not file.kept:
                 raise ToolError(f"{printable(file.shown)} no longer exists; nothing was written")
+            if file.text is None:  # not text: decode says why, as every write says it
+                file.text = decode(file.before or b"", file.shown, tool)
             held += 2 * len(file.before or b"")
             if held > MAX_HELD_BYTES:
                 raise ToolError(f"{tool} would change more than {size_text(MAX_HELD_BYTES // 2)} of files at once; "
@@ -286,12 +288,10 @@ def _read(roots: Roots, real: str, tool: str = TOOL) -> _File:
     if raw is None:
         raise ToolError(f"{printable(shown)} is larger than {size_text(MAX_WRITE_BYTES)}; {tool} changes files up "
                         "to that size.")
-    if tool == TOOL:  # (a binary file: only a binary patch changes it, `_applied` says)
-        try:
-            return _File(real, shown, raw, info, decode(raw, shown, tool))
-        except ToolError:
-            return _File(real, shown, raw, info, None, binary=raw)
-    return _File(real, shown, raw, info, decode(raw, shown, tool))
+    try:
+        return _File(real, shown, raw, info, decode(raw, shown, tool))
+    except ToolError:  # not text: only a binary patch changes it (`_applied`, `rewrite_files` say so)
+        return _File(real, shown, raw, info, None, binary=raw)
 
 
 def _old_text(file: _File) -> str | None:
