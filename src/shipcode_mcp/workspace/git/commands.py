@@ -11,7 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import cut_output, is_binary, plural, printable, result, size_text
-from .repo import DIFF_FLAGS, MAX_BODY_CHARS, MAX_PATCH_BYTES, MAX_STATUS_ENTRIES, RANGE, Repo, checked, repo_for
+from .repo import (
+    DIFF_FLAGS,
+    MAX_BODY_CHARS,
+    MAX_PATCH_BYTES,
+    MAX_STATUS_ENTRIES,
+    RANGE,
+    SEVERAL,
+    Repo,
+    checked,
+    repo_for,
+)
 
 if TYPE_CHECKING:
     from ...context import Context
@@ -132,15 +142,18 @@ def git_log(ctx: Context, roots: Roots, limit: int, path: str | None, ref: str |
     # it cannot start a record of its own; the id and parents, git's own, come first in each.
     mark = "%x00" + secrets.token_hex(16) + "%x00"
     with repo:
-        revision = repo.revisions(ref) if ref is not None else "HEAD"
+        revision = repo.revision_names(ref) if ref is not None else "HEAD"
         follow = ["--follow"] if real is not None and not os.path.isdir(real) else []
         # --relative keeps a larger repository's commits outside the root out, renames followed there too.
         args = ["log", "--no-color", "--encoding=UTF-8", f"--format={mark}{_LOG_FORMAT}", f"--max-count={limit + 1}",
                 *follow, *repo.relative(), "--end-of-options", revision, *repo.pathspec(real)]
         done = repo.run(args)
         # Whether there are commits at all is asked only when the log failed: one git run in the usual case.
-        if done.returncode != 0 and not done.truncated and ref is None and not repo.has_commits():
-            return result("No commits yet.", {"commits": [], "truncated": False})
+        if done.returncode != 0 and not done.truncated:
+            if ref is None and not repo.has_commits():
+                return result("No commits yet.", {"commits": [], "truncated": False})
+            if ref is not None:
+                repo.revisions(ref)  # the message of a ref that names no commit, where that is why
         checked("log", done)
     records = done.stdout.decode("utf-8", "replace").split(mark.replace("%x00", "\0"))[1:]
     if done.truncated and records:
@@ -186,19 +199,22 @@ def git_diff(ctx: Context, roots: Roots, ref: str | None, staged: bool, path: st
         options = [*DIFF_FLAGS, *repo.relative(), *(["--cached"] if staged else [])]
         revisions: list[str] = []  # after every option: once --end-of-options is given, nothing is one
         if ref is not None:
-            revision = repo.revisions(ref)
-            if staged and RANGE.search(revision):
+            if staged and RANGE.search(ref):
                 raise ToolError("staged compares the index with one revision; a range cannot be combined with it")
-            revisions = ["--end-of-options", revision]
-        elif staged and not repo.has_commits():
-            revisions = ["--end-of-options", empty_tree(repo)]
+            revisions = ["--end-of-options", repo.revision_names(ref)]
+        # (staged before the first commit: git diff --cached compares the index with the empty tree itself)
         spec = repo.pathspec(real)
-        both = repo.diff(["diff", *options, "--numstat", "-z", "--patch", *revisions, *spec])
-        if both is None:  # during a merge with conflicts
-            numstat = repo.check(["diff", *options, "--numstat", "-z", *revisions, *spec]).stdout
-            patch = repo.check(["diff", *options, "--patch", *revisions, *spec], limit=MAX_PATCH_BYTES)
-        else:
-            numstat, patch = both
+        try:
+            both = repo.diff(["diff", *options, "--numstat", "-z", "--patch", *revisions, *spec])
+            if both is None:  # during a merge with conflicts
+                numstat = repo.check(["diff", *options, "--numstat", "-z", *revisions, *spec]).stdout
+                patch = repo.check(["diff", *options, "--patch", *revisions, *spec], limit=MAX_PATCH_BYTES)
+            else:
+                numstat, patch = both
+        except ToolError:
+            if ref is not None:
+                repo.revisions(ref)  # the message of a ref that names no commit, where that is why
+            raise
         files = parse_numstat(repo, numstat)
     diff = cut_output(patch.stdout, patch.truncated)
     what = _diff_subject(ref, staged)
@@ -268,11 +284,15 @@ def _diff_path(repo: Repo, name: str) -> str:
 def git_show(ctx: Context, roots: Roots, ref: str, path: str | None) -> ToolResult:
     repo, real = repo_for(ctx, roots, path)
     with repo:
-        if real is None:
+        repo.check_revision(ref)
+        shown = roots.display(real) if real is not None else None
+        fast = _show_commit(repo, ref) if real is None else _file_at_once(repo, ref, real, shown or "")
+        if fast is not None:
+            object_id, object_type, text, masked, truncated = fast
+        elif real is None:
             # Confined, only a commit (a tag peeled): a tree or blob would show files outside the root.
             object_id = repo.resolve(ref, "commit" if repo.confined else "object")
             object_type = repo.check(["cat-file", "-t", object_id]).stdout.decode("ascii").strip()
-            shown = None
             if object_type == "tree":  # as `git show` prints one, each name masked on its own (a name may hold a line break)
                 names, truncated = _tree_names(repo, object_id)
                 text = f"tree {object_id}\n\n" + "".join(f"{name}\n" for name in names)
@@ -285,8 +305,8 @@ def git_show(ctx: Context, roots: Roots, ref: str, path: str | None) -> ToolResu
                 # A blob is file content, shown as it is; a commit or tag is names and metadata around a patch.
                 masked = text if object_type == "blob" else mask_patch(text)
         else:
+            assert shown is not None
             object_id = repo.resolve(ref)
-            shown = roots.display(real)
             object_type, text, masked, truncated = _file_at(repo, object_id, real, shown, ref)
     note = ""
     if truncated:
@@ -295,6 +315,112 @@ def git_show(ctx: Context, roots: Roots, ref: str, path: str | None) -> ToolResu
         note = f"\n[Cut at {size_text(MAX_PATCH_BYTES)}; {hint}.]"
     data = {"ref": ref, "object": object_id, "type": object_type, "path": shown, "text": text, "truncated": truncated}
     return result((masked.rstrip("\n") + note) or "(empty)", data)
+
+
+def _show_commit(repo: Repo, ref: str) -> tuple[str, str, str, str, bool] | None:
+    """A commit as git_show shows it, from one git run: (id, "commit", text, text for the model, cut); None
+    when `ref` is not a commit (a tag, a tree, a blob: git_show asks what it is first) or git failed (asked
+    again that way for the precise message). Every line git prints for a commit starts with a mark made now
+    (`--line-prefix`); a tag's own header, a tree's listing or a blob do not, so none can pass for one."""
+    if SEVERAL.search(ref) or RANGE.search(ref):
+        return None  # several commits: refused the other way
+    mark = secrets.token_hex(8).encode("ascii")
+    size = len(mark)
+
+    def enough(out: bytearray) -> bool:
+        if len(out) >= size and not out.startswith(mark):
+            return True  # not a commit
+        return len(out) - size * (out.count(b"\n") + 1) > MAX_PATCH_BYTES
+
+    # Confined, only a commit (a tag peeled): a tree or blob would show files outside the root.
+    name = f"{ref}^{{commit}}" if repo.confined else ref
+    # (--stat=80: the width git gives a --stat without a terminal, which a line prefix would narrow)
+    done = repo.read(["show", *DIFF_FLAGS, "--format=medium", "--date=iso", "--stat=80", "--patch",
+                      f"--line-prefix={mark.decode()}", *repo.relative(), "--end-of-options", name,
+                      *repo.pathspec(None)], enough)
+    if (done.returncode != 0 and not done.truncated) or not done.stdout.startswith(mark + b"commit "):
+        return None
+    lines = done.stdout.split(b"\n")
+    last = lines.pop()  # what follows the last line end: nothing, unless cut or git ended without one
+    if not done.truncated and last:
+        lines.append(last)
+    if not all(line.startswith(mark) for line in lines):
+        return None
+    data = b"\n".join(line[size:] for line in lines) + (b"\n" if done.stdout.endswith(b"\n") or done.truncated else b"")
+    truncated = done.truncated or len(data) > MAX_PATCH_BYTES
+    found = re.match(rb"commit ([0-9a-f]{40}(?:[0-9a-f]{24})?)\b", data)
+    if found is None:
+        return None
+    text = cut_output(data[:MAX_PATCH_BYTES], truncated)
+    return found.group(1).decode("ascii"), "commit", text, mask_patch(text), truncated
+
+
+def _file_at_once(repo: Repo, ref: str, real: str, shown: str) -> tuple[str, str, str, str, bool] | None:
+    """A file's text, or a folder's entries, as of the commit `ref` names, from one git run (`cat-file
+    --batch`: the commit, then the object at the path): (commit id, type, text, text for the model, cut).
+    None when that run cannot tell (a name git would not read in one line, a missing object, a tree over
+    the limit): `_file_at` then asks step by step, with its messages."""
+    relative = os.path.relpath(real, repo.top).replace(os.sep, "/")
+    commit = f"{ref}^{{commit}}"
+    if "\n" in relative or len(relative) > 4000 - 2 * len(commit):
+        return None
+    name = os.fsencode(f"{commit}:{relative}" if relative != "." else f"{commit}^{{tree}}")
+
+    def entries(out: bytes | bytearray) -> list[tuple[bytes, str, int, int]]:
+        """The headers read so far: (id, type, size, where the content starts)."""
+        found: list[tuple[bytes, str, int, int]] = []
+        start = 0
+        while len(found) < 2:
+            end = out.find(b"\n", start, start + 200)
+            parts = out[start:end].split(b" ") if end >= 0 else []
+            if len(parts) != 3 or not parts[2].isdigit():
+                break
+            found.append((bytes(parts[0]), parts[1].decode("ascii", "replace"), int(parts[2]), end + 1))
+            start = end + 1 + int(parts[2]) + 1
+        return found
+
+    def enough(out: bytearray) -> bool:
+        found = entries(out)
+        if not found:
+            return len(out) > 200 or b"\n" in out  # no header: a name git could not find
+        return len(found) == 2 and len(out) - found[1][3] > MAX_PATCH_BYTES
+
+    done = repo.read(["cat-file", "--batch"], enough, stdin=os.fsencode(commit) + b"\n" + name + b"\n")
+    found = entries(done.stdout)
+    if (done.returncode != 0 and not done.truncated) or len(found) != 2 or found[0][1] != "commit":
+        return None
+    (commit_id, _, _, _), (_, object_type, size, start) = found
+    content = done.stdout[start:start + min(size, MAX_PATCH_BYTES)]
+    truncated = size > MAX_PATCH_BYTES
+    if object_type not in ("blob", "tree") or (len(content) < min(size, MAX_PATCH_BYTES)) or (truncated and object_type == "tree"):
+        return None
+    if object_type == "tree":
+        names = _tree_entries(content, len(commit_id) // 2)
+        if names is None:
+            return None
+        return (commit_id.decode("ascii"), object_type, "".join(f"{entry}\n" for entry in names),
+                "".join(f"{printable(entry)}\n" for entry in names), False)
+    if is_binary(content):
+        raise ToolError(f"{printable(shown)} is a binary file in {printable(ref)} ({size_text(size)}); "
+                        "git_show shows text only")
+    text = cut_output(content, truncated)
+    return commit_id.decode("ascii"), object_type, text, text, truncated
+
+
+def _tree_entries(data: bytes, id_size: int) -> list[str] | None:
+    """The names in a tree object as git stores it (`MODE NAME\\0ID`, the id in binary), folders with a
+    trailing '/', as `ls-tree` lists them; None if it is not one."""
+    names: list[str] = []
+    start = 0
+    while start < len(data):
+        end = data.find(b"\0", start)
+        mode, space, name = data[start:end].partition(b" ") if end >= 0 else (b"", b"", b"")
+        if not space or not mode.isdigit() or end + 1 + id_size > len(data):
+            return None
+        text = name.decode("utf-8", "replace")
+        names.append(f"{text}/" if mode == b"40000" else text)
+        start = end + 1 + id_size
+    return names
 
 
 def mask_patch(text: str) -> str:

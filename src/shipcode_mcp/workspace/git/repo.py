@@ -24,6 +24,8 @@ from . import walk
 from .walk import LEADS_OUT, Found, NotRegular, read_alternates, read_regular, scan, walked
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ...context import Context
     from ..roots import Roots
 
@@ -67,6 +69,8 @@ GIT_WRITE_TIMEOUT = 120.0
 DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv")
 _SIDE = re.compile(r"@\{[^}]*\}")  # reflog and upstream syntax (HEAD@{1}, main@{upstream}) may hold ':'
 RANGE = re.compile(r"\.\.\.?")
+SEVERAL = re.compile(r"\^[!@-]|^\^")
+"""Revision syntax that names several commits (`A^!`, `A^@`, `A^-`, `^A`): no ref of the tools is one."""
 _SEARCH = re.compile(r"\{/|:/")
 """Revision syntax that searches commit messages (`REV^{/text}`, `:/text`): in a larger repository it would
 answer from commits outside the root (a yes/no oracle on their messages)."""
@@ -487,11 +491,7 @@ class Repo:
         as the patch is long enough. git ends the summary with an empty record: the first two NULs in a row
         (no path is empty, and a patch line never comes before them). None when the output does not start
         with the summary: the combined diffs of unmerged paths come before it, and are read with two runs."""
-        if self._submodules:
-            self._neutralise_submodules()
-        with Child(self.ctx, [git_program(), *_SAFE_CONFIG, *args], cwd=self.cwd, readable=self.readable,
-                   executable=[_git_exec_path()], limits=GIT_LIMITS, env=self._env, pass_fds=(self._fd,),
-                   timeout=GIT_TIMEOUT, what="git") as child:
+        with self._reader(args) as child:
             out = bytearray()
             split = -1  # where the patch starts, once the summary's end was seen
             truncated = False
@@ -520,6 +520,48 @@ class Repo:
             summary, patch = bytes(out[:split - 1]), bytes(out[split:split + MAX_PATCH_BYTES])
         return summary, checked(args[0], Completed(patch, code, stderr, truncated))
 
+    def _reader(self, args: list[str], stdin: int | None = None) -> Child:
+        """git running `args` as `run` would, for a caller that reads its output as it comes."""
+        if args[0] in ("status", "diff") and self._submodules:
+            self._neutralise_submodules()
+        return Child(self.ctx, [git_program(), *_SAFE_CONFIG, *args], cwd=self.cwd, readable=self.readable,
+                     executable=[_git_exec_path()], limits=GIT_LIMITS, env=self._env, pass_fds=(self._fd,),
+                     timeout=GIT_TIMEOUT, what="git", stdin=stdin)
+
+    def read(self, args: list[str], enough: Callable[[bytearray], bool], stdin: bytes = b"") -> Completed:
+        """Run git and read its output until it ends or `enough(output)` says no more is needed (then git is
+        stopped and the answer is `truncated`). `stdin`, at most a pipe's buffer, is what git reads there."""
+        if len(stdin) > 4096:
+            raise ValueError("git's input must fit a pipe's buffer")
+        read_end, write_end = os.pipe() if stdin else (None, None)
+        try:
+            if write_end is not None:
+                os.write(write_end, stdin)  # all of it at once: it fits the pipe, and the write end is closed now
+                os.close(write_end)
+                write_end = None
+            with self._reader(args, read_end) as child:
+                if read_end is not None:
+                    os.close(read_end)  # the child holds its own copy
+                    read_end = None
+                out = bytearray()
+                truncated = False
+                for chunk in child.chunks():
+                    if not truncated:
+                        out += chunk
+                        truncated = enough(out)
+                        if truncated:
+                            child.kill()  # read on to the end, so that what it said on stderr is kept
+                code = child.finish(truncated)
+                stderr = child.stderr
+        finally:
+            for fd in (read_end, write_end):
+                if fd is not None:
+                    os.close(fd)
+        failed = list(dict.fromkeys(match.group(0) for match in _PROGRAM_FAILED.finditer(stderr)))
+        if failed:
+            raise _program_refused(args[0], failed)
+        return Completed(bytes(out), code, stderr, truncated)
+
     def pathspec(self, real: str | None) -> list[str]:
         """`--` then the literal pathspec of `real`, or of the root when confined (relative to the cwd)."""
         if real is None and not self.confined:
@@ -537,19 +579,35 @@ class Repo:
     def has_commits(self) -> bool:
         return self.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]).returncode == 0
 
-    def resolve(self, ref: str, peel: str = "commit") -> str:
-        """The full object id `ref` names (a commit, unless `peel` says otherwise); refs are checked first."""
+    def check_revision(self, ref: str) -> None:
+        """Refuse a ref git must not be given here (`check_ref`; and where confined, a search of commit messages)."""
         check_ref(ref)
         if self.confined and _SEARCH.search(ref):
             raise ToolError(f"Refused: the ref {ref!r} searches commit messages, and this root is a folder inside a "
                             "larger repository whose other commits are not shown; use git_log (with path) to find "
                             "the commit, then name it by its id")
+
+    def resolve(self, ref: str, peel: str = "commit") -> str:
+        """The full object id `ref` names (a commit, unless `peel` says otherwise); refs are checked first."""
+        self.check_revision(ref)
         done = self.run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{{peel}}}"])
         object_id = done.stdout.decode("ascii", "replace").strip()
         if done.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40,64}", object_id):
             what = "an object" if peel == "object" else f"a {peel}"
             raise ToolError(f"Unknown revision: {ref!r} does not name {what} in this repository")
         return object_id
+
+    def revision_names(self, ref: str) -> str:
+        """A revision or a range as git is given it to resolve itself: each side peeled to a commit (as
+        `revisions` resolves it), an empty side HEAD. A ref that reads as several commits in another way
+        (`^!`, `^@`, `^-`, a leading `^`), which `revisions` cannot resolve, is refused as it would be."""
+        self.check_revision(ref)
+        separator = RANGE.search(ref)
+        sides = [ref] if separator is None else [ref[: separator.start()], ref[separator.end():]]
+        if any(SEVERAL.search(side) for side in sides):
+            raise ToolError(f"Unknown revision: {ref!r} does not name a commit in this repository")
+        named = [f"{side or 'HEAD'}^{{commit}}" for side in sides]
+        return named[0] if separator is None else separator.group().join(named)
 
     def revisions(self, ref: str) -> str:
         """A revision or a range (A..B, A...B; an empty side is HEAD) with every side resolved."""

@@ -1,0 +1,229 @@
+"""The reading git tools in one git run per call (issue 28): git_show of a commit (`--line-prefix` marks
+a commit's lines), of a file or folder (`cat-file --batch`), a staged diff before the first commit, and a
+log or diff of a ref resolved by git itself. Each answer is compared with git's own, on commits made to
+be awkward and on the real history of this checkout; what one run cannot tell (a tag, a tree, a blob, an
+error) is asked the checked way, with the same answer as before."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from attack_support import direct
+
+from shipcode_mcp.workspace.git import repo as git_repo
+from shipcode_mcp.workspace.git import walk as git_walk
+from shipcode_mcp.workspace.git.repo import MAX_PATCH_BYTES
+from shipcode_mcp.workspace.process import Child
+from shipcode_mcp.workspace.roots import Roots
+from shipcode_mcp.workspace.text import cut_output
+from shipcode_mcp.workspace.tools import run as run_tool
+from workspace_support import Tools, context, git, git_run, make_repo
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+WITHOUT_TERMINAL = {key: value for key, value in os.environ.items() if key != "COLUMNS"}  # git's width: 80
+SHOW = ["show", "--no-color", "--no-ext-diff", "--no-textconv", "--format=medium", "--date=iso", "--stat", "--patch"]
+
+
+def counted_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The git subcommands run from now on (the real `run` and `Child`, counted on the way)."""
+    git_repo._git_exec_path()  # found once per process: not a run of the calls counted
+    started: list[str] = []
+    real = git_repo.run
+    skip = len(git_repo._SAFE_CONFIG) + 1
+
+    def counted(ctx: Any, argv: list[str], **options: Any) -> Any:
+        started.append(argv[skip])
+        return real(ctx, argv, **options)
+
+    class Counted(Child):
+        def __init__(self, ctx: Any, argv: list[str], **options: Any) -> None:
+            started.append(argv[skip])
+            super().__init__(ctx, argv, **options)
+
+    monkeypatch.setattr(git_repo, "run", counted)
+    monkeypatch.setattr(git_repo, "Child", Counted)
+    return started
+
+
+def call(root: Path, name: str, **arguments: Any) -> dict[str, Any]:
+    """A git tool called in this process (the kernel sandbox as the machine has it); its structured data."""
+    data: dict[str, Any] = run_tool(name, context(), Roots([str(root)]), **arguments).to_dict()["structuredContent"]
+    return data
+
+
+def gits_show(repo: Path, ref: str) -> tuple[str, bool]:
+    """`git show` of `ref` as git_show bounds it: within MAX_PATCH_BYTES, a cut output without its partial line."""
+    out = subprocess.run(["git", "-C", str(repo), *SHOW, ref, "--"], capture_output=True, check=True, env=WITHOUT_TERMINAL).stdout
+    truncated = len(out) > MAX_PATCH_BYTES
+    return cut_output(out[:MAX_PATCH_BYTES], truncated), truncated
+
+
+@pytest.fixture
+def awkward(tmp_path: Path) -> Path:
+    """Commits whose show output is easy to get wrong: messages with tabs, trailing spaces, blank and CR
+    lines, an empty message, a Latin-1 one; a root commit, a merge with a combined diff, a binary file, a
+    rename, a file without a final line end, a commit whose patch is over the limit; and a lightweight and
+    an annotated tag."""
+    repo = make_repo(tmp_path / "awkward")
+    (repo / "tabs.txt").write_text("no final line end")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "Tabs\tand  trailing   \n\n\tindented\tbody\n\n\n   \nlast\r\nline")
+    (repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty-message", "-m", "")
+    git(repo, "mv", "tabs.txt", "renamed.txt")
+    git(repo, "-c", "i18n.commitEncoding=ISO-8859-1", "commit", "-q", "-m", "Café crème")
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "README.md").write_text("# Demo\n\nSide.\n")
+    git(repo, "commit", "-q", "-am", "Side")
+    git(repo, "checkout", "-q", "main")
+    (repo / "README.md").write_text("# Demo\n\nMain.\n")
+    git(repo, "commit", "-q", "-am", "Main")
+    git_run(repo, "merge", "-q", "side", "-m", "Merge side")  # conflicts
+    (repo / "README.md").write_text("# Demo\n\nBoth.\n")
+    git(repo, "commit", "-q", "-am", "Merge side")
+    (repo / "big.txt").write_text("".join(f"line {number} of a long file\n" for number in range(20_000)))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "Big")
+    git(repo, "tag", "light")
+    git(repo, "tag", "-a", "annotated", "-m", "An annotated tag")
+    return repo
+
+
+def test_show_of_every_commit_is_gits_own(awkward: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git_show of each commit, by id and by name, is the text git prints for it, bounded the same way; one git
+    run each."""
+    monkeypatch.setattr(git_walk, "RACY_NS", 0)
+    commits = git(awkward, "rev-list", "--all").split()
+    assert len(commits) == 10
+    call(awkward, "git_status")  # the repository remembered
+    started = counted_runs(monkeypatch)
+    cut = 0
+    for ref in [*commits, "HEAD", "HEAD~1", "HEAD~1^2", "light", "side", "main@{0}"]:
+        started.clear()
+        data = call(awkward, "git_show", ref=ref)
+        text, truncated = gits_show(awkward, ref)
+        assert (data["text"], data["truncated"], data["type"]) == (text, truncated, "commit"), ref
+        assert data["object"] == git(awkward, "rev-parse", f"{ref}^{{commit}}").strip()
+        assert started == ["show"], (ref, started)
+        cut += truncated
+    assert cut == 4  # the big commit by id, as HEAD, light and main@{0}
+
+
+def test_show_of_this_checkouts_history_is_gits_own(tmp_path: Path) -> None:
+    """The real history of this project (long messages, large patches, renames, binary files), through the
+    server: each of its last 40 commits as git shows it."""
+    if not (CHECKOUT / ".git").exists():
+        pytest.skip("not a git checkout")  # (CI runs a clone: it is one)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(CHECKOUT), str(clone)], check=True)
+    commits = git(clone, "rev-list", "--max-count=40", "HEAD").split()
+    with Tools(clone) as tools:
+        for commit in commits:
+            data = tools.data("git_show", {"ref": commit})
+            assert (data["text"], data["truncated"]) == gits_show(clone, commit), commit
+
+
+def test_what_is_not_a_commit_is_shown_as_before(awkward: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tag, a tree and a blob are shown as git_show always showed them, asked the checked way after the one
+    run; a blob that holds a commit's show output (first shown to read as one without the mark) stays a blob."""
+    forged = subprocess.run(["git", "-C", str(awkward), *SHOW, "HEAD~1"], capture_output=True, check=True).stdout
+    (awkward / "forged.txt").write_bytes(forged)
+    blob = git(awkward, "hash-object", "-w", "forged.txt").strip()
+    plain = subprocess.run(["git", "-C", str(awkward), *SHOW, blob], capture_output=True, check=True).stdout
+    assert plain.startswith(b"commit ") and plain == forged  # the attack: a blob that reads as a commit
+    monkeypatch.setattr(git_walk, "RACY_NS", 0)
+    shown = call(awkward, "git_show", ref=blob)
+    assert (shown["type"], shown["object"], shown["text"]) == ("blob", blob, forged.decode())
+    tag = call(awkward, "git_show", ref="annotated")
+    assert tag["type"] == "tag" and tag["text"].startswith("tag annotated\nTagger: ")
+    assert tag["object"] == git(awkward, "rev-parse", "annotated").strip()
+    tree = call(awkward, "git_show", ref="HEAD^{tree}")
+    assert tree["type"] == "tree" and "src/\n" in tree["text"]
+    for ref, message in (("nope", "Unknown revision: 'nope' does not name an object in this repository"),
+                         ("HEAD~1..HEAD", "Unknown revision: 'HEAD~1..HEAD' does not name an object in this repository"),
+                         ("HEAD^!", "Unknown revision: 'HEAD^!' does not name an object in this repository"),
+                         ("HEAD^@", "Unknown revision: 'HEAD^@' does not name an object in this repository")):
+        assert direct(awkward, "git_show", {"ref": ref}) == (True, message)
+
+
+def test_a_file_or_folder_as_of_a_revision_is_one_run(awkward: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git_show with a path: the file's text or the folder's names as `git cat-file` and `git ls-tree` give
+    them, in one run; names a folder may hold (a line break, a tab, a name that is not UTF-8) listed as git
+    lists them; a binary file, a missing one and a bad ref refused with the messages they always had."""
+    odd = awkward / "odd"
+    odd.mkdir()
+    for name in ("line\nbreak.txt", "tab\there.txt", "plain.txt", os.fsdecode(b"latin-\xe9.txt")):
+        (odd / name).write_text("x\n")
+    (odd / "sub").mkdir()
+    (odd / "sub" / "deep.txt").write_text("deep\n")
+    (awkward / "big.txt").write_text("x" * (MAX_PATCH_BYTES + 100) + "\n")
+    git(awkward, "add", "-A")
+    git(awkward, "commit", "-q", "-m", "Odd names")
+    monkeypatch.setattr(git_walk, "RACY_NS", 0)
+    call(awkward, "git_status")
+    started = counted_runs(monkeypatch)
+    for ref, path in (("HEAD", "README.md"), ("HEAD~3", "renamed.txt"), ("v1.0", "src/util.py"), ("HEAD", "odd"),
+                      ("HEAD", "."), ("HEAD", "src"), ("annotated", "big.txt"), ("HEAD", "big.txt")):
+        call(awkward, "git_show", ref=ref, path=path)  # (a repository is remembered by the folder asked from)
+        started.clear()
+        data = call(awkward, "git_show", ref=ref, path=path)
+        assert started == ["cat-file"], (ref, path, started)
+        assert data["object"] == git(awkward, "rev-parse", f"{ref}^{{commit}}").strip()
+        if data["type"] == "tree":
+            listed = subprocess.run(["git", "-C", str(awkward), "ls-tree", "-z", "--full-tree", f"{ref}:{path.strip('.')}"],
+                                    capture_output=True, check=True).stdout
+            names = [entry.split(b"\t", 1) for entry in listed.split(b"\0") if entry]
+            shown = [name.decode("utf-8", "replace") + ("/" if b" tree " in meta else "") for meta, name in names]
+            assert data["text"] == "".join(f"{name}\n" for name in shown), path
+        else:
+            content = subprocess.run(["git", "-C", str(awkward), "cat-file", "blob", f"{ref}:{path}"],
+                                     capture_output=True, check=True).stdout
+            assert data["truncated"] == (len(content) > MAX_PATCH_BYTES)
+            assert data["text"] == cut_output(content[:MAX_PATCH_BYTES], data["truncated"]), path
+    assert call(awkward, "git_show", ref="HEAD", path="odd")["text"] == (
+        "latin-\ufffd.txt\nline\nbreak.txt\nplain.txt\nsub/\ntab\there.txt\n")
+    for path, message in (("logo.png", "logo.png is a binary file in HEAD (264 bytes); git_show shows text only"),
+                          ("nope.txt", "nope.txt does not exist in HEAD")):
+        assert direct(awkward, "git_show", {"ref": "HEAD", "path": path}) == (True, message)
+    assert direct(awkward, "git_show", {"ref": "nope", "path": "README.md"}) == (
+        True, "Unknown revision: 'nope' does not name a commit in this repository")
+
+
+def test_staged_diff_log_and_diff_of_a_ref_are_one_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A staged diff (also before the first commit), a log from a ref and a diff of a range: one git run each,
+    git resolving the ref itself; a bad ref still gets the message naming it."""
+    monkeypatch.setattr(git_walk, "RACY_NS", 0)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    git(fresh, "init", "-q", "-b", "main")
+    (fresh / "a.txt").write_text("a\n")
+    git(fresh, "add", "a.txt")
+    call(fresh, "git_status")
+    started = counted_runs(monkeypatch)
+    staged = call(fresh, "git_diff", staged=True)
+    assert [entry["path"] for entry in staged["files"]] == ["a.txt"] and "+a" in staged["diff"]
+    assert started == ["diff"]
+    repo = make_repo(tmp_path / "repo")
+    call(repo, "git_status")
+    for name, arguments, expected in (
+            ("git_diff", {"staged": True}, []),
+            ("git_log", {"ref": "v1.0", "limit": 5}, ["Add greeting", "Initial commit"]),
+            ("git_log", {"ref": "HEAD~2..", "limit": 5}, ["Rename util to helpers", "Add greeting"]),
+            ("git_diff", {"ref": "HEAD~2..HEAD"}, ["src/app.py", "src/helpers.py"]),
+            ("git_diff", {"ref": "v1.0"}, ["src/helpers.py"])):
+        started.clear()
+        data = call(repo, name, **arguments)
+        found = [commit["subject"] for commit in data["commits"]] if name == "git_log" else [
+            entry["path"] for entry in data["files"]]
+        assert found == expected, (name, arguments, data)
+        assert started == [name.removeprefix("git_")], (name, arguments, started)
+    for name, arguments in (("git_log", {"ref": "nope"}), ("git_diff", {"ref": "nope"}),
+                            ("git_log", {"ref": "nope..HEAD"}), ("git_diff", {"ref": "HEAD^!"}),
+                            ("git_log", {"ref": "^HEAD"})):
+        failed, text = direct(repo, name, arguments)
+        assert failed and text.startswith("Unknown revision: ") and "does not name a commit" in text, (name, text)
