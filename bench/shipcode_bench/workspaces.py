@@ -95,11 +95,13 @@ def python_library() -> Path:
 
 
 def make_stdlib_repo(root: Path, stamp: Path, log: Callable[[str], None], library: Path | None = None) -> dict[str, Any]:
-    """CPython's standard library (.py files, no site-packages) as a git repo: fixed dates, STDLIB_COMMITS commits,
-    and one dirty change (a function appended to the file of LONG_FILE_LINES lines) for git_diff."""
+    """CPython's standard library (.py files, no site-packages) as a git repo: fixed dates, STDLIB_COMMITS commits
+    of parts of it, then one small commit (two files changed: a commit as git_show usually shows one), one dirty
+    change (a function appended to the file of LONG_FILE_LINES lines) for git_diff and one staged change (a
+    line appended to another file) for the staged diff."""
     library = library or python_library()
     files = sorted(p.relative_to(library) for p in library.rglob("*.py") if "site-packages" not in p.parts)
-    recipe = f"{library} {len(files)} {STDLIB_COMMITS} {FIXED_DATE} 1"
+    recipe = f"{library} {len(files)} {STDLIB_COMMITS} {FIXED_DATE} 2"
     if not stamped(stamp, recipe):
         log(f"building the git repo of {len(files)} files of {library} under {root}")
         shutil.rmtree(root, ignore_errors=True)
@@ -112,14 +114,24 @@ def make_stdlib_repo(root: Path, stamp: Path, log: Callable[[str], None], librar
                 shutil.copyfile(library / relative, root / relative)
             git(root, "add", "-A")
             git(root, "commit", "-q", "-m", f"part {number + 1} of the standard library")
+        small = [root / files[0], root / files[len(files) // 2]]
+        for path in small:
+            path.write_text(path.read_text() + "\n# bench: a small commit\n")
+        git(root, "commit", "-q", "-am", "bench: a small commit\n\nTwo files changed, as most commits change a few.")
         stamp.write_text(recipe)
     long_file = long_file_of(root)
     text = long_file.read_text()
     marker = "\n# bench: the dirty change\n"
     if marker not in text:  # the dirty change, made again if someone committed or reverted it
         long_file.write_text(text + marker + "def bench_dirty_change():\n    return 'changed'\n")
+    staged = root / files[-1]
+    staged_text = staged.read_text()
+    marker = "\n# bench: the staged change\n"
+    if marker not in staged_text:
+        staged.write_text(staged_text + marker)
+    git(root, "add", "--", str(staged.relative_to(root)))
     return {"root": root, "files": len(files), "long_file": long_file.relative_to(root).as_posix(),
-            "long_file_lines": text.count("\n")}
+            "long_file_lines": text.count("\n"), "staged_file": staged.relative_to(root).as_posix()}
 
 
 def long_file_of(root: Path) -> Path:
