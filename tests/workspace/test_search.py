@@ -6,6 +6,7 @@ import os
 import random
 import re
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -283,8 +284,9 @@ def _expected(root: Path, pattern: str) -> list[tuple[str, int]]:
 
 
 def _search(root: Path, monkeypatch: pytest.MonkeyPatch, fallback: int | None = None, token: str | None = None,
-            **arguments: Any) -> tuple[ToolResult, list[bool], list[dict[str, Any]]]:
-    """search_code in-process: the result, for each rg search run whether it was sorted, and what was sent."""
+            race: bool = False, **arguments: Any) -> tuple[ToolResult, list[bool], list[dict[str, Any]]]:
+    """search_code in-process: the result, for each rg search run whether it was sorted, and what was sent.
+    Without `race`, the sorted search does not race the unsorted one (which runs is then certain)."""
     searches: list[bool] = []
 
     class Recorded(process_module.Child):
@@ -297,6 +299,7 @@ def _search(root: Path, monkeypatch: pytest.MonkeyPatch, fallback: int | None = 
         patch.setattr(process_module, "Child", Recorded)
         if fallback is not None:
             patch.setattr(search, "FALLBACK_MATCHES", fallback)
+        patch.setattr(search, "RACE", race)
         ctx = context(token)
         found = run_tool("search_code", ctx, Roots([str(root)]), **arguments)
     return found, searches, ctx.sent
@@ -321,6 +324,9 @@ def test_the_parallel_search_answers_exactly_as_the_sorted_one(
     fallback, ran, _ = _search(tree, monkeypatch, fallback=-1, **arguments)  # gives way at once
     assert ran == [False, True]
     assert parallel.to_dict() == fallback.to_dict()
+    raced, ran, _ = _search(tree, monkeypatch, race=True, **arguments)  # whichever answers first
+    assert ran in ([False], [False, True])
+    assert raced.to_dict() == parallel.to_dict()
 
 
 @pytest.mark.parametrize("pattern", ["needle", "common"])
@@ -332,8 +338,8 @@ def test_matches_are_the_first_in_path_order_at_any_limit(tree: Path, monkeypatc
     for limit in (1, 2, 5, 20, total - 1, total, total + 1):
         if limit > 2000:
             continue
-        for fallback in (None, -1):
-            data = _search(tree, monkeypatch, fallback, pattern=pattern, limit=limit)[0].structured
+        for fallback, race in ((None, False), (-1, False), (None, True)):
+            data = _search(tree, monkeypatch, fallback, race=race, pattern=pattern, limit=limit)[0].structured
             assert data is not None
             assert [(line["path"], line["line"]) for line in data["lines"]] == expected[:limit], (limit, fallback)
             assert data["truncated"] is (total > limit)
@@ -368,6 +374,48 @@ def test_a_frequent_pattern_falls_back_to_the_sorted_search(frequent: Path, monk
     with Tools(frequent) as tools:  # and through the server
         data = tools.data("search_code", {"pattern": "hit", "limit": 10})
         assert [(line["path"], line["line"]) for line in data["lines"]] == expected[:10] and data["truncated"]
+
+
+def test_the_sorted_search_races_a_frequent_pattern(frequent: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the unsorted search has seen more than `limit` matches, the sorted one starts beside it; held back
+    until the sorted one has answered, the unsorted search is stopped and the sorted answer is the first
+    `limit` matches in path order. With no child slot free at once, there is no race: the unsorted search
+    answers alone, the same matches."""
+    expected = _expected(frequent, "hit")
+    answered = threading.Event()
+    real_race = search._SortedRace.__init__
+    real_take = search._Smallest.take
+
+    def race(self: Any, ctx: Any, command: Any, cwd: Any, fd: Any, readable: Any, collector: Any,
+             on_answer: Any) -> None:
+        def answer() -> None:
+            answered.set()
+            on_answer()
+        real_race(self, ctx, command, cwd, fd, readable, collector, answer)
+
+    def take(self: Any, line: bytes) -> None:
+        real_take(self, line)
+        if self.matches > 150:
+            assert answered.wait(30)  # the unsorted search cannot finish first
+
+    monkeypatch.setattr(search._SortedRace, "__init__", race)
+    monkeypatch.setattr(search._Smallest, "take", take)
+    for limit, context_lines in ((1, 0), (100, 1)):
+        answered.clear()
+        found, ran, _ = _search(frequent, monkeypatch, race=True, pattern="hit", limit=limit, context=context_lines)
+        assert ran == [False, True] and answered.is_set()
+        data = found.structured
+        assert data is not None and data["truncated"] is True and data["match_count"] == limit
+        assert [(line["path"], line["line"]) for line in data["lines"] if line["match"]] == expected[:limit]
+    monkeypatch.setattr(search._Smallest, "take", real_take)
+    monkeypatch.setattr(process_module, "_slots", threading.BoundedSemaphore(1))  # the unsorted search holds it
+    answered.clear()
+    found, ran, _ = _search(frequent, monkeypatch, race=True, pattern="hit", limit=100, glob="*.py")
+    assert ran == [False, True] and not answered.is_set()  # tried, busy, never started
+    data = found.structured
+    assert data is not None and data["truncated"] is True
+    python = [hit for hit in expected if hit[0].endswith(".py")]
+    assert [(line["path"], line["line"]) for line in data["lines"]] == python[:100]
 
 
 def _progress(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:

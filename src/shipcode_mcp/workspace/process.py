@@ -126,6 +126,10 @@ class CutLine(bytes):
         return line
 
 
+class Busy(ToolError):
+    """A child that would rather not start than wait for its turn (`Child(wait=False)`) found none free."""
+
+
 class Child:
     """One running command. Use as a context manager: leaving it kills the child if still running.
 
@@ -139,7 +143,7 @@ class Child:
     def __init__(self, ctx: Context | None, argv: Sequence[str], *, cwd: str, readable: Sequence[str],
                  executable: Sequence[str] = (), limits: Limits | None = None, env: Mapping[str, str] | None = None,
                  pass_fds: Sequence[int] = (), timeout: float = DEFAULT_TIMEOUT, what: str | None = None,
-                 slot: bool = True, writable: Sequence[str] = (), stdin: int | None = None) -> None:
+                 slot: bool = True, writable: Sequence[str] = (), stdin: int | None = None, wait: bool = True) -> None:
         self.what = what or os.path.basename(argv[0])
         self.timeout = timeout
         self._ctx = ctx
@@ -160,7 +164,7 @@ class Child:
         self._reserved = False
         try:
             if slot:  # (a long-lived child that counts apart, the parse workers, takes none)
-                self._take_slot()
+                self._take_slot(wait)
             with confined:
                 self.proc, self._out, self._err = _start(argv, cwd, child_environment() if env is None else env,
                                                          confined, pass_fds, stdin)
@@ -177,14 +181,19 @@ class Child:
         if ctx is not None:
             ctx.on_cancel(self.kill)
 
-    def _take_slot(self) -> None:
+    def _take_slot(self, wait: bool) -> None:
         """Wait for one of the MAX_CHILDREN slots, then for its share of the memory budget; the request's
-        cancellation and deadline still hold."""
-        while not _slots.acquire(timeout=0.05):
+        cancellation and deadline still hold. Without `wait`, Busy unless both are free at once."""
+        while not _slots.acquire(timeout=0.05 if wait else 0):
+            if not wait:
+                self._busy()
             self._waiting()
         self._slot = True
-        memory.take(self._memory, self._waiting)
+        memory.take(self._memory, self._waiting if wait else self._busy)
         self._reserved = True
+
+    def _busy(self) -> None:
+        raise Busy(f"{self.what} was not started: every slot for a child is in use")
 
     def _waiting(self) -> None:
         if self._ctx is not None:

@@ -8,9 +8,14 @@ thread when it sorts, so a search runs in up to two phases:
 1. rg unsorted, on every core. rg writes all messages of one file together, so the output is taken
    a file at a time and only the files holding the first `limit` matches in path order are kept
    (`_Smallest`); the others are only counted. They are put in order at the end.
-2. Unsorted, rg cannot stop once `limit` matches are found. A pattern so frequent that the first
-   phase sees more than FALLBACK_MATCHES matches is better served by the sorted search, which stops
-   right after `limit`: the first rg is killed and a sorted one runs instead.
+2. Unsorted, rg cannot stop once `limit` matches are found. Once the first phase has seen more than
+   `limit` matches (the answer will be cut), the sorted search, which stops right after `limit`, starts
+   beside it (`_SortedRace`, line-buffered so that it is read as it finds): whichever ends first answers,
+   the same matches either way. A pattern spread over the tree is answered by the sorted search after a
+   small part of it (a frequent word in 100 000 files: 363 -> 44 ms; 1 000 matches: 318 -> 183 ms); at
+   worst, a few more matches than `limit`, the race slows the unsorted search by some 12 %. A
+   pattern so frequent that the first phase sees more than FALLBACK_MATCHES matches stops it: the sorted
+   search answers alone (started then, if it could not race for want of a free child slot).
 
 With a progress token, a quick walk first counts the files, and a thread reports how far rg is (see
 `_Progress`). Cancelling kills rg at once, in either phase.
@@ -49,6 +54,8 @@ FALLBACK_MATCHES = 5000
 """The unsorted search gives way to the sorted one once it has seen more matches than this (well above
 the largest `limit`, 2000). Reading on would cost more than searching again: rg prints every match of
 a frequent pattern, while the sorted search stops after `limit` of them."""
+RACE = True
+"""Whether the sorted search races the unsorted one once the answer is known to be cut (`_SortedRace`)."""
 COMPACT_BYTES = 16 * 1024
 """A match or context message longer than this is reduced at once to what the answer shows (a window
 of the line), so that kept files cost little; the longest are cut as they are read (MAX_LINE_BYTES)."""
@@ -69,6 +76,10 @@ class _Collector:
         self.files: set[str] = set()
         self.truncated = False
         self._last_match: tuple[str, int] | None = None
+
+    def fresh(self) -> _Collector:
+        """An empty collector for the same question."""
+        return _Collector(self.limit, self.context, self.display)
 
     @property
     def full(self) -> bool:
@@ -373,7 +384,7 @@ def search_code(ctx: Context, roots: Roots, pattern: str, path: str, glob: str |
                 names = walk(ctx, cwd, narrow, readable=readable, pass_fds=(fd,)) if is_dir else [shown]
                 progress = _Progress(ctx, names, _estimate_size(fd, names) if is_dir else None)
             command = [rg_executable(), "--json", *RG_WALK_FLAGS, *narrow, *options, f"--regexp={pattern}"]
-            problems = _search(ctx, command, ["--", target], cwd, fd, readable, collector, progress)
+            collector, problems = _search(ctx, command, ["--", target], cwd, fd, readable, collector, progress)
         if progress is not None:
             progress.finish(collector.matches)
     finally:
@@ -384,24 +395,36 @@ def search_code(ctx: Context, roots: Roots, pattern: str, path: str, glob: str |
 
 
 def _search(ctx: Context, command: list[str], target: list[str], cwd: str, fd: int, readable: list[str],
-            collector: _Collector, progress: _Progress | None) -> bool:
-    """Fill `collector` with the first matches in path order, in parallel if it pays (see the module's
-    docstring); returns whether some files could not be searched."""
+            collector: _Collector, progress: _Progress | None) -> tuple[_Collector, bool]:
+    """The first matches in path order, in parallel if it pays (see the module's docstring): the collector
+    that holds them (`collector`, or the sorted race's own) and whether some files could not be searched."""
     kept = _Smallest(collector.limit)
+    sorted_command = [*command, "--sort=path", "--line-buffered", *target]
+    race: _SortedRace | None = None
+    unsorted: list[process.Child] = []
 
     def take_unsorted(line: bytes) -> bool:
+        nonlocal race
         kept.take(line)
         if progress is not None:
             progress.done, progress.matches = kept.files, min(kept.matches, collector.limit)
+        if race is None and RACE and kept.matches > collector.limit and unsorted:
+            race = _SortedRace(ctx, sorted_command, cwd, fd, readable, collector.fresh(), unsorted[0].kill)
         return kept.matches <= FALLBACK_MATCHES
 
-    problems = _drive(ctx, [*command, *target], cwd, fd, readable, progress, take_unsorted)
+    try:
+        problems = _drive(ctx, [*command, *target], cwd, fd, readable, progress, take_unsorted, unsorted.append)
+    finally:
+        if race is not None and not race.won():
+            race.stop()
+    if race is not None and race.won():
+        return race.collector, race.problems
     if kept.matches <= FALLBACK_MATCHES:
         for kind, data in kept.messages():
             if not collector.add(kind, data):
                 break
         collector.truncated = collector.truncated or kept.matches > collector.matches
-        return problems
+        return collector, problems
     ctx.check_cancelled()
 
     def take_sorted(line: bytes) -> bool:
@@ -416,15 +439,75 @@ def _search(ctx: Context, command: list[str], target: list[str], cwd: str, fd: i
             progress.matches = max(progress.matches, collector.matches)
         return more
 
-    return _drive(ctx, [*command, "--sort=path", *target], cwd, fd, readable, progress, take_sorted)
+    return collector, _drive(ctx, sorted_command, cwd, fd, readable, progress, take_sorted)
+
+
+class _SortedRace:
+    """The sorted search, started beside the unsorted one once that has seen more than `limit` matches (the
+    answer will be cut at `limit`): rg sorting by path stops right after `limit` of them, which for a pattern
+    spread over the tree comes long before the unsorted search has read every file. Whichever ends first
+    answers; both give the same first `limit` matches in path order. It starts only if a child slot is free
+    at once (the unsorted search holds one: waiting for a second could wait on every other search doing the
+    same), else the unsorted search goes on alone as before."""
+
+    def __init__(self, ctx: Context, command: list[str], cwd: str, fd: int, readable: list[str],
+                 collector: _Collector, on_answer: Callable[[], None]) -> None:
+        self.collector = collector
+        self.problems = False
+        self._ctx = ctx
+        self._on_answer = on_answer
+        self._child: process.Child | None = None
+        self._stopped = threading.Event()
+        self._answered = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(command, cwd, fd, readable),
+                                        name="shipcode-mcp-sorted-search", daemon=True)
+        self._thread.start()
+
+    def _take(self, line: bytes) -> bool:
+        message = _message(line)
+        return self._stopped.is_set() is False and (message is None or self.collector.add(*message))
+
+    def _started(self, child: process.Child) -> None:
+        self._child = child
+        if self._stopped.is_set():
+            child.kill()
+
+    def _run(self, command: list[str], cwd: str, fd: int, readable: list[str]) -> None:
+        try:
+            self.problems = _drive(self._ctx, command, cwd, fd, readable, None, self._take, self._started, wait=False)
+        except BaseException:  # busy, cancelled or failed: the unsorted search answers, or says why
+            return
+        if not self._stopped.is_set():
+            self._answered.set()
+            self._on_answer()  # the unsorted search stops at once: its answer would be the same
+
+    def won(self) -> bool:
+        """Whether this search answered (then the unsorted one was stopped, or ended meanwhile)."""
+        if not self._answered.is_set():
+            return False
+        self._thread.join()
+        return True
+
+    def stop(self) -> None:
+        """The unsorted search answered first: stop this one and wait for its thread."""
+        self._stopped.set()
+        child = self._child
+        if child is not None:
+            child.kill()
+        self._thread.join()
 
 
 def _drive(ctx: Context, command: list[str], cwd: str, fd: int, readable: list[str], progress: _Progress | None,
-           take: Callable[[bytes], bool]) -> bool:
+           take: Callable[[bytes], bool], started: Callable[[process.Child], None] | None = None, *,
+           wait: bool = True) -> bool:
     """Run rg, giving `take` each line it prints until it returns False (rg is then killed); returns
-    whether some files could not be searched."""
+    whether some files could not be searched. `started` gets the child as soon as it runs; without `wait`,
+    rg starts only if a child slot is free at once (else process.Busy)."""
     saw_output = False
-    with process.Child(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,), timeout=SEARCH_TIMEOUT, what="search") as child:
+    with process.Child(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,), timeout=SEARCH_TIMEOUT, what="search",
+                       wait=wait) as child:
+        if started is not None:
+            started(child)
         if progress is not None:
             progress.pid = child.proc.pid
         try:
