@@ -1,6 +1,7 @@
 """The fixtures of the official conformance suite (@modelcontextprotocol/conformance), built only with
-the public API, served over our Streamable HTTP transport. scripts/conformance.sh runs the suite
-against it:
+the public API, served over our Streamable HTTP transport: those of its 2025-06-18 scenarios (0.1 and 0.2
+lines) and of its 2026-07-28 ones (0.2: multi round-trip requests, the stateless probes, list changes,
+JSON Schema 2020-12, Mcp-Param headers). scripts/conformance.sh runs the suite against it:
 
     python examples/conformance_server.py [--port 8799] [--stateless]
 """
@@ -112,6 +113,202 @@ def test_elicitation(ctx: Context, message: str) -> str:
         "required": ["username", "email"],
     })
     return f"User response: action={result['action']}, content={json.dumps(result.get('content', {}))}"
+
+
+# -- MCP 2026-07-28: questions asked in rounds (multi round-trip requests) ---------------------------------
+# Each tool asks as it would over 2025-06-18; on a modern request the core answers `input_required` with the
+# question under the key given here, and runs the tool again when the client retries with the answer.
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+def sampled_text(result: dict[str, Any]) -> str:
+    content = result.get("content")
+    return str(content.get("text", "")) if isinstance(content, dict) else ""
+
+
+def accepted(answer: dict[str, Any], field: str) -> Any:
+    """The field of an accepted elicitation (its content was checked against the schema), else None."""
+    return answer["content"][field] if answer["action"] == "accept" else None
+
+
+@server.tool
+def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Asks the user's name (input key user_name) and greets them."""
+    name = accepted(ctx.elicit("What is your name?", NAME, key="user_name"), "name")
+    return f"Hello, {name}!" if name is not None else "Hello, whoever you are."
+
+
+@server.tool
+def test_input_required_result_sampling(ctx: Context) -> str:
+    """Asks the client's model the capital of France (input key capital_question)."""
+    result = ctx.sample("What is the capital of France?", max_tokens=100, key="capital_question")
+    return f"Sampling result: {sampled_text(result)}"
+
+
+@server.tool
+def test_input_required_result_list_roots(ctx: Context) -> str:
+    """Asks the client for its roots (input key client_roots) and names them."""
+    roots = ctx.list_roots(key="client_roots")
+    return f"Found {len(roots)} root(s): " + ", ".join(str(root.get("uri")) for root in roots)
+
+
+@server.tool
+def test_input_required_result_request_state(ctx: Context) -> str:
+    """Asks for a confirmation (input key confirm). The answer's round brings back the signed requestState
+    the question went out with; the server checked it (signature, request, expiry) before this ran."""
+    ok = accepted(ctx.elicit("Please confirm", CONFIRM, key="confirm"), "ok")
+    state = "state-ok: requestState verified" if "requestState" in ctx.params else "no requestState"
+    return f"{state}; confirmed: {ok is True}"
+
+
+@server.tool
+def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Asks three things in one round: the user's name, a greeting from the client's model, the client's roots."""
+    answers = ctx.request_all({
+        "user_name": ("elicitation/create", {"message": "What is your name?", "requestedSchema": NAME}),
+        "greeting": ("sampling/createMessage", {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Generate a greeting"}}], "maxTokens": 50}),
+        "client_roots": ("roots/list", None),
+    })
+    elicited = answers["user_name"]
+    name = elicited.get("content", {}).get("name") if elicited.get("action") == "accept" else None
+    roots = answers["client_roots"].get("roots")
+    if not isinstance(name, str) or not isinstance(roots, list):
+        raise ToolError("The answers do not say a name and a list of roots")
+    return f"Name: {name}; Greeting: {sampled_text(answers['greeting'])}; Roots: {len(roots)}"
+
+
+@server.tool
+def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Asks the user's name (step1), then their favourite colour (step2): three rounds."""
+    name = accepted(ctx.elicit("Step 1: What is your name?", NAME, key="step1"), "name")
+    colour = accepted(ctx.elicit("Step 2: What is your favorite color?", {
+        "type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}, key="step2"), "color")
+    return f"Multi-round complete for {name} who likes {colour}"
+
+
+@server.tool
+def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """Asks for a confirmation (input key confirm); its requestState is signed (HMAC-SHA256), so a retry
+    that alters it is refused (-32602) before this runs again."""
+    ok = accepted(ctx.elicit("Please confirm", CONFIRM, key="confirm"), "ok")
+    return f"integrity-ok: state verified; confirmed: {ok is True}"
+
+
+@server.tool
+def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Asks only what the client declared it can answer: its user (elicitation), its model (sampling)."""
+    questions: dict[str, tuple[str, dict[str, Any] | None]] = {}
+    if "elicitation" in ctx.client_capabilities:
+        questions["elicit_input"] = ("elicitation/create", {"message": "Elicitation input", "requestedSchema": {
+            "type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]}})
+    if "sampling" in ctx.client_capabilities:
+        questions["sample_input"] = ("sampling/createMessage", {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Sample request"}}], "maxTokens": 50})
+    if not questions:
+        return "No supported capabilities declared"
+    return f"capabilities-ok: received {','.join(ctx.request_all(questions))}"
+
+
+@server.prompt(title="Prompt Asking For Context")
+def test_input_required_result_prompt(ctx: Context) -> str:
+    """A prompt that asks the user what context to use (input key user_context)."""
+    context = accepted(ctx.elicit("What context should the prompt use?", {
+        "type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]}, key="user_context"), "context")
+    return f"Answer with this context in mind: {context or 'none given'}."
+
+
+# -- MCP 2026-07-28: the stateless probes (server-stateless) --------------------------------------------------
+@server.tool
+def test_missing_capability(ctx: Context) -> str:
+    """Needs the client's model (sampling): a modern client that did not declare it gets -32021."""
+    return f"Sampled: {sampled_text(ctx.sample('Say hello.', max_tokens=20))}"
+
+
+@server.tool
+def test_streaming_elicitation(ctx: Context) -> str:
+    """Reports progress (with a progress token), then asks the user's name: a modern response stream carries
+    the progress and then the round's input_required result, never a request to the client."""
+    ctx.report_progress(50, 100, "Asking the user")
+    name = accepted(ctx.elicit("What is your name?", NAME, key="user_name"), "name")
+    ctx.report_progress(100, 100, "Answered")
+    return f"Streaming complete: {name}"
+
+
+@server.tool
+def test_logging_tool(ctx: Context) -> str:
+    """Logs at info and debug: a modern request gets the messages only if its _meta asks (logLevel)."""
+    ctx.info("Diagnostic trace logging activated")
+    ctx.debug("Diagnostic detail")
+    return "Logging evaluated"
+
+
+def test_dynamic_tool() -> str:
+    """A tool that test_trigger_tool_change adds and removes in turn."""
+    return "Here for now."
+
+
+def test_dynamic_prompt() -> str:
+    """A prompt that test_trigger_prompt_change adds and removes in turn."""
+    return "A prompt that comes and goes."
+
+
+@server.tool
+def test_trigger_tool_change() -> str:
+    """Adds the tool test_dynamic_tool, or removes it if it is there: clients that listen hear of the change."""
+    if "test_dynamic_tool" in server.tools:
+        server.remove_tool("test_dynamic_tool")
+        return "Removed test_dynamic_tool"
+    server.tool(test_dynamic_tool)
+    return "Added test_dynamic_tool"
+
+
+@server.tool
+def test_trigger_prompt_change() -> str:
+    """Adds the prompt test_dynamic_prompt, or removes it if it is there: clients that listen hear of the change."""
+    if "test_dynamic_prompt" in server.prompts:
+        server.remove_prompt("test_dynamic_prompt")
+        return "Removed test_dynamic_prompt"
+    server.prompt(test_dynamic_prompt)
+    return "Added test_dynamic_prompt"
+
+
+# -- MCP 2026-07-28: schemas and headers ----------------------------------------------------------------------
+JSON_SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                          "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+@server.tool(input_schema=JSON_SCHEMA_2020_12)
+def json_schema_2020_12_tool(name: str | None = None, address: dict[str, str] | None = None, contactMethod: str | None = None,
+                             phone: str | None = None, email: str | None = None) -> str:
+    """Tool with JSON Schema 2020-12 features ($defs, $ref, allOf/anyOf, if/then/else): arguments are checked against it."""
+    given = {key: value for key, value in (("name", name), ("address", address), ("contactMethod", contactMethod),
+                                           ("phone", phone), ("email", email)) if value is not None}
+    return f"JSON Schema 2020-12 tool called with: {json.dumps(given)}"
+
+
+@server.tool(input_schema={"type": "object", "properties": {"region": {
+    "type": "string", "description": "Where to route the call", "x-mcp-header": "Region"}}, "required": ["region"]})
+def test_header_routed(region: str) -> str:
+    """Echoes its region, which a 2026-07-28 client mirrors in the Mcp-Param-Region header (checked against it)."""
+    return f"Routed to region {region}"
 
 
 # -- resources --------------------------------------------------------------------------------------------

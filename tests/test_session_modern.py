@@ -16,7 +16,7 @@ import pytest
 
 from core_support import INIT, Driver, req
 from shipcode_mcp import era
-from shipcode_mcp.actions import AdoptRoots, Job, Release, Send, Start
+from shipcode_mcp.actions import AdoptRoots, Job, Release, Report, Send, Start
 from shipcode_mcp.context import ClientRequestError, Context
 from shipcode_mcp.primitives import Prompt, Resource, ResourceNotFound, Tool
 from shipcode_mcp.server import Server
@@ -554,6 +554,105 @@ def test_a_client_without_the_capability_is_32021_naming_it(handler: Any) -> Non
     validate_modern(reply, "MissingRequiredClientCapabilityError")
 
 
+# -- questions a handler names, and questions asked together (the suite's input-required-result-* fixtures) -------------
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+ALICE = {"action": "accept", "content": {"name": "Alice"}}
+SAMPLED = {"role": "assistant", "content": {"type": "text", "text": "Hello there!"}, "model": "m", "stopReason": "endTurn"}
+ALL_THREE: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
+GREETING = {"messages": [{"role": "user", "content": {"type": "text", "text": "Generate a greeting"}}], "maxTokens": 50}
+THREE: dict[str, tuple[str, dict[str, Any] | None]] = {
+    "user_name": ("elicitation/create", {"message": "What is your name?", "requestedSchema": NAME}),
+    "greeting": ("sampling/createMessage", GREETING),
+    "client_roots": ("roots/list", None),
+}
+
+
+def greeter() -> Server:
+    server = make_server()
+
+    @server.tool
+    def greet(ctx: Context) -> str:
+        """Asks under a key of its own."""
+        return f"Hello, {ctx.elicit('What is your name?', NAME, key='user_name')['content']['name']}!"
+
+    return server
+
+
+def test_a_question_goes_out_under_the_key_its_handler_names() -> None:
+    d = ModernDriver(greeter())
+    first = d.ask_modern(1, "tools/call", {"name": "greet"}, ELICIT)["result"]
+    assert first["inputRequests"] == {"user_name": {"method": "elicitation/create", "params": {
+        "message": "What is your name?", "requestedSchema": NAME}}}
+    done = d.ask_modern(2, "tools/call", {"name": "greet", "requestState": first["requestState"],
+                                          "inputResponses": {"user_name": ALICE}}, ELICIT)["result"]
+    assert done["content"] == text("Hello, Alice!")
+
+
+def test_an_answer_under_a_named_key_is_taken_at_once_other_keys_are_ignored_and_a_wrong_key_asks_again() -> None:
+    d = ModernDriver(greeter())
+    extra = {"user_name": ALICE, "unknown_extra_key": {"action": "accept", "content": {"foo": "bar"}}}
+    assert d.ask_modern(1, "tools/call", {"name": "greet", "inputResponses": extra}, ELICIT)["result"]["content"] == text(
+        "Hello, Alice!")
+    wrong = d.ask_modern(2, "tools/call", {"name": "greet", "inputResponses": {"wrong_key": ALICE}}, ELICIT)["result"]
+    assert wrong["resultType"] == "input_required" and list(wrong["inputRequests"]) == ["user_name"]
+
+
+def together(ctx: Context) -> str:
+    answers = ctx.request_all(THREE)
+    return (f"{answers['user_name']['content']['name']}, {answers['greeting']['content']['text']}, "
+            f"{len(answers['client_roots']['roots'])}")
+
+
+async def atogether(ctx: Context) -> str:
+    answers = await ctx.arequest_all(THREE)
+    return (f"{answers['user_name']['content']['name']}, {answers['greeting']['content']['text']}, "
+            f"{len(answers['client_roots']['roots'])}")
+
+
+@pytest.mark.parametrize("handler", [together, atogether], ids=["sync", "async"])
+def test_questions_asked_together_are_one_round_and_the_next_asks_only_what_is_unanswered(handler: Any) -> None:
+    server = make_server()
+    server.tool(handler, name="together")
+    d = ModernDriver(server)
+    first = d.ask_modern(1, "tools/call", {"name": "together"}, ALL_THREE)["result"]
+    assert first["inputRequests"] == {
+        "user_name": {"method": "elicitation/create", "params": {"message": "What is your name?", "requestedSchema": NAME}},
+        "greeting": {"method": "sampling/createMessage", "params": GREETING},
+        "client_roots": {"method": "roots/list"}}
+    second = d.ask_modern(2, "tools/call", {"name": "together", "requestState": first["requestState"],
+                                            "inputResponses": {"user_name": ALICE, "greeting": SAMPLED}}, ALL_THREE)["result"]
+    assert second["inputRequests"] == {"client_roots": {"method": "roots/list"}}  # the state keeps the two answers given
+    done = d.ask_modern(3, "tools/call", {"name": "together", "requestState": second["requestState"],
+                                          "inputResponses": {"client_roots": {"roots": [{"uri": "file:///a"}]}}}, ALL_THREE)
+    assert done["result"]["content"] == text("Alice, Hello there!, 1")
+
+
+def test_questions_asked_together_need_every_capability_they_use() -> None:
+    server = make_server()
+    server.tool(together, name="together")
+    reply = ModernDriver(server).ask_modern(1, "tools/call", {"name": "together"}, {"elicitation": {}, "sampling": {}})
+    assert reply["error"] == {"code": -32021, "message": "The client does not support roots/list",
+                              "data": {"requiredCapabilities": {"roots": {}}}}
+
+
+def test_one_key_for_two_questions_is_a_bug_of_the_handler_not_a_question() -> None:
+    server = make_server()
+
+    @server.tool
+    def twice(ctx: Context) -> str:
+        """Names two different questions alike."""
+        ctx.elicit("First?", NAME, key="same")
+        return str(ctx.elicit("Second?", SURE, key="same"))
+
+    d = ModernDriver(server)
+    first = d.ask_modern(1, "tools/call", {"name": "twice"}, ELICIT)["result"]
+    again = d.ask_modern(2, "tools/call", {"name": "twice", "requestState": first["requestState"],
+                                           "inputResponses": {"same": ALICE}}, ELICIT)
+    assert again == {"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message": "Internal error"}}  # not asked forever
+    [report] = d.of_kind(Report)
+    assert "ValueError: the input key 'same' names two questions of one request" in report.text
+
+
 def refused(reply: dict[str, Any]) -> str:
     assert set(reply) == {"jsonrpc", "id", "error"} and reply["error"]["code"] == -32602, reply
     message: str = reply["error"]["message"]
@@ -968,7 +1067,7 @@ def test_a_question_in_an_exception_group_with_an_interrupt_lets_the_interrupt_g
     group_of = getattr(builtins, "BaseExceptionGroup", None)
     if group_of is None:
         pytest.skip("exception groups are Python 3.11+")
-    question = InputRequired("elicitation-1", {"method": "elicitation/create"}, {})
+    question = InputRequired({"elicitation-1": {"method": "elicitation/create"}}, {})
     assert input_required_in(group_of("tasks", [question, ValueError("a bug")])) is question
     assert input_required_in(group_of("tasks", [question, KeyboardInterrupt()])) is None
 

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
     from typing import Any
 
+    Question = tuple[str | None, str, dict[str, Any] | None]  # (key or None, method, params): one question to the client
+
 PROTOCOL_VERSION = "2025-06-18"
 """The MCP version this server speaks."""
 
@@ -42,54 +44,76 @@ class Cancelled(Exception):
 
 class InputRequired(BaseException):
     """Raised by an ask on the modern path that the client has not answered yet: the request ends with
-    `input_required` and resumes when the client retries with the answer. A BaseException, so that no
+    `input_required` and resumes when the client retries with the answers. A BaseException, so that no
     handler's `except Exception` mistakes it for a failure."""
 
-    def __init__(self, key: str, request: dict[str, Any], carried: dict[str, Any]) -> None:
-        super().__init__(key)
-        self.key = key
-        self.request = request  # {"method", "params"?}: what the client is asked
+    def __init__(self, requests: dict[str, dict[str, Any]], carried: dict[str, Any]) -> None:
+        super().__init__(", ".join(requests))
+        self.requests = requests  # key -> {"method", "params"?}: what the client is asked, in one round
         self.carried = carried  # what the client carries to the next round (see Rounds): signed into requestState
 
 
 class Rounds:
     """A modern request's questions to the client, asked in rounds (MCP's multi round-trip requests).
 
-    The handler runs again from the start on every round; its n-th ask gets the key `KIND-n`. What the
-    client carries between rounds (signed, in `requestState`) is, for each key, a digest of the question
-    asked (`q`) and, once given, its answer (`a`): an answer holds only for the very question it answered,
-    so if a handler asks something else in a later round (the workspace changed), it asks again.
+    The handler runs again from the start on every round; its n-th question gets the key `KIND-n`, unless
+    it names its own. What the client carries between rounds (signed, in `requestState`) is, for each key,
+    a digest of the question asked (`q`) and, once given, its answer (`a`): an answer holds only for the
+    very question it answered, so if a handler asks something else in a later round (the workspace
+    changed), it asks again. Questions asked together (`ask_all`) are asked in one round.
     """
 
-    __slots__ = ("_asked", "carried", "responses")
+    __slots__ = ("_asked", "_keys", "carried", "responses")
 
     def __init__(self, carried: dict[str, Any], responses: dict[str, Any]) -> None:
         self.carried = carried
         self.responses = responses  # this round's inputResponses
         self._asked = 0
+        self._keys: set[str] = set()  # the keys this run asked: one key, one question
 
-    def ask(self, method: str, params: dict[str, Any] | None, client_capabilities: dict[str, Any]) -> dict[str, Any]:
-        self._asked += 1
-        key = f"{method.partition('/')[0]}-{self._asked}"
-        request: dict[str, Any] = {"method": method}
-        if params is not None:
-            request["params"] = params
-        question = _digest(request)
-        record = self.carried.get(key)
-        if not isinstance(record, dict) or record.get("q") == question:
-            answer = record.get("a") if isinstance(record, dict) else None
-            if not isinstance(answer, dict):
-                answer = self.responses.get(key)  # the answer to the last round's question
-            if isinstance(answer, dict):
-                self.carried[key] = {"q": question, "a": answer}
-                return dict(answer)
-        needed = CLIENT_CAPABILITY_FOR.get(method)
-        if needed is not None and needed not in client_capabilities:
-            raise ClientRequestError(jsonrpc.JsonRpcError(
-                jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY, f"The client does not support {method}",
-                {"requiredCapabilities": {needed: {}}}))
-        self.carried[key] = {"q": question}
-        raise InputRequired(key, request, self.carried)
+    def ask(self, method: str, params: dict[str, Any] | None, client_capabilities: dict[str, Any],
+            key: str | None = None) -> dict[str, Any]:
+        return self.ask_all([(key, method, params)], client_capabilities)[0]
+
+    def ask_all(self, questions: list[Question], client_capabilities: dict[str, Any]) -> list[dict[str, Any]]:
+        """The answers to `questions`, in order, once the client gave them all; until then each round asks
+        every one not answered yet, together (-32021 if the client lacks a capability one of them needs)."""
+        answers: list[dict[str, Any]] = []
+        unanswered: dict[str, tuple[dict[str, Any], str]] = {}
+        for key, method, params in questions:
+            self._asked += 1
+            if key is None:
+                key = f"{method.partition('/')[0]}-{self._asked}"
+            elif not isinstance(key, str) or not key:
+                raise ValueError(f"an input key is a non-empty string, not {key!r}")
+            if key in self._keys:
+                raise ValueError(f"the input key {key!r} names two questions of one request")
+            self._keys.add(key)
+            request: dict[str, Any] = {"method": method}
+            if params is not None:
+                request["params"] = params
+            question = _digest(request)
+            record = self.carried.get(key)
+            if not isinstance(record, dict) or record.get("q") == question:
+                answer = record.get("a") if isinstance(record, dict) else None
+                if not isinstance(answer, dict):
+                    answer = self.responses.get(key)  # the answer to the last round's question
+                if isinstance(answer, dict):
+                    self.carried[key] = {"q": question, "a": answer}
+                    answers.append(dict(answer))
+                    continue
+            unanswered[key] = request, question
+        if not unanswered:
+            return answers
+        for request, _ in unanswered.values():
+            needed = CLIENT_CAPABILITY_FOR.get(request["method"])
+            if needed is not None and needed not in client_capabilities:
+                raise ClientRequestError(jsonrpc.JsonRpcError(
+                    jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY, f"The client does not support {request['method']}",
+                    {"requiredCapabilities": {needed: {}}}))
+        for key, (_, question) in unanswered.items():
+            self.carried[key] = {"q": question}
+        raise InputRequired({key: request for key, (request, _) in unanswered.items()}, self.carried)
 
 
 def _digest(request: dict[str, Any]) -> str:
@@ -292,17 +316,19 @@ class Context:
     def error(self, data: Any, logger: str | None = None) -> bool:
         return self.log("error", data, logger)
 
-    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
+    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0, *,
+                key: str | None = None) -> dict[str, Any]:
         """Ask the client (sampling/createMessage, elicitation/create, roots/list) and wait for its result.
 
         Raises `ClientRequestError` when the client lacks the capability, refuses or does not answer
         in time (it is then sent notifications/cancelled), and `Cancelled` if this request is.
         An async handler awaits `arequest` instead, which does not block its event loop.
         On a modern (2026-07-28) request nothing waits: the request answers `input_required` and the
-        handler runs again, from the start, when the client retries with the answer (see `Rounds`).
+        handler runs again, from the start, when the client retries with the answer (see `Rounds`);
+        `key` names the question in `inputRequests` (default `KIND-n` for the n-th question).
         """
         if self.protocol_version != PROTOCOL_VERSION:
-            return self._ask_in_rounds(method, params)
+            return self._ask_in_rounds([(key, method, params)])[0]
         import concurrent.futures  # off the start-up budget; loaded already by the runner's ask
 
         future = self._ask(method, params, timeout, blocking=True)
@@ -312,21 +338,43 @@ class Context:
             raise ClientRequestError(jsonrpc.JsonRpcError(
                 jsonrpc.REQUEST_TIMEOUT, f"The client did not answer {method} within {timeout:g} s")) from None
 
-    async def arequest(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
+    async def arequest(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0, *,
+                       key: str | None = None) -> dict[str, Any]:
         """`request` for an async handler: awaits the answer."""
         if self.protocol_version != PROTOCOL_VERSION:
-            return self._ask_in_rounds(method, params)
+            return self._ask_in_rounds([(key, method, params)])[0]
         import asyncio  # off the start-up budget; loaded already: an async handler runs on an event loop
 
         return await asyncio.wrap_future(self._ask(method, params, timeout))
 
-    def _ask_in_rounds(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    def request_all(self, questions: dict[str, tuple[str, dict[str, Any] | None]],
+                    timeout: float = 60.0) -> dict[str, dict[str, Any]]:
+        """Several questions at once, by key: `{"name": ("elicitation/create", params), ...}` gives
+        `{"name": result, ...}` (results as `request` returns them). On a modern request they are one
+        round: the client is asked every one it has not answered yet, together. On a legacy one they are
+        asked one after another, each as `request` asks it."""
+        if self.protocol_version != PROTOCOL_VERSION:
+            return self._in_one_round(questions)
+        return {key: self.request(method, params, timeout) for key, (method, params) in questions.items()}
+
+    async def arequest_all(self, questions: dict[str, tuple[str, dict[str, Any] | None]],
+                           timeout: float = 60.0) -> dict[str, dict[str, Any]]:
+        """`request_all` for an async handler."""
+        if self.protocol_version != PROTOCOL_VERSION:
+            return self._in_one_round(questions)
+        return {key: await self.arequest(method, params, timeout) for key, (method, params) in questions.items()}
+
+    def _in_one_round(self, questions: dict[str, tuple[str, dict[str, Any] | None]]) -> dict[str, dict[str, Any]]:
+        asked: list[Question] = [(key, method, params) for key, (method, params) in questions.items()]
+        return dict(zip(questions, self._ask_in_rounds(asked), strict=True))
+
+    def _ask_in_rounds(self, questions: list[Question]) -> list[dict[str, Any]]:
         """A modern request asks in rounds; only the requests the spec lets answer input_required may."""
         if self.rounds is None:
             raise ClientRequestError(jsonrpc.JsonRpcError(jsonrpc.INVALID_REQUEST, (
-                f"Cannot send {method}: in MCP {self.protocol_version} only tools/call, resources/read and "
-                "prompts/get may ask the client")))
-        return self.rounds.ask(method, params, self.client_capabilities)
+                f"Cannot send {', '.join(method for _, method, _ in questions)}: in MCP {self.protocol_version} "
+                "only tools/call, resources/read and prompts/get may ask the client")))
+        return self.rounds.ask_all(questions, self.client_capabilities)
 
     def _ask(self, method: str, params: dict[str, Any] | None, timeout: float, *,
              blocking: bool = False) -> Future[dict[str, Any]]:
@@ -345,25 +393,28 @@ class Context:
     def sample(self, messages: str | list[dict[str, Any]], *, max_tokens: int, system_prompt: str | None = None,
                temperature: float | None = None, stop_sequences: list[str] | None = None,
                model_preferences: dict[str, Any] | None = None, include_context: str | None = None,
-               metadata: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
+               metadata: dict[str, Any] | None = None, timeout: float = 60.0, key: str | None = None) -> dict[str, Any]:
         """sampling/createMessage: let the client's model answer; a string is one user text message.
 
-        Returns the CreateMessageResult: `{"role", "content", "model", "stopReason"?}`.
+        Returns the CreateMessageResult: `{"role", "content", "model", "stopReason"?}`. `key`, here and in
+        `elicit` and `list_roots`: the question's key in a modern request's `inputRequests` (see `request`).
         """
         params = _sampling_params(messages, max_tokens, system_prompt, temperature, stop_sequences, model_preferences,
                                   include_context, metadata)
-        return self.request("sampling/createMessage", params, timeout)
+        return self.request("sampling/createMessage", params, timeout, key=key)
 
     async def asample(self, messages: str | list[dict[str, Any]], *, max_tokens: int, system_prompt: str | None = None,
                       temperature: float | None = None, stop_sequences: list[str] | None = None,
                       model_preferences: dict[str, Any] | None = None, include_context: str | None = None,
-                      metadata: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
+                      metadata: dict[str, Any] | None = None, timeout: float = 60.0,
+                      key: str | None = None) -> dict[str, Any]:
         """`sample` for an async handler."""
         params = _sampling_params(messages, max_tokens, system_prompt, temperature, stop_sequences, model_preferences,
                                   include_context, metadata)
-        return await self.arequest("sampling/createMessage", params, timeout)
+        return await self.arequest("sampling/createMessage", params, timeout, key=key)
 
-    def elicit(self, message: str, schema: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:
+    def elicit(self, message: str, schema: dict[str, Any], timeout: float = 600.0, *,
+               key: str | None = None) -> dict[str, Any]:
         """elicitation/create: ask the user for input shaped by `schema` (flat primitive properties).
 
         Returns `{"action": "accept"|"decline"|"cancel", "content"?: {...}}`; accepted content is
@@ -371,20 +422,21 @@ class Context:
         time to answer.
         """
         return _checked_elicitation(self.request("elicitation/create", {"message": message, "requestedSchema": schema},
-                                                 timeout), schema)
+                                                 timeout, key=key), schema)
 
-    async def aelicit(self, message: str, schema: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:
+    async def aelicit(self, message: str, schema: dict[str, Any], timeout: float = 600.0, *,
+                      key: str | None = None) -> dict[str, Any]:
         """`elicit` for an async handler."""
         return _checked_elicitation(await self.arequest(
-            "elicitation/create", {"message": message, "requestedSchema": schema}, timeout), schema)
+            "elicitation/create", {"message": message, "requestedSchema": schema}, timeout, key=key), schema)
 
-    def list_roots(self, timeout: float = 60.0) -> list[dict[str, Any]]:
+    def list_roots(self, timeout: float = 60.0, *, key: str | None = None) -> list[dict[str, Any]]:
         """roots/list: the client's roots, `[{"uri": "file:///...", "name"?: ...}]`."""
-        return _roots_of(self.request("roots/list", None, timeout))
+        return _roots_of(self.request("roots/list", None, timeout, key=key))
 
-    async def alist_roots(self, timeout: float = 60.0) -> list[dict[str, Any]]:
+    async def alist_roots(self, timeout: float = 60.0, *, key: str | None = None) -> list[dict[str, Any]]:
         """`list_roots` for an async handler."""
-        return _roots_of(await self.arequest("roots/list", None, timeout))
+        return _roots_of(await self.arequest("roots/list", None, timeout, key=key))
 
     # -- completion ----------------------------------------------------------------------------
     def finish(self, send: Callable[[], None] | None = None) -> None:

@@ -310,16 +310,17 @@ class Session:
         answer = record.get("a") if isinstance(record, dict) else rounds.responses.get(ROOTS_INPUT)
         roots = answer.get("roots") if isinstance(answer, dict) else None
         if not isinstance(roots, list):
-            return InputRequired(ROOTS_INPUT, {"method": "roots/list"}, rounds.carried)
+            return InputRequired({ROOTS_INPUT: {"method": "roots/list"}}, rounds.carried)
         rounds.carried[ROOTS_INPUT] = {"q": "roots/list", "a": answer}
         self.roots = [root for root in roots if isinstance(root, dict) and isinstance(root.get("uri"), str)]
         self._adopting += 1  # held work starts once the callbacks ran (roots_adopted), or after ROOTS_WAIT
         return [AdoptRoots(self.roots)]
 
     def _input_required(self, context: Context, need: InputRequired) -> dict[str, Any]:
-        """The question for the client; what it carries to the next round (the questions asked, the answers
-        given) travels signed in `requestState` (a lone roots question carries nothing, so no state)."""
-        out: dict[str, Any] = {"resultType": "input_required", "inputRequests": {need.key: need.request}}
+        """The questions for the client (one, or several asked together); what it carries to the next round
+        (the questions asked, the answers given) travels signed in `requestState` (a lone roots question
+        carries nothing, so no state)."""
+        out: dict[str, Any] = {"resultType": "input_required", "inputRequests": dict(need.requests)}
         if need.carried:
             out["requestState"] = self.registry.request_states.seal(context.method, context.params, need.carried,
                                                                   self.principal)

@@ -460,16 +460,22 @@ def test_the_command_line_refuses_inconsistent_http_flags(args: list[str]) -> No
 
 
 # -- a real client: the official Python SDK over HTTP, against the conformance example ---------------------
+def conformance_example() -> Server:
+    """A fresh instance of examples/conformance_server.py's server (the module, loaded anew)."""
+    spec = importlib.util.spec_from_file_location("conformance_server", REPO / "examples" / "conformance_server.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    server: Server = module.server
+    return server
+
+
 def test_the_official_python_sdk_client_uses_every_feature_over_http() -> None:
     from mcp import ClientSession, types
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.exceptions import MCPDeprecationWarning
 
-    spec = importlib.util.spec_from_file_location("conformance_server", REPO / "examples" / "conformance_server.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    uvicorn_thread = UvicornThread(module.server.http_app())
+    uvicorn_thread = UvicornThread(conformance_example().http_app())
     reported: list[float] = []
     logs: list[Any] = []
 
@@ -491,7 +497,7 @@ def test_the_official_python_sdk_client_uses_every_feature_over_http() -> None:
                 read, write, sampling_callback=sampling, elicitation_callback=elicitation, logging_callback=on_log) as session:
             result = await session.initialize()
             assert result.protocol_version == "2025-06-18" and result.capabilities.completions is not None
-            assert len((await session.list_tools()).tools) == 10
+            assert len((await session.list_tools()).tools) == 25
             called = await session.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
             assert called.is_error is False
             sampled = await session.call_tool("test_sampling", {"prompt": "hi"})
@@ -513,6 +519,59 @@ def test_the_official_python_sdk_client_uses_every_feature_over_http() -> None:
     assert reported == [0, 50, 100]
     assert logs == ["Tool execution started", "Tool processing data", "Tool execution completed"]
 
+
+
+@pytest.mark.parametrize("era", ["2025-06-18", "2026-07-28"])
+def test_the_official_python_sdk_client_answers_questions_asked_together_and_by_name_in_both_eras(era: str) -> None:
+    """The conformance example's tools that ask the client several things at once (`ctx.request_all`) and under
+    keys of their own (`key=`): over 2025-06-18 as requests on the session, one after another; over 2026-07-28
+    as input_required rounds, all three questions in one round, which the SDK answers and retries."""
+    from mcp import Client, ClientSession, types
+    from mcp.client.streamable_http import streamable_http_client
+
+    uvicorn_thread = UvicornThread(conformance_example().http_app())
+    asked: list[str] = []
+
+    async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append("sampling")
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="hi there"), model="m")
+
+    async def elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        field = next(iter(params.requested_schema["properties"]))  # type: ignore[union-attr]
+        return types.ElicitResult(action="accept", content={field: {"name": "ann", "color": "teal"}.get(field, "x")})
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        asked.append("roots")
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work", name="work")])  # type: ignore[arg-type]
+
+    callbacks: dict[str, Any] = {"sampling_callback": sampling, "elicitation_callback": elicitation,
+                                 "list_roots_callback": roots}
+
+    async def use(session: Any) -> None:
+        together = await session.call_tool("test_input_required_result_multiple_inputs", {})
+        assert together.content[0].text == "Name: ann; Greeting: hi there; Roots: 1", together
+        assert sorted(asked) == ["What is your name?", "roots", "sampling"]
+        rounds = await session.call_tool("test_input_required_result_multi_round", {})
+        assert rounds.content[0].text == "Multi-round complete for ann who likes teal", rounds
+
+    async def main() -> None:
+        url = f"http://127.0.0.1:{uvicorn_thread.port}/mcp"
+        if era == "2025-06-18":
+            async with streamable_http_client(url) as (read, write), ClientSession(read, write, **callbacks) as session:
+                assert (await session.initialize()).protocol_version == era
+                await use(session)
+        else:
+            async with Client(url, **callbacks) as client:
+                assert client.protocol_version == era
+                await use(client)
+                prompt = await client.get_prompt("test_input_required_result_prompt", {})
+                assert prompt.messages[0].content.text == "Answer with this context in mind: x."  # type: ignore[union-attr]
+
+    try:
+        anyio.run(main)
+    finally:
+        uvicorn_thread.stop()
 
 def test_idle_sessions_end_but_an_open_stream_keeps_its_session() -> None:
     server = build_server()
