@@ -314,6 +314,45 @@ def cpu_seconds(pid: int) -> float:
     return max(ticks, nanoseconds / 1e9)
 
 
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process under it (its fork server, children, parse workers, language servers), from
+    /proc's children lists; a process that ended meanwhile is left out."""
+    found = [pid]
+    for parent in found:  # grows as it goes: breadth first
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children") as children:
+                    found.extend(int(child) for child in children.read().split())
+            except (OSError, ValueError):
+                continue
+    return found
+
+
+def tree_memory(pid: int) -> dict[str, int]:
+    """The memory of a server's whole process tree, in bytes: `pss` (each page shared by several of the
+    tree's processes, or with others, counted in part: what the tree costs the machine, from
+    smaps_rollup), `rss` (summed, shared pages counted in each), `peak` (the sum of each process's VmHWM:
+    an upper bound of the tree's peak, as the processes peaked at different times) and `processes`."""
+    out = {"pss": 0, "rss": 0, "peak": 0, "processes": 0}
+    for member in descendants(pid):
+        figures = memory(member)
+        if not figures:
+            continue
+        out["processes"] += 1
+        out["rss"] += figures.get("VmRSS", 0)
+        out["peak"] += figures.get("VmHWM", 0)
+        try:
+            with open(f"/proc/{member}/smaps_rollup") as rollup:
+                out["pss"] += next((int(line.split()[1]) * 1024 for line in rollup if line.startswith("Pss:")), 0)
+        except OSError:
+            pass
+    return out
+
+
 def memory(pid: int) -> dict[str, int]:
     """VmRSS, VmHWM (peak RSS since start) and RssAnon (its private part) in bytes, from /proc/PID/status."""
     out: dict[str, int] = {}

@@ -153,6 +153,16 @@ def tools_table(tools: dict[str, Any]) -> str:
                           for peer, figures in task["peers"].items() if figures["ours_to_peer"] is not None) or NONE
         rows.append([task["task"], ms(task["ours"]), f"`{task['floor_command']}` {ms(task['floor'])}", to_floor, peers])
     table = markdown_table(["tool task (median)", "shipcode-mcp", "floor", "ours ÷ floor", "peer"], rows)
+    trees = tools.get("memory")
+    if trees:
+        def mib(value: int) -> str:
+            return f"{value / 2**20:.1f} MiB"
+
+        cells = [[key, f"{figures['at_rest']['processes']} / {figures['after']['processes']}",
+                  mib(figures["at_rest"]["pss"]), mib(figures["after"]["pss"]), mib(figures["after"]["peak"])]
+                 for key, figures in trees.items()]
+        table += "\n\n" + markdown_table(["our server's process tree (its workspace)", "processes, at rest / after",
+                                          "PSS at rest", "PSS after every round", "peak (sum of each VmHWM)"], cells)
     paging = tools.get("resources_list")
     if paging:
         cells = [[f"resources/list, every page, {int(size):,} files", ms(paging["time"][size]),

@@ -24,6 +24,7 @@ from .driver import (
     stderr_log,
     timed_call,
     timed_command,
+    tree_memory,
 )
 from .servers import FILESYSTEM_PIN, GIT_PIN, RIPGREP_PIN, cli_command, ensure_npm, ensure_venv, node_of, npm_entry, our_env
 from .workspaces import FULL, NEEDLE, Scale, make_big_file, make_files_tree, make_stdlib_repo
@@ -195,6 +196,7 @@ def tool_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
         tool, arguments = next((tool, arguments) for peer, tool, arguments in task.peers if peer == who)
         return peer_call(children[who], samples, tool, arguments), None
 
+    at_rest: dict[str, dict[str, int]] = {}  # each of our servers' process tree, once initialized
     try:
         for key, (command, env, _) in commands.items():
             child = Child(Target(key, key, command, env=env), stderr_log(cache, Target(f"tool-{key}", key, [])))
@@ -202,6 +204,8 @@ def tool_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
             child.arm(config.timeout)
             child.initialize(samples)
             child.disarm()
+            if key in roots:
+                at_rest[key] = tree_memory(child.pid)
         for round_number in range(config.repetitions + 1):
             log(f"tools: round {round_number}/{config.repetitions}{' (untimed)' if round_number == 0 else ''}")
             for index, task in enumerate(tasks):
@@ -242,6 +246,7 @@ def tool_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
         log(f"tool figures failed: {err}")
         errors.append(str(err))
     finally:
+        after = {key: tree_memory(child.pid) for key, child in children.items() if key in at_rest}
         for child in children.values():
             child.kill()
     out: dict[str, Any] = {"errors": errors + [f"{key}: {why}" for key, why in broken.items()], "tasks": [],
@@ -259,6 +264,7 @@ def tool_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
             "to_floor": ours / floor if ours and floor else None, "floor_limit": task.floor_limit,
             "peers": {who: {"time": value, "ours_to_peer": ours / value if ours else None} for who, value in peer_figures.items()},
             "peer_limit": task.peer_limit, "samples": times[task.key]})
+    out["memory"] = {key: {"at_rest": at_rest[key], "after": after[key]} for key in at_rest if key in after}
     if all(pages.values()):
         per_file = {size: median(pages[size]) / max(1, resources[size]) for size in pages}
         small, large = sizes[1], sizes[2]

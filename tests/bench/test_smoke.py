@@ -152,6 +152,11 @@ def test_tool_measures_run_every_task_against_its_floor(tmp_path: Path) -> None:
         assert task["ours"] > 0 and task["floor"] > 0 and task["to_floor"] == pytest.approx(task["ours"] / task["floor"])
         assert task["peers"] == {}
     assert any(key.startswith("read_file, 100 lines at offset 2,500 of ") for key in tasks), sorted(tasks)
+    trees = figures["memory"]
+    assert set(trees) == {"stdlib", "big", "files-100", "files-200", "files-400"}
+    for key, tree in trees.items():  # after the rounds: the server, and its fork server where a tool ran git or rg
+        assert tree["after"]["processes"] >= (1 if key == "big" else 2) and tree["after"]["pss"] > 0, (key, tree)
+        assert tree["after"]["peak"] >= tree["after"]["rss"] > 0 and tree["at_rest"]["processes"] >= 1
     paging = figures["resources_list"]
     assert paging["resources"] == {"200": 200, "400": 400}
     assert paging["growth"] == pytest.approx(paging["per_file"]["400"] / paging["per_file"]["200"])
