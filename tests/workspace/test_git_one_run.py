@@ -115,17 +115,16 @@ def test_show_of_every_commit_is_gits_own(awkward: Path, monkeypatch: pytest.Mon
 
 
 def test_show_of_this_checkouts_history_is_gits_own(tmp_path: Path) -> None:
-    """The real history of this project (long messages, large patches, renames, binary files), through the
-    server: each of its last 40 commits as git shows it."""
+    """The real history of this project (long messages, large patches, renames, binary files): each of its last
+    40 commits as git shows it."""
     if not (CHECKOUT / ".git").exists():
         pytest.skip("not a git checkout")  # (CI runs a clone: it is one)
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--no-checkout", str(CHECKOUT), str(clone)], check=True)
     commits = git(clone, "rev-list", "--max-count=40", "HEAD").split()
-    with Tools(clone) as tools:
-        for commit in commits:
-            data = tools.data("git_show", {"ref": commit})
-            assert (data["text"], data["truncated"]) == gits_show(clone, commit), commit
+    for commit in commits:
+        data = call(clone, "git_show", ref=commit)
+        assert (data["text"], data["truncated"]) == gits_show(clone, commit), commit
 
 
 def test_what_is_not_a_commit_is_shown_as_before(awkward: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -227,3 +226,105 @@ def test_staged_diff_log_and_diff_of_a_ref_are_one_run(tmp_path: Path, monkeypat
                             ("git_log", {"ref": "^HEAD"})):
         failed, text = direct(repo, name, arguments)
         assert failed and text.startswith("Unknown revision: ") and "does not name a commit" in text, (name, text)
+
+
+# -- what the one run must not change (a review's findings, each first shown to matter) -----------------
+def test_a_brace_in_the_ref_cannot_move_the_path_outside_the_root(tmp_path: Path) -> None:
+    """git splits `REV:PATH` at the first ':' outside braces: a ref with an unclosed brace (`HEAD@{{now}`, the
+    date "{now") and a path that closes it would have cat-file read a file outside a root inside a larger
+    repository (shown first with plain git). The one run is not used for such a ref: the file is not found."""
+    top = tmp_path / "big"
+    (top / "root").mkdir(parents=True)
+    (top / "out").mkdir()
+    git(top, "init", "-q", "-b", "main")
+    secret = "SECRET-" + os.urandom(8).hex()
+    (top / "root" / "a.txt").write_text("a\n")
+    (top / "out" / "secret.txt").write_text(secret + "\n")
+    git(top, "add", "-A")
+    git(top, "commit", "-qm", "Initial commit")
+    root = top / "root"
+    assert secret in git_run(root, "cat-file", "-p", "HEAD@{{now}^{commit}:root/x}:out/secret.txt").stdout  # the attack
+    for path in ("x}:out/secret.txt", "x}:out", "x}:"):
+        failed, text = direct(root, "git_show", {"ref": "HEAD@{{now}", "path": path})
+        assert failed and secret not in text and "does not exist" in text, (path, text)
+    with Tools(root) as tools:
+        assert tools.error("git_show", {"ref": "HEAD@{{now}", "path": "x}:out/secret.txt"}) == (
+            "x}:out/secret.txt does not exist in HEAD@{{now}")
+        assert tools.text("git_show", {"ref": "HEAD@{0}", "path": "a.txt"}) == "a"  # a balanced brace still works
+
+
+def test_names_the_one_run_cannot_carry_are_asked_the_checked_way(tmp_path: Path) -> None:
+    """A file named with a final CR (cat-file drops a CR before a line end: it read the file without it), a path
+    over cat-file's input bound in UTF-8 bytes: each gets the answer or the error it always had; a ref with a
+    lone surrogate (no bytes at all: an internal error, or "Invalid argument") is refused, saying why."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / "a").write_text("plain a\n")
+    (repo / "a\r").write_text("a with CR\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "CR")
+    failed, text = direct(repo, "git_show", {"ref": "HEAD", "path": "a\r"})
+    assert not failed and "a with CR" in text and "plain a" not in text
+    long = "/".join(["中" * 80] * 20)
+    assert direct(repo, "git_show", {"ref": "HEAD", "path": long}) == (True, f"{long} does not exist in HEAD")
+    for path in ("README.md", None):
+        assert direct(repo, "git_show", {"ref": "HEAD\ud800", "path": path}) == (
+            True, "A ref cannot contain a lone surrogate (\\ud800-\\udfff)")
+
+
+def test_a_huge_commit_object_is_never_read_into_memory(tmp_path: Path) -> None:
+    """cat-file prints the commit before the file: a commit of 24 MiB of message (packed small) stops the one
+    run at its header, and the checked way reads none of it."""
+    import tracemalloc  # (this test alone)
+
+    repo = make_repo(tmp_path / "repo")
+    message = tmp_path / "message"
+    message.write_bytes(b"huge\n\n" + b"x" * (24 * 1024 * 1024) + b"\n")
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    commit = git(repo, "commit-tree", tree, "-p", "HEAD", "-F", str(message)).strip()
+    git(repo, "update-ref", "refs/heads/main", commit)
+    git(repo, "gc", "-q", "--prune=now")
+    tracemalloc.start()
+    try:
+        failed, text = direct(repo, "git_show", {"ref": "HEAD", "path": "README.md"})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not failed and "A demo project." in text
+    assert peak < 8 * 1024 * 1024, peak
+
+
+def test_folders_are_listed_as_ls_tree_lists_them(tmp_path: Path) -> None:
+    """A folder entry written `040000` (old tools did) is a folder; a folder whose listing is over the limit is
+    cut as ls-tree's listing was (truncated), not given whole because its tree object is smaller."""
+    repo = make_repo(tmp_path / "repo")
+    sub = bytes.fromhex(git(repo, "rev-parse", "HEAD:src").strip())
+    blob = bytes.fromhex(git(repo, "rev-parse", "HEAD:README.md").strip())
+    raw = b"100644 README.md\0" + blob + b"040000 src\0" + sub
+    tree = subprocess.run(["git", "hash-object", "-w", "-t", "tree", "--literally", "--stdin"], cwd=repo, input=raw,
+                          capture_output=True, check=True).stdout.decode().strip()
+    commit = git(repo, "commit-tree", tree, "-p", "HEAD", "-m", "padded").strip()
+    git(repo, "update-ref", "refs/heads/main", commit)
+    assert call(repo, "git_show", ref="HEAD", path=".")["text"] == "README.md\nsrc/\n"
+    empty = git(repo, "hash-object", "-w", "--stdin").strip()
+    listed = "".join(f"100644 {empty}\tbig/f{number:010d}\n" for number in range(6000)).encode()
+    subprocess.run(["git", "update-index", "--index-info"], cwd=repo, input=listed, check=True)
+    git(repo, "commit", "-qm", "A big folder")
+    assert int(git(repo, "cat-file", "-s", "HEAD:big")) < MAX_PATCH_BYTES  # the object fits, its listing does not
+    shown = call(repo, "git_show", ref="HEAD", path="big")
+    assert shown["truncated"] is True and shown["text"].startswith("f0000000000\n")
+
+
+@pytest.mark.parametrize("target", ["tree", "blob"])
+def test_a_staged_diff_where_head_names_no_commit(tmp_path: Path, target: str) -> None:
+    """A hostile HEAD holding a tree's or a blob's id: git compares the index with the tree HEAD names (no
+    change), and fails on a blob, where the staged diff compares the index with the empty tree, as before a
+    first commit, instead of giving git's usage text."""
+    repo = make_repo(tmp_path / "repo")
+    object_id = git(repo, "rev-parse", "HEAD^{tree}" if target == "tree" else "HEAD:README.md").strip()
+    (repo / ".git" / "HEAD").write_text(object_id + "\n")
+    data = call(repo, "git_diff", staged=True)
+    if target == "tree":
+        assert data["files"] == [] and git(repo, "diff", "--cached") == ""
+    else:
+        assert git_run(repo, "diff", "--cached").returncode != 0  # git alone fails here
+        assert len(data["files"]) == 5 and all(entry["deleted"] == 0 for entry in data["files"]), data["files"]

@@ -26,6 +26,7 @@ from .repo import (
 if TYPE_CHECKING:
     from ...context import Context
     from ...primitives import ToolResult
+    from ..process import Completed
     from ..roots import Roots
 
 
@@ -204,17 +205,24 @@ def git_diff(ctx: Context, roots: Roots, ref: str | None, staged: bool, path: st
             revisions = ["--end-of-options", repo.revision_names(ref)]
         # (staged before the first commit: git diff --cached compares the index with the empty tree itself)
         spec = repo.pathspec(real)
-        try:
+
+        def run_diff(revisions: list[str]) -> tuple[bytes, Completed]:
             both = repo.diff(["diff", *options, "--numstat", "-z", "--patch", *revisions, *spec])
-            if both is None:  # during a merge with conflicts
-                numstat = repo.check(["diff", *options, "--numstat", "-z", *revisions, *spec]).stdout
-                patch = repo.check(["diff", *options, "--patch", *revisions, *spec], limit=MAX_PATCH_BYTES)
-            else:
-                numstat, patch = both
+            if both is not None:
+                return both
+            # during a merge with conflicts
+            numstat = repo.check(["diff", *options, "--numstat", "-z", *revisions, *spec]).stdout
+            return numstat, repo.check(["diff", *options, "--patch", *revisions, *spec], limit=MAX_PATCH_BYTES)
+
+        try:
+            numstat, patch = run_diff(revisions)
         except ToolError:
             if ref is not None:
                 repo.revisions(ref)  # the message of a ref that names no commit, where that is why
-            raise
+            elif staged and not repo.has_commits():  # HEAD names no commit (a hostile HEAD: a tree's or blob's id)
+                numstat, patch = run_diff(["--end-of-options", empty_tree(repo)])
+            else:
+                raise
         files = parse_numstat(repo, numstat)
     diff = cut_output(patch.stdout, patch.truncated)
     what = _diff_subject(ref, staged)
@@ -317,6 +325,12 @@ def git_show(ctx: Context, roots: Roots, ref: str, path: str | None) -> ToolResu
     return result((masked.rstrip("\n") + note) or "(empty)", data)
 
 
+MAX_ASKED = 4096
+"""`cat-file --batch`'s input, written before it starts: within a pipe's buffer."""
+MAX_COMMIT_BYTES = 1024 * 1024
+"""A commit object larger than this (a message of megabytes, packed small) is not read by the one-run path."""
+
+
 def _show_commit(repo: Repo, ref: str) -> tuple[str, str, str, str, bool] | None:
     """A commit as git_show shows it, from one git run: (id, "commit", text, text for the model, cut); None
     when `ref` is not a commit (a tag, a tree, a blob: git_show asks what it is first) or git failed (asked
@@ -362,9 +376,17 @@ def _file_at_once(repo: Repo, ref: str, real: str, shown: str) -> tuple[str, str
     the limit): `_file_at` then asks step by step, with its messages."""
     relative = os.path.relpath(real, repo.top).replace(os.sep, "/")
     commit = f"{ref}^{{commit}}"
-    if "\n" in relative or len(relative) > 4000 - 2 * len(commit):
+    # git splits `REV:PATH` at the first ':' outside braces: a brace in the ref (an unclosed `@{{`) could move
+    # that split into the path, to a path outside the root. cat-file reads a line, less a CR before its end.
+    if "{" in ref or "}" in ref or "\n" in relative or "\r" in relative:
         return None
-    name = os.fsencode(f"{commit}:{relative}" if relative != "." else f"{commit}^{{tree}}")
+    try:
+        name = os.fsencode(f"{commit}:{relative}" if relative != "." else f"{commit}^{{tree}}")
+        asked = os.fsencode(commit) + b"\n" + name + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: asked the checked way, which says what is wrong
+        return None
+    if len(asked) > MAX_ASKED:
+        return None
 
     def entries(out: bytes | bytearray) -> list[tuple[bytes, str, int, int]]:
         """The headers read so far: (id, type, size, where the content starts)."""
@@ -383,9 +405,11 @@ def _file_at_once(repo: Repo, ref: str, real: str, shown: str) -> tuple[str, str
         found = entries(out)
         if not found:
             return len(out) > 200 or b"\n" in out  # no header: a name git could not find
+        if found[0][2] > MAX_COMMIT_BYTES:
+            return True  # a commit no one writes: not read into memory (asked the checked way, which does not)
         return len(found) == 2 and len(out) - found[1][3] > MAX_PATCH_BYTES
 
-    done = repo.read(["cat-file", "--batch"], enough, stdin=os.fsencode(commit) + b"\n" + name + b"\n")
+    done = repo.read(["cat-file", "--batch"], enough, stdin=asked)
     found = entries(done.stdout)
     if (done.returncode != 0 and not done.truncated) or len(found) != 2 or found[0][1] != "commit":
         return None
@@ -396,8 +420,8 @@ def _file_at_once(repo: Repo, ref: str, real: str, shown: str) -> tuple[str, str
         return None
     if object_type == "tree":
         names = _tree_entries(content, len(commit_id) // 2)
-        if names is None:
-            return None
+        if names is None or sum(len(entry) for entry in names) + len(names) * (len(commit_id) + 20) > MAX_PATCH_BYTES:
+            return None  # not one, or a listing ls-tree would cut: asked the checked way, which cuts it
         return (commit_id.decode("ascii"), object_type, "".join(f"{entry}\n" for entry in names),
                 "".join(f"{printable(entry)}\n" for entry in names), False)
     if is_binary(content):
@@ -418,7 +442,7 @@ def _tree_entries(data: bytes, id_size: int) -> list[str] | None:
         if not space or not mode.isdigit() or end + 1 + id_size > len(data):
             return None
         text = name.decode("utf-8", "replace")
-        names.append(f"{text}/" if mode == b"40000" else text)
+        names.append(f"{text}/" if int(mode, 8) & 0o170000 == 0o040000 else text)  # (old gits wrote 040000)
         start = end + 1 + id_size
     return names
 

@@ -762,6 +762,8 @@ def check_ref(ref: str) -> None:
         raise ToolError("A ref must be 1 to 256 characters long")
     if any(ord(c) < 32 or ord(c) == 127 for c in ref):
         raise ToolError("A ref cannot contain control characters")
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in ref):  # (JSON can carry one; no ref name holds one)
+        raise ToolError("A ref cannot contain a lone surrogate (\\ud800-\\udfff)")
     if any(side.startswith("-") for side in RANGE.split(ref)):
         raise ToolError(f"Refused: the ref {ref!r} starts with '-' and would be read as an option")
     if ":" in _SIDE.sub("", ref):
