@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
@@ -326,15 +326,17 @@ class Folder:
         """(real, shown) of a file named relative to this folder."""
         return os.path.join(self.real, name), join_display(self.shown, name)
 
-    def each(self, ctx: Context, names: list[str], noun: str, doing: str = "parsing") -> Iterator[tuple[str, str]]:
+    def each(self, ctx: Context, names: list[str] | OrderedNames, noun: str,
+             doing: str = "parsing") -> Iterator[tuple[str, str]]:
         """(real, shown) of each of `names` (from files or candidates) in turn, as its file is parsed:
-        progress says "`doing` N `noun`s", and a cancelled call stops before the next file."""
+        progress says "`doing` N `noun`s" (N once known), and a cancelled call stops before the next file."""
         for index, relative in enumerate(names):
-            ctx.report_progress(index, len(names), f"{doing} {plural(len(names), noun)}")
+            total = len(names) if isinstance(names, list) else names.total
+            ctx.report_progress(index, total, f"{doing} {plural(total, noun)}" if total is not None else f"{doing} {noun}s")
             ctx.check_cancelled()  # after the progress: a client may cancel on seeing it
             yield self.file(relative) if self.is_dir else (self.real, self.shown)
 
-    def parsed(self, ctx: Context, names: list[str], noun: str, parse: Callable[[str, str], T], *,
+    def parsed(self, ctx: Context, names: list[str] | OrderedNames, noun: str, parse: Callable[[str, str], T], *,
                doing: str = "parsing", code_only: bool = False) -> Iterator[tuple[str, T]]:
         """(shown, parse(real, shown)) of each of `names`, as `each` gives them (`code_only`: of the files of a
         known language). A file that cannot be parsed (FILE_FAILURES: over the caps, vanished, unreadable,
@@ -390,6 +392,12 @@ class Folder:
             done = process.run(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,),
                                limit=64 * 1024 * 1024, timeout=RG_TIMEOUT, what="search")
         return walk_names(done.returncode, done.stdout, done.stderr)
+
+    def in_order(self, ctx: Context, regex: str | None, language: str | None = None) -> OrderedNames:
+        """The code files under the folder with a match of `regex` (every code file for None), in rg's path
+        order, each as soon as it is known: for a search that may stop long before the last (see
+        OrderedNames)."""
+        return OrderedNames(self, ctx, regex, language)
 
     def matches(self, ctx: Context, regex: str, language: str, limit: int = MATCHES_LIMIT) -> tuple[list[str], bool]:
         """The text of each match of `regex` (rg syntax, across lines) in the code files of `language` under
@@ -469,3 +477,157 @@ def skip_reason(err: BaseException, shown: str) -> str:
     else:
         message = f"parse failed, {type(err).__name__}: {message}"
     return cut_line(message, MAX_REASON_CHARS)
+
+
+RACE_NAMES = 64
+"""OrderedNames starts its sorted rg once the unsorted one has found more names than this: fewer are as
+quick to take from the whole list, which comes soon."""
+
+
+def path_key(name: str) -> list[bytes]:
+    """Where a relative name sorts in rg's --sort=path order: by path component, bytewise."""
+    return name.encode("utf-8", "surrogateescape").split(b"/")
+
+
+class OrderedNames:
+    """A folder's code files (those with a match of a regex, or all of them), in rg's --sort=path order, each
+    given as soon as it is known, for a search that stops at its limit.
+
+    rg lists on every core only unsorted, and sorted only on one, where it can be stopped after the first
+    names. So an unsorted rg lists them all in a thread; once it has found more than RACE_NAMES, a sorted,
+    line-buffered rg starts beside it and its names are given as they come. Whichever ends first gives the
+    rest: the unsorted one's whole list, sorted, from after the last name given (the sorted one is then
+    stopped); or the sorted one to its end. The names are the same either way, in the same order; a search
+    that stops early stops both. `total` is the number of names once the whole list is known (for
+    progress), else None. The sorted rg starts only if a child slot is free at once (Child(wait=False)),
+    and a sorted rg that fails leaves the rest to the unsorted one.
+    """
+
+    def __init__(self, folder: Folder, ctx: Context, regex: str | None, language: str | None) -> None:
+        self._folder = folder
+        self._ctx = ctx
+        self._regex = regex
+        self._language = language
+        self.total: int | None = None
+        self.given = 0  # names given so far
+        self._found: list[str] = []  # the unsorted rg's names so far
+        self._changed = threading.Condition()
+        self._done = False  # the unsorted rg ended (its list complete, unless `_error`)
+        self._error: BaseException | None = None
+        self._unsorted: process.Child | None = None
+        self._sorted: process.Child | None = None
+        self._stopped = False  # the iteration ended: no child is to start or go on
+
+    def _command(self, flags: list[str]) -> list[str]:
+        what = (["--files"] if self._regex is None
+                else ["--files-with-matches", "--case-sensitive", f"--regexp={self._regex}"])
+        return [rg_executable(), "--null", *RG_WALK_FLAGS, *flags, *what]
+
+    def _list(self, command: list[str], cwd: str, fd: int, readable: list[str]) -> None:
+        """The unsorted rg, in a thread: its names into `_found` as they come; at its end, the sorted rg is
+        stopped (the rest of the names is known)."""
+        out = bytearray()
+        try:
+            with process.Child(self._ctx, [*command, "--", "./"], cwd=cwd, readable=readable, pass_fds=(fd,),
+                               timeout=RG_TIMEOUT, what="search") as child:
+                with self._changed:
+                    if self._stopped:
+                        return
+                    self._unsorted = child
+                for chunk in child.chunks():
+                    out += chunk
+                    end = out.rfind(b"\0")
+                    if end >= 0:
+                        names = walk_names(0, bytes(out[:end + 1]), "")
+                        del out[:end + 1]
+                        with self._changed:
+                            self._found.extend(names)
+                            self._changed.notify_all()
+                code = child.finish(False)
+                stderr = child.stderr
+            walk_names(code, b"" if self._found else bytes(out), stderr)  # raises where the listing failed
+        except BaseException as err:  # given to the iteration, which raises it where it needs the list
+            self._error = err
+        finally:
+            with self._changed:
+                self._done = True
+                racing = self._sorted if self._error is None else None
+                self._changed.notify_all()
+            if racing is not None:
+                racing.kill()
+
+    def __iter__(self) -> Iterator[str]:
+        for name in self._names():
+            self.given += 1
+            yield name
+
+    def _names(self) -> Iterator[str]:
+        if not self._folder.is_dir:
+            self.total = 1
+            yield ""
+            return
+        with self._folder._opened(self._language) as (fd, cwd, flags, readable):
+            command = self._command(flags)
+            lister = threading.Thread(target=self._list, args=(command, cwd, fd, readable),
+                                      name="shipcode-mcp-names", daemon=True)
+            lister.start()
+            try:
+                given = yield from self._race(command, cwd, fd, readable)
+                if given is None:
+                    return  # the sorted rg gave every name
+                with self._changed:
+                    while not self._done:
+                        self._changed.wait(0.05)
+                        self._ctx.check_cancelled()
+                if self._error is not None:
+                    raise self._error
+                names = sorted(self._found, key=path_key)
+                self.total = len(names)
+                yield from names[_after(names, given) if given else 0:]
+            finally:
+                with self._changed:
+                    self._stopped = True
+                    children = [child for child in (self._unsorted, self._sorted) if child is not None]
+                for child in children:
+                    child.kill()
+                lister.join()
+
+    def _race(self, command: list[str], cwd: str, fd: int, readable: list[str]) -> Generator[str, None, str | None]:
+        """The sorted rg's names as they come, once the unsorted rg has found more than RACE_NAMES (none if the
+        unsorted one ends first). Returns None when it gave every name, else the last name it gave ("" for
+        none): the rest is the unsorted rg's to give."""
+        with self._changed:
+            while not self._done and len(self._found) <= RACE_NAMES:
+                self._changed.wait(0.05)
+                self._ctx.check_cancelled()
+            if self._done:
+                return ""
+        last = ""
+        try:
+            with process.Child(self._ctx, [*command, "--sort=path", "--line-buffered", "--", "./"], cwd=cwd,
+                               readable=readable, pass_fds=(fd,), timeout=RG_TIMEOUT, what="search", wait=False) as child:
+                with self._changed:
+                    if self._done:
+                        return last  # the unsorted rg ended meanwhile: it could not stop this one
+                    self._sorted = child
+                out = bytearray()
+                for chunk in child.chunks():
+                    out += chunk
+                    end = out.rfind(b"\0")
+                    if end >= 0:
+                        names = out[:end].decode("utf-8", "surrogateescape").split("\0")
+                        del out[:end + 1]
+                        for name in names:
+                            last = name.removeprefix("./")
+                            yield last
+                code = child.wait()
+        except ToolError:  # busy, or it could not run: the unsorted rg gives the rest
+            return last
+        return None if code >= 0 else last  # (stopped by a signal: by the unsorted rg's end, or a limit)
+
+
+def _after(names: list[str], given: str) -> int:
+    """Where in `names` (sorted by path_key) the names after `given` start."""
+    import bisect  # (only a race that the unsorted listing finished needs it)
+
+    return bisect.bisect_right([path_key(name) for name in names], path_key(given))

@@ -62,7 +62,8 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
     if not folder.is_dir and language_for(folder.real) != language:
         raise ToolError(f"{printable(folder.shown)} is not a {language} file (by its name)")
     word = max(words, key=len) if words else None
-    names = folder.candidates(ctx, word_regex(word), language) if word else folder.files(ctx, language)
+    # In path order as they are found: the search stops at its limit without the whole tree listed (OrderedNames).
+    names = folder.in_order(ctx, word_regex(word) if word else None, language)
     kind: str | None = None if broken is not None else checked["kind"]
     kind_seen = False  # a file searched holds a node of the pattern's kind (looked at only while none matched)
     found: list[dict[str, Any]] = []
@@ -98,7 +99,8 @@ def search_structure(ctx: Context, roots: Roots, pattern: str, language: str, pa
         if truncated:
             break
         kind_seen = kind_seen or bool(answer["kind_seen"])
-    ctx.report_progress(len(names), len(names), f"done: {plural(len(found), 'match')}")
+    searched = names.total if names.total is not None else names.given
+    ctx.report_progress(searched, searched, f"done: {plural(len(found), 'match')}")
     if broken is not None and found:
         out.append(f"[The pattern does not parse cleanly as {language} ({broken}); the matches may be partial.]")
     if not found:
