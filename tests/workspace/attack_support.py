@@ -19,7 +19,11 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from shipcode_mcp.primitives import ToolError
+from shipcode_mcp.workspace.git import repo as git_repo
+from shipcode_mcp.workspace.process import Child
 from shipcode_mcp.workspace.roots import Roots
 from shipcode_mcp.workspace.tools import run as run_tool
 from support import family, wait_for
@@ -167,3 +171,24 @@ def _wchan(pid: int) -> str:
         return Path(f"/proc/{pid}/wchan").read_text()
     except OSError:
         return ""
+
+
+def count_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The git subcommands run from now on (the real `run` and `Child`, counted on the way)."""
+    git_repo._git_exec_path()  # found once per process: not a run of the calls counted
+    started: list[str] = []
+    real = git_repo.run
+    skip = len(git_repo._SAFE_CONFIG) + 1
+
+    def counted(ctx: Any, argv: list[str], **options: Any) -> Any:
+        started.append(argv[skip])
+        return real(ctx, argv, **options)
+
+    class Counted(Child):
+        def __init__(self, ctx: Any, argv: list[str], **options: Any) -> None:
+            started.append(argv[skip])
+            super().__init__(ctx, argv, **options)
+
+    monkeypatch.setattr(git_repo, "run", counted)
+    monkeypatch.setattr(git_repo, "Child", Counted)
+    return started

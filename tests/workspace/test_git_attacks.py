@@ -20,10 +20,21 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 import pytest
-from attack_support import ALL_TOOLS, Canary, Outside, direct, everything, index_state, refused, sandbox_off, stale, waits_on_a_fifo
+from attack_support import (
+    ALL_TOOLS,
+    Canary,
+    Outside,
+    count_runs,
+    direct,
+    everything,
+    index_state,
+    refused,
+    sandbox_off,
+    stale,
+    waits_on_a_fifo,
+)
 
 from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace.git import commands as git_commands
@@ -624,36 +635,13 @@ def test_the_check_comes_before_any_command_reads_refs(repo: Path, outside: Outs
 
 
 # -- a remembered repository -----------------------------------------------------------------------
-def _count_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The git subcommands run from now on (the real `run` and `Child`, counted on the way)."""
-    from shipcode_mcp.workspace.process import Child
-
-    git_repo._git_exec_path()  # found once per process: not a run of the calls counted
-    started: list[str] = []
-    real = git_repo.run
-    skip = len(git_repo._SAFE_CONFIG) + 1
-
-    def counted(ctx: Any, argv: list[str], **options: Any) -> Any:
-        started.append(argv[skip])
-        return real(ctx, argv, **options)
-
-    class Counted(Child):
-        def __init__(self, ctx: Any, argv: list[str], **options: Any) -> None:
-            started.append(argv[skip])
-            super().__init__(ctx, argv, **options)
-
-    monkeypatch.setattr(git_repo, "run", counted)
-    monkeypatch.setattr(git_repo, "Child", Counted)
-    return started
-
-
 def test_a_filter_configured_after_the_repository_was_remembered_never_runs(
         repo: Path, canary: Canary, monkeypatch: pytest.MonkeyPatch) -> None:
     """While the files git locates a repository and reads its configuration from are unchanged, a call runs
     git once, for its own command. A filter configured afterwards changes .git/config: read again, and
     neutralised. Checked without the kernel sandbox, shipcode-mcp's own confinement alone."""
     monkeypatch.setattr(git_walk, "RACY_NS", 0)  # every file settled: remembered at once
-    started = _count_runs(monkeypatch)
+    started = count_runs(monkeypatch)
     assert direct(repo, "git_status")[0] is False
     assert started == ["rev-parse", "config", "status"]
     started.clear()
@@ -679,7 +667,7 @@ def test_a_configuration_with_includes_is_never_remembered(repo: Path, canary: C
     included = repo / ".git" / "more.config"
     included.write_text("[core]\n\tabbrev = 12\n")
     git(repo, "config", "include.path", "more.config")
-    started = _count_runs(monkeypatch)
+    started = count_runs(monkeypatch)
     assert direct(repo, "git_status")[0] is False and direct(repo, "git_status")[0] is False
     assert started == ["rev-parse", "config", "status"] * 2
     included.write_text(f"[filter \"y\"]\n\tclean = {canary.script}\n")
@@ -764,6 +752,6 @@ def test_a_file_changed_just_now_is_not_trusted_to_be_remembered(repo: Path, mon
     """A config written less than _RACY_NS ago could change again within the same timestamp: until it
     settles, every call asks git again."""
     git(repo, "config", "core.abbrev", "12")  # now: racy
-    started = _count_runs(monkeypatch)
+    started = count_runs(monkeypatch)
     assert direct(repo, "git_status")[0] is False and direct(repo, "git_status")[0] is False
     assert started == ["rev-parse", "config", "status"] * 2

@@ -12,12 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from attack_support import direct
+from attack_support import count_runs, direct
 
-from shipcode_mcp.workspace.git import repo as git_repo
 from shipcode_mcp.workspace.git import walk as git_walk
 from shipcode_mcp.workspace.git.repo import MAX_PATCH_BYTES
-from shipcode_mcp.workspace.process import Child
 from shipcode_mcp.workspace.roots import Roots
 from shipcode_mcp.workspace.text import cut_output
 from shipcode_mcp.workspace.tools import run as run_tool
@@ -26,27 +24,6 @@ from workspace_support import Tools, context, git, git_run, make_repo
 CHECKOUT = Path(__file__).resolve().parents[2]
 WITHOUT_TERMINAL = {key: value for key, value in os.environ.items() if key != "COLUMNS"}  # git's width: 80
 SHOW = ["show", "--no-color", "--no-ext-diff", "--no-textconv", "--format=medium", "--date=iso", "--stat", "--patch"]
-
-
-def counted_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The git subcommands run from now on (the real `run` and `Child`, counted on the way)."""
-    git_repo._git_exec_path()  # found once per process: not a run of the calls counted
-    started: list[str] = []
-    real = git_repo.run
-    skip = len(git_repo._SAFE_CONFIG) + 1
-
-    def counted(ctx: Any, argv: list[str], **options: Any) -> Any:
-        started.append(argv[skip])
-        return real(ctx, argv, **options)
-
-    class Counted(Child):
-        def __init__(self, ctx: Any, argv: list[str], **options: Any) -> None:
-            started.append(argv[skip])
-            super().__init__(ctx, argv, **options)
-
-    monkeypatch.setattr(git_repo, "run", counted)
-    monkeypatch.setattr(git_repo, "Child", Counted)
-    return started
 
 
 def call(root: Path, name: str, **arguments: Any) -> dict[str, Any]:
@@ -101,7 +78,7 @@ def test_show_of_every_commit_is_gits_own(awkward: Path, monkeypatch: pytest.Mon
     commits = git(awkward, "rev-list", "--all").split()
     assert len(commits) == 10
     call(awkward, "git_status")  # the repository remembered
-    started = counted_runs(monkeypatch)
+    started = count_runs(monkeypatch)
     cut = 0
     for ref in [*commits, "HEAD", "HEAD~1", "HEAD~1^2", "light", "side", "main@{0}"]:
         started.clear()
@@ -165,7 +142,7 @@ def test_a_file_or_folder_as_of_a_revision_is_one_run(awkward: Path, monkeypatch
     git(awkward, "commit", "-q", "-m", "Odd names")
     monkeypatch.setattr(git_walk, "RACY_NS", 0)
     call(awkward, "git_status")
-    started = counted_runs(monkeypatch)
+    started = count_runs(monkeypatch)
     for ref, path in (("HEAD", "README.md"), ("HEAD~3", "renamed.txt"), ("v1.0", "src/util.py"), ("HEAD", "odd"),
                       ("HEAD", "."), ("HEAD", "src"), ("annotated", "big.txt"), ("HEAD", "big.txt")):
         call(awkward, "git_show", ref=ref, path=path)  # (a repository is remembered by the folder asked from)
@@ -203,7 +180,7 @@ def test_staged_diff_log_and_diff_of_a_ref_are_one_run(tmp_path: Path, monkeypat
     (fresh / "a.txt").write_text("a\n")
     git(fresh, "add", "a.txt")
     call(fresh, "git_status")
-    started = counted_runs(monkeypatch)
+    started = count_runs(monkeypatch)
     staged = call(fresh, "git_diff", staged=True)
     assert [entry["path"] for entry in staged["files"]] == ["a.txt"] and "+a" in staged["diff"]
     assert started == ["diff"]
