@@ -123,6 +123,7 @@ NODE_VERSION = "22.23.3"  # the npm package `node`, as scripts/node_clients.sh a
 FILESYSTEM_PIN = "@modelcontextprotocol/server-filesystem@2026.8.31"
 RIPGREP_PIN = "mcp-ripgrep@0.4.0"
 GIT_PIN = "mcp-server-git==2026.10.19"
+AST_GREP_PIN = "ast-grep-cli==0.51.1"  # the floor of search_structure: `ast-grep run -p PATTERN | head -N`
 
 
 def ensure_npm(cache: Path, log: Callable[[str], None]) -> Path:

@@ -26,8 +26,19 @@ from .driver import (
     timed_command,
     tree_memory,
 )
-from .servers import FILESYSTEM_PIN, GIT_PIN, RIPGREP_PIN, cli_command, ensure_npm, ensure_venv, node_of, npm_entry, our_env
-from .workspaces import FULL, NEEDLE, Scale, make_big_file, make_files_tree, make_stdlib_repo
+from .servers import (
+    AST_GREP_PIN,
+    FILESYSTEM_PIN,
+    GIT_PIN,
+    RIPGREP_PIN,
+    cli_command,
+    ensure_npm,
+    ensure_venv,
+    node_of,
+    npm_entry,
+    our_env,
+)
+from .workspaces import FREQUENT, FULL, NEEDLE, STRUCTURE, Scale, make_big_file, make_files_tree, make_stdlib_repo
 
 
 def same_search(ours: dict[str, Any], rg_output: bytes) -> None:
@@ -39,6 +50,18 @@ def same_search(ours: dict[str, Any], rg_output: bytes) -> None:
         expected.add((path, int(number)))
     if found != expected or ours["truncated"]:
         raise BenchError(f"search_code found {len(found)} matches, rg {len(expected)}")
+
+
+def cut_at(limit: int) -> Callable[[dict[str, Any], bytes], None]:
+    """search_code gave as many matches as the floor cut at `limit` lines (all of them on a small tree), and
+    said there were more where the floor was cut."""
+
+    def check(ours: dict[str, Any], floor_output: bytes) -> None:
+        lines = floor_output.count(b"\n")
+        if ours["match_count"] != lines or (lines < limit and ours["truncated"]):
+            raise BenchError(f"search_code gave {ours['match_count']} matches, the floor {lines} lines")
+
+    return check
 
 
 def same_listing(ours: dict[str, Any], rg_output: bytes) -> None:
@@ -156,7 +179,21 @@ def tool_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
         Task(f"search_code, {sizes[1]:,} files", f"files-{sizes[1]}", "search_code", {"pattern": NEEDLE},
              [rg, "-n", NEEDLE], f"rg -n {NEEDLE}", [("mcp-ripgrep", "search", {"pattern": NEEDLE, "path": str(trees[sizes[1]])})],
              floor_limit=1.1, check=same_search),
+        Task(f"search_code, a frequent pattern in {sizes[2]:,} files (limit 200)", f"files-{sizes[2]}", "search_code",
+             {"pattern": FREQUENT}, ["sh", "-c", f"'{rg}' -n '{FREQUENT}' | head -200"], f"rg -n '{FREQUENT}' | head -200",
+             floor_limit=1.5, check=cut_at(200)),
     ]
+    ast_grep = None  # a floor installed like the peers (from PyPI), so with them
+    if peers and (install or (cache / "venvs").exists()):
+        try:
+            ast_grep = executable_beside(str(ensure_venv(cache, (AST_GREP_PIN,), log)), "ast-grep")
+        except (BenchError, OSError, subprocess.SubprocessError) as err:
+            log(f"ast-grep: {err}")
+    if ast_grep is not None:
+        tasks.append(Task(f"search_structure {STRUCTURE} in {sizes[2]:,} files (limit 100)", f"files-{sizes[2]}",
+                          "search_structure", {"pattern": STRUCTURE, "language": "python", "limit": 100},
+                          ["sh", "-c", f"'{ast_grep}' run -l python -p '{STRUCTURE}' . | head -100"],
+                          f"ast-grep run -p '{STRUCTURE}' | head -100", floor_limit=1.5))
     roots = {"stdlib": repo, "big": big.parent, **{f"files-{size}": root for size, root in trees.items()}}
     commands: dict[str, tuple[list[str], dict[str, str], str]] = {
         key: ([*cli_command(python), str(root)], our_env(src), "") for key, root in roots.items()}

@@ -17,6 +17,8 @@ TREE_FILES = 20_000
 TREE_LINES = 190  # lines per file, on average: about 200 MB in all
 NEEDLE = "frobnicate_quux"  # in NEEDLE_FILES files, once each: fewer matches than search_code's default limit
 NEEDLE_FILES = 150
+FREQUENT = "buffer_1[0-9] ="  # a pattern on about 9 % of the lines of a files tree (8 952 in 100 000 files)
+STRUCTURE = "buffer($N)"  # a structural pattern on about 5 % of the lines: the limit is reached in the first files
 EXTENSIONS = (".py", ".js", ".ts", ".go", ".rs", ".c", ".java", ".rb")
 WORDS = ("return", "value", "index", "buffer", "client", "server", "request", "handler", "result", "error",
          "config", "parse", "render", "update", "cache", "token", "stream", "offset", "length", "count")

@@ -147,7 +147,7 @@ def test_tool_measures_run_every_task_against_its_floor(tmp_path: Path) -> None:
     figures = tool_figures(sys.executable, REPO / "src", tmp_path, TINY, lambda _: None, peers=False, scale=scale)
     assert figures["errors"] == []
     tasks = {task["task"]: task for task in figures["tasks"]}
-    assert len(tasks) == 15
+    assert len(tasks) == 16
     for task in tasks.values():
         assert task["ours"] > 0 and task["floor"] > 0 and task["to_floor"] == pytest.approx(task["ours"] / task["floor"])
         assert task["peers"] == {}
