@@ -217,12 +217,11 @@ def git_diff(ctx: Context, roots: Roots, ref: str | None, staged: bool, path: st
         try:
             numstat, patch = run_diff(revisions)
         except ToolError:
-            if ref is not None:
-                repo.revisions(ref)  # the message of a ref that names no commit, where that is why
-            elif staged and not repo.has_commits():  # HEAD names no commit (a hostile HEAD: a tree's or blob's id)
-                numstat, patch = run_diff(["--end-of-options", empty_tree(repo)])
-            else:
+            if ref is not None or not staged or repo.has_commits():
+                if ref is not None:
+                    repo.revisions(ref)  # the message of a ref that names no commit, where that is why
                 raise
+            numstat, patch = run_diff(["--end-of-options", empty_tree(repo)])  # HEAD names a blob (a hostile HEAD)
         files = parse_numstat(repo, numstat)
     diff = cut_output(patch.stdout, patch.truncated)
     what = _diff_subject(ref, staged)
