@@ -243,10 +243,13 @@ class McpProcess:
         self.send(INITIALIZED)
         return reply
 
-    def call_tool(self, name: str, arguments: dict[str, Any] | None = None, timeout: float = 30.0) -> dict[str, Any]:
+    def call_tool(self, name: str, arguments: dict[str, Any] | None = None, timeout: float = 30.0, *,
+                  meta: dict[str, Any] | None = None) -> dict[str, Any]:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
+        if meta is not None:
+            params["_meta"] = meta
         reply = self.request("tools/call", params, timeout)
         assert "result" in reply, reply
         return reply["result"]

@@ -112,8 +112,9 @@ class Tools:
     """A started, initialized server and the output schemas of its tools."""
 
     def __init__(self, *roots: Path | str, write: bool = False, env: dict[str, str] | None = None,
-                 cwd: Path | None = None, precise: bool = False) -> None:
-        args = (["--allow-write"] if write else []) + (["--precise"] if precise else []) + [str(root) for root in roots]
+                 cwd: Path | None = None, precise: bool = False, options: tuple[str, ...] = ()) -> None:
+        args = ((["--allow-write"] if write else []) + (["--precise"] if precise else []) + list(options)
+                + [str(root) for root in roots])
         self.process = McpProcess(*args, env=env, cwd=cwd)
         self.process.initialize()
         listed = self.process.request("tools/list")["result"]["tools"]
@@ -121,9 +122,10 @@ class Tools:
         self.order = [tool["name"] for tool in listed]
 
     def call(self, name: str, arguments: dict[str, Any] | None = None, *, error: bool = False,
-             timeout: float = 30.0) -> dict[str, Any]:
-        """tools/call; asserts isError is `error`, and that a success fits the tool's outputSchema."""
-        result = self.process.call_tool(name, arguments if arguments is not None else {}, timeout)
+             timeout: float = 30.0, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+        """tools/call (with `meta` as the request's _meta); asserts isError is `error`, and that a success fits the
+        tool's outputSchema."""
+        result = self.process.call_tool(name, arguments if arguments is not None else {}, timeout, meta=meta)
         validate_definition("CallToolResult", result)
         assert result["isError"] is error, result
         assert result["content"] and result["content"][0]["type"] == "text", result

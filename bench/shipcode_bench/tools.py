@@ -195,8 +195,9 @@ def tool_figures(python: str, src: Path, cache: Path, config: Config, log: Calla
                           ["sh", "-c", f"'{ast_grep}' run -l python -p '{STRUCTURE}' . | head -100"],
                           f"ast-grep run -p '{STRUCTURE}' | head -100", floor_limit=1.5))
     roots = {"stdlib": repo, "big": big.parent, **{f"files-{size}": root for size, root in trees.items()}}
+    # No cap on results (--max-result-tokens 0): the floors and the peers give whole answers, measured like for like.
     commands: dict[str, tuple[list[str], dict[str, str], str]] = {
-        key: ([*cli_command(python), str(root)], our_env(src), "") for key, root in roots.items()}
+        key: ([*cli_command(python), "--max-result-tokens", "0", str(root)], our_env(src), "") for key, root in roots.items()}
     errors: list[str] = []
     if peers:
         try:

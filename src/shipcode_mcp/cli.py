@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 SERVER_NAME = "shipcode-mcp"
 SETTINGS_VARIABLE = "SHIPCODE_MCP_SETTINGS"  # how a supervisor hands its Settings (JSON) to each worker process
+META_KEY = "io.github.shipcode-mcp/maxResultTokens"  # workspace/budget.py's, said here without loading it
+MIN_RESULT_TOKENS = 1000  # workspace/budget.py's MIN_TOKENS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "'precise' extra), started now and warmed in the background; exact references and renames")
     parser.add_argument("--require-sandbox", action="store_true",
                         help="refuse to start where the kernel sandbox of child processes (Landlock) is missing")
+    parser.add_argument("--max-result-tokens", type=_count, metavar="N",
+                        help="cut every tool result to about N tokens (its text and structured content, estimated at "
+                        "3 bytes a token), at whole lines or items, saying how to get the rest; a client may ask for "
+                        f"less per call (_meta \"{META_KEY}\"). Default {DEFAULTS['max_result_tokens']}, under Claude "
+                        f"Code's 25000; at least {MIN_RESULT_TOKENS}; 0: no cap")
     parser.add_argument("--state-key-file", metavar="FILE",
                         help="the key (16 bytes or more) that signs the state a modern client carries between the rounds "
                         "of a request that asks it something; give every process of a deployment the same file "
@@ -155,24 +162,27 @@ def build(settings: Settings, state_key: bytes | None = None) -> tuple[Server, R
     (the current directory until then, or if it has none)."""
     return _assemble(settings.roots, allow_write=settings.allow_write, watch=settings.watch,
                      follow_client_roots=settings.http is None, state_key=state_key,
-                     confirm_writes=settings.confirm_writes, precise=settings.precise)
+                     confirm_writes=settings.confirm_writes, precise=settings.precise,
+                     max_result_tokens=settings.max_result_tokens)
 
 
 def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool = False,
-                 state_key: bytes | None = None, confirm_writes: bool = False, precise: bool = False) -> Server:
+                 state_key: bytes | None = None, confirm_writes: bool = False, precise: bool = False,
+                 max_result_tokens: int = DEFAULTS["max_result_tokens"]) -> Server:
     """The workspace server of these roots (a library's or a test's way to it, roots given)."""
     return _assemble(roots, allow_write=allow_write, watch=watch, follow_client_roots=False, state_key=state_key,
-                     confirm_writes=confirm_writes, precise=precise)[0]
+                     confirm_writes=confirm_writes, precise=precise, max_result_tokens=max_result_tokens)[0]
 
 
 def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_client_roots: bool,
-              state_key: bytes | None, confirm_writes: bool = False, precise: bool = False) -> tuple[Server, Roots]:
+              state_key: bytes | None, confirm_writes: bool = False, precise: bool = False,
+              max_result_tokens: int = 0) -> tuple[Server, Roots]:
     server = Server(SERVER_NAME, __version__, state_key=state_key)
     following = follow_client_roots and not roots
     # With --precise the language servers start now, but for roots that the client's will replace (on first need).
     workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch,
                         confirm_writes=confirm_writes, precise="now" if precise and not following else
-                        "on first need" if precise else None)
+                        "on first need" if precise else None, max_result_tokens=max_result_tokens)
     if following:
         _follow_client_roots(server, workspace)
     return server, workspace
@@ -248,6 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if refused is not None:
             print(f"shipcode-mcp: {refused}", file=sys.stderr)
             return 2
+    if 0 < args.max_result_tokens < MIN_RESULT_TOKENS:
+        print(f"shipcode-mcp: --max-result-tokens takes 0 (no cap) or {MIN_RESULT_TOKENS} or more: a result must hold a "
+              "line", file=sys.stderr)
+        return 2
     if args.workers < 1:
         print("shipcode-mcp: --workers takes a number of processes, 1 or more", file=sys.stderr)
         return 2

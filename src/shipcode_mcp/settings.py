@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 DEFAULTS: dict[str, Any] = {
     "roots": (), "allow_write": False, "confirm_writes": False, "watch": False, "precise": False, "require_sandbox": False,
-    "state_key_file": None,
+    "state_key_file": None, "max_result_tokens": 20_000,
     "log_level": "warning", "log_format": "text",
     "http": None, "stateless": False, "workers": 1, "supervise": False, "allow_origin": (), "allow_host": None,
     "max_connections": None, "header_timeout": None, "max_tls_handshakes": None, "write_timeout": None,
@@ -43,6 +43,7 @@ class Settings:
     precise: bool  # language servers as the code tools' precise backends (workspace/lsp)
     require_sandbox: bool
     state_key_file: str | None
+    max_result_tokens: int  # each tool result cut to this many tokens (estimated; 0: no cap): workspace/budget.py
     log_level: str
     log_format: str
     http: tuple[str, int] | None  # (host, port): serve Streamable HTTP there instead of stdio

@@ -49,7 +49,8 @@ def test_difflib_takes_longer_than_seconds_on_the_rename(tmp_path: Path) -> None
 @pytest.mark.timeout(120)
 def test_rename_edits_are_answered_with_their_diff_and_ping_meanwhile(tmp_path: Path) -> None:
     (tmp_path / "big.py").write_text(renamed("old_name"))
-    with McpProcess(str(tmp_path), "--allow-write") as process:
+    # the diff's own cut (its time budget) is what is looked at, not the client's budget
+    with McpProcess(str(tmp_path), "--allow-write", "--max-result-tokens", "0") as process:
         process.initialize()
         for number in range(6):
             old, new = ("old_name", "new_name") if number % 2 == 0 else ("new_name", "old_name")

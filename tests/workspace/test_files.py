@@ -121,8 +121,9 @@ def test_read_file_pages_through_a_long_file(tools: Tools) -> None:
     assert tools.data("read_file", {"path": "numbers.txt", "offset": 3000})["text"] == "line 3000"
 
 
-def test_read_file_byte_budget_stops_early_and_says_where_to_go_on(tools: Tools) -> None:
-    result = tools.call("read_file", {"path": "wide.txt", "limit": 10000})
+def test_read_file_byte_budget_stops_early_and_says_where_to_go_on(repo: Path) -> None:
+    with Tools(repo, options=("--max-result-tokens", "0")) as tools:  # the tool's own budget, not the client's
+        result = tools.call("read_file", {"path": "wide.txt", "limit": 10000})
     data = result["structuredContent"]
     assert data["end_line"] < 400 and data["next_offset"] == data["end_line"] + 1
     assert len(data["text"].encode()) <= files.READ_BYTES

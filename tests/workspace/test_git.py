@@ -171,7 +171,7 @@ def test_diff_of_binary_files_and_the_byte_bound(repo: Path) -> None:
     (repo / "logo.png").write_bytes(b"\x89PNG\x00\x02")
     (repo / "big.txt").write_text("".join(f"line {n} {'x' * 60}\n" for n in range(6000)))
     git(repo, "add", "big.txt")
-    with Tools(repo) as tools:
+    with Tools(repo, options=("--max-result-tokens", "0")) as tools:
         assert tools.data("git_diff", {"path": "logo.png"})["files"] == [{"path": "logo.png", "added": None, "deleted": None}]
         assert "  logo.png (binary)" in tools.text("git_diff", {"path": "logo.png"})
         big = tools.call("git_diff", {"staged": True})
@@ -389,7 +389,7 @@ def test_bounds_of_status_log_and_show(repo: Path) -> None:
     (repo / "huge.txt").write_text("".join(f"{n} {'y' * 70}\n" for n in range(5000)))
     git(repo, "add", "huge.txt")
     git(repo, "commit", "-qm", f"A huge file\n\n{body}")
-    with Tools(repo) as tools:
+    with Tools(repo, options=("--max-result-tokens", "0")) as tools:
         status = tools.call("git_status")
         report = status["structuredContent"]["repositories"][0]
         assert report["files"] == [{"path": "many/", "index": "?", "worktree": "?", "kind": "untracked"}]

@@ -10,16 +10,18 @@ if TYPE_CHECKING:
 
 
 def install(server: Server, folders: list[str], *, allow_write: bool = False, watch: bool = False,
-            confirm_writes: bool = False, precise: str | None = None) -> Roots:
+            confirm_writes: bool = False, precise: str | None = None, max_result_tokens: int = 0) -> Roots:
     """Register the workspace tools and resources for `folders` on `server` (the writing tools with `allow_write`
     or `confirm_writes`, asking the user before each change with the latter); with `precise` ("now" or "on first
-    need"), the language servers answer the code tools, started now or when a call first needs one."""
+    need"), the language servers answer the code tools, started now or when a call first needs one; each tool
+    result is cut to `max_result_tokens` (0: no cap but what a request asks; budget.py)."""
     # the definitions only when installing: importing one workspace module (sandbox, roots) does not load them
     from .resources import install_resources
     from .tools import install_tools
 
     roots = Roots(folders)
-    install_tools(server, roots, allow_write=allow_write or confirm_writes, confirm_writes=confirm_writes)
+    install_tools(server, roots, allow_write=allow_write or confirm_writes, confirm_writes=confirm_writes,
+                  max_result_tokens=max_result_tokens)
     install_resources(server, roots, watch=watch)
     if precise is not None:
         from .lsp.servers import SERVERS  # off the start-up budget: only with --precise

@@ -1199,12 +1199,26 @@ def run(tool: str, ctx: Context, roots: Roots, /, **arguments: Any) -> Any:
     return function(ctx, roots, **{**_DEFAULTS[tool], **arguments})
 
 
-def _tool(name: str, spec: dict[str, Any], roots: Roots, annotations: dict[str, bool], *, confirm: bool = False) -> Tool:
+def _tool(name: str, spec: dict[str, Any], roots: Roots, annotations: dict[str, bool], *, confirm: bool = False,
+          max_result_tokens: int = 0) -> Tool:
     """The tool of `spec`: an unknown argument refused, null taken as left out, then `run` (with `confirm`, once
-    the user said yes: confirm.py)."""
+    the user said yes: confirm.py), its result cut to `max_result_tokens` (or the smaller budget the request's
+    `_meta` asks for; 0: none) where it is over (budget.py)."""
     known = spec["input"]["properties"]
 
     def call(ctx: Context, arguments: dict[str, Any]) -> Any:
+        value = checked_call(ctx, arguments)
+        if not max_result_tokens and not isinstance(ctx.params.get("_meta"), dict):
+            return value
+        from . import budget  # on the first call, off the start-up budget
+
+        cap = budget.budget(ctx, max_result_tokens)
+        if not cap:
+            return value
+        given = {key: item for key, item in arguments.items() if item is not None}
+        return budget.fit(name, value, cap, given, lambda **changed: run(name, ctx, roots, **{**given, **changed}))
+
+    def checked_call(ctx: Context, arguments: dict[str, Any]) -> Any:
         unknown = sorted(key for key in arguments if key not in known)
         if unknown:  # the schema leaves the object open for the providers' sake; the tool does not
             accepted = ", ".join(known) or "no arguments"
@@ -1229,15 +1243,15 @@ def code_available() -> bool:
 
 
 def install_tools(server: Server, roots: Roots, *, allow_write: bool = False, code: bool | None = None,
-                  confirm_writes: bool = False) -> None:
+                  confirm_writes: bool = False, max_result_tokens: int = 0) -> None:
     """Register the workspace tools; the code tools when ast-grep-py is installed (`code` None: look), the
     writing ones only when writing is allowed, each (but create_directory) asking the user first with
-    `confirm_writes`."""
+    `confirm_writes`; each result cut to `max_result_tokens` (0: as the tool made it, unless a request asks)."""
     if code is None:
         code = code_available()
     for name, spec in READ_TOOLS + (CODE_TOOLS if code else ()):
-        server.add_tool(_tool(name, spec, roots, READ_ONLY))
+        server.add_tool(_tool(name, spec, roots, READ_ONLY, max_result_tokens=max_result_tokens))
     if allow_write:
         for name, spec, annotations in WRITE_TOOLS + (CODE_WRITE_TOOLS if code else ()):
-            server.add_tool(_tool(name, spec, roots, annotations,
-                                  confirm=confirm_writes and name not in UNCONFIRMED))
+            server.add_tool(_tool(name, spec, roots, annotations, confirm=confirm_writes and name not in UNCONFIRMED,
+                                  max_result_tokens=max_result_tokens))

@@ -163,7 +163,7 @@ def test_a_long_capture_is_cut_at_a_line_break_and_says_how_much_was_left_out(to
 def test_the_whole_result_stops_at_its_size_limit_and_says_so(tmp_path: Path) -> None:
     for index in range(RESULT_CHARS // MAX_MATCH_CHARS):  # each holds over 2 * MAX_MATCH_CHARS of matches
         shutil.copy(STYLES / "rich_style.py", tmp_path / f"copy_{index:03}.py")
-    with Tools(tmp_path) as tools:
+    with Tools(tmp_path, options=("--max-result-tokens", "0")) as tools:
         result = tools.call("search_structure", {"pattern": "def $F($$$A) -> $R: $$$B", "language": "python",
                                                  "limit": 2000, "full": True})
     data = result["structuredContent"]
