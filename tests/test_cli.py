@@ -248,3 +248,21 @@ def test_the_install_hint_follows_the_environment(tmp_path: Path, made_by: str) 
                           capture_output=True, timeout=30, env={"PYTHONPATH": str(REPO / "src")}, check=True)
     expected = {"venv": [python, "-m", "pip", "install"], "uv": ["uv", "pip", "install", "--python", python]}[made_by]
     assert shlex.split(done.stdout) == [*expected, "shipcode-mcp[http]"]
+
+
+def test_what_discover_says_of_the_server_is_what_server_json_says(tmp_path: Path) -> None:
+    """server/discover's description, website and icons (cli.ABOUT) are the registry entry's, and the
+    instructions name the tools the server offers: the writing ones only where writing is allowed."""
+    from shipcode_mcp.cli import ABOUT, build_server  # (these tests alone build a server in this process)
+
+    entry = json.loads((REPO / "server.json").read_text())
+    assert {key: ABOUT[key] for key in ("description", "websiteUrl", "icons")} == {
+        key: entry[key] for key in ("description", "websiteUrl", "icons")}
+    reading = build_server([str(tmp_path)])
+    assert reading.about == ABOUT and reading.instructions is None  # (the 2025-06-18 initialize answer has none)
+    assert reading.discover_instructions is not None and "find_references" in reading.discover_instructions
+    assert "edit_file" not in reading.discover_instructions
+    writing = build_server([str(tmp_path)], allow_write=True)
+    assert writing.discover_instructions is not None and "edit_file" in writing.discover_instructions
+    assert all(name in writing.tools for name in re.findall(r"\b[a-z]+_[a-z_]+\b", writing.discover_instructions)
+               if name != "dry_run")  # every tool it names is one the server offers

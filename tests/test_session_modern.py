@@ -137,6 +137,29 @@ def test_discover_is_exact_in_the_spec_examples_order() -> None:
         "logging": {}, "tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True}}
 
 
+def test_what_discover_alone_says_of_the_server() -> None:
+    """`about` (the spec's Implementation: title, description, websiteUrl, icons) and `discover_instructions` go
+    in server/discover only: not in a legacy initialize answer, nor in the serverInfo of every modern result."""
+    server = make_server()
+    server.about = {"title": "Demo", "description": "A demo.", "websiteUrl": "https://example.com/",
+                    "icons": [{"src": "https://example.com/i.svg", "mimeType": "image/svg+xml"}]}
+    server.discover_instructions = "Read the code."
+    d = ModernDriver(server)
+    message = d.ask_modern(1, "server/discover")
+    validate_modern(message, "DiscoverResult")
+    reply = message["result"]
+    assert reply["_meta"]["io.modelcontextprotocol/serverInfo"] == {
+        "name": "shipcode-mcp", "version": "1.0.0", **server.about}
+    assert reply["instructions"] == "Read the code."
+    listed = d.ask_modern(2, "tools/list")["result"]
+    assert listed["_meta"]["io.modelcontextprotocol/serverInfo"] == {"name": "shipcode-mcp", "version": "1.0.0"}
+    legacy = Driver(server)
+    assert legacy.receive(INIT) and legacy.sent[0]["result"]["serverInfo"] == {"name": "shipcode-mcp", "version": "1.0.0"}
+    assert "instructions" not in legacy.sent[0]["result"]
+    server.instructions = "For both eras."  # `instructions`, where set, is every era's
+    assert ModernDriver(server).ask_modern(1, "server/discover")["result"]["instructions"] == "For both eras."
+
+
 def test_discover_is_modern_only() -> None:
     d = Driver(make_server())
     assert checked(d.receive(req(1, "server/discover")), legacy=True) == [

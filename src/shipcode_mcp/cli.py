@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 SERVER_NAME = "shipcode-mcp"
+ABOUT = {
+    "title": "shipcode-mcp",
+    "description": "Files, code search and git history of a code workspace, confined to the folders it is given.",
+    "websiteUrl": "https://shipcode-mcp.github.io/shipcode-mcp/",
+    "icons": [{"src": "https://raw.githubusercontent.com/shipcode-mcp/shipcode-mcp/main/docs/icon.svg",
+               "mimeType": "image/svg+xml", "sizes": ["any"]}],
+}
+"""What server/discover says of this server besides its name and version (server.json says the same)."""
 SETTINGS_VARIABLE = "SHIPCODE_MCP_SETTINGS"  # how a supervisor hands its Settings (JSON) to each worker process
 META_KEY = "io.github.shipcode-mcp/maxResultTokens"  # workspace/budget.py's, said here without loading it
 MIN_RESULT_TOKENS = 1000  # workspace/budget.py's MIN_TOKENS
@@ -178,6 +186,7 @@ def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_cl
               state_key: bytes | None, confirm_writes: bool = False, precise: bool = False,
               max_result_tokens: int = 0) -> tuple[Server, Roots]:
     server = Server(SERVER_NAME, __version__, state_key=state_key)
+    server.about = dict(ABOUT)  # server/discover only: the 2025-06-18 initialize answer stays as it is
     following = follow_client_roots and not roots
     # With --precise the language servers start now, but for roots that the client's will replace (on first need).
     workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch,

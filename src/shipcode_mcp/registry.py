@@ -79,6 +79,12 @@ class Registry:
         self.version = version
         self.title = title
         self.instructions = instructions
+        self.about: dict[str, Any] = {}
+        """What `server/discover` says of the server besides its name, version and title, as the spec's
+        Implementation does (`description`, `websiteUrl`, `icons`): modern clients only, so that the 2025-06-18
+        initialize answer stays as it is, and not in every modern result's `_meta`, which names the server only."""
+        self.discover_instructions: str | None = None
+        """`instructions` for modern clients only (server/discover), where `instructions` (both eras) is None."""
         self.page_size = page_size
         self.logging_enabled = logging
         self.default_log_level = "info"
@@ -335,10 +341,12 @@ class Registry:
 
     def discover_result(self) -> dict[str, Any]:
         """What `server/discover` answers (modern era), in the order of the spec's example."""
+        info = {**self.server_info(), **self.about} if self.about else self.server_info()
         out: dict[str, Any] = {"resultType": "complete", "supportedVersions": list(era.SUPPORTED_VERSIONS),
-                               "capabilities": self.capabilities(), "_meta": {era.SERVER_INFO_KEY: self.server_info()}}
-        if self.instructions is not None:
-            out["instructions"] = self.instructions
+                               "capabilities": self.capabilities(), "_meta": {era.SERVER_INFO_KEY: info}}
+        instructions = self.instructions if self.instructions is not None else self.discover_instructions
+        if instructions is not None:
+            out["instructions"] = instructions
         out["ttlMs"], out["cacheScope"] = self.cache_hints["server/discover"]
         return out
 

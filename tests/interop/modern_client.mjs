@@ -97,6 +97,7 @@ try {
   await client.connect(transport);
   out.protocolVersion = client.getNegotiatedProtocolVersion() ?? null;
   out.serverInfo = client.getServerVersion() ?? null;
+  out.instructions = client.getInstructions?.() ?? null;
   out.tools = (await client.listTools()).tools;
   for (const call of plan.calls ?? []) {
     out.calls.push({ name: call.name, result: await client.callTool({ name: call.name, arguments: call.arguments ?? {} }) });

@@ -155,6 +155,13 @@ def test_python_sdk_lists_and_calls_every_tool_and_reads_resources(repo: Path, t
         async with connect(transport, SHIPCODE, "--allow-write", str(repo), mode=mode) as client:
             assert client.protocol_version == version
             assert client.server_info is not None and client.server_info.name == "shipcode-mcp"
+            if version == MODERN:  # server/discover's metadata and instructions; the 2025-06-18 answer has neither
+                assert (client.server_info.title, client.server_info.website_url) == (
+                    "shipcode-mcp", "https://shipcode-mcp.github.io/shipcode-mcp/")
+                assert client.server_info.icons and client.server_info.icons[0].mime_type == "image/svg+xml"
+                assert client.instructions is not None and "find_references" in client.instructions
+            else:
+                assert client.server_info.title is None and client.instructions is None
             listed = await client.list_tools()
             assert sorted(tool.name for tool in listed.tools) == sorted(name for name, _, _ in calls)
             for name, arguments, expected in calls:
@@ -244,6 +251,9 @@ def test_typescript_client_negotiates_modern_calls_every_tool_reads_and_listens(
     assert "error" not in report, report.get("error")
     assert report["protocolVersion"] == MODERN
     assert report["serverInfo"]["name"] == "shipcode-mcp"
+    assert report["serverInfo"]["description"].startswith("Files, code search and git history")
+    assert report["serverInfo"]["icons"][0]["sizes"] == ["any"]
+    assert "edit_file" in report["instructions"] and "find_symbol" in report["instructions"]
     assert sorted(tool["name"] for tool in report["tools"]) == sorted(name for name, _, _ in calls)
     for (name, _, expected), call in zip(calls, report["calls"], strict=True):
         assert call["name"] == name and call["result"]["isError"] is False, call

@@ -22,6 +22,8 @@ def install(server: Server, folders: list[str], *, allow_write: bool = False, wa
     roots = Roots(folders)
     install_tools(server, roots, allow_write=allow_write or confirm_writes, confirm_writes=confirm_writes,
                   max_result_tokens=max_result_tokens)
+    if server.discover_instructions is None:
+        server.discover_instructions = instructions(server)
     install_resources(server, roots, watch=watch)
     if precise is not None:
         from .lsp.servers import SERVERS  # off the start-up budget: only with --precise
@@ -30,3 +32,23 @@ def install(server: Server, folders: list[str], *, allow_write: bool = False, wa
         if precise == "now":
             SERVERS.start(tuple(roots.paths))
     return roots
+
+
+def instructions(server: Server) -> str:
+    """How a model picks among the tools `server` offers (modern clients get it from server/discover): what the
+    tool descriptions do not say, which tool answers which question, in a few lines."""
+    offered = set(server.tools)
+    lines = ["The workspace is the folders this server was given (its roots): a path is relative to the first root, or "
+             "absolute inside one; nothing outside them can be read."]
+    if "find_symbol" in offered:
+        lines.append("For code, ask about the program before grepping its text: find_symbol (where a name is defined), "
+                     "find_references (who uses it, the most certain first), find_definition (what a name at a place is), "
+                     "outline and read_symbol (a file's or one symbol's code without reading the whole file).")
+    lines.append("search_code searches text (a ripgrep regex), list_files names; read_file reads a page (offset, limit); "
+                 "git_status, git_log, git_diff and git_show give the history.")
+    if "edit_file" in offered:
+        lines.append("To change files: edit_file (exact text replaced), apply_patch (a diff), write_file"
+                     + (", replace_symbol and rename_symbol" if "rename_symbol" in offered else "")
+                     + "; each can dry_run first, and a change that breaks the syntax is refused.")
+    lines.append("A result too long for the client is cut at whole lines or items and says how to get the rest.")
+    return "\n".join(lines)
