@@ -6,18 +6,20 @@ import os
 import random
 import re
 import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from shipcode_mcp.primitives import ToolResult
+from shipcode_mcp.primitives import ToolError, ToolResult
 from shipcode_mcp.workspace import process as process_module
 from shipcode_mcp.workspace import search
 from shipcode_mcp.workspace.roots import Roots
 from shipcode_mcp.workspace.tools import run as run_tool
-from support import family, peak_rss, wait_for
+from support import REPO, family, peak_rss, wait_for
 from workspace_support import Tools, context, make_repo
 
 # Slow for ripgrep's regex engine (Unicode word boundaries rule out its fastest paths) and without a
@@ -488,3 +490,102 @@ def test_cut_messages_are_rebuilt_from_head_and_tail(monkeypatch: pytest.MonkeyP
     assert lines[0]["text"].startswith("…xxx") and len(lines[0]["text"]) < search.MAX_LINE_CHARS + 50
     assert lines[1]["text"].startswith("needle needle") and lines[1]["text"].endswith("… [line cut: longer than 2.9 KiB]")
     assert lines[2]["text"].startswith("café café")
+
+
+# -- the race's answer is the unraced one (a review's findings, each first shown to differ) -----------------
+def test_a_fifo_after_the_answers_end_fails_neither_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FIFO named .gitignore late in path order stops the unsorted search (it opens every folder's ignore file)
+    after it has seen more than `limit` matches: the sorted search, which never reaches it, answers, whether it
+    raced or not (no child slot free to race); one before the end stops both alike."""
+    for number in range(200):
+        (tmp_path / f"a{number:03d}.txt").write_text("hit\n" * 10)
+    (tmp_path / "zz").mkdir()
+    os.mkfifo(tmp_path / "zz" / ".gitignore")
+    answers = []
+    for race, slots in ((False, process_module.MAX_CHILDREN), (True, process_module.MAX_CHILDREN), (True, 1)):
+        monkeypatch.setattr(process_module, "_slots", threading.BoundedSemaphore(slots))
+        found, _, _ = _search(tmp_path, monkeypatch, race=race, pattern="hit", limit=10)
+        answers.append(found.to_dict())
+    assert answers[0] == answers[1] == answers[2] and answers[0]["structuredContent"]["match_count"] == 10
+    with pytest.raises(ToolError, match="named pipe"):  # the FIFO before the end: no answer can be given
+        _search(tmp_path, monkeypatch, race=True, pattern="hit", limit=2000)
+
+
+def test_past_the_fallback_a_racing_sorted_search_answers_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The unsorted search gives way past FALLBACK_MATCHES: a sorted search already racing goes on to its answer
+    (it was stopped, and a second one started from the beginning)."""
+    with open(tmp_path / "a_big.txt", "wb") as out:  # first in path order: read first by the sorted search, alone
+        out.write((b"x" * 999 + b"\n") * 60_000)
+    for number in range(20):
+        (tmp_path / f"b{number:02d}.txt").write_text("hit\n" * 1000)
+    found, ran, _ = _search(tmp_path, monkeypatch, fallback=2000, race=True, pattern="hit", limit=10)
+    assert found.structured is not None and found.structured["match_count"] == 10
+    assert ran == [False, True]  # one sorted search
+
+
+def test_the_note_on_unreadable_files_is_the_same_whichever_search_answers(tmp_path: Path) -> None:
+    """An unreadable folder after the answer's end is never needed: the note on skipped files is left out by both
+    searches (the sorted one, stopped at the end, never reads it; the unsorted one, which reads all, said it);
+    before the end, both say it. Run without the power to read any file (as root, that is dropped: setpriv)."""
+    script = tmp_path / "check.py"
+    tree = tmp_path / "tree"
+    script.write_text(UNREADABLE_CHECK)
+    command = [sys.executable, str(script), str(tree)]
+    if os.geteuid() == 0:
+        command = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
+                   "--bounding-set=-dac_override,-dac_read_search", *command]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "tests"),
+                                                                             str(REPO / "tests" / "workspace")])})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split() == ["unreadable", "late:", "no", "note", "early:", "note"], done.stdout
+
+
+UNREADABLE_CHECK = '''
+import os, sys, threading
+from pathlib import Path
+from shipcode_mcp.workspace import search
+from shipcode_mcp.workspace.roots import Roots
+from shipcode_mcp.workspace.tools import run
+from workspace_support import context
+
+tree = Path(sys.argv[1])
+for number in range(50):
+    (tree / f"m{number:02d}.txt").parent.mkdir(parents=True, exist_ok=True)
+    (tree / f"m{number:02d}.txt").write_text("hit\\n" * 20)
+for name in ("a_locked", "zz_locked"):
+    (tree / name).mkdir()
+    (tree / name / "x.txt").write_text("hit\\n")
+(tree / "zz_locked").chmod(0)
+assert not os.access(tree / "zz_locked", os.R_OK), "still readable"
+print("unreadable")
+answered = threading.Event()
+real_init, real_take = search._SortedRace.__init__, search._Smallest.take
+
+def init(self, *args):
+    *rest, on_answer = args
+    real_init(self, *rest, lambda: (answered.set(), on_answer()))
+
+def take(self, line):  # the unsorted search held back until the sorted one answered
+    real_take(self, line)
+    if self.matches > 20:
+        answered.wait(30)
+
+def note(**arguments):
+    text = run("search_code", context(), Roots([str(tree)]), pattern="hit", **arguments).to_dict()["content"][0]["text"]
+    return "could not be read" in text
+
+for place in ("late", "early"):
+    search.RACE = False
+    alone = note(limit=10)
+    search.RACE = True
+    search._SortedRace.__init__, search._Smallest.take = init, take
+    answered.clear()
+    raced = note(limit=10)
+    search._SortedRace.__init__, search._Smallest.take = real_init, real_take
+    assert answered.is_set() and raced == alone, (place, raced, alone)
+    print(place + ":", "note" if alone else "no note")
+    (tree / "zz_locked").chmod(0o755)
+    (tree / "a_locked").chmod(0)
+(tree / "a_locked").chmod(0o755)
+'''

@@ -76,6 +76,7 @@ class _Collector:
         self.files: set[str] = set()
         self.truncated = False
         self._last_match: tuple[str, int] | None = None
+        self.last_path: bytes | None = None  # the last match's path as rg wrote it
 
     def fresh(self) -> _Collector:
         """An empty collector for the same question."""
@@ -102,6 +103,7 @@ class _Collector:
             self.matches += 1
             self.files.add(path)
             self._last_match = (path, number)
+            self.last_path = _raw(data.get("path", {}))
         shown = data.get("shown")
         text = shown if isinstance(shown, str) else _shown(data)
         self.lines.append({"path": path, "line": number, "text": text, "match": kind == "match"})
@@ -397,7 +399,8 @@ def search_code(ctx: Context, roots: Roots, pattern: str, path: str, glob: str |
 def _search(ctx: Context, command: list[str], target: list[str], cwd: str, fd: int, readable: list[str],
             collector: _Collector, progress: _Progress | None) -> tuple[_Collector, bool]:
     """The first matches in path order, in parallel if it pays (see the module's docstring): the collector
-    that holds them (`collector`, or the sorted race's own) and whether some files could not be searched."""
+    that holds them (`collector`, or the sorted race's own) and whether some files before the answer's end
+    could not be searched (the same whichever search answered: `_problems`)."""
     kept = _Smallest(collector.limit)
     sorted_command = [*command, "--sort=path", "--line-buffered", *target]
     race: _SortedRace | None = None
@@ -412,19 +415,34 @@ def _search(ctx: Context, command: list[str], target: list[str], cwd: str, fd: i
             race = _SortedRace(ctx, sorted_command, cwd, fd, readable, collector.fresh(), unsorted[0].kill)
         return kept.matches <= FALLBACK_MATCHES
 
+    failed: ToolError | None = None  # the unsorted search's, once it had seen more than `limit` matches
     try:
-        problems = _drive(ctx, [*command, *target], cwd, fd, readable, progress, take_unsorted, unsorted.append)
-    finally:
-        if race is not None and not race.won():
+        code, stderr = _drive(ctx, [*command, *target], cwd, fd, readable, progress, take_unsorted, unsorted.append)
+    except ToolError as err:
+        if kept.matches <= collector.limit:
+            if race is not None:
+                race.stop()
+            raise
+        # A FIFO, a deadline: perhaps in a file after the answer's end, which the sorted search never reaches.
+        failed, code, stderr = err, 0, ""
+    except BaseException:
+        if race is not None:
             race.stop()
-    if race is not None and race.won():
-        return race.collector, race.problems
-    if kept.matches <= FALLBACK_MATCHES:
+        raise
+    answered = kept.matches <= FALLBACK_MATCHES and failed is None  # the unsorted search saw all it needed
+    if race is not None:
+        if answered and not race.won():
+            race.stop()
+        else:
+            race.wait()  # it answers (or fails, and the sorted search runs again below)
+        if race.won():
+            return race.collector, race.problems
+    if answered:
         for kind, data in kept.messages():
             if not collector.add(kind, data):
                 break
         collector.truncated = collector.truncated or kept.matches > collector.matches
-        return collector, problems
+        return collector, _problems(code, stderr, collector)
     ctx.check_cancelled()
 
     def take_sorted(line: bytes) -> bool:
@@ -439,7 +457,27 @@ def _search(ctx: Context, command: list[str], target: list[str], cwd: str, fd: i
             progress.matches = max(progress.matches, collector.matches)
         return more
 
-    return collector, _drive(ctx, sorted_command, cwd, fd, readable, progress, take_sorted)
+    code, stderr = _drive(ctx, sorted_command, cwd, fd, readable, progress, take_sorted)
+    return collector, _problems(code, stderr, collector)
+
+
+_ERROR_PATH = re.compile(r"^rg: (\./[^\n]*?): ", re.MULTILINE)
+"""The path of one of rg's complaints about a file or folder it could not read (`rg: ./x: Permission denied`)."""
+
+
+def _problems(code: int, stderr: str, collector: _Collector) -> bool:
+    """Whether a file or folder that sorts before the answer's end could not be searched: any, when the answer
+    holds every match; else only those up to the file of its last match (what comes after it was never needed,
+    and the sorted search, stopped there, never reads it). A complaint whose path cannot be read counts."""
+    complaints = [line for line in stderr.splitlines() if line.startswith("rg: ")]
+    if not collector.truncated or collector.last_path is None:
+        return code == 2 or bool(complaints)
+    end = _path_key(collector.last_path)
+    for line in complaints:
+        found = _ERROR_PATH.match(line)
+        if found is None or _path_key(found.group(1).encode("utf-8", "surrogateescape")) <= end:
+            return True
+    return False
 
 
 class _SortedRace:
@@ -474,10 +512,11 @@ class _SortedRace:
 
     def _run(self, command: list[str], cwd: str, fd: int, readable: list[str]) -> None:
         try:
-            self.problems = _drive(self._ctx, command, cwd, fd, readable, None, self._take, self._started, wait=False)
+            code, stderr = _drive(self._ctx, command, cwd, fd, readable, None, self._take, self._started, wait=False)
         except BaseException:  # busy, cancelled or failed: the unsorted search answers, or says why
             return
         if not self._stopped.is_set():
+            self.problems = _problems(code, stderr, self.collector)
             self._answered.set()
             self._on_answer()  # the unsorted search stops at once: its answer would be the same
 
@@ -487,6 +526,10 @@ class _SortedRace:
             return False
         self._thread.join()
         return True
+
+    def wait(self) -> None:
+        """The unsorted search cannot answer (it gave way, or failed past the limit): wait for this one's end."""
+        self._thread.join()
 
     def stop(self) -> None:
         """The unsorted search answered first: stop this one and wait for its thread."""
@@ -499,10 +542,10 @@ class _SortedRace:
 
 def _drive(ctx: Context, command: list[str], cwd: str, fd: int, readable: list[str], progress: _Progress | None,
            take: Callable[[bytes], bool], started: Callable[[process.Child], None] | None = None, *,
-           wait: bool = True) -> bool:
-    """Run rg, giving `take` each line it prints until it returns False (rg is then killed); returns
-    whether some files could not be searched. `started` gets the child as soon as it runs; without `wait`,
-    rg starts only if a child slot is free at once (else process.Busy)."""
+           wait: bool = True) -> tuple[int, str]:
+    """Run rg, giving `take` each line it prints until it returns False (rg is then killed); returns its exit
+    status and what it said on stderr (see `_problems`). `started` gets the child as soon as it runs; without
+    `wait`, rg starts only if a child slot is free at once (else process.Busy)."""
     saw_output = False
     with process.Child(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,), timeout=SEARCH_TIMEOUT, what="search",
                        wait=wait) as child:
@@ -528,7 +571,7 @@ def _drive(ctx: Context, command: list[str], cwd: str, fd: int, readable: list[s
         raise ToolError(stopped)
     if code == 2 and not saw_output:
         raise ToolError(_rg_error(stderr))
-    return code == 2
+    return code, stderr
 
 
 def _rg_error(stderr: str) -> str:

@@ -7,19 +7,21 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import process
 from shipcode_mcp.workspace.code import source
 from shipcode_mcp.workspace.code.source import Folder, OrderedNames, path_key
 from shipcode_mcp.workspace.listing import rg_executable
 from shipcode_mcp.workspace.roots import Roots
 from shipcode_mcp.workspace.tools import run as run_tool
-from support import family, wait_for
+from support import REPO, family, wait_for
 from workspace_support import context
 
 
@@ -146,3 +148,50 @@ def test_search_structure_answers_the_same_raced_or_not(tree: Path, monkeypatch:
     assert answers[:3] == answers[3:]
     paths = [match["path"] for match in answers[1]["structuredContent"]["matches"]]
     assert paths == [name for name in _expected(tree) if name not in ("a.py", ".hidden.py")][:30]  # (`needle` alone)
+
+
+def test_the_unsorted_listing_is_bounded(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As every listing is (MAX_LISTING_BYTES): past it, the names are refused, not held."""
+    monkeypatch.setattr(source, "RACE_NAMES", 10_000)
+    monkeypatch.setattr(source, "MAX_LISTING_BYTES", 500)
+    with pytest.raises(ToolError, match="too many files"):
+        list(_names(tree))
+
+
+def test_a_partly_unreadable_tree_still_answers(tmp_path: Path) -> None:
+    """rg exits 2 when a folder cannot be read but lists the rest: those names stand, raced or not (they failed
+    the whole search when the unsorted listing gave them). Run without the power to read any file (dropped with
+    setpriv as root)."""
+    script = tmp_path / "check.py"
+    script.write_text(UNREADABLE_CHECK)
+    command = [sys.executable, str(script), str(tmp_path / "tree")]
+    if os.geteuid() == 0:
+        command = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
+                   "--bounding-set=-dac_override,-dac_read_search", *command]
+    paths = os.pathsep.join([str(REPO / "src"), str(REPO / "tests"), str(REPO / "tests" / "workspace")])
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": paths})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split() == ["5", "5"], done.stdout
+
+
+UNREADABLE_CHECK = """
+import os, sys
+from pathlib import Path
+from shipcode_mcp.workspace.code import source
+from shipcode_mcp.workspace.roots import Roots
+from shipcode_mcp.workspace.tools import run
+from workspace_support import context
+
+tree = Path(sys.argv[1])
+tree.mkdir()
+for number in range(5):
+    (tree / f"m{number}.py").write_text("needle = 1\\n")
+(tree / "zz_locked").mkdir()
+(tree / "zz_locked" / "x.py").write_text("needle = 2\\n")
+(tree / "zz_locked").chmod(0)
+assert not os.access(tree / "zz_locked", os.R_OK), "still readable"
+for race_after in (10_000, -1):
+    source.RACE_NAMES = race_after
+    found = run("search_structure", context(), Roots([str(tree)]), pattern="needle = $V", language="python")
+    print(len(found.to_dict()["structuredContent"]["matches"]))
+"""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ...primitives import ToolError
 from .. import process, safe_open
-from ..listing import RG_WALK_FLAGS, GlobFilter, rg_executable, walk, walk_names, walk_readable
+from ..listing import MAX_LISTING_BYTES, RG_WALK_FLAGS, GlobFilter, rg_executable, walk, walk_names, walk_readable
 from ..roots import join_display
 from ..text import cut_line, is_binary, plural, printable, size_text
 from .parsers import Failed, outline
@@ -534,8 +534,12 @@ class OrderedNames:
                     if self._stopped:
                         return
                     self._unsorted = child
+                listed = 0
                 for chunk in child.chunks():
                     out += chunk
+                    listed += len(chunk)
+                    if listed > MAX_LISTING_BYTES:  # as the listing of the other tools is bounded
+                        raise ToolError("There are too many files to list here; pass a narrower path or a pattern")
                     end = out.rfind(b"\0")
                     if end >= 0:
                         names = walk_names(0, bytes(out[:end + 1]), "")
@@ -545,7 +549,9 @@ class OrderedNames:
                             self._changed.notify_all()
                 code = child.finish(False)
                 stderr = child.stderr
-            walk_names(code, b"" if self._found else bytes(out), stderr)  # raises where the listing failed
+            # rg exits 2 on a partial error (an unreadable folder): what it listed stands, as in walk_names
+            if code not in (0, 1, 2) or (code == 2 and not self._found):
+                walk_names(code, bytes(out), stderr)  # raises where the listing failed
         except BaseException as err:  # given to the iteration, which raises it where it needs the list
             self._error = err
         finally:
@@ -580,7 +586,8 @@ class OrderedNames:
                         self._changed.wait(0.05)
                         self._ctx.check_cancelled()
                 if self._error is not None:
-                    raise self._error
+                    error, self._error = self._error, None  # (held, it would hold this frame, and the list, in a cycle)
+                    raise error
                 names = sorted(self._found, key=path_key)
                 self.total = len(names)
                 yield from names[_after(names, given) if given else 0:]
@@ -630,4 +637,4 @@ def _after(names: list[str], given: str) -> int:
     """Where in `names` (sorted by path_key) the names after `given` start."""
     import bisect  # (only a race that the unsorted listing finished needs it)
 
-    return bisect.bisect_right([path_key(name) for name in names], path_key(given))
+    return bisect.bisect_right(names, path_key(given), key=path_key)
