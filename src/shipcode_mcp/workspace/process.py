@@ -52,11 +52,12 @@ class MemoryBudget:
         self._changed = threading.Condition()
 
     def take(self, size: int, waiting: Callable[[], None]) -> None:
-        """Reserve `size` bytes; `waiting` is called every 50 ms while it waits (and may raise to stop it)."""
+        """Reserve `size` bytes; `waiting` is called before each 50 ms of waiting (and may raise to stop it: at
+        once, for a child that would rather not wait)."""
         with self._changed:
             while self.reserved and self.reserved + size > self.total:
-                self._changed.wait(0.05)
                 waiting()
+                self._changed.wait(0.05)
             self.reserved += size
 
     def give(self, size: int) -> None:
