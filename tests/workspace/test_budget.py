@@ -256,3 +256,82 @@ def test_a_change_is_made_whole_and_its_diff_cut(tmp_path: Path) -> None:
         diff = result["structuredContent"]["diff"]
         assert diff.endswith("\n") and diff in text and diff.startswith("--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1,500 @@\n")
         assert (tmp_path / "a.txt").read_text() == content
+
+
+# -- a review's findings (each reproduced first) --------------------------------------------------------
+def _fit(root: Path, tool: str, cap: int, **arguments: Any) -> Any:
+    """The tool called in this process and cut as the server cuts it (tools._tool)."""
+    from shipcode_mcp.workspace.roots import Roots  # (these tests alone call the tools in this process)
+    from shipcode_mcp.workspace.tools import run
+    from workspace_support import context
+
+    roots, ctx = Roots([str(root)]), context()
+    value = run(tool, ctx, roots, **arguments)
+    return budget.fit(tool, value, cap, arguments, lambda **changed: run(tool, ctx, roots, **{**arguments, **changed}))
+
+
+def test_a_folder_outline_cut_before_files_without_symbols_names_the_next_file(tmp_path: Path) -> None:
+    """The items left after the cut are in no block (files with no symbol): the next file is named from its line
+    (it was an IndexError: an internal error for the whole call)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("".join(f"def function_number_{n}():\n    pass\n" for n in range(60)))
+    for number in range(80):
+        (tmp_path / "pkg" / (f"z{number:03d}_" + "n" * 60 + ".py")).write_text("# nothing here\n")
+    with Tools(tmp_path, options=("--max-result-tokens", "1000")) as tools:
+        text = _text(tools.call("outline", {"path": "pkg"}))
+    assert "The next file is pkg/z000_" in text and "call outline with path='pkg/z000_" in text
+
+
+def test_a_log_with_merges_gives_no_ref_that_would_skip_commits(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r")
+    git(repo, "checkout", "-q", "-b", "side")
+    for number in range(8):  # a side branch and main, their commits' dates interleaved, then merged
+        (repo / "s.txt").write_text(f"{number}\n")
+        git(repo, "add", "s.txt")
+        git(repo, "commit", "-q", "-m", f"side {number}\n\n" + "long body " * 60,
+            date=f"2024-02-{10 + 2 * number:02d}T10:00:00+00:00")
+    git(repo, "checkout", "-q", "main")
+    for number in range(8):
+        (repo / "m.txt").write_text(f"{number}\n")
+        git(repo, "add", "m.txt")
+        git(repo, "commit", "-q", "-m", f"main {number}\n\n" + "long body " * 60,
+            date=f"2024-02-{11 + 2 * number:02d}T10:00:00+00:00")
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge", "side", date="2024-03-01T10:00:00+00:00")
+    note = _fit(repo, "git_log", 1000, limit=100).content[0]["text"].split("\n")[-1]
+    assert "has merges, so no one ref reaches the rest" in note and "ref=" not in note
+
+
+def test_read_file_gives_its_smallest_page_where_the_path_alone_is_most_of_the_budget(tmp_path: Path) -> None:
+    parts = [letter * 200 for letter in "defghijkl"]
+    folder = tmp_path.joinpath(*parts)
+    folder.mkdir(parents=True)
+    (folder / "x.txt").write_text("x\n" * 2000)
+    page = _fit(tmp_path, "read_file", 1000, path="/".join(parts) + "/x.txt").structured
+    assert page["end_line"] < 100 and page["next_offset"] == page["end_line"] + 1  # (it sent all 2000 lines)
+
+
+def test_a_hint_never_repeats_the_call_just_made(tmp_path: Path) -> None:
+    (tmp_path / "many").mkdir()
+    for number in range(400):
+        (tmp_path / "many" / f"file_{number:03d}.txt").write_text("x")
+    listed = _fit(tmp_path, "list_files", 1000, path="many").content[0]["text"].split("\n")[-1]
+    assert "path='many'" not in listed and "give a pattern" in listed
+    (tmp_path / "big.py").write_text("".join(f"needle {n} " + "q" * 60 + "\n" for n in range(500)))
+    found = _fit(tmp_path, "search_code", 1000, pattern="needle", path="big.py")
+    note = found.content[0]["text"].split("\n")[-1]
+    line = found.structured["lines"][-1]["line"] + 1
+    assert "call search_code with path='big.py'" not in note and f"path='big.py' and offset={line}" in note
+
+
+def test_a_renamed_files_hint_says_what_its_path_alone_shows(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r")
+    (repo / "a_first.txt").write_text("".join(f"a {n} " + "p" * 70 + "\n" for n in range(20)))
+    (repo / "old.txt").write_text("".join(f"keep {n} " + "k" * 70 + "\n" for n in range(300)))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "x")
+    (repo / "a_first.txt").write_text("".join(f"b {n} " + "p" * 70 + "\n" for n in range(20)))
+    git(repo, "mv", "old.txt", "new.txt")
+    (repo / "new.txt").write_text("".join((f"chg {n} " if n < 60 else f"keep {n} ") + "k" * 70 + "\n" for n in range(300)))
+    git(repo, "add", "-A")
+    note = _fit(repo, "git_diff", 3000, staged=True).content[0]["text"].split("\n")[-1]
+    assert "path='new.txt'" in note and "renamed from old.txt: with this path alone it shows as added" in note

@@ -175,7 +175,7 @@ class _List:
     rest is (`rest`, from the first item left out)."""
 
     def __init__(self, key: str, noun: str, split: Callable[[list[str], dict[str, Any]], Blocks | None],
-                 stale: str, rest: Callable[[_Cut, dict[str, Any]], str],
+                 stale: str, rest: Callable[[_Cut, Any], str],
                  recount: Callable[[dict[str, Any], list[Any], int], None] | None = None) -> None:
         self.key, self.noun, self.split, self.rest, self.recount = key, noun, split, rest, recount
         self.stale = re.compile(stale)
@@ -199,8 +199,11 @@ class _List:
             if self.recount is not None:
                 self.recount(data, shown, kept)
             more = "+" if cut.data.get("truncated") else ""
+            # The next item; or, where the blocks left hold none (a folder's files without symbols), the next
+            # block's first line (its file's name).
+            following = items[firsts[kept]] if firsts[kept] < len(items) else parts[kept][0][0]
             note = (f"[Showing the first {plural(len(shown), self.noun)} of {len(items)}{more}: {cut.why()}. "
-                    f"{self.rest(cut, items[firsts[kept]])}]")
+                    f"{self.rest(cut, following)}]")
             lines = head + [line for block, _ in parts[:kept] for line in block] + [note] + tail
             return "\n".join(lines), data
 
@@ -223,14 +226,22 @@ def _parent(path: str) -> str:
 
 
 def _files_rest(cut: _Cut, item: dict[str, Any]) -> str:
-    return (f"The next file is {printable(item)}: list a narrower path (such as path={_quoted(_parent(item))}) or "
-            "give a pattern to see the rest.") if isinstance(item, str) else ""
+    if not isinstance(item, str):
+        return ""
+    parent = _parent(item)
+    if parent == (cut.arguments.get("path") or ".").rstrip("/"):  # that listing again: only a pattern narrows it
+        return f"The next file is {printable(item)}: give a pattern (or list a subfolder) to see the rest."
+    return (f"The next file is {printable(item)}: list a narrower path (such as path={_quoted(parent)}) or "
+            "give a pattern to see the rest.")
 
 
 def _in_file(tool: str, what: str) -> Callable[[_Cut, dict[str, Any]], str]:
     def rest(cut: _Cut, item: dict[str, Any]) -> str:
-        return (f"The next {what} is in {printable(item['path'])}:{item['line']}: call {tool} with "
-                f"path={_quoted(item['path'])} for that file's, or narrow path, to see the rest.")
+        where = f"The next {what} is in {printable(item['path'])}:{item['line']}"
+        if item["path"] == cut.arguments.get("path"):  # that call again: a narrower question, or the file itself
+            return (f"{where}: narrow the question, or read_file with path={_quoted(item['path'])} and "
+                    f"offset={item['line']} reads on there.")
+        return f"{where}: call {tool} with path={_quoted(item['path'])} for that file's, or narrow path, to see the rest."
     return rest
 
 
@@ -247,6 +258,12 @@ def _path_recount(data: dict[str, Any], items: list[dict[str, Any]], blocks: int
 def _log_rest(cut: _Cut, item: dict[str, Any]) -> str:
     ref = cut.arguments.get("ref")
     start = item["commit"]
+    commits = cut.data["commits"]
+    shown = commits[:commits.index(item)] if item in commits else []
+    if any(len(commit["parents"]) != 1 for commit in shown) or (shown and shown[-1]["parents"] != [start]):
+        # merged history: the commits left are not all reached from the next one
+        return (f"The next commit is {item['commit'][:12]}: the history shown has merges, so no one ref reaches the "
+                "rest; narrow with path, or a ref range (A..B), to read on.")
     if isinstance(ref, str) and ".." in ref and "..." not in ref:
         start = f"{ref.split('..', 1)[0]}..{start}"
     elif isinstance(ref, str) and "..." in ref:
@@ -277,7 +294,10 @@ def _outline_recount(data: dict[str, Any], symbols: list[dict[str, Any]], blocks
         data["files"] = blocks  # a block a file outlined, with its symbols or none
 
 
-def _outline_rest(cut: _Cut, item: dict[str, Any]) -> str:
+def _outline_rest(cut: _Cut, item: dict[str, Any] | str) -> str:
+    if isinstance(item, str):  # the name line of a file with no symbol shown
+        return (f"The next file is {printable(item.strip())}: call outline with path={_quoted(item.strip())} (or a "
+                "narrower folder) to see the rest.")
     if item["path"] == cut.data["path"]:
         return (f"The next symbol is {printable(item['qualified_name'])} at line {item['line']}: pass a smaller depth, "
                 "or read_symbol a part.")
@@ -325,10 +345,11 @@ def _read_file(cut: _Cut) -> ToolResult | None:
     width = max(6, len(str(data["end_line"]))) + 1
     costs = [width + _line_bytes(line) for line in data["text"].split("\n")]
     count = _largest(costs, cut.limit - 1500)  # 1500: the other fields and the notes
+    smallest: ToolResult | None = None
     for _ in range(8):
         value = cut.again(limit=count)
         if not isinstance(value, ToolResult) or value.is_error or not isinstance(value.structured, dict):
-            return None
+            return smallest
         page = value.structured
         count = page["end_line"] - page["start_line"] + 1
         note = (f"[The page was {cut.why()}: lines {page['start_line']}-{page['end_line']} of the {shown} it would "
@@ -336,10 +357,11 @@ def _read_file(cut: _Cut) -> ToolResult | None:
                 f"Call read_file with offset={page['next_offset']} to read on (limit={max(count, 1)} keeps each page "
                 "within it).]")
         text = f"{value.content[0]['text']}\n{note}"
+        smallest = ToolResult([text_content(text)], page)
         if cut.fits(text, page) or count <= 1:
-            return ToolResult([text_content(text)], page)
+            return smallest
         count = max(1, count - max(1, count * (size(text, page) - cut.limit) // size(text, page)) - 1)
-    return None
+    return smallest  # still over (what is fixed, a long path, takes most of it): the smallest page tried
 
 
 def _lines_of(text: str) -> list[str]:
@@ -386,8 +408,14 @@ def _git_diff(cut: _Cut) -> ToolResult | None:
         hint = what
         if 0 <= index < len(files):
             name = files[index]["path"]
+            if "old_path" in files[index]:  # a rename: the path of one name alone is another diff (an addition)
+                common = _common_folder(files[index]["old_path"], name)
+                name = common if common != "." else name
             hint = (f"the next changes are those of {printable(name)}: call git_diff with path={_quoted(name)} (and "
                     "the same ref and staged) to see that file's")
+            if "old_path" in files[index] and name == files[index]["path"]:
+                hint += (f" (renamed from {printable(files[index]['old_path'])}: with this path alone it shows as "
+                         "added)")
             if cut.arguments.get("path") == name:
                 hint = ("this one file's diff is larger than the budget: read the file itself with read_file, or "
                         "compare fewer changes (a nearer ref)")
@@ -398,6 +426,16 @@ def _git_diff(cut: _Cut) -> ToolResult | None:
 
     built = _body_cut(cut, diff, render)
     return None if built is None else ToolResult([text_content(built[0])], built[1])
+
+
+def _common_folder(first: str, second: str) -> str:
+    """The deepest folder holding both paths ("." for the root)."""
+    common = []
+    for one, other in zip(first.split("/")[:-1], second.split("/")[:-1], strict=False):
+        if one != other:
+            break
+        common.append(one)
+    return "/".join(common) or "."
 
 
 def _git_show(cut: _Cut) -> ToolResult | None:
@@ -423,7 +461,8 @@ def _git_show(cut: _Cut) -> ToolResult | None:
             hint = "pass a path below it to see fewer entries"
         else:
             hint = (f"call git_diff with ref={_quoted(data['object'][:12] + '~1..' + data['object'][:12])} and a path "
-                    "(one of the files listed above) to see one file's changes")
+                    "(one of the files listed above) to see one file's changes (a first commit has no ~1: git_show "
+                    "with that ref and a path shows a file as it made it)")
             name = _file_at(head, body[len(head):])
             if name is not None:
                 hint += f"; the next changes are those of {printable(name)}"

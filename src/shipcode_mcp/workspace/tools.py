@@ -1216,7 +1216,15 @@ def _tool(name: str, spec: dict[str, Any], roots: Roots, annotations: dict[str, 
         if not cap:
             return value
         given = {key: item for key, item in arguments.items() if item is not None}
-        return budget.fit(name, value, cap, given, lambda **changed: run(name, ctx, roots, **{**given, **changed}))
+        try:
+            return budget.fit(name, value, cap, given, lambda **changed: run(name, ctx, roots, **{**given, **changed}))
+        except ToolError:
+            raise  # (read_file read again: its own error, as a call would get it)
+        except Exception as err:  # a cut gone wrong must not lose the answer: sent as the tool made it
+            from .. import log  # (only on this failure)
+
+            log.error(f"cutting the result of {name} to {cap} tokens failed ({type(err).__name__}: {err}); sent uncut")
+            return value
 
     def checked_call(ctx: Context, arguments: dict[str, Any]) -> Any:
         unknown = sorted(key for key in arguments if key not in known)
