@@ -72,6 +72,20 @@ def test_output_is_bounded_and_stderr_kept() -> None:
     assert (whole.stdout, whole.truncated, whole.returncode) == (b"a\nb", False, 0)
 
 
+def test_what_the_child_said_on_stderr_is_kept_when_its_reader_stops_early() -> None:
+    """A reader that stops at the first line of stdout still gets the stderr written before it: a child that
+    printed both before the first read (a loaded machine) has stdout reported first, and the reader stops
+    before stderr is read (a search's note on unreadable files was lost so)."""
+    with Child(context(), ["sh", "-c", "echo unreadable >&2; while :; do echo more; done"], cwd="/",
+               readable=[]) as child:
+        time.sleep(0.5)  # both pipes hold data before the first look at them
+        for _ in child.lines():
+            break
+        child.kill()
+        child.wait()
+        assert child.stderr == "unreadable\n"
+
+
 def test_lines_split_across_chunks() -> None:
     script = "import sys; sys.stdout.write('x' * 200000 + '\\n' + 'y\\n\\nz')"
     with Child(context(), [sys.executable, "-c", script], cwd="/", readable=PYTHON_HOME) as child:

@@ -300,11 +300,28 @@ class Child:
             yield head if size <= limit else CutLine(head, size, tail)
 
     def wait(self) -> int:
-        """The exit status (after stdout was read to its end, or the child was killed)."""
+        """The exit status (after stdout was read to its end, or the child was killed). What the child said on
+        stderr and was not yet read (a reader that stopped early, with stdout's lines ready first) is read now."""
         code = self.proc.wait()
+        self._drain_stderr()
         if self._ctx is not None:
             self._ctx.check_cancelled()
         return code
+
+    def _drain_stderr(self) -> None:
+        """Read what is left in the stderr pipe without waiting: the child has exited, but a descendant of it
+        could still hold the pipe open (then only what is there now is kept)."""
+        os.set_blocking(self._err, False)
+        try:
+            while len(self._stderr) < MAX_STDERR:
+                data = os.read(self._err, _CHUNK)
+                if not data:
+                    break
+                self._stderr += data[: MAX_STDERR - len(self._stderr)]
+        except BlockingIOError:
+            pass
+        finally:
+            os.set_blocking(self._err, True)
 
     def stopped(self, code: int) -> str | None:
         """Why the child was stopped by one of its limits (memory, CPU time), in words; None otherwise."""
