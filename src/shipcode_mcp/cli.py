@@ -55,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--precise", action="store_true",
                         help="answer the code tools from the installed language servers (basedpyright for Python: the "
                         "'precise' extra), started now and warmed in the background; exact references and renames")
+    parser.add_argument("--prompts", action="store_true",
+                        help="also offer prompts built from the tools (review_changes, explain_symbol, path_history: "
+                        "slash commands in Claude Code) and completion of their arguments and of the resource "
+                        "templates' paths")
     parser.add_argument("--require-sandbox", action="store_true",
                         help="refuse to start where the kernel sandbox of child processes (Landlock) is missing")
     parser.add_argument("--max-result-tokens", type=_count, metavar="N",
@@ -141,12 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _SWITCHES = {"--allow-write": "allow_write", "--confirm-writes": "confirm_writes", "--watch": "watch",
-             "--require-sandbox": "require_sandbox", "--precise": "precise"}
+             "--require-sandbox": "require_sandbox", "--precise": "precise", "--prompts": "prompts"}
 
 
 def parse_args(argv: Sequence[str]) -> Settings:
     """The command line as argparse reads it, as `Settings`. The usual one, root folders and the switches
-    --allow-write, --confirm-writes, --watch, --require-sandbox and --precise, is read without argparse
+    --allow-write, --confirm-writes, --watch, --require-sandbox, --precise and --prompts, is read without argparse
     (`read_plainly`), whose import would be a large part of the cold start (docs/performance.md); anything else
     (help, errors too) goes to argparse.
     tests/test_cli.py compares the two on every command line of up to four words of roots and switches."""
@@ -171,27 +175,28 @@ def build(settings: Settings, state_key: bytes | None = None) -> tuple[Server, R
     return _assemble(settings.roots, allow_write=settings.allow_write, watch=settings.watch,
                      follow_client_roots=settings.http is None, state_key=state_key,
                      confirm_writes=settings.confirm_writes, precise=settings.precise,
-                     max_result_tokens=settings.max_result_tokens)
+                     max_result_tokens=settings.max_result_tokens, prompts=settings.prompts)
 
 
 def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool = False,
                  state_key: bytes | None = None, confirm_writes: bool = False, precise: bool = False,
-                 max_result_tokens: int = DEFAULTS["max_result_tokens"]) -> Server:
+                 max_result_tokens: int = DEFAULTS["max_result_tokens"], prompts: bool = False) -> Server:
     """The workspace server of these roots (a library's or a test's way to it, roots given)."""
     return _assemble(roots, allow_write=allow_write, watch=watch, follow_client_roots=False, state_key=state_key,
-                     confirm_writes=confirm_writes, precise=precise, max_result_tokens=max_result_tokens)[0]
+                     confirm_writes=confirm_writes, precise=precise, max_result_tokens=max_result_tokens,
+                     prompts=prompts)[0]
 
 
 def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_client_roots: bool,
               state_key: bytes | None, confirm_writes: bool = False, precise: bool = False,
-              max_result_tokens: int = 0) -> tuple[Server, Roots]:
+              max_result_tokens: int = 0, prompts: bool = False) -> tuple[Server, Roots]:
     server = Server(SERVER_NAME, __version__, state_key=state_key)
     server.about = dict(ABOUT)  # server/discover only: the 2025-06-18 initialize answer stays as it is
     following = follow_client_roots and not roots
     # With --precise the language servers start now, but for roots that the client's will replace (on first need).
     workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch,
                         confirm_writes=confirm_writes, precise="now" if precise and not following else
-                        "on first need" if precise else None, max_result_tokens=max_result_tokens)
+                        "on first need" if precise else None, max_result_tokens=max_result_tokens, prompts=prompts)
     if following:
         _follow_client_roots(server, workspace)
     return server, workspace

@@ -9,6 +9,8 @@
 //   {"mode": "auto" | "legacy",
 //    "calls": [{"name": ..., "arguments": {...}}],        tools/call, in order
 //    "reads": ["file:///..."],                             resources/read, in order
+//    "prompts": [{"name": ..., "arguments": {...}}],      prompts/list, then prompts/get of each, in order
+//    "completions": [{"ref": {...}, "argument": {...}}],  completion/complete, in order
 //    "listen": {"uri": "file:///...", "touch": "/abs/path"}  optional: subscriptions/listen to the uri,
 //                                                         append to the file, wait for its update}
 // Every elicitation is answered {"action": "accept", "content": {"ok": true}} and recorded.
@@ -25,7 +27,8 @@ const { Client, StreamableHTTPClientTransport } = await import(pathToFileURL(joi
 
 const WAIT_MS = 30000; // for a loaded machine: a notification that comes early costs nothing more
 
-const out = { wire: [], received: [], elicitations: [], calls: [], reads: [], events: [] };
+const out = { wire: [], received: [], elicitations: [], calls: [], reads: [], events: [], prompts: [],
+              completions: [] };
 
 // Every message the client sends, as the server receives it: the proof of which era the exchange used
 // (an MRTR retry is a second tools/call carrying inputResponses; a legacy elicitation is a JSON-RPC
@@ -104,6 +107,15 @@ try {
   }
   for (const uri of plan.reads ?? []) {
     out.reads.push(await client.readResource({ uri }));
+  }
+  if (plan.prompts) {
+    out.promptList = (await client.listPrompts()).prompts;
+    for (const prompt of plan.prompts) {
+      out.prompts.push(await client.getPrompt({ name: prompt.name, arguments: prompt.arguments ?? {} }));
+    }
+  }
+  for (const completion of plan.completions ?? []) {
+    out.completions.push(await client.complete(completion));
   }
   if (plan.listen) {
     const subscription = await client.listen({ resourceSubscriptions: [plan.listen.uri] });

@@ -181,6 +181,53 @@ def test_python_sdk_lists_and_calls_every_tool_and_reads_resources(repo: Path, t
     run(main)
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize(("mode", "version"), [("auto", MODERN), ("legacy", LEGACY)])
+def test_python_sdk_gets_prompts_and_completions(repo: Path, transport: str, mode: str, version: str) -> None:
+    """--prompts: the SDK sees the capabilities, lists the prompts, gets each and completes paths, in both eras."""
+    template = f"{repo.resolve().as_uri()}/{{+path}}"
+
+    async def main() -> None:
+        async with connect(transport, SHIPCODE, "--prompts", str(repo), mode=mode) as client:
+            assert client.protocol_version == version
+            capabilities = client.server_capabilities
+            assert capabilities is not None and capabilities.prompts is not None and capabilities.completions is not None
+            listed = await client.list_prompts()
+            assert [prompt.name for prompt in listed.prompts] == ["review_changes", "explain_symbol", "path_history"]
+            review = await client.get_prompt("review_changes")
+            assert "+A demo project, changed." in review.messages[2].content.text  # type: ignore[union-attr]
+            explained = await client.get_prompt("explain_symbol", {"name": "greet"})
+            assert "return f'Hello, {name}!'" in explained.messages[2].content.text  # type: ignore[union-attr]
+            history = await client.get_prompt("path_history", {"path": "src/app.py", "limit": "5"})
+            assert "Add greeting" in history.messages[1].content.text  # type: ignore[union-attr]
+            paths = await client.complete(types.ResourceTemplateReference(uri=template), {"name": "path", "value": "src/"})
+            assert paths.completion.values == ["src/app.py", "src/helpers.py"]
+            argument = await client.complete(types.PromptReference(name="path_history"), {"name": "path", "value": "d"})
+            assert argument.completion.values == ["docs/"]
+
+    run(main)
+
+
+def test_typescript_client_gets_prompts_and_completions(repo: Path) -> None:
+    """The TypeScript SDK 2.x client over HTTP, modern and legacy: the same prompts and completions."""
+    plan = {"prompts": [{"name": "review_changes"}, {"name": "path_history", "arguments": {"path": "src/app.py"}}],
+            "completions": [{"ref": {"type": "ref/resource", "uri": f"{repo.resolve().as_uri()}/{{+path}}"},
+                             "argument": {"name": "path", "value": "src/a"}},
+                            {"ref": {"type": "ref/prompt", "name": "review_changes"},
+                             "argument": {"name": "staged", "value": "f"}}]}
+    with shipcode_http("--prompts", str(repo)) as url:
+        for mode, version in (("auto", MODERN), ("legacy", LEGACY)):
+            report = run_ts_client(url, {"mode": mode, **plan})
+            assert "error" not in report, report["error"]
+            assert report["protocolVersion"] == version
+            assert [prompt["name"] for prompt in report["promptList"]] == ["review_changes", "explain_symbol", "path_history"]
+            review, history = report["prompts"]
+            assert "+A demo project, changed." in review["messages"][2]["content"]["text"]
+            assert "Rename util to helpers" not in history["messages"][1]["content"]["text"]
+            assert "Add greeting" in history["messages"][1]["content"]["text"]
+            assert [c["completion"]["values"] for c in report["completions"]] == [["src/app.py"], ["false"]]
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_python_sdk_listens_for_resource_updates(repo: Path, transport: str) -> None:
     """subscriptions/listen with --watch: a change to a subscribed file and a new file are both heard."""

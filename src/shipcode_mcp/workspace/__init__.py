@@ -10,11 +10,13 @@ if TYPE_CHECKING:
 
 
 def install(server: Server, folders: list[str], *, allow_write: bool = False, watch: bool = False,
-            confirm_writes: bool = False, precise: str | None = None, max_result_tokens: int = 0) -> Roots:
+            confirm_writes: bool = False, precise: str | None = None, max_result_tokens: int = 0,
+            prompts: bool = False) -> Roots:
     """Register the workspace tools and resources for `folders` on `server` (the writing tools with `allow_write`
     or `confirm_writes`, asking the user before each change with the latter); with `precise` ("now" or "on first
     need"), the language servers answer the code tools, started now or when a call first needs one; each tool
-    result is cut to `max_result_tokens` (0: no cap but what a request asks; budget.py)."""
+    result is cut to `max_result_tokens` (0: no cap but what a request asks; budget.py); with `prompts`, the prompts
+    built from the tools (prompts.py) and completion of their paths and of the resource templates'."""
     # the definitions only when installing: importing one workspace module (sandbox, roots) does not load them
     from .resources import install_resources
     from .tools import install_tools
@@ -24,7 +26,11 @@ def install(server: Server, folders: list[str], *, allow_write: bool = False, wa
                   max_result_tokens=max_result_tokens)
     if server.discover_instructions is None:
         server.discover_instructions = instructions(server)
-    install_resources(server, roots, watch=watch)
+    completer = install_resources(server, roots, watch=watch, complete=prompts)
+    if completer is not None:
+        from .prompts import install_prompts  # only with --prompts
+
+        install_prompts(server, completer.argument)
     if precise is not None:
         from .lsp.servers import SERVERS  # off the start-up budget: only with --precise
 

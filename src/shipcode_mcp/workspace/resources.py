@@ -36,23 +36,32 @@ if TYPE_CHECKING:
     from ..context import Context
     from ..primitives import ReadResult, Resource, TemplateReader
     from ..server import Server
+    from .completion import PathCompleter
     from .resource_tree import WorkspaceResources
     from .roots import Roots
 
 # -- registration ----------------------------------------------------------------------------------
-def install_resources(server: Server, roots: Roots, *, watch: bool = False) -> None:
-    """Offer every file of `roots` as a resource; with `watch`, also subscriptions and change notifications."""
-    feature = _OnFirstUse(roots)
+def install_resources(server: Server, roots: Roots, *, watch: bool = False, complete: bool = False) -> PathCompleter | None:
+    """Offer every file of `roots` as a resource; with `watch`, also subscriptions and change notifications;
+    with `complete`, completion of the templates' paths (and the completer, for other paths: completion.py)."""
+    completer = None
+    if complete:
+        from .completion import PathCompleter  # only with --prompts
+
+        completer = PathCompleter(roots, lambda root, max_age: feature.get().snapshot(root, max_age))
+    feature = _OnFirstUse(roots, completer)
     server.add_resource_source(feature.listed, on_new_listing=feature.start_listing)
     server.add_template_source(feature.templates)
     if watch:
         from .watch import install_watch  # only with --watch (watchfiles)
 
         install_watch(server, feature.get())
+    return completer
 
 
-def templates(roots: Roots, reader: TemplateReader) -> Iterator[ResourceTemplate]:
-    """One template per root, `file:///abs/root/{+path}`: any file or folder of it, without listing first."""
+def templates(roots: Roots, reader: TemplateReader, completer: PathCompleter | None = None) -> Iterator[ResourceTemplate]:
+    """One template per root, `file:///abs/root/{+path}`: any file or folder of it, without listing first; its
+    path completed by `completer` where given."""
     used: set[str] = set()
     for root in roots.paths:
         base = os.path.basename(root.rstrip("/")) or "root"
@@ -67,14 +76,16 @@ def templates(roots: Roots, reader: TemplateReader) -> Iterator[ResourceTemplate
             description=f"A file or folder of the workspace root {shown}; path is relative to the root and "
                         "percent-encoded (RFC 3986). A file reads as UTF-8 text or a base64 blob, a folder as one "
                         "item per entry. Ignored files (.gitignore, .ignore) and .git/ are not served.",
+            completers=None if completer is None else {"path": completer.template(root)},
         )
 
 
 class _OnFirstUse:
     """Stands in for WorkspaceResources until a client lists or reads, so start-up does not import it."""
 
-    def __init__(self, roots: Roots) -> None:
+    def __init__(self, roots: Roots, completer: PathCompleter | None) -> None:
         self.roots = roots
+        self.completer = completer
         self._feature: WorkspaceResources | None = None
         self._templates: tuple[list[str], list[ResourceTemplate]] | None = None
         self._lock = threading.Lock()
@@ -101,5 +112,5 @@ class _OnFirstUse:
         """The templates of the current roots (they follow a client's roots), made once per set of roots."""
         paths = list(self.roots.paths)
         if self._templates is None or self._templates[0] != paths:
-            self._templates = (paths, list(templates(self.roots, self.read)))
+            self._templates = (paths, list(templates(self.roots, self.read, self.completer)))
         return self._templates[1]
