@@ -183,12 +183,13 @@ def test_python_sdk_lists_and_calls_every_tool_and_reads_resources(repo: Path, t
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize(("mode", "version"), [("auto", MODERN), ("legacy", LEGACY)])
-def test_python_sdk_gets_prompts_and_completions(repo: Path, transport: str, mode: str, version: str) -> None:
-    """--prompts: the SDK sees the capabilities, lists the prompts, gets each and completes paths, in both eras."""
+def test_python_sdk_gets_prompts_completions_and_links(repo: Path, transport: str, mode: str, version: str) -> None:
+    """--prompts: the SDK sees the capabilities, lists the prompts, gets each and completes paths, in both eras;
+    --resource-links: a result's links are the SDK's ResourceLink, and read."""
     template = f"{repo.resolve().as_uri()}/{{+path}}"
 
     async def main() -> None:
-        async with connect(transport, SHIPCODE, "--prompts", str(repo), mode=mode) as client:
+        async with connect(transport, SHIPCODE, "--prompts", "--resource-links", str(repo), mode=mode) as client:
             assert client.protocol_version == version
             capabilities = client.server_capabilities
             assert capabilities is not None and capabilities.prompts is not None and capabilities.completions is not None
@@ -204,18 +205,24 @@ def test_python_sdk_gets_prompts_and_completions(repo: Path, transport: str, mod
             assert paths.completion.values == ["src/app.py", "src/helpers.py"]
             argument = await client.complete(types.PromptReference(name="path_history"), {"name": "path", "value": "d"})
             assert argument.completion.values == ["docs/"]
+            found = await client.call_tool("find_symbol", {"name": "greet"})
+            link = found.content[1]
+            assert isinstance(link, types.ResourceLink) and link.name == "src/app.py"
+            read = await client.read_resource(str(link.uri))
+            assert "def greet(name):" in read.contents[0].text  # type: ignore[union-attr]
 
     run(main)
 
 
-def test_typescript_client_gets_prompts_and_completions(repo: Path) -> None:
-    """The TypeScript SDK 2.x client over HTTP, modern and legacy: the same prompts and completions."""
-    plan = {"prompts": [{"name": "review_changes"}, {"name": "path_history", "arguments": {"path": "src/app.py"}}],
+def test_typescript_client_gets_prompts_completions_and_links(repo: Path) -> None:
+    """The TypeScript SDK 2.x client over HTTP, modern and legacy: the same prompts, completions and links."""
+    plan = {"calls": [{"name": "find_symbol", "arguments": {"name": "greet"}}],
+            "prompts": [{"name": "review_changes"}, {"name": "path_history", "arguments": {"path": "src/app.py"}}],
             "completions": [{"ref": {"type": "ref/resource", "uri": f"{repo.resolve().as_uri()}/{{+path}}"},
                              "argument": {"name": "path", "value": "src/a"}},
                             {"ref": {"type": "ref/prompt", "name": "review_changes"},
                              "argument": {"name": "staged", "value": "f"}}]}
-    with shipcode_http("--prompts", str(repo)) as url:
+    with shipcode_http("--prompts", "--resource-links", str(repo)) as url:
         for mode, version in (("auto", MODERN), ("legacy", LEGACY)):
             report = run_ts_client(url, {"mode": mode, **plan})
             assert "error" not in report, report["error"]
@@ -226,6 +233,9 @@ def test_typescript_client_gets_prompts_and_completions(repo: Path) -> None:
             assert "Rename util to helpers" not in history["messages"][1]["content"]["text"]
             assert "Add greeting" in history["messages"][1]["content"]["text"]
             assert [c["completion"]["values"] for c in report["completions"]] == [["src/app.py"], ["false"]]
+            link = report["calls"][0]["result"]["content"][1]
+            assert (link["type"], link["uri"], link["name"]) == ("resource_link", (repo / "src" / "app.py").resolve().as_uri(),
+                                                                 "src/app.py")
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -11,19 +11,20 @@ if TYPE_CHECKING:
 
 def install(server: Server, folders: list[str], *, allow_write: bool = False, watch: bool = False,
             confirm_writes: bool = False, precise: str | None = None, max_result_tokens: int = 0,
-            prompts: bool = False) -> Roots:
+            prompts: bool = False, resource_links: bool = False) -> Roots:
     """Register the workspace tools and resources for `folders` on `server` (the writing tools with `allow_write`
     or `confirm_writes`, asking the user before each change with the latter); with `precise` ("now" or "on first
     need"), the language servers answer the code tools, started now or when a call first needs one; each tool
     result is cut to `max_result_tokens` (0: no cap but what a request asks; budget.py); with `prompts`, the prompts
-    built from the tools (prompts.py) and completion of their paths and of the resource templates'."""
+    built from the tools (prompts.py) and completion of their paths and of the resource templates'; with
+    `resource_links`, a result that names files links their resources (links.py)."""
     # the definitions only when installing: importing one workspace module (sandbox, roots) does not load them
     from .resources import install_resources
     from .tools import install_tools
 
     roots = Roots(folders)
     install_tools(server, roots, allow_write=allow_write or confirm_writes, confirm_writes=confirm_writes,
-                  max_result_tokens=max_result_tokens)
+                  max_result_tokens=max_result_tokens, resource_links=resource_links)
     if server.discover_instructions is None:
         server.discover_instructions = instructions(server)
     completer = install_resources(server, roots, watch=watch, complete=prompts)

@@ -1200,13 +1200,21 @@ def run(tool: str, ctx: Context, roots: Roots, /, **arguments: Any) -> Any:
 
 
 def _tool(name: str, spec: dict[str, Any], roots: Roots, annotations: dict[str, bool], *, confirm: bool = False,
-          max_result_tokens: int = 0) -> Tool:
+          max_result_tokens: int = 0, links: bool = False) -> Tool:
     """The tool of `spec`: an unknown argument refused, null taken as left out, then `run` (with `confirm`, once
     the user said yes: confirm.py), its result cut to `max_result_tokens` (or the smaller budget the request's
-    `_meta` asks for; 0: none) where it is over (budget.py)."""
+    `_meta` asks for; 0: none) where it is over (budget.py); with `links`, a resource_link for each file it
+    names (links.py)."""
     known = spec["input"]["properties"]
 
     def call(ctx: Context, arguments: dict[str, Any]) -> Any:
+        if not links:
+            return budgeted(ctx, arguments)
+        from .links import with_links  # only with --resource-links
+
+        return with_links(name, budgeted(ctx, arguments), roots)
+
+    def budgeted(ctx: Context, arguments: dict[str, Any]) -> Any:
         value = checked_call(ctx, arguments)
         if not max_result_tokens and not isinstance(ctx.params.get("_meta"), dict):
             return value
@@ -1251,14 +1259,16 @@ def code_available() -> bool:
 
 
 def install_tools(server: Server, roots: Roots, *, allow_write: bool = False, code: bool | None = None,
-                  confirm_writes: bool = False, max_result_tokens: int = 0) -> None:
+                  confirm_writes: bool = False, max_result_tokens: int = 0, resource_links: bool = False) -> None:
     """Register the workspace tools; the code tools when ast-grep-py is installed (`code` None: look), the
     writing ones only when writing is allowed, each (but create_directory) asking the user first with
-    `confirm_writes`; each result cut to `max_result_tokens` (0: as the tool made it, unless a request asks)."""
+    `confirm_writes`; each result cut to `max_result_tokens` (0: as the tool made it, unless a request asks);
+    with `resource_links`, the reading tools' results link the files they name (links.py)."""
     if code is None:
         code = code_available()
     for name, spec in READ_TOOLS + (CODE_TOOLS if code else ()):
-        server.add_tool(_tool(name, spec, roots, READ_ONLY, max_result_tokens=max_result_tokens))
+        server.add_tool(_tool(name, spec, roots, READ_ONLY, max_result_tokens=max_result_tokens,
+                              links=resource_links))
     if allow_write:
         for name, spec, annotations in WRITE_TOOLS + (CODE_WRITE_TOOLS if code else ()):
             server.add_tool(_tool(name, spec, roots, annotations, confirm=confirm_writes and name not in UNCONFIRMED,
