@@ -19,6 +19,7 @@ __version__ = "1.0.0"
 from .context import Cancelled, ClientRequestError, Context
 from .jsonrpc import JsonRpcError
 from .primitives import (
+    Completion,
     Prompt,
     PromptArgument,
     Resource,
@@ -38,7 +39,7 @@ from .primitives import (
 from .server import Server
 
 __all__ = [
-    "Cancelled", "ClientRequestError", "Context", "JsonRpcError", "Prompt", "PromptArgument", "Resource",
+    "Cancelled", "ClientRequestError", "Completion", "Context", "JsonRpcError", "Prompt", "PromptArgument", "Resource",
     "ResourceNotFound", "ResourceTemplate", "Server", "Tool", "ToolError", "ToolResult", "__version__",
     "audio_content", "blob_resource", "embedded_resource", "image_content", "resource_link", "text_content",
     "text_resource",

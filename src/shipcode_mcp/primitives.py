@@ -13,7 +13,7 @@ from .validation import schema_validator
 
 TYPE_CHECKING = False  # typing is not imported at start
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterable
     from typing import Any
 
     from .context import Context
@@ -28,6 +28,16 @@ if TYPE_CHECKING:
     Completer = Callable[[str, dict[str, str]], list[str]]
     PromptResult = str | list[Any] | dict[str, Any]
     PromptHandler = Callable[[Context, dict[str, str]], PromptResult]
+
+
+class Completion(list[str]):
+    """A completer's values when it stopped collecting before the end (a folder of a million names): `total`
+    is how many there are in all, or None when it did not count them (the answer then leaves `total` out and
+    says `hasMore` as soon as more than 100 came)."""
+
+    def __init__(self, values: Iterable[str], total: int | None = None) -> None:
+        super().__init__(values)
+        self.total = total
 
 
 class ToolError(Exception):

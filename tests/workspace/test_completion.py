@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,3 +82,68 @@ def test_completion_offers_nothing_outside_the_roots(repo: Path, tmp_path: Path)
         assert complete(process, template, "path", "/") == []  # '//': no such folder
         for start_ in ("/", str(tmp_path.resolve()) + "/"):  # an absolute start completes to the roots it begins
             assert complete(process, prompt, "path", start_) == [root + "/"]
+
+
+# -- in process: the listing's edge cases -----------------------------------------------------------------------
+def completer(*roots: Path) -> Any:
+    from shipcode_mcp.workspace.resources import Files
+    from shipcode_mcp.workspace.roots import Roots
+
+    files = Files(Roots([str(root) for root in roots]), complete=True)
+    assert files.completer is not None
+    return files.completer
+
+
+def test_nested_roots_offer_each_path_once(tmp_path: Path) -> None:
+    outer = tmp_path / "outer"
+    (outer / "inner").mkdir(parents=True)
+    (outer / "inner" / "s.txt").write_text("x\n")
+    paths = completer(outer, outer / "inner")
+    inner = str((outer / "inner").resolve())
+    assert paths.argument(inner + "/", {}) == [inner + "/s.txt"]
+    assert paths.argument(str(outer.resolve()) + "/i", {}) == [str(outer.resolve()) + "/inner/"]
+
+
+def test_a_folder_of_many_names_answers_the_first_100_and_says_there_are_more(tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    root.mkdir()
+    for number in range(250):
+        (root / f"n{number:03d}.txt").write_text("")
+    (root / "other.txt").write_text("")
+    paths = completer(root)
+    values = paths.argument("n", {})
+    assert values[:100] == [f"n{number:03d}.txt" for number in range(100)] and values.total is None
+    from shipcode_mcp.methods import _completion
+
+    assert _completion(list(values), values.total)["completion"] == {"values": values[:100], "hasMore": True}
+    assert paths.argument("o", {}) == ["other.txt"] and paths.argument("o", {}).total == 1
+
+
+def test_a_listing_cut_short_completes_a_prompts_path_from_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_LISTED_FILES the resources serve only the first files, but a prompt's path is a tool's: the
+    folder itself is read (links and .git left out)."""
+    from shipcode_mcp.workspace import resource_tree
+
+    monkeypatch.setattr(resource_tree, "MAX_LISTED_FILES", 5)
+    root = tmp_path / "cut"
+    (root / "a").mkdir(parents=True)
+    for number in range(10):
+        (root / "a" / f"f{number}.txt").write_text("")
+    (root / "z").mkdir()
+    (root / "z" / "late.txt").write_text("")
+    (root / ".git").mkdir()
+    os.symlink(tmp_path, root / "zlink")
+    paths = completer(root)
+    assert paths.argument("z", {}) == ["z/"] and paths.argument("z/", {}) == ["z/late.txt"]
+    assert paths.argument("", {}) == ["a/", "z/"]
+    assert paths.argument("../", {}) == [] and paths.argument("a/../../", {}) == []
+    template = paths.template(str(root.resolve()))
+    assert template("z", {}) == []  # the template completes what the resources serve: the first 5 files
+
+
+def test_a_root_gone_completes_to_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "gone"
+    root.mkdir()
+    paths = completer(root)
+    root.rmdir()
+    assert paths.argument("", {}) == [] and paths.template(str(root.resolve()))("", {}) == []
