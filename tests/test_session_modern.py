@@ -160,6 +160,35 @@ def test_what_discover_alone_says_of_the_server() -> None:
     assert ModernDriver(server).ask_modern(1, "server/discover")["result"]["instructions"] == "For both eras."
 
 
+def test_an_extension_is_declared_and_answered_for_modern_requests_only() -> None:
+    """Registry.add_extension: declared under capabilities.extensions in server/discover, its method answered
+    off the reading loop as a complete modern result with its cache hints; a legacy session's initialize answer
+    and requests know nothing of it; a method the core answers cannot be taken."""
+    server = make_server()
+    seen: list[Any] = []
+
+    def hello(context: Context, params: dict[str, Any]) -> dict[str, Any]:
+        seen.append(context.on_loop)
+        return {"greeting": f"hello {params.get('who', '?')}"}
+
+    server.add_extension("io.example/hello", {"loud": True}, {"hello/say": hello}, cache_hints={"hello/say": (5, "public")})
+    with pytest.raises(ValueError, match="tools/list"):
+        server.add_extension("io.example/other", {}, {"tools/list": hello})
+    d = ModernDriver(server)
+    assert d.ask_modern(1, "server/discover")["result"]["capabilities"] == {
+        "tools": {}, "resources": {}, "extensions": {"io.example/hello": {"loud": True}}}
+    reply = d.ask_modern(2, "hello/say", {"who": "you"})
+    assert reply == {"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "greeting": "hello you",
+                                                            "_meta": INFO_META, "ttlMs": 5, "cacheScope": "public"}}
+    assert seen == [False]  # off the reading loop
+    legacy = Driver(server)
+    answer = legacy.receive(req(1, "initialize", INIT))[0]
+    assert answer["result"]["capabilities"] == {"tools": {}, "resources": {}}
+    assert legacy.receive(req(2, "hello/say", {"who": "you"})) == [
+        {"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "Method not found"}}]
+    assert ModernDriver(make_server()).ask_modern(3, "hello/say")["error"]["code"] == -32601
+
+
 def test_discover_is_modern_only() -> None:
     d = Driver(make_server())
     assert checked(d.receive(req(1, "server/discover")), legacy=True) == [

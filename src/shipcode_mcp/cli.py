@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resource-links", action="store_true",
                         help="a result that names files (list_files, search_code, find_symbol, ...) also carries a "
                         "resource_link to each (at most 20), pointing at its file:// resource")
+    parser.add_argument("--skills", action="store_true",
+                        help="serve the workspace's Agent Skills (each folder with a SKILL.md) over the Skills extension "
+                        "to 2026-07-28 clients: skills/list, skills/get and skill:// resources (needs the 'skills' extra)")
     parser.add_argument("--require-sandbox", action="store_true",
                         help="refuse to start where the kernel sandbox of child processes (Landlock) is missing")
     parser.add_argument("--max-result-tokens", type=_count, metavar="N",
@@ -149,12 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 _SWITCHES = {"--allow-write": "allow_write", "--confirm-writes": "confirm_writes", "--watch": "watch",
              "--require-sandbox": "require_sandbox", "--precise": "precise", "--prompts": "prompts",
-             "--resource-links": "resource_links"}
+             "--resource-links": "resource_links", "--skills": "skills"}
 
 
 def parse_args(argv: Sequence[str]) -> Settings:
-    """The command line as argparse reads it, as `Settings`. The usual one, root folders and the switches
-    --allow-write, --confirm-writes, --watch, --require-sandbox, --precise, --prompts and --resource-links, is read without argparse
+    """The command line as argparse reads it, as `Settings`. The usual one, root folders and the switches of
+    `_SWITCHES` (--allow-write, --watch, --precise, ...), is read without argparse
     (`read_plainly`), whose import would be a large part of the cold start (docs/performance.md); anything else
     (help, errors too) goes to argparse.
     tests/test_cli.py compares the two on every command line of up to four words of roots and switches."""
@@ -180,23 +183,23 @@ def build(settings: Settings, state_key: bytes | None = None) -> tuple[Server, R
                      follow_client_roots=settings.http is None, state_key=state_key,
                      confirm_writes=settings.confirm_writes, precise=settings.precise,
                      max_result_tokens=settings.max_result_tokens, prompts=settings.prompts,
-                     resource_links=settings.resource_links)
+                     resource_links=settings.resource_links, skills=settings.skills)
 
 
 def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool = False,
                  state_key: bytes | None = None, confirm_writes: bool = False, precise: bool = False,
                  max_result_tokens: int = DEFAULTS["max_result_tokens"], prompts: bool = False,
-                 resource_links: bool = False) -> Server:
+                 resource_links: bool = False, skills: bool = False) -> Server:
     """The workspace server of these roots (a library's or a test's way to it, roots given)."""
     return _assemble(roots, allow_write=allow_write, watch=watch, follow_client_roots=False, state_key=state_key,
                      confirm_writes=confirm_writes, precise=precise, max_result_tokens=max_result_tokens,
-                     prompts=prompts, resource_links=resource_links)[0]
+                     prompts=prompts, resource_links=resource_links, skills=skills)[0]
 
 
 def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_client_roots: bool,
               state_key: bytes | None, confirm_writes: bool = False, precise: bool = False,
               max_result_tokens: int = 0, prompts: bool = False,
-              resource_links: bool = False) -> tuple[Server, Roots]:
+              resource_links: bool = False, skills: bool = False) -> tuple[Server, Roots]:
     server = Server(SERVER_NAME, __version__, state_key=state_key)
     server.about = dict(ABOUT)  # server/discover only: the 2025-06-18 initialize answer stays as it is
     following = follow_client_roots and not roots
@@ -204,7 +207,7 @@ def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_cl
     workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch,
                         confirm_writes=confirm_writes, precise="now" if precise and not following else
                         "on first need" if precise else None, max_result_tokens=max_result_tokens, prompts=prompts,
-                        resource_links=resource_links)
+                        resource_links=resource_links, skills=skills)
     if following:
         _follow_client_roots(server, workspace)
     return server, workspace
@@ -305,6 +308,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 from .workspace.watch import can_watch  # off the start-up budget: only with --watch
 
                 can_watch()
+            if args.skills:
+                from .workspace.skills import can_read_skills  # off the start-up budget: only with --skills
+
+                can_read_skills()
         else:
             server, workspace = build(args, state_key)
     except (ValueError, OSError) as err:

@@ -10,13 +10,15 @@ file") makes the change and the answer. Notifications change only the session: `
 
 from __future__ import annotations
 
+from functools import partial
+
 from . import era, jsonrpc, log
 from .actions import Deferred
 from .context import LOG_LEVELS, PROTOCOL_VERSION, ClientRequestError
 from .envelope import declares_tasks, needs_tasks
 from .jsonrpc import JsonRpcError
 from .paging import paginate
-from .primitives import ResourceNotFound, ToolError, ToolResult, read_contents
+from .primitives import Completion, ResourceNotFound, ToolError, ToolResult, read_contents
 
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 
     from .context import Context
     from .primitives import Completer, Tool
-    from .registry import Registry
+    from .registry import ExtensionHandler, Registry
 
     Handler = Callable[[Registry, Context, dict[str, Any]], dict[str, Any] | Deferred]
 
@@ -270,21 +272,32 @@ def _complete(registry: Registry, context: Context, params: dict[str, Any]) -> d
     else:
         raise _invalid("Invalid params: ref.type must be ref/prompt or ref/resource")
     if completer is None:
-        return _completion([])
+        return _completion([], 0)
     found = completer
 
     def work() -> dict[str, Any]:
-        values = list(found(value, known))
+        given = found(value, known)
+        values = list(given)
         if not all(isinstance(v, str) for v in values):
             raise TypeError(f"a completer for {name!r} returned values that are not all strings")
-        return _completion(values)
+        return _completion(values, given.total if isinstance(given, Completion) else len(values))
 
     return Deferred(work)
 
 
-def _completion(values: list[str]) -> dict[str, Any]:
-    """At most 100 values, as the spec allows; `total` and `hasMore` tell the client there are more."""
-    return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
+def _extension(handler: ExtensionHandler, registry: Registry, context: Context, params: dict[str, Any]) -> Deferred:
+    """A method of an extension (Registry.add_extension): its handler, off the reading loop."""
+    return Deferred(partial(handler, context, params))
+
+
+def _completion(values: list[str], total: int | None = None) -> dict[str, Any]:
+    """At most 100 values, as the spec allows; `total` (left out when unknown: a Completion that stopped early)
+    and `hasMore` tell the client there are more."""
+    out: dict[str, Any] = {"values": values[:100]}
+    if total is not None:
+        out["total"] = total
+    out["hasMore"] = len(values) > 100 or (total is not None and total > 100)
+    return {"completion": out}
 
 
 class Method:
@@ -332,6 +345,9 @@ def lookup(registry: Registry, method: str, capabilities: dict[str, Any] | None 
     Without them (before initialize, stateless, modern), what is registered now decides.
     """
     entry = METHODS.get(method)
+    if entry is None and modern:
+        handler = registry.extension_method(method)
+        return None if handler is None else Method(partial(_extension, handler), legacy=False)
     if entry is None or not (method in era.MODERN_METHODS if modern else entry.legacy):
         return None
     needs = entry.needs

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     # The first argument of these is the client's session (session.Session), which the registry passes on unread.
     RootsCallback = Callable[[Any, list[dict[str, Any]]], None]
     NotificationHandler = Callable[[Any, dict[str, Any]], None]
+    ExtensionHandler = Callable[[Context, dict[str, Any]], dict[str, Any]]
 
     class Client(Protocol):
         """A connected client, as its runner shows it to the registry."""
@@ -99,6 +100,8 @@ class Registry:
         self._resource_templates: list[ResourceTemplate] = []
         self._template_sources: list[TemplateSource] = []
         self._completers: dict[tuple[str, str, str], Completer] = {}  # (ref type, prompt name or URI template, argument)
+        self._extensions: dict[str, dict[str, Any]] = {}  # identifier -> its settings (add_extension)
+        self._extension_methods: dict[str, ExtensionHandler] = {}
         self._notification_handlers: dict[str, list[NotificationHandler]] = {}
         self._roots_callbacks: list[RootsCallback] = []
         self._list_changed = {"tools": list_changed, "resources": list_changed, "prompts": list_changed}
@@ -232,6 +235,24 @@ class Registry:
         self._subscribe = True
         self._subscribe_check = check
 
+    def add_extension(self, identifier: str, settings: dict[str, Any], methods: Mapping[str, ExtensionHandler],
+                      cache_hints: Mapping[str, tuple[int, str]] | None = None) -> None:
+        """Offer the extension `identifier` (say "io.modelcontextprotocol/skills") to modern clients: declared with
+        its `settings` under `capabilities.extensions` in server/discover, its `methods` answered for 2026-07-28
+        requests only (`handler(context, params)` off the reading loop, its result completed as every modern
+        result is, with `cache_hints`: method -> (ttlMs, cacheScope)). The 2025-06-18 initialize answer is
+        unchanged: that revision has no extensions."""
+        clash = [method for method in methods if method in era.MODERN_METHODS or method in self._extension_methods]
+        if clash:
+            raise ValueError(f"methods already answered: {', '.join(clash)}")
+        self._extensions[identifier] = dict(settings)
+        self._extension_methods.update(methods)
+        self.cache_hints.update(cache_hints or {})
+
+    def extension_method(self, method: str) -> ExtensionHandler | None:
+        """The handler of an extension's method (add_extension), if one was added."""
+        return self._extension_methods.get(method)
+
     def enable_list_changed(self, *registries: str) -> None:
         """Announce changes of these lists ("tools", "resources", "prompts") to clients that connect from now on."""
         for registry in registries:
@@ -303,13 +324,15 @@ class Registry:
             t.completers for t in self.resource_templates()
         )
 
-    def capabilities(self) -> dict[str, Any]:
+    def capabilities(self, *, modern: bool = False) -> dict[str, Any]:
         """Exactly what is registered and enabled, never more: the spec makes this a MUST. Made of `offers`,
-        the one place that says what is offered."""
+        the one place that says what is offered; `modern` (server/discover) adds the extensions."""
         caps: dict[str, Any] = {}
         for capability in _CAPABILITIES:
             if self.offers(capability):
                 caps[capability] = {flag: True for flag in _FLAGS.get(capability, ()) if self.offers(capability, flag)}
+        if modern and self._extensions:
+            caps["extensions"] = {identifier: dict(settings) for identifier, settings in self._extensions.items()}
         return caps
 
     def cache_hint(self, method: str) -> tuple[int, str] | None:
@@ -343,7 +366,7 @@ class Registry:
         """What `server/discover` answers (modern era), in the order of the spec's example."""
         info = {**self.server_info(), **self.about} if self.about else self.server_info()
         out: dict[str, Any] = {"resultType": "complete", "supportedVersions": list(era.SUPPORTED_VERSIONS),
-                               "capabilities": self.capabilities(), "_meta": {era.SERVER_INFO_KEY: info}}
+                               "capabilities": self.capabilities(modern=True), "_meta": {era.SERVER_INFO_KEY: info}}
         instructions = self.instructions if self.instructions is not None else self.discover_instructions
         if instructions is not None:
             out["instructions"] = instructions

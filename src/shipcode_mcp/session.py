@@ -281,7 +281,7 @@ class Session:
         version, capabilities, level = meta[era.VERSION_KEY], meta[era.CAPABILITIES_KEY], meta.get(era.LOG_LEVEL_KEY)
         if method.startswith("tasks/") and not declares_tasks(capabilities):
             raise needs_tasks()  # the tasks extension says so, though this server offers no tasks at all
-        if method not in era.MODERN_METHODS:
+        if method not in era.MODERN_METHODS and self.registry.extension_method(method) is None:
             raise JsonRpcError(jsonrpc.METHOD_NOT_FOUND, data=f"{method} is not a method of MCP {version}"
                                if method in ("initialize", "ping", "logging/setLevel", "resources/subscribe",
                                              "resources/unsubscribe") else None)

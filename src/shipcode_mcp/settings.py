@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 DEFAULTS: dict[str, Any] = {
-    "roots": (), "allow_write": False, "confirm_writes": False, "watch": False, "precise": False, "prompts": False, "resource_links": False,
-    "require_sandbox": False,
+    "roots": (), "allow_write": False, "confirm_writes": False, "watch": False, "precise": False, "prompts": False,
+    "resource_links": False, "skills": False, "require_sandbox": False,
     "state_key_file": None, "max_result_tokens": 20_000,
     "log_level": "warning", "log_format": "text",
     "http": None, "stateless": False, "workers": 1, "supervise": False, "allow_origin": (), "allow_host": None,
@@ -44,6 +44,7 @@ class Settings:
     precise: bool  # language servers as the code tools' precise backends (workspace/lsp)
     prompts: bool  # prompts built from the tools, and completion of paths (workspace/prompts.py, completion.py)
     resource_links: bool  # a result that names files links their resources (workspace/links.py)
+    skills: bool  # the workspace's Agent Skills over the Skills extension (workspace/skills.py)
     require_sandbox: bool
     state_key_file: str | None
     max_result_tokens: int  # each tool result cut to this many tokens (estimated; 0: no cap): workspace/budget.py

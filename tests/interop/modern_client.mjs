@@ -11,6 +11,8 @@
 //    "reads": ["file:///..."],                             resources/read, in order
 //    "prompts": [{"name": ..., "arguments": {...}}],      prompts/list, then prompts/get of each, in order
 //    "completions": [{"ref": {...}, "argument": {...}}],  completion/complete, in order
+//    "skills": ["references/GUIDE.md", ...],            the Skills extension's client: list, then for each skill
+//                                                         get it and read (verifying) its SKILL.md and these files
 //    "listen": {"uri": "file:///...", "touch": "/abs/path"}  optional: subscriptions/listen to the uri,
 //                                                         append to the file, wait for its update}
 // Every elicitation is answered {"action": "accept", "content": {"ok": true}} and recorded.
@@ -28,7 +30,7 @@ const { Client, StreamableHTTPClientTransport } = await import(pathToFileURL(joi
 const WAIT_MS = 30000; // for a loaded machine: a notification that comes early costs nothing more
 
 const out = { wire: [], received: [], elicitations: [], calls: [], reads: [], events: [], prompts: [],
-              completions: [] };
+              completions: [], skills: [] };
 
 // Every message the client sends, as the server receives it: the proof of which era the exchange used
 // (an MRTR retry is a second tools/call carrying inputResponses; a legacy elicitation is a JSON-RPC
@@ -116,6 +118,25 @@ try {
   }
   for (const completion of plan.completions ?? []) {
     out.completions.push(await client.complete(completion));
+  }
+  if (plan.skills) {
+    const skillsEntry = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')).exports['./ext/skills'].import.default;
+    const { SkillsClient } = await import(pathToFileURL(join(packageDir, skillsEntry)).href);
+    const skills = new SkillsClient(client);
+    out.skillsSupported = skills.supported;
+    const listing = await skills.list();
+    out.skillsInvalid = listing.invalid ?? [];
+    for (const skill of listing.skills) {
+      const got = await skills.get(skill.uri);
+      const files = [];
+      for (const ref of [undefined, ...plan.skills]) {
+        if (ref !== undefined && !skill.resources.some((file) => file.uri.endsWith('/' + ref))) continue;
+        const file = await skills.read(got.skill, ref);
+        files.push({ ref: ref ?? 'SKILL.md', verified: file.verified ?? null, uri: file.uri ?? null,
+                     frontmatter: file.frontmatter ?? null, text: file.text ?? null });
+      }
+      out.skills.push({ uri: skill.uri, name: skill.frontmatter.name, cacheScope: got.cacheScope ?? null, files });
+    }
   }
   if (plan.listen) {
     const subscription = await client.listen({ resourceSubscriptions: [plan.listen.uri] });

@@ -196,7 +196,7 @@ def test_python_sdk_gets_prompts_completions_and_links(repo: Path, transport: st
             listed = await client.list_prompts()
             assert [prompt.name for prompt in listed.prompts] == ["review_changes", "explain_symbol", "path_history"]
             review = await client.get_prompt("review_changes")
-            assert "+A demo project, changed." in review.messages[2].content.text  # type: ignore[union-attr]
+            assert "+A demo project, changed." in review.messages[3].content.text  # type: ignore[union-attr]
             explained = await client.get_prompt("explain_symbol", {"name": "greet"})
             assert "return f'Hello, {name}!'" in explained.messages[2].content.text  # type: ignore[union-attr]
             history = await client.get_prompt("path_history", {"path": "src/app.py", "limit": "5"})
@@ -229,13 +229,53 @@ def test_typescript_client_gets_prompts_completions_and_links(repo: Path) -> Non
             assert report["protocolVersion"] == version
             assert [prompt["name"] for prompt in report["promptList"]] == ["review_changes", "explain_symbol", "path_history"]
             review, history = report["prompts"]
-            assert "+A demo project, changed." in review["messages"][2]["content"]["text"]
+            assert "+A demo project, changed." in review["messages"][3]["content"]["text"]
             assert "Rename util to helpers" not in history["messages"][1]["content"]["text"]
             assert "Add greeting" in history["messages"][1]["content"]["text"]
             assert [c["completion"]["values"] for c in report["completions"]] == [["src/app.py"], ["false"]]
             link = report["calls"][0]["result"]["content"][1]
             assert (link["type"], link["uri"], link["name"]) == ("resource_link", (repo / "src" / "app.py").resolve().as_uri(),
                                                                  "src/app.py")
+
+
+SKILL_MD = """---
+name: review
+description: Review a change the way this team does.
+license: Apache-2.0
+metadata:
+  version: "1.0"
+allowed-tools: read_file git_diff
+---
+# Review
+
+Read references/CHECKLIST.md first.
+"""
+
+
+def test_typescript_skills_client_lists_gets_and_verifies_the_workspaces_skills(repo: Path) -> None:
+    """--skills, against the official TypeScript client of the Skills extension: it finds the declaration in
+    server/discover, lists and gets the skill, and reads SKILL.md and a supporting file, checking each one's
+    size and SHA-256 digest and the frontmatter against its own YAML reading. An invalid skill is not listed."""
+    skill = repo / ".claude" / "skills" / "review"
+    (skill / "references").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(SKILL_MD)
+    (skill / "references" / "CHECKLIST.md").write_text("- tests\n- docs\n")
+    (repo / "tools" / "misnamed").mkdir(parents=True)
+    (repo / "tools" / "misnamed" / "SKILL.md").write_text("---\nname: other\ndescription: Its folder is not its name.\n---\n")
+    with shipcode_http("--skills", str(repo)) as url:
+        report = run_ts_client(url, {"mode": "auto", "skills": ["references/CHECKLIST.md"]})
+    assert "error" not in report, report["error"]
+    assert report["skillsSupported"] is True and report["skillsInvalid"] == []
+    assert report["skills"] == [{
+        "uri": "skill://project/.claude/skills/review/SKILL.md", "name": "review", "cacheScope": "private",
+        "files": [{"ref": "SKILL.md", "verified": True, "uri": "skill://project/.claude/skills/review/SKILL.md",
+                   "frontmatter": {"name": "review", "description": "Review a change the way this team does.",
+                                   "license": "Apache-2.0", "metadata": {"version": "1.0"},
+                                   "allowed-tools": "read_file git_diff"},
+                   "text": SKILL_MD},
+                  {"ref": "references/CHECKLIST.md", "verified": True,
+                   "uri": "skill://project/.claude/skills/review/references/CHECKLIST.md", "frontmatter": None,
+                   "text": "- tests\n- docs\n"}]}]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

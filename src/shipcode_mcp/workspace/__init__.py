@@ -11,13 +11,14 @@ if TYPE_CHECKING:
 
 def install(server: Server, folders: list[str], *, allow_write: bool = False, watch: bool = False,
             confirm_writes: bool = False, precise: str | None = None, max_result_tokens: int = 0,
-            prompts: bool = False, resource_links: bool = False) -> Roots:
+            prompts: bool = False, resource_links: bool = False, skills: bool = False) -> Roots:
     """Register the workspace tools and resources for `folders` on `server` (the writing tools with `allow_write`
     or `confirm_writes`, asking the user before each change with the latter); with `precise` ("now" or "on first
     need"), the language servers answer the code tools, started now or when a call first needs one; each tool
     result is cut to `max_result_tokens` (0: no cap but what a request asks; budget.py); with `prompts`, the prompts
     built from the tools (prompts.py) and completion of their paths and of the resource templates'; with
-    `resource_links`, a result that names files links their resources (links.py)."""
+    `resource_links`, a result that names files links their resources (links.py); with `skills`, the Agent Skills
+    of the workspace over the Skills extension (skills.py)."""
     # the definitions only when installing: importing one workspace module (sandbox, roots) does not load them
     from .resources import install_resources
     from .tools import install_tools
@@ -27,11 +28,15 @@ def install(server: Server, folders: list[str], *, allow_write: bool = False, wa
                   max_result_tokens=max_result_tokens, resource_links=resource_links)
     if server.discover_instructions is None:
         server.discover_instructions = instructions(server)
-    completer = install_resources(server, roots, watch=watch, complete=prompts)
-    if completer is not None:
+    files = install_resources(server, roots, watch=watch, complete=prompts)
+    if files.completer is not None:
         from .prompts import install_prompts  # only with --prompts
 
-        install_prompts(server, completer.argument)
+        install_prompts(server, roots, files.completer.argument, max_result_tokens)
+    if skills:
+        from .skills import install_skills  # only with --skills
+
+        install_skills(server, roots, files)
     if precise is not None:
         from .lsp.servers import SERVERS  # off the start-up budget: only with --precise
 

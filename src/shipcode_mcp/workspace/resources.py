@@ -34,42 +34,48 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
     from ..context import Context
-    from ..primitives import ReadResult, Resource, TemplateReader
+    from ..primitives import Content, Resource, TemplateReader
     from ..server import Server
     from .completion import PathCompleter
-    from .resource_tree import WorkspaceResources
+    from .resource_tree import Snapshot, WorkspaceResources
     from .roots import Roots
 
 # -- registration ----------------------------------------------------------------------------------
-def install_resources(server: Server, roots: Roots, *, watch: bool = False, complete: bool = False) -> PathCompleter | None:
+def install_resources(server: Server, roots: Roots, *, watch: bool = False, complete: bool = False) -> Files:
     """Offer every file of `roots` as a resource; with `watch`, also subscriptions and change notifications;
-    with `complete`, completion of the templates' paths (and the completer, for other paths: completion.py)."""
-    completer = None
-    if complete:
-        from .completion import PathCompleter  # only with --prompts
-
-        completer = PathCompleter(roots, lambda root, max_age: feature.get().snapshot(root, max_age))
-    feature = _OnFirstUse(roots, completer)
-    server.add_resource_source(feature.listed, on_new_listing=feature.start_listing)
-    server.add_template_source(feature.templates)
+    with `complete`, completion of the templates' paths (and `Files.completer`, for other paths: completion.py).
+    The Files returned is the feature, for others that read what it serves (skills.py)."""
+    files = Files(roots, complete)
+    server.add_resource_source(files.listed, on_new_listing=files.start_listing)
+    server.add_template_source(files.templates)
     if watch:
         from .watch import install_watch  # only with --watch (watchfiles)
 
-        install_watch(server, feature.get())
-    return completer
+        install_watch(server, files.get())
+    return files
 
 
-def templates(roots: Roots, reader: TemplateReader, completer: PathCompleter | None = None) -> Iterator[ResourceTemplate]:
-    """One template per root, `file:///abs/root/{+path}`: any file or folder of it, without listing first; its
-    path completed by `completer` where given."""
+def root_names(paths: Sequence[str]) -> list[str]:
+    """Each root's name, as its template and its skills' URIs give it: its folder's name, numbered from the
+    second root of the same name on (`src`, `src-2`)."""
     used: set[str] = set()
-    for root in roots.paths:
+    names: list[str] = []
+    for root in paths:
         base = os.path.basename(root.rstrip("/")) or "root"
         name, number = base, 1
         while name in used:  # two roots with the same folder name
             number += 1
             name = f"{base}-{number}"
         used.add(name)
+        names.append(name)
+    return names
+
+
+def templates(roots: Roots, reader: TemplateReader, completer: PathCompleter | None = None) -> Iterator[ResourceTemplate]:
+    """One template per root, `file:///abs/root/{+path}`: any file or folder of it, without listing first; its
+    path completed by `completer` where given."""
+    paths = roots.paths  # (replaced in one assignment when the client's roots change)
+    for root, name in zip(paths, root_names(paths), strict=True):
         shown = display(root)
         yield ResourceTemplate(
             root_uri(root) + "{+path}", display(name), reader, title=f"Files in {shown}",
@@ -80,12 +86,17 @@ def templates(roots: Roots, reader: TemplateReader, completer: PathCompleter | N
         )
 
 
-class _OnFirstUse:
-    """Stands in for WorkspaceResources until a client lists or reads, so start-up does not import it."""
+class Files:
+    """The resources feature: stands in for WorkspaceResources until a client lists or reads, so start-up does
+    not import it; `completer` completes paths from its listing (with `complete`)."""
 
-    def __init__(self, roots: Roots, completer: PathCompleter | None) -> None:
+    def __init__(self, roots: Roots, complete: bool) -> None:
         self.roots = roots
-        self.completer = completer
+        self.completer: PathCompleter | None = None
+        if complete:
+            from .completion import PathCompleter  # only with --prompts
+
+            self.completer = PathCompleter(roots, self.snapshot)
         self._feature: WorkspaceResources | None = None
         self._templates: tuple[list[str], list[ResourceTemplate]] | None = None
         self._lock = threading.Lock()
@@ -105,8 +116,13 @@ class _OnFirstUse:
     def start_listing(self) -> None:
         self.get().start_listing()
 
-    def read(self, context: Context, uri: str, variables: dict[str, str]) -> ReadResult:
+    def read(self, context: Context, uri: str, variables: dict[str, str]) -> list[Content]:
         return self.get().read(context, uri, variables)
+
+    def snapshot(self, root: str, max_age: float) -> Snapshot:
+        """The listing of `root`, at most `max_age` seconds old (WorkspaceResources.snapshot)."""
+        return self.get().snapshot(root, max_age)
+
 
     def templates(self) -> list[ResourceTemplate]:
         """The templates of the current roots (they follow a client's roots), made once per set of roots."""

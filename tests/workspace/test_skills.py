@@ -1,0 +1,198 @@
+"""--skills through the real `shipcode-mcp` process: the Skills extension (io.modelcontextprotocol/skills) over
+2026-07-28 requests: the declaration, skills/list and skills/get with complete manifests, the frontmatter in
+YAML 1.2 core typing, what is not a skill, and skill:// reads confined like every read. (The official
+TypeScript client of the extension verifies the same: tests/interop/test_modern_clients.py.)
+
+Every line the server writes is checked against the official schema of its era by `McpProcess`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import HANDSHAKE, HANDSHAKE_REPLY, McpProcess
+from workspace_support import CANARY, make_outside
+
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+EXTENSION = "io.modelcontextprotocol/skills"
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def skill_md(name: str, description: str = "Does one thing well.", extra: str = "") -> str:
+    return f"---\nname: {name}\ndescription: {description}\n{extra}---\n# {name}\n"
+
+
+def modern(process: McpProcess, method: str, **params: Any) -> dict[str, Any]:
+    return process.request(method, {**params, "_meta": META}, timeout=60)
+
+
+def listed(process: McpProcess) -> list[dict[str, Any]]:
+    """Every skills/list entry, following nextCursor."""
+    skills: list[dict[str, Any]] = []
+    params: dict[str, Any] = {}
+    while True:
+        result = modern(process, "skills/list", **params)["result"]
+        assert result["ttlMs"] == 0 and result["cacheScope"] == "private"
+        skills += result["skills"]
+        if "nextCursor" not in result:
+            return skills
+        params = {"cursor": result["nextCursor"]}
+
+
+def manifest(folder: Path, prefix: str) -> list[dict[str, Any]]:
+    """What the entry of the skill in `folder` must list: SKILL.md first, then every file in path order."""
+    files = sorted(path for path in folder.rglob("*") if path.is_file())
+    files.sort(key=lambda path: path.name != "SKILL.md" or path.parent != folder)
+    return [{"uri": prefix + path.relative_to(folder).as_posix(), "digest": "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest(),
+             "size": path.stat().st_size} for path in files]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    write(root / ".claude" / "skills" / "review" / "SKILL.md", skill_md("review", extra="license: MIT\n"))
+    write(root / ".claude" / "skills" / "review" / "references" / "CHECKLIST.md", "- tests\n")
+    write(root / ".claude" / "skills" / "review" / "logo.bin", bytes(range(256)))
+    write(root / "tools" / "release" / "SKILL.md", skill_md("release"))
+    write(root / "tools" / "release" / "deploy" / "SKILL.md", skill_md("deploy"))  # nested in release
+    return root
+
+
+def test_without_skills_nothing_is_declared(project: Path) -> None:
+    with McpProcess(str(project)) as process:
+        discovered = modern(process, "server/discover")["result"]
+        assert discovered["capabilities"] == {"tools": {}, "resources": {}}
+        assert modern(process, "skills/list")["error"]["code"] == -32601
+
+
+def test_the_extension_is_declared_to_modern_clients_only(project: Path) -> None:
+    with McpProcess("--skills", str(project)) as process:
+        process.send(HANDSHAKE)
+        assert process.read_raw() == (HANDSHAKE_REPLY + "\n").encode()  # 2025-06-18: exactly as before
+        assert process.request("skills/list")["error"]["code"] == -32601  # a legacy request
+        discovered = modern(process, "server/discover")["result"]
+        assert discovered["capabilities"] == {"tools": {}, "resources": {}, "extensions": {EXTENSION: {}}}
+
+
+def test_skills_list_and_get_give_complete_manifests(project: Path) -> None:
+    with McpProcess("--skills", str(project)) as process:
+        skills = listed(process)
+        prefix = {"review": "skill://project/.claude/skills/review/", "release": "skill://project/tools/release/",
+                  "deploy": "skill://project/tools/release/deploy/"}
+        assert [entry["uri"] for entry in skills] == [prefix[name] + "SKILL.md" for name in ("review", "release", "deploy")]
+        for entry in skills:
+            name = entry["frontmatter"]["name"]
+            folder = {"review": project / ".claude/skills/review", "release": project / "tools/release",
+                      "deploy": project / "tools/release/deploy"}[name]
+            assert entry["resources"] == manifest(folder, prefix[name]), name
+            assert modern(process, "skills/get", uri=entry["uri"])["result"]["skill"] == entry
+        assert skills[0]["frontmatter"] == {"name": "review", "description": "Does one thing well.", "license": "MIT"}
+        # the enclosing skill lists the nested one's files too
+        assert prefix["release"] + "deploy/SKILL.md" in [file["uri"] for file in skills[1]["resources"]]
+        for uri in ("skill://project/tools/SKILL.md", "skill://project/.claude/skills/review", "file:///etc/passwd", ""):
+            error = modern(process, "skills/get", uri=uri)["error"]
+            assert error["code"] == -32602 and error["message"].startswith("Unknown skill"), uri
+        assert modern(process, "skills/get")["error"]["code"] == -32602
+
+
+def test_a_changed_file_changes_its_digest(project: Path) -> None:
+    with McpProcess("--skills", str(project)) as process:
+        before = listed(process)[0]["resources"]
+        write(project / ".claude" / "skills" / "review" / "references" / "CHECKLIST.md", "- tests\n- docs\n")
+        os.utime(project / ".claude" / "skills" / "review" / "references", None)
+        process.request("resources/list")  # a new listing: the server walks again
+        after = modern(process, "skills/get", uri="skill://project/.claude/skills/review/SKILL.md")["result"]["skill"]
+        assert after["resources"] == manifest(project / ".claude" / "skills" / "review", "skill://project/.claude/skills/review/")
+        assert after["resources"] != before
+
+
+def test_the_frontmatter_is_read_in_yaml_core_schema_typing(tmp_path: Path) -> None:
+    root = tmp_path / "typed"
+    write(root / "typed" / "SKILL.md", "---\r\nname: typed\r\ndescription: Typed values.\r\nflags:\r\n  - yes\r\n  - on\r\n"
+          "  - true\r\n  - ~\r\n  - null\r\ncounts: [012, 0o17, 0x1F, 1e3, -2.5]\r\nwhen: 2024-01-01\r\n"
+          "text: |\r\n  two\r\n  lines\r\n---\r\nbody\r\n")
+    with McpProcess("--skills", str(root)) as process:
+        [entry] = listed(process)
+    assert entry["frontmatter"] == {"name": "typed", "description": "Typed values.",
+                                    "flags": ["yes", "on", True, None, None], "counts": [12, 15, 31, 1000.0, -2.5],
+                                    "when": "2024-01-01", "text": "two\nlines\n"}
+
+
+NOT_SKILLS = {
+    "unclosed": "---\nname: unclosed\ndescription: No end.\n",
+    "no-front": "# just markdown\n",
+    "misnamed": skill_md("other"),
+    "Upper": skill_md("Upper"),
+    "double--hyphen": skill_md("double--hyphen"),
+    "no-description": "---\nname: no-description\n---\n",
+    "long-description": skill_md("long-description", "x" * 1025),
+    "not-yaml": "---\nname: not-yaml\ndescription: [unclosed\n---\n",
+    "a-list": "---\n- name\n---\n",
+    "a-date-tag": skill_md("a-date-tag", extra="when: !!timestamp 2024-01-01\n"),
+    "python-tag": skill_md("python-tag", extra="x: !!python/object:os.system ls\n"),
+    "an-infinity": skill_md("an-infinity", extra="x: .inf\n"),
+    "bad-metadata": skill_md("bad-metadata", extra="metadata:\n  version: 1\n"),
+}
+
+
+def test_what_is_not_a_skill_is_left_out_and_said_once(tmp_path: Path) -> None:
+    root = tmp_path / "mixed"
+    for folder, text in NOT_SKILLS.items():
+        write(root / folder / "SKILL.md", text)
+    write(root / "good" / "SKILL.md", skill_md("good"))
+    write(root / "crowded" / "SKILL.md", skill_md("crowded"))
+    for number in range(512):
+        write(root / "crowded" / f"f{number}.txt", "x")
+    write(root / "heavy" / "SKILL.md", skill_md("heavy"))
+    write(root / "heavy" / "big.bin", b"\0" * (16 * 1024 * 1024))
+    write(root / "ignored" / "SKILL.md", skill_md("ignored"))
+    write(root / ".gitignore", "ignored/\n")
+    with McpProcess("--skills", str(root)) as process:
+        assert [entry["frontmatter"]["name"] for entry in listed(process)] == ["good"]
+        listed(process)  # the second listing says nothing again
+        process.close()
+        warnings = [line for line in process.stderr.decode().splitlines() if "is not served as a skill" in line]
+    named = sorted(line.split(str(root) + "/", 1)[1].split("/SKILL.md")[0] for line in warnings)
+    assert named == sorted([*NOT_SKILLS, "crowded", "heavy"]), warnings
+
+
+def test_skill_reads_are_confined_to_the_skills_files(project: Path, tmp_path: Path) -> None:
+    """skill:// reads serve the listed files of valid skills only. The attacks first work without us: the link
+    leads to the canary, the ignored file is there."""
+    outside = make_outside(tmp_path / "outside")
+    review = project / ".claude" / "skills" / "review"
+    os.symlink(outside / "secret.txt", review / "leak.txt")
+    os.symlink(outside, review / "away")
+    write(project / ".gitignore", "*.log\n")
+    write(review / "debug.log", "ignored\n")
+    assert CANARY in (review / "leak.txt").read_text() and (review / "debug.log").exists()
+    prefix = "skill://project/.claude/skills/review/"
+    with McpProcess("--skills", str(project)) as process:
+        [entry, *_] = listed(process)
+        assert {file["uri"] for file in entry["resources"]} == {prefix + "SKILL.md", prefix + "references/CHECKLIST.md",
+                                                                prefix + "logo.bin"}
+        read = modern(process, "resources/read", uri=prefix + "references/CHECKLIST.md")["result"]["contents"]
+        assert read == [{"uri": prefix + "references/CHECKLIST.md", "mimeType": "text/markdown", "text": "- tests\n"}]
+        blob = modern(process, "resources/read", uri=prefix + "logo.bin")["result"]["contents"][0]
+        assert blob["uri"] == prefix + "logo.bin" and "blob" in blob
+        for uri in (prefix + "leak.txt", prefix + "away/secret.txt", prefix + "debug.log", prefix + "../../../README.md",
+                    prefix + "%2e%2e/%2e%2e/x", "skill://project/tools/SKILL.md", "skill://other/SKILL.md",
+                    prefix + "SKILL.md?x", prefix + "missing.md"):
+            reply = modern(process, "resources/read", uri=uri)
+            assert reply["error"]["code"] == -32602, (uri, reply)
+            assert CANARY not in str(reply)
+        legacy = process.request("resources/read", {"uri": prefix + "SKILL.md"})  # a legacy read works too
+        assert legacy["result"]["contents"][0]["text"] == skill_md("review", extra="license: MIT\n")
