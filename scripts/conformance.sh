@@ -11,6 +11,8 @@
 #                                                                                               and 3 pending
 #   0.2.0-alpha.12  --spec-version 2025-06-18, one by one    shipcode-mcp --http, a tmp folder  5 (REAL_2025)
 #   0.2.0-alpha.12  --spec-version 2026-07-28, one by one    shipcode-mcp --http, a tmp folder  7 (REAL_2026)
+#   0.2.0-alpha.12  the Skills extension's server scenarios  shipcode-mcp --http --skills,      3 (SKILLS)
+#                   (--force: extensions are on no timeline)   a tmp folder holding a skill
 #
 # `--requirements 2026-07-28` runs the set the suite froze as what that revision requires (37 server
 # scenarios, at the 2026-07-28 wire), and beside it, never scored, 3 "pending" scenarios (which we pass
@@ -40,6 +42,9 @@ NEWEST_2026_PENDING=3  # ... and the pending ones it runs unscored (json-schema-
 REAL_2025=(server-initialize server-session-lifecycle ping tools-list resources-list)
 REAL_2026=(tools-list resources-list sep-2164-resource-not-found dns-rebinding-protection server-sse-multiple-streams
            input-required-result-unsupported-methods http-header-validation)
+# The Skills extension's server scenarios (SEP-2640), against shipcode-mcp --skills. (skills-manifest warns twice:
+# it takes the first resource whose URI ends in SKILL.md, here the skill's file:// resource, for the skill's own.)
+SKILLS=(sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory)
 
 CACHES="${CONFORMANCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shipcode-mcp}"
 PYTHON="${PYTHON:-.venv/bin/python}"
@@ -72,12 +77,19 @@ show_logs() { echo "--- example server's stderr:"; cat "$WORK/example.log"; echo
 # The two servers, started together: the example, and the real one serving a small folder of its own.
 EXAMPLE_PORT="${CONFORMANCE_PORT:-$(free_port)}"
 REAL_PORT="$(free_port)"
+SKILLS_PORT="$(free_port)"
 mkdir "$WORK/root" && printf '# demo\n' >"$WORK/root/README.md" && printf 'x = 1\n' >"$WORK/root/main.py"
+mkdir -p "$WORK/skilled/.claude/skills/review/references"
+printf -- '---\nname: review\ndescription: Review a change as this team does.\n---\n# Review\n' \
+  >"$WORK/skilled/.claude/skills/review/SKILL.md"
+printf -- '- tests\n' >"$WORK/skilled/.claude/skills/review/references/CHECKLIST.md"
 "$PYTHON" examples/conformance_server.py --port "$EXAMPLE_PORT" 2>"$WORK/example.log" &
 PIDS+=($!)
 "$SHIPCODE_MCP" --http "127.0.0.1:$REAL_PORT" "$WORK/root" 2>"$WORK/real.log" &
 PIDS+=($!)
-"$PYTHON" - "$EXAMPLE_PORT" "${PIDS[0]}" "$REAL_PORT" "${PIDS[1]}" <<'EOF' || { show_logs; exit 1; }
+"$SHIPCODE_MCP" --http "127.0.0.1:$SKILLS_PORT" --skills "$WORK/skilled" 2>>"$WORK/real.log" &
+PIDS+=($!)
+"$PYTHON" - "$EXAMPLE_PORT" "${PIDS[0]}" "$REAL_PORT" "${PIDS[1]}" "$SKILLS_PORT" "${PIDS[2]}" <<'EOF' || { show_logs; exit 1; }
 import os, socket, sys, time
 deadline = time.monotonic() + 30
 for port, pid in zip(map(int, sys.argv[1::2]), map(int, sys.argv[2::2])):
@@ -129,18 +141,19 @@ run_example() {
   fi
 }
 
-# run_real ERA SCENARIO...: the newest suite against shipcode-mcp, one scenario at a time (the suite runs a
-# chosen scenario only alone); each must pass every check it makes (a scenario not run at ERA is skipped:
-# exit status 0, no checks, and counts as a failure here).
+# run_real PORT ERA SCENARIO...: the newest suite against the shipcode-mcp on PORT, one scenario at a time (the
+# suite runs a chosen scenario only alone; with FORCE=--force even one on no timeline, an extension's); each
+# must pass every check it makes (a scenario not run at ERA is skipped: exit status 0, no checks, and counts
+# as a failure here).
 run_real() {
-  local era="$1" scenario start status passed=0
-  shift
+  local port="$1" era="$2" scenario start status passed=0
+  shift 2
   echo; echo "### $NEWEST --spec-version $era against shipcode-mcp --http, one scenario at a time"
   start=$(now_ms)
   for scenario in "$@"; do
     status=0
-    suite "$NEWEST" --url "http://127.0.0.1:$REAL_PORT/mcp" --spec-version "$era" --scenario "$scenario" >"$WORK/out" 2>&1 \
-      || status=$?
+    suite "$NEWEST" --url "http://127.0.0.1:$port/mcp" --spec-version "$era" --scenario "$scenario" ${FORCE:-} \
+      >"$WORK/out" 2>&1 || status=$?
     if [ "$status" -eq 0 ] && grep -qE '^Passed: ([1-9][0-9]*)/\1, 0 failed' "$WORK/out"; then
       passed=$((passed + 1))
       echo "✓ $scenario ($era, shipcode-mcp): $(grep '^Passed: ' "$WORK/out")"
@@ -160,8 +173,9 @@ run_real() {
 run_example "$FIRST" "$FIRST_2025" 0 --spec-version 2025-06-18
 run_example "$NEWEST" "$NEWEST_2025" 0 --spec-version 2025-06-18
 run_example "$NEWEST" "$NEWEST_2026" "$NEWEST_2026_PENDING" --requirements 2026-07-28
-run_real 2025-06-18 "${REAL_2025[@]}"
-run_real 2026-07-28 "${REAL_2026[@]}"
+run_real "$REAL_PORT" 2025-06-18 "${REAL_2025[@]}"
+run_real "$REAL_PORT" 2026-07-28 "${REAL_2026[@]}"
+FORCE=--force run_real "$SKILLS_PORT" 2026-07-28 "${SKILLS[@]}"
 
 echo
 echo "conformance ($(seconds_since "$script_start") in all):"

@@ -11,7 +11,8 @@ served as the extension says (its stable specification, SEP-2640, against 2026-0
   the 2025-06-18 initialize answer is unchanged.
 - Every file of a skill is a resource `skill://ROOT/FOLDER/FILE` (ROOT: the root's name, as its file
   template names it; FOLDER: the skill's folder in that root, its last segment the skill's name), read with
-  resources/read through the template `skill://{+path}`, in both eras.
+  resources/read through the template `skill://{+path}`, in both eras; each SKILL.md is listed by
+  resources/list too, named and described by its frontmatter.
 
 What a skill is made of is what the resources serve (resource_tree's listing: no ignored file, nothing in
 .git/, nothing outside a root, no link followed), read through safe_open like every read. A folder that is no
@@ -31,7 +32,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from .. import jsonrpc, log
-from ..primitives import ResourceNotFound, ResourceTemplate, ToolError
+from ..primitives import Resource, ResourceNotFound, ResourceTemplate, ToolError
 from .resource_limits import SNAPSHOT_SECONDS
 from .safe_open import open_file
 from .uris import encode_path, file_uri
@@ -306,6 +307,14 @@ class SkillsFeature:
             raise jsonrpc.JsonRpcError(jsonrpc.INVALID_PARAMS, f"Unknown skill: {uri[:200]}", {"uri": uri[:4096]})
         return {"skill": skill.entry()}
 
+    def listed(self) -> list[Resource]:
+        """Each skill's SKILL.md in resources/list, named and described by its frontmatter (as the extension
+        says a SKILL.md resource should be)."""
+        return [Resource(skill.uri, skill.frontmatter["name"], description=skill.frontmatter["description"],
+                         mime_type="text/markdown", size=skill.files[skill.uri][2],
+                         reader=lambda context, uri: self.read(context, uri, {}))
+                for skill in self._catalog.skills()]
+
     def read(self, context: Context, uri: str, variables: dict[str, str]) -> list[Content]:
         """A file of a skill, read as its file:// resource is (the same checks, limits and MIME type)."""
         for skill in self._catalog.skills():
@@ -329,6 +338,7 @@ def install_skills(server: Server, roots: Roots, files: Files) -> None:
     feature = SkillsFeature(server, Catalog(roots, files), files)
     server.add_extension(EXTENSION, {}, {"skills/list": feature.list_skills, "skills/get": feature.get_skill},
                          cache_hints={"skills/list": (0, "private"), "skills/get": (0, "private")})
+    server.add_resource_source(feature.listed)
     server.add_resource_template(ResourceTemplate(
         SCHEME + "{+path}", "skills", feature.read, title="Agent Skills of the workspace",
         description="A file of one of the workspace's Agent Skills (skills/list names them): skill://ROOT/FOLDER/FILE, "
