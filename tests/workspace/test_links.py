@@ -6,6 +6,7 @@ Every line the server writes is checked against the official 2025-06-18 schema b
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,46 @@ def test_links_are_bounded_follow_the_cut_and_encode_awkward_names(tmp_path: Pat
         assert awkward == [(file_uri(str(root.resolve())) + "/z%20line%0Abreak%20%25.txt", "z line\\nbreak %.txt")]
         assert process.request("resources/read", {"uri": awkward[0][0]})["result"]["contents"][0]["text"] == "hit\n"
     with start(root, "--resource-links", "--max-result-tokens", "1000") as process:
+        few = process.call_tool("list_files", {"limit": 5})  # far under the budget: every file linked
+        assert [name for _, name in links(few)] == [f"f{number:03d}.txt" for number in range(5)]
         result = process.call_tool("search_code", {"pattern": "hit", "limit": 2000})
-        kept = {line["path"] for line in result["structuredContent"]["lines"]}
-        assert 0 < len(kept) < MAX_LINKS  # cut to the budget: only the files it kept are linked
-        assert [name for _, name in links(result)] == sorted(kept)
+        kept = sorted({line["path"] for line in result["structuredContent"]["lines"]})
+        assert result["structuredContent"]["truncated"] and 0 < len(kept) < MAX_LINKS  # cut to the budget
+        linked = [name for _, name in links(result)]
+        assert linked == kept[:len(linked)]  # only files it kept, and only while the whole stays within it
+        text = "".join(item.get("text", "") for item in result["content"])
+        links_json = [item for item in result["content"] if item["type"] == "resource_link"]
+        whole = len(text.encode()) + len(json.dumps([result["structuredContent"], links_json], separators=(",", ":")))
+        assert whole <= 1000 * 3 + 100, whole
+
+
+def test_a_link_is_the_served_file_the_result_names(tmp_path: Path) -> None:
+    """Only files the resources serve are linked (not an ignored one, nothing in .git/), each by the listing's
+    own URI, MIME type and size; a folder named `file:` is a folder, not a URI (its decoy was linked as the
+    real file)."""
+    root = tmp_path / "root"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text('TOKEN = "real"\n')
+    decoy = root / ("file:" + str(root.resolve())) / "src" / "app.py"
+    decoy.parent.mkdir(parents=True)
+    decoy.write_text('TOKEN = "decoy"\n')
+    (root / "ignored").mkdir()
+    (root / "ignored" / "secret.py").write_text('TOKEN = "ignored"\n')
+    (root / ".gitignore").write_text("ignored/\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text('TOKEN = "git"\n')
+    (root / "README").write_text("no suffix\n")
+    with start(root, "--resource-links") as process:
+        found = process.call_tool("search_code", {"pattern": "decoy"})
+        [(uri, name)] = links(found)
+        assert name == "file:" + str(root.resolve()) + "/src/app.py"
+        assert process.request("resources/read", {"uri": uri})["result"]["contents"][0]["text"] == 'TOKEN = "decoy"\n'
+        for arguments in ({"pattern": "TOKEN", "path": "ignored"}, {"pattern": "TOKEN", "path": ".git"}):
+            result = process.call_tool("search_code", arguments)
+            assert result["structuredContent"]["match_count"] == 1 and links(result) == [], arguments
+        assert links(process.call_tool("list_files", {"path": ".git"})) == []
+        listed = {item["uri"]: item for item in process.request("resources/list")["result"]["resources"]}
+        for item in process.call_tool("list_files", {})["content"]:
+            if item["type"] == "resource_link":
+                assert (item.get("mimeType"), item.get("size")) == (listed[item["uri"]]["mimeType"],
+                                                                    listed[item["uri"]].get("size")), item

@@ -180,14 +180,16 @@ def test_path_history_hands_over_the_paths_log(repo: Path) -> None:
                 INVALID, "limit must be a whole number from 1 to 200"), limit
 
 
-def test_a_prompt_as_a_whole_keeps_the_budget_and_a_long_status_is_cut(repo: Path) -> None:
-    """Each tool's answer gets its share of the budget; git_status (which no budget cuts) stops after 200 lines."""
+@pytest.mark.parametrize("links", [[], ["--resource-links"]])
+def test_a_prompt_as_a_whole_keeps_the_budget_and_a_long_status_is_cut(repo: Path, links: list[str]) -> None:
+    """Each tool's answer gets its share of the budget; git_status (which no budget cuts) stops after 200 lines.
+    With --resource-links too (the tools' results then carry links, which a prompt leaves out)."""
     for number in range(3000):
         (repo / f"untracked-{number:04d}.txt").write_text("x\n")
     (repo / "README.md").write_text("".join(f"line {n} of a long change\n" for n in range(5000)))
     git(repo, "add", "README.md")
     (repo / "src" / "app.py").write_text("".join(f"# edit {n}\n" for n in range(5000)))
-    with start(repo, "--max-result-tokens", "3000") as process:
+    with start(repo, "--max-result-tokens", "3000", *links) as process:
         _, status, staged, unstaged = texts(get(process, "review_changes"))
     assert len(status.splitlines()) == 201 and status.endswith("more lines: call git_status for all of it]")
     for diff in (staged, unstaged):  # a third of 3000 tokens is under the least a share gets: 1000 each
@@ -212,3 +214,14 @@ def test_explain_symbol_says_why_it_found_no_definition(repo: Path) -> None:
         code, message = error(get(process, "explain_symbol", name="target"))
     assert code == INVALID and message.startswith("find_symbol: No definition of 'target'")
     assert "big.py (too large" in message
+
+
+def test_explain_symbols_parts_keep_their_share_with_links(repo: Path) -> None:
+    """With --resource-links the tools' results carry links after their text: a prompt takes the text alone and
+    still cuts each part to its share (budget.fit leaves a result of several items as it is)."""
+    for number in range(40):
+        (repo / "src" / f"user{number:02d}.py").write_text(
+            "from helpers import answer\n" + "".join(f"value_{n} = answer()\n" for n in range(60)))
+    with start(repo, "--max-result-tokens", "3000", "--resource-links") as process:
+        _, _, _, references = texts(get(process, "explain_symbol", name="answer"))
+    assert len(references.encode()) <= 1000 * 3 and "1000 tokens" in references, references[-300:]

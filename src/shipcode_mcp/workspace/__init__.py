@@ -24,11 +24,11 @@ def install(server: Server, folders: list[str], *, allow_write: bool = False, wa
     from .tools import install_tools
 
     roots = Roots(folders)
+    files = install_resources(server, roots, watch=watch, complete=prompts)
     install_tools(server, roots, allow_write=allow_write or confirm_writes, confirm_writes=confirm_writes,
-                  max_result_tokens=max_result_tokens, resource_links=resource_links)
+                  max_result_tokens=max_result_tokens, resource_links=files if resource_links else None)
     if server.discover_instructions is None:
         server.discover_instructions = instructions(server)
-    files = install_resources(server, roots, watch=watch, complete=prompts)
     if files.completer is not None:
         from .prompts import install_prompts  # only with --prompts
 

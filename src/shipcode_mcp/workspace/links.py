@@ -2,12 +2,15 @@
 
 A client that shows links (an attachment to open, a resource to add to the context) gets one per file the
 result names, in the result's order, each file once, at most MAX_LINKS: the files of list_files, those of
-search_code's and search_structure's matches, of find_symbol's definitions and find_references' uses, of a
-folder's outline. The URI is the one resources/list gives the file (its real path in a root), so reading it
-is an ordinary resources/read, confined like every read; its MIME type is the one its name gives (nothing is
-read to tell it). Each link is after the result's text, so a client
-that does not show links reads the same text first; links are added after the result was cut to the client's
-budget (budget.py), from what was kept.
+search_code's and search_structure's matches, of find_symbol's definitions and find_references' uses, of an
+outline. A file is linked only when the resources serve it (the listing of resource_tree holds it: not an
+ignored file, nothing in .git/, nothing past the listing's cap), and its link is the listing's own: the same
+URI, MIME type and size as resources/list gives, so resources/read reads it. The path a result shows is turned
+back into the file by the roots' one rule for shown paths (Roots.shown_path: no URI is parsed, so a folder
+named `file:` stays a folder). Links come after the result's text, so a client that does not show them reads
+the same text first; they are added after the result was cut to the client's budget (budget.py), from what
+was kept, and only while the result with them stays within that budget (a client such as Claude Code turns
+each into a line of text for the model).
 """
 
 from __future__ import annotations
@@ -15,15 +18,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..primitives import ToolResult, resource_link
-from .mime import guess_mime_type
-from .roots import OutsideRoots
+from .resource_limits import SNAPSHOT_SECONDS, display
 from .text import printable
-from .uris import file_uri
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from .roots import Roots
+    from .resources import Files
 
 MAX_LINKS = 20
 """The most links one result carries (a listing of 200 files gets its first 20)."""
@@ -35,7 +36,7 @@ item is the path)."""
 
 
 def named_files(tool: str, structured: dict[str, Any] | None) -> list[str]:
-    """The paths `tool`'s structured content names, in order, each once, at most MAX_LINKS."""
+    """The paths `tool`'s structured content names, in order, each once."""
     if tool not in _NAMED or not isinstance(structured, dict):
         return []
     key, field = _NAMED[tool]
@@ -43,23 +44,38 @@ def named_files(tool: str, structured: dict[str, Any] | None) -> list[str]:
     found: dict[str, None] = {}
     for item in items if isinstance(items, list) else ():
         path = item if field is None else item.get(field) if isinstance(item, dict) else None
-        if isinstance(path, str) and path not in found:
+        if isinstance(path, str):
             found[path] = None
-            if len(found) == MAX_LINKS:
-                break
     return list(found)
 
 
-def with_links(tool: str, value: Any, roots: Roots) -> Any:
-    """`value` with a resource_link after its content for each file it names (see the module's docstring);
-    an error result, or one naming no file, as it was."""
+def with_links(tool: str, value: Any, files: Files, budget_bytes: int) -> Any:
+    """`value` with a resource_link after its content for each served file it names (see the module's
+    docstring), while the whole stays within `budget_bytes` (0: no limit); an error result, or one naming no
+    served file, as it was."""
     if not isinstance(value, ToolResult) or value.is_error:
         return value
-    links = []
-    for path in named_files(tool, value.structured):
-        try:
-            real = roots.resolve(path)
-        except OutsideRoots:  # (a path the tool showed is inside; a root the client has since dropped is not)
+    from . import budget  # (a result's size, as the budget counts it)
+
+    roots = files.roots
+    used = budget.tokens(value) * budget.BYTES_PER_TOKEN
+    links: list[dict[str, Any]] = []
+    for shown in named_files(tool, value.structured):
+        if len(links) == MAX_LINKS:
+            break
+        path = roots.shown_path(shown)
+        root = roots.root_of(path)
+        if root is None:  # (a root the client has since dropped)
             continue
-        links.append(resource_link(file_uri(real), printable(path), mime_type=guess_mime_type(real)))
+        rel = path[len(root.rstrip("/")) + 1:]
+        snapshot = files.snapshot(root, SNAPSHOT_SECONDS)
+        if not rel or not snapshot.has_file(rel):  # not served: a link resources/read would refuse
+            continue
+        served = snapshot.resource(rel).to_dict()
+        link = resource_link(served["uri"], printable(display(shown)), mime_type=served.get("mimeType"),
+                             size=served.get("size"))
+        used += budget.size("", link)
+        if budget_bytes and used > budget_bytes:
+            break
+        links.append(link)
     return ToolResult([*value.content, *links], value.structured) if links else value

@@ -109,6 +109,8 @@ class _Runner:
         handler: Callable[[Context, dict[str, Any]], Any] = self._server.tools[tool].handler
         try:
             value = handler(ctx, arguments)
+            if isinstance(value, ToolResult) and not value.is_error:  # the text alone (no links): what is shown
+                value = ToolResult([item for item in value.content if item.get("type") == "text"], value.structured)
             if share and isinstance(value, ToolResult) and not value.is_error:
                 from . import budget  # (the cut of each tool, as its own call's)
 

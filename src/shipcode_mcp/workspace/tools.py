@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from ..context import Context
     from ..server import Server
+    from .resources import Files
     from .roots import Roots
 
 LIST_LIMIT = 1000
@@ -1200,19 +1201,21 @@ def run(tool: str, ctx: Context, roots: Roots, /, **arguments: Any) -> Any:
 
 
 def _tool(name: str, spec: dict[str, Any], roots: Roots, annotations: dict[str, bool], *, confirm: bool = False,
-          max_result_tokens: int = 0, links: bool = False) -> Tool:
+          max_result_tokens: int = 0, links: Files | None = None) -> Tool:
     """The tool of `spec`: an unknown argument refused, null taken as left out, then `run` (with `confirm`, once
     the user said yes: confirm.py), its result cut to `max_result_tokens` (or the smaller budget the request's
-    `_meta` asks for; 0: none) where it is over (budget.py); with `links`, a resource_link for each file it
-    names (links.py)."""
+    `_meta` asks for; 0: none) where it is over (budget.py); with `links` (the resources), a resource_link for
+    each served file it names, within that budget (links.py)."""
     known = spec["input"]["properties"]
 
     def call(ctx: Context, arguments: dict[str, Any]) -> Any:
-        if not links:
+        if links is None:
             return budgeted(ctx, arguments)
-        from .links import with_links  # only with --resource-links
+        from . import budget  # only with --resource-links
+        from .links import with_links
 
-        return with_links(name, budgeted(ctx, arguments), roots)
+        return with_links(name, budgeted(ctx, arguments), links,
+                          budget.budget(ctx, max_result_tokens) * budget.BYTES_PER_TOKEN)
 
     def budgeted(ctx: Context, arguments: dict[str, Any]) -> Any:
         value = checked_call(ctx, arguments)
@@ -1259,11 +1262,11 @@ def code_available() -> bool:
 
 
 def install_tools(server: Server, roots: Roots, *, allow_write: bool = False, code: bool | None = None,
-                  confirm_writes: bool = False, max_result_tokens: int = 0, resource_links: bool = False) -> None:
+                  confirm_writes: bool = False, max_result_tokens: int = 0, resource_links: Files | None = None) -> None:
     """Register the workspace tools; the code tools when ast-grep-py is installed (`code` None: look), the
     writing ones only when writing is allowed, each (but create_directory) asking the user first with
     `confirm_writes`; each result cut to `max_result_tokens` (0: as the tool made it, unless a request asks);
-    with `resource_links`, the reading tools' results link the files they name (links.py)."""
+    with `resource_links` (the resources), the reading tools' results link the served files they name (links.py)."""
     if code is None:
         code = code_available()
     for name, spec in READ_TOOLS + (CODE_TOOLS if code else ()):
