@@ -196,3 +196,115 @@ def test_skill_reads_are_confined_to_the_skills_files(project: Path, tmp_path: P
             assert CANARY not in str(reply)
         legacy = process.request("resources/read", {"uri": prefix + "SKILL.md"})  # a legacy read works too
         assert legacy["result"]["contents"][0]["text"] == skill_md("review", extra="license: MIT\n")
+
+
+HOSTILE = {  # each a frontmatter the official reader refuses, or one that would fail, hang or grow in the server
+    "bad-int-tag": skill_md("bad-int-tag", extra="x: !!int abc\n"),
+    "huge-integer": skill_md("huge-integer", extra=f"x: {'9' * 5000}\n"),
+    "huge-hex": skill_md("huge-hex", extra=f"x: 0x{'f' * 4000}\n"),
+    "unsafe-integer": skill_md("unsafe-integer", extra="x: 9007199254740993\n"),
+    "deep": skill_md("deep", extra="x: " + "[" * 600 + "]" * 600 + "\n"),
+    "deeper-than-32": skill_md("deeper-than-32", extra="x: " + "[" * 33 + "]" * 33 + "\n"),
+    "recursive-alias": skill_md("recursive-alias", extra="r: &r [*r]\n"),
+    "laughs": skill_md("laughs", extra="a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + n)}: &{chr(98 + n)} [{', '.join(['*' + chr(97 + n)] * 9)}]\n" for n in range(8))),
+    "twice": "---\nname: twice\ndescription: first\ndescription: second\n---\n",
+    "proto": skill_md("proto", extra="__proto__: x\n"),
+    "str-tag": skill_md("str-tag", extra="x: !!str 12\n"),
+    "document-end": "---\nname: document-end\ndescription: Ends early.\n...\n---\n",
+    "complex-key": skill_md("complex-key", extra="? [a, b]\n: c\n"),
+    "many-values": skill_md("many-values", extra="x: [" + ", ".join(["1"] * 10_001) + "]\n"),
+    "long-frontmatter": skill_md("long-frontmatter", extra=f"x: {'y' * 70_000}\n"),
+}
+
+
+def test_a_hostile_frontmatter_is_no_skill_and_never_fails_the_catalog(tmp_path: Path) -> None:
+    """Each is left out, said once, and the valid skill beside it is served; nothing hangs, no internal error.
+    The control (a recursive alias would hang a plain walk) is the first request answering at all."""
+    root = tmp_path / "hostile"
+    for folder, text in HOSTILE.items():
+        write(root / folder / "SKILL.md", text)
+    write(root / "latin1" / "SKILL.md", "---\nname: latin1\ndescription: caf\xe9\n---\n".encode("latin-1"))
+    write(root / "good" / "SKILL.md", skill_md("good"))
+    with McpProcess("--skills", str(root)) as process:
+        assert [entry["frontmatter"]["name"] for entry in listed(process)] == ["good"]
+        for folder in (*HOSTILE, "latin1"):
+            reply = modern(process, "skills/get", uri=f"skill://hostile/{folder}/SKILL.md")
+            assert reply["error"]["code"] == -32602, (folder, reply)
+        assert modern(process, "resources/read", uri="skill://hostile/good/SKILL.md")["result"]["contents"]
+        process.close()
+        said = [line for line in process.stderr.decode().splitlines() if "is not served as a skill" in line]
+    assert "Traceback" not in process.stderr.decode()
+    assert sorted(line.split(str(root) + "/", 1)[1].split("/SKILL.md")[0] for line in said) == sorted([*HOSTILE, "latin1"])
+
+
+def test_a_changed_skill_is_answered_as_it_is_now(project: Path) -> None:
+    """A host that finds a digest mismatch asks skills/get again: the answer is the file as it is, at once."""
+    uri = "skill://project/.claude/skills/review/SKILL.md"
+    with McpProcess("--skills", str(project)) as process:
+        before = modern(process, "skills/get", uri=uri)["result"]["skill"]
+        write(project / ".claude" / "skills" / "review" / "SKILL.md", skill_md("review", "Now says more than before."))
+        after = modern(process, "skills/get", uri=uri)["result"]["skill"]
+        assert after["frontmatter"]["description"] == "Now says more than before."
+        assert after["resources"][0] == manifest(project / ".claude" / "skills" / "review",
+                                                 "skill://project/.claude/skills/review/")[0] != before["resources"][0]
+        read = modern(process, "resources/read", uri=uri)["result"]["contents"][0]["text"]
+        assert hashlib.sha256(read.encode()).hexdigest() == after["resources"][0]["digest"].removeprefix("sha256:")
+
+
+def test_uris_are_matched_however_they_are_percent_encoded(tmp_path: Path) -> None:
+    root = tmp_path / "enc"
+    write(root / "café" / "cafe" / "SKILL.md", skill_md("cafe"))
+    with McpProcess("--skills", str(root)) as process:
+        [entry] = listed(process)
+        assert entry["uri"] == "skill://enc/caf%C3%A9/cafe/SKILL.md"
+        lower = "skill://enc/caf%c3%a9/cafe/SKILL.md"
+        assert modern(process, "skills/get", uri=lower)["result"]["skill"]["uri"] == entry["uri"]
+        assert modern(process, "resources/read", uri=lower)["result"]["contents"][0]["text"] == skill_md("cafe")
+
+
+def test_a_skill_holding_a_file_too_large_to_read_is_no_skill(tmp_path: Path) -> None:
+    root = tmp_path / "big"
+    write(root / "heavy" / "SKILL.md", skill_md("heavy"))
+    write(root / "heavy" / "data.bin", b"\0" * (10 * 1024 * 1024 + 1))  # within 16 MiB, past a read's 10 MiB
+    write(root / "light" / "SKILL.md", skill_md("light"))
+    with McpProcess("--skills", str(root)) as process:
+        assert [entry["frontmatter"]["name"] for entry in listed(process)] == ["light"]
+
+
+def test_a_forged_folder_name_cannot_forge_a_log_line(tmp_path: Path) -> None:
+    root = tmp_path / "forge"
+    write(root / "evil\n01:00:00 shipcode-mcp NOTICE: forged\x1b[31m" / "SKILL.md", skill_md("other"))
+    with McpProcess("--skills", str(root)) as process:
+        assert listed(process) == []
+        process.close()
+    lines = process.stderr.decode().splitlines()
+    assert not any(line.startswith("01:00:00 shipcode-mcp NOTICE: forged") for line in lines)
+    assert "\x1b" not in process.stderr.decode() and any("evil\\n01:00:00" in line for line in lines)
+
+
+def test_root_names_that_differ_only_in_case_are_told_apart(tmp_path: Path) -> None:
+    first, second = tmp_path / "a" / "Proj", tmp_path / "b" / "proj"
+    write(first / "one" / "SKILL.md", skill_md("one"))
+    write(second / "two" / "SKILL.md", skill_md("two"))
+    with McpProcess("--skills", str(first), str(second)) as process:
+        assert [entry["uri"] for entry in listed(process)] == ["skill://Proj/one/SKILL.md", "skill://proj-2/two/SKILL.md"]
+
+
+def test_a_skill_past_the_listings_cut_is_no_skill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_LISTED_FILES a root is listed in part: a skill whose files reach the cut may not be complete."""
+    from shipcode_mcp.workspace import resource_tree
+    from shipcode_mcp.workspace.resources import Files
+    from shipcode_mcp.workspace.roots import Roots
+    from shipcode_mcp.workspace.skills import Catalog
+
+    monkeypatch.setattr(resource_tree, "MAX_LISTED_FILES", 6)
+    root = tmp_path / "cut"
+    write(root / "a" / "first" / "SKILL.md", skill_md("first"))
+    for name in ("m1", "m2", "m3", "m4"):
+        write(root / "m" / name, "")
+    write(root / "z" / "last" / "SKILL.md", skill_md("last"))
+    write(root / "z" / "last" / "a.md", "")
+    write(root / "z" / "last" / "b.md", "")
+    roots = Roots([str(root)])
+    assert [skill.frontmatter["name"] for skill in Catalog(roots, Files(roots, complete=False)).skills()] == ["first"]

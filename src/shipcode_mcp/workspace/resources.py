@@ -57,16 +57,17 @@ def install_resources(server: Server, roots: Roots, *, watch: bool = False, comp
 
 def root_names(paths: Sequence[str]) -> list[str]:
     """Each root's name, as its template and its skills' URIs give it: its folder's name, numbered from the
-    second root of the same name on (`src`, `src-2`)."""
+    second root of the same name on (`src`, `src-2`), names that differ only in case counted the same (a URI's
+    host is read without case)."""
     used: set[str] = set()
     names: list[str] = []
     for root in paths:
         base = os.path.basename(root.rstrip("/")) or "root"
         name, number = base, 1
-        while name in used:  # two roots with the same folder name
+        while name.lower() in used:  # two roots with the same folder name
             number += 1
             name = f"{base}-{number}"
-        used.add(name)
+        used.add(name.lower())
         names.append(name)
     return names
 

@@ -29,13 +29,15 @@ import math
 import os
 import re
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from .. import jsonrpc, log
 from ..primitives import Resource, ResourceNotFound, ResourceTemplate, ToolError
-from .resource_limits import SNAPSHOT_SECONDS
+from .resource_limits import MAX_READ_BYTES, SNAPSHOT_SECONDS, display
 from .safe_open import open_file
-from .uris import encode_path, file_uri
+from .text import printable
+from .uris import encode_path, file_uri, uri_path
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -53,6 +55,8 @@ MAX_BYTES = 16 * 1024 * 1024
 """The extension's limit on the bytes of one skill's files, all together."""
 MAX_SKILL_MD = 1024 * 1024
 """The most of a SKILL.md read to find its frontmatter; a larger one is no skill."""
+RACY_NS = 2_000_000_000
+"""A file changed this recently (ns) is read again next time, whatever its identity says (git's racy rule)."""
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 """A skill's name (Agent Skills): lower-case letters, digits and single hyphens, 1 to 64 of them."""
 _CLOSE = re.compile(r"^---[\t ]*$", re.MULTILINE)
@@ -63,12 +67,24 @@ class NotASkill(ValueError):
 
 
 # -- the frontmatter ---------------------------------------------------------------------------------------
+MAX_FRONTMATTER = 64 * 1024
+"""The most characters of YAML a frontmatter may hold (a name and a description of 1 024 need far less)."""
+MAX_DEPTH = 32
+"""The deepest a frontmatter's collections may nest (the official reader's limit)."""
+MAX_NODES = 10_000
+"""The most values (scalars and collections) a frontmatter may hold."""
+SAFE_INTEGER = 2**53 - 1
+"""The largest integer every JSON reader holds exactly (a JavaScript number)."""
+
+
 def _core_schema_loader() -> Any:
-    """PyYAML's safe loader with the YAML 1.2 core schema's typing (the official clients': `yes` and `on` stay
-    text, `012` is twelve, no timestamps), made on first use (the `skills` extra)."""
+    """PyYAML's safe loader (libyaml's where it is built) with the YAML 1.2 core schema's typing (the official
+    clients': `yes` and `on` stay text, `012` is twelve, no dates), made on first use (the `skills` extra)."""
     import yaml  # the skills extra, only with --skills
 
-    class Loader(yaml.SafeLoader):
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[valid-type,misc]  # (CSafeLoader where libyaml is built, else SafeLoader)
         pass
 
     Loader.yaml_implicit_resolvers = {}
@@ -84,9 +100,10 @@ def _core_schema_loader() -> Any:
 
     def integer(loader: Any, node: Any) -> int:
         text = loader.construct_scalar(node)
-        if text.startswith("0o"):
-            return int(text[2:], 8)
-        return int(text, 16) if text.startswith("0x") else int(text, 10)
+        value = int(text[2:], 8) if text.startswith("0o") else int(text, 16) if text.startswith("0x") else int(text, 10)
+        if abs(value) > SAFE_INTEGER:
+            raise NotASkill("its frontmatter holds an integer too large for JSON readers to hold exactly")
+        return value
 
     def boolean(loader: Any, node: Any) -> bool:
         return bool(loader.construct_scalar(node).lower() == "true")
@@ -100,27 +117,29 @@ _loader: Any = None
 _loader_lock = threading.Lock()
 
 
-def frontmatter_of(markdown: str) -> dict[str, Any]:
+def frontmatter_of(data: bytes) -> dict[str, Any]:
     """The frontmatter of a SKILL.md as a JSON object: the YAML between a first line `---` and the next `---`
-    line (CRLF taken as LF, a byte order mark skipped, as the official clients split it). NotASkill when there is
-    none, it is no mapping, or holds what JSON cannot (a date tag, an infinity, a key that is not text)."""
-    global _loader
+    line (CRLF taken as LF, a byte order mark skipped, as the official clients split it). NotASkill when the
+    file is not UTF-8, has no frontmatter, or one that is no mapping or that the official reader refuses or
+    JSON cannot hold (see `_read_yaml`); nothing it holds is ever run or grows without bound."""
+    try:
+        markdown = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotASkill("SKILL.md is not UTF-8") from None
     text = markdown.replace("\r\n", "\n").removeprefix("\ufeff")
     if not text.startswith("---\n"):
         raise NotASkill("SKILL.md does not begin with a '---' line")
     rest = text[4:]
-    close = _CLOSE.search(rest)
+    close = _CLOSE.search(rest, 0, MAX_FRONTMATTER + 8)
     if close is None:
-        raise NotASkill("its frontmatter has no closing '---' line")
-    with _loader_lock:
-        if _loader is None:
-            _loader = _core_schema_loader()
-    import yaml  # (loaded by the loader above)
-
+        raise NotASkill(f"its frontmatter has no closing '---' line within {MAX_FRONTMATTER} characters")
     try:
-        value = yaml.load(rest[:close.start()], Loader=_loader)  # (a safe loader: SafeLoader's subclass)
-    except yaml.YAMLError as err:
-        raise NotASkill(f"its frontmatter is not YAML ({str(err).splitlines()[0]})") from None
+        value = _read_yaml(rest[:close.start()])
+    except NotASkill:
+        raise
+    except Exception as err:  # YAMLError, ValueError, RecursionError, ...: whatever the file says, no skill
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        raise NotASkill(f"its frontmatter cannot be read ({printable(first[:200])})") from None
     if value is None:
         value = {}
     if not isinstance(value, dict):
@@ -129,14 +148,67 @@ def frontmatter_of(markdown: str) -> dict[str, Any]:
     return value
 
 
+def _read_yaml(text: str) -> Any:
+    """The YAML `text`, first read as events (refused: anchors and aliases, which could make it grow without
+    bound; explicit tags; more than one document; nesting deeper than MAX_DEPTH; more than MAX_NODES values),
+    then composed (refused: a key that is not text, a key given twice, `__proto__`), then built."""
+    global _loader
+    with _loader_lock:
+        if _loader is None:
+            _loader = _core_schema_loader()
+    import yaml  # (loaded by the loader above)
+
+    depth = values = documents = 0
+    for event in yaml.parse(text, Loader=_loader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise NotASkill("its frontmatter uses YAML anchors or aliases, which the official readers refuse")
+        if getattr(event, "tag", None) is not None:
+            raise NotASkill("its frontmatter uses YAML tags, which the official readers refuse")
+        if isinstance(event, yaml.DocumentStartEvent):
+            documents += 1
+            if documents > 1 or event.explicit:
+                raise NotASkill("its frontmatter holds more than one YAML document")
+        if isinstance(event, yaml.DocumentEndEvent) and event.explicit:
+            raise NotASkill("its frontmatter ends with '...', which the official readers refuse")
+        if isinstance(event, (yaml.ScalarEvent, yaml.CollectionStartEvent)):
+            values += 1
+            if values > MAX_NODES:
+                raise NotASkill(f"its frontmatter holds more than {MAX_NODES} values")
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise NotASkill(f"its frontmatter nests deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    loader = _loader(text)
+    try:
+        node = loader.get_single_node()
+        stack = [node] if node is not None else []
+        while stack:
+            item = stack.pop()
+            if isinstance(item, yaml.MappingNode):
+                keys: set[str] = set()
+                for key, child in item.value:
+                    if not isinstance(key, yaml.ScalarNode) or key.tag != "tag:yaml.org,2002:str":
+                        raise NotASkill("its frontmatter has a key that is not text")
+                    if key.value in keys or key.value == "__proto__":
+                        raise NotASkill(f"its frontmatter gives the key {printable(key.value[:100])!r} twice, or a "
+                                        "key the official readers refuse")
+                    keys.add(key.value)
+                    stack.append(child)
+            elif isinstance(item, yaml.SequenceNode):
+                stack.extend(item.value)
+        return None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def _check_json(value: Any) -> None:
-    """NotASkill for a value that JSON cannot hold as it is (YAML's dates, sets, binary, non-text keys, NaN)."""
+    """NotASkill for a value that JSON cannot hold as it is (an infinity or NaN, a type YAML has and JSON not)."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            if not all(isinstance(key, str) for key in item):
-                raise NotASkill("its frontmatter has a key that is not text")
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
@@ -146,13 +218,13 @@ def _check_json(value: Any) -> None:
             raise NotASkill(f"its frontmatter holds a {type(item).__name__}, which JSON cannot")
 
 
-def check_frontmatter(frontmatter: dict[str, Any], folder_name: str) -> None:
+def check_frontmatter(frontmatter: dict[str, Any], folder_name: str, whose: str = "its folder's name") -> None:
     """The Agent Skills rules the official clients check: NotASkill for the first one broken."""
     name, description = frontmatter.get("name"), frontmatter.get("description")
     if not isinstance(name, str) or not 1 <= len(name) <= 64 or not _NAME.match(name):
         raise NotASkill("its name must be 1-64 lower-case letters, digits and single hyphens")
     if name != folder_name:
-        raise NotASkill(f"its name {name!r} is not its folder's name {folder_name!r}")
+        raise NotASkill(f"its name {name!r} is not {whose} {folder_name!r}")
     if not isinstance(description, str) or not 1 <= len(description) <= 1024:
         raise NotASkill("its description must be text of 1 to 1024 characters")
     compatibility = frontmatter.get("compatibility")
@@ -182,101 +254,156 @@ class Skill:
 
 
 class Catalog:
-    """The skills of the roots, found in the resource listing (`files`), made again from each listing."""
+    """The skills of the roots, found in the resource listing (`files`) as it is now (at most SNAPSHOT_SECONDS
+    old): each time, every skill file is looked at again (a stat), and read again only when it changed (its
+    digest, and a SKILL.md's frontmatter, are kept by the file's identity)."""
 
     def __init__(self, roots: Roots, files: Files) -> None:
         self._roots = roots
         self._files = files
-        self._digests: dict[str, tuple[tuple[int, int, int, int], str]] = {}  # real path -> (identity, digest)
-        self._found: dict[str, tuple[Snapshot, list[Skill]]] = {}  # root -> the snapshot read, its skills
+        # real path -> (identity, digest, size, and for a SKILL.md its frontmatter or why it is no skill)
+        self._known: dict[str, tuple[tuple[int, int, int, int], str, int, dict[str, Any] | str | None]] = {}
         self._refused: set[tuple[str, str]] = set()  # (SKILL.md's path, why): said once each
         self._lock = threading.Lock()
 
-    def skills(self) -> list[Skill]:
-        """Every valid skill of every root, roots in order, each root's by its SKILL.md's path."""
+    def _listings(self) -> list[tuple[str, str, Snapshot]]:
+        """(root, its name in URIs, its listing) of every root that can be listed now."""
         from .resources import root_names  # (the names the roots' templates give them)
 
-        out: list[Skill] = []
         paths = self._roots.paths  # (replaced in one assignment when the client's roots change)
+        out: list[tuple[str, str, Snapshot]] = []
         for root, name in zip(paths, root_names(paths), strict=True):
-            snapshot = self._files.snapshot(root, SNAPSHOT_SECONDS)
-            with self._lock:
-                known = self._found.get(root)
-                if known is None or known[0] is not snapshot:
-                    known = self._found[root] = (snapshot, self._read(root, name, snapshot))
-            out += known[1]
+            try:
+                out.append((root, name, self._files.snapshot(root, SNAPSHOT_SECONDS)))
+            except jsonrpc.JsonRpcError:  # (a root gone)
+                continue
         return out
 
-    def find(self, uri: str) -> Skill | None:
-        return next((skill for skill in self.skills() if skill.uri == uri), None)
+    def skills(self) -> list[Skill]:
+        """Every valid skill of every root, roots in order, each root's by its SKILL.md's path."""
+        out: list[Skill] = []
+        for root, name, snapshot in self._listings():
+            for rel in snapshot.names:
+                if rel == "SKILL.md" or rel.endswith("/SKILL.md"):
+                    skill = self._skill_or_none(root, name, rel[:-len("SKILL.md")].rstrip("/"), snapshot)
+                    if skill is not None:
+                        out.append(skill)
+        return out
 
-    def _read(self, root: str, root_name: str, snapshot: Snapshot) -> list[Skill]:
-        found: list[Skill] = []
-        for rel in snapshot.names:
-            if rel != "SKILL.md" and not rel.endswith("/SKILL.md"):
-                continue
-            folder = rel[:-len("SKILL.md")].rstrip("/")
-            try:
-                found.append(self._skill(root, root_name, folder, snapshot))
-            except (NotASkill, ToolError, OSError) as err:
-                why = str(err) if isinstance(err, (NotASkill, ToolError)) else (err.strerror or str(err))
-                if (root + "/" + rel, why) not in self._refused:
-                    self._refused.add((root + "/" + rel, why))
-                    log.warning(f"skills: {os.path.join(root, rel)} is not served as a skill: {why}")
-        return found
+    def _locate(self, uri: str) -> tuple[str, str, Snapshot, str] | None:
+        """(root, its name, its listing, the path in it) of a skill:// URI, however it is percent-encoded."""
+        if not uri.startswith(SCHEME):
+            return None
+        path = uri_path("file:///" + uri[len(SCHEME):])  # (the one decoder: a bad escape, '?', '#': None)
+        if path is None:
+            return None
+        name, _, rel = path[1:].partition("/")
+        return next(((root, named, snapshot, rel) for root, named, snapshot in self._listings() if named == name), None)
+
+    def find(self, uri: str) -> Skill | None:
+        """The skill whose SKILL.md `uri` names, made afresh (only it, not the whole catalog)."""
+        found = self._locate(uri)
+        if found is None:
+            return None
+        root, name, snapshot, rel = found
+        if not (rel == "SKILL.md" or rel.endswith("/SKILL.md")) or not snapshot.has_file(rel):
+            return None
+        return self._skill_or_none(root, name, rel[:-len("SKILL.md")].rstrip("/"), snapshot)
+
+    def holding(self, uri: str) -> tuple[Skill, str] | None:
+        """The skill that lists the file `uri` names (the nearest enclosing one) and the file's real path."""
+        found = self._locate(uri)
+        if found is None:
+            return None
+        root, name, snapshot, rel = found
+        folder = rel
+        while folder:
+            folder = folder.rpartition("/")[0]
+            if snapshot.has_file((folder + "/" if folder else "") + "SKILL.md"):
+                skill = self._skill_or_none(root, name, folder, snapshot)
+                if skill is None:
+                    return None
+                entry = skill.files.get(skill.prefix + encode_path(rel[len(folder) + 1:] if folder else rel))
+                return None if entry is None else (skill, entry[0])
+        return None
+
+    def _skill_or_none(self, root: str, root_name: str, folder: str, snapshot: Snapshot) -> Skill | None:
+        try:
+            return self._skill(root, root_name, folder, snapshot)
+        except Exception as err:  # (one folder is never the catalog's failure: it is left out, and said)
+            why = (str(err) if isinstance(err, (NotASkill, ToolError)) else
+                   err.strerror or str(err) if isinstance(err, OSError) else f"{type(err).__name__}: {err}")
+            shown = os.path.join(root, folder, "SKILL.md")
+            with self._lock:
+                fresh = (shown, why) not in self._refused
+                self._refused.add((shown, why))
+            if fresh:
+                log.warning(f"skills: {printable(display(shown))} is not served as a skill: {printable(why)}")
+            return None
 
     def _skill(self, root: str, root_name: str, folder: str, snapshot: Snapshot) -> Skill:
         base = root.rstrip("/") + "/"
         inside = snapshot.names_under(folder)
+        if snapshot.truncated and inside and inside[-1] == snapshot.names[-1]:
+            raise NotASkill("the root holds more files than its listing does, so the skill's may not all be known")
         if len(inside) > MAX_FILES:
             raise NotASkill(f"it has {len(inside)} files, more than the {MAX_FILES} a skill may have")
         skill_md = (folder + "/" if folder else "") + "SKILL.md"
-        markdown = self._bytes(base + skill_md, skill_md, MAX_SKILL_MD).decode("utf-8", "replace")
-        frontmatter = frontmatter_of(markdown)
-        check_frontmatter(frontmatter, os.path.basename(folder) if folder else root_name)
+        digest, size, frontmatter = self._file(base + skill_md, skill_md, markdown=True)
+        if isinstance(frontmatter, str):
+            raise NotASkill(frontmatter)
+        assert frontmatter is not None
+        if folder:
+            check_frontmatter(frontmatter, os.path.basename(folder))
+        else:  # a root that is itself a skill: its URI is skill://ROOT_NAME/SKILL.md
+            check_frontmatter(frontmatter, root_name, "the name its root has in URIs (two roots share its folder's name)"
+                              if root_name != os.path.basename(root.rstrip("/")) else "its folder's name")
         prefix = SCHEME + encode_path(root_name) + "/" + (encode_path(folder) + "/" if folder else "")
-        files: dict[str, tuple[str, str, int]] = {}
-        total = 0
-        for rel in [skill_md, *(rel for rel in inside if rel != skill_md)]:
-            real = base + rel
-            digest, size = self._digest(real, rel)
+        files = {prefix + "SKILL.md": (base + skill_md, digest, size)}
+        total = size
+        for rel in inside:
+            if rel == skill_md:
+                continue
+            digest, size, _ = self._file(base + rel, rel)
             total += size
             if total > MAX_BYTES:
                 raise NotASkill(f"its files hold more than the {MAX_BYTES} bytes a skill may")
-            files[prefix + encode_path(rel[len(folder) + 1:] if folder else rel)] = (real, digest, size)
+            files[prefix + encode_path(rel[len(folder) + 1:] if folder else rel)] = (base + rel, digest, size)
         return Skill(prefix, frontmatter, files)
 
-    def _bytes(self, real: str, shown: str, limit: int) -> bytes:
-        fd, info = open_file(self._roots, real, shown)
-        try:
-            if info.st_size > limit:
-                raise NotASkill(f"{shown} is larger than {limit} bytes")
-            with os.fdopen(os.dup(fd), "rb") as stream:
-                return stream.read(limit + 1)[:limit]
-        finally:
-            os.close(fd)
-
-    def _digest(self, real: str, shown: str) -> tuple[str, int]:
-        """The SHA-256 digest and size of a file, from the cache while its identity is unchanged."""
+    def _file(self, real: str, shown: str, *, markdown: bool = False) -> tuple[str, int, dict[str, Any] | str | None]:
+        """A file's SHA-256 digest and size, and for a SKILL.md (`markdown`) its frontmatter or why it is no skill,
+        all from one read of it; kept while its identity (device, inode, size, change time) is unchanged, but for
+        a file changed in the last RACY_NS (a change within the clock's tick could keep all four)."""
         fd, info = open_file(self._roots, real, shown)
         try:
             identity = (info.st_dev, info.st_ino, info.st_size, info.st_ctime_ns)
-            known = self._digests.get(real)
-            if known is not None and known[0] == identity:
-                return known[1], info.st_size
-            hasher = hashlib.sha256()
-            size = 0
-            while chunk := os.read(fd, 1 << 20):
-                size += len(chunk)
-                if size > MAX_BYTES:
-                    raise NotASkill(f"{shown} holds more than the {MAX_BYTES} bytes a skill may")
-                hasher.update(chunk)
+            with self._lock:
+                known = self._known.get(real)
+            if known is not None and known[0] == identity and (known[3] is not None) == markdown:
+                return known[1], known[2], known[3]
+            limit = MAX_SKILL_MD if markdown else MAX_READ_BYTES
+            if info.st_size > limit:
+                raise NotASkill(f"{shown} is larger than the {limit} bytes a skill's "
+                                f"{'SKILL.md' if markdown else 'file'} may be (a resource read serves no more)")
+            data = bytearray()
+            while len(data) <= limit and (chunk := os.read(fd, 1 << 20)):
+                data += chunk
+            if len(data) > limit:
+                raise NotASkill(f"{shown} grew past {limit} bytes while it was read")
         finally:
             os.close(fd)
-        digest = "sha256:" + hasher.hexdigest()
-        if size == info.st_size:  # (a file written meanwhile is read afresh next time)
-            self._digests[real] = (identity, digest)
-        return digest, size
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        parsed: dict[str, Any] | str | None = None
+        if markdown:
+            try:
+                parsed = frontmatter_of(bytes(data))
+            except NotASkill as err:
+                parsed = str(err)
+        if len(data) == info.st_size and time.time_ns() - info.st_ctime_ns > RACY_NS:
+            with self._lock:
+                self._known[real] = (identity, digest, len(data), parsed)
+        return digest, len(data), parsed
 
 
 # -- the methods and the template ---------------------------------------------------------------------------
@@ -316,12 +443,17 @@ class SkillsFeature:
                 for skill in self._catalog.skills()]
 
     def read(self, context: Context, uri: str, variables: dict[str, str]) -> list[Content]:
-        """A file of a skill, read as its file:// resource is (the same checks, limits and MIME type)."""
-        for skill in self._catalog.skills():
-            if uri.startswith(skill.prefix) and uri in skill.files:
-                contents = self._files.read(context, file_uri(skill.files[uri][0]), {})
-                return [{**item, "uri": uri} for item in contents]
-        raise ResourceNotFound(uri)
+        """A file of a skill, read as its file:// resource is (the same checks, limits and MIME type), answered
+        under its skill:// URI."""
+        held = self._catalog.holding(uri)
+        if held is None:
+            raise ResourceNotFound(uri)
+        try:
+            contents = self._files.read(context, file_uri(held[1]), {})
+        except jsonrpc.JsonRpcError as err:
+            data = {**err.data, "uri": uri} if isinstance(err.data, dict) and "uri" in err.data else err.data
+            raise jsonrpc.JsonRpcError(err.code, err.message, data) from None
+        return [{**item, "uri": uri} for item in contents]
 
 
 def can_read_skills() -> None:
