@@ -1212,7 +1212,7 @@ def _tool(name: str, spec: dict[str, Any], roots: Roots, annotations: dict[str, 
         if links is None:
             return budgeted(ctx, arguments)
         from . import budget  # only with --resource-links
-        from .links import with_links
+        from .links import with_links  # (only with --resource-links)
 
         return with_links(name, budgeted(ctx, arguments), links,
                           budget.budget(ctx, max_result_tokens) * budget.BYTES_PER_TOKEN)
