@@ -8,6 +8,10 @@
 #
 #   scripts/build_mcpb.sh [OUTPUT.mcpb]    # default dist/shipcode-mcp-VERSION.mcpb; MCPB_CACHE may override
 #
+# Signed: with MCPB_SIGN_CERT and MCPB_SIGN_KEY (PEM files: a code-signing certificate and its key; and
+# MCPB_SIGN_INTERMEDIATE, the chain's intermediate certificates, if any) the bundle is signed by `mcpb sign`
+# (a PKCS#7 signature of the whole archive, appended), which Claude Desktop checks against the system's trust.
+#
 # It needs node and npm, nothing of Python: the two versions are read by node, so a fresh clone without
 # .venv builds the bundle too.
 #
@@ -56,4 +60,13 @@ find "$STAGE" -name '*.py[co]' -delete
 mcpb validate "$STAGE/manifest.json" >&2
 rm -f "$OUTPUT"
 mcpb pack "$STAGE" "$OUTPUT" >&2
+if [ -n "${MCPB_SIGN_CERT:-}" ] || [ -n "${MCPB_SIGN_KEY:-}" ]; then
+  if [ -z "${MCPB_SIGN_CERT:-}" ] || [ -z "${MCPB_SIGN_KEY:-}" ]; then
+    echo "build_mcpb: signing needs both MCPB_SIGN_CERT and MCPB_SIGN_KEY" >&2
+    exit 2
+  fi
+  # shellcheck disable=SC2086  # the intermediates are a list of paths
+  mcpb sign --cert "$MCPB_SIGN_CERT" --key "$MCPB_SIGN_KEY" ${MCPB_SIGN_INTERMEDIATE:+--intermediate $MCPB_SIGN_INTERMEDIATE} \
+    "$OUTPUT" >&2
+fi
 echo "$OUTPUT"

@@ -10,6 +10,7 @@ dependencies from the index through pip's or uv's cache, so a warm run takes sec
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -244,15 +245,17 @@ def test_server_json_gives_uvx_the_extras_pyproject_declares() -> None:
         assert sorted(given) == sorted(wanted), package["transport"]
 
 
-def _mcpb(tmp_path: Path) -> Path:
-    """scripts/build_mcpb.sh run as in a fresh clone: no .venv, nor this suite's venv on PATH."""
+def _mcpb(tmp_path: Path, signing: dict[str, str] | None = None) -> Path:
+    """scripts/build_mcpb.sh run as in a fresh clone: no .venv, nor this suite's venv on PATH; `signing`: the
+    MCPB_SIGN_* variables it is given."""
     bundle = tmp_path / "shipcode-mcp.mcpb"
     clone = repo_copy(tmp_path / "clone")
     assert not (clone / ".venv").exists()
     path = os.pathsep.join(part for part in os.environ.get("PATH", "").split(os.pathsep)
                            if Path(part).resolve() != Path(sys.executable).parent.resolve())
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHON", "VIRTUAL_ENV")}
-    done = run_installer([str(clone / "scripts" / "build_mcpb.sh"), str(bundle)], 600, env={**env, "PATH": path})
+    done = run_installer([str(clone / "scripts" / "build_mcpb.sh"), str(bundle)], 600,
+                         env={**env, "PATH": path, **(signing or {})})
     if done.returncode == 3 and not IN_CI:
         pytest.skip(f"npm cannot install @anthropic-ai/mcpb: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
@@ -296,3 +299,34 @@ def test_the_mcpb_bundle_serves_the_folder_the_user_picks(tools: Path, tmp_path:
         assert server.close() == 0
     assert served == [tool["name"] for tool in manifest["tools"]]
     assert {"outline", "search_structure"} <= set(served)
+
+
+def test_the_mcpb_bundle_is_signed_when_given_a_certificate(tmp_path: Path) -> None:
+    """MCPB_SIGN_CERT and MCPB_SIGN_KEY sign the bundle (`mcpb sign`): a PKCS#7 signature of the archive is
+    appended, which openssl verifies against the certificate (the packer's own `verify` also asks the system's
+    trust, which a test certificate is not in), and which a changed byte breaks; without them nothing is."""
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=shipcode test",
+                    "-addext", "extendedKeyUsage=codeSigning", "-keyout", str(keys / "key.pem"), "-out", str(keys / "cert.pem")],
+                   check=True, capture_output=True)
+    signed = _mcpb(tmp_path / "signed", {"MCPB_SIGN_CERT": str(keys / "cert.pem"), "MCPB_SIGN_KEY": str(keys / "key.pem")})
+    data = signed.read_bytes()
+    assert data.endswith(b"MCPB_SIG_END")
+    header = data.rindex(b"MCPB_SIG_V1")
+    archive, length = data[:header], int.from_bytes(data[header + 11:header + 15], "little")
+    (keys / "signature.der").write_bytes(data[header + 15:header + 15 + length])
+    assert header + 15 + length + len(b"MCPB_SIG_END") == len(data)
+    with zipfile.ZipFile(io.BytesIO(archive)) as unpacked:
+        assert "manifest.json" in unpacked.namelist()
+
+    def verifies(content: bytes) -> bool:
+        (keys / "content.zip").write_bytes(content)
+        return subprocess.run(["openssl", "cms", "-verify", "-binary", "-inform", "DER", "-in", str(keys / "signature.der"),
+                               "-content", str(keys / "content.zip"), "-certfile", str(keys / "cert.pem"), "-noverify",
+                               "-out", os.devnull], capture_output=True).returncode == 0
+
+    assert verifies(archive)
+    assert not verifies(archive[:100] + bytes([archive[100] ^ 1]) + archive[101:])  # control: a changed byte
+    unsigned = _mcpb(tmp_path / "unsigned")
+    assert b"MCPB_SIG" not in unsigned.read_bytes()[-200:]
