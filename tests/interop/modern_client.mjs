@@ -135,7 +135,10 @@ try {
         files.push({ ref: ref ?? 'SKILL.md', verified: file.verified ?? null, uri: file.uri ?? null,
                      frontmatter: file.frontmatter ?? null, text: file.text ?? null });
       }
-      out.skills.push({ uri: skill.uri, name: skill.frontmatter.name, cacheScope: got.cacheScope ?? null, files });
+      const root = skill.uri.slice(0, -'/SKILL.md'.length);
+      const directory = skills.directoryRead ? await skills.readDirectory(root) : null;
+      out.skills.push({ uri: skill.uri, name: skill.frontmatter.name, cacheScope: got.cacheScope ?? null, files,
+                        directory: directory && directory.resources.map((item) => [item.name, item.mimeType]) });
     }
   }
   if (plan.listen) {

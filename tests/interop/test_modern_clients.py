@@ -255,7 +255,8 @@ Read references/CHECKLIST.md first.
 def test_typescript_skills_client_lists_gets_and_verifies_the_workspaces_skills(repo: Path) -> None:
     """--skills, against the official TypeScript client of the Skills extension: it finds the declaration in
     server/discover, lists and gets the skill, and reads SKILL.md and a supporting file, checking each one's
-    size and SHA-256 digest and the frontmatter against its own YAML reading. An invalid skill is not listed."""
+    size and SHA-256 digest and the frontmatter against its own YAML reading, and reads the skill's folder
+    (resources/directory/read). An invalid skill is not listed."""
     skill = repo / ".claude" / "skills" / "review"
     (skill / "references").mkdir(parents=True)
     (skill / "SKILL.md").write_text(SKILL_MD)
@@ -275,7 +276,8 @@ def test_typescript_skills_client_lists_gets_and_verifies_the_workspaces_skills(
                    "text": SKILL_MD},
                   {"ref": "references/CHECKLIST.md", "verified": True,
                    "uri": "skill://project/.claude/skills/review/references/CHECKLIST.md", "frontmatter": None,
-                   "text": "- tests\n- docs\n"}]}]
+                   "text": "- tests\n- docs\n"}],
+        "directory": [["SKILL.md", "text/markdown"], ["references", "inode/directory"]]}]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

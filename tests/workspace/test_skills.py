@@ -84,7 +84,8 @@ def test_the_extension_is_declared_to_modern_clients_only(project: Path) -> None
         assert process.read_raw() == (HANDSHAKE_REPLY + "\n").encode()  # 2025-06-18: exactly as before
         assert process.request("skills/list")["error"]["code"] == -32601  # a legacy request
         discovered = modern(process, "server/discover")["result"]
-        assert discovered["capabilities"] == {"tools": {}, "resources": {}, "extensions": {EXTENSION: {}}}
+        assert discovered["capabilities"] == {"tools": {}, "resources": {},
+                                              "extensions": {EXTENSION: {"directoryRead": True}}}
 
 
 def test_skills_list_and_get_give_complete_manifests(project: Path) -> None:
@@ -308,3 +309,26 @@ def test_a_skill_past_the_listings_cut_is_no_skill(tmp_path: Path, monkeypatch: 
     write(root / "z" / "last" / "b.md", "")
     roots = Roots([str(root)])
     assert [skill.frontmatter["name"] for skill in Catalog(roots, Files(roots, complete=False)).skills()] == ["first"]
+
+
+def test_a_skills_folders_are_read_as_directory_resources(project: Path) -> None:
+    """resources/directory/read (directoryRead): a skill's root and each folder in it list their direct
+    children, files as resources/list describes them, folders as inode/directory; anything else is -32602."""
+    write(project / ".claude" / "skills" / "review" / "references" / "deep" / "NOTE.md", "deep\n")
+    base = "skill://project/.claude/skills/review"
+    with McpProcess("--skills", str(project)) as process:
+        top = modern(process, "resources/directory/read", uri=base)["result"]
+        assert top["resources"] == [
+            {"uri": base + "/SKILL.md", "name": "SKILL.md", "mimeType": "text/markdown",
+             "size": len(skill_md("review", extra="license: MIT\n"))},
+            {"uri": base + "/logo.bin", "name": "logo.bin", "mimeType": "application/octet-stream", "size": 256},
+            {"uri": base + "/references", "name": "references", "mimeType": "inode/directory"}]
+        assert top["ttlMs"] == 0 and top["cacheScope"] == "private"
+        inner = modern(process, "resources/directory/read", uri=base + "/references")["result"]["resources"]
+        assert [(item["name"], item["mimeType"]) for item in inner] == [
+            ("CHECKLIST.md", "text/markdown"), ("deep", "inode/directory")]
+        for uri in (base + "/SKILL.md", base + "/", base + "/missing", "skill://project/.claude/skills",
+                    "skill://project/.claude", "skill://project", "skill://nowhere/x", base + "/../../..", "file:///"):
+            reply = modern(process, "resources/directory/read", uri=uri)
+            assert reply["error"]["code"] == -32602, (uri, reply)
+        assert modern(process, "resources/directory/read")["error"]["code"] == -32602

@@ -5,6 +5,7 @@ project's `.claude/skills/review/`, `.agents/skills/release/`, or any other fold
 served as the extension says (its stable specification, SEP-2640, against 2026-07-28):
 
 - `skills/list` pages through every valid skill of every root; `skills/get {uri}` answers one, or -32602;
+  `resources/directory/read {uri}` (the `directoryRead` setting) lists a skill's folder or a folder in it;
   each entry is `{uri, frontmatter, resources}`, the frontmatter as the file says it (YAML 1.2 core schema,
   as the official clients read it) and the manifest of every file of the skill folder with its SHA-256
   digest and size. Both are 2026-07-28 methods, declared only in server/discover (`capabilities.extensions`);
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import jsonrpc, log
 from ..primitives import Resource, ResourceNotFound, ResourceTemplate, ToolError
-from .resource_limits import MAX_READ_BYTES, SNAPSHOT_SECONDS, display
+from .resource_limits import DIRECTORY_MIME_TYPE, MAX_READ_BYTES, SNAPSHOT_SECONDS, display
 from .safe_open import open_file
 from .text import printable
 from .uris import encode_path, file_uri, uri_path
@@ -310,6 +311,24 @@ class Catalog:
             return None
         return self._skill_or_none(root, name, rel[:-len("SKILL.md")].rstrip("/"), snapshot)
 
+    def folder(self, uri: str) -> tuple[str, Snapshot, str, str] | None:
+        """(root, its listing, the folder's path in it, its URI as the skill's files spell it) of a directory
+        resource: a skill's root folder or a folder inside a skill, written without a trailing slash."""
+        found = self._locate(uri)
+        if found is None or uri.endswith("/"):
+            return None
+        root, name, snapshot, rel = found
+        inside = rel
+        while True:
+            if snapshot.has_file((inside + "/" if inside else "") + "SKILL.md"):
+                skill = self._skill_or_none(root, name, inside, snapshot)
+                if skill is None or (rel and not snapshot.has_folder(rel)):
+                    return None
+                return root, snapshot, rel, SCHEME + encode_path(name) + ("/" + encode_path(rel) if rel else "")
+            if not inside:
+                return None
+            inside = inside.rpartition("/")[0]
+
     def holding(self, uri: str) -> tuple[Skill, str] | None:
         """The skill that lists the file `uri` names (the nearest enclosing one) and the file's real path."""
         found = self._locate(uri)
@@ -434,6 +453,32 @@ class SkillsFeature:
             raise jsonrpc.JsonRpcError(jsonrpc.INVALID_PARAMS, f"Unknown skill: {uri[:200]}", {"uri": uri[:4096]})
         return {"skill": skill.entry()}
 
+    def read_directory(self, context: Context, params: dict[str, Any]) -> dict[str, Any]:
+        """resources/directory/read: the direct children of a skill's folder (or of a folder in it), files with
+        their resource metadata, folders as `inode/directory` resources; -32602 for anything else."""
+        from ..paging import paginate  # (the paging of every list)
+
+        uri = params.get("uri")
+        found = self._catalog.folder(uri) if isinstance(uri, str) else None
+        if found is None:
+            raise jsonrpc.JsonRpcError(jsonrpc.INVALID_PARAMS, f"{str(uri)[:200]} is not a directory resource of a skill")
+        _root, snapshot, rel, base = found
+        children: list[dict[str, Any]] = []
+        for name, is_folder in sorted(snapshot.entries(rel).items()):
+            child = (rel + "/" if rel else "") + name
+            uri_of = base + "/" + encode_path(name)
+            if is_folder:
+                children.append({"uri": uri_of, "name": display(name), "mimeType": DIRECTORY_MIME_TYPE})
+            else:
+                served = snapshot.resource(child).to_dict()
+                children.append({"uri": uri_of, "name": display(name), "mimeType": served["mimeType"],
+                                 **({"size": served["size"]} if "size" in served else {})})
+        page, next_cursor = paginate(children, params.get("cursor"), self._server.page_size, lambda child: child["uri"])
+        out: dict[str, Any] = {"resources": list(page)}
+        if next_cursor is not None:
+            out["nextCursor"] = next_cursor
+        return out
+
     def listed(self) -> list[Resource]:
         """Each skill's SKILL.md in resources/list, named and described by its frontmatter (as the extension
         says a SKILL.md resource should be)."""
@@ -468,8 +513,11 @@ def install_skills(server: Server, roots: Roots, files: Files) -> None:
     """Serve the workspace's skills: the extension's methods and the `skill://{+path}` template."""
     can_read_skills()
     feature = SkillsFeature(server, Catalog(roots, files), files)
-    server.add_extension(EXTENSION, {}, {"skills/list": feature.list_skills, "skills/get": feature.get_skill},
-                         cache_hints={"skills/list": (0, "private"), "skills/get": (0, "private")})
+    server.add_extension(EXTENSION, {"directoryRead": True},
+                         {"skills/list": feature.list_skills, "skills/get": feature.get_skill,
+                          "resources/directory/read": feature.read_directory},
+                         cache_hints={"skills/list": (0, "private"), "skills/get": (0, "private"),
+                                      "resources/directory/read": (0, "private")})
     server.add_resource_source(feature.listed)
     server.add_resource_template(ResourceTemplate(
         SCHEME + "{+path}", "skills", feature.read, title="Agent Skills of the workspace",
