@@ -127,6 +127,7 @@ try {
     const listing = await skills.list();
     out.skillsInvalid = listing.invalid ?? [];
     for (const skill of listing.skills) {
+      try {
       const got = await skills.get(skill.uri);
       const files = [];
       for (const ref of [undefined, ...plan.skills]) {
@@ -139,6 +140,9 @@ try {
       const directory = skills.directoryRead ? await skills.readDirectory(root) : null;
       out.skills.push({ uri: skill.uri, name: skill.frontmatter.name, cacheScope: got.cacheScope ?? null, files,
                         directory: directory && directory.resources.map((item) => [item.name, item.mimeType]) });
+      } catch (error) {  // one skill the client cannot verify: said, and the others still tried
+        out.skills.push({ uri: skill.uri, error: String(error?.message ?? error) });
+      }
     }
   }
   if (plan.listen) {

@@ -280,6 +280,37 @@ def test_typescript_skills_client_lists_gets_and_verifies_the_workspaces_skills(
         "directory": [["SKILL.md", "text/markdown"], ["references", "inode/directory"]]}]
 
 
+FRONTMATTERS = {  # YAML the official reader and the server both read, each its own way of writing
+    "comments": "# a comment\nname: comments  # after the value\ndescription: 'a # in quotes'\n",
+    "block-literal": "name: block-literal\ndescription: |\n  First line.\n  Second line.\n",
+    "block-folded": "name: block-folded\ndescription: >-\n  Folded\n  into one.\n",
+    "plain-lines": "name: plain-lines\ndescription: a plain value\n  over two lines\n",
+    "flow": "name: flow\ndescription: Flow values.\ntags: [a, 'b c', 3]\nmetadata: {owner: team, tier: '1'}\n",
+    "typed": "name: typed\ndescription: Typed.\nflags: [yes, on, true, ~, 012, 0x1F, 1e3, -2.5, .5]\n",
+    "nested": "name: nested\ndescription: Nested.\nx:\n  - a: 1\n    b: [2]\n  - - deep\n",
+    "escapes": "name: escapes\ndescription: \"tab\\there \\u00e9 \\\"quoted\\\"\"\n",
+    "unicode": "name: unicode\ndescription: Émoji ✓ and 中文\n",
+    "crlf": "name: crlf\r\ndescription: Windows line ends.\r\n",
+}
+
+
+def test_the_official_skills_client_verifies_every_skill_the_server_lists(tmp_path: Path) -> None:
+    """Each frontmatter the server serves, the official client reads again and finds identical to the entry (a
+    frontmatter PyYAML reads otherwise than the official reader is no skill: tests/workspace/test_skills.py)."""
+    root = tmp_path / "forms"
+    for name, yaml_text in FRONTMATTERS.items():
+        (root / name).mkdir(parents=True)
+        body = "---\r\n" if name == "crlf" else "---\n"
+        (root / name / "SKILL.md").write_bytes(("\ufeff" if name == "unicode" else "").encode() + (
+            body + yaml_text + body + "# Body\n").encode())
+    with shipcode_http("--skills", str(root)) as url:
+        report = run_ts_client(url, {"mode": "auto", "skills": []})
+    assert "error" not in report, report["error"]
+    assert report["skillsInvalid"] == []
+    assert sorted(skill["uri"] for skill in report["skills"]) == sorted(f"skill://forms/{name}/SKILL.md" for name in FRONTMATTERS)
+    assert [skill for skill in report["skills"] if "error" in skill or skill["files"][0]["verified"] is not True] == []
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_python_sdk_listens_for_resource_updates(repo: Path, transport: str) -> None:
     """subscriptions/listen with --watch: a change to a subscribed file and a new file are both heard."""

@@ -215,6 +215,19 @@ HOSTILE = {  # each a frontmatter the official reader refuses, or one that would
     "document-end": "---\nname: document-end\ndescription: Ends early.\n...\n---\n",
     "complex-key": skill_md("complex-key", extra="? [a, b]\n: c\n"),
     "many-values": skill_md("many-values", extra="x: [" + ", ".join(["1"] * 10_001) + "]\n"),
+    "null-metadata": skill_md("null-metadata", extra="metadata:\n"),
+    "null-compatibility": skill_md("null-compatibility", extra="compatibility: ~\n"),
+    # read otherwise, or refused, by the official reader:
+    "quoted-lines": skill_md("quoted-lines", extra='x: "two\n  lines"\n'),
+    "indent-indicator": skill_md("indent-indicator", extra="x: |2\n    text\n"),
+    "flow-lines": skill_md("flow-lines", extra="x: [a,\n  b]\n"),
+    "question-key": skill_md("question-key", extra="?k: 1\n"),
+    "quoted-key-space": skill_md("quoted-key-space", extra="'k' : 1\n"),
+    "flow-no-value": skill_md("flow-no-value", extra="x: {a}\n"),
+    "flow-pair": skill_md("flow-pair", extra="x: [a: b]\n"),
+    "tab-indent": skill_md("tab-indent", extra="x: one\n\t two\n"),
+    "line-separator": skill_md("line-separator", extra="x: 'a\u2028b'\n"),
+    "lone-cr": skill_md("lone-cr", extra="x: 'a\rb'\n"),
     "long-frontmatter": skill_md("long-frontmatter", extra=f"x: {'y' * 70_000}\n"),
 }
 
@@ -259,9 +272,14 @@ def test_uris_are_matched_however_they_are_percent_encoded(tmp_path: Path) -> No
     with McpProcess("--skills", str(root)) as process:
         [entry] = listed(process)
         assert entry["uri"] == "skill://enc/caf%C3%A9/cafe/SKILL.md"
-        lower = "skill://enc/caf%c3%a9/cafe/SKILL.md"
-        assert modern(process, "skills/get", uri=lower)["result"]["skill"]["uri"] == entry["uri"]
-        assert modern(process, "resources/read", uri=lower)["result"]["contents"][0]["text"] == skill_md("cafe")
+        for spelled in ("skill://enc/caf%c3%a9/cafe/SKILL.md", "skill://ENC/caf%C3%A9/cafe/SKILL.md"):
+            got = modern(process, "skills/get", uri=spelled)["result"]["skill"]
+            assert got["uri"] == spelled and got["resources"][0]["uri"] == spelled  # answered as asked
+            assert modern(process, "resources/read", uri=spelled)["result"]["contents"][0]["text"] == skill_md("cafe")
+        escaped = "skill://enc/caf%C3%A9/cafe/%53KILL.md"  # the file's own name escaped: the entry as listed
+        assert modern(process, "skills/get", uri=escaped)["result"]["skill"]["uri"] == entry["uri"]
+        for alias in ("skill://enc/caf%C3%A9%2Fcafe/SKILL.md", "skill://enc%2Fcaf%C3%A9/cafe/SKILL.md"):
+            assert modern(process, "skills/get", uri=alias)["error"]["code"] == -32602  # a '/' written %2F
 
 
 def test_a_skill_holding_a_file_too_large_to_read_is_no_skill(tmp_path: Path) -> None:
@@ -332,3 +350,36 @@ def test_a_skills_folders_are_read_as_directory_resources(project: Path) -> None
             reply = modern(process, "resources/directory/read", uri=uri)
             assert reply["error"]["code"] == -32602, (uri, reply)
         assert modern(process, "resources/directory/read")["error"]["code"] == -32602
+
+
+def test_a_template_skill_md_inside_a_skill_is_its_file(tmp_path: Path) -> None:
+    """A SKILL.md that is no skill (a template with {{name}}) inside a valid skill is one of its files: readable,
+    its folder a directory resource of the skill."""
+    root = tmp_path / "tpl"
+    write(root / "alpha" / "SKILL.md", skill_md("alpha"))
+    write(root / "alpha" / "templates" / "SKILL.md", "---\nname: {{name}}\ndescription: t\n---\n")
+    write(root / "alpha" / "templates" / "other.md", "other\n")
+    base = "skill://tpl/alpha"
+    with McpProcess("--skills", str(root)) as process:
+        [entry] = listed(process)
+        assert {file["uri"] for file in entry["resources"]} == {
+            base + "/SKILL.md", base + "/templates/SKILL.md", base + "/templates/other.md"}
+        for file in ("templates/other.md", "templates/SKILL.md"):
+            assert modern(process, "resources/read", uri=f"{base}/{file}")["result"]["contents"], file
+        children = modern(process, "resources/directory/read", uri=base + "/templates")["result"]["resources"]
+        assert [child["name"] for child in children] == ["SKILL.md", "other.md"]
+
+
+def test_a_skill_being_edited_is_looked_for_again(project: Path) -> None:
+    """A file of a skill gone since the listing was made, or a skill made since: the listing is made again
+    (the spec's recovery, skills/get after a failed read, finds the skill as it is)."""
+    uri = "skill://project/.claude/skills/review/SKILL.md"
+    with McpProcess("--skills", str(project)) as process:
+        assert modern(process, "skills/get", uri=uri)["result"]["skill"]["uri"] == uri
+        (project / ".claude" / "skills" / "review" / "references" / "CHECKLIST.md").unlink()
+        after = modern(process, "skills/get", uri=uri)["result"]["skill"]
+        assert after["resources"] == manifest(project / ".claude" / "skills" / "review",
+                                              "skill://project/.claude/skills/review/")
+        write(project / "fresh" / "SKILL.md", skill_md("fresh"))
+        assert modern(process, "skills/get", uri="skill://project/fresh/SKILL.md")["result"]["skill"]["frontmatter"][
+            "name"] == "fresh"

@@ -61,6 +61,11 @@ RACY_NS = 2_000_000_000
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 """A skill's name (Agent Skills): lower-case letters, digits and single hyphens, 1 to 64 of them."""
 _CLOSE = re.compile(r"^---[\t ]*$", re.MULTILINE)
+_NOT_IN_FRONTMATTER = re.compile("[\r\x85\u2028\u2029\ufeff]")
+"""What YAML 1.1 (PyYAML) reads as a line break or a byte order mark and the official readers as a character."""
+_EXPLICIT_KEY = re.compile(r"^[ \t]*(?:- +)*\?(?:[ \t]|$)", re.MULTILINE)
+_TAB_INDENT = re.compile(r"^ *\t[ \t]*[^ \t#\n]", re.MULTILINE)
+_INDENT_INDICATOR = re.compile(r"[|>][+-]?[0-9]")
 
 
 class NotASkill(ValueError):
@@ -159,8 +164,31 @@ def _read_yaml(text: str) -> Any:
             _loader = _core_schema_loader()
     import yaml  # (loaded by the loader above)
 
+    odd = _NOT_IN_FRONTMATTER.search(text)
+    if odd is not None:
+        raise NotASkill(f"its frontmatter holds {odd.group()!a}, which the official readers read otherwise")
+    if _EXPLICIT_KEY.search(text) or _TAB_INDENT.search(text):
+        raise NotASkill("its frontmatter uses an explicit '?' key or tabs for indentation, which the official "
+                        "readers refuse")
     depth = values = documents = 0
+    flows: list[int] = []  # the line of each flow collection open
     for event in yaml.parse(text, Loader=_loader):
+        start: Any = event.start_mark  # (always there: PyYAML's types say it may not be)
+        end: Any = event.end_mark
+        if isinstance(event, yaml.ScalarEvent) and event.style in ('"', "'") and start.line != end.line:
+            raise NotASkill("its frontmatter has a quoted value over several lines, which the official readers refuse")
+        if isinstance(event, yaml.ScalarEvent) and event.style in ("|", ">") and _INDENT_INDICATOR.match(text, start.index):
+            raise NotASkill("its frontmatter gives a block scalar an indentation indicator, which the official readers "
+                            "refuse")
+        if isinstance(event, yaml.CollectionStartEvent) and event.flow_style:
+            if text[start.index:start.index + 1] not in ("[", "{"):
+                raise NotASkill("its frontmatter has a mapping pair inside a flow sequence, which the official readers "
+                                "refuse")
+            flows.append(start.line)
+        elif isinstance(event, yaml.CollectionEndEvent) and flows and text[start.index:start.index + 1] in ("]", "}"):
+            if flows.pop() != start.line:
+                raise NotASkill("its frontmatter has a flow collection over several lines, which the official readers "
+                                "refuse")
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise NotASkill("its frontmatter uses YAML anchors or aliases, which the official readers refuse")
         if getattr(event, "tag", None) is not None:
@@ -177,14 +205,14 @@ def _read_yaml(text: str) -> Any:
                 raise NotASkill(f"its frontmatter holds more than {MAX_NODES} values")
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
-            if depth > MAX_DEPTH:
+            if depth > MAX_DEPTH + 1:  # (the top mapping, and MAX_DEPTH levels in it)
                 raise NotASkill(f"its frontmatter nests deeper than {MAX_DEPTH} levels")
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
     loader = _loader(text)
     try:
         node = loader.get_single_node()
-        stack = [node] if node is not None else []
+        stack: list[Any] = [node] if node is not None else []
         while stack:
             item = stack.pop()
             if isinstance(item, yaml.MappingNode):
@@ -192,6 +220,11 @@ def _read_yaml(text: str) -> Any:
                 for key, child in item.value:
                     if not isinstance(key, yaml.ScalarNode) or key.tag != "tag:yaml.org,2002:str":
                         raise NotASkill("its frontmatter has a key that is not text")
+                    if (key.style in ('"', "'") and text[key.end_mark.index:key.end_mark.index + 1] != ":") or (
+                            not key.style and key.value.startswith("?")) or (  # (plain: None, or '' in libyaml)
+                            item.flow_style and isinstance(child, yaml.ScalarNode) and child.value == ""
+                            and child.start_mark.index == child.end_mark.index):
+                        raise NotASkill("its frontmatter writes a key as the official readers do not read it")
                     if key.value in keys or key.value == "__proto__":
                         raise NotASkill(f"its frontmatter gives the key {printable(key.value[:100])!r} twice, or a "
                                         "key the official readers refuse")
@@ -229,10 +262,10 @@ def check_frontmatter(frontmatter: dict[str, Any], folder_name: str, whose: str 
     if not isinstance(description, str) or not 1 <= len(description) <= 1024:
         raise NotASkill("its description must be text of 1 to 1024 characters")
     compatibility = frontmatter.get("compatibility")
-    if compatibility is not None and (not isinstance(compatibility, str) or not 1 <= len(compatibility) <= 500):
+    if "compatibility" in frontmatter and (not isinstance(compatibility, str) or not 1 <= len(compatibility) <= 500):
         raise NotASkill("its compatibility must be text of 1 to 500 characters")
     metadata = frontmatter.get("metadata")
-    if metadata is not None and (not isinstance(metadata, dict) or not all(
+    if "metadata" in frontmatter and (not isinstance(metadata, dict) or not all(
             isinstance(key, str) and isinstance(item, str) for key, item in metadata.items())):
         raise NotASkill("its metadata must map text to text")
 
@@ -249,9 +282,13 @@ class Skill:
         self.frontmatter = frontmatter
         self.files = files
 
-    def entry(self) -> dict[str, Any]:
-        return {"uri": self.uri, "frontmatter": self.frontmatter,
-                "resources": [{"uri": uri, "digest": digest, "size": size} for uri, (_, digest, size) in self.files.items()]}
+    def entry(self, asked: str | None = None) -> dict[str, Any]:
+        """The extension's Skill entry; its URIs spelled as `asked` spells the SKILL.md's (skills/get of another
+        spelling of the same URI, which a client checks it gets back)."""
+        prefix = asked[:-len("SKILL.md")] if asked is not None and asked.endswith("/SKILL.md") else self.prefix
+        return {"uri": prefix + "SKILL.md", "frontmatter": self.frontmatter,
+                "resources": [{"uri": prefix + uri[len(self.prefix):], "digest": digest, "size": size}
+                              for uri, (_, digest, size) in self.files.items()]}
 
 
 class Catalog:
@@ -292,14 +329,16 @@ class Catalog:
         return out
 
     def _locate(self, uri: str) -> tuple[str, str, Snapshot, str] | None:
-        """(root, its name, its listing, the path in it) of a skill:// URI, however it is percent-encoded."""
-        if not uri.startswith(SCHEME):
+        """(root, its name, its listing, the path in it) of a skill:// URI, however its escapes are written; its
+        root's name is read without case (a URI's host), and a '/' written %2F is refused (an alias of a path)."""
+        if not uri.startswith(SCHEME) or "%2f" in uri.lower():
             return None
         path = uri_path("file:///" + uri[len(SCHEME):])  # (the one decoder: a bad escape, '?', '#': None)
         if path is None:
             return None
         name, _, rel = path[1:].partition("/")
-        return next(((root, named, snapshot, rel) for root, named, snapshot in self._listings() if named == name), None)
+        return next(((root, named, snapshot, rel) for root, named, snapshot in self._listings()
+                     if named.lower() == name.lower()), None)
 
     def find(self, uri: str) -> Skill | None:
         """The skill whose SKILL.md `uri` names, made afresh (only it, not the whole catalog)."""
@@ -307,58 +346,89 @@ class Catalog:
         if found is None:
             return None
         root, name, snapshot, rel = found
-        if not (rel == "SKILL.md" or rel.endswith("/SKILL.md")) or not snapshot.has_file(rel):
+        if not (rel == "SKILL.md" or rel.endswith("/SKILL.md")):
             return None
+        if not snapshot.has_file(rel):  # perhaps new since the listing was made: look again
+            fresh = self._fresh(root, snapshot)
+            if fresh is None or not fresh.has_file(rel):
+                return None
+            snapshot = fresh
         return self._skill_or_none(root, name, rel[:-len("SKILL.md")].rstrip("/"), snapshot)
 
-    def folder(self, uri: str) -> tuple[str, Snapshot, str, str] | None:
-        """(root, its listing, the folder's path in it, its URI as the skill's files spell it) of a directory
-        resource: a skill's root folder or a folder inside a skill, written without a trailing slash."""
-        found = self._locate(uri)
-        if found is None or uri.endswith("/"):
-            return None
-        root, name, snapshot, rel = found
-        inside = rel
-        while True:
-            if snapshot.has_file((inside + "/" if inside else "") + "SKILL.md"):
-                skill = self._skill_or_none(root, name, inside, snapshot)
-                if skill is None or (rel and not snapshot.has_folder(rel)):
-                    return None
-                return root, snapshot, rel, SCHEME + encode_path(name) + ("/" + encode_path(rel) if rel else "")
-            if not inside:
-                return None
-            inside = inside.rpartition("/")[0]
-
-    def holding(self, uri: str) -> tuple[Skill, str] | None:
-        """The skill that lists the file `uri` names (the nearest enclosing one) and the file's real path."""
+    def _enclosing(self, uri: str) -> tuple[list[tuple[Skill, Snapshot]], str, str] | None:
+        """The valid skills whose folders hold the path `uri` names, nearest first, with the listing each was
+        made from; and that path and its root's name (a SKILL.md that is no skill is passed over: a template
+        inside a skill is the skill's file)."""
         found = self._locate(uri)
         if found is None:
             return None
         root, name, snapshot, rel = found
-        folder = rel
-        while folder:
-            folder = folder.rpartition("/")[0]
+        skills: list[tuple[Skill, Snapshot]] = []
+        parts = rel.split("/")
+        for folder in ("/".join(parts[:count]) for count in reversed(range(len(parts)))):  # a/b/c: a/b, a, ""
             if snapshot.has_file((folder + "/" if folder else "") + "SKILL.md"):
-                skill = self._skill_or_none(root, name, folder, snapshot)
-                if skill is None:
-                    return None
-                entry = skill.files.get(skill.prefix + encode_path(rel[len(folder) + 1:] if folder else rel))
-                return None if entry is None else (skill, entry[0])
+                skill = self._skill_or_none(root, name, folder, snapshot, quiet=True)
+                if skill is not None:
+                    skills.append((skill, snapshot))
+        return skills, rel, name
+
+    def folder(self, uri: str) -> tuple[Snapshot, str, str] | None:
+        """(the listing, the folder's path in it, its URI as the skill's files spell it) of a directory resource:
+        a skill's root folder or a folder inside a skill, written without a trailing slash."""
+        if uri.endswith("/"):
+            return None
+        found = self._enclosing(uri + "/")  # (the folder's own SKILL.md counts: it is inside itself)
+        if found is None or not found[0]:
+            return None
+        snapshot, rel, name = found[0][0][1], found[1].rstrip("/"), found[2]
+        if rel and not snapshot.has_folder(rel):
+            return None
+        return snapshot, rel, SCHEME + encode_path(name) + ("/" + encode_path(rel) if rel else "")
+
+    def holding(self, uri: str) -> tuple[Skill, str] | None:
+        """A skill that lists the file `uri` names (the nearest enclosing valid one), and the file's real path."""
+        found = self._enclosing(uri)
+        if found is None:
+            return None
+        skills, rel, name = found
+        canonical = SCHEME + encode_path(name) + "/" + encode_path(rel)  # (as the skill's own files spell it)
+        for skill, _ in skills:
+            entry = skill.files.get(canonical)
+            if entry is not None:
+                return skill, entry[0]
         return None
 
-    def _skill_or_none(self, root: str, root_name: str, folder: str, snapshot: Snapshot) -> Skill | None:
+    def _fresh(self, root: str, stale: Snapshot) -> Snapshot | None:
+        """The listing of `root` made now, unless `stale` already was (then None: nothing to gain)."""
+        try:
+            fresh = self._files.snapshot(root, 0.0)
+        except jsonrpc.JsonRpcError:
+            return None
+        return None if fresh is stale else fresh
+
+    def _skill_or_none(self, root: str, root_name: str, folder: str, snapshot: Snapshot, *,
+                       quiet: bool = False) -> Skill | None:
+        """The skill of `folder`, or None (said once on stderr, unless `quiet`). A file gone since the listing was
+        made (a skill being edited) makes it look again, once."""
         try:
             return self._skill(root, root_name, folder, snapshot)
         except Exception as err:  # (one folder is never the catalog's failure: it is left out, and said)
-            why = (str(err) if isinstance(err, (NotASkill, ToolError)) else
-                   err.strerror or str(err) if isinstance(err, OSError) else f"{type(err).__name__}: {err}")
-            shown = os.path.join(root, folder, "SKILL.md")
-            with self._lock:
-                fresh = (shown, why) not in self._refused
-                self._refused.add((shown, why))
-            if fresh:
-                log.warning(f"skills: {printable(display(shown))} is not served as a skill: {printable(why)}")
+            error = err
+        if isinstance(error, (ToolError, OSError)):
+            fresh = self._fresh(root, snapshot)
+            if fresh is not None and fresh.has_file((folder + "/" if folder else "") + "SKILL.md"):
+                return self._skill_or_none(root, root_name, folder, fresh, quiet=quiet)
+        if quiet:
             return None
+        why = (str(error) if isinstance(error, (NotASkill, ToolError)) else
+               error.strerror or str(error) if isinstance(error, OSError) else f"{type(error).__name__}: {error}")
+        shown = os.path.join(root, folder, "SKILL.md")
+        with self._lock:
+            first_time = (shown, why) not in self._refused
+            self._refused.add((shown, why))
+        if first_time:
+            log.warning(f"skills: {printable(display(shown))} is not served as a skill: {printable(why)}")
+        return None
 
     def _skill(self, root: str, root_name: str, folder: str, snapshot: Snapshot) -> Skill:
         base = root.rstrip("/") + "/"
@@ -399,8 +469,8 @@ class Catalog:
             identity = (info.st_dev, info.st_ino, info.st_size, info.st_ctime_ns)
             with self._lock:
                 known = self._known.get(real)
-            if known is not None and known[0] == identity and (known[3] is not None) == markdown:
-                return known[1], known[2], known[3]
+            if known is not None and known[0] == identity and (known[3] is not None or not markdown):
+                return known[1], known[2], known[3] if markdown else None
             limit = MAX_SKILL_MD if markdown else MAX_READ_BYTES
             if info.st_size > limit:
                 raise NotASkill(f"{shown} is larger than the {limit} bytes a skill's "
@@ -420,7 +490,10 @@ class Catalog:
             except NotASkill as err:
                 parsed = str(err)
         if len(data) == info.st_size and time.time_ns() - info.st_ctime_ns > RACY_NS:
-            with self._lock:
+            with self._lock:  # (a nested skill's SKILL.md is also its enclosing skill's file: its frontmatter stays)
+                kept = self._known.get(real)
+                if parsed is None and kept is not None and kept[0] == identity:
+                    parsed = kept[3]
                 self._known[real] = (identity, digest, len(data), parsed)
         return digest, len(data), parsed
 
@@ -451,7 +524,7 @@ class SkillsFeature:
         skill = self._catalog.find(uri)
         if skill is None:
             raise jsonrpc.JsonRpcError(jsonrpc.INVALID_PARAMS, f"Unknown skill: {uri[:200]}", {"uri": uri[:4096]})
-        return {"skill": skill.entry()}
+        return {"skill": skill.entry(uri)}
 
     def read_directory(self, context: Context, params: dict[str, Any]) -> dict[str, Any]:
         """resources/directory/read: the direct children of a skill's folder (or of a folder in it), files with
@@ -459,10 +532,12 @@ class SkillsFeature:
         from ..paging import paginate  # (the paging of every list)
 
         uri = params.get("uri")
-        found = self._catalog.folder(uri) if isinstance(uri, str) else None
+        if not isinstance(uri, str):
+            raise jsonrpc.JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: uri must be the URI of a folder")
+        found = self._catalog.folder(uri)
         if found is None:
-            raise jsonrpc.JsonRpcError(jsonrpc.INVALID_PARAMS, f"{str(uri)[:200]} is not a directory resource of a skill")
-        _root, snapshot, rel, base = found
+            raise jsonrpc.JsonRpcError(jsonrpc.INVALID_PARAMS, f"{uri[:200]} is not a directory resource of a skill")
+        snapshot, rel, base = found
         children: list[dict[str, Any]] = []
         for name, is_folder in sorted(snapshot.entries(rel).items()):
             child = (rel + "/" if rel else "") + name
