@@ -41,15 +41,18 @@ def _answer(values: list[str]) -> Completion:
     return Completion(values, None if len(values) > MAX_VALUES else len(values))
 
 
+def _paths(prefix: str, entries: list[tuple[str, bool]]) -> Completion:
+    """(name, is a folder) entries as paths after `prefix`, a folder's ending in '/' so the next level follows."""
+    return _answer([prefix + name + ("/" if is_folder else "") for name, is_folder in entries])
+
+
 def entries_completing(snapshot: Snapshot, typed: str) -> Completion:
     """The entries of the folder `typed` ends in whose names start with what follows its last '/', each as the
     path from the root (a folder ending in '/'), in path order; none for a folder the listing does not hold."""
     folder, slash, start = typed.rpartition("/")
-    if slash and (not folder or not snapshot.has_folder(folder)):  # ('/x' and 'a//x' name no listed folder)
+    if slash and not folder:  # ('/x' names no listed folder; one not listed has no entries)
         return _answer([])
-    prefix = folder + slash
-    return _answer([prefix + name + ("/" if is_folder else "")
-                    for name, is_folder in snapshot.entries_starting(folder, start, MAX_VALUES + 1)])
+    return _paths(folder + slash, snapshot.entries_starting(folder, start, MAX_VALUES + 1))
 
 
 class PathCompleter:
@@ -118,5 +121,4 @@ class PathCompleter:
                                if entry.name.startswith(start) and entry.name != ".git" and not entry.is_symlink())
         except (OutsideRoots, OSError):
             return _answer([])
-        prefix = folder + slash
-        return _answer([prefix + name + ("/" if is_folder else "") for name, is_folder in named[:MAX_VALUES + 1]])
+        return _paths(folder + slash, named[:MAX_VALUES + 1])
