@@ -8,12 +8,15 @@ JSON Schema of its era: a modern (2026-07-28) message against that schema, a leg
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -162,6 +165,7 @@ class McpProcess:
                  command: list[str] | None = None) -> None:
         full_env = dict(os.environ)
         full_env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + full_env.get("PYTHONPATH", "")
+        full_env["XDG_CACHE_HOME"] = str(index_cache())
         if env:
             full_env.update(env)
         self.proc = subprocess.Popen(
@@ -338,10 +342,20 @@ def run_transcript(input_bytes: bytes, *args: str, cwd: str | os.PathLike[str] |
     """Feed all of `input_bytes` to a fresh server, close stdin, return (stdout, stderr, status)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env["XDG_CACHE_HOME"] = str(index_cache())
     done = subprocess.run(SERVER + list(args), input=input_bytes, capture_output=True, timeout=timeout, cwd=cwd, env=env)
     for line in done.stdout.splitlines():
         validate_server_message(json.loads(line))
     return done.stdout, done.stderr, done.returncode
+
+
+@cache
+def index_cache() -> Path:
+    """The cache folder of the servers the tests start (XDG_CACHE_HOME): their code index goes there, one folder per
+    test process, removed at its exit, never the user's."""
+    folder = Path(tempfile.mkdtemp(prefix="shipcode-test-cache-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 PEER_CACHE = Path(os.environ.get("SHIPCODE_PEER_CACHE")

@@ -11,7 +11,7 @@ from . import __version__, log
 from .server import Server
 from .settings import DEFAULTS, Settings
 from .transports.stdio import serve_stdio
-from .workspace import install
+from .workspace import default_index_folder, install
 from .workspace.roots import Roots, client_root_folders
 
 TYPE_CHECKING = False  # typing is not imported at start
@@ -65,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--skills", action="store_true",
                         help="serve the workspace's Agent Skills (each folder with a SKILL.md) over the Skills extension "
                         "to 2026-07-28 clients: skills/list, skills/get and skill:// resources (needs the 'skills' extra)")
+    parser.add_argument("--index-dir", metavar="DIR",
+                        help="keep the code index (each root's definitions, so find_symbol looks a name up instead of "
+                        "reading the files) in DIR (default: $XDG_CACHE_HOME/shipcode-mcp/index, else "
+                        "~/.cache/shipcode-mcp/index)")
+    parser.add_argument("--no-index", action="store_true",
+                        help="keep no code index: find_symbol reads the files that mention the name each time")
     parser.add_argument("--require-sandbox", action="store_true",
                         help="refuse to start where the kernel sandbox of child processes (Landlock) is missing")
     parser.add_argument("--max-result-tokens", type=_count, metavar="N",
@@ -152,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 _SWITCHES = {"--allow-write": "allow_write", "--confirm-writes": "confirm_writes", "--watch": "watch",
              "--require-sandbox": "require_sandbox", "--precise": "precise", "--prompts": "prompts",
-             "--resource-links": "resource_links", "--skills": "skills"}
+             "--resource-links": "resource_links", "--skills": "skills", "--no-index": "no_index"}
 
 
 def parse_args(argv: Sequence[str]) -> Settings:
@@ -183,23 +189,26 @@ def build(settings: Settings, state_key: bytes | None = None) -> tuple[Server, R
                      follow_client_roots=settings.http is None, state_key=state_key,
                      confirm_writes=settings.confirm_writes, precise=settings.precise,
                      max_result_tokens=settings.max_result_tokens, prompts=settings.prompts,
-                     resource_links=settings.resource_links, skills=settings.skills)
+                     resource_links=settings.resource_links, skills=settings.skills,
+                     index_folder=None if settings.no_index else settings.index_dir or default_index_folder())
 
 
 def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool = False,
                  state_key: bytes | None = None, confirm_writes: bool = False, precise: bool = False,
                  max_result_tokens: int = DEFAULTS["max_result_tokens"], prompts: bool = False,
-                 resource_links: bool = False, skills: bool = False) -> Server:
-    """The workspace server of these roots (a library's or a test's way to it, roots given)."""
+                 resource_links: bool = False, skills: bool = False, index_folder: str | None = None) -> Server:
+    """The workspace server of these roots (a library's or a test's way to it, roots given; no code index unless
+    `index_folder` says where)."""
     return _assemble(roots, allow_write=allow_write, watch=watch, follow_client_roots=False, state_key=state_key,
                      confirm_writes=confirm_writes, precise=precise, max_result_tokens=max_result_tokens,
-                     prompts=prompts, resource_links=resource_links, skills=skills)[0]
+                     prompts=prompts, resource_links=resource_links, skills=skills, index_folder=index_folder)[0]
 
 
 def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_client_roots: bool,
               state_key: bytes | None, confirm_writes: bool = False, precise: bool = False,
               max_result_tokens: int = 0, prompts: bool = False,
-              resource_links: bool = False, skills: bool = False) -> tuple[Server, Roots]:
+              resource_links: bool = False, skills: bool = False,
+              index_folder: str | None = None) -> tuple[Server, Roots]:
     server = Server(SERVER_NAME, __version__, state_key=state_key)
     server.about = dict(ABOUT)  # server/discover only: the 2025-06-18 initialize answer stays as it is
     following = follow_client_roots and not roots
@@ -207,7 +216,7 @@ def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_cl
     workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch,
                         confirm_writes=confirm_writes, precise="now" if precise and not following else
                         "on first need" if precise else None, max_result_tokens=max_result_tokens, prompts=prompts,
-                        resource_links=resource_links, skills=skills)
+                        resource_links=resource_links, skills=skills, index_folder=index_folder)
     if following:
         _follow_client_roots(server, workspace)
     return server, workspace

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 DEFAULTS: dict[str, Any] = {
     "roots": (), "allow_write": False, "confirm_writes": False, "watch": False, "precise": False, "prompts": False,
-    "resource_links": False, "skills": False, "require_sandbox": False,
+    "resource_links": False, "skills": False, "require_sandbox": False, "no_index": False, "index_dir": None,
     "state_key_file": None, "max_result_tokens": 20_000,
     "log_level": "warning", "log_format": "text",
     "http": None, "stateless": False, "workers": 1, "supervise": False, "allow_origin": (), "allow_host": None,
@@ -46,6 +46,8 @@ class Settings:
     resource_links: bool  # a result that names files links their resources (workspace/links.py)
     skills: bool  # the workspace's Agent Skills over the Skills extension (workspace/skills.py)
     require_sandbox: bool
+    no_index: bool  # no code index (workspace/code/index.py): the code tools read the files each time
+    index_dir: str | None  # where the code index lives (None: the user's cache folder)
     state_key_file: str | None
     max_result_tokens: int  # each tool result cut to this many tokens (estimated; 0: no cap): workspace/budget.py
     log_level: str

@@ -253,13 +253,13 @@ def test_the_cache_keeps_outlines_and_references_within_one_bound() -> None:
     from shipcode_mcp.workspace.code.source import OutlineCache
 
     cache = OutlineCache(limit=10)
-    cache.put_references(("a", 1, 1), "x", ((1, 1, "x", False, "name"),) * 4)  # 1 + 5 units
-    cache.put_references(("b", 1, 1), "x", ((1, 1, "x", False, "name"),) * 2)  # 1 + 3 units: 10 in all
-    assert cache.references(("a", 1, 1), "x") is not None  # a is now the most recently used
-    cache.put_references(("c", 1, 1), "y", ())  # 1 + 1 units: b goes
-    assert cache.references(("b", 1, 1), "x") is None
-    assert cache.references(("a", 1, 1), "x") is not None and cache.references(("c", 1, 1), "y") == ()
-    assert cache.references(("a", 2, 1), "x") is None  # another version of a
+    cache.put_references(("a", 1, 1, 1, 1), "x", ((1, 1, "x", False, "name"),) * 4)  # 1 + 5 units
+    cache.put_references(("b", 1, 1, 1, 1), "x", ((1, 1, "x", False, "name"),) * 2)  # 1 + 3 units: 10 in all
+    assert cache.references(("a", 1, 1, 1, 1), "x") is not None  # a is now the most recently used
+    cache.put_references(("c", 1, 1, 1, 1), "y", ())  # 1 + 1 units: b goes
+    assert cache.references(("b", 1, 1, 1, 1), "x") is None
+    assert cache.references(("a", 1, 1, 1, 1), "x") is not None and cache.references(("c", 1, 1, 1, 1), "y") == ()
+    assert cache.references(("a", 2, 1, 1, 1), "x") is None  # another version of a
 
 
 SCANNED = '''import os  # helper in a comment

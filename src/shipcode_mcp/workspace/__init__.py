@@ -11,19 +11,21 @@ if TYPE_CHECKING:
 
 def install(server: Server, folders: list[str], *, allow_write: bool = False, watch: bool = False,
             confirm_writes: bool = False, precise: str | None = None, max_result_tokens: int = 0,
-            prompts: bool = False, resource_links: bool = False, skills: bool = False) -> Roots:
+            prompts: bool = False, resource_links: bool = False, skills: bool = False,
+            index_folder: str | None = None) -> Roots:
     """Register the workspace tools and resources for `folders` on `server` (the writing tools with `allow_write`
     or `confirm_writes`, asking the user before each change with the latter); with `precise` ("now" or "on first
     need"), the language servers answer the code tools, started now or when a call first needs one; each tool
     result is cut to `max_result_tokens` (0: no cap but what a request asks; budget.py); with `prompts`, the prompts
     built from the tools (prompts.py) and completion of their paths and of the resource templates'; with
     `resource_links`, a result that names files links their resources (links.py); with `skills`, the Agent Skills
-    of the workspace over the Skills extension (skills.py)."""
+    of the workspace over the Skills extension (skills.py); with `index_folder`, the code index of each root lives
+    there (code/index.py; default_index_folder() is the user's cache folder)."""
     # the definitions only when installing: importing one workspace module (sandbox, roots) does not load them
     from .resources import install_resources
     from .tools import install_tools
 
-    roots = Roots(folders)
+    roots = Roots(folders, index_folder)
     files = install_resources(server, roots, watch=watch, complete=prompts)
     install_tools(server, roots, allow_write=allow_write or confirm_writes, confirm_writes=confirm_writes,
                   max_result_tokens=max_result_tokens, resource_links=files if resource_links else None)
@@ -44,6 +46,17 @@ def install(server: Server, folders: list[str], *, allow_write: bool = False, wa
         if precise == "now":
             SERVERS.start(tuple(roots.paths))
     return roots
+
+
+def default_index_folder() -> str:
+    """The user's cache folder for the code index (XDG's rule): `$XDG_CACHE_HOME/shipcode-mcp/index`, else
+    `~/.cache/shipcode-mcp/index`."""
+    import os  # loaded at start already; here only for this (local import)
+
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "shipcode-mcp", "index")
 
 
 def instructions(server: Server) -> str:

@@ -36,9 +36,10 @@ class OutsideRoots(ToolError):
 class Roots:
     """The workspace folders, absolute and with symlinks resolved once, at start or on `update`."""
 
-    def __init__(self, folders: list[str]) -> None:
+    def __init__(self, folders: list[str], index_folder: str | None = None) -> None:
         self.paths = _resolve_folders(folders)
         self._lexical = _lexical_roots(folders, self.paths)
+        self.index_folder = index_folder  # where the code index of each root lives (code/index.py); None: no index
 
     def update(self, folders: list[str]) -> None:
         """Serve these folders from now on (the client's roots); checked as at start.

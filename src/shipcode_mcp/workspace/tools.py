@@ -752,8 +752,10 @@ FIND_SYMBOL = {
         "a plain name ('parse_args'), a qualified name ('ArgumentParser.parse_args', also 'ns::Type::method'), or "
         "a glob with * and ? ('parse_*' for every name with that prefix, 'Http*Error', 'Thread.*' for the members of "
         "Thread; a * does not cross a dot). Only definitions count, "
-        "not uses (find_references finds those). Narrow with `kind` and `path`. Files where the name does not "
-        f"occur are never parsed, so it is fast on large trees. Languages: {_LANGUAGES_HELP}."
+        "not uses (find_references finds those). Narrow with `kind` and `path`. Names are looked up in the code "
+        "index (each root's definitions, kept up to date with the files before each answer), or, while it is "
+        "being built, in the files where the name occurs. "
+        f"Languages: {_LANGUAGES_HELP}."
     ),
     "input": _object({
         "name": _string("The name, Class.member, or a glob such as get_* or Class.* (not only wildcards).", minLength=1),
@@ -767,6 +769,10 @@ FIND_SYMBOL = {
         "truncated": _BOOL,
         "skipped": _SKIPPED,
         "skipped_files": _SKIPPED_FILES,
+        "index": {"type": "string", "enum": ["fresh", "building", "off"],
+                  "description": "fresh: answered from the code index, brought up to date with the files first; "
+                  "building: the index is being built (or brought up to date) in the background and the files were "
+                  "read instead; off: no index (--no-index, or it cannot be used here)"},
     }),
 }
 

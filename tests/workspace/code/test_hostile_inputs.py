@@ -107,7 +107,7 @@ def test_find_references_on_one_long_line_is_fast(ws: Path, server: Tools) -> No
 # -- 6. the outline cache's bound does not hold for one file ------------------------------------------
 def test_the_cache_bound_holds_for_one_large_file() -> None:
     cache = OutlineCache(limit=100)
-    cache.put_references(("/ws/big.py", 1, 1), "x", tuple((line, 1, "x", False, "name") for line in range(1, 1001)))
+    cache.put_references(("/ws/big.py", 1, 1, 1, 1), "x", tuple((line, 1, "x", False, "name") for line in range(1, 1001)))
     assert cache._size <= cache.limit
 
 

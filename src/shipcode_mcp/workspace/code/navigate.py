@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import cut_line, place, plural, printable, result
+from .index import Unavailable, definitions
 from .names import MAX_GLOB_CHARS, glob_matcher, word_regex
 from .source import Folder, Skipped, cached_outline, known_language, outline_of, read_source
-from .symbols import Symbol, language_for
+from .symbols import Symbol, language_for, walk
 
 if TYPE_CHECKING:
     from ...context import Context
@@ -124,9 +125,23 @@ def _matcher(name: str) -> tuple[str, Callable[[Symbol], bool]]:
     return word, lambda symbol: symbol.name == name
 
 
+def _index_key(name: str) -> str | Callable[[str], bool] | None:
+    """What the index looks a query up by (index.RootIndex.lookup): the last part of a plain or qualified name;
+    for a glob, a test of the last part (a `[` class may hold a dot: every symbol is tested)."""
+    name = name.replace("::", ".")
+    last = name.split(".")[-1]
+    if not any(c in name for c in _WILDCARDS):
+        return last
+    if "[" in name:
+        return None
+    matches = glob_matcher(last)
+    return lambda value: matches(value.split(".")[-1])
+
+
 def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: str, limit: int, *,
-                prefilter: bool = True) -> ToolResult:
-    """Definitions of `name` in the files that mention it; with `prefilter` (always, but for the tests and
+                prefilter: bool = True, index: bool = True) -> ToolResult:
+    """Definitions of `name`: from the code index of the folder's root where it is ready (code/index.py,
+    made fresh first), otherwise in the files that mention it; with `prefilter` (always, but for the tests and
     the bench that prove it changes nothing) only those with a line shaped like a definition are parsed."""
     if not name.strip() or "\n" in name or "\x00" in name:
         raise ToolError("name must be an identifier, a qualified name such as Class.method, or a glob such as get_*")
@@ -138,34 +153,55 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
     if not folder.is_dir:
         known_language(folder.real, folder.shown)  # a file of another language cannot define it: say so
     regex = word_regex(word)
-    names = folder.definition_candidates(ctx, regex, word) if prefilter else folder.candidates(ctx, regex)
-    found: list[dict[str, Any]] = []
-    truncated = False
     outlined = partial(cached_outline, roots, check=ctx.check_cancelled)
-    for shown, symbols in folder.parsed(ctx, names, "candidate file", outlined, code_only=True):
-        for top in symbols:
-            for symbol in top.walk():
-                if test(symbol) and (kind is None or symbol.kind == kind):
-                    if len(found) >= limit:
-                        truncated = True
-                        break
-                    found.append(symbol.item(shown))
-            if truncated:
-                break
-        if truncated:
-            break
-    ctx.report_progress(len(names), len(names), f"done: {plural(len(found), 'definition')}")
+    try:
+        if not index:
+            raise Unavailable("")
+        indexed, skipped = definitions(ctx, roots, folder, _index_key(name.strip()), test, kind)
+    except Unavailable as why:
+        found, truncated, names = _scanned(ctx, folder, regex, word, test, kind, limit, outlined, prefilter)
+        state, index_note = ("building", str(why)) if str(why) else ("off", "")
+    else:
+        wanted = [(folder.file(relative)[1], seq, symbol) for relative, seq, symbol in indexed]
+        names = folder.mentioning(ctx, regex, skipped) if skipped else []  # what the index could not read: as a scan
+        for shown, symbols in folder.parsed(ctx, names, "candidate file", outlined, code_only=True):
+            wanted += [(shown, seq, symbol) for seq, symbol in enumerate(walk(symbols))
+                       if test(symbol) and (kind is None or symbol.kind == kind)]
+        wanted.sort(key=lambda item: (item[0], item[1]))
+        truncated = len(wanted) > limit
+        found = [symbol.item(shown) for shown, _, symbol in wanted[:limit]]
+        state, index_note = "fresh", ""
+    ctx.report_progress(1, 1, f"done: {plural(len(found), 'definition')}")
     lines = [f"{printable(item['path'])}:{item['line']}-{item['end_line']} {item['kind']} {printable(item['qualified_name'])}: "
              f"{printable(item['signature'])}" for item in found]
     what = f"'{printable(name)}'" + (f" of kind {kind}" if kind else "")
     if not found:
-        lines.append(f"No definition of {what} in {place(folder.shown)} ({plural(len(names), 'file')} could define it).")
+        where = "the code index" if state == "fresh" else plural(len(names), "file") + " could define it"
+        lines.append(f"No definition of {what} in {place(folder.shown)} ({where}).")
     elif truncated:
         lines.append(f"[Showing the first {plural(len(found), 'definition')}; there are more. Narrow with path or kind, "
                      "or raise limit.]")
     lines += folder.skipped_note()
+    if index_note:
+        lines.append(f"[{printable(index_note)}.]")
     return result("\n".join(lines), {"name": name, "symbols": found, "truncated": truncated, "skipped": folder.skipped,
-            "skipped_files": folder.skipped_files})
+            "skipped_files": folder.skipped_files, "index": state})
+
+
+def _scanned(ctx: Context, folder: Folder, regex: str, word: str, test: Callable[[Symbol], bool], kind: str | None,
+             limit: int, outlined: Callable[[str, str], list[Symbol]],
+             prefilter: bool) -> tuple[list[dict[str, Any]], bool, list[str]]:
+    """find_symbol without the index: the definitions in the files that may define the name, the first
+    `limit` of them, whether there are more, and the files looked at."""
+    names = folder.definition_candidates(ctx, regex, word) if prefilter else folder.candidates(ctx, regex)
+    found: list[dict[str, Any]] = []
+    for shown, symbols in folder.parsed(ctx, names, "candidate file", outlined, code_only=True):
+        for symbol in walk(symbols):
+            if test(symbol) and (kind is None or symbol.kind == kind):
+                if len(found) >= limit:
+                    return found, True, names
+                found.append(symbol.item(shown))
+    return found, False, names
 
 
 # -- read_symbol ----------------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ from .source import (
     Source,
     cached_outline,
     check_parsable,
+    file_key,
     known_language,
     outline_of,
     parse_failed,
@@ -184,7 +185,7 @@ def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool =
     key = f"{name}\0{sent(tuple(chosen))[1]}" if scoped and chosen is not None else name
     fd, info = safe_open.open_file(roots, real, shown)
     try:
-        version = (real, info.st_size, info.st_mtime_ns)
+        version = file_key(real, info)
         found = CACHE.references(version, key) if scan else None
         if found is not None:
             complete = bound is None or len(found) <= bound

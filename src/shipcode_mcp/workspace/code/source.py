@@ -1,5 +1,5 @@
 """Where the code tools get their text: files opened as read_file opens them, candidates found by
-ripgrep, and outlines kept in a bounded cache keyed by (path, size, mtime).
+ripgrep, and outlines kept in a bounded cache keyed by each file's version (path, size, times, inode).
 
 A file where a name does not occur as a word cannot define or use it, so every cross-file question
 starts with one `rg --files-with-matches` (parallel, native, honouring the ignore rules like every
@@ -41,6 +41,8 @@ MAX_REASON_CHARS = 200
 CACHE_SYMBOLS = 500_000
 """The cache holds at most about this many symbols and references (some 150 MB at worst)."""
 RG_TIMEOUT = 120.0
+MENTIONING_CHUNK = 1000
+"""Files named on one rg command line (Folder.mentioning)."""
 LINE_COLUMNS = 400
 """rg shows a longer matching line as `[Omitted long line...]` (kept: it might hold a definition)."""
 MATCHES_LIMIT = 16 * 1024 * 1024
@@ -49,12 +51,21 @@ LINES_LIMIT = 64 * 1024 * 1024
 """Past this much output of matching lines, every file that mentions the name is a candidate."""
 
 
+FileKey = tuple[str, int, int, int, int]
+"""A version of a file: its real path, size, mtime and ctime (ns) and inode. The ctime moves on every write, even
+one that puts the old mtime back (a restore, `touch -r`), and cannot be set."""
+
+
+def file_key(real: str, info: os.stat_result) -> FileKey:
+    return (real, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+
+
 class Source:
     """One file's text, its language and how the tools show its path."""
 
     __slots__ = ("_lines", "key", "language", "real", "shown", "text")
 
-    def __init__(self, real: str, shown: str, language: str, text: str, key: tuple[str, int, int]) -> None:
+    def __init__(self, real: str, shown: str, language: str, text: str, key: FileKey) -> None:
         self.real, self.shown, self.language, self.text, self.key = real, shown, language, text, key
         self._lines: list[str] | None = None
 
@@ -122,7 +133,7 @@ def source_from(fd: int, info: os.stat_result, real: str, shown: str, language: 
     if is_binary(data):
         raise Skipped(f"{printable(shown)} is a binary file", "binary")
     text = data.decode("utf-8", "replace")
-    return Source(real, shown, language, text, (real, info.st_size, info.st_mtime_ns))
+    return Source(real, shown, language, text, file_key(real, info))
 
 
 def _read_all(fd: int, size: int) -> bytes:
@@ -151,7 +162,7 @@ class _Entry:
 
     __slots__ = ("key", "left_out", "references", "size", "symbols")
 
-    def __init__(self, key: tuple[str, int, int]) -> None:
+    def __init__(self, key: FileKey) -> None:
         self.key = key
         self.symbols: list[Symbol] | None = None
         self.references: dict[str, tuple[Reference, ...]] = {}
@@ -160,7 +171,7 @@ class _Entry:
 
 
 class OutlineCache:
-    """Outlines, and the references of each name looked up, by (real path, size, mtime_ns): least
+    """Outlines, and the references of each name looked up, by FileKey (path, size, times, inode): least
     recently used first out, bounded in units (a symbol or a reference is one unit, a name looked up one
     more). A file that changed has a new key: everything known of its old version goes at once."""
 
@@ -172,7 +183,7 @@ class OutlineCache:
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: tuple[str, int, int]) -> list[Symbol] | None:
+    def get(self, key: FileKey) -> list[Symbol] | None:
         with self._lock:
             entry = self._entries.get(key[0])
             if entry is None or entry.key != key or entry.symbols is None:
@@ -182,7 +193,7 @@ class OutlineCache:
             self.hits += 1
             return entry.symbols
 
-    def put(self, key: tuple[str, int, int], symbols: list[Symbol]) -> None:
+    def put(self, key: FileKey, symbols: list[Symbol]) -> None:
         size = sum(1 for top in symbols for _ in top.walk())
         with self._lock:
             if size + 1 > self.limit:  # never an entry bigger than the whole bound
@@ -192,7 +203,7 @@ class OutlineCache:
                 entry.symbols = symbols
                 self._grow(entry, size)
 
-    def references(self, key: tuple[str, int, int], name: str) -> tuple[Reference, ...] | None:
+    def references(self, key: FileKey, name: str) -> tuple[Reference, ...] | None:
         """The uses of `name` found in this version of the file before, None if it was not looked up."""
         with self._lock:
             entry = self._entries.get(key[0])
@@ -204,13 +215,13 @@ class OutlineCache:
             self.hits += 1
             return found
 
-    def left_out(self, key: tuple[str, int, int], name: str) -> int:
+    def left_out(self, key: FileKey, name: str) -> int:
         """How many uses the query `name` (as put_references was given it) ruled out in this version of the file."""
         with self._lock:
             entry = self._entries.get(key[0])
             return entry.left_out.get(name, 0) if entry is not None and entry.key == key else 0
 
-    def put_references(self, key: tuple[str, int, int], name: str, found: tuple[Reference, ...], left_out: int = 0) -> None:
+    def put_references(self, key: FileKey, name: str, found: tuple[Reference, ...], left_out: int = 0) -> None:
         with self._lock:
             if 2 + len(found) > self.limit:  # never an entry bigger than the whole bound
                 return
@@ -221,7 +232,7 @@ class OutlineCache:
                     entry.left_out[name] = left_out
                 self._grow(entry, 1 + len(found))
 
-    def _entry(self, key: tuple[str, int, int]) -> _Entry:
+    def _entry(self, key: FileKey) -> _Entry:
         """The entry of this version of the file, made (and an older version's dropped) if need be."""
         entry = self._entries.get(key[0])
         if entry is None or entry.key != key:
@@ -282,7 +293,7 @@ def cached_outline(roots: Roots, real: str, shown: str, check: Callable[[], None
     language = known_language(real, shown)
     fd, info = safe_open.open_file(roots, real, shown)
     try:
-        symbols = CACHE.get((real, info.st_size, info.st_mtime_ns))
+        symbols = CACHE.get(file_key(real, info))
         if symbols is not None:
             return symbols
         source = source_from(fd, info, real, shown, language)  # counted as one miss, not looked up again
@@ -392,6 +403,19 @@ class Folder:
             done = process.run(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,),
                                limit=64 * 1024 * 1024, timeout=RG_TIMEOUT, what="search")
         return walk_names(done.returncode, done.stdout, done.stderr)
+
+    def mentioning(self, ctx: Context, regex: str, names: list[str]) -> list[str]:
+        """Those of `names` (files under the folder, relative) with a match of `regex`, sorted: the candidates
+        `candidates` would find among them."""
+        kept: list[str] = []
+        with self._opened(None) as (fd, cwd, _, readable):
+            for start in range(0, len(names), MENTIONING_CHUNK):
+                command = [rg_executable(), "--files-with-matches", "--null", *RG_WALK_FLAGS, "--case-sensitive",
+                           f"--regexp={regex}", "--", *names[start:start + MENTIONING_CHUNK]]
+                done = process.run(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,),
+                                   limit=64 * 1024 * 1024, timeout=RG_TIMEOUT, what="search")
+                kept += walk_names(done.returncode, done.stdout, done.stderr)
+        return sorted(kept)
 
     def in_order(self, ctx: Context, regex: str | None, language: str | None = None) -> OrderedNames:
         """The code files under the folder with a match of `regex` (every code file for None), in rg's path

@@ -129,7 +129,7 @@ def _one(text: str, real: str, shown: str, language: str, name: str, line: int |
     """The file's outline and the one symbol `name` names in it (`line`: the one whose lines hold it, when
     several share the name); a ToolError when none or several do (listing them)."""
     try:
-        symbols = fresh_outline(Source(real, shown, language, text, (real, -1, -1)), ctx.check_cancelled)
+        symbols = fresh_outline(Source(real, shown, language, text, (real, -1, -1, -1, -1)), ctx.check_cancelled)
     except Skipped as err:
         raise ToolError(str(err)) from None
     found = matching_symbols(symbols, name)

@@ -1,0 +1,478 @@
+"""The code index: each root's definitions in one SQLite file in the user's cache folder, so find_symbol looks a
+name up instead of reading and parsing every file that mentions it.
+
+- **Where**: `--index-dir` (default `$XDG_CACHE_HOME/shipcode-mcp/index`, else `~/.cache/shipcode-mcp/index`: Roots.index_folder),
+  one database per root (named by a digest of its real path, which the database also holds and is checked
+  against), a folder of mode 0700; never inside the workspace. At most MAX_DATABASES databases are kept: the
+  least recently used beyond that, unused for an hour, are removed.
+- **What**: per file (its path relative to the root) the stat key it was read at (size, mtime, ctime, inode)
+  and its outline as the parse worker makes it (flat rows, source order); a file the outline could not
+  make (too large, a line too long, a parse that failed) is kept as skipped, and a query looks at those
+  files as a scan would (rg, then a parse), so the answers are the scan's.
+- **Fresh**: before a lookup the folder is walked (the walk list_files does: rg --files, the ignore
+  rules) and each file's stat compared with its key: changed, new and deleted files are read again before
+  the answer. A key less than RACY_NS older than the walk is not trusted (git's racy rule: a write in the
+  same clock tick keeps the mtime), so such a file is read again next time.
+- **Built in the background**: the first build of a root (or a change of more than SYNC_CHANGES files)
+  runs in a thread, committed every BATCH files (a kill keeps what was committed); a call made meanwhile
+  answers from a scan, as without the index, and says so.
+- **Shared**: WAL mode and short write transactions, so several processes of one deployment read and
+  update one database; the same key always gives the same rows, so concurrent updates agree.
+- **Safe**: a database that SQLite finds corrupt, of another format (PRAGMA user_version) or of another
+  root is removed and built again; one that cannot be opened or written (a read-only cache folder, a full
+  disk, MAX_INDEX_BYTES reached) leaves the tools to scan, said once on stderr.
+sqlite3 is imported here only, on the first lookup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ... import log
+from ...primitives import ToolError
+from .. import safe_open
+from ..text import place
+from .parsers import POOL, Starved
+from .source import FILE_FAILURES, Skipped, check_parsable, known_language, skip_reason, source_from
+from .symbols import Symbol
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from ...context import Context
+    from ..roots import Roots
+    from .source import Folder
+
+FORMAT = 1
+"""The schema's version (PRAGMA user_version): a database of another is built again."""
+MAX_DATABASES = 64
+"""Databases kept in the index folder; the least recently used beyond these (unused for STALE_SECONDS) go."""
+STALE_SECONDS = 3600.0
+MAX_INDEX_BYTES = 2 * 1024 ** 3
+"""One database's size at most (PRAGMA max_page_count): past it, writes fail and the tools scan."""
+RACY_NS = 2_000_000_000
+"""A file changed this recently before the walk is read again next time (its mtime may not move on a rewrite)."""
+BATCH = 256
+"""Files parsed per committed transaction while building."""
+SYNC_CHANGES = 512
+"""Up to this many changed files are read again before answering; more are left to the background build."""
+BUSY_MS = 10_000
+"""How long a write waits for another process's transaction."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files(
+    id INTEGER PRIMARY KEY, path BLOB UNIQUE NOT NULL, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
+    ctime INTEGER NOT NULL, ino INTEGER NOT NULL, skipped TEXT);
+CREATE TABLE IF NOT EXISTS symbols(
+    file INTEGER NOT NULL, seq INTEGER NOT NULL, parent INTEGER NOT NULL, name TEXT NOT NULL, last TEXT NOT NULL,
+    qualified TEXT NOT NULL, kind TEXT NOT NULL, line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+    signature TEXT NOT NULL, def_line INTEGER NOT NULL, PRIMARY KEY(file, seq)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
+CREATE INDEX IF NOT EXISTS symbols_last ON symbols(last);
+"""
+
+Key = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+
+
+def _key(info: os.stat_result) -> Key:
+    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+
+
+def _range(prefix: str) -> tuple[bytes, bytes]:
+    """The [low, high) of root-relative paths (as bytes) under the folder `prefix` ("" for the root)."""
+    if not prefix:
+        return b"", b"\xff" * 8
+    raw = os.fsencode(prefix)
+    return raw + b"/", raw + b"0"  # '0' follows '/'
+
+
+class Unavailable(Exception):
+    """The index cannot answer for this call: the caller scans (the reason, for the answer)."""
+
+
+class RootIndex:
+    """One root's database: opened on first use, guarded by a lock (one connection per process and root)."""
+
+    def __init__(self, folder: str, root: str) -> None:
+        self.folder = folder
+        self.root = root
+        self.path = os.path.join(folder, hashlib.sha256(os.fsencode(root)).hexdigest()[:24] + ".sqlite3")
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+        self.ready = False  # a full build of the root has completed (in this process or an earlier one)
+        self.building: threading.Thread | None = None
+        self.progress = (0, 0)  # files done, files to do, of the build running
+        self.failed: str | None = None  # why this index is off for the rest of the process
+
+    # -- the database ----------------------------------------------------------------------------------
+    def _open(self) -> sqlite3.Connection:
+        import sqlite3  # on the first lookup only, not at start (local import)
+
+        if self._db is not None:
+            return self._db
+        os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        for attempt in range(2):
+            try:
+                db = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, check_same_thread=False,
+                                     isolation_level=None)
+                try:
+                    self._prepare(db)
+                except BaseException:
+                    db.close()
+                    raise
+            except sqlite3.DatabaseError as err:
+                if attempt or isinstance(err, sqlite3.OperationalError):  # locked, unreadable: not its content
+                    raise
+                log.warning(f"code index {self.path}: {err}; building it again")
+                self._remove()
+                continue
+            self._db = db
+            with contextlib.suppress(OSError):
+                os.utime(self.path)  # used now: not evicted (_evict)
+            return db
+        raise AssertionError("unreachable")
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        """WAL, the size cap, the schema; DatabaseError for one of another format or root, or damaged."""
+        import sqlite3  # loaded by _open already (local import)
+
+        db.execute(f"PRAGMA busy_timeout={BUSY_MS}")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        page = db.execute("PRAGMA page_size").fetchone()[0]
+        db.execute(f"PRAGMA max_page_count={MAX_INDEX_BYTES // page}")
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, FORMAT):
+            raise sqlite3.DatabaseError(f"format {version}, not {FORMAT}")
+        if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            raise sqlite3.DatabaseError("the database is damaged")
+        db.executescript(_SCHEMA)
+        if version == 0:
+            db.execute(f"PRAGMA user_version={FORMAT}")
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key='root'").fetchone()
+            if row is None:
+                db.execute("INSERT INTO meta VALUES('root', ?)", (self.root,))
+            elif row[0] != self.root:
+                raise sqlite3.DatabaseError(f"it indexes {row[0]!r}")
+            self.ready = db.execute("SELECT value FROM meta WHERE key='built'").fetchone() is not None
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _remove(self) -> None:
+        import sqlite3  # loaded by _open already (local import)
+
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._db = None
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path + suffix)
+        self.ready = False
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock; a database found corrupt on the way is removed (the next use builds
+        it again) and the call scans."""
+        import sqlite3  # loaded by _open already (local import)
+
+        with self._lock:
+            if self.failed is not None:
+                raise Unavailable(self.failed)
+            try:
+                yield self._open()
+            except sqlite3.DatabaseError as err:
+                if isinstance(err, sqlite3.OperationalError):  # locked too long, disk full, the size cap
+                    raise Unavailable(f"the code index could not be used ({err})") from None
+                log.warning(f"code index {self.path}: {err}; building it again")
+                self._remove()
+                raise Unavailable(f"the code index was damaged ({err}) and is built again") from None
+            except OSError as err:
+                self.failed = f"the code index is off ({err.strerror or err})"
+                log.warning(f"code index {self.path}: {self.failed}")
+                raise Unavailable(self.failed) from None
+
+    # -- keeping it fresh -------------------------------------------------------------------------------
+    def keys(self, prefix: str) -> dict[bytes, tuple[Key, bool]]:
+        """Every file under `prefix` the index holds: its key and whether it was skipped."""
+        low, high = _range(prefix)
+        with self._using() as db:
+            rows = db.execute("SELECT path, size, mtime, ctime, ino, skipped IS NOT NULL FROM files "
+                              "WHERE path >= ? AND path < ?", (low, high)).fetchall()
+        return {row[0]: ((row[1], row[2], row[3], row[4]), bool(row[5])) for row in rows}
+
+    def changes(self, folder: Folder, prefix: str, names: list[str]) -> tuple[list[tuple[str, str]], list[bytes]]:
+        """What to read again under the folder (root-relative path, folder-relative name) and the paths gone,
+        from the walk's `names` and a stat of each."""
+        known = self.keys(prefix)
+        now = time.time_ns()
+        changed: list[tuple[str, str]] = []
+        seen: set[bytes] = set()
+        for name in names:
+            relative = f"{prefix}/{name}" if prefix else name
+            raw = os.fsencode(relative)
+            seen.add(raw)
+            old = known.get(raw)
+            try:
+                info = os.lstat(os.path.join(folder.real, name))
+            except OSError:
+                changed.append((relative, name))  # read it again: the read says what it is
+                continue
+            key = _key(info)
+            if old is None or old[0] != key or now - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS:
+                changed.append((relative, name))
+        gone = [path for path in known if path not in seen]
+        return changed, gone
+
+    def store(self, roots: Roots, folder: Folder, items: list[tuple[str, str]], gone: Iterable[bytes],
+              check: Callable[[], None] | None) -> None:
+        """Read and outline `items` (two at a time, on the parse workers) and write them, with `gone`
+        deleted, in one transaction."""
+        rows = list(_parsed(roots, folder, items, check))
+        with self._using() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for path in gone:
+                    _delete(db, path)
+                for raw, key, outcome in rows:
+                    _delete(db, raw)
+                    if outcome is None:
+                        continue  # gone or not readable now: nothing kept, read again next time
+                    skipped = outcome if isinstance(outcome, str) else None
+                    cursor = db.execute("INSERT INTO files(path, size, mtime, ctime, ino, skipped) VALUES(?,?,?,?,?,?)",
+                                        (raw, *key, skipped))
+                    if skipped is None:
+                        assert isinstance(outcome, list)
+                        file_id = cursor.lastrowid
+                        db.executemany("INSERT INTO symbols VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+                                       [(file_id, seq, row[0], row[1], row[2].rsplit(".", 1)[-1], row[2], row[3],
+                                         row[4], row[5], row[6], row[7]) for seq, row in enumerate(outcome)])
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def mark_built(self) -> None:
+        with self._using() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES('built', ?)", (str(time.time()),))
+            self.ready = True
+
+    # -- looking up -----------------------------------------------------------------------------------
+    def lookup(self, prefix: str, names: str | Callable[[str], bool] | None, test: Callable[[Symbol], bool],
+               kind: str | None) -> list[tuple[bytes, int, Symbol]]:
+        """The definitions under `prefix` that `test` accepts (of `kind`), each with its root-relative path and
+        place in its file, in path then source order. `names` narrows by the SQL indexes: only symbols whose
+        name or last part of the qualified name it is (a str) or accepts are tested (None: every symbol)."""
+        low, high = _range(prefix)
+        select = ("SELECT f.path, s.seq, s.name, s.qualified, s.kind, s.line, s.end_line, s.signature, s.def_line "
+                  "FROM symbols s JOIN files f ON f.id = s.file WHERE f.path >= ? AND f.path < ?")
+        with self._using() as db:
+            if names is None:
+                rows = db.execute(select, (low, high)).fetchall()
+            elif isinstance(names, str):
+                rows = db.execute(select + " AND (s.name = ? OR s.last = ?)", (low, high, names, names)).fetchall()
+            else:
+                wanted = {value for (value,) in db.execute("SELECT DISTINCT name FROM symbols") if names(value)}
+                wanted |= {value for (value,) in db.execute("SELECT DISTINCT last FROM symbols") if names(value)}
+                db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted(value TEXT PRIMARY KEY)")
+                db.execute("DELETE FROM temp.wanted")
+                db.executemany("INSERT INTO temp.wanted VALUES(?)", ((value,) for value in wanted))
+                rows = db.execute(select + " AND (s.name IN temp.wanted OR s.last IN temp.wanted)", (low, high)).fetchall()
+        found = []
+        for path, seq, sname, qualified, skind, line, end_line, signature, def_line in rows:
+            if kind is not None and skind != kind:
+                continue
+            symbol = Symbol(sname, qualified, skind, line, end_line, signature, (), def_line)
+            if test(symbol):
+                found.append((path, seq, symbol))
+        found.sort(key=lambda item: (os.fsdecode(item[0]), item[1]))
+        return found
+
+    def skipped(self, prefix: str) -> list[bytes]:
+        """The files under `prefix` the index holds as skipped (a query reads them as a scan would), but binary
+        ones (which ripgrep leaves out of a scan's candidates: no code in them)."""
+        low, high = _range(prefix)
+        with self._using() as db:
+            return [row[0] for row in db.execute("SELECT path FROM files WHERE skipped IS NOT NULL AND skipped != 'binary' "
+                                                 "AND path >= ? AND path < ?", (low, high)).fetchall()]
+
+
+def _delete(db: sqlite3.Connection, path: bytes) -> None:
+    row = db.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+    if row is not None:
+        db.execute("DELETE FROM symbols WHERE file = ?", (row[0],))
+        db.execute("DELETE FROM files WHERE id = ?", (row[0],))
+
+
+def _parsed(roots: Roots, folder: Folder, items: list[tuple[str, str]],
+            check: Callable[[], None] | None) -> Iterator[tuple[bytes, Key, Any]]:
+    """(path, key, outcome) of each item: the outline's flat rows, the reason it was skipped, or None (not
+    there, not a regular file, or a parse starved of CPU: not kept). Up to POOL.size files at once."""
+    from concurrent.futures import ThreadPoolExecutor  # only when files are read
+
+    def one(item: tuple[str, str]) -> tuple[bytes, Key, Any]:
+        relative, name = item
+        real, shown = folder.file(name)
+        raw = os.fsencode(relative)
+        try:
+            language = known_language(real, shown)
+            fd, info = safe_open.open_file(roots, real, shown)
+        except FILE_FAILURES:
+            return raw, (0, 0, 0, 0), None
+        try:
+            if not stat.S_ISREG(info.st_mode):
+                return raw, _key(info), None
+            try:
+                source = source_from(fd, info, real, shown, language)
+                check_parsable(source)
+            except Skipped as err:
+                return raw, _key(info), err.reason
+        finally:
+            os.close(fd)
+        try:
+            rows = POOL.ask({"op": "outline", "text": source.text, "language": language}, check)
+        except Starved:
+            return raw, _key(info), None
+        except FILE_FAILURES as err:
+            return raw, _key(info), skip_reason(err, shown)
+        return raw, _key(info), rows
+
+    if len(items) < 2:
+        yield from map(one, items)
+        return
+    with ThreadPoolExecutor(max_workers=POOL.size, thread_name_prefix="index") as threads:
+        yield from threads.map(one, items)
+
+
+def _build(index: RootIndex, roots: Roots, shown: str) -> None:
+    """The whole root read again where it changed, BATCH files per transaction, then marked built."""
+    from .source import Folder  # source imports this module's callers only; at run time, no cycle
+
+    try:
+        folder = Folder(roots, shown)
+        from ...context import Context  # a request of nobody's, never cancelled (local import: the build's only)
+
+        names = folder.files(Context(None, "code-index", "code-index", {}))
+        changed, gone = index.changes(folder, "", names)
+        index.progress = (0, len(changed))
+        index.store(roots, folder, [], gone, None)
+        for start in range(0, len(changed), BATCH):
+            index.store(roots, folder, changed[start:start + BATCH], (), None)
+            index.progress = (min(start + BATCH, len(changed)), len(changed))
+        index.mark_built()
+    except (Unavailable, ToolError, OSError) as err:
+        log.warning(f"code index of {index.root}: the build stopped ({err})")
+    finally:
+        index.building = None
+
+
+def _start_build(index: RootIndex, roots: Roots) -> None:
+    if index.building is None:
+        index.progress = (0, 0)
+        index.building = threading.Thread(target=_build, args=(index, roots, roots.display(index.root)),
+                                          name="code-index", daemon=True)
+        index.building.start()
+
+
+def definitions(ctx: Context, roots: Roots, folder: Folder, names: str | Callable[[str], bool] | None,
+                test: Callable[[Symbol], bool], kind: str | None) -> tuple[list[tuple[str, int, Symbol]], list[str]]:
+    """find_symbol's answer from the index of the folder's root, made fresh first: each definition
+    (its name relative to the folder, its place in the file, the symbol) in path then source order, and
+    the files under the folder the index holds as skipped (the caller reads those as a scan would).
+    Unavailable (why, or "" with the index off) when the caller must scan."""
+    root = roots.root_of(folder.real)
+    if roots.index_folder is None or root is None or not folder.is_dir:
+        raise Unavailable("")
+    index = INDEXES.for_root(roots.index_folder, root)
+    with index._using():
+        pass  # opened: whether an earlier process built it is known
+    if not index.ready and index.building is None:  # a root of few files is built now, in the call
+        whole = folder if folder.real == root else type(folder)(roots, roots.display(root))
+        changed, gone = index.changes(whole, "", whole.files(ctx))
+        if len(changed) <= SYNC_CHANGES:
+            index.store(roots, whole, changed, gone, ctx.check_cancelled)
+            index.mark_built()
+    if index.building is not None or not index.ready:
+        _start_build(index, roots)
+        done, total = index.progress
+        raise Unavailable(f"the code index of {place(roots.display(index.root))} is being built"
+                          f"{f' ({done} of {total} files)' if total else ''}; until then find_symbol reads the files")
+    prefix = "" if folder.real == root else os.path.relpath(folder.real, root)
+    changed, gone = index.changes(folder, prefix, folder.files(ctx))
+    if len(changed) > SYNC_CHANGES:
+        _start_build(index, roots)
+        raise Unavailable(f"{len(changed)} files changed since the code index of {place(roots.display(index.root))} "
+                          "was made; it is brought up to date in the background, and find_symbol reads the files")
+    if changed or gone:
+        index.store(roots, folder, changed, gone, ctx.check_cancelled)
+    start = len(prefix) + 1 if prefix else 0
+    found = [(os.fsdecode(path)[start:], seq, symbol) for path, seq, symbol in index.lookup(prefix, names, test, kind)]
+    return found, [os.fsdecode(path)[start:] for path in index.skipped(prefix)]
+
+
+class Indexes:
+    """Every root's index in this process, by its folder and root."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._roots: dict[tuple[str, str], RootIndex] = {}
+
+    def for_root(self, folder: str, root: str) -> RootIndex:
+        with self._lock:
+            index = self._roots.get((folder, root))
+            if index is None:
+                index = self._roots[(folder, root)] = RootIndex(folder, root)
+                _evict(folder, keep=index.path)
+            return index
+
+    def close(self) -> None:
+        """Close every database (the tests' way to start again from the files)."""
+        with self._lock:
+            for index in self._roots.values():
+                index.close()
+            self._roots.clear()
+
+
+INDEXES = Indexes()
+
+
+def _evict(folder: str, keep: str) -> None:
+    """Remove the least recently used databases beyond MAX_DATABASES that nobody opened or wrote for STALE_SECONDS
+    (an open touches its file)."""
+    try:
+        entries = [entry.path for entry in os.scandir(folder) if entry.name.endswith(".sqlite3") and entry.path != keep]
+    except OSError:
+        return
+    if len(entries) < MAX_DATABASES:
+        return
+    now = time.time()
+    dated = []
+    for path in entries:
+        with contextlib.suppress(OSError):
+            dated.append((max(os.stat(path + suffix).st_mtime for suffix in ("", "-wal") if os.path.exists(path + suffix)),
+                          path))
+    dated.sort()
+    for used, path in dated[:len(entries) + 1 - MAX_DATABASES]:
+        if now - used < STALE_SECONDS:
+            break
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(OSError):
+                os.unlink(path + suffix)

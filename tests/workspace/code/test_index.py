@@ -1,0 +1,376 @@
+"""The code index (workspace/code/index.py): find_symbol answers from it what a scan of the files answers, on real
+code, however the files change; it survives damage, other formats, a kill in the middle of a build and two
+processes writing at once, and it never reads outside the roots nor writes inside them."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import signal
+import sqlite3
+import sys
+import sysconfig
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import REPO
+from workspace_support import Tools
+
+pytest.importorskip("ast_grep_py")
+
+from shipcode_mcp.context import Context
+from shipcode_mcp.workspace.code import index as code_index
+from shipcode_mcp.workspace.code.navigate import find_symbol
+from shipcode_mcp.workspace.code.symbols import language_for
+from shipcode_mcp.workspace.roots import Roots
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+PACKAGES = ("email", "json", "http", "logging", "concurrent", "urllib", "xml", "wsgiref", "html", "importlib")
+"""Real code: packages of the running interpreter's standard library (some 150 files)."""
+STYLES = REPO / "tests" / "data" / "styles"
+SAMPLES = REPO / "tests" / "data" / "code"
+
+
+def copy_real_code(to: Path, copies: int = 1) -> Path:
+    """The standard library's PACKAGES (each copy in its own folder), the excerpts of real projects in
+    tests/data/styles and one sample of each other language."""
+    for copy in range(copies):
+        base = to / f"copy{copy}" if copies > 1 else to
+        for package in PACKAGES:
+            shutil.copytree(STDLIB / package, base / package, ignore=shutil.ignore_patterns("__pycache__", "test*"))
+    shutil.copytree(STYLES, to / "styles")
+    shutil.copytree(SAMPLES, to / "samples")
+    return to
+
+
+def call(roots: Roots, name: str, *, path: str = ".", kind: str | None = None, limit: int = 2000,
+         index: bool = True) -> dict[str, Any]:
+    done = find_symbol(Context(None, 1, "tools/call", {}), roots, name, kind, path, limit, index=index)
+    assert done.structured is not None
+    data: dict[str, Any] = {**done.structured, "text": done.content[0]["text"]}
+    return data
+
+
+def same(roots: Roots, name: str, **arguments: Any) -> dict[str, Any]:
+    """find_symbol from the index, checked against the scan's answer (every field but `index` and the text's last
+    line when nothing is found, which says where it looked)."""
+    indexed = call(roots, name, **arguments)
+    scanned = call(roots, name, index=False, **arguments)
+    assert indexed["index"] == "fresh", indexed["text"]
+    assert scanned["index"] == "off"
+    for key in ("symbols", "truncated", "skipped", "skipped_files"):
+        assert indexed[key] == scanned[key], (name, key)
+    if indexed["symbols"]:
+        assert indexed["text"] == scanned["text"]
+    return indexed
+
+
+@pytest.fixture
+def index_folder(tmp_path: Path) -> Iterator[Path]:
+    folder = tmp_path / "index"
+    yield folder
+    code_index.INDEXES.close()
+
+
+def names_defined(root: Path) -> list[str]:
+    """Every def and class name of the Python files under `root`, as ast finds them (sorted)."""
+    found: set[str] = set()
+    for path in root.rglob("*.py"):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        found.update(node.name for node in ast.walk(tree)
+                     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef))
+    return sorted(found)
+
+
+# -- the answers are the scan's ----------------------------------------------------------------------------
+def test_every_name_of_real_code_is_found_as_a_scan_finds_it(tmp_path: Path, index_folder: Path) -> None:
+    root = copy_real_code(tmp_path / "work")
+    roots = Roots([str(root)], str(index_folder))
+    names = names_defined(root)
+    assert len(names) > 1000
+    for name in names[::7]:
+        assert same(roots, name)["symbols"], name
+    for query in ["Message.get", "HTTPConnection.request", "get_*", "Http*Error", "_[a-c]*", "Message.*", "*.__init__",
+                  "parse?", "Router", "z.object", "NewCommand", "no_such_name_anywhere"]:
+        same(roots, query)
+    for query, kind in [("get", "method"), ("Message", "class"), ("loads", "function")]:
+        same(roots, query, kind=kind)
+    same(roots, "get", path="email")  # a folder under the root
+    same(roots, "get", path="email/", limit=3)  # a cut answer
+    assert same(roots, "get", limit=3)["truncated"]
+
+
+def test_a_file_under_a_folder_with_a_similar_name_is_not_under_it(tmp_path: Path, index_folder: Path) -> None:
+    for folder in ("a", "a0", "a.b", "ab", "a-"):
+        (tmp_path / "work" / folder).mkdir(parents=True)
+        (tmp_path / "work" / folder / "m.py").write_text("def target():\n    pass\n")
+    roots = Roots([str(tmp_path / "work")], str(index_folder))
+    assert [item["path"] for item in same(roots, "target", path="a")["symbols"]] == ["a/m.py"]
+    assert len(same(roots, "target")["symbols"]) == 5
+
+
+def test_names_that_are_not_utf8_or_hold_newlines_are_indexed_like_any_other(tmp_path: Path, index_folder: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "plain.py").write_text("def target():\n    pass\n")
+    os.makedirs(os.path.join(os.fsencode(work), b"caf\xe9"))
+    Path(os.fsdecode(os.path.join(os.fsencode(work), b"caf\xe9", b"m\xff.py"))).write_text("def target():\n    pass\n")
+    (work / "new\nline.py").write_text("class target:\n    pass\n")
+    roots = Roots([str(work)], str(index_folder))
+    assert len(same(roots, "target")["symbols"]) == 3
+
+
+# -- fresh however the files change ----------------------------------------------------------------------
+def test_changed_new_deleted_and_moved_files_are_read_again_before_the_answer(tmp_path: Path, index_folder: Path) -> None:
+    work = copy_real_code(tmp_path / "work")
+    roots = Roots([str(work)], str(index_folder))
+    assert same(roots, "fresh_name")["symbols"] == []
+    parser = work / "email" / "parser.py"
+    parser.write_text(parser.read_text() + "\n\ndef fresh_name():\n    pass\n")
+    assert [item["path"] for item in same(roots, "fresh_name")["symbols"]] == ["email/parser.py"]
+    (work / "json" / "added.py").write_text("class fresh_name:\n    pass\n")
+    assert len(same(roots, "fresh_name")["symbols"]) == 2
+    (work / "json" / "added.py").rename(work / "http" / "moved.py")
+    assert [item["path"] for item in same(roots, "fresh_name")["symbols"]] == ["email/parser.py", "http/moved.py"]
+    parser.unlink()
+    assert [item["path"] for item in same(roots, "fresh_name")["symbols"]] == ["http/moved.py"]
+    shutil.rmtree(work / "http")
+    assert same(roots, "fresh_name")["symbols"] == []
+    assert same(roots, "HTTPConnection")["symbols"] == []
+
+
+def test_a_rewrite_of_the_same_size_with_the_old_mtime_put_back_is_read_again(tmp_path: Path, index_folder: Path) -> None:
+    """What a stat key of size and mtime alone would miss (a tool that restores times, a write in the same clock
+    tick): the change time and the racy rule catch it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    module = work / "m.py"
+    module.write_text("def alpha():\n    pass\n")
+    roots = Roots([str(work)], str(index_folder))
+    assert len(same(roots, "alpha")["symbols"]) == 1
+    before = module.stat()
+    module.write_text("def gamma():\n    pass\n")
+    os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert module.stat().st_size == before.st_size and module.stat().st_mtime_ns == before.st_mtime_ns
+    assert same(roots, "alpha")["symbols"] == []
+    assert len(same(roots, "gamma")["symbols"]) == 1
+    old = time.time() - 3600  # out of the racy window: only the stat key can tell
+    os.utime(module, (old, old))
+    assert len(same(roots, "gamma")["symbols"]) == 1
+    module.write_text("def delta():\n    pass\n")
+    os.utime(module, (old, old))
+    assert len(same(roots, "delta")["symbols"]) == 1
+
+
+def test_files_the_outline_skips_are_read_as_a_scan_reads_them(tmp_path: Path, index_folder: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "good.py").write_text("def good():\n    pass\n")
+    (work / "big.py").write_text("def good():\n    pass\n" + "# padding\n" * 60_000)
+    (work / "other_big.py").write_text("def other():\n    pass\n" + "# padding\n" * 60_000)
+    roots = Roots([str(work)], str(index_folder))
+    data = same(roots, "good")
+    assert [item["path"] for item in data["skipped_files"]] == ["big.py"]
+    (work / "big.py").write_text("def good():\n    pass\n")  # small again: indexed
+    assert [item["path"] for item in same(roots, "good")["symbols"]] == ["big.py", "good.py"]
+
+
+# -- damage, other formats, other roots ------------------------------------------------------------------
+def database_of(index_folder: Path) -> Path:
+    found = list(index_folder.glob("*.sqlite3"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "format", "root"])
+def test_a_damaged_database_or_one_of_another_format_or_root_is_built_again(tmp_path: Path, index_folder: Path,
+                                                                              damage: str) -> None:
+    work = copy_real_code(tmp_path / "work")
+    roots = Roots([str(work)], str(index_folder))
+    same(roots, "Message")
+    code_index.INDEXES.close()
+    database = database_of(index_folder)
+    if damage == "garbage":
+        database.write_bytes(b"this is not a database" * 1000)
+    elif damage == "truncated":
+        data = database.read_bytes()
+        database.write_bytes(data[:len(data) // 3] + b"\0" * 5000 + data[len(data) // 3 + 5000:])
+    else:
+        with sqlite3.connect(database) as db:
+            if damage == "format":
+                db.execute("PRAGMA user_version=999")
+            else:
+                db.execute("UPDATE meta SET value='/elsewhere' WHERE key='root'")
+    assert [item["path"] for item in same(roots, "Message")["symbols"]] == ["email/message.py",
+                                                                              "importlib/metadata/_adapters.py"]
+    with sqlite3.connect(database_of(index_folder)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("PRAGMA user_version").fetchone()[0] == code_index.FORMAT
+        assert db.execute("SELECT value FROM meta WHERE key='root'").fetchone()[0] == str(work)
+
+
+def test_a_cache_folder_that_cannot_be_made_leaves_the_answer_to_a_scan(tmp_path: Path) -> None:
+    work = copy_real_code(tmp_path / "work")
+    (tmp_path / "a_file").write_text("")
+    roots = Roots([str(work)], str(tmp_path / "a_file" / "index"))
+    try:
+        data = call(roots, "Message")
+        assert data["index"] == "building" and "code index is off" in data["text"].splitlines()[-1]
+        assert [item["path"] for item in data["symbols"]] == ["email/message.py", "importlib/metadata/_adapters.py"]
+    finally:
+        code_index.INDEXES.close()
+
+
+def test_the_least_recently_used_databases_go_past_the_limit(tmp_path: Path, index_folder: Path) -> None:
+    index_folder.mkdir()
+    old = time.time() - 2 * code_index.STALE_SECONDS
+    for number in range(code_index.MAX_DATABASES + 5):
+        database = index_folder / f"{number:04}.sqlite3"
+        database.write_bytes(b"")
+        if number < 10:
+            os.utime(database, (old + number, old + number))
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "m.py").write_text("def f():\n    pass\n")
+    same(Roots([str(tmp_path / "work")], str(index_folder)), "f")
+    left = sorted(path.name for path in index_folder.glob("*.sqlite3"))
+    assert len(left) == code_index.MAX_DATABASES
+    assert "0000.sqlite3" not in left and "0005.sqlite3" not in left and "0006.sqlite3" in left  # the oldest six went
+
+
+# -- through the server: the background build, a kill, two processes ------------------------------------
+def build_state(database: Path) -> tuple[int, bool]:
+    """Files the database holds, and whether its build finished."""
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=10) as db:
+        files = db.execute("SELECT count(*) FROM files").fetchone()[0]
+        built = db.execute("SELECT 1 FROM meta WHERE key='built'").fetchone() is not None
+    return files, built
+
+
+def wait_fresh(tools: Tools, name: str, timeout: float = 240.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        data = tools.data("find_symbol", {"name": name, "limit": 2000})
+        if data["index"] == "fresh" or time.monotonic() > deadline:
+            return data
+        time.sleep(0.2)
+
+
+def test_a_large_root_is_built_in_the_background_a_kill_keeps_what_was_committed(tmp_path: Path) -> None:
+    work = copy_real_code(tmp_path / "work", copies=10)
+    files = sum(1 for _ in work.rglob("*.py"))
+    assert files > 2 * code_index.SYNC_CHANGES
+    index_folder = tmp_path / "index"
+    options = ("--index-dir", str(index_folder))
+    with Tools(work, options=("--no-index",)) as plain:
+        expected = plain.data("find_symbol", {"name": "get", "limit": 2000})["symbols"]
+    tools = Tools(work, options=options)
+    first = tools.call("find_symbol", {"name": "get", "limit": 2000})
+    assert first["structuredContent"]["index"] == "building"
+    assert first["structuredContent"]["symbols"] == expected  # answered by a scan meanwhile
+    assert "is being built" in first["content"][0]["text"].splitlines()[-1]
+    database = database_of(index_folder)
+    deadline = time.monotonic() + 120
+    while build_state(database)[0] < code_index.BATCH and time.monotonic() < deadline:
+        time.sleep(0.05)
+    held, built = build_state(database)
+    assert held >= code_index.BATCH and not built
+    tools.process.proc.send_signal(signal.SIGKILL)
+    tools.process.proc.wait()
+    again, _ = build_state(database)
+    assert again >= held  # committed batches survive the kill
+    with Tools(work, options=options) as tools:
+        (work / "copy0" / "email" / "late.py").write_text("def get():\n    pass\n")  # a change while it builds
+        data = wait_fresh(tools, "get")
+        assert data["index"] == "fresh"
+        assert data["symbols"] == sorted([*expected, {**expected[0], "path": "copy0/email/late.py", "line": 1,
+                                                       "end_line": 2, "def_line": 1, "signature": "def get()",
+                                                       "qualified_name": "get", "kind": "function", "name": "get"}],
+                                         key=lambda item: (item["path"], item["line"]))
+    with sqlite3.connect(database) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        code_files = {os.fsencode(str(path.relative_to(work))) for path in work.rglob("*")
+                      if path.is_file() and language_for(path.name) is not None}
+        assert {row[0] for row in db.execute("SELECT path FROM files")} == code_files
+
+
+def test_two_processes_update_one_database_at_once(tmp_path: Path) -> None:
+    work = copy_real_code(tmp_path / "work")
+    options = ("--index-dir", str(tmp_path / "index"))
+    with Tools(work, options=options) as one, Tools(work, options=options) as two:
+        assert one.data("find_symbol", {"name": "Message"})["index"] == "fresh"
+        failures: list[BaseException] = []
+
+        def ask(tools: Tools, rounds: int) -> None:
+            try:
+                for number in range(rounds):
+                    name = f"made_{number}"
+                    data = tools.data("find_symbol", {"name": name})
+                    assert [item["path"] for item in data["symbols"]] == [f"made/{name}.py"], data
+            except BaseException as err:
+                failures.append(err)
+
+        (work / "made").mkdir()
+        for number in range(30):
+            (work / "made" / f"made_{number}.py").write_text(f"def made_{number}():\n    pass\n")
+        threads = [threading.Thread(target=ask, args=(tools, 30)) for tools in (one, two)]
+        for thread in threads:
+            thread.start()
+        for number in range(30, 60):  # more changes while both read and write
+            (work / "made" / f"made_{number}.py").write_text(f"def made_{number}():\n    pass\n")
+        for thread in threads:
+            thread.join()
+        assert not failures, failures
+        for tools in (one, two):
+            data = tools.data("find_symbol", {"name": "made_*", "limit": 200})
+            assert len(data["symbols"]) == 60 and data["index"] == "fresh"
+    with sqlite3.connect(database_of(tmp_path / "index")) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert sum(row[0].startswith(b"made/") for row in db.execute("SELECT path FROM files")) == 60
+
+
+# -- confinement ---------------------------------------------------------------------------------------
+def test_the_index_reads_nothing_outside_the_roots_and_writes_nothing_inside(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("def secret_function():\n    pass\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "m.py").write_text("def visible():\n    pass\n")
+    (work / "link.py").symlink_to(outside / "secret.py")
+    (work / "linked_folder").symlink_to(outside)
+    # the attack works without us: the links lead to the definition
+    assert "secret_function" in (work / "link.py").read_text() and (work / "linked_folder" / "secret.py").exists()
+    before = sorted(str(path.relative_to(work)) for path in work.rglob("*"))
+    with Tools(work, options=("--index-dir", str(tmp_path / "index"))) as tools:
+        data = tools.data("find_symbol", {"name": "secret_function"})
+        assert data["symbols"] == [] and data["index"] == "fresh"
+        assert tools.data("find_symbol", {"name": "visible"})["symbols"][0]["path"] == "m.py"
+    assert sorted(str(path.relative_to(work)) for path in work.rglob("*")) == before
+    with sqlite3.connect(database_of(tmp_path / "index")) as db:
+        assert [row[0] for row in db.execute("SELECT path FROM files")] == [b"m.py"]
+        assert db.execute("SELECT count(*) FROM symbols WHERE name='secret_function'").fetchone()[0] == 0
+    assert (tmp_path / "index").stat().st_mode & 0o777 == 0o700
+
+
+def test_the_default_index_folder_is_the_users_cache(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "m.py").write_text("def f():\n    pass\n")
+    with Tools(tmp_path / "work", env={"XDG_CACHE_HOME": str(tmp_path / "cache")}) as tools:
+        assert tools.data("find_symbol", {"name": "f"})["index"] == "fresh"
+    assert len(list((tmp_path / "cache" / "shipcode-mcp" / "index").glob("*.sqlite3"))) == 1
+    with Tools(tmp_path / "work", options=("--no-index",), env={"XDG_CACHE_HOME": str(tmp_path / "cache2")}) as tools:
+        assert tools.data("find_symbol", {"name": "f"})["index"] == "off"
+    assert not (tmp_path / "cache2").exists()
+
+
+if sys.platform != "linux":  # pragma: no cover - the server's platform
+    pytestmark = pytest.mark.skip("Linux only")
