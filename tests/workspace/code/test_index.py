@@ -26,6 +26,7 @@ pytest.importorskip("ast_grep_py")
 
 from shipcode_mcp.context import Context
 from shipcode_mcp.workspace.code import index as code_index
+from shipcode_mcp.workspace.code import tree_watch
 from shipcode_mcp.workspace.code.navigate import find_symbol
 from shipcode_mcp.workspace.code.symbols import language_for
 from shipcode_mcp.workspace.roots import Roots
@@ -130,7 +131,17 @@ def test_names_that_are_not_utf8_or_hold_newlines_are_indexed_like_any_other(tmp
 
 
 # -- fresh however the files change ----------------------------------------------------------------------
-def test_changed_new_deleted_and_moved_files_are_read_again_before_the_answer(tmp_path: Path, index_folder: Path) -> None:
+@pytest.fixture(params=["watched", "walked"])
+def watched(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each freshness test twice: with the root's folders under inotify (tree_watch.py), and without (a walk
+    before each answer, as where inotify is missing or its limits are reached)."""
+    if request.param == "walked":
+        monkeypatch.setattr(tree_watch, "MAX_FOLDERS", 0)
+    return str(request.param)
+
+
+def test_changed_new_deleted_and_moved_files_are_read_again_before_the_answer(tmp_path: Path, index_folder: Path,
+                                                                              watched: str) -> None:
     work = copy_real_code(tmp_path / "work")
     roots = Roots([str(work)], str(index_folder))
     assert same(roots, "fresh_name")["symbols"] == []
@@ -148,7 +159,8 @@ def test_changed_new_deleted_and_moved_files_are_read_again_before_the_answer(tm
     assert same(roots, "HTTPConnection")["symbols"] == []
 
 
-def test_a_rewrite_of_the_same_size_with_the_old_mtime_put_back_is_read_again(tmp_path: Path, index_folder: Path) -> None:
+def test_a_rewrite_of_the_same_size_with_the_old_mtime_put_back_is_read_again(tmp_path: Path, index_folder: Path,
+                                                                             watched: str) -> None:
     """What a stat key of size and mtime alone would miss (a tool that restores times, a write in the same clock
     tick): the change time and the racy rule catch it."""
     work = tmp_path / "work"
@@ -169,6 +181,66 @@ def test_a_rewrite_of_the_same_size_with_the_old_mtime_put_back_is_read_again(tm
     module.write_text("def delta():\n    pass\n")
     os.utime(module, (old, old))
     assert len(same(roots, "delta")["symbols"]) == 1
+
+
+def test_files_written_made_and_deleted_while_it_answers_are_all_seen_once_it_is_quiet(tmp_path: Path,
+                                                                                        index_folder: Path) -> None:
+    """Writers racing the walks and the watch (files made in new and old folders, written, deleted): once they stop,
+    the next answer is the files' as they are."""
+    work = copy_real_code(tmp_path / "work")
+    roots = Roots([str(work)], str(index_folder))
+    same(roots, "Message")
+    stop = threading.Event()
+
+    def write() -> None:
+        number = 0
+        while not stop.is_set() and number < 3000:
+            folder = work / "racing" / f"f{number % 7}" / f"deeper{number % 2}" if number % 3 else work / "email"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"racer_{number}.py").write_text(f"def racer_{number}():\n    pass\n")
+            if number % 5 == 0 and number:
+                (work / "email" / "parser.py").write_text(f"def racer_edit_{number}():\n    pass\n")
+            if number % 4 == 1:
+                for old in folder.glob("racer_*.py"):
+                    old.unlink()
+                    break
+            number += 1
+            time.sleep(0.0005)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        for _ in range(40):
+            call(roots, "racer_*")
+    finally:
+        stop.set()
+        writer.join()
+    on_disk = {str(path.relative_to(work)) for path in (work / "racing").rglob("racer_*.py")}
+    found = same(roots, "racer_[0-9]*", path="racing", limit=2000)["symbols"]  # the scan's answer, and the files'
+    assert len(found) == len(on_disk) and {item["path"] for item in found} == on_disk
+    assert len(same(roots, "racer_[0-9]*", path="email", limit=2000)["symbols"]) == len(list((work / "email").glob("racer_*")))
+    edited = same(roots, "racer_edit_*")["symbols"]
+    assert [item["signature"] for item in edited] == [(work / "email" / "parser.py").read_text().split(":")[0]]
+
+
+def test_a_file_made_between_the_walk_and_the_watch_is_found_by_the_next_call(tmp_path: Path, index_folder: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window no event and no walk covers: made after the walk listed the folder, before inotify watched it."""
+    work = copy_real_code(tmp_path / "work")
+    roots = Roots([str(work)], str(index_folder))
+    same(roots, "Message")
+    (work / "json" / "one.py").write_text("def in_the_gap():\n    pass\n")  # makes the next call walk
+    time.sleep(0.05)
+    made = tree_watch.TreeWatch.of
+
+    def late(root: str, names: Any) -> tree_watch.TreeWatch | None:
+        (work / "json" / "two.py").write_text("def in_the_gap():\n    pass\n")
+        return made(root, names)
+
+    monkeypatch.setattr(tree_watch.TreeWatch, "of", late)
+    assert [item["path"] for item in call(roots, "in_the_gap")["symbols"]] == ["json/one.py"]
+    monkeypatch.setattr(tree_watch.TreeWatch, "of", made)
+    assert [item["path"] for item in same(roots, "in_the_gap")["symbols"]] == ["json/one.py", "json/two.py"]
 
 
 def test_files_the_outline_skips_are_read_as_a_scan_reads_them(tmp_path: Path, index_folder: Path) -> None:

@@ -1,23 +1,26 @@
 """The code index: each root's definitions in one SQLite file in the user's cache folder, so find_symbol looks a
 name up instead of reading and parsing every file that mentions it.
 
-- **Where**: `--index-dir` (default `$XDG_CACHE_HOME/shipcode-mcp/index`, else `~/.cache/shipcode-mcp/index`: Roots.index_folder),
-  one database per root (named by a digest of its real path, which the database also holds and is checked
+- **Where**: `--index-dir` (Roots.index_folder; default `$XDG_CACHE_HOME/shipcode-mcp/index`, else
+  `~/.cache/shipcode-mcp/index`), one database per root (named by a digest of its real path, which the database also holds and is checked
   against), a folder of mode 0700; never inside the workspace. At most MAX_DATABASES databases are kept: the
   least recently used beyond that, unused for an hour, are removed.
 - **What**: per file (its path relative to the root) the stat key it was read at (size, mtime, ctime, inode)
   and its outline as the parse worker makes it (flat rows, source order); a file the outline could not
   make (too large, a line too long, a parse that failed) is kept as skipped, and a query looks at those
   files as a scan would (rg, then a parse), so the answers are the scan's.
-- **Fresh**: before a lookup the folder is walked (the walk list_files does: rg --files, the ignore
-  rules) and each file's stat compared with its key: changed, new and deleted files are read again before
-  the answer. A key less than RACY_NS older than the walk is not trusted (git's racy rule: a write in the
-  same clock tick keeps the mtime), so such a file is read again next time.
+- **Fresh**: before a lookup, the root's inotify queue (tree_watch.py) says which files were written since the
+  last one, and those whose key moved are read again; when it cannot tell (a file or folder made, deleted or
+  moved, an ignore file changed, no inotify, WALK_EVERY passed) the root is walked (the walk list_files does:
+  rg --files, the ignore rules), watched again, and each file's stat compared with its key: changed, new and
+  deleted files are read again before the answer. A key less than RACY_NS older than the walk is not trusted
+  (git's racy rule: a write in the same clock tick keeps the mtime), so such a file is read again next time.
 - **Built in the background**: the first build of a root (or a change of more than SYNC_CHANGES files)
   runs in a thread, committed every BATCH files (a kill keeps what was committed); a call made meanwhile
   answers from a scan, as without the index, and says so.
 - **Shared**: WAL mode and short write transactions, so several processes of one deployment read and
-  update one database; the same key always gives the same rows, so concurrent updates agree.
+  update one database; a file is written only if its key is still the one it was read at (checked inside the
+  transaction), so a process that read an older version never writes it over a newer one.
 - **Safe**: a database that SQLite finds corrupt, of another format (PRAGMA user_version) or of another
   root is removed and built again; one that cannot be opened or written (a read-only cache folder, a full
   disk, MAX_INDEX_BYTES reached) leaves the tools to scan, said once on stderr.
@@ -41,7 +44,8 @@ from .. import safe_open
 from ..text import place
 from .parsers import POOL, Starved
 from .source import FILE_FAILURES, Skipped, check_parsable, known_language, skip_reason, source_from
-from .symbols import Symbol
+from .symbols import _EXTENSIONS, _NAMES, Symbol
+from .tree_watch import TreeWatch
 
 if TYPE_CHECKING:
     import sqlite3
@@ -57,8 +61,13 @@ MAX_DATABASES = 64
 STALE_SECONDS = 3600.0
 MAX_INDEX_BYTES = 2 * 1024 ** 3
 """One database's size at most (PRAGMA max_page_count): past it, writes fail and the tools scan."""
+WALK_EVERY = 60.0
+"""With a watch, the root is walked again at least this often (seconds): what no event tells (an ignore file outside
+the watched folders, a file made deep below folders that held none) is seen within this time."""
 RACY_NS = 2_000_000_000
 """A file changed this recently before the walk is read again next time (its mtime may not move on a rewrite)."""
+CLOCK_TICK_NS = 20_000_000
+"""More than the kernel's coarse clock tick (file times lag the true time by up to one tick, 1 to 10 ms)."""
 BATCH = 256
 """Files parsed per committed transaction while building."""
 SYNC_CHANGES = 512
@@ -111,6 +120,10 @@ class RootIndex:
         self.building: threading.Thread | None = None
         self.progress = (0, 0)  # files done, files to do, of the build running
         self.failed: str | None = None  # why this index is off for the rest of the process
+        self.refreshing = threading.Lock()  # one refresh at a time (the others then look at what is left)
+        self.watch: TreeWatch | None = None  # the root's folders under inotify since the last walk
+        self.walked_at = -WALK_EVERY  # time.monotonic() of the last walk the watch can be trusted from
+        self.known: dict[bytes, Key] = {}  # each code file of the last walk, by the key the index holds for it
 
     # -- the database ----------------------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
@@ -184,6 +197,9 @@ class RootIndex:
 
     def close(self) -> None:
         with self._lock:
+            if self.watch is not None:
+                self.watch.close()
+                self.watch = None
             if self._db is not None:
                 self._db.close()
                 self._db = None
@@ -211,6 +227,72 @@ class RootIndex:
                 raise Unavailable(self.failed) from None
 
     # -- keeping it fresh -------------------------------------------------------------------------------
+    def refresh(self, ctx: Context, roots: Roots) -> None:
+        """Bring the whole root up to date: from the watch when it can tell (the files written since the last look
+        read again), else by a walk (and a new watch). Unavailable, with a build started in the background, when
+        more than SYNC_CHANGES files are to be read (every file of a root never built)."""
+        if self.ready and self.watch is not None and time.monotonic() - self.walked_at < WALK_EVERY:
+            changes = self.watch.look()
+            if not changes.walk_again:
+                self._written(ctx, roots, changes.written)
+                return
+        self._walk(ctx, roots)
+
+    def _written(self, ctx: Context, roots: Roots, written: set[str]) -> None:
+        """Read again the files of the index that were written (their key moved) since the last look."""
+        items = []
+        for relative in written:
+            raw = os.fsencode(relative)
+            old = self.known.get(raw)
+            if old is None:
+                continue  # not a code file of the walk (ignored, another language): not the index's
+            try:
+                key = _key(os.lstat(os.path.join(self.root, relative)))
+            except OSError:
+                key = None
+            if key != old:
+                items.append((relative, relative))
+        if items:
+            self.store(roots, self._whole(roots), items, (), ctx.check_cancelled)
+
+    def _whole(self, roots: Roots) -> Folder:
+        from .source import Folder  # the root as a folder to read (local import: source's callers import this module)
+
+        return Folder(roots, roots.display(self.root))
+
+    def _walk(self, ctx: Context, roots: Roots) -> None:
+        """Walk the root, watch its folders, read again what changed since the index read it."""
+        if self.watch is not None:
+            self.watch.close()
+            self.watch = None
+        whole = self._whole(roots)
+        started = time.time_ns()
+        names = whole.all_files(ctx)
+        code = [name for name in names if is_code(name)]
+        watch = TreeWatch.of(self.root, names)  # before the stat: what changes after it is an event
+        try:
+            changed, gone = self.changes(whole, "", code)
+            if len(changed) > SYNC_CHANGES:
+                _start_build(self, roots)
+                if self.ready:
+                    raise Unavailable(f"{len(changed)} files changed since the code index of "
+                                      f"{place(roots.display(self.root))} was made; it is brought up to date in the "
+                                      "background, and find_symbol reads the files")
+                return
+            if changed or gone:
+                self.store(roots, whole, changed, gone, ctx.check_cancelled)
+            if not self.ready:
+                self.mark_built()
+            self.known = {raw: key for raw, (key, _) in self.keys("").items()}
+        except BaseException:
+            if watch is not None:
+                watch.close()
+            raise
+        self.watch = watch
+        # A file made or deleted between the walk and the watch is in neither: a folder written since the walk
+        # began (or within a clock tick before: file times come from a coarse clock) has the next call walk again.
+        self.walked_at = -WALK_EVERY if watch is None or watch.written_since(started - CLOCK_TICK_NS) else time.monotonic()
+
     def keys(self, prefix: str) -> dict[bytes, tuple[Key, bool]]:
         """Every file under `prefix` the index holds: its key and whether it was skipped."""
         low, high = _range(prefix)
@@ -254,8 +336,11 @@ class RootIndex:
                     _delete(db, path)
                 for raw, key, outcome in rows:
                     _delete(db, raw)
-                    if outcome is None:
-                        continue  # gone or not readable now: nothing kept, read again next time
+                    self.known.pop(raw, None)
+                    if outcome is None or not self._unchanged(raw, key):
+                        continue  # gone, unreadable, or written since it was read (maybe by another process
+                        # that read it later): nothing kept, read again next time
+                    self.known[raw] = key
                     skipped = outcome if isinstance(outcome, str) else None
                     cursor = db.execute("INSERT INTO files(path, size, mtime, ctime, ino, skipped) VALUES(?,?,?,?,?,?)",
                                         (raw, *key, skipped))
@@ -270,32 +355,31 @@ class RootIndex:
                 db.execute("ROLLBACK")
                 raise
 
+    def _unchanged(self, raw: bytes, key: Key) -> bool:
+        """Whether the file still has the key it was read at (checked inside the write transaction, so a process
+        that read an older version never writes it over a newer one)."""
+        try:
+            return _key(os.lstat(os.path.join(os.fsencode(self.root), raw))) == key
+        except OSError:
+            return False
+
     def mark_built(self) -> None:
         with self._using() as db:
             db.execute("INSERT OR REPLACE INTO meta VALUES('built', ?)", (str(time.time()),))
             self.ready = True
 
     # -- looking up -----------------------------------------------------------------------------------
-    def lookup(self, prefix: str, names: str | Callable[[str], bool] | None, test: Callable[[Symbol], bool],
+    def lookup(self, prefix: str, narrow: Narrow, test: Callable[[Symbol], bool],
                kind: str | None) -> list[tuple[bytes, int, Symbol]]:
         """The definitions under `prefix` that `test` accepts (of `kind`), each with its root-relative path and
-        place in its file, in path then source order. `names` narrows by the SQL indexes: only symbols whose
-        name or last part of the qualified name it is (a str) or accepts are tested (None: every symbol)."""
+        place in its file, in path then source order; `narrow` says which rows can match (by the SQL indexes
+        where it can), `test` decides."""
         low, high = _range(prefix)
         select = ("SELECT f.path, s.seq, s.name, s.qualified, s.kind, s.line, s.end_line, s.signature, s.def_line "
                   "FROM symbols s JOIN files f ON f.id = s.file WHERE f.path >= ? AND f.path < ?")
+        where, values = narrow.sql()
         with self._using() as db:
-            if names is None:
-                rows = db.execute(select, (low, high)).fetchall()
-            elif isinstance(names, str):
-                rows = db.execute(select + " AND (s.name = ? OR s.last = ?)", (low, high, names, names)).fetchall()
-            else:
-                wanted = {value for (value,) in db.execute("SELECT DISTINCT name FROM symbols") if names(value)}
-                wanted |= {value for (value,) in db.execute("SELECT DISTINCT last FROM symbols") if names(value)}
-                db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted(value TEXT PRIMARY KEY)")
-                db.execute("DELETE FROM temp.wanted")
-                db.executemany("INSERT INTO temp.wanted VALUES(?)", ((value,) for value in wanted))
-                rows = db.execute(select + " AND (s.name IN temp.wanted OR s.last IN temp.wanted)", (low, high)).fetchall()
+            rows = db.execute(select + where, (low, high, *values)).fetchall()
         found = []
         for path, seq, sname, qualified, skind, line, end_line, signature, def_line in rows:
             if kind is not None and skind != kind:
@@ -313,6 +397,25 @@ class RootIndex:
         with self._using() as db:
             return [row[0] for row in db.execute("SELECT path FROM files WHERE skipped IS NOT NULL AND skipped != 'binary' "
                                                  "AND path >= ? AND path < ?", (low, high)).fetchall()]
+
+
+class Narrow:
+    """Which symbols a query can match, as SQL the indexes answer: the last part of a plain or qualified name
+    (`last`), or for a glob its literal start (`start`, on the name) or longest literal part (`part`, in the name,
+    or in the qualified name for a qualified glob); nothing for a glob without either. The query's own test then
+    decides, so this only has to keep every match (SQLite's GLOB is not used: it backtracks without bound)."""
+
+    def __init__(self, last: str | None = None, start: str = "", part: str = "", qualified: bool = False) -> None:
+        self.last, self.start, self.part, self.qualified = last, start, part, qualified
+
+    def sql(self) -> tuple[str, tuple[str, ...]]:
+        if self.last is not None:
+            return " AND (s.name = ? OR s.last = ?)", (self.last, self.last)
+        if self.start and not self.qualified:
+            return " AND s.name >= ? AND s.name < ?", (self.start, self.start + "\U0010ffff")
+        if self.part:
+            return f" AND instr({'s.qualified' if self.qualified else 's.name'}, ?) > 0", (self.part,)
+        return "", ()
 
 
 def _delete(db: sqlite3.Connection, path: bytes) -> None:
@@ -362,15 +465,14 @@ def _parsed(roots: Roots, folder: Folder, items: list[tuple[str, str]],
         yield from threads.map(one, items)
 
 
-def _build(index: RootIndex, roots: Roots, shown: str) -> None:
-    """The whole root read again where it changed, BATCH files per transaction, then marked built."""
-    from .source import Folder  # source imports this module's callers only; at run time, no cycle
+def _build(index: RootIndex, roots: Roots) -> None:
+    """The whole root read again where it changed, BATCH files per transaction, then marked built (the next call
+    walks again and watches the root)."""
+    from ...context import Context  # a request of nobody's, never cancelled (local import: the build's only)
 
     try:
-        folder = Folder(roots, shown)
-        from ...context import Context  # a request of nobody's, never cancelled (local import: the build's only)
-
-        names = folder.files(Context(None, "code-index", "code-index", {}))
+        folder = index._whole(roots)
+        names = [name for name in folder.all_files(Context(None, "code-index", "code-index", {})) if is_code(name)]
         changed, gone = index.changes(folder, "", names)
         index.progress = (0, len(changed))
         index.store(roots, folder, [], gone, None)
@@ -378,6 +480,7 @@ def _build(index: RootIndex, roots: Roots, shown: str) -> None:
             index.store(roots, folder, changed[start:start + BATCH], (), None)
             index.progress = (min(start + BATCH, len(changed)), len(changed))
         index.mark_built()
+        index.walked_at = -WALK_EVERY
     except (Unavailable, ToolError, OSError) as err:
         log.warning(f"code index of {index.root}: the build stopped ({err})")
     finally:
@@ -387,12 +490,12 @@ def _build(index: RootIndex, roots: Roots, shown: str) -> None:
 def _start_build(index: RootIndex, roots: Roots) -> None:
     if index.building is None:
         index.progress = (0, 0)
-        index.building = threading.Thread(target=_build, args=(index, roots, roots.display(index.root)),
+        index.building = threading.Thread(target=_build, args=(index, roots),
                                           name="code-index", daemon=True)
         index.building.start()
 
 
-def definitions(ctx: Context, roots: Roots, folder: Folder, names: str | Callable[[str], bool] | None,
+def definitions(ctx: Context, roots: Roots, folder: Folder, narrow: Narrow,
                 test: Callable[[Symbol], bool], kind: str | None) -> tuple[list[tuple[str, int, Symbol]], list[str]]:
     """find_symbol's answer from the index of the folder's root, made fresh first: each definition
     (its name relative to the folder, its place in the file, the symbol) in path then source order, and
@@ -404,28 +507,24 @@ def definitions(ctx: Context, roots: Roots, folder: Folder, names: str | Callabl
     index = INDEXES.for_root(roots.index_folder, root)
     with index._using():
         pass  # opened: whether an earlier process built it is known
-    if not index.ready and index.building is None:  # a root of few files is built now, in the call
-        whole = folder if folder.real == root else type(folder)(roots, roots.display(root))
-        changed, gone = index.changes(whole, "", whole.files(ctx))
-        if len(changed) <= SYNC_CHANGES:
-            index.store(roots, whole, changed, gone, ctx.check_cancelled)
-            index.mark_built()
+    if index.building is None:
+        with index.refreshing:
+            index.refresh(ctx, roots)
     if index.building is not None or not index.ready:
-        _start_build(index, roots)
         done, total = index.progress
         raise Unavailable(f"the code index of {place(roots.display(index.root))} is being built"
                           f"{f' ({done} of {total} files)' if total else ''}; until then find_symbol reads the files")
     prefix = "" if folder.real == root else os.path.relpath(folder.real, root)
-    changed, gone = index.changes(folder, prefix, folder.files(ctx))
-    if len(changed) > SYNC_CHANGES:
-        _start_build(index, roots)
-        raise Unavailable(f"{len(changed)} files changed since the code index of {place(roots.display(index.root))} "
-                          "was made; it is brought up to date in the background, and find_symbol reads the files")
-    if changed or gone:
-        index.store(roots, folder, changed, gone, ctx.check_cancelled)
     start = len(prefix) + 1 if prefix else 0
-    found = [(os.fsdecode(path)[start:], seq, symbol) for path, seq, symbol in index.lookup(prefix, names, test, kind)]
+    found = [(os.fsdecode(path)[start:], seq, symbol) for path, seq, symbol in index.lookup(prefix, narrow, test, kind)]
     return found, [os.fsdecode(path)[start:] for path in index.skipped(prefix)]
+
+
+def is_code(name: str) -> bool:
+    """Whether the walk of the code files (source.code_globs: `*.EXT` and whole names) lists this file."""
+    base = name.rpartition("/")[2]
+    dot = base.rfind(".")
+    return base in _NAMES or (dot >= 0 and base[dot:] in _EXTENSIONS)
 
 
 class Indexes:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
 from ..text import cut_line, place, plural, printable, result
-from .index import Unavailable, definitions
+from .index import Narrow, Unavailable, definitions
 from .names import MAX_GLOB_CHARS, glob_matcher, word_regex
 from .source import Folder, Skipped, cached_outline, known_language, outline_of, read_source
 from .symbols import Symbol, language_for, walk
@@ -125,17 +125,18 @@ def _matcher(name: str) -> tuple[str, Callable[[Symbol], bool]]:
     return word, lambda symbol: symbol.name == name
 
 
-def _index_key(name: str) -> str | Callable[[str], bool] | None:
-    """What the index looks a query up by (index.RootIndex.lookup): the last part of a plain or qualified name;
-    for a glob, a test of the last part (a `[` class may hold a dot: every symbol is tested)."""
+def _narrow(name: str) -> Narrow:
+    """What the index narrows a query by (index.Narrow): the last part of a plain or qualified name; for a glob its
+    literal start and its longest literal part (none for a glob with a class: a class may hold anything)."""
     name = name.replace("::", ".")
-    last = name.split(".")[-1]
+    qualified = "." in name
     if not any(c in name for c in _WILDCARDS):
-        return last
+        return Narrow(last=name.split(".")[-1])
     if "[" in name:
-        return None
-    matches = glob_matcher(last)
-    return lambda value: matches(value.split(".")[-1])
+        return Narrow()
+    parts = [part for chunk in name.replace("?", "*").split("*") for part in ([chunk] if qualified else chunk.split("."))]
+    start = name[:min(name.find(c) for c in "*?" if c in name)]
+    return Narrow(start=start, part=max(parts, key=len), qualified=qualified)
 
 
 def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: str, limit: int, *,
@@ -157,7 +158,7 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
     try:
         if not index:
             raise Unavailable("")
-        indexed, skipped = definitions(ctx, roots, folder, _index_key(name.strip()), test, kind)
+        indexed, skipped = definitions(ctx, roots, folder, _narrow(name.strip()), test, kind)
     except Unavailable as why:
         found, truncated, names = _scanned(ctx, folder, regex, word, test, kind, limit, outlined, prefilter)
         state, index_note = ("building", str(why)) if str(why) else ("off", "")
