@@ -249,9 +249,11 @@ def test_files_the_outline_skips_are_read_as_a_scan_reads_them(tmp_path: Path, i
     (work / "good.py").write_text("def good():\n    pass\n")
     (work / "big.py").write_text("def good():\n    pass\n" + "# padding\n" * 60_000)
     (work / "other_big.py").write_text("def other():\n    pass\n" + "# padding\n" * 60_000)
+    (work / "calls_big.py").write_text("x = 1 + good()\n" + "# padding\n" * 60_000)  # mentions it, cannot define it
     roots = Roots([str(work)], str(index_folder))
     data = same(roots, "good")
     assert [item["path"] for item in data["skipped_files"]] == ["big.py"]
+    assert [item["path"] for item in same(roots, "good", limit=1)["skipped_files"]] == ["big.py"]
     (work / "big.py").write_text("def good():\n    pass\n")  # small again: indexed
     assert [item["path"] for item in same(roots, "good")["symbols"]] == ["big.py", "good.py"]
 
@@ -300,6 +302,17 @@ def test_a_cache_folder_that_cannot_be_made_leaves_the_answer_to_a_scan(tmp_path
         assert [item["path"] for item in data["symbols"]] == ["email/message.py", "importlib/metadata/_adapters.py"]
     finally:
         code_index.INDEXES.close()
+
+
+def test_a_full_index_is_off_for_the_process_and_says_why(tmp_path: Path, index_folder: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(code_index, "MAX_INDEX_BYTES", 64 * 1024)
+    work = copy_real_code(tmp_path / "work")
+    roots = Roots([str(work)], str(index_folder))
+    for _ in range(2):
+        data = call(roots, "Message")
+        assert data["index"] == "off" and "the code index is off: it is full" in data["text"].splitlines()[-1]
+        assert [item["path"] for item in data["symbols"]] == ["email/message.py", "importlib/metadata/_adapters.py"]
 
 
 def test_the_least_recently_used_databases_go_past_the_limit(tmp_path: Path, index_folder: Path) -> None:

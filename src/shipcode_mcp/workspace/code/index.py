@@ -104,7 +104,12 @@ def _range(prefix: str) -> tuple[bytes, bytes]:
 
 
 class Unavailable(Exception):
-    """The index cannot answer for this call: the caller scans (the reason, for the answer)."""
+    """The index cannot answer for this call: the caller scans (the reason, for the answer; "" with the index
+    off); `building` while it is built or brought up to date in the background."""
+
+    def __init__(self, reason: str, building: bool = False) -> None:
+        super().__init__(reason)
+        self.building = building
 
 
 class RootIndex:
@@ -165,8 +170,6 @@ class RootIndex:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, FORMAT):
             raise sqlite3.DatabaseError(f"format {version}, not {FORMAT}")
-        if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
-            raise sqlite3.DatabaseError("the database is damaged")
         db.executescript(_SCHEMA)
         if version == 0:
             db.execute(f"PRAGMA user_version={FORMAT}")
@@ -180,7 +183,8 @@ class RootIndex:
             self.ready = db.execute("SELECT value FROM meta WHERE key='built'").fetchone() is not None
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # (SQLite rolls back itself on a full disk)
+                db.execute("ROLLBACK")
             raise
 
     def _remove(self) -> None:
@@ -216,7 +220,11 @@ class RootIndex:
             try:
                 yield self._open()
             except sqlite3.DatabaseError as err:
-                if isinstance(err, sqlite3.OperationalError):  # locked too long, disk full, the size cap
+                if isinstance(err, sqlite3.OperationalError) and "full" in str(err):  # the size cap, a full disk
+                    self.failed = f"the code index is off: it is full ({err})"
+                    log.warning(f"code index {self.path}: {self.failed}")
+                    raise Unavailable(self.failed) from None
+                if isinstance(err, sqlite3.OperationalError):  # locked too long by another process
                     raise Unavailable(f"the code index could not be used ({err})") from None
                 log.warning(f"code index {self.path}: {err}; building it again")
                 self._remove()
@@ -277,7 +285,7 @@ class RootIndex:
                 if self.ready:
                     raise Unavailable(f"{len(changed)} files changed since the code index of "
                                       f"{place(roots.display(self.root))} was made; it is brought up to date in the "
-                                      "background, and find_symbol reads the files")
+                                      "background, and find_symbol reads the files", building=True)
                 return
             if changed or gone:
                 self.store(roots, whole, changed, gone, ctx.check_cancelled)
@@ -352,7 +360,8 @@ class RootIndex:
                                          row[4], row[5], row[6], row[7]) for seq, row in enumerate(outcome)])
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # (SQLite rolls back itself on a full disk)
+                    db.execute("ROLLBACK")
                 raise
 
     def _unchanged(self, raw: bytes, key: Key) -> bool:
@@ -513,7 +522,8 @@ def definitions(ctx: Context, roots: Roots, folder: Folder, narrow: Narrow,
     if index.building is not None or not index.ready:
         done, total = index.progress
         raise Unavailable(f"the code index of {place(roots.display(index.root))} is being built"
-                          f"{f' ({done} of {total} files)' if total else ''}; until then find_symbol reads the files")
+                          f"{f' ({done} of {total} files)' if total else ''}; until then find_symbol reads the files",
+                          building=True)
     prefix = "" if folder.real == root else os.path.relpath(folder.real, root)
     start = len(prefix) + 1 if prefix else 0
     found = [(os.fsdecode(path)[start:], seq, symbol) for path, seq, symbol in index.lookup(prefix, narrow, test, kind)]

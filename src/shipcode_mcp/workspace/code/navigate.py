@@ -161,10 +161,12 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
         indexed, skipped = definitions(ctx, roots, folder, _narrow(name.strip()), test, kind)
     except Unavailable as why:
         found, truncated, names = _scanned(ctx, folder, regex, word, test, kind, limit, outlined, prefilter)
-        state, index_note = ("building", str(why)) if str(why) else ("off", "")
+        state, index_note = ("building" if why.building else "off"), str(why)
     else:
         wanted = [(folder.file(relative)[1], seq, symbol) for relative, seq, symbol in indexed]
-        names = folder.mentioning(ctx, regex, skipped) if skipped else []  # what the index could not read: as a scan
+        # what the index could not read, as the scan reads it
+        names = (folder.definition_candidates(ctx, regex, word, among=skipped) if prefilter
+                 else folder.candidates(ctx, regex, among=skipped)) if skipped else []
         for shown, symbols in folder.parsed(ctx, names, "candidate file", outlined, code_only=True):
             wanted += [(shown, seq, symbol) for seq, symbol in enumerate(walk(symbols))
                        if test(symbol) and (kind is None or symbol.kind == kind)]

@@ -41,8 +41,8 @@ MAX_REASON_CHARS = 200
 CACHE_SYMBOLS = 500_000
 """The cache holds at most about this many symbols and references (some 150 MB at worst)."""
 RG_TIMEOUT = 120.0
-MENTIONING_CHUNK = 1000
-"""Files named on one rg command line (Folder.mentioning)."""
+AMONG_CHUNK = 1000
+"""Files named on one rg command line (Folder.candidates and definition_candidates `among` them)."""
 LINE_COLUMNS = 400
 """rg shows a longer matching line as `[Omitted long line...]` (kept: it might hold a definition)."""
 MATCHES_LIMIT = 16 * 1024 * 1024
@@ -398,29 +398,21 @@ class Folder:
         with self._opened(None) as (fd, cwd, _, readable):
             return walk(ctx, cwd, (), readable=readable, pass_fds=(fd,))
 
-    def candidates(self, ctx: Context, regex: str, language: str | None = None) -> list[str]:
-        """The code files under the folder with a match of `regex` (rg syntax), relative and sorted."""
+    def candidates(self, ctx: Context, regex: str, language: str | None = None, *,
+                   among: list[str] | None = None) -> list[str]:
+        """The code files under the folder with a match of `regex` (rg syntax), relative and sorted; with `among`,
+        only those of these files (relative to the folder)."""
         if not self.is_dir:
             return [""]
+        if among is not None and len(among) > AMONG_CHUNK:
+            return sorted(name for start in range(0, len(among), AMONG_CHUNK)
+                          for name in self.candidates(ctx, regex, language, among=among[start:start + AMONG_CHUNK]))
         with self._opened(language) as (fd, cwd, flags, readable):
             command = [rg_executable(), "--files-with-matches", "--null", *RG_WALK_FLAGS, *flags,
-                       "--case-sensitive", f"--regexp={regex}", "--", "./"]
+                       "--case-sensitive", f"--regexp={regex}", "--", *(among if among is not None else ["./"])]
             done = process.run(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,),
                                limit=64 * 1024 * 1024, timeout=RG_TIMEOUT, what="search")
         return walk_names(done.returncode, done.stdout, done.stderr)
-
-    def mentioning(self, ctx: Context, regex: str, names: list[str]) -> list[str]:
-        """Those of `names` (files under the folder, relative) with a match of `regex`, sorted: the candidates
-        `candidates` would find among them."""
-        kept: list[str] = []
-        with self._opened(None) as (fd, cwd, _, readable):
-            for start in range(0, len(names), MENTIONING_CHUNK):
-                command = [rg_executable(), "--files-with-matches", "--null", *RG_WALK_FLAGS, "--case-sensitive",
-                           f"--regexp={regex}", "--", *names[start:start + MENTIONING_CHUNK]]
-                done = process.run(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,),
-                                   limit=64 * 1024 * 1024, timeout=RG_TIMEOUT, what="search")
-                kept += walk_names(done.returncode, done.stdout, done.stderr)
-        return sorted(kept)
 
     def in_order(self, ctx: Context, regex: str | None, language: str | None = None) -> OrderedNames:
         """The code files under the folder with a match of `regex` (every code file for None), in rg's path
@@ -444,21 +436,25 @@ class Folder:
         found = [item.decode("utf-8", "replace") for item in done.stdout.split(b"\0") if item]
         return (found[:-1] if done.truncated else found), not done.truncated
 
-    def definition_candidates(self, ctx: Context, regex: str, word: str) -> list[str]:
+    def definition_candidates(self, ctx: Context, regex: str, word: str, *, among: list[str] | None = None) -> list[str]:
         """The code files under the folder that may define `word` (a name or a glob; `regex` is its
         word_regex, for rg): those with a match of `regex` on a line of the language's definition shape
         (prefilter.py), or with any match where the language has no shape. One rg prints the matching
-        lines; a file is kept on its first line of that shape. Relative and sorted."""
+        lines; a file is kept on its first line of that shape. Relative and sorted; with `among`, only those of
+        these files (relative to the folder: the code index's, which it could not outline)."""
         if not self.is_dir:
             return [""]
+        if among is not None and len(among) > AMONG_CHUNK:
+            return sorted(name for start in range(0, len(among), AMONG_CHUNK)
+                          for name in self.definition_candidates(ctx, regex, word, among=among[start:start + AMONG_CHUNK]))
         with self._opened(None) as (fd, cwd, flags, readable):
             command = [rg_executable(), "--with-filename", "--no-heading", "--no-line-number", "--null",
                        f"--max-columns={LINE_COLUMNS}", *RG_WALK_FLAGS, *flags, "--case-sensitive",
-                       f"--regexp={regex}", "--", "./"]
+                       f"--regexp={regex}", "--", *(among if among is not None else ["./"])]
             done = process.run(ctx, command, cwd=cwd, readable=readable, pass_fds=(fd,),
                                limit=LINES_LIMIT, timeout=RG_TIMEOUT, what="search")
         if done.truncated:  # too many lines to look at: every file that mentions the word
-            return self.candidates(ctx, regex)
+            return self.candidates(ctx, regex, among=among)
         if done.returncode not in (0, 1, 2) or (done.returncode == 2 and not done.stdout):
             walk_names(done.returncode, b"", done.stderr)  # raises the listing's error
         data = done.stdout
