@@ -107,9 +107,10 @@ class Unavailable(Exception):
     """The index cannot answer for this call: the caller scans (the reason, for the answer; "" with the index
     off); `building` while it is built or brought up to date in the background."""
 
-    def __init__(self, reason: str, building: bool = False) -> None:
+    def __init__(self, reason: str, building: bool = False, damaged: bool = False) -> None:
         super().__init__(reason)
         self.building = building
+        self.damaged = damaged  # the database was found damaged and removed: asking again builds it anew
 
 
 class RootIndex:
@@ -198,6 +199,7 @@ class RootIndex:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path + suffix)
         self.ready = False
+        self.known = {}
 
     def close(self) -> None:
         with self._lock:
@@ -228,7 +230,7 @@ class RootIndex:
                     raise Unavailable(f"the code index could not be used ({err})") from None
                 log.warning(f"code index {self.path}: {err}; building it again")
                 self._remove()
-                raise Unavailable(f"the code index was damaged ({err}) and is built again") from None
+                raise Unavailable(f"the code index was damaged ({err}) and is built again", damaged=True) from None
             except OSError as err:
                 self.failed = f"the code index is off ({err.strerror or err})"
                 log.warning(f"code index {self.path}: {self.failed}")
@@ -509,7 +511,18 @@ def definitions(ctx: Context, roots: Roots, folder: Folder, narrow: Narrow,
     """find_symbol's answer from the index of the folder's root, made fresh first: each definition
     (its name relative to the folder, its place in the file, the symbol) in path then source order, and
     the files under the folder the index holds as skipped (the caller reads those as a scan would).
-    Unavailable (why, or "" with the index off) when the caller must scan."""
+    Unavailable (why, or "" with the index off) when the caller must scan. A database found damaged on the way
+    is built again at once."""
+    try:
+        return _definitions(ctx, roots, folder, narrow, test, kind)
+    except Unavailable as why:
+        if not why.damaged:
+            raise
+    return _definitions(ctx, roots, folder, narrow, test, kind)
+
+
+def _definitions(ctx: Context, roots: Roots, folder: Folder, narrow: Narrow, test: Callable[[Symbol], bool],
+                 kind: str | None) -> tuple[list[tuple[str, int, Symbol]], list[str]]:
     root = roots.root_of(folder.real)
     if roots.index_folder is None or root is None or not folder.is_dir:
         raise Unavailable("")
