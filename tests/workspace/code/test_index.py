@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import subprocess
 import sys
 import sysconfig
 import threading
@@ -233,14 +234,148 @@ def test_a_file_made_between_the_walk_and_the_watch_is_found_by_the_next_call(tm
     time.sleep(0.05)
     made = tree_watch.TreeWatch.of
 
-    def late(root: str, names: Any) -> tree_watch.TreeWatch | None:
+    def late(root: str) -> tree_watch.TreeWatch | None:
         (work / "json" / "two.py").write_text("def in_the_gap():\n    pass\n")
-        return made(root, names)
+        return made(root)
 
     monkeypatch.setattr(tree_watch.TreeWatch, "of", late)
     assert [item["path"] for item in call(roots, "in_the_gap")["symbols"]] == ["json/one.py"]
     monkeypatch.setattr(tree_watch.TreeWatch, "of", made)
     assert [item["path"] for item in same(roots, "in_the_gap")["symbols"]] == ["json/one.py", "json/two.py"]
+
+
+def test_a_file_written_while_it_was_read_is_read_again_at_the_next_call(tmp_path: Path, index_folder: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write between the index's read of a file and its write transaction: the older version is not kept, and the
+    next call reads the file again (it was dropped from the index until the next minute's walk)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "b.py").write_text("def beta_1():\n    pass\n")
+    roots = Roots([str(work)], str(index_folder))
+    same(roots, "beta_*")
+    read = code_index._parsed
+
+    def raced(*arguments: Any) -> Iterator[tuple[bytes, Any, Any]]:
+        outcomes = list(read(*arguments))
+        (work / "b.py").write_text("def beta_3():\n    pass\n")  # written after the read, before the write
+        yield from outcomes
+
+    (work / "b.py").write_text("def beta_2():\n    pass\n")
+    monkeypatch.setattr(code_index, "_parsed", raced)
+    call(roots, "beta_*")
+    monkeypatch.setattr(code_index, "_parsed", read)
+    assert [item["name"] for item in same(roots, "beta_*")["symbols"]] == ["beta_3"]
+
+
+def test_an_older_version_read_by_another_process_never_replaces_a_newer_one(tmp_path: Path, index_folder: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "f.py").write_text("def version_1():\n    pass\n")
+    roots = Roots([str(work)], str(index_folder))
+    same(roots, "version_*")
+    slow = code_index.RootIndex(str(index_folder), str(work))  # another process's view of the same database
+    old = list(code_index._parsed(roots, code_index.RootIndex._whole(slow, roots), [("f.py", "f.py")], None))
+    time.sleep(0.01)
+    (work / "f.py").write_text("def version_2():\n    pass\n")
+    assert [item["name"] for item in same(roots, "version_*")["symbols"]] == ["version_2"]  # stored by this one
+    monkeypatch.setattr(code_index, "_parsed", lambda *_: iter(old))
+    slow.store(roots, code_index.RootIndex._whole(slow, roots), [("f.py", "f.py")], (), None)  # too late: refused
+    slow.close()
+    monkeypatch.undo()
+    assert [item["name"] for item in same(roots, "version_*")["symbols"]] == ["version_2"]
+
+
+def test_changes_only_a_walk_or_another_name_tells_are_seen(tmp_path: Path, index_folder: Path) -> None:
+    """A file made in a folder skeleton that held no file, a .gitignore above the root, git's info/exclude, a write
+    through a hard link from outside the roots: each seen by the next call (they were served stale for a minute)."""
+    above = tmp_path / "above"
+    work = above / "root"
+    work.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    (work / "a.py").write_text("def alpha():\n    pass\n")
+    (work / "ignored_later.py").write_text("def hidden_later():\n    pass\n")
+    (work / "excluded_later.py").write_text("def excluded_later():\n    pass\n")
+    (work / "src" / "main" / "pkg").mkdir(parents=True)
+    outside = tmp_path / "outside.py"
+    outside.write_text("def linked_1():\n    pass\n")
+    os.link(outside, work / "linked.py")
+    roots = Roots([str(work)], str(index_folder))
+    same(roots, "alpha")
+    time.sleep(0.1)
+    same(roots, "alpha")  # watching now
+    (work / "src" / "main" / "pkg" / "new.py").write_text("def deep_new():\n    pass\n")
+    (above / ".gitignore").write_text("ignored_later.py\n")
+    (work / ".git" / "info" / "exclude").write_text("excluded_later.py\n")
+    outside.write_text("def linked_2():\n    pass\n")
+    assert [item["path"] for item in same(roots, "deep_new")["symbols"]] == ["src/main/pkg/new.py"]
+    assert same(roots, "hidden_later")["symbols"] == []
+    assert same(roots, "excluded_later")["symbols"] == []
+    assert [item["name"] for item in same(roots, "linked_*")["symbols"]] == ["linked_2"]
+
+
+def test_a_path_the_root_ignores_is_answered_as_the_scan_answers_it(tmp_path: Path, index_folder: Path) -> None:
+    work = tmp_path / "work"
+    (work / "build").mkdir(parents=True)
+    (work / "vendor" / "lib").mkdir(parents=True)
+    (work / ".gitignore").write_text("build/\n/vendor\n")
+    for folder in ("", "build", "vendor/lib"):
+        (work / folder / "m.py").write_text("def target():\n    pass\n")
+    roots = Roots([str(work)], str(index_folder))
+    assert len(same(roots, "target")["symbols"]) == 1
+    for path in ("build", "vendor/lib"):
+        data = call(roots, "target", path=path)
+        assert data["symbols"] == call(roots, "target", path=path, index=False)["symbols"] != []
+
+
+def test_odd_names_and_roots_are_indexed_like_any_other(tmp_path: Path, index_folder: Path) -> None:
+    """A file name of 0xFF bytes (past any byte bound), a name ending in U+10FFFF (past a glob's bound), a root
+    whose own path is not UTF-8."""
+    root = os.path.join(os.fsencode(tmp_path), b"r\xe9")
+    os.makedirs(root)
+    work = Path(os.fsdecode(root))
+    Path(os.fsdecode(os.path.join(root, b"\xff" * 9 + b".py"))).write_text("def target():\n    pass\n")
+    (work / "f.sh").write_text("tar\U0010ffffget() {\n  echo\n}\n")
+    roots = Roots([str(work)], str(index_folder))
+    assert len(same(roots, "target")["symbols"]) == 1
+    same(roots, "tar*")
+    same(roots, "tar\U0010ffff*")
+
+
+def test_store_failures_lose_no_change_and_leak_no_watch(tmp_path: Path, index_folder: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    for number in range(10):
+        (work / f"m{number}.py").write_text(f"def f{number}():\n    pass\n")
+    roots = Roots([str(work)], str(index_folder))
+    same(roots, "f1")
+    index = code_index.INDEXES.for_root(str(index_folder), str(work))
+    monkeypatch.setattr(code_index, "BUSY_MS", 200)
+    index.close()  # opened again with the shorter wait
+    other = sqlite3.connect(index.path, isolation_level=None, timeout=0)
+    other.execute("BEGIN IMMEDIATE")  # another process writing for longer than the wait
+    (work / "m1.py").write_text("def f1_new():\n    pass\n")
+    assert call(roots, "f1_new")["index"] == "off"
+    other.execute("ROLLBACK")
+    other.close()
+    assert len(same(roots, "f1_new")["symbols"]) == 1  # the events read by the failed call are not lost
+
+    def inotify_instances() -> int:
+        return sum(os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify" for fd in os.listdir("/proc/self/fd")
+                   if os.path.exists(f"/proc/self/fd/{fd}"))
+
+    monkeypatch.setattr(code_index, "SYNC_CHANGES", 2)
+    monkeypatch.setattr(code_index.RootIndex, "store", lambda *_, **__: (_ for _ in ()).throw(
+        code_index.Unavailable("the code index could not be used (database is locked)")))
+    fresh = Roots([str(work)], str(tmp_path / "other_index"))
+    before = inotify_instances()
+    for _ in range(5):
+        assert call(fresh, "f1")["index"] == "building"
+        built = code_index.INDEXES.for_root(str(tmp_path / "other_index"), str(work))
+        while built.building is not None:
+            time.sleep(0.01)
+    assert inotify_instances() <= before + 1
 
 
 def test_files_the_outline_skips_are_read_as_a_scan_reads_them(tmp_path: Path, index_folder: Path) -> None:
@@ -289,7 +424,7 @@ def test_a_damaged_database_or_one_of_another_format_or_root_is_built_again(tmp_
     with sqlite3.connect(database_of(index_folder)) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert db.execute("PRAGMA user_version").fetchone()[0] == code_index.FORMAT
-        assert db.execute("SELECT value FROM meta WHERE key='root'").fetchone()[0] == str(work)
+        assert db.execute("SELECT value FROM meta WHERE key='root'").fetchone()[0] == os.fsencode(work)
 
 
 def test_a_cache_folder_that_cannot_be_made_leaves_the_answer_to_a_scan(tmp_path: Path) -> None:

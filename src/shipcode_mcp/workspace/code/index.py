@@ -44,7 +44,7 @@ from .. import safe_open
 from ..text import place
 from .parsers import POOL, Starved
 from .source import FILE_FAILURES, Skipped, check_parsable, known_language, skip_reason, source_from
-from .symbols import _EXTENSIONS, _NAMES, Symbol
+from .symbols import Symbol
 from .tree_watch import TreeWatch
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from ..roots import Roots
     from .source import Folder
 
-FORMAT = 1
+FORMAT = 2
 """The schema's version (PRAGMA user_version): a database of another is built again."""
 MAX_DATABASES = 64
 """Databases kept in the index folder; the least recently used beyond these (unused for STALE_SECONDS) go."""
@@ -76,7 +76,7 @@ BUSY_MS = 10_000
 """How long a write waits for another process's transaction."""
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
     id INTEGER PRIMARY KEY, path BLOB UNIQUE NOT NULL, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
     ctime INTEGER NOT NULL, ino INTEGER NOT NULL, skipped TEXT);
@@ -89,18 +89,27 @@ CREATE INDEX IF NOT EXISTS symbols_last ON symbols(last);
 """
 
 Key = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+MOVED: Key = (-1, -1, -1, -1)
+"""The key of a file to read again at the next look (written while it was read, or unreadable)."""
+
+
+def _links(path: str) -> int:
+    try:
+        return os.lstat(path).st_nlink
+    except OSError:
+        return 1
 
 
 def _key(info: os.stat_result) -> Key:
     return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
 
 
-def _range(prefix: str) -> tuple[bytes, bytes]:
-    """The [low, high) of root-relative paths (as bytes) under the folder `prefix` ("" for the root)."""
+def _under(column: str, prefix: str) -> tuple[str, tuple[bytes, ...]]:
+    """SQL keeping the root-relative paths (bytes) of `column` under the folder `prefix` ("" for the root)."""
     if not prefix:
-        return b"", b"\xff" * 8
+        return f"{column} >= ?", (b"",)
     raw = os.fsencode(prefix)
-    return raw + b"/", raw + b"0"  # '0' follows '/'
+    return f"{column} >= ? AND {column} < ?", (raw + b"/", raw + b"0")  # '0' follows '/'
 
 
 class Unavailable(Exception):
@@ -130,6 +139,7 @@ class RootIndex:
         self.watch: TreeWatch | None = None  # the root's folders under inotify since the last walk
         self.walked_at = -WALK_EVERY  # time.monotonic() of the last walk the watch can be trusted from
         self.known: dict[bytes, Key] = {}  # each code file of the last walk, by the key the index holds for it
+        self.linked: set[str] = set()  # those with more than one hard link, looked at on every look
 
     # -- the database ----------------------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
@@ -178,8 +188,8 @@ class RootIndex:
         try:
             row = db.execute("SELECT value FROM meta WHERE key='root'").fetchone()
             if row is None:
-                db.execute("INSERT INTO meta VALUES('root', ?)", (self.root,))
-            elif row[0] != self.root:
+                db.execute("INSERT INTO meta VALUES('root', ?)", (os.fsencode(self.root),))
+            elif row[0] != os.fsencode(self.root):
                 raise sqlite3.DatabaseError(f"it indexes {row[0]!r}")
             self.ready = db.execute("SELECT value FROM meta WHERE key='built'").fetchone() is not None
             db.execute("COMMIT")
@@ -244,12 +254,18 @@ class RootIndex:
         if self.ready and self.watch is not None and time.monotonic() - self.walked_at < WALK_EVERY:
             changes = self.watch.look()
             if not changes.walk_again:
-                self._written(ctx, roots, changes.written)
+                try:
+                    self._written(ctx, roots, changes.written | self.linked)
+                except BaseException:
+                    self.walked_at = -WALK_EVERY  # the events are read: only a walk can tell what they said
+                    raise
                 return
         self._walk(ctx, roots)
 
     def _written(self, ctx: Context, roots: Roots, written: set[str]) -> None:
-        """Read again the files of the index that were written (their key moved) since the last look."""
+        """Read again the files of the index that were written (their key moved) since the last look; `written`
+        holds every file with several hard links too (a write through another name, maybe outside the roots,
+        tells no watched folder)."""
         items = []
         for relative in written:
             raw = os.fsencode(relative)
@@ -257,10 +273,12 @@ class RootIndex:
             if old is None:
                 continue  # not a code file of the walk (ignored, another language): not the index's
             try:
-                key = _key(os.lstat(os.path.join(self.root, relative)))
+                info = os.lstat(os.path.join(self.root, relative))
             except OSError:
-                key = None
-            if key != old:
+                items.append((relative, relative))
+                continue
+            # a write in the clock tick of the last read may keep its key (git's racy rule): read again
+            if _key(info) != old or time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS:
                 items.append((relative, relative))
         if items:
             self.store(roots, self._whole(roots), items, (), ctx.check_cancelled)
@@ -277,12 +295,14 @@ class RootIndex:
             self.watch = None
         whole = self._whole(roots)
         started = time.time_ns()
-        names = whole.all_files(ctx)
-        code = [name for name in names if is_code(name)]
-        watch = TreeWatch.of(self.root, names)  # before the stat: what changes after it is an event
+        code = whole.files(ctx)
+        watch = TreeWatch.of(self.root)  # before the stat: what changes after it is an event
         try:
             changed, gone = self.changes(whole, "", code)
             if len(changed) > SYNC_CHANGES:
+                if watch is not None:
+                    watch.close()
+                    watch = None
                 _start_build(self, roots)
                 if self.ready:
                     raise Unavailable(f"{len(changed)} files changed since the code index of "
@@ -294,6 +314,7 @@ class RootIndex:
             if not self.ready:
                 self.mark_built()
             self.known = {raw: key for raw, (key, _) in self.keys("").items()}
+            self.linked = {name for name in code if _links(os.path.join(self.root, name)) > 1}
         except BaseException:
             if watch is not None:
                 watch.close()
@@ -305,10 +326,10 @@ class RootIndex:
 
     def keys(self, prefix: str) -> dict[bytes, tuple[Key, bool]]:
         """Every file under `prefix` the index holds: its key and whether it was skipped."""
-        low, high = _range(prefix)
+        under, values = _under("path", prefix)
         with self._using() as db:
-            rows = db.execute("SELECT path, size, mtime, ctime, ino, skipped IS NOT NULL FROM files "
-                              "WHERE path >= ? AND path < ?", (low, high)).fetchall()
+            rows = db.execute("SELECT path, size, mtime, ctime, ino, skipped IS NOT NULL FROM files WHERE " + under,
+                              values).fetchall()
         return {row[0]: ((row[1], row[2], row[3], row[4]), bool(row[5])) for row in rows}
 
     def changes(self, folder: Folder, prefix: str, names: list[str]) -> tuple[list[tuple[str, str]], list[bytes]]:
@@ -342,14 +363,22 @@ class RootIndex:
         with self._using() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
-                for path in gone:
+                for path in gone:  # deleted, or left out by the ignore rules now
                     _delete(db, path)
+                    self.known.pop(path, None)
                 for raw, key, outcome in rows:
+                    current = self._current(raw)
+                    if current != key:  # written since it was read (maybe after another process read and stored
+                        # it): its row is left as it is, and the next look reads it again
+                        self.known[raw] = MOVED
+                        if current is None:
+                            _delete(db, raw)
+                            self.known.pop(raw, None)
+                        continue
                     _delete(db, raw)
-                    self.known.pop(raw, None)
-                    if outcome is None or not self._unchanged(raw, key):
-                        continue  # gone, unreadable, or written since it was read (maybe by another process
-                        # that read it later): nothing kept, read again next time
+                    if outcome is None:
+                        self.known[raw] = MOVED  # unreadable now: read again at the next look
+                        continue
                     self.known[raw] = key
                     skipped = outcome if isinstance(outcome, str) else None
                     cursor = db.execute("INSERT INTO files(path, size, mtime, ctime, ino, skipped) VALUES(?,?,?,?,?,?)",
@@ -366,13 +395,13 @@ class RootIndex:
                     db.execute("ROLLBACK")
                 raise
 
-    def _unchanged(self, raw: bytes, key: Key) -> bool:
-        """Whether the file still has the key it was read at (checked inside the write transaction, so a process
-        that read an older version never writes it over a newer one)."""
+    def _current(self, raw: bytes) -> Key | None:
+        """The file's key now, None if it is gone (looked at inside the write transaction, so a process that read
+        an older version never writes it over a newer one)."""
         try:
-            return _key(os.lstat(os.path.join(os.fsencode(self.root), raw))) == key
+            return _key(os.lstat(os.path.join(os.fsencode(self.root), raw)))
         except OSError:
-            return False
+            return None
 
     def mark_built(self) -> None:
         with self._using() as db:
@@ -385,12 +414,12 @@ class RootIndex:
         """The definitions under `prefix` that `test` accepts (of `kind`), each with its root-relative path and
         place in its file, in path then source order; `narrow` says which rows can match (by the SQL indexes
         where it can), `test` decides."""
-        low, high = _range(prefix)
+        under, values = _under("f.path", prefix)
         select = ("SELECT f.path, s.seq, s.name, s.qualified, s.kind, s.line, s.end_line, s.signature, s.def_line "
-                  "FROM symbols s JOIN files f ON f.id = s.file WHERE f.path >= ? AND f.path < ?")
-        where, values = narrow.sql()
+                  "FROM symbols s JOIN files f ON f.id = s.file WHERE " + under)
+        where, narrowing = narrow.sql()
         with self._using() as db:
-            rows = db.execute(select + where, (low, high, *values)).fetchall()
+            rows = db.execute(select + where, (*values, *narrowing)).fetchall()
         found = []
         for path, seq, sname, qualified, skind, line, end_line, signature, def_line in rows:
             if kind is not None and skind != kind:
@@ -401,13 +430,19 @@ class RootIndex:
         found.sort(key=lambda item: (os.fsdecode(item[0]), item[1]))
         return found
 
+    def holds(self, prefix: str) -> bool:
+        """Whether the index holds a file under `prefix`."""
+        under, values = _under("path", prefix)
+        with self._using() as db:
+            return db.execute("SELECT 1 FROM files WHERE " + under + " LIMIT 1", values).fetchone() is not None
+
     def skipped(self, prefix: str) -> list[bytes]:
         """The files under `prefix` the index holds as skipped (a query reads them as a scan would), but binary
         ones (which ripgrep leaves out of a scan's candidates: no code in them)."""
-        low, high = _range(prefix)
+        under, values = _under("path", prefix)
         with self._using() as db:
             return [row[0] for row in db.execute("SELECT path FROM files WHERE skipped IS NOT NULL AND skipped != 'binary' "
-                                                 "AND path >= ? AND path < ?", (low, high)).fetchall()]
+                                                 "AND " + under, values).fetchall()]
 
 
 class Narrow:
@@ -423,7 +458,9 @@ class Narrow:
         if self.last is not None:
             return " AND (s.name = ? OR s.last = ?)", (self.last, self.last)
         if self.start and not self.qualified:
-            return " AND s.name >= ? AND s.name < ?", (self.start, self.start + "\U0010ffff")
+            if self.start[-1] == "\U0010ffff":  # no next code point: a part to look for instead
+                return " AND instr(s.name, ?) = 1", (self.start,)
+            return " AND s.name >= ? AND s.name < ?", (self.start, self.start[:-1] + chr(ord(self.start[-1]) + 1))
         if self.part:
             return f" AND instr({'s.qualified' if self.qualified else 's.name'}, ?) > 0", (self.part,)
         return "", ()
@@ -483,7 +520,7 @@ def _build(index: RootIndex, roots: Roots) -> None:
 
     try:
         folder = index._whole(roots)
-        names = [name for name in folder.all_files(Context(None, "code-index", "code-index", {})) if is_code(name)]
+        names = folder.files(Context(None, "code-index", "code-index", {}))
         changed, gone = index.changes(folder, "", names)
         index.progress = (0, len(changed))
         index.store(roots, folder, [], gone, None)
@@ -538,16 +575,11 @@ def _definitions(ctx: Context, roots: Roots, folder: Folder, narrow: Narrow, tes
                           f"{f' ({done} of {total} files)' if total else ''}; until then find_symbol reads the files",
                           building=True)
     prefix = "" if folder.real == root else os.path.relpath(folder.real, root)
+    if prefix and not index.holds(prefix):
+        raise Unavailable("")  # no code file there, or a folder the root's ignore rules leave out: the scan's
     start = len(prefix) + 1 if prefix else 0
     found = [(os.fsdecode(path)[start:], seq, symbol) for path, seq, symbol in index.lookup(prefix, narrow, test, kind)]
     return found, [os.fsdecode(path)[start:] for path in index.skipped(prefix)]
-
-
-def is_code(name: str) -> bool:
-    """Whether the walk of the code files (source.code_globs: `*.EXT` and whole names) lists this file."""
-    base = name.rpartition("/")[2]
-    dot = base.rfind(".")
-    return base in _NAMES or (dot >= 0 and base[dot:] in _EXTENSIONS)
 
 
 class Indexes:

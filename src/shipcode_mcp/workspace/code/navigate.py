@@ -164,6 +164,8 @@ def find_symbol(ctx: Context, roots: Roots, name: str, kind: str | None, path: s
         state, index_note = ("building" if why.building else "off"), str(why)
     else:
         wanted = [(folder.file(relative)[1], seq, symbol) for relative, seq, symbol in indexed]
+        if len(wanted) > limit:  # the scan stops in the file of the first definition past the limit
+            skipped = [relative for relative in skipped if folder.file(relative)[1] < wanted[limit][0]]
         # what the index could not read, as the scan reads it
         names = (folder.definition_candidates(ctx, regex, word, among=skipped) if prefilter
                  else folder.candidates(ctx, regex, among=skipped)) if skipped else []

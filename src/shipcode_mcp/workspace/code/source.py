@@ -393,11 +393,6 @@ class Folder:
         with self._opened(language) as (fd, cwd, flags, readable):
             return walk(ctx, cwd, flags, readable=readable, pass_fds=(fd,))
 
-    def all_files(self, ctx: Context) -> list[str]:
-        """Every file under the folder (of any kind), relative and sorted: the walk list_files does."""
-        with self._opened(None) as (fd, cwd, _, readable):
-            return walk(ctx, cwd, (), readable=readable, pass_fds=(fd,))
-
     def candidates(self, ctx: Context, regex: str, language: str | None = None, *,
                    among: list[str] | None = None) -> list[str]:
         """The code files under the folder with a match of `regex` (rg syntax), relative and sorted; with `among`,

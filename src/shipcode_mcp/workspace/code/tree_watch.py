@@ -6,11 +6,11 @@ every change finished before it (no thread, no debounce, nothing delivered late)
 files written since; anything that could change the listing (a file or folder made, deleted or moved, an ignore
 file touched, the queue overflowed, a watched folder gone) asks for a walk instead.
 
-Standard library only (inotify through ctypes, Linux): where it is missing or its limits are reached, `TreeWatch.of`
-gives None and the index walks before each answer. Folders are watched one by one, never following links
-(IN_DONT_FOLLOW): those that hold a file of the walk, their parents up to the root, and their direct sub-folders
-(so a file made in a folder that held none is seen). A file made two folders below one that held no file of the
-walk at all is only seen at the next walk.
+Standard library only (inotify through ctypes, Linux): where it is missing or its limits are reached (more than
+MAX_FOLDERS folders), `TreeWatch.of` gives None and the index walks before each answer. Every folder under the
+root is watched, one by one, never following links (IN_DONT_FOLLOW), `.git` left out but for `.git/info` (git's
+exclude file), and the root's parents for their ignore files (ripgrep reads those too). What no folder tells
+(git's global excludes file, a write through a hard link from outside) is the index's to look at (index.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import ctypes
 import errno
 import os
 import struct
-from collections.abc import Iterable
 
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
@@ -33,8 +32,8 @@ MASK = WRITES | LISTING | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK
 WALK_AGAIN = LISTING | IN_UNMOUNT | IN_Q_OVERFLOW | IN_IGNORED
 MAX_FOLDERS = 50_000
 """A root with more folders to watch is walked before each answer instead (inotify watches are a per-user limit)."""
-IGNORE_FILES = frozenset({".gitignore", ".ignore", ".rgignore"})
-"""Files whose change may change the walk's listing (ripgrep's ignore files in the watched folders)."""
+IGNORE_FILES = frozenset({".gitignore", ".ignore", ".rgignore", "exclude"})
+"""Files whose change may change the walk's listing (ripgrep's ignore files; git's .git/info/exclude)."""
 
 _EVENT = struct.Struct("iIII")
 _libc: ctypes.CDLL | None = None
@@ -52,14 +51,26 @@ def _inotify() -> ctypes.CDLL | None:
     return _libc
 
 
-def folders_of(names: Iterable[str]) -> set[str]:
-    """The folders (relative, "" for the root) that hold a file of `names`, and their parents."""
-    found = {""}
-    for name in names:
-        folder = name.rpartition("/")[0]
-        while folder and folder not in found:
-            found.add(folder)
-            folder = folder.rpartition("/")[0]
+def _every_folder(root: str) -> list[str] | None:
+    """Every folder under `root` (relative, "" for the root; links not followed, `.git` left out but for `.git/info`),
+    None past MAX_FOLDERS."""
+    found = [""]
+    index = 0
+    while index < len(found):
+        folder = found[index]
+        index += 1
+        try:
+            with os.scandir(os.path.join(root, folder)) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False) and (entry.name != ".git" or not folder):
+                        if entry.name == ".git":
+                            found.append(".git/info")  # git's exclude file; nothing else of .git
+                            continue
+                        found.append(f"{folder}/{entry.name}" if folder else entry.name)
+        except OSError:
+            continue
+        if len(found) > MAX_FOLDERS:
+            return None
     return found
 
 
@@ -74,41 +85,47 @@ class Changes:
 class TreeWatch:
     """inotify watches on a root's folders; `look` drains what happened since the last look."""
 
-    def __init__(self, root: str, fd: int, folders: dict[int, str]) -> None:
+    def __init__(self, root: str, fd: int, folders: dict[int, str], above: set[int]) -> None:
         self._root = root
         self._fd = fd
+        self._above = above  # the root's parents: only their ignore files are news
         self._folders = folders  # watch descriptor -> folder relative to the root
 
     @classmethod
-    def of(cls, root: str, names: Iterable[str]) -> TreeWatch | None:
-        """Watches on the folders of the walk's `names` (files relative to `root`) and their direct sub-folders;
-        None where inotify is missing or the folders are too many."""
+    def of(cls, root: str) -> TreeWatch | None:
+        """Watches on every folder under `root` (links not followed, `.git` left out but for its `info`, where
+        git's exclude file is), and on the root's parents for their ignore files; None where inotify is missing
+        or the folders are more than MAX_FOLDERS."""
         libc = _inotify()
         if libc is None:
             return None
-        folders = folders_of(names)
-        for folder in list(folders):
-            try:
-                with os.scandir(os.path.join(root, folder)) as entries:
-                    folders.update(f"{folder}/{entry.name}" if folder else entry.name for entry in entries
-                                   if entry.name != ".git" and entry.is_dir(follow_symlinks=False))
-            except OSError:
-                continue
-        if len(folders) > MAX_FOLDERS:
+        folders = _every_folder(root)
+        if folders is None:
             return None
         fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         if fd < 0:
             return None
         watched: dict[int, str] = {}
-        for folder in folders:
-            wd = libc.inotify_add_watch(fd, os.fsencode(os.path.join(root, folder)), MASK)
+        above: set[int] = set()
+        parents = []
+        parent = os.path.dirname(root)
+        while parent != os.path.dirname(parent):
+            parents.append(parent)
+            parent = os.path.dirname(parent)
+        parents.append(parent)
+        for folder, outside in [(folder, False) for folder in folders] + [(parent, True) for parent in parents]:
+            path = folder if outside else os.path.join(root, folder)
+            wd = libc.inotify_add_watch(fd, os.fsencode(path), MASK)
             if wd < 0:
                 if ctypes.get_errno() in (errno.ENOENT, errno.ENOTDIR, errno.EACCES):
                     continue  # gone or not a folder since the walk: the next look walks again anyway
                 os.close(fd)  # ENOSPC (the watch limit), ENOMEM: no watch at all
                 return None
-            watched[wd] = folder
-        return cls(root, fd, watched)
+            if outside:
+                above.add(wd)
+            else:
+                watched[wd] = folder
+        return cls(root, fd, watched, above)
 
     def look(self) -> Changes:
         """Every event queued since the last look: the files written, or that the listing must be made again."""
@@ -127,6 +144,9 @@ class TreeWatch:
                 raw = data[position + _EVENT.size:position + _EVENT.size + size].rstrip(b"\0")
                 position += _EVENT.size + size
                 name = os.fsdecode(raw)
+                if wd in self._above:
+                    changes.walk_again |= not name or name in IGNORE_FILES  # an ignore file, or the parent itself
+                    continue
                 if mask & WALK_AGAIN or mask & IN_ISDIR or name in IGNORE_FILES:
                     changes.walk_again = True
                     continue
