@@ -13,7 +13,7 @@
 # servers the tests start included, but those of a test marked `measures`, which bounds a server's memory or
 # latency: tests/conftest.py) and prints the figure at the end; shown, never a threshold. COVERAGE=0 leaves it out.
 # The peers some tests run (Node clients, an authorization server, the providers' converters, the MCPB
-# CLI) are installed into their cache folders before pytest, each within PREPARE_TIMEOUT seconds (1200):
+# CLI, typescript-language-server) are installed into their cache folders before pytest, each within PREPARE_TIMEOUT seconds (1200):
 # cold, they take minutes, longer than pytest's per-test timeout. One that cannot be installed because
 # npm or PyPI is out of reach makes its tests skip, saying so; under CI=true (as CI runs), that fails
 # the command instead, and so does a Python of OTHER_PYTHONS missing from the machine.
@@ -50,7 +50,7 @@ if [ "${SKIP_CONFORMANCE:-0}" != 1 ]; then
 fi
 bundle="$(mktemp -d)"
 trap 'rm -rf "$bundle"' EXIT
-for installer in scripts/node_clients.sh scripts/auth_server.sh scripts/provider_converters.sh; do
+for installer in scripts/node_clients.sh scripts/auth_server.sh scripts/provider_converters.sh scripts/language_servers.sh; do
   prepare "$installer"
 done
 prepare scripts/build_mcpb.sh "$bundle/prepared.mcpb"

@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="watch the roots and notify subscribed clients of changes (needs the 'watch' extra)")
     parser.add_argument("--precise", action="store_true",
                         help="answer the code tools from the installed language servers (basedpyright for Python: the "
-                        "'precise' extra), started now and warmed in the background; exact references and renames")
+                        "'precise' extra; typescript-language-server for TypeScript and JavaScript, found on PATH), "
+                        "started now and warmed in the background; exact references, definitions and renames")
     parser.add_argument("--prompts", action="store_true",
                         help="also offer prompts built from the tools (review_changes, explain_symbol, path_history: "
                         "slash commands in Claude Code) and completion of their arguments and of the resource "

@@ -20,6 +20,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
+from ..lsp.installed import backend
 from ..lsp.servers import NotReady
 from ..text import cut_line, plural, printable, result
 from . import precise
@@ -70,9 +71,10 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
     start = starts[0]
     answer = None
     note = None
-    if source.language == "python" and precise.enabled():
+    language = backend(source.language)
+    if language is not None and precise.enabled():
         try:
-            exact = _exact(ctx, roots, source, line, starts)
+            exact = _exact(ctx, roots, source, line, starts, language)
         except NotReady as err:
             note = err.note
         else:
@@ -128,16 +130,16 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
                                    "truncated": truncated, "language_server": None, "language_server_note": note})
 
 
-def _exact(ctx: Context, roots: Roots, source: Source, line: int, starts: list[int],
+def _exact(ctx: Context, roots: Roots, source: Source, line: int, starts: list[int], language: str,
            ) -> tuple[int, list[dict[str, Any]], str] | None:
     """The language server's definitions of the name at the first of `starts` (1-based columns on `line`) where
     it names one in the roots: the column, the definitions, the server's name; None where it names none there
     (a builtin, a library's name, a string: the scopes say which)."""
-    name = precise.server_name(roots, "python")  # NotReady before any work when it is not ready
+    name = precise.server_name(roots, language)  # NotReady before any work when it is not ready
     row = _row(source, line)
     deadline = time.monotonic() + precise.REQUEST_TIMEOUT
     for start in starts[:MAX_TRIED]:
-        found, named = precise.definitions(roots, "python", precise.Place(source.real, line - 1,
+        found, named = precise.definitions(roots, language, precise.Place(source.real, line - 1,
                                                                            precise.utf16_column(row, start - 1)),
                                            ctx.check_cancelled, deadline)
         if named and not found:

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
+from ..lsp.installed import LANGUAGES
 from ..lsp.servers import SERVERS, LanguageServer, NotReady
 from ..uris import file_uri, uri_path
+from .source import read_source
 
 if TYPE_CHECKING:
     from ..roots import Roots
@@ -65,9 +67,28 @@ def column_of(line: str, units: int) -> int:
     return len(line)
 
 
+BACKENDS = LANGUAGES
+"""The languages with a language server backend ("typescript" answers for JavaScript and TSX files too)."""
+
+
 def enabled() -> bool:
     """Whether language servers are used (`--precise`)."""
     return SERVERS.enabled
+
+
+def _documents(roots: Roots, server: LanguageServer, reals: list[str]) -> dict[str, str] | None:
+    """The texts of the files a question is about, for a server that must have them open (`Installed.opens`):
+    read as every tool reads a file of the roots; one that cannot be read now is left out (the server then
+    answers about it as it can, or not at all)."""
+    if not server.installed.opens:
+        return None
+    texts: dict[str, str] = {}
+    for real in dict.fromkeys(reals):
+        try:
+            texts[real] = read_source(roots, real, roots.display(real)).text
+        except (ToolError, OSError):
+            continue
+    return texts
 
 
 def server_name(roots: Roots, language: str) -> str:
@@ -100,7 +121,8 @@ def references(roots: Roots, language: str, definitions: list[Place], check: Cal
     for place in definitions[:MAX_DEFINITIONS]:
         answer = server.request("textDocument/references", {
             "textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units},
-            "context": {"includeDeclaration": True}}, timeout=_left(deadline, server), check=check)
+            "context": {"includeDeclaration": True}}, timeout=_left(deadline, server), check=check,
+            documents=_documents(roots, server, [place.real]))
         for item in answer if isinstance(answer, list) else ():
             located = _place(roots, item)
             if located is not None and server.known(located.real):
@@ -187,7 +209,7 @@ def definitions(roots: Roots, language: str, place: Place, check: Callable[[], N
     server = _server(roots, language)
     answer = server.request("textDocument/definition", {
         "textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units}},
-        timeout=_left(deadline, server), check=check)
+        timeout=_left(deadline, server), check=check, documents=_documents(roots, server, [place.real]))
     items = answer if isinstance(answer, list) else [answer] if isinstance(answer, dict) else []
     found: set[Place] = set()
     for item in items:
@@ -213,7 +235,7 @@ def rename_edits(roots: Roots, language: str, places: list[Place], new_name: str
         answer = server.request("textDocument/rename", {
             "textDocument": {"uri": file_uri(definition.real)},
             "position": {"line": definition.line, "character": definition.units}, "newName": new_name},
-            timeout=_left(deadline, server), check=check)
+            timeout=_left(deadline, server), check=check, documents=_documents(roots, server, [definition.real]))
         for edit in _edits(roots, answer, server.name):
             if server.known(edit.place.real):
                 edits.append(edit)

