@@ -103,7 +103,7 @@ def _boolean(description: str) -> dict[str, Any]:
 
 _NEW_DIAGNOSTICS = {"new_diagnostics": {
     "type": "array", "description": "with --precise and the language server ready: the errors and warnings it finds "
-                                    "in the edited Python files that it did not find before the change",
+                                    "in the edited files of its languages that it did not find before the change",
     "items": {"type": "object", "required": ["path", "line", "column", "severity", "code", "message"],
               "properties": {"path": {"type": "string"}, "line": {"type": "integer", "minimum": 1},
                              "column": {"type": "integer", "minimum": 1},
@@ -917,8 +917,9 @@ DIAGNOSTICS = {
         "edit: syntax errors in every language the code tools read (the grammar's own reading: what it cannot read, "
         "what it had to assume missing), and in Python pyflakes' findings: errors (an undefined name, `return` "
         "outside a function, a format that raises) and warnings (an unused import or variable, a redefinition, a "
-        "star import). With --precise and the language server ready, Python files (up to 25 a call) are type-checked "
-        "by it instead (basedpyright's errors and warnings, the project's own configuration honoured). Each result is "
+        "star import). With --precise and a language server ready, files of its language (up to 25 a call) are "
+        "type-checked by it instead (basedpyright's for Python, tsserver's for TypeScript and JavaScript: their errors "
+        "and warnings, the project's own configuration honoured). Each result is "
         "`path:line:column: severity [code] message`; files in path order, at most `limit` findings, and the result "
         f"says how many files were checked. Languages: {_LANGUAGES_HELP}."
     ),
@@ -937,7 +938,7 @@ DIAGNOSTICS = {
             "severity": {"type": "string", "enum": ["error", "warning"]},
             "code": {"type": "string", "description": "syntax-error, or pyflakes' name for it (UndefinedName, "
                                                       "UnusedImport, ...), or the language server's rule "
-                                                      "(reportAttributeAccessIssue, ...)"},
+                                                      "(reportAttributeAccessIssue, TS2322, ...)"},
             "message": _STR,
         })},
         "errors": {"type": "integer", "minimum": 0, "description": "errors found in the files checked"},
@@ -947,7 +948,7 @@ DIAGNOSTICS = {
         "skipped": _SKIPPED,
         "skipped_files": _SKIPPED_FILES,
         "type_checked": {"type": "integer", "minimum": 0,
-                         "description": "Python files whose findings are the language server's (--precise)"},
+                         "description": "files whose findings are a language server's (--precise)"},
         **_LANGUAGE_SERVER,
     }),
 }

@@ -295,7 +295,7 @@ def test_type_checks_are_bounded_per_call(package: Path, registry: LanguageServe
     result = run("diagnostics", context(), roots, path="shop")
     data = result.structured or {}
     assert data["type_checked"] == 1 and data["files_checked"] == 3
-    assert "2 more got pyflakes only" in result.content[0]["text"]
+    assert "2 more got the syntax tree's findings only" in result.content[0]["text"]
 
 
 def test_find_definition_is_the_language_servers_where_only_types_can_tell(package: Path, precise_tools: Tools) -> None:

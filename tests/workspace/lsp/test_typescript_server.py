@@ -162,6 +162,43 @@ def test_find_definition_is_the_language_servers(project: Path, precise_tools: T
     assert "exact: typescript-language-server's" in precise_tools.last["content"][0]["text"]
 
 
+def _checked(tools: Tools, arguments: dict[str, Any]) -> dict[str, Any]:
+    """diagnostics once the language server type-checks (earlier calls say why it does not yet)."""
+    def answered() -> dict[str, Any] | None:
+        data = tools.data("diagnostics", arguments)
+        if not data["type_checked"]:
+            assert "Not type-checked" in tools.last["content"][0]["text"], data
+            time.sleep(0.2)
+            return None
+        return data
+    return wait_for(answered, READY_WAIT, "the language server's type checks")
+
+
+def test_diagnostics_are_typescripts_type_checks(project: Path, precise_tools: Tools) -> None:
+    (project / "src" / "bad.ts").write_text('import { make } from "./client.js";\n\nconst n: number = make().get("x");\n'
+                                            "missing();\n")
+    with Tools(project) as plain:  # the syntax tree alone: nothing wrong
+        assert plain.data("diagnostics", {"path": "src/bad.ts"})["findings"] == []
+    data = _checked(precise_tools, {"path": "src"})
+    assert data["type_checked"] == 4 and data["language_server"] == "typescript-language-server"
+    assert [(item["path"], item["line"], item["column"], item["severity"], item["code"]) for item in data["findings"]] \
+        == [("src/app.js", 4, 7, "error", "TS7006"),  # checkJs, strict: `index` is implicitly any
+            ("src/bad.ts", 3, 7, "error", "TS2322"), ("src/bad.ts", 4, 1, "error", "TS2304")]
+    assert data["findings"][1]["message"] == "Type 'string' is not assignable to type 'number'."
+    assert "[Type-checked by typescript-language-server: 4 TypeScript or JavaScript files.]" \
+        in precise_tools.last["content"][0]["text"]
+
+
+def test_an_edit_returns_the_new_diagnostics_of_the_edited_file(project: Path, server_path: str) -> None:
+    with Tools(project, write=True, precise=True, env={"PATH": server_path}) as tools:
+        _checked(tools, {"path": "src/use.ts"})  # ready
+        result = tools.call("edit_file", {"path": "src/use.ts", "old_text": 'cache.get("b");', "new_text": "cache.get(1);"})
+        found = result["structuredContent"]["new_diagnostics"]
+    assert [(item["path"], item["line"], item["column"], item["code"]) for item in found] == [("src/use.ts", 6, 13, "TS2345")]
+    assert "[New from the language server: 1 error, 0 warnings in the edited files:]" in result["content"][0]["text"]
+    assert "cache.get(1);" in (project / "src" / "use.ts").read_text()  # the write is done either way
+
+
 def test_the_workspaces_own_typescript_is_never_run(project: Path, server_path: str) -> None:
     """typescript-language-server runs the workspace's node_modules/typescript when it is told of none: a
     hostile repository's tsserver.js would be code of its choosing. Ours is always the one installed beside it.

@@ -6,9 +6,9 @@ after an edit, before it runs anything.
 Files are checked in path order, several at once (a parse worker each, as find_references reads them),
 until `limit` findings; the result says how many files were checked and when it stopped early.
 
-With --precise and the language server ready, up to MAX_TYPE_CHECKED Python files of a call are checked by it
-instead (its errors and warnings: types, attributes, calls, imports, undefined names, syntax), the rest by
-pyflakes; the result says which.
+With --precise and a language server ready, up to MAX_TYPE_CHECKED files of a call (Python; TypeScript and
+JavaScript) are checked by it instead (its errors and warnings: types, attributes, calls, imports, undefined
+names, syntax), the rest from the syntax tree; the result says which.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..lsp.installed import backend
 from ..lsp.servers import NotReady
 from ..text import place, plural, printable, result
 from . import precise
@@ -32,39 +33,70 @@ if TYPE_CHECKING:
 
 SEVERITIES = ("error", "warning")
 MAX_TYPE_CHECKED = 25
-"""Python files a call has the language server check at most: each is a type check (some 0.1 s warm), and a
-folder of thousands would be the whole workspace's; the others get pyflakes."""
+"""Files a call has the language servers check at most: each is a type check (some 0.1 s warm), and a folder of
+thousands would be the whole workspace's; the others get the syntax tree's findings (pyflakes' in Python)."""
+
+
+_FILES = {"python": "Python file", "typescript": "TypeScript or JavaScript file"}
+"""What a backend's files are called in the result's text."""
 
 
 class _TypeChecks:
-    """The language server's part of one call: whether it answers, how many files it checked, and why not."""
+    """The language servers' part of one call: which answer (each asked on the first file of its language), how
+    many files each checked, and why one does not."""
 
     def __init__(self, roots: Roots) -> None:
-        self.server: str | None = None
-        self.note: str | None = None
-        self.checked = self.left = 0
+        self.roots = roots
+        self.enabled = precise.enabled()
+        self.servers: dict[str, str | None] = {}
+        """The name of each backend's server that answers, None for one that does not (`notes` says why)."""
+        self.notes: dict[str, str] = {}
+        self.checked: dict[str, int] = {}
+        self.left = 0
         self._lock = threading.Lock()
-        if precise.enabled():
-            try:
-                self.server = precise.server_name(roots, "python")
-            except NotReady as err:
-                self.note = err.note
 
-    def take(self) -> bool:
-        """Whether the next Python file is the server's to check."""
+    def take(self, language: str | None) -> str | None:
+        """The backend whose server checks the next file of `language`, None when none does (not ready, not
+        installed, or MAX_TYPE_CHECKED files checked already)."""
+        of = backend(language)
+        if not self.enabled or of is None:
+            return None
         with self._lock:
-            if self.server is None or self.note is not None:
-                return False
-            if self.checked >= MAX_TYPE_CHECKED:
+            if of not in self.servers:
+                try:
+                    self.servers[of] = precise.server_name(self.roots, of)
+                except NotReady as err:
+                    self.servers[of], self.notes[of] = None, err.note
+            if self.servers[of] is None or of in self.notes:  # (one failed in this call: the rest are not waited on)
+                return None
+            if sum(self.checked.values()) >= MAX_TYPE_CHECKED:
                 self.left += 1
-                return False
-            self.checked += 1
-            return True
+                return None
+            self.checked[of] = self.checked.get(of, 0) + 1
+            return of
 
-    def failed(self, note: str) -> None:
+    def failed(self, of: str, note: str) -> None:
         with self._lock:
-            self.checked -= 1
-            self.note = self.note or note
+            self.checked[of] -= 1
+            self.notes.setdefault(of, note)
+
+    @property
+    def total(self) -> int:
+        return sum(self.checked.values())
+
+    @property
+    def server(self) -> str | None:
+        """The servers that checked files, as the result names them."""
+        return " and ".join(str(self.servers[of]) for of, count in self.checked.items() if count) or None
+
+    @property
+    def note(self) -> str | None:
+        return "; ".join(self.notes.values()) or None
+
+    def said(self) -> str:
+        """Which server checked how many files, for the result's text."""
+        return "; ".join(f"{self.servers[of]}: {plural(count, _FILES.get(of, 'file'))}"
+                         for of, count in self.checked.items() if count)
 
 
 def diagnostics(ctx: Context, roots: Roots, path: str, severity: str, limit: int) -> ToolResult:
@@ -103,8 +135,8 @@ def diagnostics(ctx: Context, roots: Roots, path: str, severity: str, limit: int
     files = plural(checked, "file")
     if not found:
         what = "No error" if severity == "error" else "Nothing found"
-        out.append(f"{what} in {files} under {place(folder.shown)} (syntax errors; in Python, "
-                   + (f"{typed.server}'s type checks" if typed.checked else "pyflakes' findings") + " too).")
+        out.append(f"{what} in {files} under {place(folder.shown)} (syntax errors; "
+                   + (f"{typed.server}'s type checks" if typed.total else "in Python, pyflakes' findings") + " too).")
     elif truncated:
         out.append(f"[Showing the first {plural(len(found), 'finding')}, in the first {files} checked, in path order; "
                    "there are more. Narrow with path or severity, or raise limit.]")
@@ -113,17 +145,17 @@ def diagnostics(ctx: Context, roots: Roots, path: str, severity: str, limit: int
     for why, names in unflaked.items():
         out.append(f"[Syntax only in {plural(len(names), 'Python file')} ({printable(', '.join(names[:5]))}"
                    f"{', ...' if len(names) > 5 else ''}): {why}.]")
-    if typed.checked:
-        out.append(f"[Type-checked by {typed.server}: {plural(typed.checked, 'Python file')}"
-                   + (f"; {typed.left} more got pyflakes only (at most {MAX_TYPE_CHECKED} a call: narrow path)"
-                      if typed.left else "") + ".]")
+    if typed.total:
+        out.append(f"[Type-checked by {typed.said()}"
+                   + (f"; {typed.left} more got the syntax tree's findings only (at most {MAX_TYPE_CHECKED} a call: "
+                      "narrow path)" if typed.left else "") + ".]")
     if typed.note is not None:
-        out.append(f"[Not type-checked: {typed.note}; pyflakes' findings instead.]")
+        out.append(f"[Not type-checked: {typed.note}; the syntax tree's findings instead (in Python, pyflakes').]")
     out += folder.skipped_note()
     return result("\n".join(out), {"path": folder.shown, "findings": found, "errors": counts["error"],
                                    "warnings": counts["warning"], "files_checked": checked, "truncated": truncated,
                                    "skipped": folder.skipped, "skipped_files": folder.skipped_files,
-                                   "type_checked": typed.checked, "language_server": typed.server if typed.checked else None,
+                                   "type_checked": typed.total, "language_server": typed.server,
                                    "language_server_note": typed.note})
 
 
@@ -131,12 +163,13 @@ def _findings(roots: Roots, real: str, shown: str, check: Callable[[], None], ty
     """One file's findings, from the language server or the parse worker (a file too large, binary or unreadable
     is Skipped)."""
     source = read_source(roots, real, shown)
-    if source.language == "python" and typed.take():
+    of = typed.take(source.language)
+    if of is not None:
         try:
             return {"checked": "type-checked",
-                    "findings": precise.diagnostics(roots, "python", {real: source.text}, check)[real]}
+                    "findings": precise.diagnostics(roots, of, {real: source.text}, check)[real]}
         except NotReady as err:
-            typed.failed(err.note)
+            typed.failed(of, err.note)
     if source.language != "python":
         check_parsable(source)  # (CPython's parser takes any line; tree-sitter is given none too long)
     try:

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
-from ..lsp.installed import LANGUAGES
+from ..lsp.installed import LANGUAGES, backend
 from ..lsp.servers import SERVERS, LanguageServer, NotReady
 from ..uris import file_uri, uri_path
 from .source import read_source
+from .symbols import language_for
 
 if TYPE_CHECKING:
     from ..roots import Roots
@@ -164,7 +165,7 @@ def _findings(items: list[Any], text: str, name: str) -> list[list[Any]]:
 
 
 MAX_EDIT_CHECKS = 5
-"""Edited Python files a write has the language server check at most (two type checks each: before and after)."""
+"""Edited files a write has the language servers check at most (two type checks each: before and after)."""
 EDIT_CHECK_TIMEOUT = 10.0
 """The most a write's result waits for the language server's checks, all together (the write is done)."""
 Edited = tuple[str, str, "str | None", str]
@@ -172,34 +173,41 @@ Edited = tuple[str, str, "str | None", str]
 
 
 def new_diagnostics(roots: Roots, edited: list[Edited], check: Callable[[], None]) -> tuple[list[dict[str, Any]], str | None]:
-    """The errors and warnings the language server finds in the edited Python files after the change that it did
-    not find before (matched by severity, rule and message, wherever the lines moved), and a note when it could
-    not check them all (not ready: never waited for; too many files; too slow). The files are checked together,
-    as they were, then as they are (the change to one may break another)."""
-    python = [item for item in edited if item[0].endswith((".py", ".pyi"))]
-    if not python:
+    """The errors and warnings the language servers find in the edited files of their languages after the change
+    that they did not find before (matched by severity, rule and message, wherever the lines moved), and a note
+    when they could not check them all (not ready: never waited for; too many files; too slow). The files of a
+    language are checked together, as they were, then as they are (the change to one may break another)."""
+    typed = [(item, language) for item in edited if (language := backend(language_for(item[0]))) is not None]
+    if not typed:
         return [], None
-    checked = python[:MAX_EDIT_CHECKS]
+    checked = typed[:MAX_EDIT_CHECKS]
     deadline = time.monotonic() + EDIT_CHECK_TIMEOUT
-    try:
-        server = _server(roots, "python")
-        before = diagnostics(roots, "python", {real: old for real, _, old, _ in checked if old is not None}, check,
-                             _left(deadline, server))
-        after = diagnostics(roots, "python", {real: new for real, _, _, new in checked}, check, _left(deadline, server))
-    except NotReady as err:
-        return [], err.note
     found: list[dict[str, Any]] = []
-    for real, shown, _, _ in checked:
-        seen = Counter((level, code, message) for *_, level, code, message in before.get(real, []))
-        for line, column, level, code, message in after[real]:
-            if seen[(level, code, message)]:
-                seen[(level, code, message)] -= 1
-                continue
-            found.append({"path": shown, "line": line, "column": column, "severity": level, "code": code,
-                          "message": message})
-    left = len(python) - MAX_EDIT_CHECKS
-    return found, (f"the first {MAX_EDIT_CHECKS} of {len(python)} edited Python files were type-checked (at most "
-                   f"{MAX_EDIT_CHECKS} a write)" if left > 0 else None)
+    notes: list[str] = []
+    for language in BACKENDS:
+        mine = [item for item, of in checked if of == language]
+        if not mine:
+            continue
+        try:
+            server = _server(roots, language)
+            before = diagnostics(roots, language, {real: old for real, _, old, _ in mine if old is not None}, check,
+                                 _left(deadline, server))
+            after = diagnostics(roots, language, {real: new for real, _, _, new in mine}, check, _left(deadline, server))
+        except NotReady as err:
+            notes.append(err.note)
+            continue
+        for real, shown, _, _ in mine:
+            seen = Counter((level, code, message) for *_, level, code, message in before.get(real, []))
+            for line, column, level, code, message in after[real]:
+                if seen[(level, code, message)]:
+                    seen[(level, code, message)] -= 1
+                    continue
+                found.append({"path": shown, "line": line, "column": column, "severity": level, "code": code,
+                              "message": message})
+    if len(typed) > MAX_EDIT_CHECKS:
+        notes.append(f"the first {MAX_EDIT_CHECKS} of {len(typed)} edited files with a language server were "
+                     f"type-checked (at most {MAX_EDIT_CHECKS} a write)")
+    return found, "; ".join(notes) or None
 
 
 def definitions(roots: Roots, language: str, place: Place, check: Callable[[], None],

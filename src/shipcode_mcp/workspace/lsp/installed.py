@@ -27,6 +27,9 @@ HEAP_MIB = 3072
 repository holds its parse and binding trees there."""
 LANGUAGES = ("python", "typescript")
 """The languages with a language server backend; "typescript" answers for JavaScript too (`backend`)."""
+INSTALL = {"python": "pip install 'shipcode-mcp[precise]'",
+           "typescript": "npm install -g typescript-language-server typescript, with the 'precise' extra for its Node.js"}
+"""How the language server of each backend is installed, as a note that it is missing says."""
 _BACKENDS = {"python": "python", "typescript": "typescript", "tsx": "typescript", "javascript": "typescript"}
 _LANGUAGE_IDS = {".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "typescriptreact",
                  ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascriptreact"}
@@ -63,6 +66,10 @@ class Installed:
     enumerates: bool = False
     """Whether the server finds the workspace's files itself and logs when it has (pyright): a file made or removed
     is waited for."""
+    pulls_diagnostics: bool = True
+    """Whether a file's diagnostics are asked with LSP's `textDocument/diagnostic` (pyright); otherwise of tsserver
+    itself, through typescript-language-server's `typescript.tsserverRequest` command (it only pushes them,
+    whenever it likes)."""
 
     def language_id(self, path: str) -> str:
         """LSP's language id of the file `path`."""
@@ -131,7 +138,7 @@ def _typescript() -> Installed | None:
     return Installed("typescript", "typescript-language-server", f"{version} (typescript {typescript})",
                      (node, f"--max-old-space-size={HEAP_MIB // 4}", script, "--stdio"), (modules, node_folder),
                      (("OPENSSL_CONF", os.devnull),), tuple(_LANGUAGE_IDS), tuple(_LANGUAGE_IDS.items()),
-                     options, opens=True, scratch=True)
+                     options, opens=True, scratch=True, pulls_diagnostics=False)
 
 
 def _version(manifest: str) -> str:

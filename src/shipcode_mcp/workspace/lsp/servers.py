@@ -37,7 +37,7 @@ from ..listing import list_files
 from ..sandbox import MIB, Limits, unavailable_reason
 from ..uris import file_uri
 from .connection import Connection, Gone, Refused, TimedOut
-from .installed import HEAP_MIB, LANGUAGES, Installed, find
+from .installed import HEAP_MIB, INSTALL, LANGUAGES, Installed, find
 
 LIMITS = Limits(address_space=(HEAP_MIB + 3072) * MIB, cpu_seconds=6 * 3600, open_files=4096)
 """The server's resource limits: its heap (installed.HEAP_MIB) and Node's own reservations within the address
@@ -300,10 +300,18 @@ class LanguageServer:
                 self.catch_up()
                 with self._opened(connection, texts, deadline):
                     for real in texts:
-                        answer = self._ask("textDocument/diagnostic", {"textDocument": {"uri": file_uri(real)}}, deadline,
-                                           check, looked=True)
-                        items = answer.get("items") if isinstance(answer, dict) else None
-                        found[real] = items if isinstance(items, list) else []
+                        if self.installed.pulls_diagnostics:
+                            answer = self._ask("textDocument/diagnostic", {"textDocument": {"uri": file_uri(real)}},
+                                               deadline, check, looked=True)
+                            items = answer.get("items") if isinstance(answer, dict) else None
+                            found[real] = items if isinstance(items, list) else []
+                        else:
+                            found[real] = [item for kind in ("syntacticDiagnosticsSync", "semanticDiagnosticsSync")
+                                           for item in _tsserver_diagnostics(self._ask(
+                                               "workspace/executeCommand", {"command": "typescript.tsserverRequest",
+                                                                            "arguments": [kind, {"file": real,
+                                                                                                 "includeLinePosition": True}]},
+                                               deadline, check, looked=True))]
             except (TimedOut, Gone) as err:
                 raise self._not_ready(err) from None
         return found
@@ -474,7 +482,7 @@ class LanguageServers:
             raise NotReady(f"no language server is started without the kernel sandbox ({missing})")
         installed = self.installed(language)
         if installed is None:
-            raise NotReady(f"no language server for {language} is installed (pip install 'shipcode-mcp[precise]')")
+            raise NotReady(f"no language server for {language} is installed ({INSTALL.get(language, 'none is known')})")
         roots = tuple(sorted(roots))  # (the same folders in another order: the same server)
         key = (language, roots)
         with self._lock:
@@ -535,6 +543,27 @@ class LanguageServers:
 
 SERVERS = LanguageServers()
 """The process's language servers (`--precise` turns them on: SERVERS.enabled)."""
+
+
+_CATEGORIES = {"error": 1, "warning": 2, "suggestion": 4, "message": 3}
+"""tsserver's diagnostic categories as LSP's severities."""
+
+
+def _tsserver_diagnostics(answer: Any) -> list[dict[str, Any]]:
+    """tsserver's diagnostics (a `*DiagnosticsSync` response, with line positions) as LSP diagnostics: tsserver's
+    lines and offsets are 1-based, its offsets in UTF-16 code units as LSP's characters; its codes are tsc's
+    (TS2322). Items of another shape are left out."""
+    body = answer.get("body") if isinstance(answer, dict) else None
+    found: list[dict[str, Any]] = []
+    for item in body if isinstance(body, list) else ():
+        start = item.get("startLocation") if isinstance(item, dict) else None
+        if not isinstance(start, dict) or not isinstance(start.get("line"), int) or not isinstance(start.get("offset"), int):
+            continue
+        found.append({"range": {"start": {"line": start["line"] - 1, "character": start["offset"] - 1}},
+                      "severity": _CATEGORIES.get(str(item.get("category")), 1),
+                      "code": f"TS{item['code']}" if isinstance(item.get("code"), int) else None,
+                      "message": str(item.get("message", ""))})
+    return found
 
 
 def _text(path: str) -> str | None:
