@@ -878,7 +878,9 @@ FIND_IMPLEMENTATIONS = {
         "interface). The class statements that name the base are found, and each base is looked up as "
         "find_definition does (scopes, imports followed across files): `scoped` when it leads to the class asked "
         "for, `name` when the scopes cannot tell; one that leads to another class of that name is left out. Each "
-        "result is `path:line: [kind] signature (class, from base)`. Python only. At most `limit` results."
+        "result is `path:line: [kind] signature (class, from base)`. Python; with --precise, TypeScript and "
+        "JavaScript too, from their language server (`exact`: the classes implementing an interface or extending a "
+        "class, the methods implementing a method, objects typed as an interface). At most `limit` results."
     ),
     "input": _object({
         "name": _string("A class (BaseAdapter) or a method with its class (BaseAdapter.send), qualified further with "
@@ -899,13 +901,15 @@ FIND_IMPLEMENTATIONS = {
             "qualified_name": _STR,
             "class": {"type": "string", "description": "the derived class"},
             "base": {"type": "string", "description": "the class its statement derives it from"},
-            "precision": {"type": "string", "enum": ["scoped", "name"],
-                          "description": "scoped: its base leads to the class asked for; name: the scopes cannot tell"},
+            "precision": {"type": "string", "enum": ["exact", "scoped", "name"],
+                          "description": "exact: the language server's (--precise); scoped: its base leads to the class "
+                                         "asked for; name: the scopes cannot tell"},
         })},
         "derived_classes": {"type": "integer", "minimum": 0, "description": "classes found deriving, with the member or not"},
         "truncated": _BOOL,
         "skipped": _SKIPPED,
         "skipped_files": _SKIPPED_FILES,
+        **_LANGUAGE_SERVER,
     }),
 }
 

@@ -162,6 +162,34 @@ def test_find_definition_is_the_language_servers(project: Path, precise_tools: T
     assert "exact: typescript-language-server's" in precise_tools.last["content"][0]["text"]
 
 
+SHAPES = ("export interface Shape {\n  area(): number;\n}\n\n"
+          "export abstract class Base implements Shape {\n  abstract area(): number;\n}\n\n"
+          "export class Square extends Base {\n  area(): number { return 4; }\n}\n\n"
+          "export class Circle implements Shape {\n  area(): number { return 3; }\n}\n\n"
+          "export class Big extends Square {\n  area(): number { return 100; }\n}\n\n"
+          "class Unrelated {\n  area(): number { return 0; }\n}\n")
+
+
+def test_find_implementations_are_the_language_servers(project: Path, precise_tools: Tools) -> None:
+    (project / "src" / "shapes.ts").write_text(SHAPES)
+    with Tools(project) as plain:  # the syntax tree reads Python's class statements only
+        assert plain.data("find_implementations", {"name": "Shape"})["implementations"] == []
+
+    def answered(name: str) -> dict[str, Any]:
+        def exact_answer() -> dict[str, Any] | None:
+            data = precise_tools.data("find_implementations", {"name": name})
+            return data if data["language_server"] is not None else None
+        return wait_for(exact_answer, READY_WAIT, "the language server's answer")
+    shape = answered("Shape")  # every class that implements it, through Base and Square too
+    assert [(item["line"], item["class"], item["kind"], item["precision"]) for item in shape["implementations"]] \
+        == [(5, "Base", "class", "exact"), (9, "Square", "class", "exact"), (13, "Circle", "class", "exact"),
+            (17, "Big", "class", "exact")]
+    assert "exact: typescript-language-server's." in precise_tools.last["content"][0]["text"]
+    area = answered("Shape.area")  # the methods that implement it: never Unrelated's, nor Base's abstract one
+    assert [(item["line"], item["class"]) for item in area["implementations"]] == [(10, "Square"), (14, "Circle"), (18, "Big")]
+    assert [(item["line"], item["class"]) for item in answered("Square")["implementations"]] == [(17, "Big")]
+
+
 def _checked(tools: Tools, arguments: dict[str, Any]) -> dict[str, Any]:
     """diagnostics once the language server type-checks (earlier calls say why it does not yet)."""
     def answered() -> dict[str, Any] | None:

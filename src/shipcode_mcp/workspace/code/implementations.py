@@ -8,8 +8,10 @@ parse worker reads them), and each base expression is looked up as find_definiti
 for (`scoped`), or when the scopes cannot tell where the base leads (`name`), and left out when it leads to
 another class of that name. Derived classes are followed on (a subclass of a subclass implements too), one
 level of the hierarchy at a time: one rg and one read of each file for all of the level's classes.
-Python only: in the other languages a class statement names its interfaces in as many ways as there are
-languages, and only their language servers (not built yet) tell.
+In the other languages a class statement names its interfaces in as many ways as there are languages: only
+their language servers tell. With --precise, TypeScript's and JavaScript's implementations are tsserver's
+(`exact`): the classes that implement an interface or extend a class (directly or not), the methods that
+implement a method, the objects typed as an interface.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ...primitives import ToolError
+from ...primitives import ToolError, inside
+from ..lsp.servers import NotReady
 from ..text import place, plural, printable, result
+from . import precise
 from .definition import Follow, ModuleFiles, in_root
 from .names import word_regex
 from .parsers import POOL, Failed
-from .references import QUERY, python_definitions
+from .references import QUERY, definition_places, python_definitions
 from .source import Folder, Source, cached_outline, known_language, read_source
 from .symbols import Symbol
 
@@ -45,11 +49,22 @@ def find_implementations(ctx: Context, roots: Roots, name: str, path: str, limit
     folder = Folder(roots, path)
     if not folder.is_dir:
         known_language(folder.real, folder.shown)
+    note = None
+    if precise.enabled():
+        try:
+            exact = _exact(ctx, roots, query, folder, limit)
+        except NotReady as err:
+            note = err.note
+        else:
+            if exact is not None:
+                return exact
     try:
         bases, member = _bases(ctx, roots, query)
     except _NoBase as err:
-        return result(str(err), {"name": query, "bases": [], "implementations": [], "derived_classes": 0,
-                                 "truncated": False, "skipped": 0, "skipped_files": []})
+        said = f"\n[Not exact: {note}.]" if note is not None else ""
+        return result(str(err) + said, {"name": query, "bases": [], "implementations": [], "derived_classes": 0,
+                                        "truncated": False, "skipped": 0, "skipped_files": [], "language_server": None,
+                                        "language_server_note": note})
     files = ModuleFiles(ctx, roots)
     level = bases
     seen = {(item["path"], item["line"]) for item in bases}
@@ -114,7 +129,80 @@ def find_implementations(ctx: Context, roots: Roots, name: str, path: str, limit
     return result("\n".join(out), {"name": query, "bases": [{key: item[key] for key in ("path", "line", "qualified_name")}
                                                             for item in bases],
                                    "implementations": found, "derived_classes": classes, "truncated": bool(cut),
-                                   "skipped": folder.skipped, "skipped_files": folder.skipped_files})
+                                   "skipped": folder.skipped, "skipped_files": folder.skipped_files,
+                                   "language_server": None, "language_server_note": note})
+
+
+_IMPLEMENTED = frozenset({"class", "interface", "method", "property", "function", "field"})
+"""Kinds of definitions a language server is asked the implementations of (a method may be outlined as a
+function-valued property or field)."""
+
+
+def _exact(ctx: Context, roots: Roots, query: str, folder: Folder, limit: int) -> ToolResult | None:
+    """The implementations under `folder` of the TypeScript and JavaScript classes, interfaces and methods `query`
+    names, as their language server finds them; None when the roots define none (the syntax tree answers);
+    NotReady when the server cannot answer now."""
+    places, definitions = definition_places(ctx, roots, query, ("typescript",))
+    chosen = [(place, item) for place, item in zip(places, definitions, strict=True) if item["kind"] in _IMPLEMENTED]
+    if not chosen:
+        return None
+    server = precise.server_name(roots, "typescript")
+    asked = {where for where, _ in chosen}
+    found: list[dict[str, Any]] = []
+    for where, definition in chosen:
+        for item in sorted(precise.implementations(roots, "typescript", [where], ctx.check_cancelled) - asked,
+                           key=lambda item: (item.real, item.line, item.units)):
+            if inside(item.real, folder.real):
+                entry = _implemented(ctx, roots, item, definition["qualified_name"])
+                if entry is not None and all((other["path"], other["line"]) != (entry["path"], entry["line"])
+                                             for other in found):
+                    found.append(entry)
+    found.sort(key=lambda item: (item["path"], item["line"]))
+    truncated = len(found) > limit
+    found = found[:limit]
+    classes = len({(item["path"], item["class"]) for item in found})
+    ctx.report_progress(1, 1, f"done: {plural(len(found), 'implementation')}")
+    bases = [{"path": item["path"], "line": item["line"], "qualified_name": item["qualified_name"]} for _, item in chosen]
+    targets = ", ".join(f"{printable(item['qualified_name'])} ({printable(item['path'])}:{item['line']})" for item in bases[:5])
+    targets += f", and {len(bases) - 5} more" if len(bases) > 5 else ""
+    out = [f"{printable(item['path'])}:{item['line']}: [{item['kind']}] {printable(item['signature'])}  "
+           f"({printable(item['class'])}, from {printable(item['base'])})" for item in found]
+    if not found:
+        out.append(f"Nothing implements {targets} under {place(folder.shown)}, exact: {server}'s.")
+    elif truncated:
+        out.append(f"[Showing the first {plural(len(found), 'implementation')}; there are more. Narrow with path, or "
+                   "raise limit.]")
+    else:
+        out.append(f"[{plural(len(found), 'implementation')} of {printable(query)} ({targets}) under "
+                   f"{place(folder.shown)}, exact: {server}'s.]")
+    return result("\n".join(out), {"name": query, "bases": bases, "implementations": found, "derived_classes": classes,
+                                   "truncated": truncated, "skipped": 0, "skipped_files": [], "language_server": server,
+                                   "language_server_note": None})
+
+
+def _implemented(ctx: Context, roots: Roots, item: precise.Place, base: str) -> dict[str, Any] | None:
+    """What the language server named at `item`: the definition the outline lists there (a class, a method), or
+    the innermost one around it (an object typed as the interface); None when the file cannot be read now."""
+    shown = roots.display(item.real)
+    try:
+        outline = cached_outline(roots, item.real, shown, ctx.check_cancelled)
+    except (ToolError, OSError):
+        return None
+    line = item.line + 1
+    around: list[tuple[Symbol, Symbol | None]] = []
+    for top in outline:
+        stack: list[tuple[Symbol, Symbol | None]] = [(top, None)]
+        while stack:
+            symbol, parent = stack.pop()
+            if symbol.line <= line <= symbol.end_line:
+                around.append((symbol, parent))
+                stack += [(child, symbol) for child in symbol.children]
+    if not around:
+        return None
+    symbol, parent = next(((symbol, parent) for symbol, parent in reversed(around) if symbol.def_line == line), around[-1])
+    owner = parent if parent is not None and symbol.kind not in ("class", "interface") else symbol
+    return {"path": shown, "line": symbol.def_line, "kind": symbol.kind, "signature": symbol.signature,
+            "qualified_name": symbol.qualified_name, "class": owner.name, "base": base, "precision": "exact"}
 
 
 def _bases(ctx: Context, roots: Roots, query: str) -> tuple[list[dict[str, Any]], str | None]:

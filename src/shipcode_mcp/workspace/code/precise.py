@@ -131,6 +131,27 @@ def references(roots: Roots, language: str, definitions: list[Place], check: Cal
     return found
 
 
+def implementations(roots: Roots, language: str, definitions: list[Place], check: Callable[[], None]) -> set[Place]:
+    """The implementations of the interfaces, classes and methods defined at `definitions` (the classes that
+    implement or extend them, the methods that implement them), in files of the roots that the workspace's walk
+    lists, as the language server finds them; NotReady when it cannot answer now."""
+    server = _server(roots, language)
+    deadline = time.monotonic() + REQUEST_TIMEOUT
+    found: set[Place] = set()
+    for place in definitions[:MAX_DEFINITIONS]:
+        answer = server.request("textDocument/implementation", {
+            "textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units}},
+            timeout=_left(deadline, server), check=check, documents=_documents(roots, server, [place.real]))
+        items = answer if isinstance(answer, list) else [answer] if isinstance(answer, dict) else []
+        for item in items:
+            if isinstance(item, dict) and "targetUri" in item:  # a LocationLink
+                item = {"uri": item.get("targetUri"), "range": item.get("targetSelectionRange")}
+            located = _place(roots, item)
+            if located is not None and server.known(located.real):
+                found.add(located)
+    return found
+
+
 LEVELS = {1: "error", 2: "warning"}
 """LSP's diagnostic severities the tools report (information and hints are left out)."""
 MAX_MESSAGE = 2000
