@@ -198,14 +198,20 @@ async def language_server(root: Path) -> AsyncIterator[Any]:
         await asyncio.wait_for(client.shutdown_async(None), REQUEST_TIMEOUT)
         client.exit(None)
     finally:
-        server = getattr(client, "_server", None)  # pygls' stop() waits for the server's exit, however long
-        if server is not None and server.returncode is None:
-            try:
-                await asyncio.wait_for(server.wait(), 5)
-            except asyncio.TimeoutError:
-                server.kill()
-                await server.wait()
-        await asyncio.wait_for(client.stop(), 10)
+        await stop_client(client)
+
+
+async def stop_client(client: Any) -> None:
+    """Stop pygls' client and its server, killed if it has not exited within 5 s (pygls' stop() waits for the
+    server's exit, however long)."""
+    server = getattr(client, "_server", None)
+    if server is not None and server.returncode is None:
+        try:
+            await asyncio.wait_for(server.wait(), 5)
+        except asyncio.TimeoutError:
+            server.kill()
+            await server.wait()
+    await asyncio.wait_for(client.stop(), 10)
 
 
 def open_file(client: Any, root: Path, path: str) -> str:
@@ -345,17 +351,19 @@ def measure(corpus: Corpus, cache: Path, every: int = 1) -> dict[str, Any]:
     for mode, found in modes.items():
         report["modes"][mode] = score(expected, found)
         report["shared"][mode] = score([expected[i] for i in shared], [found[i] for i in shared])
-    misses = [(query, sorted(wanted - got)[:3]) for query, wanted, got in zip(queries, expected, modes["scopes, every use"],
-                                                                              strict=True) if wanted - got]
-    wrong = [(query, sorted(got - wanted)[:3]) for query, wanted, got in zip(queries, expected, modes["scoped only"],
-                                                                             strict=True) if got - wanted]
-    report["missed"] = misses[:20]
-    report["scoped_wrong"] = wrong[:20]
-    report["exact_missed"] = [(query, sorted(wanted - got)[:3]) for query, wanted, got
-                              in zip(queries, expected, modes["exact only"], strict=True) if wanted - got][:20]
-    report["exact_wrong"] = [(query, sorted(got - wanted)[:3]) for query, wanted, got
-                             in zip(queries, expected, modes["exact only"], strict=True) if got - wanted][:20]
+    report["missed"] = differences(queries, expected, modes["scopes, every use"])
+    report["scoped_wrong"] = differences(queries, expected, modes["scoped only"], missed=False)
+    report["exact_missed"] = differences(queries, expected, modes["exact only"])
+    report["exact_wrong"] = differences(queries, expected, modes["exact only"], missed=False)
     return report
+
+
+def differences(queries: list[str], expected: list[set[tuple[str, int]]], found: list[set[tuple[str, int]]],
+                missed: bool = True) -> list[tuple[str, list[tuple[str, int]]]]:
+    """The first 20 queries whose uses `found` misses (or, not `missed`, has wrong), with three of those each."""
+    out = [(query, sorted(wanted - got if missed else got - wanted)[:3])
+           for query, wanted, got in zip(queries, expected, found, strict=True)]
+    return [item for item in out if item[1]][:20]
 
 
 def evaluate(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -377,7 +385,9 @@ def evaluate(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return checks
 
 
-def render(reports: list[dict[str, Any]], checks: list[dict[str, Any]]) -> str:
+def render(reports: list[dict[str, Any]], checks: list[dict[str, Any]], ours: str = "find_references, scopes: all") -> str:
+    """The tables of a run: each corpus's modes, their times and memory (`ours`: the label of the run without a
+    language server), the checks."""
     rows = []
     for report in reports:
         for mode, figures in report["modes"].items():
@@ -387,7 +397,7 @@ def render(reports: list[dict[str, Any]], checks: list[dict[str, Any]]) -> str:
     lines = [harness.markdown_table(["corpus", "find_references", "precision", "recall",
                                      "names defined twice or more: P / R", "uses returned"], rows), ""]
     lines.append(harness.markdown_table(
-        ["corpus", "files", "symbols", "language server (pygls): first answer / all", "find_references, scopes: all",
+        ["corpus", "files", "symbols", "language server (pygls): first answer / all", ours,
          "--precise: first exact answer / all", "--precise: language server's peak memory"],
         [[r["corpus"], str(r["files"]), str(r["symbols"]), f"{r['server_first_answer']:.2f} s / {r['server_all']:.2f} s",
           f"{r['ours_all']:.2f} s", f"{r['precise_first_answer']:.2f} s / {r['precise_all']:.2f} s",
@@ -399,17 +409,20 @@ def render(reports: list[dict[str, Any]], checks: list[dict[str, Any]]) -> str:
 
 def corpus_main(argv: list[str] | None, description: str, stem: str, measure_one: Callable[..., dict[str, Any]],
                 evaluate_all: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
-                render_all: Callable[[list[dict[str, Any]], list[dict[str, Any]]], str]) -> list[dict[str, Any]]:
-    """The command line of a bench over the corpora (this one's and rename_accuracy's): which corpora, the
-    cache, where the JSON report goes (`STEM.json` in the cache); prints the tables and returns the checks."""
+                render_all: Callable[[list[dict[str, Any]], list[dict[str, Any]]], str],
+                corpora: dict[str, Any] | None = None, smoke: str = "requests") -> list[dict[str, Any]]:
+    """The command line of a bench over the corpora (this one's, or `corpora`, whose `smoke` one --smoke measures):
+    which corpora, the cache, where the JSON report goes (`STEM.json` in the cache); prints the tables and returns
+    the checks."""
+    corpora = corpora or CORPORA
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--corpus", action="append", choices=sorted(CORPORA), help="a corpus (default: all)")
-    parser.add_argument("--smoke", action="store_true", help="requests, one symbol in four")
+    parser.add_argument("--corpus", action="append", choices=sorted(corpora), help="a corpus (default: all)")
+    parser.add_argument("--smoke", action="store_true", help=f"{smoke}, one symbol in four")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--json", type=Path, help="where the report goes (default: the cache folder)")
     options = parser.parse_args(argv)
-    names = ["requests"] if options.smoke else options.corpus or list(CORPORA)
-    reports = [measure_one(CORPORA[name], options.cache, 4 if options.smoke else 1) for name in names]
+    names = [smoke] if options.smoke else options.corpus or list(corpora)
+    reports = [measure_one(corpora[name], options.cache, 4 if options.smoke else 1) for name in names]
     checks = evaluate_all(reports)
     report = {"machine": harness.machine(), "corpora": reports, "checks": checks}
     out = options.json or options.cache / f"{stem}{'_smoke' if options.smoke else ''}.json"

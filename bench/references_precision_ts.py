@@ -26,7 +26,6 @@ Results: .bench-cache/references_precision_ts.json.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import contextlib
@@ -46,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 import run as harness  # bench/run.py: tables, machine facts
-from references_precision import Symbol, Unreachable, in_root, query_of, score
+from references_precision import Symbol, Unreachable, corpus_main, differences, in_root, query_of, score, stop_client
+from references_precision import render as render_tables
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CACHE = harness.DEFAULT_CACHE
@@ -172,14 +172,7 @@ async def language_server(root: Path, bin_folder: Path) -> AsyncIterator[Any]:
         await asyncio.wait_for(client.shutdown_async(None), REQUEST_TIMEOUT)
         client.exit(None)
     finally:
-        server = getattr(client, "_server", None)
-        if server is not None and server.returncode is None:
-            try:
-                await asyncio.wait_for(server.wait(), 5)
-            except asyncio.TimeoutError:
-                server.kill()
-                await server.wait()
-        await asyncio.wait_for(client.stop(), 10)
+        await stop_client(client)
 
 
 def open_file(client: Any, root: Path, path: str) -> str:
@@ -331,12 +324,9 @@ def measure(corpus: Corpus, cache: Path, every: int = 1) -> dict[str, Any]:
     for mode, found in modes.items():
         report["modes"][mode] = score(expected, found)
         report["shared"][mode] = score([expected[i] for i in shared], [found[i] for i in shared])
-    report["exact_missed"] = [(query, sorted(wanted - got)[:3]) for query, wanted, got
-                              in zip(queries, expected, modes["exact only"], strict=True) if wanted - got][:20]
-    report["exact_wrong"] = [(query, sorted(got - wanted)[:3]) for query, wanted, got
-                             in zip(queries, expected, modes["exact only"], strict=True) if got - wanted][:20]
-    report["name_missed"] = [(query, sorted(wanted - got)[:3]) for query, wanted, got
-                             in zip(queries, expected, modes["by name"], strict=True) if wanted - got][:20]
+    report["exact_missed"] = differences(queries, expected, modes["exact only"])
+    report["exact_wrong"] = differences(queries, expected, modes["exact only"], missed=False)
+    report["name_missed"] = differences(queries, expected, modes["by name"])
     return report
 
 
@@ -354,39 +344,11 @@ def evaluate(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def render(reports: list[dict[str, Any]], checks: list[dict[str, Any]]) -> str:
-    rows = []
-    for report in reports:
-        for mode, figures in report["modes"].items():
-            shared = report["shared"][mode]
-            rows.append([report["corpus"], mode, f"{figures['precision']:.3f}", f"{figures['recall']:.3f}",
-                         f"{shared['precision']:.3f} / {shared['recall']:.3f}", f"{figures['returned']:,}"])
-    lines = [harness.markdown_table(["corpus", "find_references", "precision", "recall",
-                                     "names defined twice or more: P / R", "uses returned"], rows), ""]
-    lines.append(harness.markdown_table(
-        ["corpus", "files", "symbols", "language server (pygls): first answer / all", "find_references, no server: all",
-         "--precise: first exact answer / all", "--precise: language server's peak memory"],
-        [[r["corpus"], str(r["files"]), str(r["symbols"]), f"{r['server_first_answer']:.2f} s / {r['server_all']:.2f} s",
-          f"{r['ours_all']:.2f} s", f"{r['precise_first_answer']:.2f} s / {r['precise_all']:.2f} s",
-          f"{r['precise_rss'] / 2**20:.0f} MiB"] for r in reports]))
-    lines += ["", harness.markdown_table(["target", "measured", "verdict"],
-                                         [[c["target"], c["measured"], "met" if c["met"] else "MISSED"] for c in checks])]
-    return "\n".join(lines)
+    return render_tables(reports, checks, "find_references, no server: all")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--corpus", action="append", choices=sorted(CORPORA), help="a corpus (default: all)")
-    parser.add_argument("--smoke", action="store_true", help="immer, one symbol in four")
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    parser.add_argument("--json", type=Path, help="where the report goes (default: the cache folder)")
-    options = parser.parse_args(argv)
-    names = ["immer"] if options.smoke else options.corpus or list(CORPORA)
-    reports = [measure(CORPORA[name], options.cache, 4 if options.smoke else 1) for name in names]
-    checks = evaluate(reports)
-    out = options.json or options.cache / f"references_precision_ts{'_smoke' if options.smoke else ''}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": harness.machine(), "corpora": reports, "checks": checks}, indent=1))
-    print(render(reports, checks))
+    corpus_main(argv, __doc__.split("\n", 1)[0], "references_precision_ts", measure, evaluate, render, CORPORA, "immer")
     return 0
 
 

@@ -1,6 +1,7 @@
 """What the language server tests share: a Python interpreter a sandboxed child can run (the program, and what
-it reads to start), the LSP framing every fake language server written in Python starts with, and the
-measures of what a hostile server costs us (this process's memory, a thread it killed)."""
+it reads to start), the LSP framing every fake language server written in Python starts with, the
+measures of what a hostile server costs us (this process's memory, a thread it killed), and the waits for a
+real server's first precise answers."""
 
 from __future__ import annotations
 
@@ -8,9 +9,17 @@ import os
 import sys
 import sysconfig
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from support import family, wait_for
+from workspace_support import Tools
+
+READY_WAIT = 120.0
+"""The longest a test waits for a language server's first precise answer (a loaded CI machine)."""
 
 PYTHON = os.path.realpath(sys.executable)
 """The interpreter itself, not the virtualenv's link to it: what the sandbox lets a child run (with -I -S it
@@ -139,3 +148,46 @@ def record_thread_deaths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(threading, "excepthook", record)
     return died
+
+
+def sites(data: dict[str, Any], label: str) -> set[tuple[str, int]]:
+    """(path, line) of the references of a find_references result labelled `label`."""
+    return {(item["path"], item["line"]) for item in data["references"] if item["precision"] == label}
+
+
+def exact(tools: Tools, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    """find_references of `name` once the language server answers it (earlier calls answer from the syntax tree
+    and say why: each is checked to say so)."""
+    def answered() -> dict[str, Any] | None:
+        data = tools.data("find_references", {"name": name, **(arguments or {})})
+        if data["language_server"] is None:
+            assert data["language_server_note"] and "Not exact" in tools.last["content"][0]["text"], data
+            time.sleep(0.2)
+            return None
+        return data
+    return wait_for(answered, READY_WAIT, "the language server's answer")
+
+
+def type_checked(tools: Tools, arguments: dict[str, Any]) -> dict[str, Any]:
+    """diagnostics once the language server type-checks (earlier calls say why it does not yet)."""
+    def answered() -> dict[str, Any] | None:
+        data = tools.data("diagnostics", arguments)
+        if not data["type_checked"]:
+            assert "Not type-checked" in tools.last["content"][0]["text"], data
+            time.sleep(0.2)
+            return None
+        return data
+    return wait_for(answered, READY_WAIT, "the language server's type checks")
+
+
+def descendants_running(server_pid: int, *markers: bytes) -> list[int]:
+    """The server's descendants whose command line holds one of `markers` (a language server's script)."""
+    found = []
+    for pid in family(server_pid):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if any(marker in command for marker in markers):
+            found.append(pid)
+    return found

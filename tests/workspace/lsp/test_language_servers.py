@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsp_support import READY_WAIT, descendants_running, exact, sites, type_checked
 
 from shipcode_mcp.workspace.code import precise
 from shipcode_mcp.workspace.lsp import installed, servers
 from shipcode_mcp.workspace.lsp.servers import LanguageServers, NotReady
 from shipcode_mcp.workspace.roots import Roots
 from shipcode_mcp.workspace.tools import run
-from support import family, wait_for
+from support import wait_for
 from workspace_support import Tools, context
 
 pytest.importorskip("ast_grep_py")
@@ -38,8 +39,6 @@ PACKAGE = {
                     "    {}.get('c')\n"
                     "    return anything.get('d')\n"),
 }
-READY_WAIT = 120.0
-"""The longest a test waits for the language server's first exact answer (a loaded CI machine)."""
 
 
 @pytest.fixture
@@ -51,34 +50,9 @@ def package(tmp_path: Path) -> Path:
     return root
 
 
-def _sites(data: dict[str, Any], label: str) -> set[tuple[str, int]]:
-    return {(item["path"], item["line"]) for item in data["references"] if item["precision"] == label}
-
-
-def exact(tools: Tools, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-    """find_references of `name` once the language server answers it (earlier calls answer from the syntax tree
-    and say why: each is checked to say so)."""
-    def answered() -> dict[str, Any] | None:
-        data = tools.data("find_references", {"name": name, **(arguments or {})})
-        if data["language_server"] is None:
-            assert data["language_server_note"] and "Not exact" in tools.last["content"][0]["text"], data
-            time.sleep(0.2)
-            return None
-        return data
-    return wait_for(answered, READY_WAIT, "the language server's answer")
-
-
 def language_server_pids(server_pid: int) -> list[int]:
     """The language servers among the server's descendants (by their command line)."""
-    found = []
-    for pid in family(server_pid):
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"langserver.index.js" in command:
-            found.append(pid)
-    return found
+    return descendants_running(server_pid, b"langserver.index.js")
 
 
 @pytest.fixture
@@ -97,13 +71,13 @@ def test_the_python_language_server_is_found_in_this_environment() -> None:
 def test_find_references_is_exact_where_only_types_can_tell(package: Path, precise_tools: Tools) -> None:
     with Tools(package) as plain:  # the syntax tree alone: made.get is only the name
         scoped = plain.data("find_references", {"name": "Client.get"})
-    assert ("shop/use.py", 6) in _sites(scoped, "name") and scoped["language_server"] is None
+    assert ("shop/use.py", 6) in sites(scoped, "name") and scoped["language_server"] is None
     assert scoped["language_server_note"] is None  # (no --precise: nothing to say)
     data = exact(precise_tools, "Client.get")
     assert data["language_server"] == "basedpyright" and data["language_server_note"] is None
-    assert _sites(data, "exact") == {("shop/client.py", 2), ("shop/use.py", 6)}
-    assert _sites(data, "name") == {("shop/use.py", 9)}  # anything.get: no type tells what it is
-    assert not {("shop/use.py", 7), ("shop/use.py", 8)} & (_sites(data, "name") | _sites(data, "exact"))  # Cache, dict
+    assert sites(data, "exact") == {("shop/client.py", 2), ("shop/use.py", 6)}
+    assert sites(data, "name") == {("shop/use.py", 9)}  # anything.get: no type tells what it is
+    assert not {("shop/use.py", 7), ("shop/use.py", 8)} & (sites(data, "name") | sites(data, "exact"))  # Cache, dict
     definition = next(item for item in data["references"] if item["definition"])
     assert (definition["path"], definition["line"], definition["column"]) == ("shop/client.py", 2, 9)
     text = precise_tools.last["content"][0]["text"]
@@ -111,7 +85,7 @@ def test_find_references_is_exact_where_only_types_can_tell(package: Path, preci
     assert "basedpyright does not tie these to Client.get" in text
     # A bare name asks for every definition of that name in the workspace: Cache.get's uses too, never dict's.
     bare = exact(precise_tools, "get")
-    assert _sites(bare, "exact") == {("shop/client.py", 2), ("shop/client.py", 7), ("shop/use.py", 6), ("shop/use.py", 7)}
+    assert sites(bare, "exact") == {("shop/client.py", 2), ("shop/client.py", 7), ("shop/use.py", 6), ("shop/use.py", 7)}
     assert [item["qualified_name"] for item in bare["definitions"]] == ["Client.get", "Cache.get"]
 
 
@@ -141,9 +115,9 @@ def test_changes_on_disk_are_seen_by_the_next_answer(package: Path, precise_tool
     use.write_text(use.read_text().replace("    made.get('a')  # only make's return annotation says this is Client.get\n",
                                            "    made.get\n    made.get('a')\n"))
     data = exact(precise_tools, "Client.get")
-    assert _sites(data, "exact") == {("shop/client.py", 2), ("shop/use.py", 6), ("shop/use.py", 7), ("shop/more.py", 3)}
+    assert sites(data, "exact") == {("shop/client.py", 2), ("shop/use.py", 6), ("shop/use.py", 7), ("shop/more.py", 3)}
     (package / "shop" / "more.py").unlink()
-    assert ("shop/more.py", 3) not in _sites(exact(precise_tools, "Client.get"), "exact")
+    assert ("shop/more.py", 3) not in sites(exact(precise_tools, "Client.get"), "exact")
 
 
 def test_columns_are_characters_where_the_server_counts_utf16_units(package: Path, precise_tools: Tools) -> None:
@@ -161,8 +135,8 @@ def test_a_crashed_language_server_is_started_again(precise_tools: Tools) -> Non
     wait_for(lambda: first not in language_server_pids(precise_tools.process.proc.pid), 10, "the kill")
     data = precise_tools.data("find_references", {"name": "Client.get"})  # answered at once, from the syntax tree
     assert data["language_server"] is None and "failed" in data["language_server_note"]
-    assert ("shop/client.py", 2) in _sites(data, "scoped")
-    assert _sites(exact(precise_tools, "Client.get"), "exact") == {("shop/client.py", 2), ("shop/use.py", 6)}
+    assert ("shop/client.py", 2) in sites(data, "scoped")
+    assert sites(exact(precise_tools, "Client.get"), "exact") == {("shop/client.py", 2), ("shop/use.py", 6)}
     [second] = language_server_pids(precise_tools.process.proc.pid)
     assert second != first
 
@@ -235,7 +209,7 @@ def test_a_slow_answer_is_not_waited_for(package: Path, registry: LanguageServer
     data = run("find_references", context(), roots, name="Client.get").structured or {}
     assert time.monotonic() - started < 10
     assert data["language_server"] is None and "took longer than" in data["language_server_note"]
-    assert ("shop/client.py", 2) in _sites(data, "scoped")
+    assert ("shop/client.py", 2) in sites(data, "scoped")
 
 
 def test_a_missing_language_server_is_said_once_asked(package: Path, registry: LanguageServers) -> None:
@@ -245,24 +219,12 @@ def test_a_missing_language_server_is_said_once_asked(package: Path, registry: L
     assert registry.running() == []
 
 
-def _checked(tools: Tools, arguments: dict[str, Any]) -> dict[str, Any]:
-    """diagnostics once the language server type-checks (earlier calls say why it does not yet)."""
-    def answered() -> dict[str, Any] | None:
-        data = tools.data("diagnostics", arguments)
-        if not data["type_checked"]:
-            assert "Not type-checked" in tools.last["content"][0]["text"], data
-            time.sleep(0.2)
-            return None
-        return data
-    return wait_for(answered, READY_WAIT, "the language server's type checks")
-
-
 def test_diagnostics_are_the_language_servers_type_checks(package: Path, precise_tools: Tools) -> None:
     use = package / "shop" / "use.py"
     use.write_text(use.read_text().replace("made.get('a')", "made.fetch('a')"))
     with Tools(package) as plain:  # pyflakes cannot know that Client has no fetch
         assert plain.data("diagnostics", {"path": "shop"})["findings"] == []
-    data = _checked(precise_tools, {"path": "shop"})
+    data = type_checked(precise_tools, {"path": "shop"})
     assert data["type_checked"] == 3 and data["language_server"] == "basedpyright"
     assert [(item["path"], item["line"], item["column"], item["severity"], item["code"]) for item in data["findings"]] == [
         ("shop/use.py", 6, 10, "error", "reportAttributeAccessIssue")]
@@ -271,7 +233,7 @@ def test_diagnostics_are_the_language_servers_type_checks(package: Path, precise
 
 
 def test_an_edit_returns_the_new_diagnostics_of_the_edited_file(package: Path, precise_tools: Tools) -> None:
-    _checked(precise_tools, {"path": "shop/use.py"})  # ready
+    type_checked(precise_tools, {"path": "shop/use.py"})  # ready
     use = package / "shop" / "use.py"
     use.write_text(use.read_text() + "\n\nBROKEN: int = 'x'  # an error before the edit: not new\n")
     result = precise_tools.call("edit_file", {"path": "shop/use.py", "old_text": "made.get('a')", "new_text": "made.fetch('a')"})
@@ -336,7 +298,7 @@ def test_files_the_server_leaves_out_keep_their_scoped_uses(package: Path) -> No
                                                       "from shop.client import Client\nClient().get('y')\n")
     with Tools(package, write=True, precise=True) as tools:
         data = exact(tools, "Client.get")
-        assert ("tests/test_client.py", 5) in _sites(data, "scoped") and ("shop/use.py", 6) in _sites(data, "exact")
+        assert ("tests/test_client.py", 5) in sites(data, "scoped") and ("shop/use.py", 6) in sites(data, "exact")
         renamed = tools.data("rename_symbol", {"name": "Client.get", "new_name": "download"})
     assert renamed["language_server"] == "basedpyright"
     assert "Client().download('y')" in (package / "tests" / "test_client.py").read_text()

