@@ -112,7 +112,7 @@ class Case:
     symbols: int  # how many the corpus has
     chosen: list[Symbol]
     queries: list[str]  # ours
-    name_paths: list[tuple[str, str | None]]  # Serena's, and the one with an overload index where the name repeats
+    name_paths: list[tuple[str, str]]  # Serena's, and the one with an overload index, asked when that is ambiguous
     expected: list[set[tuple[str, int]]]
     imports: set[tuple[str, int]]  # the lines of the corpus's import statements
     truth_first: float
@@ -127,14 +127,16 @@ def sample(every: list[Symbol], count: int) -> list[Symbol]:
 
 
 def serena_name_paths(chosen: list[Symbol], every: list[Symbol], module: Callable[[str], tuple[str, ...]],
-                      ) -> list[tuple[str, str | None]]:
-    """Serena's name path of each symbol (its class and name, `/` between), with the overload index Serena gives
-    to siblings of the same name (their order in the file) where the file defines the name path more than once."""
-    paths = []
+                      ) -> list[tuple[str, str]]:
+    """Serena's name path of each symbol (its class and name, `/` between), and the one to ask when Serena answers
+    that it is ambiguous (several siblings of that name: overloads, a property's setter): with the overload index
+    Serena gives them, their order in the file (the symbol's among the definitions of the name path the other
+    benches list in the file; 0, the first, where they list one: TypeScript's overload signatures)."""
+    paths: list[tuple[str, str]] = []
     for symbol in chosen:
         name_path = "/".join(symbol.dotted[len(module(symbol.path)):])
         same = [other for other in every if other.path == symbol.path and other.dotted == symbol.dotted]
-        paths.append((name_path, f"{name_path}[{same.index(symbol)}]" if len(same) > 1 else None))
+        paths.append((name_path, f"{name_path}[{same.index(symbol)}]"))
     return paths
 
 
@@ -597,8 +599,6 @@ def run_serena(case: Case, work: Path, cache: Path, label: str, serena: Serena) 
                     lines: set[tuple[str, int]] | None = None
                     text = ""
                     for attempt in (name_path, indexed):
-                        if attempt is None:
-                            break
                         result = client.call("find_referencing_symbols", {"name_path": attempt, "relative_path": symbol.path,
                                                                           "max_answer_chars": MAX_ANSWER_CHARS})
                         calls += 1

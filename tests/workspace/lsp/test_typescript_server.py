@@ -264,8 +264,8 @@ def test_no_typescript_server_stays_for_a_workspace_without_its_files(tmp_path: 
 
 
 # -- a real project: every function, class and method of immer against the language server asked directly ----
-@pytest.mark.timeout(900)
-def test_exact_references_are_the_language_servers_on_a_real_project(server_path: str) -> None:
+def immer() -> tuple[Any, Path]:
+    """bench/references_precision_ts.py, and immer's sources from npm (pinned, fetched once)."""
     bench = load_script(REPO / "bench" / "references_precision_ts.py", "bench_references_precision_ts")
     PEER_CACHE.mkdir(parents=True, exist_ok=True)
     with FileLock(str(PEER_CACHE / "corpora.lock")):
@@ -276,9 +276,34 @@ def test_exact_references_are_the_language_servers_on_a_real_project(server_path
                 raise
             pytest.skip(f"npm cannot be reached for the corpus: {err}")
     assert (root / "src" / "core" / "immerClass.ts").is_file()
+    return bench, root
+
+
+def test_generic_call_signatures_do_not_hide_the_rest_of_a_file() -> None:
+    """immer's IProduce lists its overloads as generic call signatures, one a line without `;`: tree-sitter's
+    grammar read `): Curried` and the next line's `<Recipe extends AnyFunc>(` as one type, and lost the rest of
+    the file (the outline ended at line 154; find_symbol missed IProduce, Producer, never_used)."""
+    from shipcode_mcp.workspace.code.outline import outline, parse
+
+    _, root = immer()
+    text = (root / "src" / "types" / "types-external.ts").read_text()
+    assert parse(text, "typescript").find(kind="ERROR") is None
+    found = {(symbol.name, symbol.def_line) for symbol in outline(text, "typescript")}
+    assert {("IProduce", 187), ("IProduceWithPatches", 234), ("Producer", 267), ("never_used", 271)} <= found
+    call = parse(text, "typescript").find(kind="call_signature")
+    assert call is not None and call.text().startswith("<Curried>(")  # the tree's text is the file's, offsets too
+    with Tools(root) as tools:
+        [symbol] = tools.data("find_symbol", {"name": "never_used"})["symbols"]
+        assert (symbol["path"], symbol["end_line"]) == ("src/types/types-external.ts", 271)
+
+
+@pytest.mark.timeout(900)
+def test_exact_references_are_the_language_servers_on_a_real_project(server_path: str) -> None:
+    bench, _ = immer()
     report: dict[str, Any] = bench.measure(bench.CORPORA["immer"], PEER_CACHE)
     assert report["symbols"] > 50  # every function, class and method (54), not a sample
     exact_only, by_name = report["modes"]["exact only"], report["modes"]["by name"]
     assert exact_only["precision"] >= 0.97 and exact_only["recall"] >= 0.97, report["exact_wrong"] + report["exact_missed"]
+    assert report["unanswered"] == []  # every symbol's definition found, so asked of the server
     assert report["modes"]["precise, every use"]["recall"] >= 0.97
     assert by_name["precision"] < exact_only["precision"]  # what the language server adds

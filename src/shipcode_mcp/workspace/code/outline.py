@@ -68,10 +68,36 @@ class _Item:
 
 
 def parse(text: str, language: str) -> SgNode:
-    """The root of `text`'s tree (ast-grep-py is imported here, on first use)."""
+    """The root of `text`'s tree (ast-grep-py is imported here, on first use). A TypeScript text the grammar
+    cannot read is read again with its generic call signatures separated (`_separated`), and that tree is taken
+    when it reads more."""
     from ast_grep_py import SgRoot
 
-    return SgRoot(text, language).root()
+    root = SgRoot(text, language).root()
+    if language == "typescript" and root.find(kind="ERROR") is not None:
+        separated = _separated(text)
+        if separated != text:
+            again = SgRoot(separated, language).root()
+            if len(again.find_all(kind="ERROR")) < len(root.find_all(kind="ERROR")):
+                return again
+    return root
+
+
+_CALL_SIGNATURE = re.compile(r"(?<=\S)([ \t]*\n(?:[ \t]*(?://[^\n]*|/\*(?:[^*]|\*(?!/))*\*/[ \t]*)?\n)*[ \t]*)"
+                             r"([ \t])(<[ \t]*[A-Za-z_$][\w$]*[ \t]*(?:,|extends\b|=|>[ \t]*\())")
+"""A line that starts (after its indentation) with a generic call signature or construct-less method's type
+parameters (`<T>(`, `<S, A extends any[]>(`), after a line of code that does not end in `;` or `,`."""
+
+
+def _separated(text: str) -> str:
+    """`text` with a `;` in place of the last indentation character before each generic call signature that
+    starts a line: tree-sitter's TypeScript grammar reads `): Curried` then `<Recipe extends F>(` on the next line
+    as one type with type arguments (TypeScript itself does not across a line break), and the rest of the file is
+    an error. The text keeps its length, lines and columns (every offset of the tree is the text's)."""
+    return _CALL_SIGNATURE.sub(lambda found: found.group(1) + ";" + found.group(3)
+                               if not found.string[:found.start()].rstrip().endswith((";", ",", "{", "(", "[", "|", "&",
+                                                                                      "=", ":", "?", "<"))
+                               else found.group(0), text)
 
 
 def outline(text: str, language: str, root: SgNode | None = None) -> list[Symbol]:
