@@ -54,8 +54,9 @@ if TYPE_CHECKING:
     from ..roots import Roots
     from .source import Folder
 
-FORMAT = 2
-"""The schema's version (PRAGMA user_version): a database of another is built again."""
+FORMAT = 3
+"""The schema's version (PRAGMA user_version): a database of another is built again. Raised too when the outline
+of some files changes (3: TypeScript's generic call signatures read), so no stale outline is served."""
 MAX_DATABASES = 64
 """Databases kept in the index folder; the least recently used beyond these (unused for STALE_SECONDS) go."""
 STALE_SECONDS = 3600.0
