@@ -357,3 +357,19 @@ def test_at_most_two_servers_of_a_language_run(tmp_path: Path, registry: Languag
         _ready(registry, Roots([str(folder)]))
     assert len(registry.running()) == servers.MAX_SERVERS == 2
     assert {server.roots for server in registry.running()} == {(str(folders[1]),), (str(folders[2]),)}
+
+
+def test_a_language_server_that_is_not_installed_is_not_said_where_another_answers(
+        package: Path, registry: LanguageServers) -> None:
+    """With basedpyright alone, a workspace with JavaScript too: the JavaScript definition of the same name is
+    nobody's to answer, and no note says a server is missing (the answer is basedpyright's, whole)."""
+    registry._installed["typescript"] = None  # as where typescript-language-server is not installed
+    (package / "web").mkdir()
+    (package / "web" / "client.js").write_text("export class Client {\n  get(url) {\n    return url;\n  }\n}\n")
+    roots = Roots([str(package)])
+    _ready(registry, roots)
+    data = run("find_references", context(), roots, name="Client.get").structured or {}
+    assert data["language_server"] == "basedpyright" and data["language_server_note"] is None
+    assert ("web/client.js", 2) in sites(data, "name")
+    definition = run("find_definition", context(), roots, path="web/client.js", line=2, name="get").structured or {}
+    assert definition["language_server_note"] is None and definition["precision"] == "name"

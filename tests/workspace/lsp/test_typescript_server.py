@@ -6,8 +6,12 @@ function, class and method of a real project (immer, from npm) against the langu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +22,7 @@ from filelock import FileLock
 from lsp_support import READY_WAIT, descendants_running, exact, sites, type_checked
 
 from shipcode_mcp.workspace.lsp import installed
-from shipcode_mcp.workspace.lsp.servers import LanguageServer
+from shipcode_mcp.workspace.lsp.servers import LanguageServer, LanguageServers, NotReady
 from support import IN_CI, PEER_CACHE, REPO, family, load_script, wait_for
 from support import installed as script_installed
 from workspace_support import Tools
@@ -307,3 +311,129 @@ def test_exact_references_are_the_language_servers_on_a_real_project(server_path
     assert report["unanswered"] == []  # every symbol's definition found, so asked of the server
     assert report["modes"]["precise, every use"]["recall"] >= 0.97
     assert by_name["precision"] < exact_only["precision"]  # what the language server adds
+
+
+# -- what a review found (each reproduced first) -------------------------------------------------------------
+def test_a_language_server_installed_inside_the_workspace_is_not_run(project: Path, server_path: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project's own node_modules/.bin on PATH (direnv, a project shell) would have the repository's code run
+    as the language server, over its own typescript: the finder finds it there, and the server refuses it."""
+    cache = Path(server_path.split(os.pathsep)[0]).parent
+    shutil.copytree(cache, project / "node_modules", symlinks=True)
+    inside_path = f"{project / 'node_modules' / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    monkeypatch.setenv("PATH", inside_path)
+    found = installed.find("typescript")
+    assert found is not None and os.path.realpath(found.argv[2]).startswith(str(project))  # the attack's first half
+    with Tools(project, precise=True, env={"PATH": inside_path}) as tools:
+        data = tools.data("find_references", {"name": "Client.get"})
+        assert data["language_server"] is None and "inside the workspace" in data["language_server_note"]
+        assert server_pids(tools.process.proc.pid) == []
+
+
+def test_a_deadline_in_the_middle_of_a_files_text_does_not_cost_the_server(tmp_path: Path, server_path: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A question opens its file in the server with the file's text: a deadline passed in the middle of writing it
+    ended the connection (a message cut short), and the server was failed and started again. Deadlines from 1 to
+    30 ms, so that some pass while the 500 KB are written."""
+    monkeypatch.setenv("PATH", server_path)
+    root = tmp_path.resolve()
+    (root / "tsconfig.json").write_text(TSCONFIG)
+    (root / "src").mkdir()
+    big = root / "src" / "big.ts"
+    big.write_text("export function f() {}\n" + ("// " + "x" * 100 + "\n") * 4900)
+    registry = LanguageServers()
+    registry.enabled = True
+    try:
+        server = registry.server("typescript", (str(root),))
+
+        def ready() -> bool:
+            try:
+                server.ready()
+            except NotReady:
+                assert server.state != "failed", server.failure
+                return False
+            return True
+        wait_for(ready, READY_WAIT, "the language server")
+        text = big.read_text()
+        question = {"textDocument": {"uri": big.as_uri()}, "position": {"line": 0, "character": 16},
+                    "context": {"includeDeclaration": True}}
+        for step in range(60):
+            with contextlib.suppress(NotReady):
+                server.request("textDocument/references", question, timeout=0.001 + step / 2000, check=None,
+                               documents={str(big): text})
+            answer = server.request("textDocument/references", question, timeout=60, check=None, documents={str(big): text})
+            assert len(answer) == 1  # the same connection answers on
+            assert server.state == "ready", server.failure
+    finally:
+        registry.stop_all()
+
+
+def test_a_projects_configuration_changed_is_told_to_the_server(project: Path, precise_tools: Tools) -> None:
+    (project / "lib").mkdir()
+    (project / "lib" / "more.ts").write_text('import { make } from "../src/client.js";\n\nmake().get("h");\n')
+    assert ("lib/more.ts", 3) not in sites(exact(precise_tools, "Client.get"), "exact")  # not in the project yet
+    config = json.loads(TSCONFIG)
+    config["include"] = ["src", "lib"]
+    (project / "tsconfig.json").write_text(json.dumps(config))
+    assert ("lib/more.ts", 3) in sites(exact(precise_tools, "Client.get"), "exact")
+
+
+def test_names_with_a_dollar_sign_are_asked_of_the_server(project: Path, precise_tools: Tools) -> None:
+    (project / "src" / "stream.ts").write_text("export const users$ = { subscribe(f: () => void) { f(); } };\n"
+                                               "export const $users = 1;\n")
+    (project / "src" / "watch.ts").write_text('import { users$, $users } from "./stream.js";\n\n'
+                                              "users$.subscribe(() => $users);\n")
+    assert sites(exact(precise_tools, "users$"), "exact") == {("src/stream.ts", 1), ("src/watch.ts", 1), ("src/watch.ts", 3)}
+    assert sites(exact(precise_tools, "$users"), "exact") == {("src/stream.ts", 2), ("src/watch.ts", 1), ("src/watch.ts", 3)}
+
+
+def test_the_warm_up_reads_no_file_through_a_folder_swapped_for_a_link(tmp_path: Path) -> None:
+    from shipcode_mcp.workspace.lsp.servers import _text
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "a").mkdir(parents=True)
+    outside.mkdir()
+    (root / "a" / "index.ts").write_text("export const inside = 1;\n")
+    (outside / "index.ts").write_text("SECRET outside the roots\n")
+    assert _text((str(root),), str(root / "a" / "index.ts")) == "export const inside = 1;\n"
+    shutil.rmtree(root / "a")
+    (root / "a").symlink_to(outside)
+    assert (root / "a" / "index.ts").read_text() == "SECRET outside the roots\n"  # what a plain open reads
+    assert _text((str(root),), str(root / "a" / "index.ts")) is None
+
+
+def test_scratch_folders_left_by_a_killed_server_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from shipcode_mcp.workspace.lsp import servers
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = tmp_path / f"shipcode-typescript-language-server-{dead.pid}-abc"
+    left.mkdir()
+    mine = tmp_path / f"shipcode-typescript-language-server-{os.getpid()}-def"
+    mine.mkdir()
+    made = servers._scratch_folder("typescript-language-server")
+    assert not left.exists() and mine.exists() and Path(made).is_dir() and str(os.getpid()) in made
+
+
+def test_a_python_rename_lists_the_typescript_uses_of_the_same_name_and_leaves_them(project: Path,
+                                                                                      server_path: str) -> None:
+    """Both servers answer Client.get (a Python class and a TypeScript one of that name): the rename is Python's, by
+    basedpyright; the TypeScript uses, `exact` as they are, are listed as undecided and left alone."""
+    (project / "shop").mkdir()
+    (project / "shop" / "__init__.py").write_text("")
+    (project / "shop" / "client.py").write_text("class Client:\n    def get(self, url):\n        return url\n\n\n"
+                                                "def make() -> Client:\n    return Client()\n")
+    (project / "shop" / "use.py").write_text("from shop.client import make\n\nmake().get('a')\n")
+
+    def both() -> dict[str, Any] | None:
+        data = exact(tools, "Client.get")
+        return data if data["language_server"] == "basedpyright and typescript-language-server" else None
+    with Tools(project, write=True, precise=True, env={"PATH": server_path}) as tools:
+        wait_for(both, READY_WAIT, "both language servers' answers")
+        result = tools.call("rename_symbol", {"name": "Client.get", "new_name": "download", "dry_run": True})
+    data = result["structuredContent"]
+    assert {item["path"] for item in data["sites"]} == {"shop/client.py", "shop/use.py"}
+    assert {("src/client.ts", 2), ("src/use.ts", 5), ("src/app.js", 9)} <= {(item["path"], item["line"])
+                                                                          for item in data["undecided"]}
+    assert data["language_server"] == "basedpyright" and "[Exact: basedpyright's rename.]" in result["content"][0]["text"]

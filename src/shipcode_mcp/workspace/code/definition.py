@@ -72,7 +72,7 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
     answer = None
     note = None
     language = backend(source.language)
-    if language is not None and precise.enabled():
+    if language is not None and precise.enabled() and language in precise.offered():
         try:
             exact = _exact(ctx, roots, source, line, starts, language)
         except NotReady as err:

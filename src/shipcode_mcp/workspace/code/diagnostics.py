@@ -59,7 +59,7 @@ class _TypeChecks:
         """The backend whose server checks the next file of `language`, None when none does (not ready, not
         installed, or MAX_TYPE_CHECKED files checked already)."""
         of = backend(language)
-        if not self.enabled or of is None:
+        if not self.enabled or of is None or of not in precise.offered():
             return None
         with self._lock:
             if of not in self.servers:

@@ -50,7 +50,7 @@ def find_implementations(ctx: Context, roots: Roots, name: str, path: str, limit
     if not folder.is_dir:
         known_language(folder.real, folder.shown)
     note = None
-    if precise.enabled():
+    if precise.enabled() and "typescript" in precise.offered():
         try:
             exact = _exact(ctx, roots, query, folder, limit)
         except NotReady as err:

@@ -70,6 +70,14 @@ def column_of(line: str, units: int) -> int:
 
 BACKENDS = LANGUAGES
 """The languages with a language server backend ("typescript" answers for JavaScript and TSX files too)."""
+ALWAYS_ASKED = ("python",)
+"""The backends whose server is asked (or said missing) even when it is not installed: the precise extra's own.
+Another, not installed, is left out without a word (typescript-language-server is the user's to install)."""
+
+
+def offered() -> tuple[str, ...]:
+    """The backends a question may go to: those installed, and ALWAYS_ASKED."""
+    return tuple(language for language in BACKENDS if language in ALWAYS_ASKED or SERVERS.installed(language) is not None)
 
 
 def enabled() -> bool:
@@ -113,11 +121,13 @@ def _left(deadline: float, server: LanguageServer) -> float:
     return left
 
 
-def references(roots: Roots, language: str, definitions: list[Place], check: Callable[[], None]) -> set[Place]:
+def references(roots: Roots, language: str, definitions: list[Place], check: Callable[[], None],
+               deadline: float | None = None) -> set[Place]:
     """Every use of the symbols defined at `definitions` (their definitions included) in files of the roots that
-    the workspace's walk lists, as the language server finds them; NotReady when it cannot answer now."""
+    the workspace's walk lists, as the language server finds them, by `deadline` (REQUEST_TIMEOUT from now: a
+    caller asking several servers gives them one); NotReady when it cannot answer now."""
     server = _server(roots, language)
-    deadline = time.monotonic() + REQUEST_TIMEOUT
+    deadline = deadline if deadline is not None else time.monotonic() + REQUEST_TIMEOUT
     found: set[Place] = set()
     for place in definitions[:MAX_DEFINITIONS]:
         answer = server.request("textDocument/references", {
@@ -206,7 +216,7 @@ def new_diagnostics(roots: Roots, edited: list[Edited], check: Callable[[], None
     that they did not find before (matched by severity, rule and message, wherever the lines moved), and a note
     when they could not check them all (not ready: never waited for; too many files; too slow). The files of a
     language are checked together, as they were, then as they are (the change to one may break another)."""
-    typed = [(item, language) for item in edited if (language := backend(language_for(item[0]))) is not None]
+    typed = [(item, language) for item in edited if (language := backend(language_for(item[0]))) in offered()]
     if not typed:
         return [], None
     checked = typed[:MAX_EDIT_CHECKS]

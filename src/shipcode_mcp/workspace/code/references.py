@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -393,8 +394,8 @@ _REACHED_THROUGH = {"python": frozenset({"class"})}
 a class's; in TypeScript and JavaScript an interface's, a namespace's and an enum's too: `_OUTER_KINDS`)."""
 _OUTER_KINDS = frozenset({"class", "interface", "module", "enum"})
 _DEFINING = {"python": r"\b(?:def|class)\s+({word})\b|(?<![\w.])({word})\b",
-             "*": r"\b(?:function\*?|class|interface|type|enum|namespace|module|get|set|async|static)\s+({word})\b"
-                  r"|\b({word})\b"}
+             "*": r"\b(?:function\*?|class|interface|type|enum|namespace|module|get|set|async|static)\s+({word})(?![\w$])"
+                  r"|(?<![\w$])({word})(?![\w$])"}
 """Where on its definition's line a name is defined (the first match's group), by language."""
 
 
@@ -433,24 +434,32 @@ def _exact_references(ctx: Context, roots: Roots, query: str, folder: Folder,
     them (each labelled `exact`), the definitions, and the servers' names (None when the roots define no such
     symbol in a language with a server, or no server could answer: the syntax tree answers); and a note for the
     servers that cannot answer now (precise.NotReady's)."""
-    places, definitions = definition_places(ctx, roots, query, precise.BACKENDS)
+    ready: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    for language in precise.offered():  # each server asked first: started if need be, NotReady before any work
+        try:
+            ready[language] = precise.server_name(roots, language)
+        except NotReady as err:
+            notes[language] = err.note
+    places, definitions = definition_places(ctx, roots, query, tuple(ready) + tuple(notes))
+    defined = {item["backend"] for item in definitions}
     found: set[precise.Place] = set()
     answered: list[dict[str, Any]] = []
     names: list[str] = []
-    notes: list[str] = []
-    for language in precise.BACKENDS:
+    deadline = time.monotonic() + precise.REQUEST_TIMEOUT  # (every server's questions together)
+    for language in ready:
         mine = [place for place, item in zip(places, definitions, strict=True) if item["backend"] == language]
         if not mine:
             continue
         try:
-            name = precise.server_name(roots, language)
-            found |= precise.references(roots, language, mine, ctx.check_cancelled)
+            found |= precise.references(roots, language, mine, ctx.check_cancelled, deadline)
         except NotReady as err:
-            notes.append(err.note)
+            notes[language] = err.note
             continue
-        names.append(name)
+        names.append(ready[language])
         answered += [item for item in definitions if item["backend"] == language]
-    note = "; ".join(notes) or None
+    # A server that could not answer is said where the query has definitions of its language (or none at all).
+    note = "; ".join(text for language, text in notes.items() if language in defined or not defined) or None
     if not names:
         return None, note
     word = query.rsplit(".", 1)[-1]
@@ -547,7 +556,8 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     for item in found:
         if item["precision"] == NAME_LABEL and chosen is not None and not by_name:
             out.append(f"[Where only the name matches: {server} does not tie these to {printable(query)} (what they "
-                       "are reached through has no type it knows); look at each:]" if server else
+                       "are reached through has no type it knows, or the file is not in the project it read); look at "
+                       "each:]" if server else
                        f"[Where only the name matches: these may be uses of {printable(query)}, or of another "
                        f"{printable(word)} (types would tell):]" if tied else
                        f"[Where only the name matches (types would tell which {printable(word)} each one is):]")

