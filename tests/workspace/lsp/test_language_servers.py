@@ -373,3 +373,13 @@ def test_a_language_server_that_is_not_installed_is_not_said_where_another_answe
     assert ("web/client.js", 2) in sites(data, "name")
     definition = run("find_definition", context(), roots, path="web/client.js", line=2, name="get").structured or {}
     assert definition["language_server_note"] is None and definition["precision"] == "name"
+
+
+def test_no_python_server_stays_for_a_workspace_without_python(tmp_path: Path) -> None:
+    """--precise starts every installed server: in a TypeScript workspace basedpyright held some 100 MB idle."""
+    (tmp_path / "index.ts").write_text("export const one = 1;\n")
+    with Tools(tmp_path, precise=True) as tools:
+        tools.data("find_symbol", {"name": "one"})
+        wait_for(lambda: not language_server_pids(tools.process.proc.pid), 30, "basedpyright's stop")
+        tools.close()
+    assert "precise: basedpyright" in tools.process.stderr.decode()  # installed, started, and stopped
