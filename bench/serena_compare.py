@@ -30,7 +30,8 @@ over stdio, driven by this script as a plain MCP client (newline-delimited JSON-
   line is taken out of the truth and of every answer; "imports aside too": Serena also drops the references it
   takes for imports (by a heuristic), so the lines of import statements go as well; and against the whole truth.
 - **Time**: from the process's start (fork) to the first precise answer (ours: the first find_references that
-  names its language server; Serena: its first successful find_referencing_symbols), and to the last answer.
+  names its language server; Serena: its first successful find_referencing_symbols), and to the last answer;
+  beside them, to the first answer of any kind (ours answers from the syntax tree while its server starts).
 - **Memory** of the whole process tree (the server, its language servers, their helpers): sampled every
   SAMPLE_EVERY s, the largest sum of VmRSS over the tree and the sum of each process's VmHWM (an upper bound, the
   processes peak at different times); and PSS (smaps_rollup) over the tree after the last answer.
@@ -452,6 +453,10 @@ class TreeSampler:
                 self.commands[pid] = _command_line(pid)
         self.peak_rss = max(self.peak_rss, total)
 
+    def by_process(self) -> list[tuple[str, int]]:
+        """Each process's command line (shortened) and VmHWM, largest first."""
+        return sorted(((self.commands[pid][:160], peak) for pid, peak in self.hwm.items()), key=lambda item: -item[1])
+
     def _run(self) -> None:
         while not self._stop.wait(SAMPLE_EVERY):
             self.sample()
@@ -474,10 +479,12 @@ class Run:
     answers: list[set[tuple[str, int]]]  # the precise answer (ours: the `exact` uses)
     every_use: list[set[tuple[str, int]]]  # ours: every use listed (Serena: the same as answers)
     first: float | None  # seconds from the start to the first precise answer
+    first_any: float  # to the first answer of any kind (ours: the syntax tree's, while its language server starts)
     total: float  # to the last answer
     failed: list[str]  # the symbols without a precise answer, and why
     memory: dict[str, int]
     processes: list[str]
+    by_process: list[tuple[str, int]]  # each process's VmHWM, largest first
     calls: int
     exit_code: int | None
 
@@ -512,6 +519,7 @@ def run_ours(case: Case, work: Path, cache: Path, label: str) -> Run:
         every: list[set[tuple[str, int]]] = []
         failed: list[str] = []
         first: float | None = None
+        first_any = 0.0
         calls = 0
         try:
             with TreeSampler(client.pid) as sampler:
@@ -521,6 +529,7 @@ def run_ours(case: Case, work: Path, cache: Path, label: str) -> Run:
                     while True:
                         result = client.call("find_references", {"name": query, "limit": LIMIT})
                         calls += 1
+                        first_any = first_any or time.perf_counter() - client.started
                         found = result.get("structuredContent")
                         if result.get("isError") or not isinstance(found, dict):
                             raise BenchError(f"find_references {query}: {json.dumps(result)[:500]}")
@@ -541,7 +550,8 @@ def run_ours(case: Case, work: Path, cache: Path, label: str) -> Run:
             code = client.close()
             shutil.rmtree(index, ignore_errors=True)
     memory.update({"peak_rss": sampler.peak_rss, "peak_hwm": sum(sampler.hwm.values())})
-    return Run("shipcode-mcp", answers, every, first, total, failed, memory, sorted(set(sampler.commands.values())), calls, code)
+    return Run("shipcode-mcp", answers, every, first, first_any, total, failed, memory, sorted(set(sampler.commands.values())),
+               sampler.by_process(), calls, code)
 
 
 _REFERENCE_LINE = re.compile(r"^  >\s*(\d+):", re.M)
@@ -591,6 +601,7 @@ def run_serena(case: Case, work: Path, cache: Path, label: str, serena: Serena) 
         answers: list[set[tuple[str, int]]] = []
         failed: list[str] = []
         first: float | None = None
+        first_any = 0.0
         calls = 0
         try:
             with TreeSampler(client.pid) as sampler:
@@ -602,6 +613,7 @@ def run_serena(case: Case, work: Path, cache: Path, label: str, serena: Serena) 
                         result = client.call("find_referencing_symbols", {"name_path": attempt, "relative_path": symbol.path,
                                                                           "max_answer_chars": MAX_ANSWER_CHARS})
                         calls += 1
+                        first_any = first_any or time.perf_counter() - client.started
                         text = _text(result)
                         lines = None if result.get("isError") else serena_lines(text)
                         if lines is not None or "multiple" not in text.lower():
@@ -618,7 +630,8 @@ def run_serena(case: Case, work: Path, cache: Path, label: str, serena: Serena) 
         finally:
             code = client.close()
     memory.update({"peak_rss": sampler.peak_rss, "peak_hwm": sum(sampler.hwm.values())})
-    return Run("Serena", answers, answers, first, total, failed, memory, sorted(set(sampler.commands.values())), calls, code)
+    return Run("Serena", answers, answers, first, first_any, total, failed, memory, sorted(set(sampler.commands.values())),
+               sampler.by_process(), calls, code)
 
 
 # -- scores and the report ----------------------------------------------------------------------------------------
@@ -634,15 +647,12 @@ def views(case: Case, found: list[set[tuple[str, int]]]) -> dict[str, dict[str, 
 
 
 def differences(case: Case, found: list[set[tuple[str, int]]]) -> dict[str, list[Any]]:
-    """The first misses and wrong answers (the definition's line aside), for reading."""
-    missed, wrong = [], []
-    for symbol, query, wanted, got in zip(case.chosen, case.queries, case.expected, found, strict=True):
-        declaration = {(symbol.path, symbol.line)}
-        if (wanted - got) - declaration:
-            missed.append([query, sorted((wanted - got) - declaration)[:4]])
-        if (got - wanted) - declaration:
-            wrong.append([query, sorted((got - wanted) - declaration)[:4]])
-    return {"missed": missed[:20], "wrong": wrong[:20]}
+    """The first misses and wrong answers (references_precision's listing), the definition's line aside."""
+    declarations = [{(symbol.path, symbol.line)} for symbol in case.chosen]
+    aside = [wanted - declaration for wanted, declaration in zip(case.expected, declarations, strict=True)]
+    got = [answer - declaration for answer, declaration in zip(found, declarations, strict=True)]
+    return {"missed": python_bench.differences(case.queries, aside, got),
+            "wrong": python_bench.differences(case.queries, aside, got, missed=False)}
 
 
 def _median(values: list[float]) -> float:
@@ -670,13 +680,15 @@ def summarize(case: Case, runs: list[Run], languages: dict[str, str]) -> dict[st
             "same_answers_every_round": all(run.answers == head.answers for run in mine),
             "failed": head.failed,
             "differences": differences(case, head.answers),
-            "first": [run.first for run in mine], "all": [run.total for run in mine],
+            "first": [run.first for run in mine], "first_any": [run.first_any for run in mine],
+            "all": [run.total for run in mine],
             "first_median": _median([run.first for run in mine if run.first is not None]),
             "all_median": _median([run.total for run in mine]),
             "memory": [run.memory for run in mine],
             "memory_median": {key: _median([run.memory.get(key, 0) for run in mine])
                               for key in ("peak_rss", "peak_hwm", "pss", "rss", "processes")},
-            "processes": head.processes, "calls": [run.calls for run in mine], "exit_codes": [run.exit_code for run in mine],
+            "processes": head.processes, "by_process": head.by_process, "calls": [run.calls for run in mine],
+            "exit_codes": [run.exit_code for run in mine],
         }
     return report
 
@@ -711,12 +723,13 @@ def render(reports: list[dict[str, Any]], rounds: int) -> str:
         asked = len(report["asked"])
         for server, figures in report["servers"].items():
             memory = figures["memory_median"]
-            rows.append([report["corpus"], server, figures["language_server"], _seconds(figures["first"]),
-                         _seconds(figures["all"]), f"{asked} symbols, {statistics.median(figures['calls']):.0f} calls",
-                         _mib(memory["peak_rss"]), _mib(memory["peak_hwm"]), _mib(memory["pss"]), f"{memory['processes']:.0f}"])
+            calls = f"{asked} symbols, {statistics.median(figures['calls']):.0f} calls"
+            rows.append([report["corpus"], server, figures["language_server"], _seconds(figures["first_any"]),
+                         _seconds(figures["first"]), _seconds(figures["all"]), calls, _mib(memory["peak_rss"]),
+                         _mib(memory["peak_hwm"]), _mib(memory["pss"]), f"{memory['processes']:.0f}"])
     lines.append(harness.markdown_table(
-        ["corpus", "server", "language server", f"first precise answer (median of {rounds}: min to max)", "all answers",
-         "asked", "tree peak RSS (sampled)", "tree sum of VmHWM", "tree PSS at the end", "processes"], rows))
+        ["corpus", "server", "language server", "first answer", f"first precise answer (median of {rounds}: min to max)",
+         "all answers", "asked", "tree peak RSS (sampled)", "tree sum of VmHWM", "tree PSS at the end", "processes"], rows))
     return "\n".join(lines)
 
 

@@ -150,6 +150,20 @@ def record_thread_deaths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return died
 
 
+def wait_ready(server: Any) -> None:
+    """Wait for a LanguageServer to be ready (READY_WAIT at most), failing at once if it fails."""
+    from shipcode_mcp.workspace.lsp.servers import NotReady  # (the fake servers' tests import this module first)
+
+    def ready() -> bool:
+        try:
+            server.ready()
+        except NotReady:
+            assert server.state != "failed", server.failure
+            return False
+        return True
+    wait_for(ready, READY_WAIT, "the language server")
+
+
 def sites(data: dict[str, Any], label: str) -> set[tuple[str, int]]:
     """(path, line) of the references of a find_references result labelled `label`."""
     return {(item["path"], item["line"]) for item in data["references"] if item["precision"] == label}

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_support import READY_WAIT, descendants_running, exact, sites, type_checked
+from lsp_support import READY_WAIT, descendants_running, exact, sites, type_checked, wait_ready
 
 from shipcode_mcp.workspace.code import precise
 from shipcode_mcp.workspace.lsp import installed, servers
-from shipcode_mcp.workspace.lsp.servers import LanguageServers, NotReady
+from shipcode_mcp.workspace.lsp.servers import LanguageServers
 from shipcode_mcp.workspace.roots import Roots
 from shipcode_mcp.workspace.tools import run
 from support import wait_for
@@ -174,15 +174,7 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[LanguageServers]:
 
 def _ready(registry: LanguageServers, roots: Roots) -> servers.LanguageServer:
     server = registry.server("python", tuple(roots.paths))
-
-    def ready() -> bool:
-        try:
-            server.ready()
-        except NotReady:
-            assert server.state != "failed", server.failure
-            return False
-        return True
-    wait_for(ready, READY_WAIT, "the language server")
+    wait_ready(server)
     return server
 
 

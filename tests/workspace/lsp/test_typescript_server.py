@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from filelock import FileLock
-from lsp_support import READY_WAIT, descendants_running, exact, sites, type_checked
+from lsp_support import READY_WAIT, descendants_running, exact, sites, type_checked, wait_ready
 
 from shipcode_mcp.workspace.lsp import installed
 from shipcode_mcp.workspace.lsp.servers import LanguageServer, LanguageServers, NotReady
@@ -345,15 +345,7 @@ def test_a_deadline_in_the_middle_of_a_files_text_does_not_cost_the_server(tmp_p
     registry.enabled = True
     try:
         server = registry.server("typescript", (str(root),))
-
-        def ready() -> bool:
-            try:
-                server.ready()
-            except NotReady:
-                assert server.state != "failed", server.failure
-                return False
-            return True
-        wait_for(ready, READY_WAIT, "the language server")
+        wait_ready(server)
         text = big.read_text()
         question = {"textDocument": {"uri": big.as_uri()}, "position": {"line": 0, "character": 16},
                     "context": {"includeDeclaration": True}}
