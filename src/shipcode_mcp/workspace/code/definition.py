@@ -135,7 +135,7 @@ def _exact(ctx: Context, roots: Roots, source: Source, line: int, starts: list[i
     """The language server's definitions of the name at the first of `starts` (1-based columns on `line`) where
     it names one in the roots: the column, the definitions, the server's name; None where it names none there
     (a builtin, a library's name, a string: the scopes say which)."""
-    name = precise.server_name(roots, language)  # NotReady before any work when it is not ready
+    name = precise.server_name(roots, language, present=True)  # NotReady before any work when it is not ready
     row = _row(source, line)
     deadline = time.monotonic() + precise.REQUEST_TIMEOUT
     for start in starts[:MAX_TRIED]:

@@ -64,7 +64,7 @@ class _TypeChecks:
         with self._lock:
             if of not in self.servers:
                 try:
-                    self.servers[of] = precise.server_name(self.roots, of)
+                    self.servers[of] = precise.server_name(self.roots, of, present=True)
                 except NotReady as err:
                     self.servers[of], self.notes[of] = None, err.note
             if self.servers[of] is None or of in self.notes:  # (one failed in this call: the rest are not waited on)

@@ -146,7 +146,7 @@ def _exact(ctx: Context, roots: Roots, query: str, folder: Folder, limit: int) -
     chosen = [(place, item) for place, item in zip(places, definitions, strict=True) if item["kind"] in _IMPLEMENTED]
     if not chosen:
         return None
-    server = precise.server_name(roots, "typescript")
+    server = precise.server_name(roots, "typescript", present=True)
     asked = {where for where, _ in chosen}
     found: list[dict[str, Any]] = []
     for where, definition in chosen:

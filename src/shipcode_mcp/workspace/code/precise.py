@@ -100,16 +100,17 @@ def _documents(roots: Roots, server: LanguageServer, reals: list[str]) -> dict[s
     return texts
 
 
-def server_name(roots: Roots, language: str) -> str:
+def server_name(roots: Roots, language: str, present: bool = False) -> str:
     """The name of the language server that answers for `language` ("basedpyright"), once it is ready; NotReady
-    (having started it, if it was not running) until then."""
-    server = SERVERS.server(language, tuple(roots.paths))
+    (having started it, if it was not running) until then; `present`: the caller knows a file of that language is
+    there now (a server that found none is started again at once)."""
+    server = SERVERS.server(language, tuple(roots.paths), present)
     server.ready()
     return server.name
 
 
-def _server(roots: Roots, language: str) -> LanguageServer:
-    server = SERVERS.server(language, tuple(roots.paths))
+def _server(roots: Roots, language: str, present: bool = False) -> LanguageServer:
+    server = SERVERS.server(language, tuple(roots.paths), present)
     server.ready()
     return server
 
@@ -228,7 +229,7 @@ def new_diagnostics(roots: Roots, edited: list[Edited], check: Callable[[], None
         if not mine:
             continue
         try:
-            server = _server(roots, language)
+            server = _server(roots, language, present=True)  # (the edited files are of its language)
             before = diagnostics(roots, language, {real: old for real, _, old, _ in mine if old is not None}, check,
                                  _left(deadline, server))
             after = diagnostics(roots, language, {real: new for real, _, _, new in mine}, check, _left(deadline, server))

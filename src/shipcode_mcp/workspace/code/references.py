@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ...primitives import ToolError, inside
 from .. import safe_open
 from ..lsp.installed import backend
-from ..lsp.servers import NotReady
+from ..lsp.servers import NoFiles, NotReady
 from ..text import cut_line, place, plural, printable, result
 from . import precise
 from .names import word_regex
@@ -439,6 +439,8 @@ def _exact_references(ctx: Context, roots: Roots, query: str, folder: Folder,
     for language in precise.offered():  # each server asked first: started if need be, NotReady before any work
         try:
             ready[language] = precise.server_name(roots, language)
+        except NoFiles:
+            continue  # (no file of its language when it looked: none of its definitions either)
         except NotReady as err:
             notes[language] = err.note
     places, definitions = definition_places(ctx, roots, query, tuple(ready) + tuple(notes))
@@ -458,8 +460,8 @@ def _exact_references(ctx: Context, roots: Roots, query: str, folder: Folder,
             continue
         names.append(ready[language])
         answered += [item for item in definitions if item["backend"] == language]
-    # A server that could not answer is said where the query has definitions of its language (or none at all).
-    note = "; ".join(text for language, text in notes.items() if language in defined or not defined) or None
+    # A server that could not answer is said where the query has definitions of its language.
+    note = "; ".join(text for language, text in notes.items() if language in defined) or None
     if not names:
         return None, note
     word = query.rsplit(".", 1)[-1]

@@ -66,6 +66,8 @@ SECONDS_PER_FILE = 0.01
 """The warm-up's expected cost per file of the language, for the time a call is told to wait (basedpyright on
 636 files of Python's standard library: 3.2 s on this 2-core machine, 5 ms a file; twice that, for a loaded
 machine)."""
+EMPTY_RECHECK = 60.0
+"""How long a server that found no file of its language stays stopped before a question looks again."""
 _FOUND = re.compile(r"(?:Found \d+ source files?|No source files found)")
 _POLL = 0.05
 
@@ -77,6 +79,10 @@ class NotReady(Exception):
     def __init__(self, note: str) -> None:
         super().__init__(note)
         self.note = note
+
+
+class NoFiles(NotReady):
+    """The workspace has no file of the server's language (when it last looked): nothing to answer, nothing to say."""
 
 
 class LanguageServer:
@@ -102,6 +108,8 @@ class LanguageServer:
         self._documents = threading.Lock()
         """Held while a document is open in the server (`diagnostics`)."""
         self._scratch: str | None = None
+        self.empty = False
+        """Whether it stopped at start for want of a file of its language."""
         self._stopped = threading.Event()
         self._found = threading.Event()
         """Set when the server has found the workspace's files (pyright logs `Found 636 source files`)."""
@@ -121,7 +129,8 @@ class LanguageServer:
             if not any(path.endswith(self.installed.extensions) for path in seen):
                 # No file of its language (--precise starts every installed server): nothing to answer about (an
                 # idle basedpyright held 100 MB in a TypeScript workspace). A question about a file made later
-                # starts a new one (`LanguageServers.server`).
+                # starts a new one (`LanguageServers.server`), once EMPTY_RECHECK has passed.
+                self.empty = True
                 self.stop()
                 return
             connection = self._launch()
@@ -245,6 +254,8 @@ class LanguageServer:
         if self.state == "failed":
             raise NotReady(f"the {self.name} language server failed ({self.failure})")
         if self.state == "stopped":
+            if self.empty:
+                raise NoFiles(f"the workspace has no {self.installed.language} files for the {self.name} language server")
             raise NotReady(f"the {self.name} language server was stopped")
         waited = time.monotonic() - self.started
         if self.expected is None:
@@ -476,9 +487,10 @@ class LanguageServers:
         return [f"{found.name} {found.version} for {language}" for language in LANGUAGES
                 if (found := self.installed(language)) is not None]
 
-    def server(self, language: str, roots: tuple[str, ...]) -> LanguageServer:
+    def server(self, language: str, roots: tuple[str, ...], present: bool = False) -> LanguageServer:
         """The server of `language` for `roots`, started if it is not running; NotReady when none can be:
-        `--precise` not given, none installed, or it crashed too often lately."""
+        `--precise` not given, none installed, or it crashed too often lately; NoFiles when it found no file of its
+        language less than EMPTY_RECHECK ago (unless the caller knows of one now: `present`)."""
         if not self.enabled:
             raise NotReady("no language server is used (start the server with --precise to use one)")
         missing = unavailable_reason()
@@ -506,12 +518,15 @@ class LanguageServers:
                                    f"{RESTART_WINDOW / 60:.0f} minutes and is not started again for now ({server.failure})")
                 server.stop()  # (killed when it failed: this ends what is left of it)
                 server = None
+            if server is not None and server.empty and not present and time.monotonic() - server.started < EMPTY_RECHECK:
+                server.ready()  # NoFiles: none when it looked, a moment ago
             if server is None or server.state == "stopped":
                 others = sorted((other for (kind, _), other in self._servers.items() if kind == language),
                                 key=lambda other: other.used)
                 for other in others[:max(0, len(others) + 1 - MAX_SERVERS)]:  # the least used make room
                     other.stop()
-                self._servers = {known: other for known, other in self._servers.items() if other.state != "stopped"}
+                self._servers = {known: other for known, other in self._servers.items()
+                                 if other.state != "stopped" or other.empty}  # (an empty one remembers it looked)
                 server = self._servers[key] = LanguageServer(installed, roots)
                 self._watch()
         return server
