@@ -443,6 +443,8 @@ def _exact_references(ctx: Context, roots: Roots, query: str, folder: Folder,
             continue  # (no file of its language when it looked: none of its definitions either)
         except NotReady as err:
             notes[language] = err.note
+    if not ready:  # (none can answer: no work, as before any server was asked)
+        return None, "; ".join(notes.values()) or None
     places, definitions = definition_places(ctx, roots, query, tuple(ready) + tuple(notes))
     defined = {item["backend"] for item in definitions}
     found: set[precise.Place] = set()
