@@ -272,7 +272,9 @@ def precise(root: Path, queries: list[str], bin_folder: Path) -> tuple[dict[str,
     from shipcode_mcp.workspace.lsp.servers import SERVERS
     from shipcode_mcp.workspace.roots import Roots
 
-    os.environ["PATH"] = f"{bin_folder}{os.pathsep}{os.environ.get('PATH', '')}"
+    path = os.environ.get("PATH", "")
+    os.environ["PATH"] = f"{bin_folder}{os.pathsep}{path}"  # (found there: a server found before is forgotten)
+    SERVERS.forget_installed()
     roots = Roots([str(root)])
     ctx = Context(None, 1, "tools/call", {})
     CACHE.clear()
@@ -303,6 +305,8 @@ def precise(root: Path, queries: list[str], bin_folder: Path) -> tuple[dict[str,
     finally:
         SERVERS.stop_all()
         SERVERS.enabled = False
+        os.environ["PATH"] = path  # (a test process goes on: as it was)
+        SERVERS.forget_installed()
     return modes, {"first": first, "all": total, "rss": memory, "unanswered": unanswered}
 
 

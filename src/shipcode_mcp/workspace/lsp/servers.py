@@ -478,9 +478,14 @@ class LanguageServers:
         self._installed: dict[str, Installed | None] = {}
 
     def installed(self, language: str) -> Installed | None:
+        """The language's server as found the first time it was asked for (found once: PATH is read then)."""
         if language not in self._installed:
             self._installed[language] = find(language)
         return self._installed[language]
+
+    def forget_installed(self) -> None:
+        """Find the servers again on their next need (a process that changed its PATH: the benches)."""
+        self._installed.clear()
 
     def described(self) -> list[str]:
         """The installed language servers, as the start-up line names them ("basedpyright 1.40.2 for python")."""
