@@ -505,11 +505,6 @@ class LanguageServers:
         if installed is None:
             raise NotReady(f"no language server for {language} is installed ({INSTALL.get(language, 'none is known')})")
         roots = tuple(sorted(roots))  # (the same folders in another order: the same server)
-        within = next((path for path in (*installed.argv, *installed.readable) if os.path.isabs(path)
-                       and any(inside(os.path.realpath(path), root) for root in roots)), None)
-        if within is not None:  # (a node_modules/.bin of the workspace on PATH: the repository's own code)
-            raise NotReady(f"the {installed.name} language server found on PATH is inside the workspace ({within}): "
-                           "code of the repository is not run as one")
         key = (language, roots)
         with self._lock:
             server = self._servers.get(key)
@@ -526,6 +521,7 @@ class LanguageServers:
             if server is not None and server.empty and not present and time.monotonic() - server.started < EMPTY_RECHECK:
                 server.ready()  # NoFiles: none when it looked, a moment ago
             if server is None or server.state == "stopped":
+                _outside(installed, roots)  # (once a server is made: not on every question)
                 others = sorted((other for (kind, _), other in self._servers.items() if kind == language),
                                 key=lambda other: other.used)
                 for other in others[:max(0, len(others) + 1 - MAX_SERVERS)]:  # the least used make room
@@ -596,6 +592,16 @@ def _tsserver_diagnostics(answer: Any) -> list[dict[str, Any]]:
                       "code": f"TS{item['code']}" if isinstance(item.get("code"), int) else None,
                       "message": str(item.get("message", ""))})
     return found
+
+
+def _outside(installed: Installed, roots: tuple[str, ...]) -> None:
+    """NotReady when the server's program or install is inside the roots (a node_modules/.bin of the workspace on
+    PATH: the repository's own code)."""
+    within = next((path for path in (*installed.argv, *installed.readable) if os.path.isabs(path)
+                   and any(inside(os.path.realpath(path), root) for root in roots)), None)
+    if within is not None:
+        raise NotReady(f"the {installed.name} language server found on PATH is inside the workspace ({within}): "
+                       "code of the repository is not run as one")
 
 
 def _text(roots: tuple[str, ...], path: str) -> str | None:
