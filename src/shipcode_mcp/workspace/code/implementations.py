@@ -109,8 +109,7 @@ def find_implementations(ctx: Context, roots: Roots, name: str, path: str, limit
     ctx.report_progress(1, 1, f"done: {plural(len(found), 'implementation')}")
     out = [f"{printable(item['path'])}:{item['line']}: [{item['kind']}{', by name' if item['precision'] == 'name' else ''}] "
            f"{printable(item['signature'])}  ({printable(item['class'])}, from {printable(item['base'])})" for item in found]
-    targets = ", ".join(f"{printable(item['qualified_name'])} ({printable(item['path'])}:{item['line']})" for item in bases[:5])
-    targets += f", and {len(bases) - 5} more" if len(bases) > 5 else ""
+    targets = _targets(bases)
     if cut == "classes":
         out.append(f"[Stopped after {MAX_CLASSES} derived classes of {printable(query)} ({targets}): the hierarchy is "
                    "larger. Narrow with path, or ask for a class further down.]")
@@ -163,8 +162,7 @@ def _exact(ctx: Context, roots: Roots, query: str, folder: Folder, limit: int) -
     classes = len({(item["path"], item["class"]) for item in found})
     ctx.report_progress(1, 1, f"done: {plural(len(found), 'implementation')}")
     bases = [{"path": item["path"], "line": item["line"], "qualified_name": item["qualified_name"]} for _, item in chosen]
-    targets = ", ".join(f"{printable(item['qualified_name'])} ({printable(item['path'])}:{item['line']})" for item in bases[:5])
-    targets += f", and {len(bases) - 5} more" if len(bases) > 5 else ""
+    targets = _targets(bases)
     out = [f"{printable(item['path'])}:{item['line']}: [{item['kind']}] {printable(item['signature'])}  "
            f"({printable(item['class'])}, from {printable(item['base'])})" for item in found]
     if not found:
@@ -227,6 +225,12 @@ def _bases(ctx: Context, roots: Roots, query: str) -> tuple[list[dict[str, Any]]
                       f"{printable('; '.join(others[:5]))}.")
     raise _NoBase(f"No Python class or method {printable(query)} in the workspace (find_symbol finds a name in every "
                   "language).")
+
+
+def _targets(bases: list[dict[str, Any]]) -> str:
+    """The classes (or methods) asked about, as the result's last line names them: the first five."""
+    named = ", ".join(f"{printable(item['qualified_name'])} ({printable(item['path'])}:{item['line']})" for item in bases[:5])
+    return named + (f", and {len(bases) - 5} more" if len(bases) > 5 else "")
 
 
 class _NoBase(Exception):
