@@ -8,7 +8,9 @@ unsandboxed. Each symbol is asked of find_references the way an agent names it: 
 references_precision.py does for Python). Compared file:line by file:line, micro-averaged over the symbols:
 
 - **by name**: find_references with the bare name and the scopes off, what it was before;
-- **every use**: the qualified query, every use it returns (TypeScript has no scope rules of ours yet: `name`);
+- **scopes, every use**: the qualified query, every use it returns (JavaScript's scopes, code/jsscopes.py, leave
+  out the uses they rule out);
+- **scoped only**: the uses it labels `scoped` (where an agent that stops at the "by name" line stops);
 - **precise, every use** and **exact only**: with `--precise`, the server's own typescript-language-server
   (started, sandboxed and spoken to by the server, not by pygls) answering, and the uses it labels `exact`;
   the time to its first exact answer and its peak memory (the language server and its tsserver).
@@ -45,7 +47,18 @@ from pathlib import Path
 from typing import Any
 
 import run as harness  # bench/run.py: tables, machine facts
-from references_precision import Symbol, Unreachable, corpus_main, differences, in_root, query_of, score, stop_client
+from references_precision import (
+    RECALL_TARGET,
+    SCOPED_TARGET,
+    Symbol,
+    Unreachable,
+    corpus_main,
+    differences,
+    in_root,
+    query_of,
+    score,
+    stop_client,
+)
 from references_precision import render as render_tables
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,7 +79,12 @@ class Corpus:
     version: str
     integrity: str
     under: str = "src"
-    leave_out: str = r"(^|/)(__tests__|tests?|benchmarks?)/|\.test\.ts$"
+    leave_out: str = r"(^|/)(__tests__|tests?|benchmarks?)/|\.test\.[jt]s$"
+    extension: str = ".ts"
+
+    @property
+    def language(self) -> str:
+        return "javascript" if self.extension == ".js" else "typescript"
 
 
 CORPORA = {
@@ -75,13 +93,19 @@ CORPORA = {
     "zod": Corpus("zod", "4.6.7",
                   "sha512-g8W2D2kU6a8untc053fX1uVBKzM7yqAxW/3zwk83+6RyF2+SKOuV+c0wBDhUwzV1PaGapmZH+rmcUzPf+3CGwg==",
                   under="src/v4/core"),
+    "preact": Corpus("preact", "10.27.2",
+                     "sha512-5SYSgFKSyhCbk6SrXyMpqjb5+MQBgfvEKE/OC+PujcY34sOpqtr+0AZQtPYx5IA6VxynQ7rUPCtKzyovpj9Bpg==",
+                     extension=".js"),
+    "express": Corpus("express", "5.1.0",
+                      "sha512-DT9ck5YIRU+8GYzzU5kT3eHGA5iL+1Zd0EutOmTE9Dtk+Tvuzd23VBU+ec7HPNSTxXYO55gPV/hq4pSBJDjFpA==",
+                      under="lib", extension=".js"),
 }
 
 
 def fetch(corpus: Corpus, cache: Path) -> Path:
-    """The corpus's root (its `src` and a tsconfig.json), packed by npm (integrity checked here) and unpacked
-    once under `cache`."""
-    target = cache.resolve() / "corpora" / f"{corpus.name}-{corpus.version}-ts"  # absolute: its file: URIs
+    """The corpus's root (its `src` and a tsconfig.json, or a jsconfig.json for JavaScript), packed by npm (integrity
+    checked here) and unpacked once under `cache`."""
+    target = cache.resolve() / "corpora" / f"{corpus.name}-{corpus.version}-{corpus.extension[1:]}"  # absolute: URIs
     if (target / "complete").exists():
         return target
     with tempfile.TemporaryDirectory() as temporary:
@@ -99,12 +123,14 @@ def fetch(corpus: Corpus, cache: Path) -> Path:
             members = []
             for member in archive.getmembers():
                 path = member.name.removeprefix("package/")
-                if member.isfile() and path.startswith(corpus.under + "/") and path.endswith(".ts") \
+                if member.isfile() and path.startswith(corpus.under + "/") and path.endswith(corpus.extension) \
                         and not path.endswith(".d.ts") and not re.search(corpus.leave_out, path):
                     member.name = path
                     members.append(member)
             archive.extractall(target, members=members, filter="data")
-    (target / "tsconfig.json").write_text(json.dumps(TSCONFIG, indent=1) + "\n")
+    config = TSCONFIG if corpus.extension == ".ts" else {**TSCONFIG, "compilerOptions": {
+        **TSCONFIG["compilerOptions"], "allowJs": True, "checkJs": False}}  # type: ignore[dict-item]
+    (target / ("tsconfig.json" if corpus.extension == ".ts" else "jsconfig.json")).write_text(json.dumps(config, indent=1) + "\n")
     (target / "complete").touch()
     return target
 
@@ -175,7 +201,7 @@ async def language_server(root: Path, bin_folder: Path) -> AsyncIterator[Any]:
         await stop_client(client)
 
 
-def open_file(client: Any, root: Path, path: str) -> str:
+def open_file(client: Any, root: Path, path: str, language: str = "typescript") -> str:
     """The file's URI, after telling the server of it (didOpen) the first time (tsserver answers about open
     files only)."""
     from lsprotocol import types
@@ -184,23 +210,24 @@ def open_file(client: Any, root: Path, path: str) -> str:
     if path not in client.opened:
         client.opened.add(path)
         client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
-            uri=uri, language_id="typescript", version=1, text=(root / path).read_text(encoding="utf-8"))))
+            uri=uri, language_id=language, version=1, text=(root / path).read_text(encoding="utf-8"))))
     return uri
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 
 
-async def _symbols(client: Any, root: Path) -> list[Symbol]:
+async def _symbols(client: Any, root: Path, corpus: Corpus) -> list[Symbol]:
     """Every top-level function and class, and every method of a top-level class, as the server lists them."""
     from lsprotocol import types
 
     found: list[Symbol] = []
-    for file in sorted(root.rglob("*.ts")):
+    for file in sorted(root.rglob(f"*{corpus.extension}")):
         path = file.relative_to(root).as_posix()
         lines = file.read_text(encoding="utf-8").split("\n")
         answer = await asyncio.wait_for(client.text_document_document_symbol_async(types.DocumentSymbolParams(
-            text_document=types.TextDocumentIdentifier(uri=open_file(client, root, path)))), REQUEST_TIMEOUT)
+            text_document=types.TextDocumentIdentifier(uri=open_file(client, root, path, corpus.language)))),
+            REQUEST_TIMEOUT)
         for item in answer or []:
             kinds = (types.SymbolKind.Function, types.SymbolKind.Class)
             if item.kind not in kinds or not _IDENTIFIER.fullmatch(item.name):
@@ -222,7 +249,7 @@ def _query(symbol: Symbol, every: list[Symbol]) -> str:
     return query if all(_IDENTIFIER.fullmatch(part) for part in query.split(".")) else symbol.name
 
 
-async def _truth(root: Path, bin_folder: Path, every: int) -> tuple[list[Symbol], list[Symbol], list[set[tuple[str, int]]],
+async def _truth(root: Path, bin_folder: Path, every: int, corpus: Corpus) -> tuple[list[Symbol], list[Symbol], list[set[tuple[str, int]]],
                                                                      float, float]:
     from lsprotocol import types
 
@@ -230,10 +257,10 @@ async def _truth(root: Path, bin_folder: Path, every: int) -> tuple[list[Symbol]
     first = 0.0
     answers: list[set[tuple[str, int]]] = []
     async with language_server(root, bin_folder) as client:
-        every_symbol = await _symbols(client, root)
+        every_symbol = await _symbols(client, root, corpus)
         chosen = every_symbol[::every]
         for symbol in chosen:
-            uri = open_file(client, root, symbol.path)
+            uri = open_file(client, root, symbol.path, corpus.language)
             found = await asyncio.wait_for(client.text_document_references_async(types.ReferenceParams(
                 text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(symbol.line - 1, symbol.column),
                 context=types.ReferenceContext(include_declaration=True))), REQUEST_TIMEOUT)
@@ -252,13 +279,14 @@ def ours(root: Path, chosen: list[Symbol], queries: list[str]) -> tuple[dict[str
     roots = Roots([str(root)])
     ctx = Context(None, 1, "tools/call", {})
     CACHE.clear()
-    modes: dict[str, list[set[tuple[str, int]]]] = {"by name": [], "every use": []}
+    modes: dict[str, list[set[tuple[str, int]]]] = {"by name": [], "scopes, every use": [], "scoped only": []}
     start = time.perf_counter()
     for symbol, query in zip(chosen, queries, strict=True):
         plain = (find_references(ctx, roots, symbol.name, ".", 100_000, scopes=False).structured or {})["references"]
         every = (find_references(ctx, roots, query, ".", 100_000).structured or {})["references"]
         modes["by name"].append({(item["path"], item["line"]) for item in plain})
-        modes["every use"].append({(item["path"], item["line"]) for item in every})
+        modes["scopes, every use"].append({(item["path"], item["line"]) for item in every})
+        modes["scoped only"].append({(item["path"], item["line"]) for item in every if item["precision"] == "scoped"})
     return modes, time.perf_counter() - start
 
 
@@ -314,14 +342,14 @@ def measure(corpus: Corpus, cache: Path, every: int = 1) -> dict[str, Any]:
     """One corpus: its symbols (one in `every`), the truth, ours, the scores."""
     root = fetch(corpus, cache)
     bin_folder = server_bin()
-    every_symbol, chosen, expected, first, total = asyncio.run(_truth(root, bin_folder, every))
+    every_symbol, chosen, expected, first, total = asyncio.run(_truth(root, bin_folder, every, corpus))
     queries = [_query(symbol, every_symbol) for symbol in chosen]
     modes, spent = ours(root, chosen, queries)
     exact, timing = precise(root, queries, bin_folder)
     modes.update(exact)
     shared = [index for index, symbol in enumerate(chosen) if sum(other.name == symbol.name for other in every_symbol) > 1]
     report: dict[str, Any] = {"corpus": f"{corpus.name} {corpus.version} ({corpus.under})",
-                              "files": len(list(root.rglob("*.ts"))), "symbols": len(chosen), "shared_names": len(shared),
+                              "files": len(list(root.rglob(f"*{corpus.extension}"))), "symbols": len(chosen), "shared_names": len(shared),
                               "server_first_answer": first, "server_all": total, "ours_all": spent,
                               "precise_first_answer": timing["first"], "precise_all": timing["all"],
                               "precise_rss": timing["rss"], "unanswered": timing["unanswered"], "modes": {}, "shared": {}}
@@ -331,12 +359,21 @@ def measure(corpus: Corpus, cache: Path, every: int = 1) -> dict[str, Any]:
     report["exact_missed"] = differences(queries, expected, modes["exact only"])
     report["exact_wrong"] = differences(queries, expected, modes["exact only"], missed=False)
     report["name_missed"] = differences(queries, expected, modes["by name"])
+    report["scopes_missed"] = differences(queries, expected, modes["scopes, every use"])
+    report["scoped_wrong"] = differences(queries, expected, modes["scoped only"], missed=False)
+    report["scopes_wrong"] = differences(queries, expected, modes["scopes, every use"], missed=False)
     return report
 
 
 def evaluate(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
     checks = []
     for report in reports:
+        plain, scopes, scoped = (report["modes"][mode] for mode in ("by name", "scopes, every use", "scoped only"))
+        checks.append({"target": f"{report['corpus']}: scopes' precision above by name's, at recall >= {RECALL_TARGET}",
+                       "measured": f"{scopes['precision']:.3f} vs {plain['precision']:.3f}, recall {scopes['recall']:.3f}",
+                       "met": scopes["precision"] > plain["precision"] and scopes["recall"] >= RECALL_TARGET})
+        checks.append({"target": f"{report['corpus']}: scoped uses' precision >= {SCOPED_TARGET}",
+                       "measured": f"{scoped['precision']:.3f}", "met": scoped["precision"] >= SCOPED_TARGET})
         exact, every = report["modes"]["exact only"], report["modes"]["precise, every use"]
         checks.append({"target": f"{report['corpus']}: with the language server (--precise), exact uses' precision "
                                  f">= {EXACT_TARGET} at recall >= {EXACT_TARGET}",

@@ -177,7 +177,7 @@ def python_case(name: str, cache: Path, count: int) -> Case:
                 python_imports(root), first, total)
 
 
-async def _typescript_truth(root: Path, bin_folder: Path, count: int,
+async def _typescript_truth(root: Path, bin_folder: Path, count: int, corpus: ts_bench.Corpus,
                             ) -> tuple[list[Symbol], list[Symbol], list[set[tuple[str, int]]], float, float]:
     """references_precision_ts's truth, of a sample of its symbols."""
     from lsprotocol import types
@@ -186,10 +186,10 @@ async def _typescript_truth(root: Path, bin_folder: Path, count: int,
     first = 0.0
     answers: list[set[tuple[str, int]]] = []
     async with ts_bench.language_server(root, bin_folder) as client:
-        every = await ts_bench._symbols(client, root)
+        every = await ts_bench._symbols(client, root, corpus)
         chosen = sample(every, count)
         for symbol in chosen:
-            uri = ts_bench.open_file(client, root, symbol.path)
+            uri = ts_bench.open_file(client, root, symbol.path, corpus.language)
             found = await asyncio.wait_for(client.text_document_references_async(types.ReferenceParams(
                 text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(symbol.line - 1, symbol.column),
                 context=types.ReferenceContext(include_declaration=True))), ts_bench.REQUEST_TIMEOUT)
@@ -202,8 +202,8 @@ def typescript_case(name: str, cache: Path, count: int) -> Case:
     corpus = ts_bench.CORPORA[name]
     root = ts_bench.fetch(corpus, cache)
     bin_folder = ts_bench.server_bin()
-    every, chosen, expected, first, total = asyncio.run(_typescript_truth(root, bin_folder, count))
-    return Case(name, f"{corpus.name} {corpus.version} ({corpus.under})", "typescript", root, len(list(root.rglob("*.ts"))),
+    every, chosen, expected, first, total = asyncio.run(_typescript_truth(root, bin_folder, count, corpus))
+    return Case(name, f"{corpus.name} {corpus.version} ({corpus.under})", "typescript", root, len(list(root.rglob(f"*{corpus.extension}"))),
                 len(every), chosen, [ts_bench._query(symbol, every) for symbol in chosen],
                 serena_name_paths(chosen, every, ts_bench._module), expected, typescript_imports(root), first, total,
                 bin_folder)

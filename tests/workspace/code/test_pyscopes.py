@@ -277,7 +277,7 @@ def test_a_qualified_name_with_no_definition_in_the_workspace_is_read_from_its_w
     # `other` could be a package that exports json's loads again: without json's source, only by name
     assert found == [("a.py", 4, "scoped"), ("a.py", 5, "name")] and data["definitions"] == []
     text = find_references(Context(None, 1, "tools/call", {}), Roots([str(tmp_path)]), "json.loads", ".", 100).content
-    assert "[No Python definition of json.loads under the workspace root: its uses were read from the words of the " \
+    assert "[No definition of json.loads under the workspace root: its uses were read from the words of the " \
            "name alone.]" in str(text)
 
 

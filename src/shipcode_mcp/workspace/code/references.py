@@ -42,6 +42,7 @@ from ..lsp.installed import backend
 from ..lsp.servers import NoFiles, NotReady
 from ..text import cut_line, place, plural, printable, result
 from . import precise
+from .jsscopes import ANYWHERE
 from .names import word_regex
 from .parsers import POOL, Failed, Starved, symbols_from
 from .prefilter import defining_lines
@@ -74,6 +75,10 @@ QUERY = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 """A name, or one qualified with dots (`Session.get`), as the tools that take a symbol's name accept it."""
 NAME_LABEL = LABELS[NAME]
 _NAME_START = re.compile(r"[^\W\d]\w*")
+JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
+"""The languages jsscopes.py reads scopes of."""
+Targets = tuple[tuple[str, "str | None", int], ...]
+"""JavaScript and TypeScript definitions asked about (js_targets): file, the class it is a member of, line."""
 EXACT = "exact"
 """The label of a use a language server found (`--precise`): decided by types, not only scopes."""
 T = TypeVar("T")
@@ -176,17 +181,37 @@ def _scoped(source: Source, name: str, chosen: list[Reading], check: Callable[[]
         answer["excluded"]
 
 
+def _js_scoped(source: Source, name: str, targets: Targets, check: Callable[[], None] | None,
+               ) -> tuple[tuple[Reference, ...], int] | None:
+    """The uses of `name` in a JavaScript or TypeScript file that may reach one of `targets`, labelled, and how many
+    were ruled out (jsscopes.py, in the parse worker); None when the worker failed on the text (then by name)."""
+    check_parsable(source)
+    try:
+        answer = POOL.ask({"op": "js_scopes", "text": source.text, "language": source.language, "name": name,
+                           "shown": source.shown, "targets": [list(target) for target in targets]}, check)
+    except Starved:
+        raise  # the machine was too busy to answer in time: a skipped file, not an answer to keep
+    except Failed:
+        return None
+    lines = source.text.split("\n")
+    return _shown(lines, [(line, column, definition, label) for line, column, label, definition in answer["uses"]]), \
+        answer["excluded"]
+
+
 def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool = True, bound: int | None = None,
                     check: Callable[[], None] | None = None, chosen: list[Reading] | None = None,
-                    ) -> tuple[tuple[Reference, ...], bool, int]:
+                    targets: Targets | None = None) -> tuple[tuple[Reference, ...], bool, int]:
     """The uses of `name` in one file, at most `bound` of them, whether that is all of them, and how many
     uses the scopes ruled out: from the cache when the file has not changed since they were all found
     (the file is still opened through safe_open, so confinement is checked every time); else, in Python
-    with `chosen` readings, from its scopes; else, in Python, from pyscan's scan when it can tell
-    (`scan`), or from the tree. Only a complete list is cached; `check` is called now and then."""
+    with `chosen` readings, from its scopes; in JavaScript and TypeScript with `targets` (js_targets), from
+    theirs; else, in Python, from pyscan's scan when it can tell (`scan`), or from the tree. Only a complete
+    list is cached; `check` is called now and then."""
     language = known_language(real, shown)
     scoped = chosen is not None and language == "python"
-    key = f"{name}\0{sent(tuple(chosen))[1]}" if scoped and chosen is not None else name
+    js = bool(targets) and language in JS_LANGUAGES
+    key = f"{name}\0{sent(tuple(chosen))[1]}" if scoped and chosen is not None else \
+        f"{name}\0js\0{_targets_key(targets)}" if js and targets else name
     fd, info = safe_open.open_file(roots, real, shown)
     try:
         version = file_key(real, info)
@@ -204,6 +229,13 @@ def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool =
         return (), True, 0
     if scoped and chosen is not None:
         decided = _scoped(source, name, chosen, check)
+        if decided is not None:
+            found, excluded = decided
+            if scan:
+                CACHE.put_references(source.key, key, found, excluded)
+            return (found if bound is None else found[:bound]), bound is None or len(found) <= bound, excluded
+    if js and targets:
+        decided = _js_scoped(source, name, targets, check)
         if decided is not None:
             found, excluded = decided
             if scan:
@@ -399,6 +431,39 @@ _DEFINING = {"python": r"\b(?:def|class)\s+({word})\b|(?<![\w.])({word})\b",
 """Where on its definition's line a name is defined (the first match's group), by language."""
 
 
+def js_targets(ctx: Context, roots: Roots, query: str) -> tuple[Targets, list[dict[str, Any]]] | None:
+    """The JavaScript and TypeScript definitions of `query` in the roots that code outside them can reach (at module
+    level, or a member of a class, interface or enum at module level), as jsscopes takes them ([file, owner or None,
+    line]) and as find_references lists them; None when one is inside a namespace, whose scoping jsscopes does not
+    follow (then the uses are found by name)."""
+    word = query.rsplit(".", 1)[-1]
+    targets: list[tuple[str, str | None, int]] = []
+    definitions: list[dict[str, Any]] = []
+    for root in roots.paths:
+        for shown, symbol, outer, _ in code_definitions(ctx, roots, Folder(roots, root), tuple(query.split(".")),
+                                                        JS_LANGUAGES):
+            if any(item.kind == "module" for item in outer):
+                return None
+            if len(outer) > 1 or any(item.kind not in _OUTER_KINDS for item in outer) or symbol.name != word:
+                continue
+            owner = outer[-1].name if outer else None
+            if not outer and "." in symbol.qualified_name:  # assigned: `Foo.prototype.bar = ...`, `exports.bar = ...`
+                qualifier = symbol.qualified_name.rsplit(".", 1)[0]
+                owner = None if qualifier in ("exports", "module.exports") else qualifier.rsplit(".", 1)[-1]
+            target = (shown, owner, symbol.def_line)
+            if target not in targets:
+                targets.append(target)
+                definitions.append({"path": shown, "line": symbol.def_line, "qualified_name": symbol.qualified_name,
+                                    "kind": symbol.kind})
+    return tuple(targets), definitions
+
+
+@lru_cache(maxsize=16)
+def _targets_key(targets: Targets) -> str:
+    """A short key for a query's targets in the per-file cache."""
+    return hashlib.blake2b(json.dumps(targets).encode(), digest_size=16).hexdigest()
+
+
 def definition_places(ctx: Context, roots: Roots, query: str, backends: tuple[str, ...] = ("python",),
                       ) -> tuple[list[precise.Place], list[dict[str, Any]]]:
     """The definitions of `query` (a name, or one qualified with its module or class) in the roots, in the files
@@ -516,6 +581,12 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     excluded = 0
     truncated = False
     places = [folder.file(item) if folder.is_dir else (folder.real, folder.shown) for item in names] if chosen is not None else []
+    targets: Targets | None = None
+    if any(language_for(place[0]) in JS_LANGUAGES for place in places):
+        found_targets = js_targets(ctx, roots, query)
+        if found_targets is not None:
+            targets = found_targets[0] or ((folder.shown, ANYWHERE, 0),)  # no definition here: only locals ruled out
+            definitions += found_targets[1] if "." in query else []
     python = [place for place in places if language_for(place[0]) == "python"]
     with Ahead(lambda real, shown, check: file_references(roots, real, shown, word, scan, None, check, chosen),
                 python, ctx.check_cancelled) as ahead:
@@ -524,7 +595,7 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
             if chosen is not None and language_for(real) == "python":
                 return ahead.take(real)
             wanted = limit + 1 - sum(map(len, decided.values()))
-            return file_references(roots, real, shown, word, scan, max(wanted, 0), ctx.check_cancelled, chosen)
+            return file_references(roots, real, shown, word, scan, max(wanted, 0), ctx.check_cancelled, chosen, targets)
 
         for shown, (uses, complete, left_out) in folder.parsed(ctx, names, "candidate file", uses_in, code_only=True):
             excluded += left_out
@@ -584,7 +655,7 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
             f"{printable(item['qualified_name'])} ({printable(item['path'])}:{item['line']})" for item in definitions[:5])
             + (" …" if len(definitions) > 5 else "") + ".]")
     elif chosen is not None and "." in query and not definitions:
-        out.append(f"[No Python definition of {printable(query)} under {place(folder.shown)}: its uses were read from "
+        out.append(f"[No definition of {printable(query)} under {place(folder.shown)}: its uses were read from "
                    "the words of the name alone.]")
     if excluded:
         out.append(f"[{'At least ' if truncated else ''}{plural(excluded, 'other use')} of the name left out: bound to "

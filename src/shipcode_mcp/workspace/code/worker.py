@@ -78,11 +78,15 @@ def identifier_kinds(language: str, root: SgNode) -> list[str]:
     return kinds
 
 
+def named(root: SgNode, language: str, name: str) -> list[SgNode]:
+    """The identifier nodes whose text is `name`."""
+    return root.find_all(regex=f"^{re.escape(name)}$", any=[{"kind": kind} for kind in identifier_kinds(language, root)])
+
+
 def positions(text: str, language: str, name: str, outline: bool) -> dict[str, Any]:
     """(line, column), 0-based, of the identifier nodes whose text is `name`; with the outline when asked."""
     root = parse(text, language)
-    rule = {"regex": f"^{re.escape(name)}$", "any": [{"kind": kind} for kind in identifier_kinds(language, root)]}
-    found = [[start.line, start.column] for start in (node.range().start for node in root.find_all(**rule))]
+    found = [[start.line, start.column] for start in (node.range().start for node in named(root, language, name))]
     return {"positions": found, "outline": flat_outline(text, language, root) if outline and found else None}
 
 
@@ -309,6 +313,12 @@ def answer(request: dict[str, Any]) -> Any:
         from .pyscopes import Reading, scoped_uses  # no package until _bootstrap, as in parse
 
         return scoped_uses(request["text"], request["name"], request["shown"], [Reading.of(item) for item in request["readings"]])
+    if op == "js_scopes":
+        from .jsscopes import scoped_uses as js_scoped_uses  # no package until _bootstrap, as in parse
+
+        root = parse(request["text"], request["language"])
+        return js_scoped_uses(root, named(root, request["language"], request["name"]), request["name"], request["shown"],
+                              request["targets"])
     if op == "definition_at":
         from .pydefinitions import definition_at  # no package until _bootstrap, as in parse
 
