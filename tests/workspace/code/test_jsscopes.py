@@ -41,12 +41,18 @@ PARSE = """
 
 
 def test_locals_parameters_and_keys_are_not_the_module_level_function(tmp_path: Path) -> None:
-    found, data = uses(write(tmp_path, {"src/parse.ts": PARSE}), "parse")
+    roots = write(tmp_path, {"src/parse.ts": PARSE})
+    found, data = uses(roots, "parse.parse")
     assert found == {("src/parse.ts", 1, 17): "scoped", ("src/parse.ts", 4, 22): "scoped"}
     # the parameter and its use; the const, the loop and catch variables and the local's use; the destructured key,
     # the object's key, the member
     assert data["excluded"] == 2 + 4 + 3
     assert [item["definition"] for item in data["references"]] == [True, False]
+    # A bare name is any definition of it, the outline's or not (the object's key is one): only locals are left out.
+    found, data = uses(roots, "parse")
+    assert found == {("src/parse.ts", 1, 17): "scoped", ("src/parse.ts", 4, 22): "scoped",
+                     ("src/parse.ts", 7, 9): "name", ("src/parse.ts", 8, 25): "name", ("src/parse.ts", 9, 8): "name"}
+    assert data["excluded"] == 2 + 4
 
 
 def test_an_import_from_the_definitions_file_is_scoped_from_another_file_by_name(tmp_path: Path) -> None:
@@ -119,7 +125,7 @@ def test_commonjs_requires_and_assigned_methods(tmp_path: Path) -> None:
         function make(compileETag) { return compileETag; }
         compileETag(1); utils.compileETag(2); new View('x').render({});
         """})
-    found, data = uses(roots, "compileETag")
+    found, data = uses(roots, "utils.compileETag")
     assert {key: value for key, value in found.items() if key[0] == "lib/app.js"} == {
         ("lib/app.js", 1, 5): "scoped", ("lib/app.js", 1, 38): "scoped",  # `var x = require(m).x`, both names
         ("lib/app.js", 3, 7): "scoped",  # the key of a destructured require

@@ -26,7 +26,6 @@ Runs in the parse worker (worker.py), on the tree-sitter tree, like every parse 
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -81,6 +80,22 @@ def imported_module(shown: str, source: str) -> str | None:
     return module_of(posixpath.normpath(posixpath.join(posixpath.dirname(shown), source)))
 
 
+VALUE, TYPE = "value", "type"
+"""TypeScript's two spaces of names: a parameter `Node` does not hide the interface `Node` from a type annotation."""
+BOTH = (VALUE, TYPE)
+_SPACES = {"interface_declaration": (TYPE,), "type_alias_declaration": (TYPE,), "class_declaration": BOTH,
+           "abstract_class_declaration": BOTH, "enum_declaration": BOTH, "ambient_declaration": BOTH}
+"""The spaces a declaration's name binds in (VALUE if not listed)."""
+JSX_TAGS = frozenset({"jsx_opening_element", "jsx_closing_element", "jsx_self_closing_element"})
+BINDING_PARENTS = DECLARATIONS | PATTERNS | {
+    "variable_declarator", "import_specifier", "namespace_import", "import_clause", "import_require_clause",
+    "arrow_function", "catch_clause", "for_in_statement", "function_expression", "function", "generator_function",
+    "class", "type_parameter"}
+"""The parents of an identifier that may bind it: the only occurrences of an object's name `binding_of_object` reads."""
+MODIFIERS = frozenset({"accessibility_modifier", "readonly", "override_modifier"})
+"""A constructor parameter with one of these is a member of the class (a parameter property), not a local."""
+
+
 class _Binding:
     """How a name is bound: kind "local", "module" (a module-level definition), "import" (a named import, a
     destructured require or `require(m).name`: `source`, and whether it imports the name itself), "namespace" (`import
@@ -117,60 +132,98 @@ def _required(value: SgNode | None) -> str | None:
     return _string(first[0]) if first else None
 
 
-def _declarator_of(pattern: SgNode) -> SgNode | None:
-    """The declarator whose name is `pattern` (a destructuring pattern), if it is one's."""
-    declarator = pattern.parent()
-    if declarator is not None and declarator.kind() == "variable_declarator" and _same(declarator.field("name"), pattern):
-        return declarator
-    return None
+def _pattern_owner(pattern: SgNode) -> tuple[str, SgNode | None]:
+    """What a destructuring pattern belongs to, through the patterns around it: ("declarator", the declarator),
+    ("parameter", the function), ("catch", the clause), ("loop", the for statement) or ("assignment", None)."""
+    child, parent = pattern, pattern.parent()
+    while parent is not None and parent.kind() in PATTERNS:
+        if parent.kind() == "formal_parameters":
+            return "parameter", parent.parent()
+        child, parent = parent, parent.parent()
+    if parent is None:
+        return "assignment", None
+    kind = parent.kind()
+    if kind == "variable_declarator" and _same(parent.field("name"), child):
+        return "declarator", parent
+    if kind == "arrow_function" and _same(parent.field("parameter"), child):
+        return "parameter", parent
+    if kind == "catch_clause":
+        return "catch", parent
+    if kind == "for_in_statement" and parent.field("kind") is not None and _same(parent.field("left"), child):
+        return "loop", parent
+    return "assignment", None
 
 
 class Resolver:
-    """The bindings of one name in one file, and the scope each binds in."""
+    """The bindings of one name in one file, and the scope each binds in; `others` are the file's resolvers of
+    other names (objects of member accesses), made once each, from `index`: the file's identifiers by name."""
 
     def __init__(self, root: SgNode, shown: str, name: str, nodes: list[SgNode],
-                 others: dict[str, Resolver] | None = None) -> None:
+                 others: dict[str, Resolver] | None = None, index: dict[str, list[SgNode]] | None = None) -> None:
         self.root = root
-        self._others: dict[str, Resolver] = {} if others is None else others
         self.shown = shown
         self.module = module_of(shown)
         self.name = name
-        self.bindings: dict[tuple[str, int, int], _Binding] = {}
+        self.bindings: dict[tuple[tuple[str, int, int], str], _Binding] = {}
         self.roles: list[tuple[SgNode, str, Any]] = []  # each use: (node, role, detail)
+        self._others: dict[str, Resolver] = {} if others is None else others
+        self._others.setdefault(name, self)  # (before the roles: `const { a } = b; const { b } = a` ends)
+        self._index: dict[str, list[SgNode]] = {} if index is None else index  # (filled at its first use)
         for node in nodes:
             role, detail = self._role(node)
             self.roles.append((node, role, detail))
 
     def _scope_of(self, node: SgNode, var: bool) -> SgNode | None:
-        """The nearest scope around `node` that a declaration there binds in."""
+        """The nearest scope around `node` that a declaration there binds in; a `var`'s is its function's body (not
+        the function: its parameters' defaults do not see it)."""
         kinds = FUNCTIONS | {"program", "internal_module", "module"} if var else BLOCKS | {"internal_module", "module"}
         for ancestor in node.ancestors():
             if ancestor.kind() in kinds:
-                return ancestor
+                body = ancestor.field("body") if var and ancestor.kind() in FUNCTIONS else None
+                return body if body is not None and body.kind() == "statement_block" else ancestor
         return None
 
-    def _bind(self, scope: SgNode | None, binding: _Binding) -> None:
+    def _declared(self, declarator: SgNode) -> SgNode | None:
+        """The scope a declarator's names bind in (`var`, `let`, `const`)."""
+        statement = declarator.parent()
+        return self._scope_of(declarator, statement is not None and statement.kind() == "variable_declaration")
+
+    def _bind(self, scope: SgNode | None, binding: _Binding, spaces: tuple[str, ...] = (VALUE,)) -> _Binding:
         if scope is not None:
-            self.bindings.setdefault(_key(scope), binding)
+            for space in spaces:
+                self.bindings.setdefault((_key(scope), space), binding)
+        return binding
+
+    def _local(self, scope: SgNode | None, spaces: tuple[str, ...] = (VALUE,)) -> _Binding:
+        """A declaration's binding: of the module at the top level, else local."""
+        return self._bind(scope, _Binding("module" if scope is not None and scope.kind() == "program" else "local"),
+                          spaces)
 
     def _role(self, node: SgNode) -> tuple[str, Any]:
-        """What one occurrence is: ("member", owner node or None) for a member's or key's definition; ("access",
-        the object) for `obj.name`; ("binding", the binding) where it binds the name; ("alias", None) where it names
-        another module's export bound under another name; ("reference", None) elsewhere."""
+        """What one occurrence is: ("member", the body holding it) for a member's or key's definition; ("access",
+        the object) for `obj.name`; ("binding", the binding) where it binds the name; ("destructured", (binding,
+        value)) where a destructuring binds it; ("export", the module) where it names a module's export without
+        binding it; ("alias", None) where it binds another export under this name; ("shorthand", None) for `{ name }`
+        (a variable and a key); ("key", None) for a JSX attribute; ("label", None) for what is no name of a symbol (a
+        statement label, an HTML tag in JSX); ("reference", None) elsewhere."""
         parent = node.parent()
         if parent is None:
             return "reference", None
         kind, parent_kind = node.kind(), parent.kind()
-        if kind == "property_identifier" or kind == "private_property_identifier":
+        if kind == "statement_identifier" or (parent_kind in JSX_TAGS and kind == "identifier" and node.text()[:1].islower()):
+            return "label", None
+        if kind in ("property_identifier", "private_property_identifier"):
             if parent_kind == "member_expression":
                 return "access", parent.field("object")
+            if parent_kind == "jsx_attribute":
+                return "key", None
             if parent_kind in MEMBER_DEFINITIONS:
                 if parent_kind in ("pair", "pair_pattern") and not _same(parent.field("key"), node):
                     return "reference", None
                 if parent_kind == "pair_pattern":
-                    pattern = parent.parent()
-                    declarator = _declarator_of(pattern) if pattern is not None else None
-                    source = _required(declarator.field("value")) if declarator is not None else None
+                    owner, declarator = _pattern_owner(parent.parent())  # type: ignore[arg-type]
+                    source = self._module_source(declarator.field("value")) if declarator is not None and \
+                        owner == "declarator" else None
                     if source is not None:
                         return "export", source  # `const { name: other } = require(...)`: a use of the module's name
                 return "member", parent.parent()
@@ -178,80 +231,85 @@ class Resolver:
                 return "member", parent
             return "reference", None
         if kind == "shorthand_property_identifier_pattern":
-            return self._destructured(node, parent)
+            pattern = parent.parent() if parent_kind == "object_assignment_pattern" else parent
+            return self._destructured(pattern) if pattern is not None else ("reference", None)
         if kind == "shorthand_property_identifier":
-            return "reference", None
-        if parent_kind in ("nested_type_identifier", "nested_identifier", "member_expression") and \
-                not _same(parent.child(0), node):
+            return "shorthand", None
+        if parent_kind in ("nested_type_identifier", "nested_identifier") and not _same(parent.child(0), node):
             return "access", parent.child(0)
+        if parent_kind in ("required_parameter", "optional_parameter") and \
+                any(child.kind() in MODIFIERS for child in parent.children()):
+            body = next((item for item in parent.ancestors() if item.kind() == "class_body"), None)
+            return "member", body  # `constructor(private name: T)`: a member of the class
         return self._identifier(node, parent, parent_kind)
 
-    def _destructured(self, node: SgNode, pattern: SgNode) -> tuple[str, Any]:
-        """`{ name } = value`: a new binding, of an import when the value is `require(...)`; else a read of the
-        value's member (the role's detail: the value)."""
-        declarator = _declarator_of(pattern)
-        value = declarator.field("value") if declarator is not None else None
+    def _module_source(self, value: SgNode | None) -> str | None:
+        """The module `value` is, if it is one: `require(m)`, or a name bound to a module object (`import * as`, a
+        default import or require); "" for a name imported from another module (which may export a module object:
+        `export * as ns`); else None."""
         source = _required(value)
-        if declarator is not None and source is not None:
-            binding = _Binding("import", source)
-            statement = declarator.parent()
-            self._bind(self._scope_of(declarator, statement is not None and statement.kind() == "variable_declaration"),
-                       binding)
-            return "binding", binding
-        statement = declarator.parent() if declarator is not None else None
-        self._bind(self._scope_of(pattern, statement is not None and statement.kind() == "variable_declaration"),
-                   _Binding("local"))
-        return "destructured", value
+        if source is not None or value is None or value.kind() != "identifier":
+            return source
+        binding = self.binding_of_object(value)
+        if binding is None or binding.kind not in ("namespace", "default", "import"):
+            return None
+        return binding.source or "" if binding.kind != "import" else ""
+
+    def _destructured(self, pattern: SgNode) -> tuple[str, Any]:
+        """`{ name } = value`: a binding of an import when the value is a module (`require(...)`, a namespace);
+        else a new name (and a read of the value's member); in an assignment `({ name } = value)`, no binding."""
+        owner, at = _pattern_owner(pattern)
+        if owner == "assignment":
+            return "shorthand", None
+        if owner == "declarator" and at is not None:
+            value = at.field("value")
+            source = self._module_source(value)
+            if source is not None:
+                return "binding", self._bind(self._declared(at), _Binding("import", source))
+            return "destructured", (self._local(self._declared(at)), value)
+        declared = at.field("kind") if owner == "loop" and at is not None else None
+        scope = self._scope_of(at, True) if at is not None and declared is not None and declared.text() == "var" else at
+        return "destructured", (self._bind(scope, _Binding("local")), None)
 
     def _identifier(self, node: SgNode, parent: SgNode, parent_kind: str) -> tuple[str, Any]:
         if parent_kind in DECLARATIONS and _same(parent.field("name"), node):
-            scope = self._scope_of(parent, False)
-            binding = _Binding("module" if scope is not None and scope.kind() == "program" else "local")
-            self._bind(scope, binding)
-            return "binding", binding
+            return "binding", self._local(self._scope_of(parent, False), _SPACES.get(parent_kind, (VALUE,)))
         if parent_kind in ("function_expression", "function", "generator_function", "class") and \
                 _same(parent.field("name"), node):
-            self._bind(parent, _Binding("local"))
-            return "binding", self.bindings[_key(parent)]
+            return "binding", self._bind(parent, _Binding("local"), BOTH if parent_kind == "class" else (VALUE,))
         if parent_kind == "variable_declarator" and _same(parent.field("name"), node):
-            declaration = parent.parent()
-            var = declaration is not None and declaration.kind() == "variable_declaration"
-            scope = self._scope_of(parent, var)
+            scope = self._declared(parent)
             value = parent.field("value")
             source = _required(value)
             exported = value.field("property") if value is not None and value.kind() == "member_expression" else None
             if source is not None:
-                binding = _Binding("default", source)
-            elif exported is not None and _required(value.field("object")) is not None:  # type: ignore[union-attr]
-                binding = _Binding("import", _required(value.field("object")),  # type: ignore[union-attr]
-                                   same_name=exported.text() == self.name)
-            else:
-                binding = _Binding("module" if scope is not None and scope.kind() == "program" else "local")
-            self._bind(scope, binding)
-            return "binding", binding
+                return "binding", self._bind(scope, _Binding("default", source))
+            module = _required(value.field("object")) if exported is not None else None  # type: ignore[union-attr]
+            if exported is not None and module is not None:  # `var name = require(m).name` (or `.default`)
+                export = exported.text()
+                return "binding", self._bind(scope, _Binding("default" if export == "default" else "import", module,
+                                                             same_name=export in (self.name, "default")))
+            return "binding", self._local(scope)
         if parent_kind == "import_specifier":
             imported, alias = parent.field("name"), parent.field("alias")
             statement = next((item for item in parent.ancestors() if item.kind() == "import_statement"), None)
             source = _string(statement.field("source")) if statement is not None else None
-            if alias is not None and _same(alias, node):
-                # `import { other as name }`: the same name only if other is it
-                same = imported is not None and imported.text() == self.name
-                binding = _Binding("import", source, same_name=same)
-                self._bind(self._scope_of(parent, False), binding)
-                return "binding", binding
+            scope = self._scope_of(parent, False)
+            if alias is not None and _same(alias, node):  # `import { other as name }`: the name only if other is it
+                export = imported.text() if imported is not None else ""
+                binding = _Binding("default" if export == "default" else "import", source,
+                                   same_name=export in (self.name, "default"))
+                return "binding", self._bind(scope, binding, BOTH)
             if alias is not None:
                 return "export", source  # `import { name as other }`: a use of the module's name, bound as other
-            binding = _Binding("import", source)
-            self._bind(self._scope_of(parent, False), binding)
-            return "binding", binding
+            return "binding", self._bind(scope, _Binding("import", source), BOTH)
         if parent_kind in ("namespace_import", "import_clause", "import_require_clause"):
             statement = next((item for item in parent.ancestors() if item.kind() == "import_statement"), None)
             source = _string(statement.field("source")) if statement is not None else None
             if parent_kind == "import_require_clause":
                 source = _string(parent.field("source"))
             binding = _Binding("namespace" if parent_kind == "namespace_import" else "default", source)
-            self._bind(self._scope_of(parent, False), binding)
-            return "binding", binding
+            return "binding", self._bind(self._scope_of(parent, False), binding, BOTH)
         if parent_kind == "export_specifier":
             alias = parent.field("alias")
             if alias is not None and _same(alias, node):
@@ -261,56 +319,71 @@ class Resolver:
             return ("export", source) if source is not None else ("reference", None)
         bound = self._parameter_scope(node, parent)
         if bound is not None:
-            self._bind(bound, _Binding("local"))
-            return "binding", self.bindings[_key(bound)]
+            scope, space = bound
+            return "binding", self._local(scope, (space,)) if scope.kind() == "program" else \
+                self._bind(scope, _Binding("local"), (space,))
         return "reference", None
 
-    def _parameter_scope(self, node: SgNode, parent: SgNode) -> SgNode | None:
-        """The scope a parameter, catch or loop variable, or type parameter binds in, or None if `node` is none."""
+    def _parameter_scope(self, node: SgNode, parent: SgNode) -> tuple[SgNode, str] | None:
+        """The scope (and space) a parameter, catch or loop variable, type parameter, or a name in a declaration's
+        destructuring binds in; None if `node` is none of them."""
         kind = parent.kind()
         if kind == "arrow_function" and _same(parent.field("parameter"), node):
-            return parent
+            return parent, VALUE
         if kind == "type_parameter" and _same(parent.field("name"), node):
             owner = parent.parent()
-            return owner.parent() if owner is not None else None
+            scope = owner.parent() if owner is not None else None
+            return (scope, TYPE) if scope is not None else None
         if kind == "catch_clause" and _same(parent.field("parameter"), node):
-            return parent
+            return parent, VALUE
         if kind == "for_in_statement" and _same(parent.field("left"), node):
-            return parent if parent.field("kind") is not None else None
+            declared = parent.field("kind")
+            if declared is None:
+                return None
+            scope = self._scope_of(parent, True) if declared.text() == "var" else parent
+            return (scope, VALUE) if scope is not None else None
         if kind == "pair_pattern" and not _same(parent.field("value"), node):
             return None
         if kind in ("assignment_pattern", "object_assignment_pattern") and not _same(parent.field("left"), node):
             return None
-        child = node
-        while kind in PATTERNS:
-            if kind == "formal_parameters":
-                return parent.parent()
-            if kind in ("required_parameter", "optional_parameter") and not _same(parent.field("pattern"), child):
-                return None
-            child, parent = parent, parent.parent()  # type: ignore[assignment]
-            if parent is None:
-                return None
-            kind = parent.kind()
-        if kind == "variable_declarator" and _same(parent.field("name"), child) and child is not node:
-            declaration = parent.parent()
-            return self._scope_of(parent, declaration is not None and declaration.kind() == "variable_declaration")
-        return None
+        if kind in ("required_parameter", "optional_parameter") and not _same(parent.field("pattern"), node):
+            return None
+        if kind not in PATTERNS:
+            return None
+        context, at = _pattern_owner(node)
+        if at is None:
+            return None
+        if context == "declarator":
+            scope = self._declared(at)
+        elif context == "loop":
+            declared = at.field("kind")
+            scope = self._scope_of(at, True) if declared is not None and declared.text() == "var" else at
+        else:
+            scope = at
+        return (scope, VALUE) if scope is not None else None
 
     def binding_of(self, node: SgNode) -> _Binding | None:
         """The binding of the name that `node` (a use of it) sees, None for a global."""
+        space = TYPE if node.kind() == "type_identifier" else VALUE
         for ancestor in node.ancestors():
-            binding = self.bindings.get(_key(ancestor))
+            binding = self.bindings.get((_key(ancestor), space))
             if binding is not None:
                 return binding
         return None
 
     def binding_of_object(self, node: SgNode) -> _Binding | None:
         """The binding an identifier naming an object (`obj` of `obj.name`) sees, None for a global: its own
-        name's bindings are found once a file (`_others`)."""
-        other = self._others.get(node.text())
+        name's bindings are found once a file, from the file's identifiers read once (`_index`)."""
+        name = node.text()
+        other = self._others.get(name)
         if other is None:
-            found = self.root.find_all(kind="identifier", regex=f"^{re.escape(node.text())}$")
-            other = self._others[node.text()] = Resolver(self.root, self.shown, node.text(), list(found), self._others)
+            if not self._index:
+                self._index[""] = []  # (read: a file without bindings is not read again)
+                for found in self.root.find_all(kind="identifier"):
+                    parent = found.parent()
+                    if parent is not None and parent.kind() in BINDING_PARENTS:
+                        self._index.setdefault(found.text(), []).append(found)
+            other = Resolver(self.root, self.shown, name, self._index.get(name, []), self._others, self._index)
         return other.binding_of(node)
 
 
@@ -345,22 +418,27 @@ def _derives(node: SgNode | None) -> bool:
                for child in node.children())
 
 
-def _from(binding: _Binding, resolver: Resolver, file: str) -> int:
-    """How surely an import binding reaches the module-level target in `file`."""
+def _from(binding: _Binding, resolver: Resolver, target: Target, default: bool | None = None) -> int:
+    """How surely an import binding reaches the target's module-level definition (a default import only the module's
+    default export, unless `default` says whether that is the one meant)."""
     module = imported_module(resolver.shown, binding.source or "")
-    if module is not None and module == module_of(file) and binding.same_name:
-        return SCOPED
-    return NAME
+    if module is None or module != module_of(target.file) or not binding.same_name:
+        return NAME
+    if binding.kind == "default" and not (target.default if default is None else default):
+        return NAME  # `const parse = require("./parse")` where parse.js sets exports.parse: the module object
+    return SCOPED
 
 
 class Target:
     """A definition asked about: its file, the class, interface or enum it is a member of (or the object a method
-    is assigned to: `Foo.prototype.bar = ...`; ANYWHERE: a definition the workspace does not hold), its line."""
+    is assigned to: `Foo.prototype.bar = ...`; ANYWHERE: a definition the workspace does not hold), its line, and
+    whether it is its file's default export."""
 
-    def __init__(self, file: str, owner: str | None, line: int) -> None:
+    def __init__(self, file: str, owner: str | None, line: int, default: bool) -> None:
         self.file = file
         self.owner = owner
         self.line = line
+        self.default = default  # the file's default export (`export default`, `module.exports =`)
 
 
 ANYWHERE = "*"
@@ -371,7 +449,7 @@ def label(resolver: Resolver, node: SgNode, role: str, detail: Any, target: Targ
     """How surely one use reaches one target."""
     if target.owner == ANYWHERE:
         return _anywhere(resolver, node, role, detail)
-    here = module_of(target.file) == resolver.module
+    here = target.file == resolver.shown
     if target.owner is None:
         return _module_level(resolver, node, role, detail, target, here)
     return _member(resolver, node, role, detail, target, here)
@@ -380,6 +458,8 @@ def label(resolver: Resolver, node: SgNode, role: str, detail: Any, target: Targ
 def _anywhere(resolver: Resolver, node: SgNode, role: str, detail: Any) -> int:
     """A definition of the name somewhere the workspace does not show (a package's, a global, one the outline does
     not list): whatever the name is bound to locally cannot be it; anything else may."""
+    if role == "label":
+        return OUT
     if role == "binding" and detail.kind == "local" and node.parent().kind() in (  # type: ignore[union-attr]
             "function_expression", "function", "generator_function", "class"):
         return NAME  # `defineGetter(req, 'host', function host() {...})`: a definition, maybe the one asked about
@@ -391,7 +471,7 @@ def _anywhere(resolver: Resolver, node: SgNode, role: str, detail: Any) -> int:
 
 
 def _module_level(resolver: Resolver, node: SgNode, role: str, detail: Any, target: Target, here: bool) -> int:
-    if role in ("member", "alias"):
+    if role in ("member", "alias", "key", "label"):
         return OUT
     if role == "export":
         module = imported_module(resolver.shown, detail or "")
@@ -400,18 +480,18 @@ def _module_level(resolver: Resolver, node: SgNode, role: str, detail: Any, targ
         if here and detail is not None and detail.text() in ("exports", "module.exports"):
             return SCOPED  # `exports.name = ...`: the definition, in CommonJS
         return _through_module(resolver, detail, target)
-    if role == "destructured":  # `{ name } = value`: only a module object's (`{ name } = ns`) may be the target
-        return _through_module(resolver, detail, target) if detail is not None and detail.kind() == "identifier" else OUT
-    binding = detail if role == "binding" else resolver.binding_of(node)
+    if role == "destructured":  # a new name (a module object's is an import: Resolver._destructured)
+        return SCOPED if detail[0].kind == "module" and here else OUT
+    binding = detail if role == "binding" else resolver.binding_of(node)  # (a reference, or `{ name }`'s variable)
     if binding is None:
         return NAME  # a global (a script's, CommonJS `exports.name`'s, an ambient declaration's)
     if binding.kind == "local":
         return OUT
     if binding.kind == "module":
         return SCOPED if here else OUT
-    if binding.kind == "namespace":
-        return OUT
-    return _from(binding, resolver, target.file) if binding.same_name else OUT  # an import, or a default one
+    if binding.kind == "namespace":  # `import * as name`: the module object, which `export =` may make the target
+        return OUT if _from(binding, resolver, target, True) != SCOPED else NAME
+    return _from(binding, resolver, target) if binding.same_name else OUT  # an import, or a default one
 
 
 def _through_module(resolver: Resolver, obj: SgNode | None, target: Target) -> int:
@@ -426,8 +506,8 @@ def _through_module(resolver: Resolver, obj: SgNode | None, target: Target) -> i
         if obj.kind() != "identifier":
             return OUT
         binding = resolver.binding_of_object(obj)
-        if binding is None:
-            return NAME
+        if binding is None or binding.kind == "import":
+            return NAME  # a global, or a name imported from a module that may export a module object (`export * as`)
         if binding.kind not in ("namespace", "default"):
             return OUT
         source = binding.source
@@ -445,8 +525,8 @@ def _member(resolver: Resolver, node: SgNode, role: str, detail: Any, target: Ta
                 return SCOPED if here else NAME
             return NAME if held != "enum" and _derives(holder) else OUT
         return NAME  # an object literal's key or a type literal's member: maybe an object of the target's type
-    if role == "destructured":
-        return NAME  # `{ name } = obj`: a read of obj's member
+    if role in ("destructured", "shorthand", "key"):
+        return NAME  # `{ name } = obj`: a read of obj's member; `{ name }`, `<C name="x">`: maybe an object of its type
     if role != "access":
         return OUT  # a bare name: never a member in JavaScript
     obj = detail
@@ -459,19 +539,21 @@ def _member(resolver: Resolver, node: SgNode, role: str, detail: Any, target: Ta
         if obj.kind() == "this" and here and _class_name(around) == target.owner:
             return SCOPED
         return NAME if _derives(around) or _class_name(around) == target.owner else OUT
+    if obj.kind() == "member_expression" and obj.text() == f"{target.owner}.prototype":
+        return SCOPED if here else NAME  # `Foo.prototype.name = function ...`: the definition
     if obj.kind() == "identifier" and obj.text() == target.owner:
         binding = resolver.binding_of_object(obj)
         if binding is None:
             return SCOPED if here else NAME
         if binding.kind == "module":
             return SCOPED if here else OUT
-        return _from(binding, resolver, target.file) if binding.kind in ("import", "default") else NAME
+        return _from(binding, resolver, target, True) if binding.kind in ("import", "default") else NAME
     return NAME
 
 
 def scoped_uses(root: SgNode, nodes: list[SgNode], name: str, shown: str, targets: list[list[Any]]) -> dict[str, Any]:
     """The uses among `nodes` (the identifiers of the file whose text is `name`) that may reach one of `targets`
-    ([file, owner or None, definition line]), each [line, column, label, definition], and how many cannot."""
+    ([file, owner or None, definition line, default export]), each [line, column, label, definition], and how many cannot."""
     resolver = Resolver(root, shown, name, nodes)
     chosen = [Target(*item) for item in targets]
     uses: list[list[Any]] = []
@@ -483,8 +565,9 @@ def scoped_uses(root: SgNode, nodes: list[SgNode], name: str, shown: str, target
             excluded += 1
             continue
         start = node.range().start
-        definition = best == SCOPED and start.line not in marked and role in ("binding", "member") and any(
-            module_of(target.file) == resolver.module and target.line == start.line + 1 for target in chosen)
+        definition = best == SCOPED and start.line not in marked and role in ("binding", "member", "destructured",
+                                                                               "access") and any(
+            target.file == resolver.shown and target.line == start.line + 1 for target in chosen)
         if definition:
             marked.add(start.line)
         uses.append([start.line, start.column, "scoped" if best == SCOPED else "name", definition])

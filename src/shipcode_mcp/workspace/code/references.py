@@ -77,8 +77,9 @@ NAME_LABEL = LABELS[NAME]
 _NAME_START = re.compile(r"[^\W\d]\w*")
 JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
 """The languages jsscopes.py reads scopes of."""
-Targets = tuple[tuple[str, "str | None", int], ...]
-"""JavaScript and TypeScript definitions asked about (js_targets): file, the class it is a member of, line."""
+Targets = tuple[tuple[str, "str | None", int, bool], ...]
+"""JavaScript and TypeScript definitions asked about (js_targets): file, the class it is a member of, line, and
+whether it is the file's default export."""
 EXACT = "exact"
 """The label of a use a language server found (`--precise`): decided by types, not only scopes."""
 T = TypeVar("T")
@@ -434,10 +435,10 @@ _DEFINING = {"python": r"\b(?:def|class)\s+({word})\b|(?<![\w.])({word})\b",
 def js_targets(ctx: Context, roots: Roots, query: str) -> tuple[Targets, list[dict[str, Any]]] | None:
     """The JavaScript and TypeScript definitions of `query` in the roots that code outside them can reach (at module
     level, or a member of a class, interface or enum at module level), as jsscopes takes them ([file, owner or None,
-    line]) and as find_references lists them; None when one is inside a namespace, whose scoping jsscopes does not
+    line, default export]) and as find_references lists them; None when one is inside a namespace, whose scoping jsscopes does not
     follow (then the uses are found by name)."""
     word = query.rsplit(".", 1)[-1]
-    targets: list[tuple[str, str | None, int]] = []
+    targets: list[tuple[str, str | None, int, bool]] = []
     definitions: list[dict[str, Any]] = []
     for root in roots.paths:
         for shown, symbol, outer, _ in code_definitions(ctx, roots, Folder(roots, root), tuple(query.split(".")),
@@ -450,12 +451,26 @@ def js_targets(ctx: Context, roots: Roots, query: str) -> tuple[Targets, list[di
             if not outer and "." in symbol.qualified_name:  # assigned: `Foo.prototype.bar = ...`, `exports.bar = ...`
                 qualifier = symbol.qualified_name.rsplit(".", 1)[0]
                 owner = None if qualifier in ("exports", "module.exports") else qualifier.rsplit(".", 1)[-1]
-            target = (shown, owner, symbol.def_line)
+            target = (shown, owner, symbol.def_line, owner is None and _default_export(roots, shown, word))
             if target not in targets:
                 targets.append(target)
                 definitions.append({"path": shown, "line": symbol.def_line, "qualified_name": symbol.qualified_name,
                                     "kind": symbol.kind})
     return tuple(targets), definitions
+
+
+_DEFAULT_EXPORT = r"^\s*(?:export\s+default\s+(?:async\s+)?(?:(?:abstract\s+)?class|function\*?)?\s*{word}\b|" \
+                  r"export\s*=\s*{word}\s*;?\s*$|(?:export\s+default|module\.exports\s*=)\s*{word}\s*;?\s*$)"
+"""A line that makes `word` its module's default export (what a default import or `require` of the module binds)."""
+
+
+def _default_export(roots: Roots, shown: str, word: str) -> bool:
+    """Whether the file makes the definition of `word` its default export."""
+    try:
+        text = read_source(roots, roots.shown_path(shown), shown).text
+    except ToolError:
+        return False
+    return re.search(_DEFAULT_EXPORT.format(word=re.escape(word)), text, re.MULTILINE) is not None
 
 
 @lru_cache(maxsize=16)
@@ -585,7 +600,9 @@ def find_references(ctx: Context, roots: Roots, name: str, path: str, limit: int
     if any(language_for(place[0]) in JS_LANGUAGES for place in places):
         found_targets = js_targets(ctx, roots, query)
         if found_targets is not None:
-            targets = found_targets[0] or ((folder.shown, ANYWHERE, 0),)  # no definition here: only locals ruled out
+            # A bare name means any definition of it: one the outline does not list (a field set in a constructor, an
+            # object literal's method, a package's) as well, for which only what is bound locally is ruled out.
+            targets = found_targets[0] + (((folder.shown, ANYWHERE, 0, False),) if "." not in query or not found_targets[0] else ())
             definitions += found_targets[1] if "." in query else []
     python = [place for place in places if language_for(place[0]) == "python"]
     with Ahead(lambda real, shown, check: file_references(roots, real, shown, word, scan, None, check, chosen),
