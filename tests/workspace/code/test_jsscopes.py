@@ -152,3 +152,68 @@ def test_with_no_definition_in_the_workspace_only_what_is_bound_locally_is_left_
     assert found == {("lib/request.js", 1, 36): "name", ("lib/request.js", 2, 19): "name",
                      ("lib/request.js", 5, 16): "name", ("lib/request.js", 5, 29): "name"}
     assert data["excluded"] == 2  # the local var and its use
+
+
+# -- what a review found (each reproduced first) -------------------------------------------------------------
+def test_destructuring_binds_at_module_level_and_an_assignment_binds_nothing(tmp_path: Path) -> None:
+    roots = write(tmp_path, {"src/p.ts": """
+        export const { parse, stringify } = makeParsers();
+        parse("x");
+        export function reset(d: any) { ({ parse } = d); return parse("z"); }
+        export function later(p = parse) { var parse = 1; return p; }
+        """})
+    found, data = uses(roots, "p.parse")
+    assert found == {("src/p.ts", 1, 16): "scoped", ("src/p.ts", 2, 1): "scoped", ("src/p.ts", 3, 36): "scoped",
+                     ("src/p.ts", 3, 57): "scoped", ("src/p.ts", 4, 27): "scoped"}  # the default sees the outer parse
+    assert data["excluded"] == 1  # the var
+    assert data["references"][0]["definition"]
+
+
+def test_types_and_values_are_two_spaces_and_parameter_properties_are_members(tmp_path: Path) -> None:
+    roots = write(tmp_path, {"src/node.ts": """
+        export interface Node { id: number }
+        export function visit(Node: unknown): Node { return Node as Node; }
+        export class Schema {
+          constructor(private readonly parse: (x: string) => number) {}
+          run() { return this.parse("1"); }
+        }
+        """})
+    found, data = uses(roots, "node.Node")
+    assert found == {("src/node.ts", 1, 18): "scoped", ("src/node.ts", 2, 39): "scoped", ("src/node.ts", 2, 61): "scoped"}
+    assert data["excluded"] == 2  # the parameter and its use, which do not hide the type
+    found, _ = uses(roots, "parse")  # a member the outline does not list: by name, not left out as a parameter
+    assert found == {("src/node.ts", 4, 32): "name", ("src/node.ts", 5, 23): "name"}
+
+
+def test_jsx_tags_attributes_and_labels_are_not_names_of_symbols(tmp_path: Path) -> None:
+    roots = write(tmp_path, {"src/app.tsx": """
+        export function header() { return 1; }
+        export const A = () => <header title="x">{header()}</header>;
+        header: for (;;) { break header; }
+        """, "src/b.jsx": """
+        import { header } from "./app";
+        export const B = () => <header />;
+        """})
+    found, data = uses(roots, "app.header")
+    assert found == {("src/app.tsx", 1, 17): "scoped", ("src/app.tsx", 2, 43): "scoped", ("src/b.jsx", 1, 10): "scoped"}
+    assert data["excluded"] == 2 + 2 + 1  # the tags, the labels, the intrinsic element of b.jsx
+
+
+def test_a_default_import_is_the_default_export_only(tmp_path: Path) -> None:
+    roots = write(tmp_path, {"src/parse.ts": """
+        export function parse(x: string) { return x; }
+        export default 42;
+        """, "src/u.ts": """
+        import parse from "./parse";
+        parse;
+        """, "lib/parse.js": """
+        exports.parse = function (x) { return x; };
+        """, "lib/u.js": """
+        const parse = require("./parse");
+        parse.other;
+        """, "src/v.ts": """
+        import { default as answer } from "./parse";
+        """})
+    found, _ = uses(roots, "parse.parse")
+    assert found[("src/u.ts", 1, 8)] == found[("src/u.ts", 2, 1)] == "name"  # 42, not parse
+    assert found[("lib/u.js", 1, 7)] == found[("lib/u.js", 2, 1)] == "name"  # the module object
