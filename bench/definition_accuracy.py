@@ -114,6 +114,13 @@ def measure(corpus: references.Corpus, cache: Path, stride: int = STRIDE) -> dic
     root = references.fetch(corpus, cache)
     chosen = uses(root, stride)
     expected, anything, server_time = asyncio.run(_truth(root, chosen))
+    return report(f"{corpus.name} {corpus.version}", root, chosen, expected, anything, server_time)
+
+
+def report(label: str, root: Path, chosen: list[Use], expected: list[set[tuple[str, int]]], anything: list[bool],
+           server_time: float) -> dict[str, Any]:
+    """find_definition's answers at the uses `chosen`, scored against the server's (`expected`; `anything`: whether
+    it gave any, inside the corpus or not)."""
     found, scoped, times = ours(root, chosen)
     ordered = sorted(times)
     inside = [index for index, wanted in enumerate(expected) if wanted]
@@ -131,7 +138,7 @@ def measure(corpus: references.Corpus, cache: Path, stride: int = STRIDE) -> dic
     wrong = [(chosen[index].path, chosen[index].line, chosen[index].name, sorted(found[index] - expected[index])[:2],
               sorted(expected[index])[:2]) for index in inside if scoped[index] and found[index] != expected[index]]
     outside_wrong = [index for index in outside if scoped[index] and found[index]]
-    return {"corpus": f"{corpus.name} {corpus.version}", "uses": len(chosen), "inside": len(inside),
+    return {"corpus": label, "uses": len(chosen), "inside": len(inside),
             "outside": len(outside), "scoped": score(inside, True), "any": score(inside, False),
             "outside_wrong": len(outside_wrong),
             "outside_wrong_examples": [(chosen[i].path, chosen[i].line, chosen[i].name, sorted(found[i])[:2])

@@ -362,9 +362,9 @@ def test_a_language_server_that_is_not_installed_is_not_said_where_another_answe
     _ready(registry, roots)
     data = run("find_references", context(), roots, name="Client.get").structured or {}
     assert data["language_server"] == "basedpyright" and data["language_server_note"] is None
-    assert ("web/client.js", 2) in sites(data, "name")
+    assert ("web/client.js", 2) in sites(data, "scoped")  # (JavaScript's scopes: the member of its Client)
     definition = run("find_definition", context(), roots, path="web/client.js", line=2, name="get").structured or {}
-    assert definition["language_server_note"] is None and definition["precision"] == "name"
+    assert definition["language_server_note"] is None and definition["precision"] == "scoped"
 
 
 def test_no_python_server_stays_for_a_workspace_without_python(tmp_path: Path) -> None:

@@ -340,6 +340,20 @@ def test_javascripts_scopes_on_a_real_commonjs_project(server_path: str) -> None
     assert scoped["precision"] >= 0.9 and all(query.startswith("utils.") for query, _ in report["scoped_wrong"])
 
 
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", ["preact", "express"])
+def test_find_definitions_scoped_answers_on_real_javascript(name: str, server_path: str) -> None:
+    """find_definition without a language server, by JavaScript's scopes and imports, at one in eight of the names
+    read in preact (modules) and express (CommonJS), against typescript-language-server's definitions."""
+    corpus(name)  # (fetched under the lock)
+    bench = load_script(REPO / "bench" / "definition_accuracy_ts.py", "bench_definition_accuracy_ts")
+    report: dict[str, Any] = bench.measure(bench.corpora.CORPORA[name], PEER_CACHE)
+    scoped = report["scoped"]
+    assert report["inside"] > 100 and scoped["answered"] > 0.8  # most uses answered by the scopes
+    assert scoped["precision"] >= 0.97 and report["outside_wrong"] == 0, report["differ"]
+    assert scoped["recall"] >= 0.8
+
+
 # -- what a review found (each reproduced first) -------------------------------------------------------------
 def test_a_language_server_installed_inside_the_workspace_is_not_run(project: Path, server_path: str,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:

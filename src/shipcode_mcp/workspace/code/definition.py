@@ -24,10 +24,11 @@ from ..lsp.installed import backend
 from ..lsp.servers import NotReady
 from ..text import cut_line, plural, printable, result
 from . import precise
+from .jsdefinitions import js_definitions
 from .names import word_regex
 from .parsers import POOL, Failed
 from .pyscopes import STANDARD_LIBRARY, module_path, path_ends
-from .references import MAX_LINE_CHARS
+from .references import JS_LANGUAGES, MAX_LINE_CHARS
 from .source import Folder, Skipped, Source, cached_outline, read_source
 from .symbols import Symbol, language_for
 
@@ -45,6 +46,8 @@ MAX_TRIED = 8
 """Places of the name on its line asked of the scopes, in turn, until one is code."""
 MAX_MODULE_FILES = 8
 """Files of one dotted module path read at most (a tree with hundreds of copies of `m.py`)."""
+_SCOPES = {"javascript": "JavaScript", "typescript": "TypeScript", "tsx": "TypeScript"}
+"""The language whose scopes decided, as the answer names it."""
 _ANY_WORD = re.compile(r"[^\W\d][\w$]*|\$[\w$]*")
 """A name as written in code: a word, or one with `$` in it (JavaScript's, PHP's)."""
 
@@ -80,12 +83,15 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
         else:
             if exact is not None:
                 return _exact_result(word, source, line, *exact)
+    scopes = None
     if source.language == "python":
         for candidate in starts[:MAX_TRIED]:  # the first one that is code (not in a string or a comment)
             answer = _scoped(ctx, roots, source, line, candidate)
             if answer is not None:
                 start = candidate
                 break
+    elif source.language in JS_LANGUAGES:
+        scopes = js_definitions(ctx, roots, source, word, line, starts, Follow(ctx, roots))
     external: list[str] = []
     builtin: str | None = None
     precision = "scoped"
@@ -97,7 +103,10 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
         builtin = follow.builtin
         if (follow.unknown or not (builtin or external)) and not definitions:
             answer = None
-    if answer is None:
+    elif scopes is not None:
+        start, definitions, external = scopes
+        external = [] if definitions else list(dict.fromkeys(external))
+    if answer is None and scopes is None:
         precision = "name"
         definitions = _by_name(ctx, roots, word, source, attribute=_after_dot(lines[line - 1], start))
     for item in definitions:
@@ -117,7 +126,7 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
     elif precision == "scoped":
         more = f" (the first {MAX_DEFINITIONS}: there are more)" if truncated else ""
         out.append(f"[{plural(len(definitions), 'definition')}{more} of '{printable(word)}' at {where}, decided by "
-                   "Python's scopes.]")
+                   f"{_SCOPES.get(source.language, 'Python')}'s scopes.]")
     else:
         how = "the scopes could not tell which one (types would)" if source.language == "python" else \
             "decided by the name alone in this language"

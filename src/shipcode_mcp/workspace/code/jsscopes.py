@@ -102,10 +102,12 @@ class _Binding:
     * as`: a module object) or "default" (a default import, `require(m)`: a module's default export, in CommonJS its
     `module.exports`, which is a module object or the one thing it exports)."""
 
-    def __init__(self, kind: str, source: str | None = None, same_name: bool = True) -> None:
+    def __init__(self, kind: str, source: str | None = None, same_name: bool = True, export: str | None = None) -> None:
         self.kind = kind
         self.source = source
         self.same_name = same_name
+        self.export = export  # an import's: the name the module exports it as (None: the name itself)
+        self.at: tuple[int, int] | None = None  # (0-based line, column) of the name where it is bound
 
 
 def _string(node: SgNode | None) -> str | None:
@@ -172,6 +174,10 @@ class Resolver:
         for node in nodes:
             role, detail = self._role(node)
             self.roles.append((node, role, detail))
+            bound = detail if role == "binding" else detail[0] if role == "destructured" else None
+            if bound is not None and bound.at is None:
+                start = node.range().start
+                bound.at = (start.line, start.column)
 
     def _scope_of(self, node: SgNode, var: bool) -> SgNode | None:
         """The nearest scope around `node` that a declaration there binds in; a `var`'s is its function's body (not
@@ -288,7 +294,7 @@ class Resolver:
             if exported is not None and module is not None:  # `var name = require(m).name` (or `.default`)
                 export = exported.text()
                 return "binding", self._bind(scope, _Binding("default" if export == "default" else "import", module,
-                                                             same_name=export in (self.name, "default")))
+                                                             same_name=export in (self.name, "default"), export=export))
             return "binding", self._local(scope)
         if parent_kind == "import_specifier":
             imported, alias = parent.field("name"), parent.field("alias")
@@ -298,7 +304,7 @@ class Resolver:
             if alias is not None and _same(alias, node):  # `import { other as name }`: the name only if other is it
                 export = imported.text() if imported is not None else ""
                 binding = _Binding("default" if export == "default" else "import", source,
-                                   same_name=export in (self.name, "default"))
+                                   same_name=export in (self.name, "default"), export=export)
                 return "binding", self._bind(scope, binding, BOTH)
             if alias is not None:
                 return "export", source  # `import { name as other }`: a use of the module's name, bound as other
@@ -572,3 +578,130 @@ def scoped_uses(root: SgNode, nodes: list[SgNode], name: str, shown: str, target
             marked.add(start.line)
         uses.append([start.line, start.column, "scoped" if best == SCOPED else "name", definition])
     return {"uses": uses, "excluded": excluded}
+
+
+# -- find_definition: where the name at a place is defined --------------------------------------------------------
+def definition_at(root: SgNode, nodes: list[SgNode], name: str, shown: str, line: int, column: int) -> dict[str, Any] | None:
+    """Where the occurrence of `name` at `line`, `column` (0-based) is defined, as far as this file tells: {"places":
+    [[line, column], ...]} (1-based) in this file, {"member": class} (a member of this file's class), {"module":
+    source, "name": export or None for the module itself} (another module's export), {"unknown": True} where the
+    scopes cannot say (an object of unknown type, a global); None where no name is there (a comment, a string)."""
+    resolver = Resolver(root, shown, name, nodes)
+    for node, role, detail in resolver.roles:
+        start = node.range().start
+        if (start.line, start.column) == (line, column):
+            return _definition(resolver, node, role, detail) or {"unknown": True}
+    return None
+
+
+def _place(at: tuple[int, int] | None) -> dict[str, Any] | None:
+    return {"places": [[at[0] + 1, at[1] + 1]]} if at is not None else None
+
+
+def _imported(binding: _Binding, name: str) -> dict[str, Any] | None:
+    if binding.kind == "namespace":
+        return _place(binding.at)  # `import * as ns`: ns is defined there, as TypeScript's server says
+    if binding.source is None:
+        return None
+    if binding.kind == "default":
+        return {"module": binding.source, "name": "default"}
+    return {"module": binding.source, "name": binding.export or name}
+
+
+def _definition(resolver: Resolver, node: SgNode, role: str, detail: Any) -> dict[str, Any] | None:
+    start = node.range().start
+    if role in ("member", "alias"):
+        return {"places": [[start.line + 1, start.column + 1]]}  # a definition itself
+    if role == "export":
+        return {"module": detail, "name": resolver.name} if detail is not None else None
+    if role == "access":
+        obj = detail
+        if obj is None:
+            return None
+        if obj.kind() == "this":
+            around, known = _class_around(node)
+            name = _class_name(around) if known else None
+            return {"member": name} if name is not None else None
+        if obj.kind() != "identifier":
+            return None
+        binding = resolver.binding_of_object(obj)
+        if binding is None:
+            return None
+        if binding.kind in ("namespace", "default"):
+            return {"module": binding.source, "name": resolver.name} if binding.source is not None else None
+        return {"member": obj.text()} if binding.kind == "module" else None
+    if role in ("binding", "destructured"):
+        binding = detail if role == "binding" else detail[0]
+        if binding.kind in ("local", "module"):
+            return {"places": [[start.line + 1, start.column + 1]]}
+        return _imported(binding, resolver.name)
+    if role not in ("reference", "shorthand"):
+        return None
+    binding = resolver.binding_of(node)
+    if binding is None:
+        return None
+    if binding.kind in ("local", "module"):
+        return _place(binding.at)
+    return _imported(binding, resolver.name)
+
+
+def definitions_in_module(root: SgNode, nodes: list[SgNode], name: str, shown: str) -> list[dict[str, Any]]:
+    """Where a module defines its export `name` ("default": its default export): its module-level declarations of
+    the name and `exports.name = ...` ({"places": ...}), or the modules it takes it from (`export { name } from`, an
+    import it exports again, `export * from`: {"module": source, "name": export}, the star ones last)."""
+    resolver = Resolver(root, shown, name, nodes)
+    places: list[list[int]] = []
+    onward: list[dict[str, Any]] = []
+    for node, role, detail in resolver.roles:
+        start = node.range().start
+        binding = detail if role == "binding" else detail[0] if role == "destructured" else None
+        if binding is not None and binding.kind == "module":
+            places.append([start.line + 1, start.column + 1])
+        elif binding is not None and binding.kind in ("import", "default", "namespace") and _exported(resolver, binding):
+            more = _imported(binding, name)
+            if more is not None:
+                onward.append(more)
+        elif role == "export" and detail is not None:
+            onward.append({"module": detail, "name": name})
+        elif role == "access" and detail is not None and detail.text() in ("exports", "module.exports"):
+            places.append([start.line + 1, start.column + 1])
+    for statement in root.find_all(kind="export_statement"):
+        source = _string(statement.field("source"))
+        if source is not None and any(child.kind() == "*" for child in statement.children()) and \
+                not any(child.kind() == "namespace_export" for child in statement.children()):
+            onward.append({"module": source, "name": name, "star": True})
+    return [{"places": places}] if places else onward
+
+
+def _exported(resolver: Resolver, binding: _Binding) -> bool:
+    """Whether an import's name is exported again by the module (`export { name }`, `export default name`)."""
+    return any(role == "reference" and resolver.binding_of(node) is binding and node.parent() is not None and
+               node.parent().kind() in ("export_specifier", "export_statement")  # type: ignore[union-attr]
+               for node, role, _ in resolver.roles)
+
+
+def default_export(root: SgNode) -> tuple[str | None, list[list[int]]]:
+    """A module's default export: the name it exports by default (`export default name`, `module.exports = name`,
+    `export = name`) to look up, or the places of what it declares so (`export default function f`, `export default
+    class`, an expression)."""
+    for statement in root.find_all(kind="export_statement"):
+        if not any(child.kind() == "default" for child in statement.children()) and \
+                not any(child.text() == "=" for child in statement.children()):
+            continue
+        value = statement.field("declaration") or statement.field("value")
+        if value is None:
+            named = [child for child in statement.named_children() if child.kind() not in ("comment", "decorator")]
+            value = named[0] if named else None
+        if value is not None and value.kind() == "identifier":
+            return value.text(), []
+        target = value.field("name") if value is not None else None
+        spot = (target or value or statement).range().start
+        return None, [[spot.line + 1, spot.column + 1]]
+    for assignment in root.find_all(kind="assignment_expression"):
+        left, right = assignment.field("left"), assignment.field("right")
+        if left is not None and left.text() == "module.exports" and right is not None:
+            if right.kind() == "identifier":
+                return right.text(), []
+            spot = right.range().start
+            return None, [[spot.line + 1, spot.column + 1]]
+    return None, []
