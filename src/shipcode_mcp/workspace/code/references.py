@@ -228,20 +228,13 @@ def file_references(roots: Roots, real: str, shown: str, name: str, scan: bool =
         if scan:  # the name is in comments and strings only (pyscan's one regex pass): nothing to parse
             CACHE.put_references(source.key, key, ())
         return (), True, 0
-    if scoped and chosen is not None:
-        decided = _scoped(source, name, chosen, check)
-        if decided is not None:
-            found, excluded = decided
-            if scan:
-                CACHE.put_references(source.key, key, found, excluded)
-            return (found if bound is None else found[:bound]), bound is None or len(found) <= bound, excluded
-    if js and targets:
-        decided = _js_scoped(source, name, targets, check)
-        if decided is not None:
-            found, excluded = decided
-            if scan:
-                CACHE.put_references(source.key, key, found, excluded)
-            return (found if bound is None else found[:bound]), bound is None or len(found) <= bound, excluded
+    decided = _scoped(source, name, chosen, check) if scoped and chosen is not None else \
+        _js_scoped(source, name, targets, check) if js and targets else None
+    if decided is not None:
+        found, excluded = decided
+        if scan:
+            CACHE.put_references(source.key, key, found, excluded)
+        return (found if bound is None else found[:bound]), bound is None or len(found) <= bound, excluded
     offsets = python_uses(source.text, name, None if bound is None else bound + 1, check) \
         if scan and source.language == "python" else None
     if offsets is not None:
