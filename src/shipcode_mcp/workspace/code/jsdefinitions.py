@@ -17,7 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
-from .jsscopes import EXTENSIONS, imported_module
+from .jsscopes import EXTENSIONS
 from .parsers import POOL, Failed
 from .source import Source, cached_outline, read_source
 
@@ -30,8 +30,16 @@ MAX_TRIED_HERE = 8
 """How many occurrences of the name on the line are tried, nearest the column first (as definition.MAX_TRIED)."""
 MAX_HOPS = 5
 """How many modules an export is followed through (`export ... from` of `export ... from`)."""
-RESOLVED = (".ts", ".tsx", ".d.ts", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs")
-"""The extensions a relative import's file may have, in the order TypeScript tries them."""
+MAX_MODULES = 64
+"""How many modules one call reads at most (a barrel of `export * from` lines fans out)."""
+RESOLVED = (".ts", ".tsx", ".d.ts", ".js", ".jsx")
+"""The extensions tried for a relative import written without one, in the order TypeScript tries them."""
+WRITTEN = {".js": (".ts", ".tsx", ".d.ts", ".js", ".jsx"), ".jsx": (".tsx", ".d.ts", ".jsx"),
+           ".mjs": (".mts", ".d.mts", ".mjs"), ".cjs": (".cts", ".d.cts", ".cjs")}
+"""An import written with a JavaScript extension names the TypeScript file it is compiled from first."""
+_MEMBER_NAME = r"(?<![\w$.]){word}(?=\s*[?!]?\s*(?:[(:=;<,]|$))"
+"""Where a member's name is on its line: followed by its parameters, type, value or the line's end (not a use of the
+word in a decorator before it: `@Column({ type: "varchar" }) type: string`)."""
 
 
 def js_definitions(ctx: Context, roots: Roots, source: Source, word: str, line: int, starts: list[int],
@@ -57,6 +65,16 @@ def js_definitions(ctx: Context, roots: Roots, source: Source, word: str, line: 
     return None
 
 
+def _member_name(row: str, word: str) -> re.Match[str] | None:
+    """Where a member's name is on its definition's line: outside any brackets (not in a decorator's arguments),
+    followed by its parameters, type, value or the line's end; else the word's first whole occurrence."""
+    for found in re.finditer(_MEMBER_NAME.format(word=re.escape(word)), row):
+        before = row[:found.start()]
+        if sum(before.count(char) for char in "({[") == sum(before.count(char) for char in ")}]"):
+            return found
+    return re.search(rf"(?<![\w$]){re.escape(word)}(?![\w$])", row)
+
+
 class _Chase:
     """Follows an answer to the definitions it leads to, through modules (each module and name once a call)."""
 
@@ -65,6 +83,7 @@ class _Chase:
         self.roots = roots
         self.follow = follow
         self.seen: set[tuple[str, str | None]] = set()
+        self.read = 0  # modules read
 
     def answer(self, source: Source, word: str, answer: dict[str, Any], hops: int,
                ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -90,20 +109,21 @@ class _Chase:
                     continue
                 for member in symbol.children:
                     row = lines[member.def_line - 1] if member.def_line <= len(lines) else ""
-                    at = re.search(rf"(?<![\w$]){re.escape(word)}(?![\w$])", row)
+                    at = _member_name(row, word)
                     if member.name == word and at is not None:
                         found.append(self.follow.placed(source, member.def_line, at.start() + 1, member.kind))
         return found
 
     def _module(self, source: Source, module: str, name: str | None, hops: int,
                 ) -> tuple[list[dict[str, Any]], list[str]]:
-        target = imported_module(source.shown, module)
-        if target is None:
+        if not module.startswith("."):
             return [], [module]  # a package's: outside the workspace
-        other = self._file(target)
-        if other is None or hops >= MAX_HOPS or (other.real, name) in self.seen:
+        if hops >= MAX_HOPS or self.read >= MAX_MODULES:
             return [], []
-        self.seen.add((other.real, name))
+        self.ctx.check_cancelled()
+        other = self._file(source.shown, module, name)
+        if other is None:
+            return [], []
         if name is None:
             return [self.follow.placed(other, 1, 1, "module")], []
         try:
@@ -113,20 +133,37 @@ class _Chase:
             return [], []
         found: list[dict[str, Any]] = []
         external: list[str] = []
-        for item in more or []:
+        asked: set[tuple[str, str | None]] = set()
+        for item in (more or [])[:MAX_MODULES]:  # (a barrel of thousands of `export * from` lines: the first)
             if item.get("star") and found:
                 break  # `export * from` is looked at only when the module's own exports do not hold the name
+            if "module" in item:
+                if (item["module"], item["name"]) in asked:
+                    continue  # the same `export * from` line again
+                asked.add((item["module"], item["name"]))
             more_found, more_external = self.answer(other, name, item, hops + 1)
             found += more_found
             external += more_external
         return found, ([] if found else external)
 
-    def _file(self, module: str) -> Source | None:
-        """The workspace's file of a module path (as jsscopes.module_of names files): the first that exists of
-        the path itself, with each extension, and its folder's index file with each."""
-        candidates = [module] if module.endswith(EXTENSIONS) else []
-        candidates += [module + extension for extension in RESOLVED]
-        candidates += [posixpath.join(module, "index") + extension for extension in RESOLVED]
+    def _file(self, near: str, module: str, name: str | None) -> Source | None:
+        """The workspace's file a relative import in the file `near` names, as TypeScript resolves it: the path with
+        the TypeScript extensions (for one written `.js`, `.mjs`, `.cjs`, `.jsx`: the TypeScript file compiled to
+        it first), then the folder's index file (only that for `.`, `..` or a path ending in `/`); None when none
+        is in the roots, or it was read already for this name (a cycle, a diamond), or MAX_MODULES were read."""
+        if ":" in module or "\0" in module:
+            return None  # (`./file:///...`: no module of a relative path)
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(near), module))
+        folder_only = module in (".", "..") or module.endswith(("/", "/.", "/.."))
+        stem, extension = posixpath.splitext(path)
+        candidates: list[str] = []
+        if not folder_only:
+            if extension in WRITTEN:
+                candidates += [stem + other for other in WRITTEN[extension]]
+            elif extension in EXTENSIONS:
+                candidates.append(path)
+            candidates += [path + other for other in RESOLVED]
+        candidates += [posixpath.join(path, "index") + other for other in RESOLVED]
         for shown in candidates:
             try:
                 real = self.roots.resolve(shown)  # (OutsideRoots for `../../../etc/x`: a module outside is none)
@@ -134,8 +171,12 @@ class _Chase:
                 continue
             if not os.path.isfile(real):
                 continue
+            if (real, name) in self.seen:
+                return None
+            self.seen.add((real, name))
+            self.read += 1
             try:
-                return read_source(self.roots, real, shown)
+                return read_source(self.roots, real, self.roots.display(real))
             except (ToolError, OSError):
-                continue
+                return None
         return None

@@ -29,6 +29,8 @@ import posixpath
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ast_grep_py import SgNode
 
 SCOPED, NAME, OUT = 2, 1, 0
@@ -107,6 +109,7 @@ class _Binding:
         self.source = source
         self.same_name = same_name
         self.export = export  # an import's: the name the module exports it as (None: the name itself)
+        self.es = False  # a default import of an ES module (`import d from`), not CommonJS's `require`: d.x is d's own
         self.at: tuple[int, int] | None = None  # (0-based line, column) of the name where it is bound
 
 
@@ -305,6 +308,7 @@ class Resolver:
                 export = imported.text() if imported is not None else ""
                 binding = _Binding("default" if export == "default" else "import", source,
                                    same_name=export in (self.name, "default"), export=export)
+                binding.es = True
                 return "binding", self._bind(scope, binding, BOTH)
             if alias is not None:
                 return "export", source  # `import { name as other }`: a use of the module's name, bound as other
@@ -315,6 +319,7 @@ class Resolver:
             if parent_kind == "import_require_clause":
                 source = _string(parent.field("source"))
             binding = _Binding("namespace" if parent_kind == "namespace_import" else "default", source)
+            binding.es = parent_kind == "import_clause"
             return "binding", self._bind(self._scope_of(parent, False), binding, BOTH)
         if parent_kind == "export_specifier":
             alias = parent.field("alias")
@@ -512,8 +517,9 @@ def _through_module(resolver: Resolver, obj: SgNode | None, target: Target) -> i
         if obj.kind() != "identifier":
             return OUT
         binding = resolver.binding_of_object(obj)
-        if binding is None or binding.kind == "import":
-            return NAME  # a global, or a name imported from a module that may export a module object (`export * as`)
+        if binding is None or binding.kind == "import" or (binding.kind == "default" and binding.es):
+            return NAME  # a global, a name imported from a module that may export a module object (`export * as`), an
+            # ES module's default export (a class whose static member this may be)
         if binding.kind not in ("namespace", "default"):
             return OUT
         source = binding.source
@@ -627,7 +633,7 @@ def _definition(resolver: Resolver, node: SgNode, role: str, detail: Any) -> dic
         binding = resolver.binding_of_object(obj)
         if binding is None:
             return None
-        if binding.kind in ("namespace", "default"):
+        if binding.kind == "namespace" or (binding.kind == "default" and not binding.es):
             return {"module": binding.source, "name": resolver.name} if binding.source is not None else None
         return {"member": obj.text()} if binding.kind == "module" else None
     if role in ("binding", "destructured"):
@@ -645,25 +651,50 @@ def _definition(resolver: Resolver, node: SgNode, role: str, detail: Any) -> dic
     return _imported(binding, resolver.name)
 
 
-def definitions_in_module(root: SgNode, nodes: list[SgNode], name: str, shown: str) -> list[dict[str, Any]]:
-    """Where a module defines its export `name` ("default": its default export): its module-level declarations of
-    the name and `exports.name = ...` ({"places": ...}), or the modules it takes it from (`export { name } from`, an
-    import it exports again, `export * from`: {"module": source, "name": export}, the star ones last)."""
-    resolver = Resolver(root, shown, name, nodes)
-    places: list[list[int]] = []
+def definitions_in_module(root: SgNode, find: Callable[[str], list[SgNode]], name: str, shown: str, depth: int = 0,
+                          ) -> list[dict[str, Any]]:
+    """Where a module defines its export `name` ("default": its default export): the declaration it exports so (`export
+    function name`, a declaration `export { name }` or `export default name` names, every module-level one in a file
+    without `export`: CommonJS, a script) and `exports.name = ...` ({"places": ...}), or the modules it takes it from
+    (`export { name } from`, `export { other as name } from`, an import it exports again, `export * from`: {"module":
+    source, "name": export}, the star ones last). `find` gives the identifiers of a name (worker.named)."""
     onward: list[dict[str, Any]] = []
+    for specifier in root.find_all(kind="export_specifier"):
+        original, alias = specifier.field("name"), specifier.field("alias")
+        if original is None or (alias or original).text() != name or (alias is None and name != "default"):
+            continue  # (a plain `export { name }` is the roles' below)
+        clause = specifier.parent()
+        statement = clause.parent() if clause is not None else None
+        source = _string(statement.field("source")) if statement is not None else None
+        if source is not None:
+            onward.append({"module": source, "name": original.text()})
+        elif original.text() != name and depth < MAX_ALIASES:
+            return definitions_in_module(root, find, original.text(), shown, depth + 1)  # `export { local as name }`
+    if name == "default":
+        local, declared = default_export(root)
+        if declared:
+            return [{"places": declared}]
+        if local is not None and depth < MAX_ALIASES:
+            return definitions_in_module(root, find, local, shown, depth + 1)
+        return onward
+    resolver = Resolver(root, shown, name, find(name))
+    es_module = root.find(kind="export_statement") is not None
+    places: list[list[int]] = []
     for node, role, detail in resolver.roles:
         start = node.range().start
         binding = detail if role == "binding" else detail[0] if role == "destructured" else None
         if binding is not None and binding.kind == "module":
-            places.append([start.line + 1, start.column + 1])
+            if not es_module or _exported(resolver, binding) or any(
+                    ancestor.kind() == "export_statement" for ancestor in node.ancestors()):
+                places.append([start.line + 1, start.column + 1])
         elif binding is not None and binding.kind in ("import", "default", "namespace") and _exported(resolver, binding):
             more = _imported(binding, name)
             if more is not None:
                 onward.append(more)
         elif role == "export" and detail is not None:
             onward.append({"module": detail, "name": name})
-        elif role == "access" and detail is not None and detail.text() in ("exports", "module.exports"):
+        elif role == "access" and detail is not None and detail.text() in ("exports", "module.exports") and \
+                _assigned(node):
             places.append([start.line + 1, start.column + 1])
     for statement in root.find_all(kind="export_statement"):
         source = _string(statement.field("source"))
@@ -671,6 +702,18 @@ def definitions_in_module(root: SgNode, nodes: list[SgNode], name: str, shown: s
                 not any(child.kind() == "namespace_export" for child in statement.children()):
             onward.append({"module": source, "name": name, "star": True})
     return [{"places": places}] if places else onward
+
+
+MAX_ALIASES = 4
+"""How many `export { a as b }` within one module are followed (a as b, b as c, ...)."""
+
+
+def _assigned(node: SgNode) -> bool:
+    """Whether `exports.name` (node: name) is assigned to, not read."""
+    member = node.parent()
+    assignment = member.parent() if member is not None else None
+    return member is not None and assignment is not None and assignment.kind() == "assignment_expression" and \
+        _same(assignment.field("left"), member)
 
 
 def _exported(resolver: Resolver, binding: _Binding) -> bool:

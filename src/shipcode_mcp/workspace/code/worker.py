@@ -326,15 +326,11 @@ def answer(request: dict[str, Any]) -> Any:
         return js_definition_at(root, named(root, request["language"], request["name"]), request["name"],
                                 request["shown"], request["line"], request["column"])
     if op == "js_definition_of":
-        from .jsscopes import default_export, definitions_in_module  # no package until _bootstrap, as in parse
+        from .jsscopes import definitions_in_module  # no package until _bootstrap, as in parse
 
         root = parse(request["text"], request["language"])
-        name = request["name"]
-        if name == "default":
-            name, places = default_export(root)
-            if name is None:
-                return [{"places": places}] if places else []
-        return definitions_in_module(root, named(root, request["language"], name), name, request["shown"])
+        return definitions_in_module(root, lambda name: named(root, request["language"], name), request["name"],
+                                     request["shown"])
     if op == "definition_at":
         from .pydefinitions import definition_at  # no package until _bootstrap, as in parse
 
