@@ -26,6 +26,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,17 +178,22 @@ def render(reports: list[dict[str, Any]], checks: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--corpus", action="append", choices=sorted(references.CORPORA), help="a corpus (default: all)")
-    parser.add_argument("--smoke", action="store_true", help="requests, one use in forty")
+def main(argv: list[str] | None = None, *, corpora: dict[str, Any] | None = None, smoke: str = "requests",
+         stem: str = "definition_accuracy", measure_one: Callable[..., dict[str, Any]] = measure,
+         description: str = __doc__) -> int:
+    """The command line: which corpora (this bench's, or `corpora` with `measure_one`, whose `smoke` one --smoke
+    measures), the cache, where the JSON report (`STEM.json`) goes; prints the tables."""
+    corpora = corpora or references.CORPORA
+    parser = argparse.ArgumentParser(description=description.split("\n", 1)[0])
+    parser.add_argument("--corpus", action="append", choices=sorted(corpora), help="a corpus (default: all)")
+    parser.add_argument("--smoke", action="store_true", help=f"{smoke}, one use in forty")
     parser.add_argument("--cache", type=Path, default=references.DEFAULT_CACHE)
     parser.add_argument("--json", type=Path, help="where the report goes (default: the cache folder)")
     options = parser.parse_args(argv)
-    names = ["requests"] if options.smoke else options.corpus or list(references.CORPORA)
-    reports = [measure(references.CORPORA[name], options.cache, 40 if options.smoke else STRIDE) for name in names]
+    names = [smoke] if options.smoke else options.corpus or list(corpora)
+    reports = [measure_one(corpora[name], options.cache, 40 if options.smoke else STRIDE) for name in names]
     checks = evaluate(reports)
-    out = options.json or options.cache / f"definition_accuracy{'_smoke' if options.smoke else ''}.json"
+    out = options.json or options.cache / f"{stem}{'_smoke' if options.smoke else ''}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"machine": harness.machine(), "corpora": reports, "checks": checks}, indent=1))
     print(render(reports, checks))

@@ -20,16 +20,13 @@ Target: the scoped answers at precision >= 0.97, recall >= 0.95. Results: .bench
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import sys
 import time
 from pathlib import Path
 
 import definition_accuracy as python_bench  # the scoring, the tables
 import references_precision_ts as corpora  # the corpora and the language server's client
-import run as harness  # bench/run.py: machine facts
 
 STRIDE = 8
 DECLARING = frozenset({"function_declaration", "class_declaration", "variable_declarator", "method_definition",
@@ -89,20 +86,8 @@ def measure(corpus: corpora.Corpus, cache: Path, stride: int = STRIDE) -> dict: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--corpus", action="append", choices=sorted(corpora.CORPORA), help="a corpus (default: all)")
-    parser.add_argument("--smoke", action="store_true", help="immer, one use in forty")
-    parser.add_argument("--cache", type=Path, default=corpora.DEFAULT_CACHE)
-    parser.add_argument("--json", type=Path, help="where the report goes (default: the cache folder)")
-    options = parser.parse_args(argv)
-    names = ["immer"] if options.smoke else options.corpus or list(corpora.CORPORA)
-    reports = [measure(corpora.CORPORA[name], options.cache, 40 if options.smoke else STRIDE) for name in names]
-    checks = python_bench.evaluate(reports)
-    out = options.json or options.cache / f"definition_accuracy_ts{'_smoke' if options.smoke else ''}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": harness.machine(), "corpora": reports, "checks": checks}, indent=1))
-    print(python_bench.render(reports, checks))
-    return 0
+    return python_bench.main(argv, corpora=corpora.CORPORA, smoke="immer", stem="definition_accuracy_ts",
+                             measure_one=measure, description=__doc__)
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ def find_definition(ctx: Context, roots: Roots, path: str, line: int, name: str,
                 start = candidate
                 break
     elif source.language in JS_LANGUAGES:
-        scopes = js_definitions(ctx, roots, source, word, line, starts, Follow(ctx, roots))
+        scopes = js_definitions(ctx, roots, source, word, line, starts[:MAX_TRIED], Follow(ctx, roots))
     external: list[str] = []
     builtin: str | None = None
     precision = "scoped"

@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from ..roots import Roots
     from .definition import Follow
 
-MAX_TRIED_HERE = 8
-"""How many occurrences of the name on the line are tried, nearest the column first (as definition.MAX_TRIED)."""
 MAX_HOPS = 5
 """How many modules an export is followed through (`export ... from` of `export ... from`)."""
 MAX_MODULES = 64
@@ -44,10 +42,10 @@ word in a decorator before it: `@Column({ type: "varchar" }) type: string`)."""
 
 def js_definitions(ctx: Context, roots: Roots, source: Source, word: str, line: int, starts: list[int],
                    follow: Follow) -> tuple[int, list[dict[str, Any]], list[str]] | None:
-    """The definitions of `word` at the first of `starts` (1-based columns on `line`) that is code, as the scopes
-    and imports tell them, and the packages outside the workspace it comes from; None where they cannot tell
-    (then by name)."""
-    for start in starts[:MAX_TRIED_HERE]:
+    """The definitions of `word` at the first of `starts` (1-based columns on `line`, the caller's few) that is code,
+    as the scopes and imports tell them, and the packages outside the workspace it comes from; None where they
+    cannot tell (then by name)."""
+    for start in starts:
         try:
             answer = POOL.ask({"op": "js_definition_at", "text": source.text, "language": source.language,
                                "shown": source.shown, "name": word, "line": line - 1, "column": start - 1},

@@ -18,7 +18,15 @@ the class, interface or enum it is a member of (None at module level). Each use 
   object typed as the target's interface), a member of a class that derives from or implements another;
 - left out: it cannot: a local, parameter, catch or loop variable, or destructured name; another file's own
   module-level definition; an import of another name under this one; a bare name for a member; a member
-  or key for a module-level target; a member of an unrelated class.
+  or key for a module-level target; a member of an unrelated class; a JSX tag or a statement label.
+
+Types and values are two spaces, as in TypeScript (a parameter `Node` does not hide the interface `Node` from a
+type annotation). A bare query (`parse`) adds the ANYWHERE target, a definition the outline does not list (a field
+set in a constructor, an object literal's method, a package's): for it only what is bound locally is left out.
+
+The same bindings answer find_definition (jsdefinitions.py): `definition_at` says where the name at a place is
+bound (here, a member of a class here, or another module's export), `definitions_in_module` where a module
+declares an export or which modules it takes it from.
 
 Runs in the parse worker (worker.py), on the tree-sitter tree, like every parse of hostile text.
 """
