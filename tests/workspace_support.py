@@ -5,13 +5,15 @@ against the official schema)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sysconfig
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-from support import McpProcess, validate_definition
+from support import REPO, McpProcess, validate_definition
 
 CANARY = "CANARY-outside-the-roots-7f3a"
 """Written into files outside the roots: it must never appear in anything the server says."""
@@ -171,3 +173,22 @@ def context(progress_token: str | int | None = None) -> Any:
     ctx = Context(runner, 1, "tools/call", params)
     ctx.sent = sent  # type: ignore[attr-defined]
     return ctx
+
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+PACKAGES = ("email", "json", "http", "logging", "concurrent", "urllib", "xml", "wsgiref", "html", "importlib")
+"""Real code: packages of the running interpreter's standard library (some 150 files)."""
+STYLES = REPO / "tests" / "data" / "styles"
+SAMPLES = REPO / "tests" / "data" / "code"
+
+
+def copy_real_code(to: Path, copies: int = 1) -> Path:
+    """The standard library's PACKAGES (each copy in its own folder), the excerpts of real projects in
+    tests/data/styles and one sample of each other language."""
+    for copy in range(copies):
+        base = to / f"copy{copy}" if copies > 1 else to
+        for package in PACKAGES:
+            shutil.copytree(STDLIB / package, base / package, ignore=shutil.ignore_patterns("__pycache__", "test*"))
+    shutil.copytree(STYLES, to / "styles")
+    shutil.copytree(SAMPLES, to / "samples")
+    return to

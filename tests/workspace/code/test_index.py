@@ -11,7 +11,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import sysconfig
 import threading
 import time
 from collections.abc import Iterator
@@ -20,8 +19,7 @@ from typing import Any
 
 import pytest
 
-from support import REPO
-from workspace_support import Tools
+from workspace_support import Tools, copy_real_code
 
 pytest.importorskip("ast_grep_py")
 
@@ -31,24 +29,6 @@ from shipcode_mcp.workspace.code import tree_watch
 from shipcode_mcp.workspace.code.navigate import find_symbol
 from shipcode_mcp.workspace.code.symbols import language_for
 from shipcode_mcp.workspace.roots import Roots
-
-STDLIB = Path(sysconfig.get_paths()["stdlib"])
-PACKAGES = ("email", "json", "http", "logging", "concurrent", "urllib", "xml", "wsgiref", "html", "importlib")
-"""Real code: packages of the running interpreter's standard library (some 150 files)."""
-STYLES = REPO / "tests" / "data" / "styles"
-SAMPLES = REPO / "tests" / "data" / "code"
-
-
-def copy_real_code(to: Path, copies: int = 1) -> Path:
-    """The standard library's PACKAGES (each copy in its own folder), the excerpts of real projects in
-    tests/data/styles and one sample of each other language."""
-    for copy in range(copies):
-        base = to / f"copy{copy}" if copies > 1 else to
-        for package in PACKAGES:
-            shutil.copytree(STDLIB / package, base / package, ignore=shutil.ignore_patterns("__pycache__", "test*"))
-    shutil.copytree(STYLES, to / "styles")
-    shutil.copytree(SAMPLES, to / "samples")
-    return to
 
 
 def call(roots: Roots, name: str, *, path: str = ".", kind: str | None = None, limit: int = 2000,

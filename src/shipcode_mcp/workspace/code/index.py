@@ -5,8 +5,9 @@ name up instead of reading and parsing every file that mentions it.
   `~/.cache/shipcode-mcp/index`), one database per root (named by a digest of its real path, which the database also holds and is checked
   against), a folder of mode 0700; never inside the workspace. At most MAX_DATABASES databases are kept: the
   least recently used beyond that, unused for an hour, are removed.
-- **What**: per file (its path relative to the root) the stat key it was read at (size, mtime, ctime, inode)
-  and its outline as the parse worker makes it (flat rows, source order); a file the outline could not
+- **What**: per file (its path relative to the root) the stat key it was read at (size, mtime, ctime, inode),
+  its outline as the parse worker makes it (flat rows, source order) and the identifiers it uses, each with how
+  many times (`name NUL count NUL ...`: no identifier holds a NUL, no indexed file either); a file the outline could not
   make (too large, a line too long, a parse that failed) is kept as skipped, and a query looks at those
   files as a scan would (rg, then a parse), so the answers are the scan's.
 - **Fresh**: before a lookup, the root's inotify queue (tree_watch.py) says which files were written since the
@@ -54,9 +55,10 @@ if TYPE_CHECKING:
     from ..roots import Roots
     from .source import Folder
 
-FORMAT = 3
+FORMAT = 4
 """The schema's version (PRAGMA user_version): a database of another is built again. Raised too when the outline
-of some files changes (3: TypeScript's generic call signatures read), so no stale outline is served."""
+of some files changes (3: TypeScript's generic call signatures read), so no stale outline is served; 4: the names
+each file uses (files.uses, for repo_map)."""
 MAX_DATABASES = 64
 """Databases kept in the index folder; the least recently used beyond these (unused for STALE_SECONDS) go."""
 STALE_SECONDS = 3600.0
@@ -80,7 +82,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
     id INTEGER PRIMARY KEY, path BLOB UNIQUE NOT NULL, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
-    ctime INTEGER NOT NULL, ino INTEGER NOT NULL, skipped TEXT);
+    ctime INTEGER NOT NULL, ino INTEGER NOT NULL, skipped TEXT, uses TEXT);
 CREATE TABLE IF NOT EXISTS symbols(
     file INTEGER NOT NULL, seq INTEGER NOT NULL, parent INTEGER NOT NULL, name TEXT NOT NULL, last TEXT NOT NULL,
     qualified TEXT NOT NULL, kind TEXT NOT NULL, line INTEGER NOT NULL, end_line INTEGER NOT NULL,
@@ -141,6 +143,7 @@ class RootIndex:
         self.walked_at = -WALK_EVERY  # time.monotonic() of the last walk the watch can be trusted from
         self.known: dict[bytes, Key] = {}  # each code file of the last walk, by the key the index holds for it
         self.linked: set[str] = set()  # those with more than one hard link, looked at on every look
+        self.generation = 0  # moved by every write of this process (IndexedFolder.stamp)
 
     # -- the database ----------------------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
@@ -211,6 +214,7 @@ class RootIndex:
                 os.unlink(self.path + suffix)
         self.ready = False
         self.known = {}
+        self.generation += 1
 
     def close(self) -> None:
         with self._lock:
@@ -382,15 +386,17 @@ class RootIndex:
                         continue
                     self.known[raw] = key
                     skipped = outcome if isinstance(outcome, str) else None
-                    cursor = db.execute("INSERT INTO files(path, size, mtime, ctime, ino, skipped) VALUES(?,?,?,?,?,?)",
-                                        (raw, *key, skipped))
-                    if skipped is None:
-                        assert isinstance(outcome, list)
+                    outline, uses = (None, None) if skipped is not None else outcome
+                    cursor = db.execute("INSERT INTO files(path, size, mtime, ctime, ino, skipped, uses) "
+                                        "VALUES(?,?,?,?,?,?,?)", (raw, *key, skipped, None if uses is None else
+                                        "\0".join(f"{name}\0{count}" for name, count in uses.items())))
+                    if outline is not None:
                         file_id = cursor.lastrowid
                         db.executemany("INSERT INTO symbols VALUES(?,?,?,?,?,?,?,?,?,?,?)",
                                        [(file_id, seq, row[0], row[1], row[2].rsplit(".", 1)[-1], row[2], row[3],
-                                         row[4], row[5], row[6], row[7]) for seq, row in enumerate(outcome)])
+                                         row[4], row[5], row[6], row[7]) for seq, row in enumerate(outline)])
                 db.execute("COMMIT")
+                self.generation += 1
             except BaseException:
                 if db.in_transaction:  # (SQLite rolls back itself on a full disk)
                     db.execute("ROLLBACK")
@@ -476,7 +482,7 @@ def _delete(db: sqlite3.Connection, path: bytes) -> None:
 
 def _parsed(roots: Roots, folder: Folder, items: list[tuple[str, str]],
             check: Callable[[], None] | None) -> Iterator[tuple[bytes, Key, Any]]:
-    """(path, key, outcome) of each item: the outline's flat rows, the reason it was skipped, or None (not
+    """(path, key, outcome) of each item: [the outline's flat rows, the names it uses], the reason it was skipped, or None (not
     there, not a regular file, or a parse starved of CPU: not kept). Up to POOL.size files at once."""
     from concurrent.futures import ThreadPoolExecutor  # only when files are read
 
@@ -500,7 +506,7 @@ def _parsed(roots: Roots, folder: Folder, items: list[tuple[str, str]],
         finally:
             os.close(fd)
         try:
-            rows = POOL.ask({"op": "outline", "text": source.text, "language": language}, check)
+            rows = POOL.ask({"op": "outline_uses", "text": source.text, "language": language}, check)
         except Starved:
             return raw, _key(info), None
         except FILE_FAILURES as err:
@@ -561,6 +567,16 @@ def definitions(ctx: Context, roots: Roots, folder: Folder, narrow: Narrow,
 
 def _definitions(ctx: Context, roots: Roots, folder: Folder, narrow: Narrow, test: Callable[[Symbol], bool],
                  kind: str | None) -> tuple[list[tuple[str, int, Symbol]], list[str]]:
+    index, prefix = _fresh(ctx, roots, folder, "find_symbol")
+    start = len(prefix) + 1 if prefix else 0
+    found = [(os.fsdecode(path)[start:], seq, symbol) for path, seq, symbol in index.lookup(prefix, narrow, test, kind)]
+    return found, [os.fsdecode(path)[start:] for path in index.skipped(prefix)]
+
+
+def _fresh(ctx: Context, roots: Roots, folder: Folder, tool: str) -> tuple[RootIndex, str]:
+    """The index of the folder's root, brought up to date with the files, and the folder's path in it (""
+    for the root); Unavailable when `tool` must read the files instead (the index off, being built, or holding no
+    file there)."""
     root = roots.root_of(folder.real)
     if roots.index_folder is None or root is None or not folder.is_dir:
         raise Unavailable("")
@@ -573,14 +589,72 @@ def _definitions(ctx: Context, roots: Roots, folder: Folder, narrow: Narrow, tes
     if index.building is not None or not index.ready:
         done, total = index.progress
         raise Unavailable(f"the code index of {place(roots.display(index.root))} is being built"
-                          f"{f' ({done} of {total} files)' if total else ''}; until then find_symbol reads the files",
+                          f"{f' ({done} of {total} files)' if total else ''}; until then {tool} reads the files",
                           building=True)
     prefix = "" if folder.real == root else os.path.relpath(folder.real, root)
     if prefix and not index.holds(prefix):
         raise Unavailable("")  # no code file there, or a folder the root's ignore rules leave out: the scan's
-    start = len(prefix) + 1 if prefix else 0
-    found = [(os.fsdecode(path)[start:], seq, symbol) for path, seq, symbol in index.lookup(prefix, narrow, test, kind)]
-    return found, [os.fsdecode(path)[start:] for path in index.skipped(prefix)]
+    return index, prefix
+
+
+FileFacts = tuple[list[list[Any]], dict[str, int]] | str
+"""What repo_map knows of one file: [its flat outline rows, the names it uses with their counts], or why it was
+skipped."""
+
+
+class IndexedFolder:
+    """A folder's part of a root's index, brought up to date with the files: what repo_map reads of it, and a stamp
+    that changes whenever what it reads may have (a write of this process, or a commit of another process sharing
+    the database), so a caller may keep what it made of the facts until then."""
+
+    def __init__(self, index: RootIndex, prefix: str) -> None:
+        self.index, self.prefix = index, prefix
+        self.key = (index.path, prefix)
+        with index._using() as db:
+            self.stamp = (index.generation, db.execute("PRAGMA data_version").fetchone()[0])
+
+    def facts(self) -> dict[str, FileFacts]:
+        """Each file under the folder (its name relative to the folder) with its outline (the flat rows the parse
+        worker makes) and the names it uses, or why it was skipped."""
+        start = len(self.prefix) + 1 if self.prefix else 0
+        under, values = _under("f.path", self.prefix)
+        with self.index._using() as db:
+            files = db.execute("SELECT f.id, f.path, f.skipped, f.uses FROM files f WHERE " + under, values).fetchall()
+            symbols = db.execute("SELECT s.file, s.parent, s.name, s.qualified, s.kind, s.line, s.end_line, "
+                                 "s.signature, s.def_line FROM symbols s JOIN files f ON f.id = s.file WHERE " + under +
+                                 " ORDER BY s.file, s.seq", values).fetchall()
+        outlines: dict[int, list[list[Any]]] = {}
+        for file_id, *row in symbols:
+            outlines.setdefault(file_id, []).append(row)
+        facts: dict[str, FileFacts] = {}
+        for file_id, path, skipped, uses in files:
+            name = os.fsdecode(path)[start:]
+            if skipped is not None:
+                facts[name] = skipped
+                continue
+            parts = uses.split("\0") if uses else []
+            facts[name] = (outlines.get(file_id, []), dict(zip(parts[::2], map(int, parts[1::2]), strict=True)))
+        return facts
+
+
+def indexed_folder(ctx: Context, roots: Roots, folder: Folder) -> IndexedFolder:
+    """The folder's part of its root's index, made fresh first; Unavailable when the caller must read the files
+    (see _fresh); a database found damaged on the way is built again at once."""
+    try:
+        return IndexedFolder(*_fresh(ctx, roots, folder, "repo_map"))
+    except Unavailable as why:
+        if not why.damaged:
+            raise
+    return IndexedFolder(*_fresh(ctx, roots, folder, "repo_map"))
+
+
+def scanned_facts(roots: Roots, folder: Folder, names: list[str],
+                  check: Callable[[], None] | None) -> Iterator[tuple[str, FileFacts | None]]:
+    """What IndexedFolder.facts holds, read from the files (`names`, relative to the folder) as the index reads them: each
+    name with its facts, or None (gone, not a regular file, a parse starved of CPU)."""
+    for raw, _, outcome in _parsed(roots, folder, [(name, name) for name in names], check):
+        yield os.fsdecode(raw), (None if outcome is None else outcome if isinstance(outcome, str)
+                                 else (outcome[0], outcome[1]))
 
 
 class Indexes:

@@ -38,6 +38,54 @@ IDENTIFIER_KINDS = ("identifier", "type_identifier", "field_identifier", "proper
 _kinds_of: dict[str, list[str]] = {}
 
 
+BINDINGS: dict[str, tuple[tuple[str | None, tuple[str, str] | None], ...]] = {
+    # Python
+    "parameters": ((None, None),), "default_parameter": (("name", None),), "typed_parameter": ((None, None),),
+    "typed_default_parameter": (("name", None),), "lambda_parameters": ((None, None),),
+    "list_splat_pattern": ((None, None),), "dictionary_splat_pattern": ((None, None),),
+    "assignment": (("left", None),), "augmented_assignment": (("left", None),), "pattern_list": ((None, None),),
+    "tuple_pattern": ((None, None),), "for_statement": (("left", None),), "for_in_clause": (("left", None),),
+    "as_pattern_target": ((None, None),), "keyword_argument": (("name", None),),
+    # JavaScript, TypeScript
+    "formal_parameters": ((None, None),), "required_parameter": (("pattern", None),),
+    "optional_parameter": (("pattern", None),), "variable_declarator": (("name", None),),
+    "assignment_expression": (("left", None),), "arrow_function": (("parameter", None),),
+    "for_in_statement": (("left", None),), "catch_clause": (("parameter", None),), "array_pattern": ((None, None),),
+    "object_pattern": ((None, None),), "pair_pattern": (("value", None),), "rest_pattern": ((None, None),),
+    "assignment_pattern": (("left", None),),
+    # Go
+    "parameter_declaration": (("name", None), ("declarator", None)),  # (C and C++: declarator)
+    "variadic_parameter_declaration": (("name", None),), "var_spec": (("name", None),), "const_spec": (("name", None),),
+    "expression_list": ((None, ("short_var_declaration", "left")), (None, ("range_clause", "left"))),
+    # Rust
+    "let_declaration": (("pattern", None),), "parameter": (("pattern", None),), "closure_parameters": ((None, None),),
+    "for_expression": (("pattern", None),), "mut_pattern": ((None, None),), "ref_pattern": ((None, None),),
+    # Java, C#, Kotlin
+    "formal_parameter": (("name", None),), "catch_formal_parameter": (("name", None),),
+    "enhanced_for_statement": (("name", None),), "inferred_parameters": ((None, None),),
+    "lambda_expression": (("parameters", None),),
+    # C, C++
+    "init_declarator": (("declarator", None),), "pointer_declarator": (("declarator", None),),
+    "reference_declarator": ((None, None),),
+}
+"""Where an identifier is bound in a file's own scopes (parameters, assignments, loop variables, patterns): its
+parent's kind, then the parent's field it must be in (None: any child) and what must hold the parent (its kind and
+the field the parent is in), if anything. Kinds of every grammar in one table: a kind means the same in each."""
+
+
+def _binding(node: SgNode, parent: SgNode) -> bool:
+    """Whether `node` (an identifier, child of `parent`) is in a place BINDINGS names."""
+    for field, outer in BINDINGS.get(parent.kind(), ()):
+        if field is not None and parent.field(field) != node:
+            continue
+        if outer is not None:
+            holder = parent.parent()
+            if holder is None or holder.kind() != outer[0] or holder.field(outer[1]) != parent:
+                continue
+        return True
+    return False
+
+
 def parse(text: str, language: str) -> SgNode:
     from .outline import parse as parse_text  # this file runs as a script first: no package until _bootstrap
 
@@ -76,6 +124,26 @@ def identifier_kinds(language: str, root: SgNode) -> list[str]:
             kinds.append(kind)
         _kinds_of[language] = kinds
     return kinds
+
+
+def outline_and_uses(text: str, language: str) -> list[Any]:
+    """[the flat outline, {name: how many times an identifier node of the file has it}] from one parse: what the
+    code index keeps of a file (the uses rank definitions in repo_map). Comments and strings hold no identifier
+    node, so a name that only they mention is not used; nor is one the file binds itself (a parameter, a local,
+    a keyword argument's name, one of its own definitions): its uses are the file's own."""
+    root = parse(text, language)
+    outline = flat_outline(text, language, root)
+    kinds = [{"kind": kind} for kind in identifier_kinds(language, root)]
+    uses: dict[str, int] = {}
+    bound = {row[1] for row in outline}
+    for node in root.find_all(any=kinds):
+        name = node.text()
+        uses[name] = uses.get(name, 0) + 1
+        if name not in bound:
+            parent = node.parent()
+            if parent is not None and _binding(node, parent):
+                bound.add(name)
+    return [outline, {name: times for name, times in uses.items() if name not in bound}]
 
 
 def named(root: SgNode, language: str, name: str) -> list[SgNode]:
@@ -302,6 +370,8 @@ def answer(request: dict[str, Any]) -> Any:
     op = request["op"]
     if op == "outline":
         return flat_outline(request["text"], request["language"])
+    if op == "outline_uses":
+        return outline_and_uses(request["text"], request["language"])
     if op == "positions":
         return positions(request["text"], request["language"], request["name"], request["outline"])
     if op == "pattern":
