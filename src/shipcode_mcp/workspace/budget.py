@@ -518,6 +518,15 @@ def _read_symbol(cut: _Cut) -> ToolResult | None:
 CUTTERS.update({"read_file": _read_file, "git_diff": _git_diff, "git_show": _git_show, "read_symbol": _read_symbol})
 
 
+def _repo_map(cut: _Cut) -> ToolResult | None:
+    """A map over the budget is made again within it: the map itself chooses what fits."""
+    again = cut.again(budget=cut.tokens)
+    return again if isinstance(again, ToolResult) else None
+
+
+CUTTERS["repo_map"] = _repo_map
+
+
 def _change_diff(cut: _Cut) -> ToolResult | None:
     """A change's diff (the writing tools), in the text as it is in the data: cut at a line in both. The change
     itself is whole: only the showing of it is cut."""

@@ -36,6 +36,11 @@ MAX_SYMBOL_LIMIT = 2000
 REFERENCE_LIMIT = 200
 STRUCTURE_LIMIT = 100
 MAX_DEPTH = 20
+MAP_BUDGET = 2000
+MIN_MAP_BUDGET = 256
+MAX_MAP_BUDGET = 20000
+MAX_MAP_SCANNED = 5000
+"""Without a ready code index, repo_map reads at most this many files (a larger folder waits for the index)."""
 CODE_LANGUAGES = ("bash", "c", "cpp", "csharp", "go", "java", "javascript", "kotlin", "lua", "php", "python", "ruby",
                   "rust", "scala", "swift", "tsx", "typescript")
 """The languages of the code tools (ast-grep's names; code/symbols.py maps file names to them)."""
@@ -776,6 +781,51 @@ FIND_SYMBOL = {
     }),
 }
 
+REPO_MAP = {
+    "run": "code.repo_map:repo_map",
+    "title": "Repository map",
+    "description": (
+        "Show the shape of a repository or folder in one call: the definitions the rest of the code uses most (classes, "
+        "functions, methods, ... as their signatures, not bodies), grouped by file, most used first, within a budget "
+        "of `budget` tokens. A definition ranks by the other files that use its name (each file counting the square "
+        "root of its uses; a name defined in several files shares them; a _private name counts a tenth); a method "
+        "comes with its class. Read it first on an unknown repository, then outline, read_symbol or find_references "
+        "for what it shows. From the code index where it is ready, else by reading the files (at most "
+        f"{MAX_MAP_SCANNED}). "
+        f"Languages: {_LANGUAGES_HELP}."
+    ),
+    "input": _object({
+        "path": _string(f"The folder to map (default: the first root); {_PATH_HELP}.", default="."),
+        "budget": _integer("The most tokens the map may take (text and structured content, at 3 bytes a token).",
+                           MAP_BUDGET, MIN_MAP_BUDGET, MAX_MAP_BUDGET),
+    }),
+    "output": _output({
+        "path": _STR,
+        "files": {"type": "array", "description": "the files shown, most used first", "items": _output({
+            "path": _STR,
+            "used_by": {"type": "integer", "minimum": 0, "description": "other files that use one of its names"},
+            "symbols": {"type": "array", "description": "its definitions shown, in source order", "items": _output({
+                "qualified_name": _STR,
+                "kind": {"enum": list(SYMBOL_KINDS)},
+                "line": {"type": "integer", "minimum": 1},
+                "end_line": {"type": "integer", "minimum": 1},
+                "def_line": {"type": "integer", "minimum": 1},
+                "signature": _STR,
+                "used_by": {"type": "integer", "minimum": 0, "description": "other files that use its name"},
+            })},
+        })},
+        "definitions": {"type": "integer", "minimum": 0, "description": "definitions in the folder's code files"},
+        "shown": {"type": "integer", "minimum": 0, "description": "definitions shown (with the classes of methods)"},
+        "code_files": {"type": "integer", "minimum": 0, "description": "code files read"},
+        "truncated": {"type": "boolean", "description": "whether definitions were left out for the budget"},
+        "skipped": _SKIPPED,
+        "skipped_files": _SKIPPED_FILES,
+        "index": {"type": "string", "enum": ["fresh", "building", "off"],
+                  "description": "fresh: from the code index, brought up to date first; building: the index is being "
+                  "built and the files were read; off: no index"},
+    }),
+}
+
 FIND_REFERENCES = {
     "run": "code.references:find_references",
     "title": "Find references",
@@ -1146,6 +1196,7 @@ READ_TOOLS: tuple[tuple[str, dict[str, Any]], ...] = (
 CODE_TOOLS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("outline", OUTLINE),
     ("find_symbol", FIND_SYMBOL),
+    ("repo_map", REPO_MAP),
     ("find_references", FIND_REFERENCES),
     ("find_definition", FIND_DEFINITION),
     ("find_implementations", FIND_IMPLEMENTATIONS),

@@ -1,0 +1,235 @@
+"""repo_map (workspace/code/repo_map.py): on real code, the index's map is the files' map, within its budget to the
+token, a larger budget showing more of the same order; the ranking counts what other files use (not comments,
+strings, locals, parameters, a file's own definitions, other classes' members); the index follows a change; a
+folder too large to read without the index is a clear error."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workspace_support import Tools, copy_real_code
+
+pytest.importorskip("ast_grep_py")
+
+from shipcode_mcp.context import Context
+from shipcode_mcp.primitives import ToolError
+from shipcode_mcp.workspace import budget as budgets
+from shipcode_mcp.workspace.code import index as code_index
+from shipcode_mcp.workspace.code import repo_map as repo_map_module
+from shipcode_mcp.workspace.code.parsers import POOL
+from shipcode_mcp.workspace.code.repo_map import _ranked as real_ranked
+from shipcode_mcp.workspace.code.repo_map import repo_map
+from shipcode_mcp.workspace.roots import Roots
+
+
+@pytest.fixture
+def index_folder(tmp_path: Path) -> Iterator[Path]:
+    folder = tmp_path / "index"
+    yield folder
+    code_index.INDEXES.close()
+
+
+def mapped(roots: Roots, budget: int = 2000, path: str = ".") -> dict[str, Any]:
+    done = repo_map(Context(None, 1, "tools/call", {}), roots, path, budget)
+    assert done.structured is not None
+    assert budgets.tokens(done) <= budget, (budgets.tokens(done), budget)
+    return {**done.structured, "text": done.content[0]["text"]}
+
+
+def shown(data: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(path, qualified name, line) of each definition shown, in the map's order."""
+    return [(item["path"], symbol["qualified_name"], symbol["line"]) for item in data["files"] for symbol in item["symbols"]]
+
+
+def ready(roots: Roots) -> dict[str, Any]:
+    """The map once the index answers (a root of more than 512 files is built in the background)."""
+    deadline = time.monotonic() + 120
+    while True:
+        data = mapped(roots)
+        if data["index"] == "fresh" or time.monotonic() > deadline:
+            return data
+        time.sleep(0.2)
+
+
+def test_the_map_of_real_code_from_the_index_is_the_map_from_the_files(tmp_path: Path, index_folder: Path) -> None:
+    root = copy_real_code(tmp_path / "work")
+    indexed, scanned = Roots([str(root)], str(index_folder)), Roots([str(root)], None)
+    assert ready(indexed)["index"] == "fresh"
+    for budget in (256, 1000, 2000, 8000):
+        from_index, from_files = mapped(indexed, budget), mapped(scanned, budget)
+        assert from_files["index"] == "off"
+        for key in ("files", "definitions", "shown", "code_files", "truncated", "skipped", "skipped_files"):
+            assert from_index[key] == from_files[key], (budget, key)
+        assert from_index["text"].splitlines()[:-1] == from_files["text"].splitlines()[:-1]
+    assert mapped(indexed, 1000, "email")["files"] == mapped(scanned, 1000, "email")["files"]
+
+
+def test_a_larger_budget_shows_more_of_the_same_order_and_fills_it(tmp_path: Path, index_folder: Path) -> None:
+    root = copy_real_code(tmp_path / "work")
+    roots = Roots([str(root)], str(index_folder))
+    ready(roots)
+    before: set[tuple[str, str, int]] = set()
+    for budget in (256, 500, 1000, 2000, 4000, 8000, 20000):
+        data = mapped(roots, budget)
+        now = set(shown(data))
+        assert before <= now and len(now) > len(before), budget
+        assert data["truncated"] and data["shown"] == len(now) < data["definitions"]
+        assert re.search(rf"^\[{data['shown']} definitions? of {data['definitions']} in ", data["text"], re.M)
+        if budget >= 1000:  # filled: not much more than one definition's room is left
+            assert budgets.tokens(repo_map(Context(None, 1, "tools/call", {}), roots, ".", budget)) > budget * 0.85
+        before = now
+    # what other files use most comes first: the email package's Message class is on a map of 2000 tokens
+    assert any(path == "email/message.py" and name == "Message" for path, name, _ in shown(mapped(roots, 2000)))
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_the_ranking_counts_what_other_files_use(tmp_path: Path, index_folder: Path) -> None:
+    root = write(tmp_path / "work", {
+        "core.py": "class Session:\n    def get(self, url):\n        def helper():\n            pass\n\n"
+                   "    def close(self):\n        pass\n\n\ndef popular():\n    pass\n\n\ndef rare():\n    pass\n\n\n"
+                   "def _private():\n    pass\n\n\ndef lonely():\n    lonely()\n    popular()\n",
+        "a.py": "from core import popular, Session, _private\npopular()\npopular()\nSession().get('x')\n_private()\n",
+        "b.py": "from core import popular\npopular()\n# rare() in a comment\nprint('rare')\n",
+        "c.py": "from core import rare\nimport core\ncore.popular()\nrare()\n",
+        "d.py": "def f(rare, close=1):\n    return rare + close\n\n\ndef g(x, Session):\n    helper = x\n    return x.get(helper)\n",
+        "other/e.py": "def popular():\n    return 1\n\n\npopular()\n",
+        "other/core.py": "def rare():\n    return 1\n",
+    })
+    for roots in (Roots([str(root)], str(index_folder)), Roots([str(root)], None)):
+        data = mapped(roots, 20000)
+        assert data["truncated"] is False and data["shown"] == data["definitions"] == 11
+        used = {(item["path"], symbol["qualified_name"]): symbol["used_by"]
+                for item in data["files"] for symbol in item["symbols"]}
+        # popular: a.py, b.py and c.py (other/e.py defines its own: its uses are its own); rare: c.py only (d.py's
+        # is a parameter, b.py's a comment and a string); Session.get: a.py, which names Session (d.py's x.get
+        # does not: its Session is a parameter); each of them names the module core
+        assert used[("core.py", "popular")] == 3
+        assert used[("core.py", "rare")] == 1
+        assert used[("core.py", "Session")] == 1 and used[("core.py", "Session.get")] == 1
+        assert used[("core.py", "Session.close")] == 0
+        assert used[("core.py", "_private")] == 1
+        assert used[("core.py", "lonely")] == 0  # its own file's uses do not count
+        # no file names the module of other/e.py (e, or its folder other): its popular is not theirs
+        assert used[("other/e.py", "popular")] == 0
+        # a use the syntax cannot tie to one of two definitions counts for both (and adds half to each): c.py's
+        # `from core import rare` names core, and other/core.py is a core too
+        assert used[("other/core.py", "rare")] == 1
+        assert ("core.py", "Session.get.helper") not in used  # inside a function: not on a map
+        assert [name for path, name, _ in shown(data) if path == "core.py"] == [
+            "Session", "Session.get", "Session.close", "popular", "rare", "_private", "lonely"]
+        assert [(item["path"], item["used_by"]) for item in data["files"]] == [
+            ("core.py", 3), ("other/core.py", 1), ("d.py", 0), ("other/e.py", 0)]  # files that define nothing are
+        # not on a map; those no other file uses come in path order
+        assert data["text"].splitlines()[:3] == ["core.py (used by 3 other files)", "     1: class Session",
+                                                 "     2:     def get(self, url)"]
+
+
+def test_definitions_are_taken_by_score(tmp_path: Path, index_folder: Path) -> None:
+    files = {"lib.py": "def most():\n    pass\n\n\ndef middle():\n    pass\n\n\ndef least():\n    pass\n\n\n"
+                       "def _most():\n    pass\n"}
+    for user in range(6):
+        files[f"u{user}.py"] = ("from lib import most, middle, least, _most\nmost()\n_most()\n"
+                                + ("middle()\n" if user < 3 else "") + ("least()\n" if user < 1 else ""))
+    root = write(tmp_path / "work", files)
+    roots = Roots([str(root)], str(index_folder))
+    first: dict[str, int] = {}  # the smallest budget whose map shows each
+    for budget in range(64, 2000, 4):  # (below the tool's least budget, 256, to see them taken one by one)
+        for _, name, _ in shown(mapped(roots, budget)):
+            first.setdefault(name, budget)
+    # each user names all four (its import) and calls most twice as often as _most, which counts a tenth;
+    # half of them call middle, one calls least
+    assert first["most"] < first["middle"] < first["least"] < first["_most"], first
+    whole = mapped(roots, 2000)
+    assert [name for path, name, _ in shown(whole) if path == "lib.py"] == ["most", "middle", "least", "_most"]
+
+
+def test_the_index_follows_a_change(tmp_path: Path, index_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write(tmp_path / "work", {"lib.py": "def target():\n    pass\n", "a.py": "x = 1\n"})
+    roots = Roots([str(root)], str(index_folder))
+    ranked: list[int] = []
+
+    def counted(facts: Any) -> Any:
+        ranked.append(len(facts))
+        return real_ranked(facts)
+
+    monkeypatch.setattr(repo_map_module, "_ranked", counted)
+    assert mapped(roots)["files"][0]["used_by"] == 0
+    time.sleep(code_index.RACY_NS / 1e9 + 0.1)  # (a file written in the last 2 s is read again at each look)
+    assert mapped(roots)["files"][0]["used_by"] == 0
+    assert mapped(roots, 1000)["files"][0]["used_by"] == 0
+    assert len(ranked) == 1  # an unchanged folder is not ranked again
+    time.sleep(0.05)
+    (root / "a.py").write_text("from lib import target\ntarget()\n")
+    (root / "b.py").write_text("from lib import target\ntarget()\n")
+    data = mapped(roots)
+    assert data["index"] == "fresh"
+    assert data["files"][0] == {"path": "lib.py", "used_by": 2, "symbols": [
+        {"qualified_name": "target", "kind": "function", "line": 1, "end_line": 2, "def_line": 1,
+         "signature": "def target()", "used_by": 2}]}
+    (root / "b.py").unlink()
+    assert mapped(roots)["files"][0]["used_by"] == 1
+
+
+def test_a_folder_too_large_to_read_without_the_index_is_an_error(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write(tmp_path / "work", {f"m{n}.py": f"def f{n}():\n    pass\n" for n in range(5)})
+    monkeypatch.setattr(repo_map_module, "MAX_MAP_SCANNED", 4)
+    with pytest.raises(ToolError, match=r"reads at most 4 files without the code index.* holds 5 code files"):
+        mapped(Roots([str(root)], None))
+    with pytest.raises(ToolError, match="is a file: repo_map maps a folder"):
+        mapped(Roots([str(root)], None), path="m0.py")
+    monkeypatch.setattr(repo_map_module, "MAX_MAP_SCANNED", 5)
+    assert mapped(Roots([str(root)], None))["code_files"] == 5
+
+
+def test_over_the_clients_budget_the_map_is_made_again_within_it(tmp_path: Path) -> None:
+    root = copy_real_code(tmp_path / "work")
+    with Tools(root, options=("--no-index",)) as tools:
+        whole = tools.call("repo_map", {"budget": 8000})
+        cut = tools.call("repo_map", {"budget": 8000}, meta={budgets.META_KEY: 1000})
+    assert len(whole["content"][0]["text"]) > 3 * len(cut["content"][0]["text"])
+    assert "within 1000 tokens" in cut["content"][0]["text"]
+    assert cut["structuredContent"]["shown"] < whole["structuredContent"]["shown"]
+    made = [symbol for item in cut["structuredContent"]["files"] for symbol in item["symbols"]]
+    assert made and all(symbol in [s for item in whole["structuredContent"]["files"] for s in item["symbols"]]
+                        for symbol in made)
+
+
+USES = {
+    "python": ("import argparse\nfrom x import parser as pp\n\ndef f(a, b=1, *c, d: int = 2, **kw):\n    x = a\n"
+               "    y, z = b, c\n    for i in d: pass\n    with open(a) as fh: pass\n    g(key=1)\n    return [w for w in kw]\n"
+               "\nparser = argparse.ArgumentParser()\n",
+               {"argparse", "ArgumentParser", "pp", "int", "open", "g"}),
+    "javascript": ("import { a } from './m';\nfunction f(x, { y }, ...r) {\n  const q = a(x);\n  let [u] = y;\n"
+                   "  for (const k in r) {}\n  try {} catch (e) {}\n  return (g) => g + q + u + H;\n}\n", {"a", "H"}),
+    "typescript": ("function f(a: number, b?: T): R {\n  const c = a;\n  return G(c, b);\n}\n", {"T", "R", "G"}),
+    "go": ("package m\n\nimport \"fmt\"\n\nfunc F(a int, b ...string) {\n\tc := 1\n\tvar d = 2\n"
+           "\tfor i, v := range b {\n\t\tfmt.Println(i, v, c, d, a, G)\n\t}\n}\n", {"m", "fmt", "Println", "int", "string", "G"}),
+    "rust": ("fn f(a: i32, mut b: u8) {\n    let c = a;\n    let (d, e) = (1, 2);\n    for i in 0..3 {}\n"
+             "    g(c, d, e, b, H);\n}\n", {"g", "H"}),
+    "java": ("class A {\n  void f(int a) {\n    int b = a;\n    for (String s : l) {}\n    try {} catch (E e) {}\n"
+             "    g(b, H);\n  }\n}\n", {"String", "l", "E", "g", "H"}),
+    "c": ("int f(int a, char *p) {\n  int b = a;\n  return g(b, p, H);\n}\n", {"g", "H"}),
+}
+"""A file of each language and the names it uses that it does not bind (parameters, locals, loop variables,
+patterns, keyword arguments' names, its own definitions)."""
+
+
+@pytest.mark.parametrize("language", sorted(USES))
+def test_the_index_keeps_the_names_a_file_uses_without_those_it_binds(language: str) -> None:
+    text, expected = USES[language]
+    outline, uses = POOL.ask({"op": "outline_uses", "text": text, "language": language})
+    assert outline == POOL.ask({"op": "outline", "text": text, "language": language})
+    assert set(uses) == expected, language
