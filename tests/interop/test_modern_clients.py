@@ -60,7 +60,7 @@ def every_tool_call(root: Path) -> list[tuple[str, dict[str, Any], str]]:
         ("git_show", {"ref": "v1.0", "path": "src/util.py"}, "return 42"),
         ("outline", {"path": "src/app.py"}, "8-9 function def greet(name)"),
         ("find_symbol", {"name": "greet"}, "src/app.py:8-9 function greet"),
-        ("repo_map", {}, "src/helpers.py (used by 1 other file)"),
+        ("repo_map", {}, "src/helpers.py\n     1: def answer()"),
         ("find_references", {"name": "answer"}, "src/app.py:5:17: return util.answer()"),
         ("find_definition", {"path": "src/app.py", "line": 9, "name": "name"}, "src/app.py:8:11: def greet(name):"),
         ("find_implementations", {"name": "main"}, "main is not a class or a method of one"),

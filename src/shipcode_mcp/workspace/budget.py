@@ -519,8 +519,10 @@ CUTTERS.update({"read_file": _read_file, "git_diff": _git_diff, "git_show": _git
 
 
 def _repo_map(cut: _Cut) -> ToolResult | None:
-    """A map over the budget is made again within it: the map itself chooses what fits."""
-    again = cut.again(budget=cut.tokens)
+    """A map over the budget is made again within it (or within the call's own budget, if smaller): the map itself
+    chooses what fits."""
+    asked = cut.arguments.get("budget")
+    again = cut.again(budget=min(cut.tokens, asked) if isinstance(asked, int) else cut.tokens)
     return again if isinstance(again, ToolResult) else None
 
 

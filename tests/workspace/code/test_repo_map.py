@@ -6,6 +6,7 @@ folder too large to read without the index is a clear error."""
 from __future__ import annotations
 
 import re
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,9 +161,9 @@ def test_the_index_follows_a_change(tmp_path: Path, index_folder: Path, monkeypa
     roots = Roots([str(root)], str(index_folder))
     ranked: list[int] = []
 
-    def counted(facts: Any) -> Any:
+    def counted(facts: Any, *more: Any) -> Any:
         ranked.append(len(facts))
-        return real_ranked(facts)
+        return real_ranked(facts, *more)
 
     monkeypatch.setattr(repo_map_module, "_ranked", counted)
     assert mapped(roots)["files"][0]["used_by"] == 0
@@ -222,6 +223,19 @@ USES = {
     "java": ("class A {\n  void f(int a) {\n    int b = a;\n    for (String s : l) {}\n    try {} catch (E e) {}\n"
              "    g(b, H);\n  }\n}\n", {"String", "l", "E", "g", "H"}),
     "c": ("int f(int a, char *p) {\n  int b = a;\n  return g(b, p, H);\n}\n", {"g", "H"}),
+    "cpp": ("int f(int a, char *p) {\n  int b = a;\n  return g(b, p, H);\n}\n", {"g", "H"}),
+    "csharp": ("class A {\n  int F(int pp) {\n    int loc = pp;\n    return G(loc);\n  }\n}\n", {"G"}),
+    "kotlin": ("fun f(pp: Int): Int {\n    val loc = pp\n    return g(loc)\n}\n", {"Int", "g"}),
+    "scala": ("object A {\n  def f(pp: Int): Int = {\n    val loc = pp\n    g(loc)\n  }\n}\n", {"Int", "g"}),
+    "swift": ("func f(pp: Int) -> Int {\n    let loc = pp\n    return g(loc)\n}\n", {"Int", "g"}),
+    "ruby": ("def f(pp, opt = 1, key: 2)\n  loc = pp\n  g(loc, opt, key)\nend\n", {"g"}),
+    "php": ("<?php\nfunction f($pp) {\n  $loc = $pp;\n  return g($loc);\n}\n", {"g"}),
+    "lua": ("function f(pp)\n  local loc = pp\n  return g(loc)\nend\n", {"g"}),
+    "bash": ("f() {\n  local loc=$1\n  g \"$loc\"\n}\n", {"g", "1"}),
+    # a keyword argument's name is the callee's; require() declares imports: their names are used
+    "python-calls": ("from db import engine\nSession(engine=engine, echo=True)\n", {"db", "engine", "Session"}),
+    "javascript-require": ("const { helper } = require('./util');\nconst Store = require('./store');\nhelper(Store);\n",
+                           {"helper", "Store", "require"}),
 }
 """A file of each language and the names it uses that it does not bind (parameters, locals, loop variables,
 patterns, keyword arguments' names, its own definitions)."""
@@ -230,6 +244,73 @@ patterns, keyword arguments' names, its own definitions)."""
 @pytest.mark.parametrize("language", sorted(USES))
 def test_the_index_keeps_the_names_a_file_uses_without_those_it_binds(language: str) -> None:
     text, expected = USES[language]
+    language = language.split("-")[0]
     outline, uses = POOL.ask({"op": "outline_uses", "text": text, "language": language})
     assert outline == POOL.ask({"op": "outline", "text": text, "language": language})
     assert set(uses) == expected, language
+
+
+def test_what_the_first_review_found(tmp_path: Path, index_folder: Path) -> None:
+    """Each of these went wrong before (a crash, a budget 35 times over, uses left out or counted twice)."""
+    root = write(tmp_path / "work", {
+        # a bash word holding a NUL past the 8 000 bytes that tell binary files: the index's separator
+        "lib.sh": "greet() {\n  echo hi\n}\n", "run.sh": "#" + "x" * 8100 + "\ngreet\necho ab\0cd\n",
+        # members of a namespace are reached as top-level names are
+        "App/Proc.cs": "namespace App {\n  class Proc {\n    public string Stdout;\n  }\n}\n",
+        "App/User.cs": "namespace App {\n  class U {\n    string F(Proc p) { return p.Stdout; }\n  }\n}\n",
+        # a package's own name, when the package itself is mapped; seventeen classes with a draw in one file
+        "pkg/__init__.py": "def api():\n    pass\n", "pkg/a.py": "from pkg import api\napi()\n",
+        "pkg/widgets.py": "".join(f"class W{n}:\n    def draw(self):\n        pass\n\n\n" for n in range(17)),
+        "pkg/b.py": "from pkg import widgets\nwidgets.W0().draw()\n",
+    })
+    for roots in (Roots([str(root)], str(index_folder)), Roots([str(root)], None)):
+        for path in (".", "pkg"):
+            data = mapped(roots, 20000, path)
+            used = {(item["path"], symbol["qualified_name"]): symbol["used_by"]
+                    for item in data["files"] for symbol in item["symbols"]}
+            assert used[("pkg/__init__.py", "api")] == 1, path
+            assert used[("pkg/widgets.py", "W0.draw")] == 1, path
+        used = {(item["path"], symbol["qualified_name"]): symbol["used_by"]
+                for item in mapped(roots, 20000)["files"] for symbol in item["symbols"]}
+        assert used[("lib.sh", "greet")] == 1
+        assert used[("App/Proc.cs", "App.Proc")] == 1 and used[("App/Proc.cs", "App.Proc.Stdout")] == 1
+
+
+def test_the_notes_stay_within_the_budget(tmp_path: Path) -> None:
+    deep = "/".join(["d" * 200] * 3)
+    files = {f"{deep}/m{n}.py": "x = 1\ny = '" + "a" * 40000 + "'\n" for n in range(25)}  # 25 files skipped
+    root = write(tmp_path / "work", {**files, "a.py": "def f():\n    pass\n"})
+    for budget in (256, 1000, 2000):
+        data = mapped(Roots([str(root)], None), budget)  # (mapped checks the budget)
+        assert data["skipped"] == 25 and len(data["skipped_files"]) < 20
+    assert mapped(Roots([str(root)], None), 2000)["shown"] == 1
+
+
+def test_a_damaged_index_is_built_again_and_answers(tmp_path: Path, index_folder: Path) -> None:
+    root = write(tmp_path / "work", {f"m{n}.py": "".join(f"def f{n}_{k}(a):\n    return g(a)\n\n" for k in range(200))
+                                     for n in range(20)})
+    roots = Roots([str(root)], str(index_folder))
+    first = mapped(roots)
+    code_index.INDEXES.close()
+    database = next(index_folder.glob("*.sqlite3"))
+    with sqlite3.connect(database) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page = db.execute("PRAGMA page_size").fetchone()[0]
+        at = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'symbols'").fetchone()[0]
+    db.close()
+    with open(database, "r+b") as damaged:  # the symbols table's root page, which the walk does not read
+        damaged.seek((at - 1) * page)
+        damaged.write(b"\xff" * 64)
+    time.sleep(code_index.RACY_NS / 1e9 + 0.1)
+    again = mapped(Roots([str(root)], str(index_folder)))
+    assert again["index"] == "fresh" and again["files"] == first["files"]
+
+
+def test_an_index_opened_again_is_not_taken_for_the_one_before(tmp_path: Path, index_folder: Path) -> None:
+    root = write(tmp_path / "work", {"lib.py": "def target():\n    pass\n", "a.py": "x = 1\n"})
+    assert mapped(Roots([str(root)], str(index_folder)))["files"][0]["used_by"] == 0
+    time.sleep(code_index.RACY_NS / 1e9 + 0.1)
+    assert mapped(Roots([str(root)], str(index_folder)))["files"][0]["used_by"] == 0
+    code_index.INDEXES.close()
+    (root / "a.py").write_text("from lib import target\ntarget()\n")
+    assert mapped(Roots([str(root)], str(index_folder)))["files"][0]["used_by"] == 1

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import log
@@ -91,6 +92,10 @@ CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
 CREATE INDEX IF NOT EXISTS symbols_last ON symbols(last);
 """
 
+_GENERATIONS = itertools.count()
+"""Each index's generation is the next of these: never the same twice in a process, even for a database opened
+again (whose PRAGMA data_version starts again)."""
+
 Key = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 MOVED: Key = (-1, -1, -1, -1)
 """The key of a file to read again at the next look (written while it was read, or unreadable)."""
@@ -143,7 +148,7 @@ class RootIndex:
         self.walked_at = -WALK_EVERY  # time.monotonic() of the last walk the watch can be trusted from
         self.known: dict[bytes, Key] = {}  # each code file of the last walk, by the key the index holds for it
         self.linked: set[str] = set()  # those with more than one hard link, looked at on every look
-        self.generation = 0  # moved by every write of this process (IndexedFolder.stamp)
+        self.generation = next(_GENERATIONS)  # moved by every write of this process (IndexedFolder.stamp)
 
     # -- the database ----------------------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
@@ -214,7 +219,7 @@ class RootIndex:
                 os.unlink(self.path + suffix)
         self.ready = False
         self.known = {}
-        self.generation += 1
+        self.generation = next(_GENERATIONS)
 
     def close(self) -> None:
         with self._lock:
@@ -396,7 +401,7 @@ class RootIndex:
                                        [(file_id, seq, row[0], row[1], row[2].rsplit(".", 1)[-1], row[2], row[3],
                                          row[4], row[5], row[6], row[7]) for seq, row in enumerate(outline)])
                 db.execute("COMMIT")
-                self.generation += 1
+                self.generation = next(_GENERATIONS)
             except BaseException:
                 if db.in_transaction:  # (SQLite rolls back itself on a full disk)
                     db.execute("ROLLBACK")
@@ -597,7 +602,7 @@ def _fresh(ctx: Context, roots: Roots, folder: Folder, tool: str) -> tuple[RootI
     return index, prefix
 
 
-FileFacts = tuple[list[list[Any]], dict[str, int]] | str
+FileFacts = tuple[list[Sequence[Any]], dict[str, int]] | str
 """What repo_map knows of one file: [its flat outline rows, the names it uses with their counts], or why it was
 skipped."""
 
@@ -623,9 +628,9 @@ class IndexedFolder:
             symbols = db.execute("SELECT s.file, s.parent, s.name, s.qualified, s.kind, s.line, s.end_line, "
                                  "s.signature, s.def_line FROM symbols s JOIN files f ON f.id = s.file WHERE " + under +
                                  " ORDER BY s.file, s.seq", values).fetchall()
-        outlines: dict[int, list[list[Any]]] = {}
-        for file_id, *row in symbols:
-            outlines.setdefault(file_id, []).append(row)
+        outlines: dict[int, list[Sequence[Any]]] = {}
+        for row in symbols:
+            outlines.setdefault(row[0], []).append(row[1:])
         facts: dict[str, FileFacts] = {}
         for file_id, path, skipped, uses in files:
             name = os.fsdecode(path)[start:]

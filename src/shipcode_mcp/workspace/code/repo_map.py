@@ -6,11 +6,12 @@ from the same reading of the files:
 - The definitions are those of a file's outline but the ones inside a function (closures, local helpers).
 - A definition of `name` in file D is used by each other file F whose syntax tree has an identifier `name` that F
   does not bind itself (comments and strings hold none; the index leaves out of a file's uses the names it defines,
-  takes as parameters or assigns: code/worker.py's BINDINGS), and which can reach D: for a member (a method, a
-  field) F also names its top-level symbol (`stdout` of `class Result` counts in a file that names `Result`, not in
-  every file that says `sys.stdout`); in a language whose imports name modules by identifiers (MODULES_NAMED) F
-  also names D's module, its file name or one of its folders (`from email.message import Message`, `pkg.Func`),
-  unless both are of one package folder (PACKAGE_FOLDERS).
+  takes as parameters or assigns, and keyword arguments' names: code/worker.py's BINDINGS and NOT_USES), and which
+  can reach D: for a member (a method, a field) F also names its top-level symbol (`stdout` of `class Result`
+  counts in a file that names `Result`, not in every file that says `sys.stdout`; a namespace or module (_SCOPES)
+  is no owner: its classes are top-level); in a language whose imports name modules by identifiers
+  (MODULES_NAMED) F also names D's module, its file name or one of its folders under the root
+  (`from email.message import Message`, `pkg.Func`), unless both are of one package folder (PACKAGE_FOLDERS).
 - F adds sqrt(the times it has the name), so a file that calls it ten times counts more than one that names it
   once, but not ten times more. A name F can reach in several files shares what F adds among them (the syntax
   cannot tell which one a use reaches); a name that starts with `_` (private by convention) counts a tenth; a name
@@ -29,6 +30,7 @@ import math
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError
@@ -55,16 +57,16 @@ _BATCH = 64
 class _Definition:
     """One row of a file's outline, with what ranking it found."""
 
-    __slots__ = ("def_line", "depth", "end_line", "kind", "line", "name", "owner", "parent", "path", "qualified", "score",
-                 "seq", "signature", "used_by")
+    __slots__ = ("below", "def_line", "depth", "end_line", "kind", "line", "name", "owner", "parent", "path", "qualified",
+                 "score", "seq", "signature", "used_by")
 
-    def __init__(self, path: str, seq: int, row: list[Any], parent: _Definition | None) -> None:
-        self.path, self.seq, self.parent = path, seq, parent
+    def __init__(self, path: str, seq: int, row: Sequence[Any], parent: _Definition | None, score: float,
+                 used_by: int) -> None:
+        self.path, self.seq, self.parent, self.score, self.used_by = path, seq, parent, score, used_by
         _, self.name, self.qualified, self.kind, self.line, self.end_line, self.signature, self.def_line = row
         self.depth: int = 0 if parent is None else parent.depth + 1
-        self.owner: str | None = None if parent is None else parent.owner or parent.name  # the top-level symbol
-        self.score = 0.0
-        self.used_by = 0
+        self.owner: str | None = None if parent is None else parent.below  # the top-level symbol (or None)
+        self.below: str | None = self.owner if self.kind in _SCOPES else self.owner or self.name  # its members' owner
 
     def item(self) -> dict[str, Any]:
         return {"qualified_name": self.qualified, "kind": self.kind, "line": self.line, "end_line": self.end_line,
@@ -80,13 +82,13 @@ def repo_map(ctx: Context, roots: Roots, path: str, budget: int) -> ToolResult:
     if not folder.is_dir:
         raise ToolError(f"{place(folder.shown)} is a file: repo_map maps a folder (outline lists one file's symbols)")
     try:
-        indexed = indexed_folder(ctx, roots, folder)
-    except Unavailable as why:
-        ranking = _Ranking(_scan(ctx, roots, folder, str(why)))
-        state, note = ("building" if why.building else "off"), str(why)
-    else:
-        ranking = _RANKINGS.get(indexed)
+        ranking = _indexed_ranking(ctx, roots, folder)
         state, note = "fresh", ""
+    except Unavailable as why:
+        root = roots.root_of(folder.real)
+        ranking = _Ranking(_scan(ctx, roots, folder, str(why)), "" if root is None else os.path.relpath(folder.real, root),
+                           ctx.check_cancelled)
+        state, note = ("building" if why.building else "off"), str(why)
     for name, reason in ranking.skipped:
         folder.skipped += 1
         if len(folder.skipped_files) < MAX_SKIPPED_NAMED:
@@ -99,6 +101,9 @@ def repo_map(ctx: Context, roots: Roots, path: str, budget: int) -> ToolResult:
 
     limit = budget * budgets.BYTES_PER_TOKEN
     spent = budgets.size(*_parts(render(set()))) + _SLACK
+    while spent > limit and folder.skipped_files:  # the files skipped are named while they fit (counted always)
+        folder.skipped_files.pop()
+        spent = budgets.size(*_parts(render(set()))) + _SLACK
     chosen: set[_Definition] = set()
     files: set[str] = set()
     taken: list[list[_Definition]] = []  # what each definition taken added (it and the parents not shown yet)
@@ -130,11 +135,31 @@ class _Ranking:
     """What maps of a folder are made from: its definitions in the order a map takes them (the first KEPT), the
     rank of each file and the number of other files that use it, the counts, the files skipped and why."""
 
-    def __init__(self, facts: dict[str, FileFacts]) -> None:
-        definitions, self.ranks, self.users = _ranked(facts)
-        self.total = len(definitions)
-        self.order = heapq.nsmallest(KEPT, definitions, key=lambda d: (
-            d.score <= 0, -d.score, d.depth if d.score <= 0 else 0, -self.ranks.get(d.path, 0.0), d.path, d.seq))
+    def __init__(self, facts: dict[str, FileFacts], base: str, check: Callable[[], None]) -> None:
+        entries, weight, count, self.ranks, self.users = _ranked(facts, base, check)
+        self.total = len(entries)
+        ranks = self.ranks
+        scored = sorted((entry for entry in entries if (entry[0], entry[3], entry[2]) in weight),
+                        key=lambda e: (-weight[(e[0], e[3], e[2])], -ranks.get(e[0], 0.0), e[0], e[1]))[:KEPT]
+        if len(scored) < KEPT:  # then what no other file uses: top-level definitions first
+            scored += heapq.nsmallest(KEPT - len(scored), (entry for entry in entries if (entry[0], entry[3], entry[2])
+                                                           not in weight),
+                                      key=lambda e: (e[4], -ranks.get(e[0], 0.0), e[0], e[1]))
+        made: dict[tuple[str, int], _Definition] = {}
+
+        def definition(path: str, seq: int) -> _Definition:
+            """The definition at `seq` of the file, and the symbols enclosing it, made once."""
+            known = made.get((path, seq))
+            if known is None:
+                value = facts[path]
+                assert not isinstance(value, str)  # (an entry's file was read)
+                row = value[0][seq]
+                parent = definition(path, row[0]) if 0 <= row[0] < seq else None
+                key = (path, None if parent is None else parent.below, row[1])
+                known = made[(path, seq)] = _Definition(path, seq, row, parent, weight.get(key, 0.0), count.get(key, 0))
+            return known
+
+        self.order = [definition(entry[0], entry[1]) for entry in scored]
         self.code_files = sum(1 for value in facts.values() if not isinstance(value, str))
         self.skipped = sorted((name, value) for name, value in facts.items()  # binary: not code, as a scan leaves out
                               if isinstance(value, str) and value != "binary")
@@ -149,23 +174,49 @@ class _Rankings:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[str, str], tuple[tuple[int, int], _Ranking]] = OrderedDict()
+        self._making: dict[tuple[str, str], threading.Lock] = {}
 
-    def get(self, indexed: IndexedFolder) -> _Ranking:
+    def _fresh(self, indexed: IndexedFolder) -> _Ranking | None:
+        """The folder's ranking kept, if its stamp still holds (under the lock)."""
+        kept = self._kept.get(indexed.key)
+        if kept is None or kept[0] != indexed.stamp:
+            return None
+        self._kept.move_to_end(indexed.key)
+        return kept[1]
+
+    def get(self, indexed: IndexedFolder, check: Callable[[], None]) -> _Ranking:
         with self._lock:
-            kept = self._kept.get(indexed.key)
-            if kept is not None and kept[0] == indexed.stamp:
-                self._kept.move_to_end(indexed.key)
-                return kept[1]
-        ranking = _Ranking(indexed.facts())
+            ranking = self._fresh(indexed)
+            if ranking is not None:
+                return ranking
+            making = self._making.setdefault(indexed.key, threading.Lock())
+        with making:  # one ranking of a folder at a time: a second call waits for the first's
+            with self._lock:
+                ranking = self._fresh(indexed)
+            if ranking is not None:
+                return ranking
+            ranking = _Ranking(indexed.facts(), indexed.prefix, check)
         with self._lock:
             self._kept[indexed.key] = (indexed.stamp, ranking)
             self._kept.move_to_end(indexed.key)
             while len(self._kept) > self.MAX_RANKINGS:
-                self._kept.popitem(last=False)
+                gone, _ = self._kept.popitem(last=False)
+                self._making.pop(gone, None)
         return ranking
 
 
 _RANKINGS = _Rankings()
+
+
+def _indexed_ranking(ctx: Context, roots: Roots, folder: Folder) -> _Ranking:
+    """The folder's ranking from its root's index, made fresh first; Unavailable when the files must be read. A
+    database found damaged on the way (also while its facts are read) is built again at once."""
+    try:
+        return _RANKINGS.get(indexed_folder(ctx, roots, folder), ctx.check_cancelled)
+    except Unavailable as why:
+        if not why.damaged:
+            raise
+    return _RANKINGS.get(indexed_folder(ctx, roots, folder), ctx.check_cancelled)
 
 
 def _parts(value: ToolResult) -> tuple[str, dict[str, Any]]:
@@ -214,63 +265,72 @@ def _scan(ctx: Context, roots: Roots, folder: Folder, why: str) -> dict[str, Fil
     return facts
 
 
-def _ranked(facts: dict[str, FileFacts]) -> tuple[list[_Definition], dict[str, float], dict[str, int]]:
-    """Every definition a map can show (not those inside a function: its own business) with its score and
-    used_by, each file's rank, and how many other files use a name of each file."""
-    definitions: list[_Definition] = []
-    definers: dict[str, set[tuple[str, str | None]]] = {}  # name: (file, top-level owner) of each definition
+Entry = tuple[str, int, str, "str | None", int]
+"""A definition a map can show: its file, its place in the file's outline, its name, the name of its top-level
+symbol (None for one at the top) and its depth."""
+Key = tuple[str, "str | None", str]
+"""What uses are counted for: a file, a top-level symbol of it (or None) and a name."""
+
+
+def _ranked(facts: dict[str, FileFacts], base: str, check: Callable[[], None]) -> tuple[
+        list[Entry], dict[Key, float], dict[Key, int], dict[str, float], dict[str, int]]:
+    """Every definition a map can show (not those inside a function: its own business), the score and used_by of
+    each key that other files use, each file's rank, and how many other files use a name of each file; `base` is
+    the folder's path under its root (a module's name may be a folder above it), `check` the call's cancellation."""
+    entries: list[Entry] = []
+    defined: dict[str, set[tuple[str, str | None]]] = {}  # name: (file, top-level owner) of each definition
     for path, value in facts.items():
         if isinstance(value, str):
             continue
-        made: list[_Definition | None] = []
+        shown: list[tuple[str | None, int] | None] = []  # each row: (the owner of what it encloses, depth) or None
         for seq, row in enumerate(value[0]):
-            parent = made[row[0]] if 0 <= row[0] < seq else None
-            if (parent is None and row[0] >= 0) or (parent is not None and parent.kind in _BODIES):
-                made.append(None)  # inside a function (or under one)
+            parent = shown[row[0]] if 0 <= row[0] < seq else None
+            if (parent is None and row[0] >= 0) or (parent is not None and value[0][row[0]][3] in _BODIES):
+                shown.append(None)  # inside a function (or under one)
                 continue
-            definition = _Definition(path, seq, row, parent)
-            made.append(definition)
-            definitions.append(definition)
-            definers.setdefault(definition.name, set()).add((path, definition.owner))
-    weight: dict[tuple[str, str | None, str], float] = {}  # (file, owner, name): what the other files' uses add
-    count: dict[tuple[str, str | None, str], int] = {}  # (file, owner, name): the other files that use it
+            owner, depth = (None, 0) if parent is None else parent
+            shown.append((owner if row[3] in _SCOPES else owner or row[1], depth + 1))
+            entries.append((path, seq, row[1], owner, depth))
+            defined.setdefault(row[1], set()).add((path, owner))
+    definers = {name: list(where) for name, where in defined.items() if len({path for path, _ in where}) <= AMBIGUOUS}
+    weight: dict[Key, float] = {}  # what the other files' uses add
+    count: dict[Key, int] = {}  # the other files that use it
     users: dict[str, set[str]] = {}  # defining file: the other files that use one of its names
-    modules = {path: (_module_names(path), os.path.dirname(path)) for path in facts}
-    for path, value in facts.items():
+    modules = {path: (_module_names(os.path.join(base, path)), os.path.dirname(path)) for path in facts}
+    for done, (path, value) in enumerate(facts.items()):
+        if done % _BATCH == 0:
+            check()
         if isinstance(value, str):
             continue
         uses = value[1]  # (without the names it binds itself: its own definitions among them)
         language = language_for(path)
         named, folder = language in MODULES_NAMED, os.path.dirname(path) if language in PACKAGE_FOLDERS else None
-        for name, times in uses.items():
-            where = definers.get(name)
-            if where is None or len(where) > AMBIGUOUS:
-                continue
+        reaches: dict[str, bool] = {}  # defining file: whether this one names its module
+        for name in uses.keys() & definers.keys():
             reached = []
-            for defining, owner in where:
-                if owner is not None and owner not in uses:
+            for defining, owner in definers[name]:
+                if defining == path or (owner is not None and owner not in uses):
                     continue
                 if named:
-                    module, place = modules[defining]
-                    if place != folder and not any(part in uses for part in module):
+                    reach = reaches.get(defining)
+                    if reach is None:
+                        module, place = modules[defining]
+                        reach = reaches[defining] = place == folder or any(part in uses for part in module)
+                    if not reach:
                         continue
                 reached.append((defining, owner))
             if not reached:
                 continue
-            added = math.sqrt(times) / len(reached) * (PRIVATE if name.startswith("_") else 1.0)
+            added = math.sqrt(uses[name]) / len(reached) * (PRIVATE if name.startswith("_") else 1.0)
             for defining, owner in reached:
                 key = (defining, owner, name)
                 weight[key] = weight.get(key, 0.0) + added
                 count[key] = count.get(key, 0) + 1
                 users.setdefault(defining, set()).add(path)
-    for definition in definitions:
-        key = (definition.path, definition.owner, definition.name)
-        definition.score = weight.get(key, 0.0)
-        definition.used_by = count.get(key, 0)
     ranks: dict[str, float] = {}
     for (path, _, _), score in weight.items():
         ranks[path] = ranks.get(path, 0.0) + score
-    return definitions, ranks, {path: len(files) for path, files in users.items()}
+    return entries, weight, count, ranks, {path: len(files) for path, files in users.items()}
 
 
 def _module_names(path: str) -> set[str]:
@@ -291,6 +351,9 @@ module named by a string: JavaScript, TypeScript, C, C++, Ruby; or none) any fil
 PACKAGE_FOLDERS = frozenset({"go", "java", "kotlin", "scala"})
 """Of those, the languages whose files see what the other files of their folder (their package) define unnamed."""
 _BODIES = frozenset({"function", "method", "constructor"})
+_SCOPES = frozenset({"module"})
+"""Kinds that only hold names (a C# or C++ namespace, a Ruby module, a Rust mod): their members are reached as
+top-level names are (`using App;` then `Proc`), not through them."""
 """Kinds whose nested definitions are local (a closure, a helper class): not on a map."""
 
 
@@ -312,7 +375,7 @@ def _render(folder: Folder, chosen: set[_Definition], ranks: dict[str, float], u
     what = f"{plural(code_files, 'code file')}, {plural(total, 'definition')}"
     if not chosen:
         lines.append(f"No definitions in {place(folder.shown)} ({what})." if not total else
-                     f"[No definition fits in {budget} tokens; raise budget.]")
+                     f"[No definition of {total} fits in {budget} tokens beside this note.]")
     elif len(chosen) < total:
         lines.append(f"[{plural(len(chosen), 'definition')} of {total} in {plural(len(paths), 'file')} of {code_files}: "
                      f"the most used by other files, within {budget} tokens. Raise budget, or map a folder with path.]")

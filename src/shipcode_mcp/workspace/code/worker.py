@@ -38,52 +38,103 @@ IDENTIFIER_KINDS = ("identifier", "type_identifier", "field_identifier", "proper
 _kinds_of: dict[str, list[str]] = {}
 
 
-BINDINGS: dict[str, tuple[tuple[str | None, tuple[str, str] | None], ...]] = {
+Place = tuple["str | None", "tuple[str, str | None] | None", "str | None"]
+"""Where under its parent an identifier is: the parent's field it is in (None: any), what holds the parent (its kind
+and the field the parent is in, None: any) if that matters, and the identifier's own kind (None: any)."""
+ANY: Place = (None, None, None)
+
+
+def _field(name: str) -> Place:
+    return (name, None, None)
+
+
+BINDINGS: dict[str, tuple[Place, ...]] = {
     # Python
-    "parameters": ((None, None),), "default_parameter": (("name", None),), "typed_parameter": ((None, None),),
-    "typed_default_parameter": (("name", None),), "lambda_parameters": ((None, None),),
-    "list_splat_pattern": ((None, None),), "dictionary_splat_pattern": ((None, None),),
-    "assignment": (("left", None),), "augmented_assignment": (("left", None),), "pattern_list": ((None, None),),
-    "tuple_pattern": ((None, None),), "for_statement": (("left", None),), "for_in_clause": (("left", None),),
-    "as_pattern_target": ((None, None),), "keyword_argument": (("name", None),),
-    # JavaScript, TypeScript
-    "formal_parameters": ((None, None),), "required_parameter": (("pattern", None),),
-    "optional_parameter": (("pattern", None),), "variable_declarator": (("name", None),),
-    "assignment_expression": (("left", None),), "arrow_function": (("parameter", None),),
-    "for_in_statement": (("left", None),), "catch_clause": (("parameter", None),), "array_pattern": ((None, None),),
-    "object_pattern": ((None, None),), "pair_pattern": (("value", None),), "rest_pattern": ((None, None),),
-    "assignment_pattern": (("left", None),),
-    # Go
-    "parameter_declaration": (("name", None), ("declarator", None)),  # (C and C++: declarator)
-    "variadic_parameter_declaration": (("name", None),), "var_spec": (("name", None),), "const_spec": (("name", None),),
-    "expression_list": ((None, ("short_var_declaration", "left")), (None, ("range_clause", "left"))),
-    # Rust
-    "let_declaration": (("pattern", None),), "parameter": (("pattern", None),), "closure_parameters": ((None, None),),
-    "for_expression": (("pattern", None),), "mut_pattern": ((None, None),), "ref_pattern": ((None, None),),
-    # Java, C#, Kotlin
-    "formal_parameter": (("name", None),), "catch_formal_parameter": (("name", None),),
-    "enhanced_for_statement": (("name", None),), "inferred_parameters": ((None, None),),
-    "lambda_expression": (("parameters", None),),
+    "parameters": (ANY,), "default_parameter": (_field("name"),), "typed_parameter": (ANY,),
+    "typed_default_parameter": (_field("name"),), "lambda_parameters": (ANY,), "list_splat_pattern": (ANY,),
+    "dictionary_splat_pattern": (ANY,), "assignment": (_field("left"),), "augmented_assignment": (_field("left"),),
+    "pattern_list": (ANY,), "tuple_pattern": (ANY,), "for_statement": (_field("left"),),
+    "for_in_clause": (_field("left"),), "as_pattern_target": (ANY,),
+    # JavaScript, TypeScript (a name declared from require() is an import: see _binding)
+    "formal_parameters": (ANY,), "required_parameter": (_field("pattern"),),
+    "optional_parameter": (_field("pattern"), _field("name")),  # (Ruby's: name)
+    "variable_declarator": (_field("name"),), "assignment_expression": (_field("left"),),
+    "arrow_function": (_field("parameter"),), "for_in_statement": (_field("left"),),
+    "catch_clause": (_field("parameter"),), "array_pattern": (ANY,), "object_pattern": (ANY,),
+    "pair_pattern": (_field("value"),), "rest_pattern": (ANY,), "assignment_pattern": (_field("left"),),
+    # Go (and C, C++: a parameter's declarator)
+    "parameter_declaration": (_field("name"), _field("declarator")),
+    "variadic_parameter_declaration": (_field("name"),), "var_spec": (_field("name"),), "const_spec": (_field("name"),),
+    "expression_list": ((None, ("short_var_declaration", "left"), None), (None, ("range_clause", "left"), None)),
+    # Rust; C#, Scala and Swift (a parameter's name); Kotlin (its first simple_identifier)
+    "let_declaration": (_field("pattern"),), "closure_parameters": (ANY,), "for_expression": (_field("pattern"),),
+    "mut_pattern": (ANY,), "ref_pattern": (ANY,),
+    "parameter": (_field("pattern"), _field("name"), (None, None, "simple_identifier")),
+    # Java
+    "formal_parameter": (_field("name"),), "catch_formal_parameter": (_field("name"),),
+    "enhanced_for_statement": (_field("name"),), "inferred_parameters": (ANY,),
+    "lambda_expression": (_field("parameters"),),
     # C, C++
-    "init_declarator": (("declarator", None),), "pointer_declarator": (("declarator", None),),
-    "reference_declarator": ((None, None),),
+    "init_declarator": (_field("declarator"),), "pointer_declarator": (_field("declarator"),),
+    "reference_declarator": (ANY,),
+    # Kotlin, Swift (`val x`, `let x`), Scala (`val x`, `var x`)
+    "variable_declaration": ((None, None, "simple_identifier"),), "pattern": ((None, None, "simple_identifier"),),
+    "val_definition": (_field("pattern"),), "var_definition": (_field("pattern"),),
+    # Ruby
+    "method_parameters": (ANY,), "block_parameters": (ANY,), "keyword_parameter": (_field("name"),),
+    # PHP ($x as a parameter; an assignment is assignment_expression's left), Lua, Bash
+    "simple_parameter": (_field("name"),), "variable_list": (ANY,), "variable_assignment": (_field("name"),),
 }
-"""Where an identifier is bound in a file's own scopes (parameters, assignments, loop variables, patterns): its
-parent's kind, then the parent's field it must be in (None: any child) and what must hold the parent (its kind and
-the field the parent is in), if anything. Kinds of every grammar in one table: a kind means the same in each."""
+"""Where an identifier is bound in a file's own scopes (parameters, assignments, loop variables, patterns): the
+kind of its parent, then the places under it. Kinds of every grammar in one table: a kind means the same in
+each, and where two grammars share one (a parameter) the places say which child is the name."""
+NOT_USES: dict[str, tuple[Place, ...]] = {
+    "keyword_argument": (_field("name"),),  # Python's f(key=value): the callee's parameter, not this file's name
+    "variable_name": ((None, None, "name"),),  # PHP's $x holds a name x: $x is the use
+}
+"""Identifiers that are neither a use nor a binding."""
 
 
-def _binding(node: SgNode, parent: SgNode) -> bool:
-    """Whether `node` (an identifier, child of `parent`) is in a place BINDINGS names."""
-    for field, outer in BINDINGS.get(parent.kind(), ()):
+def _at(node: SgNode, parent: SgNode, places: tuple[Place, ...]) -> bool:
+    """Whether `node` (an identifier, child of `parent`) is in one of `places` under it."""
+    for field, outer, kind in places:
         if field is not None and parent.field(field) != node:
+            continue
+        if kind is not None and node.kind() != kind:
             continue
         if outer is not None:
             holder = parent.parent()
-            if holder is None or holder.kind() != outer[0] or holder.field(outer[1]) != parent:
+            if holder is None or holder.kind() != outer[0] or (outer[1] is not None and holder.field(outer[1]) != parent):
                 continue
         return True
     return False
+
+
+def _required_names(root: SgNode, language: str) -> set[str]:
+    """The names a JavaScript file declares from require() at its top level (which its outline lists): imports."""
+    if language not in ("javascript", "typescript", "tsx"):
+        return set()
+    names: set[str] = set()
+    for declarator in root.find_all(kind="variable_declarator", has={"field": "value", "kind": "call_expression",
+                                                                     "has": {"field": "function", "regex": "^require$"}}):
+        target = declarator.field("name")
+        if target is not None:
+            names.update(node.text() for node in [target, *target.find_all(any=[
+                {"kind": "identifier"}, {"kind": "shorthand_property_identifier_pattern"}])])
+    return names
+
+
+def _required(parent: SgNode) -> bool:
+    """Whether a JavaScript declaration (`parent`, a declarator or a pattern in one) takes its names from a
+    require() call: `const { helper } = require('./util')` imports helper, as an import statement would."""
+    declarator: SgNode | None = parent
+    while declarator is not None and declarator.kind() in ("object_pattern", "array_pattern", "pair_pattern"):
+        declarator = declarator.parent()
+    if declarator is None or declarator.kind() != "variable_declarator":
+        return False
+    value = declarator.field("value")
+    callee = value.field("function") if value is not None and value.kind() == "call_expression" else None
+    return callee is not None and callee.text() == "require"
 
 
 def parse(text: str, language: str) -> SgNode:
@@ -129,21 +180,34 @@ def identifier_kinds(language: str, root: SgNode) -> list[str]:
 def outline_and_uses(text: str, language: str) -> list[Any]:
     """[the flat outline, {name: how many times an identifier node of the file has it}] from one parse: what the
     code index keeps of a file (the uses rank definitions in repo_map). Comments and strings hold no identifier
-    node, so a name that only they mention is not used; nor is one the file binds itself (a parameter, a local,
-    a keyword argument's name, one of its own definitions): its uses are the file's own."""
+    node, so a name that only they mention is not used; nor is a keyword argument's name (NOT_USES), nor one the
+    file binds itself (BINDINGS: a parameter, a local, a loop variable, one of its own definitions): its uses are
+    the file's own."""
     root = parse(text, language)
     outline = flat_outline(text, language, root)
     kinds = [{"kind": kind} for kind in identifier_kinds(language, root)]
     uses: dict[str, int] = {}
-    bound = {row[1] for row in outline}
+    bound = {row[1] for row in outline} - _required_names(root, language)
     for node in root.find_all(any=kinds):
         name = node.text()
         uses[name] = uses.get(name, 0) + 1
         if name not in bound:
             parent = node.parent()
-            if parent is not None and _binding(node, parent):
-                bound.add(name)
-    return [outline, {name: times for name, times in uses.items() if name not in bound}]
+            if parent is not None:
+                kind = parent.kind()
+                if kind in BINDINGS and _at(node, parent, BINDINGS[kind]) and not _required(parent):
+                    bound.add(name)
+    for kind, places in NOT_USES.items():
+        try:
+            holders = root.find_all(kind=kind)
+        except RuntimeError:
+            continue  # not a kind of this grammar
+        for holder in holders:
+            for child in holder.children():
+                if child.kind() in IDENTIFIER_KINDS and _at(child, holder, places) and child.text() in uses:
+                    uses[child.text()] -= 1
+    # (no identifier of any language holds a NUL; the index keeps a file's uses NUL-separated)
+    return [outline, {name: times for name, times in uses.items() if times > 0 and name not in bound and "\0" not in name}]
 
 
 def named(root: SgNode, language: str, name: str) -> list[SgNode]:
