@@ -86,8 +86,8 @@ def repo_map(ctx: Context, roots: Roots, path: str, budget: int) -> ToolResult:
         state, note = "fresh", ""
     except Unavailable as why:
         root = roots.root_of(folder.real)
-        ranking = _Ranking(_scan(ctx, roots, folder, str(why)), "" if root is None else os.path.relpath(folder.real, root),
-                           ctx.check_cancelled)
+        base = "" if root is None or root == folder.real else os.path.relpath(folder.real, root)
+        ranking = _Ranking(_scan(ctx, roots, folder, str(why)), base, ctx.check_cancelled)
         state, note = ("building" if why.building else "off"), str(why)
     for name, reason in ranking.skipped:
         folder.skipped += 1
@@ -279,7 +279,8 @@ def _ranked(facts: dict[str, FileFacts], base: str, check: Callable[[], None]) -
     the folder's path under its root (a module's name may be a folder above it), `check` the call's cancellation."""
     entries: list[Entry] = []
     defined: dict[str, set[tuple[str, str | None]]] = {}  # name: (file, top-level owner) of each definition
-    for path, value in facts.items():
+    ordered = sorted(facts.items(), key=lambda item: item[0])  # the sums in one order: the index's map is the scan's
+    for path, value in ordered:
         if isinstance(value, str):
             continue
         shown: list[tuple[str | None, int] | None] = []  # each row: (the owner of what it encloses, depth) or None
@@ -292,12 +293,13 @@ def _ranked(facts: dict[str, FileFacts], base: str, check: Callable[[], None]) -
             shown.append((owner if row[3] in _SCOPES else owner or row[1], depth + 1))
             entries.append((path, seq, row[1], owner, depth))
             defined.setdefault(row[1], set()).add((path, owner))
-    definers = {name: list(where) for name, where in defined.items() if len({path for path, _ in where}) <= AMBIGUOUS}
+    definers = {name: sorted(where, key=lambda place: (place[0], place[1] or "")) for name, where in defined.items()
+                if len({path for path, _ in where}) <= AMBIGUOUS}
     weight: dict[Key, float] = {}  # what the other files' uses add
     count: dict[Key, int] = {}  # the other files that use it
     users: dict[str, set[str]] = {}  # defining file: the other files that use one of its names
     modules = {path: (_module_names(os.path.join(base, path)), os.path.dirname(path)) for path in facts}
-    for done, (path, value) in enumerate(facts.items()):
+    for done, (path, value) in enumerate(ordered):
         if done % _BATCH == 0:
             check()
         if isinstance(value, str):
@@ -327,9 +329,10 @@ def _ranked(facts: dict[str, FileFacts], base: str, check: Callable[[], None]) -
                 weight[key] = weight.get(key, 0.0) + added
                 count[key] = count.get(key, 0) + 1
                 users.setdefault(defining, set()).add(path)
-    ranks: dict[str, float] = {}
+    scores: dict[str, list[float]] = {}
     for (path, _, _), score in weight.items():
-        ranks[path] = ranks.get(path, 0.0) + score
+        scores.setdefault(path, []).append(score)
+    ranks = {path: math.fsum(each) for path, each in scores.items()}  # (exact: the same in any order)
     return entries, weight, count, ranks, {path: len(files) for path, files in users.items()}
 
 
