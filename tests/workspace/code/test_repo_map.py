@@ -305,7 +305,8 @@ def test_the_notes_stay_within_the_budget(tmp_path: Path) -> None:
     for budget in (256, 1000, 2000):
         data = mapped(Roots([str(root)], None), budget)  # (mapped checks the budget)
         assert data["skipped"] == 25 and len(data["skipped_files"]) < 20
-    assert mapped(Roots([str(root)], None), 2000)["shown"] == 1
+        assert data["shown"] == 1  # the definitions first, then the names of files skipped in the room left
+    assert mapped(Roots([str(root)], None), 2000)["skipped_files"]
 
 
 def test_a_damaged_index_is_built_again_and_answers(tmp_path: Path, index_folder: Path) -> None:
@@ -357,3 +358,47 @@ def test_the_ranking_is_the_same_in_every_process(tmp_path: Path) -> None:
     answers = {subprocess.run([sys.executable, "-c", RANKING, str(root)], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONHASHSEED": seed}, timeout=300).stdout for seed in ("1", "2", "3")}
     assert len(answers) == 1
+
+
+SECOND_REVIEW = {
+    # Rust: the crate's root reached by `crate::`; an impl's methods are its type's, not top-level names
+    "rs/src/lib.rs": "pub mod store;\npub mod cache;\n\npub struct Config {}\n",
+    "rs/src/cache.rs": "use crate::Config;\nuse crate::event::Event;\n\npub fn warm(c: &Config, h: fn(Event)) -> u32 {\n"
+                       "    c.fetch()\n}\n",
+    "rs/src/store.rs": "pub struct Store {}\n\nimpl Store {\n    pub fn fetch(&self) -> u32 {\n        1\n    }\n}\n",
+    "rs/src/event.rs": "pub struct Event {}\n",
+    # Swift: an enum case in a switch is a use; an extension's methods are its type's
+    "sw/Color.swift": "enum Color {\n    case red\n    case blue\n}\n",
+    "sw/View.swift": "func paint(c: Color) -> Int {\n    switch c {\n    case .blue: return 1\n    default: return 0\n    }\n}\n",
+    "sw/Store.swift": "struct Store {}\n\nextension Store {\n    func fetch() -> Int { 1 }\n}\n",
+    "sw/Warm.swift": "func warm(c: Downloader) -> Int {\n    return c.fetch()\n}\n",
+    # C: an assignment declares nothing; C#: an object initializer's names are uses
+    "c/state.c": "int verbose = 0;\n", "c/main.c": "int main(void) {\n    verbose = 1;\n    return verbose;\n}\n",
+    "cs/Options.cs": "public class Options {\n    public int Timeout { get; set; }\n}\n",
+    "cs/App.cs": "public class App {\n    public Options Make() {\n        return new Options { Timeout = 3 };\n    }\n}\n",
+    # PHP: a property $items is used as ->items
+    "php/Cart.php": "<?php\nclass Cart {\n    public $items = [];\n}\n",
+    "php/total.php": "<?php\nfunction total(Cart $c) {\n    return count($c->items);\n}\n",
+    # JavaScript: require() imports; the requiring files do not define what they import
+    "js/util.js": "function helper() {}\nmodule.exports = { helper };\n",
+    **{f"js/b{n}.js": "const { helper } = require('./util');\nhelper();\n" for n in range(17)},
+    "js/c.js": "const help = require('./util').helper;\nhelp();\n",
+}
+
+
+def test_what_the_second_review_found(tmp_path: Path, index_folder: Path) -> None:
+    root = write(tmp_path / "work", SECOND_REVIEW)
+    for roots in (Roots([str(root)], str(index_folder)), Roots([str(root)], None)):
+        data = mapped(roots, 20000)
+        used = {(item["path"], symbol["qualified_name"]): symbol["used_by"]
+                for item in data["files"] for symbol in item["symbols"]}
+        assert used[("rs/src/lib.rs", "Config")] == 1
+        assert used[("rs/src/event.rs", "Event")] == 1  # a parameter's fn type is no binding
+        assert used[("rs/src/store.rs", "Store.fetch")] == 0  # cache.rs never names Store
+        assert used[("sw/Color.swift", "Color.blue")] == 1
+        assert used[("sw/Store.swift", "Store.fetch")] == 0
+        assert used[("c/state.c", "verbose")] == 1
+        assert used[("cs/Options.cs", "Options.Timeout")] == 1
+        assert used[("php/Cart.php", "Cart.$items")] == 1
+        assert used[("js/util.js", "helper")] == 18  # b0.js ... b16.js, and c.js's require("./util").helper
+        assert not any(path.startswith("js/b") and name == "helper" for path, name in used)

@@ -8,7 +8,7 @@ from the same reading of the files:
   does not bind itself (comments and strings hold none; the index leaves out of a file's uses the names it defines,
   takes as parameters or assigns, and keyword arguments' names: code/worker.py's BINDINGS and NOT_USES), and which
   can reach D: for a member (a method, a field) F also names its top-level symbol (`stdout` of `class Result`
-  counts in a file that names `Result`, not in every file that says `sys.stdout`; a namespace or module (_SCOPES)
+  counts in a file that names `Result`, not in every file that says `sys.stdout`; a namespace or module (_is_scope)
   is no owner: its classes are top-level); in a language whose imports name modules by identifiers
   (MODULES_NAMED) F also names D's module, its file name or one of its folders under the root
   (`from email.message import Message`, `pkg.Func`), unless both are of one package folder (PACKAGE_FOLDERS).
@@ -66,7 +66,8 @@ class _Definition:
         _, self.name, self.qualified, self.kind, self.line, self.end_line, self.signature, self.def_line = row
         self.depth: int = 0 if parent is None else parent.depth + 1
         self.owner: str | None = None if parent is None else parent.below  # the top-level symbol (or None)
-        self.below: str | None = self.owner if self.kind in _SCOPES else self.owner or self.name  # its members' owner
+        self.below: str | None = (self.owner if _is_scope(self.kind, self.signature)
+                                  else self.owner or self.name)  # its members' owner
 
     def item(self) -> dict[str, Any]:
         return {"qualified_name": self.qualified, "kind": self.kind, "line": self.line, "end_line": self.end_line,
@@ -100,10 +101,8 @@ def repo_map(ctx: Context, roots: Roots, path: str, budget: int) -> ToolResult:
         return _render(folder, chosen, ranks, users, ranking.total, ranking.code_files, budget, state, note)
 
     limit = budget * budgets.BYTES_PER_TOKEN
+    named, folder.skipped_files = folder.skipped_files, []  # named after the definitions, in the room they leave
     spent = budgets.size(*_parts(render(set()))) + _SLACK
-    while spent > limit and folder.skipped_files:  # the files skipped are named while they fit (counted always)
-        folder.skipped_files.pop()
-        spent = budgets.size(*_parts(render(set()))) + _SLACK
     chosen: set[_Definition] = set()
     files: set[str] = set()
     taken: list[list[_Definition]] = []  # what each definition taken added (it and the parents not shown yet)
@@ -122,11 +121,20 @@ def repo_map(ctx: Context, roots: Roots, path: str, budget: int) -> ToolResult:
     while taken and budgets.tokens(shown) > budget:  # the estimate was short (the notes' numbers grew)
         chosen.difference_update(taken.pop())
         shown = render(chosen)
+    for item in named:  # the files that could not be read, named while they fit (counted always)
+        folder.skipped_files.append(item)
+        more = render(chosen)
+        if budgets.tokens(more) > budget:
+            folder.skipped_files.pop()
+            break
+        shown = more
     return shown
 
 
 _SLACK = 64
 """Bytes kept for the notes' numbers, which grow as definitions are taken."""
+_WAIT = 0.1
+"""Seconds between two looks at the call's cancellation while another call ranks the same folder."""
 KEPT = 2_000
 """The definitions a ranking keeps, in order: more than the largest budget can show (each takes 100 bytes or more)."""
 
@@ -155,7 +163,7 @@ class _Ranking:
                 assert not isinstance(value, str)  # (an entry's file was read)
                 row = value[0][seq]
                 parent = definition(path, row[0]) if 0 <= row[0] < seq else None
-                key = (path, None if parent is None else parent.below, row[1])
+                key = (path, None if parent is None else parent.below, _named(row[1]))
                 known = made[(path, seq)] = _Definition(path, seq, row, parent, weight.get(key, 0.0), count.get(key, 0))
             return known
 
@@ -190,19 +198,23 @@ class _Rankings:
             if ranking is not None:
                 return ranking
             making = self._making.setdefault(indexed.key, threading.Lock())
-        with making:  # one ranking of a folder at a time: a second call waits for the first's
+        while not making.acquire(timeout=_WAIT):  # one ranking of a folder at a time: a second call waits for it
+            check()
+        try:
             with self._lock:
                 ranking = self._fresh(indexed)
             if ranking is not None:
                 return ranking
             ranking = _Ranking(indexed.facts(), indexed.prefix, check)
-        with self._lock:
-            self._kept[indexed.key] = (indexed.stamp, ranking)
-            self._kept.move_to_end(indexed.key)
-            while len(self._kept) > self.MAX_RANKINGS:
-                gone, _ = self._kept.popitem(last=False)
-                self._making.pop(gone, None)
-        return ranking
+            with self._lock:
+                self._kept[indexed.key] = (indexed.stamp, ranking)
+                self._kept.move_to_end(indexed.key)
+                while len(self._kept) > self.MAX_RANKINGS:
+                    gone, _ = self._kept.popitem(last=False)
+                    self._making.pop(gone, None)
+            return ranking
+        finally:
+            making.release()
 
 
 _RANKINGS = _Rankings()
@@ -289,10 +301,14 @@ def _ranked(facts: dict[str, FileFacts], base: str, check: Callable[[], None]) -
             if (parent is None and row[0] >= 0) or (parent is not None and value[0][row[0]][3] in _BODIES):
                 shown.append(None)  # inside a function (or under one)
                 continue
+            if row[1] in value[1]:  # a file uses no name it defines, but for what JavaScript's require() declares
+                shown.append(None)
+                continue
+            name = _named(row[1])
             owner, depth = (None, 0) if parent is None else parent
-            shown.append((owner if row[3] in _SCOPES else owner or row[1], depth + 1))
-            entries.append((path, seq, row[1], owner, depth))
-            defined.setdefault(row[1], set()).add((path, owner))
+            shown.append((owner if _is_scope(row[3], row[6]) else owner or row[1], depth + 1))
+            entries.append((path, seq, name, owner, depth))
+            defined.setdefault(name, set()).add((path, owner))
     definers = {name: sorted(where, key=lambda place: (place[0], place[1] or "")) for name, where in defined.items()
                 if len({path for path, _ in where}) <= AMBIGUOUS}
     weight: dict[Key, float] = {}  # what the other files' uses add
@@ -354,10 +370,19 @@ module named by a string: JavaScript, TypeScript, C, C++, Ruby; or none) any fil
 PACKAGE_FOLDERS = frozenset({"go", "java", "kotlin", "scala"})
 """Of those, the languages whose files see what the other files of their folder (their package) define unnamed."""
 _BODIES = frozenset({"function", "method", "constructor"})
-_SCOPES = frozenset({"module"})
-"""Kinds that only hold names (a C# or C++ namespace, a Ruby module, a Rust mod): their members are reached as
-top-level names are (`using App;` then `Proc`), not through them."""
 """Kinds whose nested definitions are local (a closure, a helper class): not on a map."""
+
+
+def _is_scope(kind: str, signature: str) -> bool:
+    """Whether a symbol only holds names (a C# or C++ namespace, a Ruby module, a Rust mod): its members are
+    reached as top-level names are (`using App;` then `Proc`), not through it. A Rust impl and a Swift extension
+    are outlined as modules too, but their members are their type's."""
+    return kind == "module" and not signature.startswith(("impl", "extension"))
+
+
+def _named(name: str) -> str:
+    """The name uses reach a definition by: PHP's property `$items` is used as `->items`."""
+    return name[1:] if name.startswith("$") else name
 
 
 def _render(folder: Folder, chosen: set[_Definition], ranks: dict[str, float], users: dict[str, int], total: int,

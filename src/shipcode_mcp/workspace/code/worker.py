@@ -50,7 +50,7 @@ def _field(name: str) -> Place:
 
 BINDINGS: dict[str, tuple[Place, ...]] = {
     # Python
-    "parameters": (ANY,), "default_parameter": (_field("name"),), "typed_parameter": (ANY,),
+    "parameters": ((None, None, "identifier"),), "default_parameter": (_field("name"),), "typed_parameter": (ANY,),
     "typed_default_parameter": (_field("name"),), "lambda_parameters": (ANY,), "list_splat_pattern": (ANY,),
     "dictionary_splat_pattern": (ANY,), "assignment": (_field("left"),), "augmented_assignment": (_field("left"),),
     "pattern_list": (ANY,), "tuple_pattern": (ANY,), "for_statement": (_field("left"),),
@@ -58,13 +58,14 @@ BINDINGS: dict[str, tuple[Place, ...]] = {
     # JavaScript, TypeScript (a name declared from require() is an import: see _binding)
     "formal_parameters": (ANY,), "required_parameter": (_field("pattern"),),
     "optional_parameter": (_field("pattern"), _field("name")),  # (Ruby's: name)
-    "variable_declarator": (_field("name"),), "assignment_expression": (_field("left"),),
+    "variable_declarator": (_field("name"),), "assignment_expression": (("left", None, "variable_name"),),  # (PHP's $x = ...)
     "arrow_function": (_field("parameter"),), "for_in_statement": (_field("left"),),
     "catch_clause": (_field("parameter"),), "array_pattern": (ANY,), "object_pattern": (ANY,),
     "pair_pattern": (_field("value"),), "rest_pattern": (ANY,), "assignment_pattern": (_field("left"),),
     # Go (and C, C++: a parameter's declarator)
-    "parameter_declaration": (_field("name"), _field("declarator")),
-    "variadic_parameter_declaration": (_field("name"),), "var_spec": (_field("name"),), "const_spec": (_field("name"),),
+    "parameter_declaration": ((None, None, "identifier"),),  # (each name: `a, b int`; C's declarator)
+    "variadic_parameter_declaration": (_field("name"),), "var_spec": ((None, None, "identifier"),),
+    "const_spec": ((None, None, "identifier"),),
     "expression_list": ((None, ("short_var_declaration", "left"), None), (None, ("range_clause", "left"), None)),
     # Rust; C#, Scala and Swift (a parameter's name); Kotlin (its first simple_identifier)
     "let_declaration": (_field("pattern"),), "closure_parameters": (ANY,), "for_expression": (_field("pattern"),),
@@ -78,7 +79,7 @@ BINDINGS: dict[str, tuple[Place, ...]] = {
     "init_declarator": (_field("declarator"),), "pointer_declarator": (_field("declarator"),),
     "reference_declarator": (ANY,),
     # Kotlin, Swift (`val x`, `let x`), Scala (`val x`, `var x`)
-    "variable_declaration": ((None, None, "simple_identifier"),), "pattern": ((None, None, "simple_identifier"),),
+    "variable_declaration": ((None, None, "simple_identifier"),), "pattern": (_field("bound_identifier"),),
     "val_definition": (_field("pattern"),), "var_definition": (_field("pattern"),),
     # Ruby
     "method_parameters": (ANY,), "block_parameters": (ANY,), "keyword_parameter": (_field("name"),),
@@ -115,8 +116,9 @@ def _required_names(root: SgNode, language: str) -> set[str]:
     if language not in ("javascript", "typescript", "tsx"):
         return set()
     names: set[str] = set()
-    for declarator in root.find_all(kind="variable_declarator", has={"field": "value", "kind": "call_expression",
-                                                                     "has": {"field": "function", "regex": "^require$"}}):
+    required = {"kind": "call_expression", "has": {"field": "function", "regex": "^require$"}}
+    for declarator in root.find_all(kind="variable_declarator", has={"field": "value", "any": [
+            required, {"kind": "member_expression", "has": {"field": "object", **required}}]}):
         target = declarator.field("name")
         if target is not None:
             names.update(node.text() for node in [target, *target.find_all(any=[
@@ -124,15 +126,20 @@ def _required_names(root: SgNode, language: str) -> set[str]:
     return names
 
 
+_PATTERNS = ("object_pattern", "array_pattern", "pair_pattern", "assignment_pattern", "rest_pattern")
+
+
 def _required(parent: SgNode) -> bool:
     """Whether a JavaScript declaration (`parent`, a declarator or a pattern in one) takes its names from a
     require() call: `const { helper } = require('./util')` imports helper, as an import statement would."""
     declarator: SgNode | None = parent
-    while declarator is not None and declarator.kind() in ("object_pattern", "array_pattern", "pair_pattern"):
+    while declarator is not None and declarator.kind() in _PATTERNS:
         declarator = declarator.parent()
     if declarator is None or declarator.kind() != "variable_declarator":
         return False
     value = declarator.field("value")
+    if value is not None and value.kind() == "member_expression":  # require('./util').helper
+        value = value.field("object")
     callee = value.field("function") if value is not None and value.kind() == "call_expression" else None
     return callee is not None and callee.text() == "require"
 
@@ -197,6 +204,10 @@ def outline_and_uses(text: str, language: str) -> list[Any]:
                 kind = parent.kind()
                 if kind in BINDINGS and _at(node, parent, BINDINGS[kind]) and not _required(parent):
                     bound.add(name)
+    if language == "rust":  # `use crate::Config`: the crate's root (lib.rs, main.rs) is reached by this keyword
+        crates = len(root.find_all(kind="crate"))
+        if crates:
+            uses["crate"] = uses.get("crate", 0) + crates
     for kind, places in NOT_USES.items():
         try:
             holders = root.find_all(kind=kind)
