@@ -165,13 +165,17 @@ class Server:
 
     def find(self, arguments: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         """(seconds, the whole result) of find_symbol with `arguments`."""
+        return self.call("find_symbol", arguments)
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        """(seconds, the whole result) of `tool` with `arguments`, which must succeed."""
         self.child.arm(self.timeout)
         try:
-            elapsed, result = harness.call_tool(self.child, self.samples, "find_symbol", arguments)
+            elapsed, result = harness.call_tool(self.child, self.samples, tool, arguments)
         finally:
             self.child.disarm()
         if result.get("isError") or not isinstance(result.get("structuredContent"), dict):
-            raise BenchError(f"{self.key}: find_symbol {json.dumps(arguments)} failed: {json.dumps(result)[:400]}")
+            raise BenchError(f"{self.key}: {tool} {json.dumps(arguments)} failed: {json.dumps(result)[:400]}")
         return elapsed, result
 
     def close(self) -> None:
