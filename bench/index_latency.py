@@ -61,9 +61,9 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import code_accuracy as accuracy  # bench/code_accuracy.py: the library and its .py files
 import run as harness  # bench/run.py: the server driver, percentiles, tables, machine facts
@@ -655,31 +655,43 @@ def parse_sizes(text: str) -> tuple[int, ...]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="The code index: build time, find_symbol against the scan and rg, "
                                      "update latency, memory")
-    parser.add_argument("--sizes", type=parse_sizes, help="comma-separated tree sizes in files (default 1000,10000,100000)")
-    parser.add_argument("--rounds", type=int, help="timed rounds of each lookup and of the update (default 10)")
+    tree_arguments(parser, "1000,10000,100000", "of each lookup and of the update ", "index_latency.json")
+    return parser.parse_args(argv)
+
+
+def tree_arguments(parser: argparse.ArgumentParser, sizes: str, rounds: str, results: str) -> None:
+    """The options of a bench on these trees (this one, bench/repo_map_latency.py)."""
+    parser.add_argument("--sizes", type=parse_sizes, help=f"comma-separated tree sizes in files (default {sizes})")
+    parser.add_argument("--rounds", type=int, help=f"timed rounds {rounds}(default 10)")
     parser.add_argument("--smoke", action="store_true", help="1 000 files, 2 rounds: proves the bench runs")
     parser.add_argument("--stdlib", type=Path, default=accuracy.stdlib(), help="the library (default: this interpreter's)")
     parser.add_argument("--python", default=sys.executable, help="the interpreter for the servers (default: this one)")
     parser.add_argument("--src", type=Path, default=REPO / "src", help="the shipcode_mcp source tree to measure")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="the trees, the indexes, logs (default .bench-cache/)")
-    parser.add_argument("--json", type=Path, help="results file (default CACHE/index_latency.json)")
-    return parser.parse_args(argv)
+    parser.add_argument("--json", type=Path, help=f"results file (default CACHE/{results})")
+
+
+SettingsT = TypeVar("SettingsT")
+
+
+def chosen(args: argparse.Namespace, default: SettingsT, smoke: SettingsT) -> SettingsT:
+    """The settings the options ask for (a dataclass with sizes and rounds), the paths made absolute."""
+    settings = smoke if args.smoke else default
+    if args.sizes is not None:
+        settings = replace(settings, sizes=args.sizes)  # type: ignore[type-var]
+    if args.rounds is not None:
+        settings = replace(settings, rounds=max(1, args.rounds))  # type: ignore[type-var]
+    args.cache, args.src, args.stdlib = args.cache.resolve(), args.src.resolve(), args.stdlib.resolve()
+    return settings
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    settings = SMOKE if args.smoke else Settings()
-    if args.sizes is not None:
-        settings = Settings(**{**settings.__dict__, "sizes": args.sizes})
-    if args.rounds is not None:
-        settings = Settings(**{**settings.__dict__, "rounds": max(1, args.rounds)})
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    args.cache = args.cache.resolve()
-    args.src = args.src.resolve()
-    args.stdlib = args.stdlib.resolve()
+    settings = chosen(args, Settings(), SMOKE)
     rg = harness.executable_beside(args.python, "rg")
     if rg is None:
         log("rg is not installed")

@@ -187,30 +187,14 @@ def render(report: dict[str, Any]) -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="repo_map: warm latency from the code index, the cost without it, "
                                      "the budget kept")
-    parser.add_argument("--sizes", type=trees.parse_sizes, help="comma-separated tree sizes in files (default 1000,10000)")
-    parser.add_argument("--rounds", type=int, help="timed rounds (default 10)")
-    parser.add_argument("--smoke", action="store_true", help="1 000 files, 2 rounds: proves the bench runs")
-    parser.add_argument("--stdlib", type=Path, default=trees.accuracy.stdlib(), help="the library (default: this "
-                        "interpreter's)")
-    parser.add_argument("--python", default=sys.executable, help="the interpreter for the servers (default: this one)")
-    parser.add_argument("--src", type=Path, default=trees.REPO / "src", help="the shipcode_mcp source tree to measure")
-    parser.add_argument("--cache", type=Path, default=trees.DEFAULT_CACHE, help="the trees, the indexes, logs")
-    parser.add_argument("--json", type=Path, help="results file (default CACHE/repo_map_latency.json)")
+    trees.tree_arguments(parser, "1000,10000", "", "repo_map_latency.json")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    settings = SMOKE if args.smoke else Settings()
-    if args.sizes is not None:
-        settings = Settings(**{**settings.__dict__, "sizes": args.sizes})
-    if args.rounds is not None:
-        settings = Settings(**{**settings.__dict__, "rounds": max(1, args.rounds)})
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    args.cache, args.src, args.stdlib = args.cache.resolve(), args.src.resolve(), args.stdlib.resolve()
+    settings = trees.chosen(args, Settings(), SMOKE)
+    log = trees.log
     checks = Checks(log)
     report: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": harness.machine(),
