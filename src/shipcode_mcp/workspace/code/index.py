@@ -644,12 +644,7 @@ class IndexedFolder:
 
 def indexed_folder(ctx: Context, roots: Roots, folder: Folder) -> IndexedFolder:
     """The folder's part of its root's index, made fresh first; Unavailable when the caller must read the files
-    (see _fresh); a database found damaged on the way is built again at once."""
-    try:
-        return IndexedFolder(*_fresh(ctx, roots, folder, "repo_map"))
-    except Unavailable as why:
-        if not why.damaged:
-            raise
+    (see _fresh), damaged when the database was found so (the caller asks again once: it is built again)."""
     return IndexedFolder(*_fresh(ctx, roots, folder, "repo_map"))
 
 

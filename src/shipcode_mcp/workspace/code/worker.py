@@ -55,7 +55,7 @@ BINDINGS: dict[str, tuple[Place, ...]] = {
     "dictionary_splat_pattern": (ANY,), "assignment": (_field("left"),), "augmented_assignment": (_field("left"),),
     "pattern_list": (ANY,), "tuple_pattern": (ANY,), "for_statement": (_field("left"),),
     "for_in_clause": (_field("left"),), "as_pattern_target": (ANY,),
-    # JavaScript, TypeScript (a name declared from require() is an import: see _binding)
+    # JavaScript, TypeScript (a name declared from require() is an import: see _required)
     "formal_parameters": (ANY,), "required_parameter": (_field("pattern"),),
     "optional_parameter": (_field("pattern"), _field("name")),  # (Ruby's: name)
     "variable_declarator": (_field("name"),), "assignment_expression": (("left", None, "variable_name"),),  # (PHP's $x = ...)
