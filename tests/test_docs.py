@@ -37,7 +37,7 @@ A block without one fails `test_every_block_is_accounted_for`. The kinds:
   `tool` is the `arguments` JSON of a `tools/call` of NAME, the `tool-text` block after it is the text
   block of the result and the `tool-json` block its `structuredContent` (a result block with `call=NAME`
   is the result of NAME called with `{}`, shown without an arguments block). Each example runs in a new
-  docs_support.FIXTURES["tools-repo"] served by a real `shipcode-mcp --allow-write ROOT`; the result
+  docs_support.FIXTURES["tools-repo"] served by a real `shipcode-mcp --allow-write --allow-run ROOT`; the result
   must not be an error and its structuredContent must fit the tool's outputSchema. The text must be
   the same line for line, except that a line that is only `…` stands for any lines; the JSON the same
   values of the same types with objects' members in the same order, except that in a string `…` is
@@ -299,7 +299,7 @@ def test_tool(example: ToolExample, tmp_path: Path) -> None:
     ids = real_ids(root)
     arguments = json.loads(example.arguments.text) if example.arguments else {}
     precise = example.arguments is not None and "precise" in example.arguments.options
-    command = [str(BIN / "shipcode-mcp"), "--allow-write", *(["--precise"] if precise else []), str(root)]
+    command = [str(BIN / "shipcode-mcp"), "--allow-write", "--allow-run", *(["--precise"] if precise else []), str(root)]
     with McpProcess(command=command, cwd=REPO, env=run_env(BIN)) as server:
         server.initialize()
         tools = {tool["name"]: tool for tool in server.request("tools/list")["result"]["tools"]}

@@ -1,4 +1,4 @@
-"""Every tool's schemas, as `shipcode-mcp --allow-write` lists them, through the real converters of the
+"""Every tool's schemas, as `shipcode-mcp --allow-write --allow-run` lists them, through the real converters of the
 model providers' libraries and the MCP Inspector's portability check:
 
 - google-genai's MCP conversion (`mcp_to_gemini_tool`) and `Schema.from_json_schema`;
@@ -37,7 +37,7 @@ ALL_TOOLS = ["list_files", "read_file", "search_code", "git_status", "git_log", 
              "outline", "find_symbol", "repo_map", "find_references", "find_definition", "find_implementations", "diagnostics",
              "read_symbol", "search_structure", "write_file", "edit_file", "apply_patch", "create_directory", "move_path",
              "delete_path", "git_add", "git_commit", "git_branch", "git_switch", "git_restore", "git_stash",
-             "replace_symbol", "insert_symbol", "rename_symbol"]
+             "replace_symbol", "insert_symbol", "rename_symbol", "run_command"]
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientCapabilities": {},
                "io.modelcontextprotocol/clientInfo": {"name": "provider-schemas", "version": "1"}}
@@ -46,7 +46,7 @@ REQUIRED_VALUES = {"path": "README.md", "pattern": "answer", "ref": "HEAD", "con
                    "old_text": "Demo", "new_text": "Demo!", "name": "main", "language": "python", "line": 4,
                    "source": "README.md", "destination": "MOVED.md", "text": "def main():\n    pass\n",
                    "position": "after", "message": "Change", "paths": ["README.md"], "branch": "main",
-                   "new_name": "renamed",
+                   "new_name": "renamed", "command": "true",
                    "patch": "*** Begin Patch\n*** Update File: README.md\n-# Demo\n+# Demo!\n*** End Patch"}
 FOR_TOOL = {"outline": {"path": "src/app.py"}, "read_symbol": {"path": "src/app.py"},
             "find_definition": {"path": "src/app.py"}, "replace_symbol": {"path": "src/app.py"},
@@ -77,13 +77,13 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(repo: Path) -> Any:
-    with Tools(repo, write=True) as tools:
+    with Tools(repo, write=True, options=("--allow-run",)) as tools:
         yield tools
 
 
 @pytest.fixture(scope="module")
 def listed(server: Tools) -> list[dict[str, Any]]:
-    """The tools of a real `shipcode-mcp --allow-write`, as both eras list them (the same)."""
+    """The tools of a real `shipcode-mcp --allow-write --allow-run`, as both eras list them (the same)."""
     legacy = list(server.tools.values())
     modern = server.process.request("tools/list", {"_meta": MODERN_META})["result"]["tools"]
     assert modern == legacy
@@ -103,7 +103,7 @@ def converted(cache: Path, listed: list[dict[str, Any]]) -> dict[str, dict[str, 
 @pytest.fixture(scope="module")
 def pydantic_ai(cache: Path, repo: Path) -> dict[str, Any]:
     """What pydantic-ai's MCPToolset made of a real server it spawned itself."""
-    server = [sys.executable, "-m", "shipcode_mcp", "--allow-write", str(repo)]
+    server = [sys.executable, "-m", "shipcode_mcp", "--allow-write", "--allow-run", str(repo)]
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     done = subprocess.run([str(cache / "venv" / "bin" / "python"), str(PROVIDERS / "pydantic_ai_tools.py"), *server],
                           capture_output=True, text=True, timeout=300, env=env)
@@ -150,7 +150,7 @@ def _sample(spec: dict[str, Any]) -> Any:
     if typed["type"] == "array":
         item = typed["items"]
         if item["type"] != "object":
-            return ["README.md"]  # paths
+            return ["SAMPLE=1"] if "pattern" in item else ["README.md"]  # run_command's env; paths
         return [{name: _sample(part) if "anyOf" in part or "default" in part else "x"
                  for name, part in item["properties"].items()}]
     return {"string": "x", "integer": 1, "boolean": False}[typed["type"]]
@@ -255,7 +255,7 @@ def test_inspector_portability_check_finds_nothing(cache: Path, repo: Path, list
     node = cache / "node_modules" / "node" / "bin" / "node"
     inspector = cache / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build"
     command = [str(node), str(inspector / "index.js"), "--cli", "--method", "tools/list", "--strict", "--format", "json",
-               sys.executable, "-m", "shipcode_mcp", "--allow-write", str(repo)]
+               sys.executable, "-m", "shipcode_mcp", "--allow-write", "--allow-run", str(repo)]
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr

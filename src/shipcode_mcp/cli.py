@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any, NoReturn
 
+    from .workspace.command_sandbox import RunOptions
+
 SERVER_NAME = "shipcode-mcp"
 ABOUT = {
     "title": "shipcode-mcp",
@@ -30,6 +32,7 @@ ABOUT = {
 }
 """What server/discover says of this server besides its name and version (server.json says the same)."""
 SETTINGS_VARIABLE = "SHIPCODE_MCP_SETTINGS"  # how a supervisor hands its Settings (JSON) to each worker process
+MAX_RUN_TIMEOUT = 3600  # workspace/tools.py's, said here without loading it
 META_KEY = "io.github.shipcode-mcp/maxResultTokens"  # workspace/budget.py's, said here without loading it
 MIN_RESULT_TOKENS = 1000  # workspace/budget.py's MIN_TOKENS
 
@@ -73,7 +76,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-index", action="store_true",
                         help="keep no code index: find_symbol reads the files that mention the name each time")
     parser.add_argument("--require-sandbox", action="store_true",
-                        help="refuse to start where the kernel sandbox of child processes (Landlock) is missing")
+                        help="refuse to start where the kernel sandbox of child processes (Landlock) is missing, or, "
+                        "with --allow-run, any protection of run_command's sandbox")
+    running = parser.add_argument_group("running commands (run_command)")
+    running.add_argument("--allow-run", action="store_true",
+                         help="offer run_command: a shell command line run in a folder of the roots inside a sandbox "
+                         "(bubblewrap's namespaces: the 'run' extra); it writes the roots only with --allow-write")
+    running.add_argument("--run-network", action="store_true",
+                         help="let commands reach the network (default: a private loopback only)")
+    running.add_argument("--run-read", action="append", metavar="DIR",
+                         help="a folder commands may also read (a toolchain, a virtualenv or node_modules outside the "
+                         "roots); repeatable")
+    running.add_argument("--run-env", action="append", metavar="NAME[=VALUE]",
+                         help="a variable every command gets: NAME=VALUE, or NAME for the server's own value; repeatable")
+    running.add_argument("--run-timeout", type=_count, metavar="SECONDS",
+                         help=f"the longest timeout a call may ask (default {DEFAULTS['run_timeout']})")
+    running.add_argument("--run-memory", type=_count, metavar="MIB",
+                         help=f"the memory of a command's whole process tree (default {DEFAULTS['run_memory']} MiB)")
+    running.add_argument("--run-processes", type=_count, metavar="N",
+                         help=f"processes a command's tree may have at once (default {DEFAULTS['run_processes']})")
     parser.add_argument("--max-result-tokens", type=_count, metavar="N",
                         help="cut every tool result to about N tokens (its text and structured content, estimated at "
                         "3 bytes a token), at whole lines or items, saying how to get the rest; a client may ask for "
@@ -157,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_SWITCHES = {"--allow-write": "allow_write", "--confirm-writes": "confirm_writes", "--watch": "watch",
+_SWITCHES = {"--allow-write": "allow_write", "--allow-run": "allow_run", "--confirm-writes": "confirm_writes", "--watch": "watch",
              "--require-sandbox": "require_sandbox", "--precise": "precise", "--prompts": "prompts",
              "--resource-links": "resource_links", "--skills": "skills", "--no-index": "no_index"}
 
@@ -191,25 +212,41 @@ def build(settings: Settings, state_key: bytes | None = None) -> tuple[Server, R
                      confirm_writes=settings.confirm_writes, precise=settings.precise,
                      max_result_tokens=settings.max_result_tokens, prompts=settings.prompts,
                      resource_links=settings.resource_links, skills=settings.skills,
-                     index_folder=None if settings.no_index else settings.index_dir or default_index_folder())
+                     index_folder=None if settings.no_index else settings.index_dir or default_index_folder(),
+                     run=_run_options(settings))
+
+
+def _run_options(settings: Settings) -> RunOptions | None:
+    """What run_command may do (--allow-run and its options); None without --allow-run, or where commands cannot run
+    in their sandbox (then the tool is not offered: a command never runs outside it). ValueError for a bad option."""
+    if not settings.allow_run:
+        return None
+    from .workspace.command_sandbox import RunOptions, unavailable_reason  # only with --allow-run
+
+    options = RunOptions.of(settings.run_read, settings.run_env, network=settings.run_network,
+                            max_timeout=settings.run_timeout, writable=settings.allow_write,
+                            memory=settings.run_memory * 1024 * 1024, processes=settings.run_processes)
+    return options if unavailable_reason() is None else None
 
 
 def build_server(roots: Sequence[str], *, allow_write: bool = False, watch: bool = False,
                  state_key: bytes | None = None, confirm_writes: bool = False, precise: bool = False,
                  max_result_tokens: int = DEFAULTS["max_result_tokens"], prompts: bool = False,
-                 resource_links: bool = False, skills: bool = False, index_folder: str | None = None) -> Server:
+                 resource_links: bool = False, skills: bool = False, index_folder: str | None = None,
+                 run: RunOptions | None = None) -> Server:
     """The workspace server of these roots (a library's or a test's way to it, roots given; no code index unless
-    `index_folder` says where)."""
+    `index_folder` says where; run_command with `run`)."""
     return _assemble(roots, allow_write=allow_write, watch=watch, follow_client_roots=False, state_key=state_key,
                      confirm_writes=confirm_writes, precise=precise, max_result_tokens=max_result_tokens,
-                     prompts=prompts, resource_links=resource_links, skills=skills, index_folder=index_folder)[0]
+                     prompts=prompts, resource_links=resource_links, skills=skills, index_folder=index_folder,
+                     run=run)[0]
 
 
 def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_client_roots: bool,
               state_key: bytes | None, confirm_writes: bool = False, precise: bool = False,
               max_result_tokens: int = 0, prompts: bool = False,
               resource_links: bool = False, skills: bool = False,
-              index_folder: str | None = None) -> tuple[Server, Roots]:
+              index_folder: str | None = None, run: RunOptions | None = None) -> tuple[Server, Roots]:
     server = Server(SERVER_NAME, __version__, state_key=state_key)
     server.about = dict(ABOUT)  # server/discover only: the 2025-06-18 initialize answer stays as it is
     following = follow_client_roots and not roots
@@ -217,7 +254,7 @@ def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_cl
     workspace = install(server, list(roots) or [os.getcwd()], allow_write=allow_write, watch=watch,
                         confirm_writes=confirm_writes, precise="now" if precise and not following else
                         "on first need" if precise else None, max_result_tokens=max_result_tokens, prompts=prompts,
-                        resource_links=resource_links, skills=skills, index_folder=index_folder)
+                        resource_links=resource_links, skills=skills, index_folder=index_folder, run=run)
     if following:
         _follow_client_roots(server, workspace)
     return server, workspace
@@ -226,11 +263,13 @@ def _assemble(roots: Sequence[str], *, allow_write: bool, watch: bool, follow_cl
 def announce(paths: Sequence[str], *, following: bool = False, url: str | None = None, stateless: bool = False,
              workers: int = 1, supervised: bool = False, allow_write: bool = False, watch: bool = False,
              sandbox_required: bool = False, sandbox_missing: str | None = None, confirm_writes: bool = False,
-             auth: tuple[str, str] = ("none", "no auth"), precise: bool = False) -> None:
+             auth: tuple[str, str] = ("none", "no auth"), precise: bool = False,
+             run_missing: list[str] | None = None) -> None:
     """The start-up line: what is served, where, and how, for the person who started the server. It shows
     at the default level (a notice) and hides with --log-level error or off; docs/logging.md shows each.
     `sandbox_missing` is why children run without the kernel sandbox (None: they run in it).
-    `auth` is (mode, how it reads): ("oauth", "OAuth, tokens of ISSUER for URL"), ("token-file", ...), ("none", "no auth")."""
+    `auth` is (mode, how it reads): ("oauth", "OAuth, tokens of ISSUER for URL"), ("token-file", ...), ("none", "no auth").
+    `run_missing` (with --allow-run) lists what run_command's sandbox lacks here (empty: nothing)."""
     folders = ", ".join(paths)
     served = f"the client's roots (or {folders} if it gives none)" if following else folders
     if url is None:
@@ -243,6 +282,8 @@ def announce(paths: Sequence[str], *, following: bool = False, url: str | None =
     writes = "writes confirmed by the user" if confirm_writes else "writes allowed" if allow_write else "read-only"
     modes = [writes, "watching for changes" if watch else "not watching"]
     modes.append("children sandboxed" if sandbox_missing is None else f"children not sandboxed ({sandbox_missing})")
+    if run_missing is not None:
+        modes.append(f"run_command without {'; '.join(run_missing)}" if run_missing else "run_command sandboxed")
     modes.append(auth[1])
     servers: list[str] = []
     if precise:
@@ -261,6 +302,8 @@ def announce(paths: Sequence[str], *, following: bool = False, url: str | None =
         fields["language_servers"] = servers
     if sandbox_missing is not None:
         fields["sandbox_missing"] = sandbox_missing
+    if run_missing is not None:
+        fields["run_missing"] = run_missing
     if url is not None:
         fields.update(url=url, stateless=stateless, workers=workers, supervised=supervised)
     log.notice(f"serving {served} {where}; {', '.join(modes)}", **fields)
@@ -303,6 +346,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.workers > 1 and not args.stateless:
         print("shipcode-mcp: --workers above 1 needs --stateless (a session lives in one process)", file=sys.stderr)
         return 2
+    if min(args.run_timeout, args.run_memory, args.run_processes) < 1 or args.run_timeout > MAX_RUN_TIMEOUT:
+        print(f"shipcode-mcp: --run-timeout (at most {MAX_RUN_TIMEOUT}), --run-memory and --run-processes take 1 or more",
+              file=sys.stderr)
+        return 2
+    running = ("run_network", "run_read", "run_env", "run_timeout", "run_memory", "run_processes")
+    if not args.allow_run and any(getattr(args, name) != DEFAULTS[name] for name in running):
+        print("shipcode-mcp: --run-network, --run-read, --run-env, --run-timeout, --run-memory and --run-processes "
+              "need --allow-run", file=sys.stderr)
+        return 2
+    run_missing: list[str] | None = None
+    if args.allow_run:
+        from .workspace.command_sandbox import protections_missing  # only with --allow-run
+
+        run_missing = protections_missing(args.run_memory * 1024 * 1024, args.run_processes)
+        if args.require_sandbox and run_missing:
+            print(f"shipcode-mcp: --require-sandbox: run_command would be without {'; '.join(run_missing)}",
+                  file=sys.stderr)
+            return 2
     if args.require_sandbox:
         from .workspace.sandbox import unavailable_reason  # at once with --require-sandbox; else 100 ms after start
 
@@ -335,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             def start(missing: str | None) -> None:
                 announce(paths, following=not args.roots, allow_write=args.allow_write, watch=args.watch,
                          confirm_writes=args.confirm_writes, precise=args.precise,
-                         sandbox_required=args.require_sandbox, sandbox_missing=missing)
+                         sandbox_required=args.require_sandbox, sandbox_missing=missing, run_missing=run_missing)
 
             if args.require_sandbox:
                 start(None)  # checked above
@@ -343,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 check = _check_sandbox_soon(start)
             assert server is not None
             return serve_stdio(server)
-        return _serve_http(server, workspace, args)
+        return _serve_http(server, workspace, args, run_missing)
     finally:
         if check is not None:  # a server that stopped at once still says it, once
             check.cancel()
@@ -386,7 +447,7 @@ def _supervised(args: Settings) -> bool:
     return args.http is not None and (args.supervise or args.workers > 1)
 
 
-def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
+def _serve_http(server: Server | None, workspace: Roots, args: Settings, run_missing: list[str] | None = None) -> int:
     """Serve `server` over HTTP, or (None: supervised) the one each worker builds from the same settings."""
     try:
         from .transports.http import serving as http_serving  # the http extra (Starlette, uvicorn), only with --http
@@ -415,7 +476,8 @@ def _serve_http(server: Server | None, workspace: Roots, args: Settings) -> int:
     supervised = server is None
     announce(workspace.paths, url=_served_url(args), stateless=args.stateless, workers=args.workers, supervised=supervised,
              allow_write=args.allow_write, watch=args.watch, sandbox_required=args.require_sandbox,
-             sandbox_missing=missing, auth=_auth_mode(auth), confirm_writes=args.confirm_writes, precise=args.precise)
+             sandbox_missing=missing, auth=_auth_mode(auth), confirm_writes=args.confirm_writes, precise=args.precise,
+             run_missing=run_missing)
     _warn_unsandboxed(missing)
     tls = (args.tls_cert, args.tls_key) if args.tls_cert and args.tls_key else None  # together (_unsafe)
     if server is not None:

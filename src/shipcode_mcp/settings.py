@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 DEFAULTS: dict[str, Any] = {
     "roots": (), "allow_write": False, "confirm_writes": False, "watch": False, "precise": False, "prompts": False,
     "resource_links": False, "skills": False, "require_sandbox": False, "no_index": False, "index_dir": None,
+    "allow_run": False, "run_network": False, "run_read": (), "run_env": (), "run_timeout": 600,
+    "run_memory": 4096, "run_processes": 512,
     "state_key_file": None, "max_result_tokens": 20_000,
     "log_level": "warning", "log_format": "text",
     "http": None, "stateless": False, "workers": 1, "supervise": False, "allow_origin": (), "allow_host": None,
@@ -48,6 +50,13 @@ class Settings:
     require_sandbox: bool
     no_index: bool  # no code index (workspace/code/index.py): the code tools read the files each time
     index_dir: str | None  # where the code index lives (None: the user's cache folder)
+    allow_run: bool  # run_command, in its sandbox (workspace/run_command.py, command_sandbox.py)
+    run_network: bool  # run_command's commands reach the network (no private network namespace)
+    run_read: tuple[str, ...]  # folders run_command's commands may read beside the roots and the system's
+    run_env: tuple[str, ...]  # NAME (the server's value) or NAME=VALUE: variables every command gets
+    run_timeout: int  # the longest timeout a run_command call may ask (seconds)
+    run_memory: int  # MiB a command's whole process tree may use
+    run_processes: int  # processes a command's tree may have at once
     state_key_file: str | None
     max_result_tokens: int  # each tool result cut to this many tokens (estimated; 0: no cap): workspace/budget.py
     log_level: str

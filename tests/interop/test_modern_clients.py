@@ -49,7 +49,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def every_tool_call(root: Path) -> list[tuple[str, dict[str, Any], str]]:
-    """(tool, arguments, text its result must contain) for every tool of `--allow-write`, reads first."""
+    """(tool, arguments, text its result must contain) for every tool of `--allow-write --allow-run`, reads first."""
     return [
         ("list_files", {}, "src/app.py"),
         ("read_file", {"path": "src/app.py"}, "def greet(name):"),
@@ -85,6 +85,7 @@ def every_tool_call(root: Path) -> list[tuple[str, dict[str, Any], str]]:
         ("git_switch", {"branch": "topic"}, "Switched to branch 'topic'"),
         ("git_stash", {"action": "list"}, "No stashes."),
         ("git_restore", {"paths": ["README.md"], "dry_run": True}, "+A demo project, changed."),
+        ("run_command", {"command": "git log --format=%s -1 && ls src"}, "Say farewell\napp.py\n"),
     ]
 
 
@@ -153,7 +154,7 @@ def test_python_sdk_lists_and_calls_every_tool_and_reads_resources(repo: Path, t
     calls = every_tool_call(repo)
 
     async def main() -> None:
-        async with connect(transport, SHIPCODE, "--allow-write", str(repo), mode=mode) as client:
+        async with connect(transport, SHIPCODE, "--allow-write", "--allow-run", str(repo), mode=mode) as client:
             assert client.protocol_version == version
             assert client.server_info is not None and client.server_info.name == "shipcode-mcp"
             if version == MODERN:  # server/discover's metadata and instructions; the 2025-06-18 answer has neither
@@ -372,7 +373,7 @@ def test_python_sdk_legacy_mode_elicits_with_a_server_request(transport: str) ->
 def test_typescript_client_negotiates_modern_calls_every_tool_reads_and_listens(repo: Path, stateless: bool) -> None:
     calls = every_tool_call(repo)
     app = repo / "src" / "app.py"
-    with shipcode_http("--allow-write", "--watch", str(repo), stateless=stateless) as url:
+    with shipcode_http("--allow-write", "--allow-run", "--watch", str(repo), stateless=stateless) as url:
         report = run_ts_client(url, {
             "mode": "auto",
             "calls": [{"name": name, "arguments": arguments} for name, arguments, _ in calls],

@@ -234,13 +234,14 @@ PATH_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("git_stash", {}, "path"),
     ("rename_symbol", {"name": "app.greet", "new_name": "pwned"}, "path"),
     ("repo_map", {}, "path"),
+    ("run_command", {"command": "echo pwned"}, "cwd"),
 ]
 """Each tool and argument that names a path (`paths[]`: one item of a list of paths)."""
 
 
 @pytest.fixture(scope="module")
 def attacked(world: dict[str, Path]) -> Any:
-    with Tools(world["root"], write=True) as tools:
+    with Tools(world["root"], write=True, options=("--allow-run",)) as tools:
         yield tools
 
 

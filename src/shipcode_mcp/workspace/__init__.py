@@ -7,12 +7,13 @@ from .roots import Roots
 TYPE_CHECKING = False  # typing stays out of the start-up path (see tests/test_startup.py)
 if TYPE_CHECKING:
     from ..server import Server
+    from .command_sandbox import RunOptions
 
 
 def install(server: Server, folders: list[str], *, allow_write: bool = False, watch: bool = False,
             confirm_writes: bool = False, precise: str | None = None, max_result_tokens: int = 0,
             prompts: bool = False, resource_links: bool = False, skills: bool = False,
-            index_folder: str | None = None) -> Roots:
+            index_folder: str | None = None, run: RunOptions | None = None) -> Roots:
     """Register the workspace tools and resources for `folders` on `server` (the writing tools with `allow_write`
     or `confirm_writes`, asking the user before each change with the latter); with `precise` ("now" or "on first
     need"), the language servers answer the code tools, started now or when a call first needs one; each tool
@@ -20,7 +21,8 @@ def install(server: Server, folders: list[str], *, allow_write: bool = False, wa
     built from the tools (prompts.py) and completion of their paths and of the resource templates'; with
     `resource_links`, a result that names files links their resources (links.py); with `skills`, the Agent Skills
     of the workspace over the Skills extension (skills.py); with `index_folder`, the code index of each root lives
-    there (code/index.py; default_index_folder() is the user's cache folder)."""
+    there (code/index.py; default_index_folder() is the user's cache folder); with `run`, run_command
+    (run_command.py)."""
     # the definitions only when installing: importing one workspace module (sandbox, roots) does not load them
     from .resources import install_resources
     from .tools import install_tools
@@ -28,7 +30,7 @@ def install(server: Server, folders: list[str], *, allow_write: bool = False, wa
     roots = Roots(folders, index_folder)
     files = install_resources(server, roots, watch=watch, complete=prompts)
     install_tools(server, roots, allow_write=allow_write or confirm_writes, confirm_writes=confirm_writes,
-                  max_result_tokens=max_result_tokens, resource_links=files if resource_links else None)
+                  max_result_tokens=max_result_tokens, resource_links=files if resource_links else None, run=run)
     if server.discover_instructions is None:
         server.discover_instructions = instructions(server)
     if files.completer is not None:
@@ -75,5 +77,8 @@ def instructions(server: Server) -> str:
         lines.append("To change files: edit_file (exact text replaced), apply_patch (a diff), write_file"
                      + (", replace_symbol and rename_symbol" if "rename_symbol" in offered else "")
                      + "; each can dry_run first, and a change that breaks the syntax is refused.")
+    if "run_command" in offered:
+        lines.append("run_command runs a command line (the tests, a build, a linter) in a sandbox and returns its exit "
+                     "status and output: run the tests after a change.")
     lines.append("A result too long for the client is cut at whole lines or items and says how to get the rest.")
     return "\n".join(lines)

@@ -529,6 +529,24 @@ def _repo_map(cut: _Cut) -> ToolResult | None:
 CUTTERS["repo_map"] = _repo_map
 
 
+def _run_command(cut: _Cut) -> ToolResult | None:
+    """A run's output cut from the middle of each stream, its start and (most of) its end kept and the middle counted:
+    never by running the command again."""
+    from .run_command import render, shrunk  # (only for a run over the budget)
+
+    keep = max(len(str(cut.data.get("stdout", ""))), len(str(cut.data.get("stderr", ""))))
+    while keep > 16:
+        keep = keep * 3 // 4
+        data = shrunk(cut.data, keep)
+        text = render(data)
+        if cut.fits(text, data):
+            return ToolResult([text_content(text)], data)
+    return None
+
+
+CUTTERS["run_command"] = _run_command
+
+
 def _change_diff(cut: _Cut) -> ToolResult | None:
     """A change's diff (the writing tools), in the text as it is in the data: cut at a line in both. The change
     itself is whole: only the showing of it is cut."""

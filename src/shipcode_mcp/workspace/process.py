@@ -1,7 +1,8 @@
 """Child processes for tools (rg, git): sandboxed, bounded output, a deadline, killed when cancelled.
 
 Every child of the workspace starts here and nowhere else (`_start`: by the fork server of spawner.py,
-or, where it cannot, forked here with the same confinement), inside the kernel sandbox (sandbox.py):
+or, where it cannot, forked here with the same confinement), but run_command's bubblewrap, whose sandbox is
+namespaces around a whole process tree (run_command.py, command_sandbox.py), inside the kernel sandbox (sandbox.py):
 it reads only beneath the paths its caller names, writes nothing, runs nothing but itself, and has
 resource limits. A child runs in its own session and is killed with its whole process group, so
 nothing it started outlives the request. stdout is read as it comes (search streams it); stderr is

@@ -21,6 +21,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from .command_sandbox import RunOptions
+
 
 class OutsideRoots(ToolError):
     """A path that is malformed or leads outside every root; the message reveals nothing more."""
@@ -40,6 +42,7 @@ class Roots:
         self.paths = _resolve_folders(folders)
         self._lexical = _lexical_roots(folders, self.paths)
         self.index_folder = index_folder  # where the code index of each root lives (code/index.py); None: no index
+        self.run_options: RunOptions | None = None  # what run_command may do (--allow-run); None: not offered
 
     def update(self, folders: list[str]) -> None:
         """Serve these folders from now on (the client's roots); checked as at start.

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from ..context import Context
     from ..server import Server
+    from .command_sandbox import RunOptions
     from .resources import Files
     from .roots import Roots
 
@@ -1183,6 +1184,55 @@ SEARCH_STRUCTURE = {
 }
 
 
+RUN_TIMEOUT = 120
+MAX_RUN_TIMEOUT = 3600
+MAX_COMMAND_CHARS = 100_000
+MAX_RUN_ENV = 100
+RUN_COMMAND = {
+    "run": "run_command:run_command",
+    "title": "Run a command",
+    "description": (
+        "Run a shell command line (`sh -c`) in a folder of the workspace, inside a sandbox, and return its exit status, "
+        "duration and output: a test suite, a build, a linter. The sandbox holds the command and everything it "
+        "starts: it reads the roots, the system's programs and libraries and the folders the server names, and "
+        "nothing of the user's home; it writes the roots only where the server allows writing (never a .git folder), "
+        "and a private /tmp that is also HOME; no network but a private loopback unless the server allows it; "
+        "limits on memory, processes, CPU time and file size; nothing it started outlives the call. Its environment "
+        "is a minimal PATH, HOME, TMPDIR and LANG, what the server adds, and `env`. Each stream keeps its first 8 KiB "
+        "and last 24 KiB, the middle counted. A non-zero exit status or a limit reached is a result, not an error. "
+        "With a progress token, output lines come as progress notifications; cancelling the request kills the command."
+    ),
+    "input": _object({
+        "command": _string("The command line, run by /bin/sh -c (pipes, &&, redirections as in a shell).", minLength=1,
+                           maxLength=MAX_COMMAND_CHARS),
+        "cwd": _string(f"The folder to run in (default: the first root); {_PATH_HELP}.", default="."),
+        "timeout": _integer(f"Seconds before the command and everything it started are killed (default {RUN_TIMEOUT}, or "
+                            "the server's --run-timeout if lower; at most that, 600 unless set).", None, 1,
+                            MAX_RUN_TIMEOUT),
+        "env": {"type": "array", "maxItems": MAX_RUN_ENV, "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*="},
+                "description": "Variables to set, each 'NAME=VALUE' (over the server's)."},
+    }, ("command",)),
+    "output": _output({
+        "exit_code": {**_nullable("integer"), "description": "the shell's exit status (128 + N: ended by signal N); "
+                      "null when killed at the timeout"},
+        "limits": {"type": "array", "items": {"type": "string", "enum": ["timeout", "memory", "processes"]},
+                   "description": "the limits of the whole process tree the command reached (memory and processes: "
+                                  "where the server bounds the tree with a cgroup)"},
+        "duration_ms": _INT,
+        "timeout": {"type": "integer", "minimum": 1, "description": "the call's timeout, in seconds"},
+        "cwd": _STR,
+        "command": {"type": "string", "description": "the command as run (past 2000 characters cut, ending in …)"},
+        "stdout": {"type": "string", "description": "as kept: its start and end, and a line '[… N bytes left out …]' "
+                   "between them when the middle is left out"},
+        "stderr": {"type": "string", "description": "as stdout"},
+        "stdout_bytes": _INT,
+        "stderr_bytes": _INT,
+        "stdout_omitted": _INT,
+        "stderr_omitted": _INT,
+    }),
+}
+
+
 # -- the tools, in the order they are listed ----------------------------------------------------------
 READ_TOOLS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("list_files", LIST_FILES),
@@ -1235,6 +1285,10 @@ WRITE_TOOLS: tuple[tuple[str, dict[str, Any], dict[str, bool]], ...] = (
 
 
 _EDITING = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}
+RUN_TOOLS: tuple[tuple[str, dict[str, Any], dict[str, bool]], ...] = (
+    ("run_command", RUN_COMMAND, _EDITING),
+)
+"""Offered with --allow-run (run_command.py), listed last; open-world with --run-network."""
 CODE_WRITE_TOOLS: tuple[tuple[str, dict[str, Any], dict[str, bool]], ...] = (
     ("replace_symbol", REPLACE_SYMBOL, _EDITING),
     ("insert_symbol", INSERT_SYMBOL, _EDITING),
@@ -1244,7 +1298,7 @@ CODE_WRITE_TOOLS: tuple[tuple[str, dict[str, Any], dict[str, bool]], ...] = (
 
 
 SPECS: dict[str, dict[str, Any]] = {name: spec for name, spec, *_ in READ_TOOLS + CODE_TOOLS + WRITE_TOOLS
-                                    + CODE_WRITE_TOOLS}
+                                    + CODE_WRITE_TOOLS + RUN_TOOLS}
 _functions: dict[str, Callable[..., Any]] = {}  # each tool's function, once imported
 _DEFAULTS = {name: {key: argument.get("default") for key, argument in spec["input"]["properties"].items()}
              for name, spec in SPECS.items()}  # what each argument left out is (None: no default in the schema)
@@ -1324,11 +1378,14 @@ def code_available() -> bool:
 
 
 def install_tools(server: Server, roots: Roots, *, allow_write: bool = False, code: bool | None = None,
-                  confirm_writes: bool = False, max_result_tokens: int = 0, resource_links: Files | None = None) -> None:
+                  confirm_writes: bool = False, max_result_tokens: int = 0, resource_links: Files | None = None,
+                  run: RunOptions | None = None) -> None:
     """Register the workspace tools; the code tools when ast-grep-py is installed (`code` None: look), the
     writing ones only when writing is allowed, each (but create_directory) asking the user first with
     `confirm_writes`; each result cut to `max_result_tokens` (0: as the tool made it, unless a request asks);
-    with `resource_links` (the resources), the reading tools' results link the served files they name (links.py)."""
+    with `resource_links` (the resources), the reading tools' results link the served files they name (links.py);
+    with `run` (--allow-run), run_command (never asked about: it writes the roots only with --allow-write, which asks
+    nothing either)."""
     if code is None:
         code = code_available()
     for name, spec in READ_TOOLS + (CODE_TOOLS if code else ()):
@@ -1337,4 +1394,9 @@ def install_tools(server: Server, roots: Roots, *, allow_write: bool = False, co
     if allow_write:
         for name, spec, annotations in WRITE_TOOLS + (CODE_WRITE_TOOLS if code else ()):
             server.add_tool(_tool(name, spec, roots, annotations, confirm=confirm_writes and name not in UNCONFIRMED,
+                                  max_result_tokens=max_result_tokens))
+    roots.run_options = run
+    if run is not None:
+        for name, spec, annotations in RUN_TOOLS:
+            server.add_tool(_tool(name, spec, roots, {**annotations, "openWorldHint": run.network},
                                   max_result_tokens=max_result_tokens))

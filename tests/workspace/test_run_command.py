@@ -1,0 +1,498 @@
+"""run_command through a real server over real pipes: what a command sees, may write and reach, its limits, its
+output, and that nothing it starts outlives the call. Each attack is first shown to work on a plain `sh -c`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shipcode_mcp.context import Cancelled
+from shipcode_mcp.primitives import ToolError
+from shipcode_mcp.workspace import command_sandbox, run_command, tree_limits
+from shipcode_mcp.workspace.command_sandbox import RunOptions
+from shipcode_mcp.workspace.roots import Roots
+from workspace_support import Tools, context, git, make_repo
+
+pytestmark = pytest.mark.skipif(command_sandbox.unavailable_reason() is not None,
+                                reason=f"no sandbox for commands here: {command_sandbox.unavailable_reason()}")
+TOOLCHAIN = ("--run-read", sys.prefix, "--run-read", sys.base_prefix)
+"""The interpreter running the tests (a virtualenv, and the Python it is made from), readable to commands."""
+
+
+def plain(command: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`command` run by a plain `sh -c`, outside any sandbox: the attack working without us."""
+    return subprocess.run(["sh", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=30,
+                          env={**os.environ, **env}, check=False)
+
+
+def run(tools: Tools, command: str, **arguments: Any) -> dict[str, Any]:
+    data: dict[str, Any] = tools.data("run_command", {"command": command, **arguments})
+    return data
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = make_repo(tmp_path / "project")
+    (root / "sub").mkdir()
+    return root
+
+
+def test_run_command_is_offered_only_with_allow_run_and_says_how_it_ended(project: Path) -> None:
+    with Tools(project) as tools:
+        assert "run_command" not in tools.order
+    with Tools(project, options=("--allow-run",)) as tools:
+        assert tools.order[-1] == "run_command"
+        annotations = tools.tools["run_command"]["annotations"]
+        assert annotations["openWorldHint"] is False and annotations["readOnlyHint"] is False
+        data = run(tools, "echo out; echo err >&2; pwd; exit 3", cwd="sub")
+        assert data["exit_code"] == 3 and data["limits"] == []
+        assert data["stdout"] == f"out\n{project / 'sub'}\n" and data["stderr"] == "err\n"
+        assert data["cwd"] == "sub" and data["stdout_omitted"] == 0
+        text = tools.last["content"][0]["text"]
+        assert text.startswith("$ echo out; echo err >&2; pwd; exit 3\n(in sub, took ")
+        assert " s)\nexit status 3\nstdout (" in text
+        assert text.endswith("stderr (4 bytes):\nerr")
+    with Tools(project, options=("--allow-run", "--run-network")) as tools:
+        assert tools.tools["run_command"]["annotations"]["openWorldHint"] is True
+
+
+def test_a_command_reads_nothing_of_the_home_folder_or_outside_the_roots(project: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "home" / ".ssh" / "id_ed25519"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("PRIVATE KEY\n")
+    (project / "link").symlink_to(secret)
+    attack = f"cat {secret}; cat link; ls {tmp_path}"
+    assert plain(attack, project).stdout.count("PRIVATE KEY") == 2  # the attack works without the sandbox
+    with Tools(project, options=("--allow-run",), env={"HOME": str(tmp_path / "home")}) as tools:
+        data = run(tools, attack + "; ls ~; echo $HOME")
+        assert "PRIVATE KEY" not in data["stdout"] + data["stderr"]
+        assert "No such file or directory" in data["stderr"]
+        # the roots' parent folder shows only the way to the roots; HOME is its own, empty
+        assert data["stdout"].split() == ["project", "/tmp/home"]
+
+
+def test_a_command_writes_the_roots_only_with_allow_write_and_never_a_git_folder(project: Path) -> None:
+    nested = make_repo(project / "vendor" / "lib")
+    (project / "sub" / "hidden").mkdir()
+    (project / "sub" / "hidden" / "gitdir").mkdir()
+    os.symlink("hidden/gitdir", project / "sub" / ".git")  # a .git that is a link into the root
+    plant = ("echo evil > .git/hooks/pre-commit; echo evil > vendor/lib/.git/config; "
+             "mkdir sub/.git/hooks; echo evil > sub/.git/hooks/post-checkout; echo made > made.txt")
+    copy = project.parent / "copy"
+    subprocess.run(["cp", "-a", str(project), str(copy)], check=True)
+    plain(plant, copy)
+    assert (copy / ".git" / "hooks" / "pre-commit").read_text() == "evil\n"  # the attack works without the sandbox
+    assert (copy / "vendor" / "lib" / ".git" / "config").read_text() == "evil\n"
+    assert (copy / "sub" / "hidden" / "gitdir" / "hooks" / "post-checkout").exists()
+    config = (nested / ".git" / "config").read_text()
+    with Tools(project, options=("--allow-run",)) as tools:
+        data = run(tools, "echo made > made.txt")
+        assert "Read-only file system" in data["stderr"] and not (project / "made.txt").exists()
+    with Tools(project, write=True, options=("--allow-run",)) as tools:
+        data = run(tools, plant)
+    assert (project / "made.txt").read_text() == "made\n"  # the work tree is writable
+    assert not (project / ".git" / "hooks" / "pre-commit").exists()
+    assert (nested / ".git" / "config").read_text() == config
+    assert not (project / "sub" / "hidden" / "gitdir" / "hooks").exists()
+    assert data["stderr"].count("Read-only file system") == 3  # and the hook of sub/.git: its folder could not be made
+
+
+def test_git_works_in_the_sandbox_on_a_read_only_git_folder(project: Path) -> None:
+    with Tools(project, write=True, options=("--allow-run",)) as tools:
+        data = run(tools, "git log --format=%s && git status --short && echo changed >> README.md && git diff --stat")
+        assert data["exit_code"] == 0, data
+        assert git(project, "log", "--format=%s").strip() in data["stdout"]
+        assert "1 file changed" in data["stdout"]
+
+
+def test_no_network_but_a_private_loopback_unless_allowed(project: Path) -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def serve() -> None:
+        for _ in range(2):
+            server.accept()[0].close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    connect = f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 5); print(\"connected\")'"
+    assert plain(connect, project).stdout == "connected\n"  # the attack works without the sandbox
+    loopback = ("python3 -c 'import socket; s = socket.create_server((\"127.0.0.1\", 0)); "
+                "socket.create_connection(s.getsockname(), 5); print(\"local\")'")
+    try:
+        with Tools(project, options=("--allow-run",)) as tools:
+            data = run(tools, connect)
+            assert data["exit_code"] != 0 and "connected" not in data["stdout"]
+            assert "Network is unreachable" in data["stderr"] or "Connection refused" in data["stderr"]
+            assert run(tools, loopback)["stdout"] == "local\n"  # a test's own server still works
+        with Tools(project, options=("--allow-run", "--run-network")) as tools:
+            assert run(tools, connect)["stdout"] == "connected\n"
+    finally:
+        server.close()
+
+
+def test_the_environment_holds_nothing_of_the_servers_but_what_is_named(project: Path) -> None:
+    show = "echo token=$SHIPCODE_TEST_TOKEN extra=$EXTRA named=$NAMED"
+    assert "token=s3cret" in plain(show, project, SHIPCODE_TEST_TOKEN="s3cret").stdout
+    env = {"SHIPCODE_TEST_TOKEN": "s3cret", "NAMED": "from-server"}
+    with Tools(project, options=("--allow-run", "--run-env", "NAMED", "--run-env", "FIXED=1"), env=env) as tools:
+        data = run(tools, show + " fixed=$FIXED; env | cut -d= -f1 | sort | tr '\\n' ' '", env=["EXTRA=x y"])
+        assert data["stdout"].startswith("token= extra=x y named=from-server fixed=1\n")
+        assert data["stdout"].splitlines()[1].split() == ["EXTRA", "FIXED", "HOME", "LANG", "NAMED", "PATH", "PWD",
+                                                         "TMPDIR"]
+        assert "does not match" in tools.error("run_command", {"command": "true", "env": ["=x"]})
+        assert "holds a NUL" in tools.error("run_command", {"command": "true", "env": ["A=\x00"]})
+
+
+def test_other_processes_are_out_of_sight_and_reach(project: Path) -> None:
+    me = os.getpid()
+    assert plain(f"kill -0 {me} && echo reached", project).stdout == "reached\n"  # the attack works without us
+    with Tools(project, options=("--allow-run",)) as tools:
+        data = run(tools, f"kill -0 {me} && echo reached; kill -0 {tools.process.proc.pid} && echo reached; "
+                          "ls /proc | grep -c '^[0-9]'")
+        assert "reached" not in data["stdout"]
+        assert int(data["stdout"].split()[-1]) <= 6  # bubblewrap's init, the shell, ls and grep
+
+
+def _ticking(folder: Path) -> bool:
+    """Whether something still rewrites folder/tick (the clock of a process left behind)."""
+    tick = folder / "tick"
+    before = tick.read_text() if tick.exists() else None
+    time.sleep(0.5)
+    return tick.exists() and tick.read_text() != before
+
+
+DAEMON = "(setsid sh -c 'while :; do date +%s%N > tick; sleep 0.05; done' > /dev/null 2>&1 &) ; sleep 0.3"
+
+
+def test_nothing_the_command_started_outlives_it(project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    subprocess.run(["sh", "-c", DAEMON], cwd=outside, check=True, timeout=30)
+    try:
+        assert _ticking(outside)  # the attack works without the sandbox: a double fork and setsid outlive sh
+    finally:
+        subprocess.run(["pkill", "-f", "while :; do date"], check=False)
+    with Tools(project, write=True, options=("--allow-run",)) as tools:
+        assert run(tools, DAEMON)["exit_code"] == 0
+        assert (project / "tick").exists() and not _ticking(project)
+        data = run(tools, DAEMON + "; sleep 60", timeout=2)
+        assert data["limits"] == ["timeout"] and data["exit_code"] is None and 1900 <= data["duration_ms"] < 10000
+        assert not _ticking(project)
+        closed = run(tools, "exec > /dev/null 2>&1; sleep 60", timeout=2)  # no pipe left to wait on: the shell is
+        assert closed["limits"] == ["timeout"] and 1900 <= closed["duration_ms"] < 10000
+
+
+def test_a_cancelled_call_kills_the_tree_at_once(project: Path) -> None:
+    roots = Roots([str(project)])
+    roots.run_options = RunOptions(writable=True)
+    ctx = context()
+    threading.Timer(1.0, ctx.cancel).start()
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        run_command.run_command(ctx, roots, DAEMON + "; sleep 60", None, 60, None)
+    assert time.monotonic() - started < 10
+    assert not _ticking(project)
+
+
+def test_output_keeps_its_start_and_end_and_counts_the_middle(project: Path) -> None:
+    with Tools(project, options=("--allow-run",)) as tools:
+        data = run(tools, "seq 1 200000; seq 1 10 >&2")
+    total = len("".join(f"{n}\n" for n in range(1, 200001)))
+    assert data["stdout_bytes"] == total and data["stderr"] == "".join(f"{n}\n" for n in range(1, 11))
+    head, marker, tail = data["stdout"].partition(f"[… {data['stdout_omitted']} bytes left out …]\n")
+    assert marker and head.startswith("1\n2\n3\n") and tail.endswith("199999\n200000\n")
+    assert len(head) <= run_command.HEAD and len(tail) <= run_command.TAIL
+    assert len(head) + len(tail) + data["stdout_omitted"] == total
+    # whole lines only: the kept start and end are runs of consecutive numbers
+    first, last = [int(n) for n in head.split()], [int(n) for n in tail.split()]
+    assert first == list(range(1, len(first) + 1)) and last == list(range(200001 - len(last), 200001))
+
+
+def test_a_result_over_the_budget_is_cut_from_the_middle_without_running_again(project: Path) -> None:
+    with Tools(project, write=True, options=("--allow-run",)) as tools:
+        result = tools.call("run_command", {"command": "echo once >> runs.txt; seq 1 50000"},
+                            meta={"io.github.shipcode-mcp/maxResultTokens": 1000})
+    assert (project / "runs.txt").read_text() == "once\n"
+    data, text = result["structuredContent"], result["content"][0]["text"]
+    assert len(text.encode()) + len(str(data).encode()) <= 1000 * 3 * 1.1
+    assert data["stdout"].startswith("1\n2\n") and data["stdout"].endswith("49999\n50000\n")
+    assert data["stdout_bytes"] == len("".join(f"{n}\n" for n in range(1, 50001)))
+    assert f"[… {data['stdout_omitted']} bytes left out …]" in text
+
+
+def test_progress_notifications_carry_the_lines_as_they_come(project: Path) -> None:
+    roots = Roots([str(project)])
+    roots.run_options = RunOptions()
+    ctx = context(progress_token="run-1")
+    result = run_command.run_command(ctx, roots, "for i in 1 2 3 4 5 6; do echo line $i; sleep 0.2; done", None, 30,
+                                     None)
+    assert result.structured is not None and result.structured["stdout"].count("line") == 6
+    progress = [message["params"] for message in ctx.sent if message.get("method") == "notifications/progress"]
+    assert len(progress) >= 3 and all(params["progressToken"] == "run-1" for params in progress)
+    assert [params["progress"] for params in progress] == sorted({params["progress"] for params in progress})
+    assert all(params["message"].startswith("line ") for params in progress)
+
+
+def _bounds(what: str) -> bool:
+    """Whether this machine lets the server bound a command's tree (`what`: "memory" or "processes")."""
+    limits = tree_limits.TreeLimits()
+    try:
+        return bool(getattr(limits, f"bounds_{what}"))
+    finally:
+        limits.close()
+
+
+@pytest.mark.skipif(not _bounds("processes"), reason="no cgroup for the process count here")
+def test_a_fork_bomb_ends_as_a_result_that_says_so(project: Path) -> None:
+    with Tools(project, options=("--allow-run", "--run-processes", "64")) as tools:
+        data = run(tools, "bomb() { bomb | bomb & }; bomb; sleep 1", timeout=30)
+    assert "processes" in data["limits"] and data["duration_ms"] < 30000
+
+
+@pytest.mark.skipif(not _bounds("memory"), reason="no cgroup for memory here")
+def test_memory_is_bounded_for_the_whole_tree(project: Path) -> None:
+    grow = "python3 -c 'b = bytearray(120 << 20); import time; time.sleep(3)'"
+    with Tools(project, options=("--allow-run", "--run-memory", "256")) as tools:
+        assert run(tools, grow)["exit_code"] == 0  # one alone fits
+        data = run(tools, f"{grow} & {grow} & {grow} & wait")  # three together do not
+    assert data["limits"] == ["memory"]
+
+
+def test_a_real_test_suite_runs_and_its_failure_comes_back(project: Path) -> None:
+    (project / "test_sample.py").write_text("def test_ok():\n    assert 1 + 1 == 2\n\n\n"
+                                            "def test_broken():\n    assert 'abc'.upper() == 'abd'\n")
+    with Tools(project, options=("--allow-run", *TOOLCHAIN)) as tools:
+        data = run(tools, f"{sys.executable} -m pytest -q -p no:cacheprovider test_sample.py", timeout=120)
+    assert data["exit_code"] == 1, data
+    assert "1 failed, 1 passed" in data["stdout"] and "assert 'ABC' == 'abd'" in data["stdout"]
+
+
+def test_bad_calls_are_refused_clearly(project: Path, tmp_path: Path) -> None:
+    (project / "out").symlink_to(tmp_path)
+    with Tools(project, options=("--allow-run", "--run-timeout", "5")) as tools:
+        assert "not inside the workspace roots" in tools.error("run_command", {"command": "true", "cwd": "/etc"})
+        assert "not inside the workspace roots" in tools.error("run_command", {"command": "true", "cwd": "out"})
+        assert "is not a folder" in tools.error("run_command", {"command": "true", "cwd": "a.txt"})
+        assert "at most 5 s" in tools.error("run_command", {"command": "true", "timeout": 6})
+        assert "NUL" in tools.error("run_command", {"command": "true\x00"})
+
+
+def test_scratch_folders_and_cgroups_are_removed_after_each_call(project: Path) -> None:
+    before = {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("shipcode-run-")}
+    with Tools(project, options=("--allow-run",)) as tools:
+        data = run(tools, "echo kept > $TMPDIR/x; mkdir -p ~/d; chmod 0 ~/d; ls $TMPDIR")
+        assert "x" in data["stdout"].split()
+        pid = tools.process.proc.pid
+    after = {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("shipcode-run-")}
+    assert after <= before
+    cgroups = [os.path.join(folder, name) for folder, names, _ in os.walk("/sys/fs/cgroup") for name in names
+               if name.startswith(f"shipcode-run-{pid}-")]
+    assert cgroups == []
+
+
+def test_the_kernels_settings_and_nested_namespaces_are_out_of_reach(project: Path) -> None:
+    rewrite = "cat /proc/sys/kernel/printk_ratelimit > /proc/sys/kernel/printk_ratelimit && echo written"
+    if os.geteuid() == 0:  # a root command writes the host's settings unless /proc/sys is read-only
+        assert plain(rewrite, project).stdout == "written\n"
+    with Tools(project, options=("--allow-run",)) as tools:
+        data = run(tools, f"{rewrite}; echo > /proc/sysrq-trigger; unshare -U true && echo nested; touch /made; "
+                          "ls /etc/ssl; cat /proc/kcore | head -c 1 | wc -c")
+    assert "written" not in data["stdout"] and "nested" not in data["stdout"]
+    assert data["stderr"].count("Read-only file system") == 2 and "cannot create /proc/sysrq-trigger" in data["stderr"]
+    assert data["stdout"].split() == ["certs", "openssl.cnf", "0"]  # no ssl/private; kcore covered
+
+
+def test_no_socket_or_fifo_file_in_a_root_reaches_a_host_service(project: Path) -> None:
+    (project / "bare" / "objects").mkdir(parents=True)  # a folder git takes for a repository
+    (project / "bare" / "refs").mkdir()
+    (project / "bare" / "HEAD").write_text("ref: refs/heads/main\n")
+    places = ["service.sock", ".git/service.sock", "bare/service.sock"]
+    servers = []
+    for place in places:
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(project / place))
+        server.listen()
+        servers.append(server)
+    os.mkfifo(project / "control.fifo")
+    connect = ("python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
+               "print(\"reached\")' ")
+    attack = "; ".join(connect + place for place in places) + "; echo sent > control.fifo; echo done"
+    try:
+        assert plain(connect + places[1], project).stdout == "reached\n"  # the attack works without the sandbox
+        for mode in ((), ("--allow-write",)):
+            with Tools(project, options=("--allow-run", *mode)) as tools:
+                data = run(tools, attack, timeout=20)
+            assert "reached" not in data["stdout"] and data["stdout"].endswith("done\n"), data
+            assert data["stderr"].count("Connection refused") == 3
+    finally:
+        for server in servers:
+            server.close()
+
+
+def test_what_the_scan_meets_never_blocks_it_and_too_many_repositories_are_refused(project: Path,
+                                                                                      tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "outside.fifo")
+    (project / "a").mkdir()
+    (project / "a" / ".git").symlink_to(tmp_path / "outside.fifo")  # out of the roots: never opened
+    (project / "b").mkdir()
+    os.mkfifo(project / "b" / ".git")  # in the roots, not a file: never read
+    with Tools(project, write=True, options=("--allow-run",)) as tools:
+        assert run(tools, "echo ran", timeout=10)["stdout"] == "ran\n"
+        for i in range(300):
+            (project / "many" / str(i) / ".git").mkdir(parents=True)
+        assert "more than the 256" in tools.error("run_command", {"command": "echo ran"})
+
+
+def test_the_lock_of_writing_commands_is_the_users_whatever_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                                           tmp_path: Path) -> None:
+    first = run_command._lock_file()
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    second = run_command._lock_file()
+    try:
+        assert os.readlink(f"/proc/self/fd/{first}") == os.readlink(f"/proc/self/fd/{second}")
+        assert os.readlink(f"/proc/self/fd/{first}").endswith("/shipcode-mcp/run.lock")
+    finally:
+        os.close(first)
+        os.close(second)
+
+
+def test_repositories_by_any_name_stay_read_only(project: Path) -> None:
+    (project / "meta").mkdir()
+    git(project, "init", "-q", "--separate-git-dir=meta/sub.git", "sub")
+    git(project, "init", "-q", "--bare", "bare.git")
+    with Tools(project, write=True, options=("--allow-run",)) as tools:
+        data = run(tools, "echo '[core]' >> meta/sub.git/config; touch bare.git/hooks/post-receive; "
+                          "touch sub/.git; echo done")
+    assert data["stdout"] == "done\n" and data["stderr"].count("Read-only file system") == 3
+    assert "[core]\n" not in (project / "meta" / "sub.git" / "config").read_text().splitlines()[-1:]
+    assert not (project / "bare.git" / "hooks" / "post-receive").exists()
+
+
+def test_a_tree_too_deep_to_check_is_refused_and_scratch_trees_of_any_depth_are_removed(project: Path) -> None:
+    fd = os.open(project, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(20):  # 20 folders of 250 characters: deeper than a path can name
+            os.mkdir("d" * 250, dir_fd=fd)
+            deeper = os.open("d" * 250, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = deeper
+    finally:
+        os.close(fd)
+    with Tools(project, write=True, options=("--allow-run",)) as tools:
+        assert "too long to be checked" in tools.error("run_command", {"command": "echo ran"})
+        subprocess.run(["rm", "-rf", str(project / ("d" * 250))], check=True)
+        deep = "cd $TMPDIR && for i in $(seq 1500); do mkdir d && cd d || exit 1; done; chmod 0 ..; echo deep"
+        assert run(tools, deep)["stdout"] == "deep\n"
+        assert "d" not in run(tools, "ls $TMPDIR")["stdout"].split()  # each call's scratch folder is new
+    assert not [name for name in os.listdir(tempfile.gettempdir()) if name.startswith("shipcode-run-")
+                and os.path.isdir(os.path.join(tempfile.gettempdir(), name, "d"))]  # the last one removed
+
+
+def test_binary_output_is_counted_in_bytes(project: Path) -> None:
+    binary = "head -c 40000 /dev/zero | tr '\\000' '\\377'"
+    with Tools(project, options=("--allow-run", "--max-result-tokens", "0")) as tools:
+        data = run(tools, binary)
+    assert data["stdout_bytes"] == 40000 and 40000 - run_command.HEAD - run_command.TAIL == data["stdout_omitted"]
+    assert data["stdout"].count("\ufffd") == run_command.HEAD + run_command.TAIL
+    with Tools(project, options=("--allow-run", "--max-result-tokens", "2000")) as tools:
+        cut = run(tools, binary)  # cut again to the budget: still counted, never below what was left out before
+    shown = cut["stdout"].count("\ufffd")
+    assert 0 < shown < run_command.HEAD + run_command.TAIL and cut["stdout_omitted"] == 40000 - shown
+
+
+def test_waiting_for_a_turn_is_not_the_commands_time(project: Path) -> None:
+    roots = Roots([str(project)])
+    roots.run_options = RunOptions()
+    for _ in range(run_command.MAX_RUNS):
+        run_command._turns.acquire()
+
+    def give_back() -> None:
+        for _ in range(run_command.MAX_RUNS):
+            run_command._turns.release()
+
+    threading.Timer(1.5, give_back).start()
+    result = run_command.run_command(context(), roots, "sleep 1; echo finished", None, 2, None)
+    assert result.structured is not None and result.structured["stdout"] == "finished\n"
+    assert result.structured["limits"] == []
+
+
+def test_commands_that_may_write_run_one_at_a_time(project: Path) -> None:
+    def both(tools: Tools) -> float:
+        other = Tools(project, write=tools is not None, options=("--allow-run",))
+        started = time.monotonic()
+        thread = threading.Thread(target=lambda: run(other, "sleep 1"))
+        thread.start()
+        run(tools, "sleep 1")
+        thread.join()
+        other.close()
+        return time.monotonic() - started
+
+    with Tools(project, write=True, options=("--allow-run",)) as writing:
+        assert both(writing) >= 2.0  # two servers, one lock file: one after the other
+    with Tools(project, options=("--allow-run",)) as reading:
+        other = Tools(project, options=("--allow-run",))
+        started = time.monotonic()
+        thread = threading.Thread(target=lambda: run(other, "sleep 1"))
+        thread.start()
+        run(reading, "sleep 1")
+        thread.join()
+        other.close()
+        assert time.monotonic() - started < 2.0  # read-only roots: nothing to race, side by side
+
+
+def test_a_folder_swapped_for_a_link_while_the_sandbox_is_made_is_refused(project: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    (project / "sub" / "inner").mkdir()
+    git(project / "sub" / "inner", "init", "-q")
+    (project / "decoy").mkdir()
+    opened = command_sandbox.Jail.open
+
+    def swap_after_opening(jail: command_sandbox.Jail) -> None:
+        opened(jail)  # the descriptors hold the real folders; now the path to one leads elsewhere
+        os.rename(project / "sub", project / "sub.real")
+        os.symlink("decoy", project / "sub")
+
+    monkeypatch.setattr(command_sandbox.Jail, "open", swap_after_opening)
+    roots = Roots([str(project)])
+    roots.run_options = RunOptions(writable=True)
+    with pytest.raises(ToolError, match="changed while the command's sandbox was made"):
+        run_command.run_command(context(), roots, "touch sub/inner/.git/hooks/planted", None, 10, None)
+    assert not (project / "sub.real" / "inner" / ".git" / "hooks" / "planted").exists()
+
+
+def test_exit_statuses_over_128_are_explained_not_guessed(project: Path) -> None:
+    with Tools(project, options=("--allow-run",)) as tools:
+        data = run(tools, "exit 153")
+        assert data["exit_code"] == 153 and data["limits"] == []
+        assert "exit status 153 (128 + 25: SIGXFSZ, if a signal ended it)" in tools.last["content"][0]["text"]
+
+
+def test_a_server_stopped_mid_command_kills_it_and_cleans_up(project: Path, tmp_path: Path) -> None:
+    from support import McpProcess
+
+    scratch = tmp_path / "tmp"  # the server's temporary folder: its commands' scratch folders go there
+    scratch.mkdir()
+    server = McpProcess("--allow-run", str(project), env={"TMPDIR": str(scratch)})
+    server.initialize()
+    server.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                 "params": {"name": "run_command", "arguments": {"command": "sleep 60"}}})
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not os.listdir(scratch):
+        time.sleep(0.05)
+    assert os.listdir(scratch)
+    time.sleep(0.5)
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(20) == 0
+    assert os.listdir(scratch) == []
