@@ -428,28 +428,30 @@ def test_waiting_for_a_turn_is_not_the_commands_time(project: Path) -> None:
     assert result.structured["limits"] == []
 
 
-def test_commands_that_may_write_run_one_at_a_time(project: Path) -> None:
-    def both(tools: Tools) -> float:
-        other = Tools(project, write=tools is not None, options=("--allow-run",))
-        started = time.monotonic()
-        thread = threading.Thread(target=lambda: run(other, "sleep 1"))
-        thread.start()
-        run(tools, "sleep 1")
-        thread.join()
-        other.close()
-        return time.monotonic() - started
+def _side_by_side(project: Path, write: bool) -> list[tuple[float, float]]:
+    """Two servers on the same roots each run a command at once: when each command ran (its own clock's start and
+    end, read in the sandbox)."""
+    timed = "date +%s.%N; sleep 2; date +%s.%N"
+    with Tools(project, write=write, options=("--allow-run",)) as first, \
+            Tools(project, write=write, options=("--allow-run",)) as second:
+        spans: list[tuple[float, float]] = []
 
-    with Tools(project, write=True, options=("--allow-run",)) as writing:
-        assert both(writing) >= 2.0  # two servers, one lock file: one after the other
-    with Tools(project, options=("--allow-run",)) as reading:
-        other = Tools(project, options=("--allow-run",))
-        started = time.monotonic()
-        thread = threading.Thread(target=lambda: run(other, "sleep 1"))
+        def one(tools: Tools) -> None:
+            start, end = run(tools, timed, timeout=60)["stdout"].split()
+            spans.append((float(start), float(end)))
+
+        thread = threading.Thread(target=one, args=(second,))
         thread.start()
-        run(reading, "sleep 1")
+        one(first)
         thread.join()
-        other.close()
-        assert time.monotonic() - started < 2.0  # read-only roots: nothing to race, side by side
+    return sorted(spans)
+
+
+def test_commands_that_may_write_run_one_at_a_time(project: Path) -> None:
+    (one, other) = _side_by_side(project, write=True)
+    assert one[1] <= other[0]  # two servers, one lock file: one after the other
+    (one, other) = _side_by_side(project, write=False)
+    assert other[0] < one[1]  # read-only roots: nothing to race, side by side
 
 
 def test_a_folder_swapped_for_a_link_while_the_sandbox_is_made_is_refused(project: Path,
