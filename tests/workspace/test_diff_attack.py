@@ -101,6 +101,11 @@ def _pings_while_renaming(tmp_path: Path, diffs: int) -> tuple[list[float], list
     return latencies, results
 
 
+CONTROL_TRIES = 8
+"""Tries of the control (each about 5 s): on a busy machine the scheduler sometimes serves the pings in time even
+while the 32 diffs are computed at once (three tries were not always enough: p99 96 ms, CI of 2026-12-06)."""
+
+
 @pytest.mark.measures
 @pytest.mark.timeout(300)
 def test_rename_edits_sent_at_once_are_answered_and_ping_meanwhile(tmp_path: Path) -> None:
@@ -108,7 +113,7 @@ def test_rename_edits_sent_at_once_are_answered_and_ping_meanwhile(tmp_path: Pat
     the harm is the machine's scheduling), pings wait behind them: p99 over 100 ms. One diff at a time
     (writes.DIFFING), the pings' p99 stays under 100 ms and every edit is answered with its whole, minimal
     diff (or, past writes.DIFF_WAIT in the queue on a loaded machine, a line saying why there is none)."""
-    for attempt in range(3):
+    for attempt in range(CONTROL_TRIES):
         (tmp_path / f"control {attempt}").mkdir()
         control, _ = _pings_while_renaming(tmp_path / f"control {attempt}", AT_ONCE)
         shutil.rmtree(tmp_path / f"control {attempt}")
