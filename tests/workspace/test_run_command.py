@@ -171,17 +171,24 @@ def _ticking(folder: Path) -> bool:
     return tick.exists() and tick.read_text() != before
 
 
-DAEMON = "(setsid sh -c 'while :; do date +%s%N > tick; sleep 0.05; done' > /dev/null 2>&1 &) ; sleep 0.3"
+def daemon(mark: str = "") -> str:
+    """A process that leaves its shell (a double fork, setsid) and ticks; `mark` is in its command line, so that
+    exactly it can be found and killed (tests run side by side)."""
+    return f"(setsid sh -c 'while :; do date +%s%N > tick; sleep 0.05; done # {mark}' > /dev/null 2>&1 &) ; sleep 0.3"
+
+
+DAEMON = daemon()
 
 
 def test_nothing_the_command_started_outlives_it(project: Path, tmp_path: Path) -> None:
     outside = tmp_path / "plain"
     outside.mkdir()
-    subprocess.run(["sh", "-c", DAEMON], cwd=outside, check=True, timeout=30)
+    mark = f"shipcode-test-daemon-{os.getpid()}-{time.monotonic_ns()}"
+    subprocess.run(["sh", "-c", daemon(mark)], cwd=outside, check=True, timeout=30)
     try:
         assert _ticking(outside)  # the attack works without the sandbox: a double fork and setsid outlive sh
     finally:
-        subprocess.run(["pkill", "-f", "while :; do date"], check=False)
+        subprocess.run(["pkill", "-f", mark], check=False)
     with Tools(project, write=True, options=("--allow-run",)) as tools:
         assert run(tools, DAEMON)["exit_code"] == 0
         assert (project / "tick").exists() and not _ticking(project)
@@ -287,14 +294,14 @@ def test_bad_calls_are_refused_clearly(project: Path, tmp_path: Path) -> None:
         assert "NUL" in tools.error("run_command", {"command": "true\x00"})
 
 
-def test_scratch_folders_and_cgroups_are_removed_after_each_call(project: Path) -> None:
-    before = {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("shipcode-run-")}
-    with Tools(project, options=("--allow-run",)) as tools:
+def test_scratch_folders_and_cgroups_are_removed_after_each_call(project: Path, tmp_path: Path) -> None:
+    scratch = tmp_path / "tmp"  # the server's temporary folder: its commands' scratch folders go there
+    scratch.mkdir()
+    with Tools(project, options=("--allow-run",), env={"TMPDIR": str(scratch)}) as tools:
         data = run(tools, "echo kept > $TMPDIR/x; mkdir -p ~/d; chmod 0 ~/d; ls $TMPDIR")
         assert "x" in data["stdout"].split()
         pid = tools.process.proc.pid
-    after = {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("shipcode-run-")}
-    assert after <= before
+        assert os.listdir(scratch) == []
     cgroups = [os.path.join(folder, name) for folder, names, _ in os.walk("/sys/fs/cgroup") for name in names
                if name.startswith(f"shipcode-run-{pid}-")]
     assert cgroups == []
@@ -380,7 +387,8 @@ def test_repositories_by_any_name_stay_read_only(project: Path) -> None:
     assert not (project / "bare.git" / "hooks" / "post-receive").exists()
 
 
-def test_a_tree_too_deep_to_check_is_refused_and_scratch_trees_of_any_depth_are_removed(project: Path) -> None:
+def test_a_tree_too_deep_to_check_is_refused_and_scratch_trees_of_any_depth_are_removed(project: Path,
+                                                                                       tmp_path: Path) -> None:
     fd = os.open(project, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for _ in range(20):  # 20 folders of 250 characters: deeper than a path can name
@@ -390,14 +398,15 @@ def test_a_tree_too_deep_to_check_is_refused_and_scratch_trees_of_any_depth_are_
             fd = deeper
     finally:
         os.close(fd)
-    with Tools(project, write=True, options=("--allow-run",)) as tools:
+    scratch = tmp_path / "tmp"  # the server's temporary folder: its commands' scratch folders go there
+    scratch.mkdir()
+    with Tools(project, write=True, options=("--allow-run",), env={"TMPDIR": str(scratch)}) as tools:
         assert "too long to be checked" in tools.error("run_command", {"command": "echo ran"})
         subprocess.run(["rm", "-rf", str(project / ("d" * 250))], check=True)
         deep = "cd $TMPDIR && for i in $(seq 1500); do mkdir d && cd d || exit 1; done; chmod 0 ..; echo deep"
         assert run(tools, deep)["stdout"] == "deep\n"
         assert "d" not in run(tools, "ls $TMPDIR")["stdout"].split()  # each call's scratch folder is new
-    assert not [name for name in os.listdir(tempfile.gettempdir()) if name.startswith("shipcode-run-")
-                and os.path.isdir(os.path.join(tempfile.gettempdir(), name, "d"))]  # the last one removed
+        assert os.listdir(scratch) == []  # and removed after it
 
 
 def test_binary_output_is_counted_in_bytes(project: Path) -> None:
@@ -498,3 +507,30 @@ def test_a_server_stopped_mid_command_kills_it_and_cleans_up(project: Path, tmp_
     server.proc.send_signal(signal.SIGTERM)
     assert server.proc.wait(20) == 0
     assert os.listdir(scratch) == []
+
+
+def test_no_abstract_socket_udp_or_environment_of_the_host_is_reached(project: Path) -> None:
+    abstract = socket.socket(socket.AF_UNIX)
+    name = f"shipcode-test-{os.getpid()}"
+    abstract.bind("\0" + name)
+    abstract.listen()
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    udp.settimeout(1.0)
+    port = udp.getsockname()[1]
+    attack = (f"python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"\\0{name}\"); "
+              f"print(\"abstract\")'; python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)"
+              f".sendto(b\"udp\", (\"127.0.0.1\", {port}))'; cat /proc/{os.getpid()}/environ | tr \"\\0\" \"\\n\" "
+              "| grep -c ^PATH=")
+    try:
+        done = plain(attack, project)
+        assert done.stdout == "abstract\n1\n" and udp.recv(16) == b"udp"  # the attack works without us
+        with Tools(project, options=("--allow-run",)) as tools:
+            data = run(tools, attack)
+        assert "abstract" not in data["stdout"] and "Connection refused" in data["stderr"]
+        with pytest.raises(socket.timeout):
+            udp.recv(16)  # nothing reached the host's loopback
+        assert "No such file or directory" in data["stderr"]  # no /proc entry of the host's processes
+    finally:
+        abstract.close()
+        udp.close()

@@ -40,6 +40,7 @@ import stat
 import subprocess
 
 from ..primitives import ToolError
+from .text import printable
 from .writes import is_dotgit, is_repository_listing
 
 TYPE_CHECKING = False
@@ -206,10 +207,10 @@ class Bound:
         try:
             fd = os.open(path, flags)
         except OSError as err:
-            raise ToolError(f"Refused: {path} could not be opened to bind it ({err.strerror}); nothing ran") from None
+            raise ToolError(f"Refused: {printable(path)} could not be opened to bind it ({err.strerror}); nothing ran") from None
         try:
             if os.readlink(f"/proc/self/fd/{fd}") != path:
-                raise ToolError(f"Refused: {path} changed while the command's sandbox was made; nothing ran")
+                raise ToolError(f"Refused: {printable(path)} changed while the command's sandbox was made; nothing ran")
             info = os.fstat(fd)
         except (OSError, ToolError):
             os.close(fd)
@@ -249,7 +250,7 @@ class Scan:
             except (FileNotFoundError, NotADirectoryError):
                 continue  # gone meanwhile
             except OSError as err:
-                raise ToolError(f"Refused: the folder {folder} could not be read ({err.strerror}), so what a command "
+                raise ToolError(f"Refused: the folder {printable(folder)} could not be read ({err.strerror}), so what a command "
                                 "could change or reach in it is unknown; nothing ran. Make it readable (or remove "
                                 "it) first") from None
             self.entries += len(entries)
@@ -259,7 +260,7 @@ class Scan:
             for entry in entries:
                 path = entry.path
                 if len(path.encode("utf-8", "surrogateescape")) > MAX_BOUND_PATH:
-                    raise ToolError(f"Refused: a path under {folder[:200]}… is too long to be checked; nothing ran")
+                    raise ToolError(f"Refused: a path under {printable(folder[:200])}… is too long to be checked; nothing ran")
                 try:  # the kind as the listing gives it (no stat), but for the rare others
                     folder_entry = entry.is_dir(follow_symlinks=False)
                     plain = folder_entry or entry.is_file(follow_symlinks=False) or entry.is_symlink()
@@ -370,12 +371,12 @@ class Jail:
                 info = os.stat(base + bound.path)
                 read_only = bool(os.statvfs(base + bound.path).f_flag & os.ST_RDONLY)
                 if (info.st_dev, info.st_ino) != bound.identity or (bound.read_only and not read_only):
-                    raise ToolError(f"Refused: {bound.path} changed while the command's sandbox was made; nothing ran")
+                    raise ToolError(f"Refused: {printable(bound.path)} changed while the command's sandbox was made; nothing ran")
             for socket in self.scan.sockets:
                 _no_link_on_the_way(base, socket)
                 info = os.stat(base + socket)
                 if not stat.S_ISCHR(info.st_mode) or info.st_rdev != null:
-                    raise ToolError(f"Refused: {socket} changed while the command's sandbox was made; nothing ran")
+                    raise ToolError(f"Refused: {printable(socket)} changed while the command's sandbox was made; nothing ran")
         except OSError as err:
             raise ToolError(f"Refused: the command's sandbox could not be checked ({err.strerror}); nothing ran") from None
 
@@ -386,7 +387,7 @@ def _no_link_on_the_way(base: str, path: str) -> None:
     parts = path.strip("/").split("/")
     for end in range(1, len(parts)):
         if stat.S_ISLNK(os.lstat(base + "/" + "/".join(parts[:end])).st_mode):
-            raise ToolError(f"Refused: {path} changed while the command's sandbox was made; nothing ran")
+            raise ToolError(f"Refused: {printable(path)} changed while the command's sandbox was made; nothing ran")
 
 
 def tmp_folder(roots: Sequence[str], scratch: str) -> str:

@@ -257,11 +257,6 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
             raise ToolError("bubblewrap is not installed")
         rlimits = limits.rlimits(cpu_seconds=seconds * (os.cpu_count() or 1) + 1)
 
-        def enter() -> None:  # between fork and exec: system calls on what was made before, nothing else
-            limits.join()
-            for kind, value in rlimits:
-                resource_setrlimit(kind, value)
-
         with _roots_held(ctx, roots, paths):
             jail = Jail(options, paths, folder, scratch, env, Scan(paths, options.writable, ctx.check_cancelled))
             jail.open()
@@ -277,8 +272,7 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
                 proc = subprocess.Popen([binary, "--args", str(arguments), "--", "/bin/sh", "-c", command],
                                         env={"PATH": command_sandbox.DEFAULT_PATH}, cwd="/", stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        pass_fds=(arguments, blocked, told, *jail.fds), start_new_session=True,
-                                        preexec_fn=enter)
+                                        pass_fds=(arguments, blocked, told, *jail.fds), start_new_session=True)
             finally:
                 for fd in (arguments, blocked, told):
                     os.close(fd)
@@ -286,6 +280,13 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
             pid = _child_pid(info, proc)
             _wait_blocked(pid, blocked, proc)
             jail.verify(pid)
+            # The limits, on bubblewrap and the sandbox's init while it waits, before the command exists: all it
+            # starts inherits them. (Not between fork and exec: a preexec_fn makes subprocess fork the whole server,
+            # holding the interpreter's lock for milliseconds, where it would otherwise spawn.)
+            for process in (proc.pid, pid):
+                limits.join(process)
+                for kind, value in rlimits:
+                    limit(process, kind, value)
         jail.close()
         running = proc
         stopped: list[str] = []
@@ -419,11 +420,11 @@ def _remove(folder: str) -> None:
         log.warning(f"run_command: the scratch folder {folder} could not be removed ({err})")
 
 
-def resource_setrlimit(kind: int, value: int) -> None:
-    """Lower a limit to `value` (never above the hard limit the server itself has)."""
+def limit(pid: int, kind: int, value: int) -> None:
+    """Lower process `pid`'s limit `kind` to `value` (never above the hard limit the server itself has)."""
     _, hard = resource.getrlimit(kind)
     value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-    resource.setrlimit(kind, (value, value))
+    resource.prlimit(pid, kind, (value, value))
 
 
 def memfd_of(arguments: list[str]) -> int:

@@ -126,10 +126,10 @@ class TreeLimits:
             limits.append((resource.RLIMIT_NPROC, _own_tasks() + self.processes))
         return limits
 
-    def join(self) -> None:
-        """Move the calling process into the cgroups (between fork and exec: a write on descriptors opened before)."""
+    def join(self, pid: int = 0) -> None:
+        """Move process `pid` (0: the calling one) into the cgroups: what it starts from then on is in them too."""
         for fd in self._procs:
-            os.write(fd, b"0")
+            os.write(fd, str(pid).encode())
 
     def reached(self) -> list[str]:
         """The tree limits the command met: "processes" (a fork failed), "memory" (a process was killed for it)."""
