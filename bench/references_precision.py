@@ -79,6 +79,19 @@ class Unreachable(Exception):
     """PyPI could not be reached for a corpus."""
 
 
+def download(corpus: Corpus, folder: Path) -> Path:
+    """The corpus's sdist, downloaded into `folder` by pip, which checks its hash; Unreachable if it cannot be had."""
+    pins = folder / "pins.txt"
+    pins.write_text(corpus.pin + "\n")
+    done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                           "--no-deps", "--no-binary", ":all:", "--require-hashes", "-r", str(pins), "-d", str(folder)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    archives = list(folder.glob("*.tar.gz"))
+    if done.returncode != 0 or len(archives) != 1:
+        raise Unreachable(f"{corpus.name} {corpus.version}: pip download failed: {done.stderr.strip()[-500:]}")
+    return archives[0]
+
+
 def fetch(corpus: Corpus, cache: Path) -> Path:
     """The corpus's package folder, downloaded (hash checked by pip) and unpacked once under `cache`."""
     target = cache.resolve() / "corpora" / f"{corpus.name}-{corpus.version}"  # absolute: its file: URIs
@@ -86,17 +99,10 @@ def fetch(corpus: Corpus, cache: Path) -> Path:
     if (target / "complete").exists():
         return root
     with tempfile.TemporaryDirectory() as temporary:
-        pins = Path(temporary) / "pins.txt"
-        pins.write_text(corpus.pin + "\n")
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-                               "--no-deps", "--no-binary", ":all:", "--require-hashes", "-r", str(pins), "-d", temporary],
-                              capture_output=True, text=True, timeout=300, check=False)
-        archives = list(Path(temporary).glob("*.tar.gz"))
-        if done.returncode != 0 or len(archives) != 1:
-            raise Unreachable(f"{corpus.name} {corpus.version}: pip download failed: {done.stderr.strip()[-500:]}")
+        sdist = download(corpus, Path(temporary))
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
-        with tarfile.open(archives[0]) as archive:
+        with tarfile.open(sdist) as archive:
             prefix = f"{corpus.name}-{corpus.version}/{corpus.folder}/"
             members = [member for member in archive.getmembers()
                        if member.name.startswith(prefix) and member.isfile() and member.name.endswith(".py")]

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import run as harness  # bench/run.py: tables, machine facts
-from references_precision import CORPORA, Unreachable
+from references_precision import CORPORA, download
 
 START_TARGET_MS = 15.0
 TESTS_TARGET = 1.15
@@ -101,17 +101,10 @@ def fetch_suite(cache: Path) -> Path:
     if (target / "complete").exists():
         return target / f"{corpus.name}-{corpus.version}"
     with tempfile.TemporaryDirectory() as temporary:
-        pins = Path(temporary) / "pins.txt"
-        pins.write_text(corpus.pin + "\n")
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-                               "--no-deps", "--no-binary", ":all:", "--require-hashes", "-r", str(pins), "-d",
-                               temporary], capture_output=True, text=True, timeout=300, check=False)
-        archives = list(Path(temporary).glob("*.tar.gz"))
-        if done.returncode != 0 or len(archives) != 1:
-            raise Unreachable(f"click: pip download failed: {done.stderr.strip()[-500:]}")
+        sdist = download(corpus, Path(temporary))
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
-        with tarfile.open(archives[0]) as archive:
+        with tarfile.open(sdist) as archive:
             archive.extractall(target, filter="data")
     (target / "complete").touch()
     return target / f"{corpus.name}-{corpus.version}"
