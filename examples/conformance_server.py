@@ -311,6 +311,70 @@ def test_header_routed(region: str) -> str:
     return f"Routed to region {region}"
 
 
+# -- the tasks extension (io.modelcontextprotocol/tasks, SEP-2663): calls that become tasks ----------------
+# A tool registered with `tasks=` becomes a task where its handler calls `ctx.run_as_task()`: the client gets
+# the task's id at once and polls tasks/get; what the handler returns is the task's result, what it raises
+# (other than ToolError) fails the task, and a question it asks parks the task until tasks/update answers it.
+@server.tool
+def greet(name: str) -> str:
+    """Greets by name, at once (never a task)."""
+    return f"Hello, {name}!"
+
+
+@server.tool(tasks="optional")
+def slow_compute(ctx: Context, seconds: float, label: str = "") -> str:
+    """Sleeps `seconds` (a task when the client has tasks; at once for 0), then says so; cancellable."""
+    if seconds > 0 and ctx.run_as_task() and ctx.wait_cancelled(seconds):
+        return "cancelled"
+    return f"Computed {label or 'result'} after {seconds:g} s"
+
+
+@server.tool(tasks="required")
+def failing_job(ctx: Context) -> str:
+    """A task that fails as a tool does (isError) after about a second."""
+    ctx.run_as_task()
+    ctx.wait_cancelled(1.0)
+    raise ToolError("failing_job failed, as it always does")
+
+
+@server.tool(tasks="required")
+def protocol_error_job(ctx: Context) -> str:
+    """A task whose handler breaks (a protocol-level error: the task fails)."""
+    ctx.run_as_task()
+    raise RuntimeError("protocol_error_job broke, as it always does")
+
+
+@server.tool(tasks="optional")
+def confirm_delete(ctx: Context, filename: str) -> str:
+    """A task that asks the user to confirm before it "deletes" `filename` (nothing is deleted)."""
+    ctx.run_as_task()
+    answer = ctx.elicit(f"Delete {filename}?", {"type": "object", "properties": {"confirm": {"type": "boolean"}}},
+                        key="confirm")
+    confirmed = answer["action"] == "accept" and answer.get("content", {}).get("confirm") is True
+    return f"Deleted {filename}" if confirmed else f"Kept {filename}"
+
+
+@server.tool(tasks="optional")
+def multi_input(ctx: Context) -> str:
+    """A task that asks two questions at once and answers with both."""
+    ctx.run_as_task()
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}}}
+    answers = ctx.request_all({
+        "first": ("elicitation/create", {"message": "First name?", "requestedSchema": schema}),
+        "second": ("elicitation/create", {"message": "Second name?", "requestedSchema": schema}),
+    })
+    names = [answer.get("content", {}).get("name") for answer in (answers["first"], answers["second"])]
+    return f"Got {names[0]} and {names[1]}"
+
+
+@server.tool(tasks="required")
+def test_tool_with_task(ctx: Context) -> str:
+    """Asks the user's name in rounds (multi round-trip), then goes on as a task that greets them."""
+    name = accepted(ctx.elicit("What is your name?", NAME, key="user_name"), "name")
+    ctx.run_as_task()
+    return f"Hello, {name}, from a task!"
+
+
 # -- resources --------------------------------------------------------------------------------------------
 @server.resource("test://static-text", title="Static Text Resource", mime_type="text/plain")
 def static_text() -> str:

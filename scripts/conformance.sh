@@ -8,15 +8,16 @@
 #   0.1.16          --spec-version 2025-06-18                examples/conformance_server.py     all 26
 #   0.2.0-alpha.12  --spec-version 2025-06-18                examples/conformance_server.py     all 27
 #   0.2.0-alpha.12  --requirements 2026-07-28                examples/conformance_server.py     all 37 required,
-#                                                                                               and 3 pending
+#                                                                                               3 pending, 10 tasks
 #   0.2.0-alpha.12  --spec-version 2025-06-18, one by one    shipcode-mcp --http, a tmp folder  5 (REAL_2025)
 #   0.2.0-alpha.12  --spec-version 2026-07-28, one by one    shipcode-mcp --http, a tmp folder  7 (REAL_2026)
 #   0.2.0-alpha.12  the Skills extension's server scenarios  shipcode-mcp --http --skills,      3 (SKILLS)
 #                   (--force: extensions are on no timeline)   a tmp folder holding a skill
 #
 # `--requirements 2026-07-28` runs the set the suite froze as what that revision requires (37 server
-# scenarios, at the 2026-07-28 wire), and beside it, never scored, 3 "pending" scenarios (which we pass
-# too, and must) and the 10 of the tasks extension (this server offers no tasks: they fail, as expected).
+# scenarios, at the 2026-07-28 wire), and beside it, never scored, 3 "pending" scenarios and the 10 of the
+# tasks extension (SEP-2663), which we pass too, and must (the example has their fixtures: greet, slow_compute,
+# failing_job, protocol_error_job, confirm_delete, multi_input, test_tool_with_task).
 # Its exit status fails only on a required scenario; a --spec-version run's fails on any. The example
 # server, written with the public API alone, has every fixture those scenarios call; the real server is
 # run only on the scenarios that need none (the others call fixture tools and prompts it rightly lacks).
@@ -38,6 +39,7 @@ FIRST_2025=26          # FIRST, --spec-version 2025-06-18, the example server: e
 NEWEST_2025=27         # NEWEST, --spec-version 2025-06-18, the example server: every scenario it runs
 NEWEST_2026=37         # NEWEST, --requirements 2026-07-28, the example server: every required scenario
 NEWEST_2026_PENDING=3  # ... and the pending ones it runs unscored (json-schema-2020-12, http-*-validation)
+NEWEST_2026_TASKS=10   # ... and the tasks extension's, also unscored (tasks-status-notifications checks nothing yet)
 # The scenarios the real server is run on, one by one: those that need no fixture of the example's.
 REAL_2025=(server-initialize server-session-lifecycle ping tools-list resources-list)
 REAL_2026=(tools-list resources-list sep-2164-resource-not-found dns-rebinding-protection server-sse-multiple-streams
@@ -120,19 +122,23 @@ summary=()
 # summary lists each scenario (`✓ NAME: ...` or `✗ NAME: ...`), then, for a requirement set, the scenarios run
 # but not scored (`  ✓ NAME (pending)`): those are left out of the count of required ones.
 run_example() {
-  local version="$1" expected="$2" expected_pending="$3" start status=0 counts passed total pending
-  shift 3
+  local version="$1" expected="$2" expected_pending="$3" expected_extension="$4" start status=0 counts passed total pending
+  local extension
+  shift 4
   echo; echo "### $version $* against examples/conformance_server.py"
   start=$(now_ms)
   suite "$version" --url "http://127.0.0.1:$EXAMPLE_PORT/mcp" "$@" >"$WORK/out" 2>&1 || status=$?
-  read -r passed total pending < <(awk '
-    /^  (✓|✗) [^ ]+ \([a-z-]+\)$/ { unscored[$2] = 1; if ($1 == "✓" && $3 == "(pending)") pending++; next }
+  read -r passed total pending extension < <(awk '
+    /^  (✓|✗) [^ ]+ \([a-z-]+\)$/ { unscored[$2] = 1; if ($1 == "✓" && $3 == "(pending)") pending++
+                                     if ($1 == "✓" && $3 == "(extension)") extension++; next }
     /^(✓|✗) [^ ]+: / { name = $2; sub(/:$/, "", name); verdict[name] = $1 }
     END { for (name in verdict) if (!(name in unscored)) { total++; if (verdict[name] == "✓") passed++ }
-          print passed + 0, total + 0, pending + 0 }' "$WORK/out")
+          print passed + 0, total + 0, pending + 0, extension + 0 }' "$WORK/out")
   sed -n '/^=== SUMMARY ===$/,$p' "$WORK/out"
   counts="$passed/$total$([ "$expected_pending" = 0 ] || echo ", pending $pending/$expected_pending")"
-  if [ "$status" -ne 0 ] || [ "$passed" -ne "$expected" ] || [ "$total" -ne "$expected" ] || [ "$pending" -ne "$expected_pending" ]; then
+  counts="$counts$([ "$expected_extension" = 0 ] || echo ", extension $extension/$expected_extension")"
+  if [ "$status" -ne 0 ] || [ "$passed" -ne "$expected" ] || [ "$total" -ne "$expected" ] || [ "$pending" -ne "$expected_pending" ] \
+     || [ "$extension" -ne "$expected_extension" ]; then
     cat "$WORK/out"
     summary+=("FAILED  $version $* (example server): $counts, expected $expected (exit status $status)")
     failed=1
@@ -170,9 +176,9 @@ run_real() {
   fi
 }
 
-run_example "$FIRST" "$FIRST_2025" 0 --spec-version 2025-06-18
-run_example "$NEWEST" "$NEWEST_2025" 0 --spec-version 2025-06-18
-run_example "$NEWEST" "$NEWEST_2026" "$NEWEST_2026_PENDING" --requirements 2026-07-28
+run_example "$FIRST" "$FIRST_2025" 0 0 --spec-version 2025-06-18
+run_example "$NEWEST" "$NEWEST_2025" 0 0 --spec-version 2025-06-18
+run_example "$NEWEST" "$NEWEST_2026" "$NEWEST_2026_PENDING" "$NEWEST_2026_TASKS" --requirements 2026-07-28
 run_real "$REAL_PORT" 2025-06-18 "${REAL_2025[@]}"
 run_real "$REAL_PORT" 2026-07-28 "${REAL_2026[@]}"
 FORCE=--force run_real "$SKILLS_PORT" 2026-07-28 "${SKILLS[@]}"

@@ -24,6 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
+import jsonschema
+
 T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parent.parent
@@ -90,6 +92,10 @@ def modern_definition(message: dict[str, Any]) -> str | None:
     if isinstance(result, dict) and "resultType" in result:
         if result["resultType"] == "input_required":
             return "InputRequiredResult"
+        if result["resultType"] == "task":
+            return "CreateTaskResult"
+        if "taskId" in result and "status" in result:
+            return "DetailedTask"
         meta = result.get("_meta")
         if isinstance(meta, dict) and SUBSCRIPTION_ID in meta and set(result) <= {"resultType", "_meta"}:
             return "SubscriptionsListenResult"
@@ -100,6 +106,33 @@ def modern_definition(message: dict[str, Any]) -> str | None:
             message["method"] == "notifications/subscriptions/acknowledged" or (isinstance(meta, dict) and SUBSCRIPTION_ID in meta)):
         return "ServerNotification"
     return None
+
+
+_STAMP = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"
+_TASK = {"taskId": {"type": "string", "minLength": 20},
+         "status": {"enum": ["working", "input_required", "completed", "failed", "cancelled"]},
+         "createdAt": {"type": "string", "pattern": _STAMP}, "lastUpdatedAt": {"type": "string", "pattern": _STAMP},
+         "ttlMs": {"type": "integer", "minimum": 1}, "pollIntervalMs": {"type": "integer", "minimum": 1},
+         "_meta": {"type": "object"}}
+TASK_SHAPES: dict[str, dict[str, Any]] = {
+    "CreateTaskResult": {"type": "object", "additionalProperties": False, "required": [*_TASK, "resultType"],
+                         "properties": {"resultType": {"const": "task"}, **_TASK}},
+    "DetailedTask": {
+        "type": "object", "additionalProperties": False, "required": [*_TASK, "resultType"],
+        "properties": {"resultType": {"const": "complete"}, **_TASK, "result": {"type": "object", "required": ["content"]},
+                       "error": {"type": "object", "required": ["code", "message"]},
+                       "inputRequests": {"type": "object", "minProperties": 1}},
+        "allOf": [{"not": {"required": ["result", "error"]}},
+                  {"if": {"properties": {"status": {"const": "completed"}}}, "then": {"required": ["result"]}},
+                  {"if": {"properties": {"status": {"const": "failed"}}}, "then": {"required": ["error"]}},
+                  {"if": {"properties": {"status": {"const": "input_required"}}}, "then": {"required": ["inputRequests"]}},
+                  {"if": {"properties": {"status": {"enum": ["working", "cancelled"]}}},
+                   "then": {"not": {"anyOf": [{"required": ["result"]}, {"required": ["error"]},
+                                              {"required": ["inputRequests"]}]}}}]},
+}
+"""The tasks extension's answers (SEP-2663), which the 2026-07-28 schema does not define: a tools/call's
+CreateTaskResult (Result & Task, flat) and tasks/get's DetailedTask, as its pages and the conformance suite
+give them."""
 
 
 @cache
@@ -115,7 +148,10 @@ def modern_validator(name: str) -> Any:
 def validate_modern(message: dict[str, Any], name: str) -> None:
     """Raise unless the whole server->client `message` fits 2026-07-28, its result or notification
     being the definition `name`."""
-    if "result" in message:
+    if "result" in message and name in TASK_SHAPES:
+        modern_validator("JSONRPCResultResponse").validate(message)
+        jsonschema.Draft202012Validator(TASK_SHAPES[name]).validate(message["result"])
+    elif "result" in message:
         modern_validator("JSONRPCResultResponse").validate(message)
         assert message["result"]["resultType"] in ("complete", "input_required"), message
         modern_validator(name).validate(message["result"])

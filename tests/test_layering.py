@@ -16,7 +16,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # what is loopback: no imports of ours
     ("jsonrpc",),  # message shapes, error codes, the exact encoder
     ("context", "paging", "request_state"),  # one request in flight; cursors; signed request states
-    ("primitives", "envelope", "actions"),  # tools, resources, prompts; a modern request's _meta; what a session says to do
+    ("primitives", "envelope", "actions", "tasks"),  # tools, resources, prompts; a modern request's _meta; what a session says to do; tasks
     ("listings", "signature"),  # pinned resource listings; plain functions read as handlers
     ("registry",),  # what the server offers, shared by its sessions, knowing none of them
     ("methods",),  # the one table of request methods and their stateless handlers

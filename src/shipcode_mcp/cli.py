@@ -533,6 +533,7 @@ def _worker_app(args: Settings, http: Any, http_serving: Any) -> Any:
         shared = os.environ.pop(KEY_ENV, None)  # read once; the children (rg, git) need not inherit it
         state_key = bytes.fromhex(shared) if shared else None
     server, _ = build(args, state_key)
+    server.tasks_offered = args.workers == 1  # a task is one process's: polls spread over workers would miss it
     app = http.create_app(server, stateless=args.stateless, allowed_origins=args.allow_origin, allowed_hosts=args.allow_host,
                           host=_served(args)[0], auth=auth, limits=_app_limits(args))
     if not log.enabled("debug"):

@@ -221,6 +221,11 @@ class Context:
         self.failure: str | None = None  # the traceback of a bug in the handler, for the operator
         self.rounds: Rounds | None = None  # a modern request: its asks are answered in rounds, not by waiting
         self.may_call: Callable[[Any], bool] | None = None  # the tools the caller may call (the session's, set per request)
+        # A modern tools/call of a client that declared the tasks extension, to a tool that offers tasks: makes
+        # its task and the CreateTaskResult that answers the call (set by the session, kept by the tool call).
+        self.task_offer: Callable[[], tuple[Any, jsonrpc.Message] | None] | None = None
+        self.task: Any = None  # the task (tasks.Task) this run serves, once it became one: no response of its own
+        self.principal: str | None = None  # who the transport says is calling (modern requests): owns its tasks
 
     # -- cancellation -------------------------------------------------------------------------
     @property
@@ -262,6 +267,27 @@ class Context:
         if stop is not None:
             raise stop
 
+    # -- tasks (the io.modelcontextprotocol/tasks extension) -------------------------------------
+    def run_as_task(self) -> bool:
+        """From here on this tool call is a task: the client is answered at once with the task's id and
+        polls for the result, which is what this handler returns (its questions to the client park the task
+        until the client answers them with tasks/update). False when the call cannot be one (a 2025-06-18
+        request, a client that did not declare the extension, a tool that offers no tasks, too many tasks
+        held): it then goes on in its request, as any call. True again if it already is one."""
+        with self._lock:
+            if self.task is not None:  # (a run resumed after tasks/update, or a second call)
+                self.settled.set()
+                return True
+            if self.task_offer is None or self._done or self._cancelled.is_set():
+                return False
+            made = self.task_offer()
+            if made is None:
+                return False
+            self.task, response = made
+            self._send(response)
+        self.settled.set()  # a transport that waits for quick handlers has its answer
+        return True
+
     # -- progress -----------------------------------------------------------------------------
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
         """Send notifications/progress if the client asked for it; returns whether it was sent.
@@ -271,7 +297,7 @@ class Context:
         if self.progress_token is None:
             return False
         with self._lock:
-            if self._done or self._cancelled.is_set():
+            if self._done or self._cancelled.is_set() or self.task is not None:
                 return False
             if self._last_progress is not None and progress <= self._last_progress:
                 return False
@@ -299,7 +325,7 @@ class Context:
             params["logger"] = logger
         params["data"] = data
         with self._lock:
-            if self._done:
+            if self._done or self.task is not None:
                 return False
             self._send(jsonrpc.notification("notifications/message", params))
         return True

@@ -28,7 +28,10 @@ SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 ENVELOPE_KEYS = (VERSION_KEY, CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY)
 """The per-request fields of 2026-07-28's `_meta`: a request that carries any of them is modern, complete or not."""
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-"""The tasks extension, which this server does not offer: its methods need the client to declare it first."""
+"""The tasks extension (SEP-2663): offered when a tool offers tasks; its methods need the client to declare it."""
+
+TASK_METHODS = frozenset(("tasks/get", "tasks/update", "tasks/cancel"))
+"""The methods of the tasks extension (its first version's tasks/result and tasks/list are gone: -32601)."""
 
 MODERN_METHODS = frozenset((
     "server/discover", "subscriptions/listen", "tools/list", "tools/call", "resources/list",

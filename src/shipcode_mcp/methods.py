@@ -85,6 +85,11 @@ def _call_tool(registry: Registry, context: Context, params: dict[str, Any]) -> 
         arguments = {}
     elif not isinstance(arguments, dict):
         raise _invalid("Invalid params: arguments must be an object")
+    if tool.task_support is None:
+        context.task_offer = None
+    elif tool.task_support == "required" and context.task_offer is None and context.task is None \
+            and context.protocol_version != PROTOCOL_VERSION:
+        raise needs_tasks()  # the extension's word for a task-only tool called by a client that has no tasks
 
     def work() -> dict[str, Any]:
         problem = tool.check_arguments(arguments)
@@ -300,6 +305,32 @@ def _completion(values: list[str], total: int | None = None) -> dict[str, Any]:
     return {"completion": out}
 
 
+# -- the tasks extension (io.modelcontextprotocol/tasks, tasks.py) ------------------------------------
+def _get_task(registry: Registry, context: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """tasks/get: the caller's task, its result, error or questions inlined (-32602 for any other id)."""
+    return registry.tasks.detailed(registry.tasks.find(params, context.principal))
+
+
+def _update_task(registry: Registry, context: Context, params: dict[str, Any]) -> Any:
+    """tasks/update: the answers to a task's questions; the task to run again once none is open (the session's
+    step starts it), else None."""
+    responses = params.get("inputResponses")
+    if type(responses) is not dict or not all(type(answer) is dict for answer in responses.values()):
+        raise _invalid("Invalid params: inputResponses must map keys to results")
+    task = registry.tasks.find(params, context.principal)
+    name = task.params.get("name")  # (none once the task ended: nothing runs again)
+    tool = registry.tools.get(name) if isinstance(name, str) else None
+    if tool is not None and context.may_call is not None and not context.may_call(tool):
+        raise _invalid(f"Invalid params: this caller's token does not cover {tool.name}, which the task would run again")
+    return task if registry.tasks.answer(task, responses) else None
+
+
+def _cancel_task(registry: Registry, context: Context, params: dict[str, Any]) -> Any:
+    """tasks/cancel: the task ends cancelled (a finished one stays as it is); the run to stop, if any (the
+    session's step stops it)."""
+    return registry.tasks.cancel(registry.tasks.find(params, context.principal))
+
+
 class Method:
     """A request method: its handler; the capability (and sub-capability) that must be offered for it; the
     session step it takes (session.py, `Session.STEPS`); whether a legacy session may call it (the modern
@@ -332,6 +363,9 @@ METHODS: dict[str, Method] = {
     "prompts/get": Method(_get_prompt, ("prompts",)),
     "logging/setLevel": Method(_set_log_level, ("logging",), step="log level"),
     "completion/complete": Method(_complete, ("completions",)),
+    "tasks/get": Method(_get_task, legacy=False),
+    "tasks/update": Method(_update_task, step="task update", legacy=False),
+    "tasks/cancel": Method(_cancel_task, step="task cancel", legacy=False),
 }
 """Every MCP request method, in both eras."""
 
@@ -348,7 +382,7 @@ def lookup(registry: Registry, method: str, capabilities: dict[str, Any] | None 
     if entry is None and modern:
         handler = registry.extension_method(method)
         return None if handler is None else Method(partial(_extension, handler), legacy=False)
-    if entry is None or not (method in era.MODERN_METHODS if modern else entry.legacy):
+    if entry is None or not ((method in era.MODERN_METHODS or method in era.TASK_METHODS) if modern else entry.legacy):
         return None
     needs = entry.needs
     if needs:

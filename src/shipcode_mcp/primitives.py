@@ -160,7 +160,11 @@ class Tool:
     def __init__(self, name: str, handler: ToolHandler, input_schema: dict[str, Any] | None = None, *,
                  description: str | None = None, title: str | None = None,
                  output_schema: dict[str, Any] | None = None, annotations: dict[str, Any] | None = None,
-                 meta: dict[str, Any] | None = None, inline: bool = False) -> None:
+                 meta: dict[str, Any] | None = None, inline: bool = False, task_support: str | None = None) -> None:
+        if task_support not in (None, "optional", "required"):
+            raise ValueError(f"tool {name}: task_support is 'optional', 'required' or None, not {task_support!r}")
+        if task_support is not None and inline:
+            raise ValueError(f"tool {name}: a tool that runs on the reading loop cannot become a task")
         self.name = name
         self.handler = handler
         self.input_schema = input_schema if input_schema is not None else {"type": "object"}
@@ -170,6 +174,9 @@ class Tool:
         self.annotations = annotations
         self.meta = meta
         self.inline = inline
+        # "optional" or "required": a call may become a task (tasks extension) when its handler says so
+        # (Context.run_as_task); "required": a modern client that did not declare the extension is refused.
+        self.task_support = task_support
         # Set for an output schema derived from a return type that is not an object: the value is
         # then sent as structuredContent {"result": value}.
         self.wrap_output = False

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .listings import PinnedListings
     from .primitives import Completer, Prompt, Resource, ResourceTemplate, Tool
     from .request_state import RequestStates
+    from .tasks import Tasks
 
     ResourceSource = Callable[[], Sequence[Resource]]
     TemplateSource = Callable[[], Sequence[ResourceTemplate]]
@@ -113,8 +114,12 @@ class Registry:
         self._server_info: tuple[tuple[str, str, str | None], dict[str, Any]] | None = None
         self._state_key = state_key
         self._request_states: RequestStates | None = None
+        self._tasks: Tasks | None = None
+        # A task lives in the process that made it: a server whose requests several processes serve (--workers)
+        # sets this False, and offers no tasks (a poll landing on another process would not find its task).
+        self.tasks_offered = True
         self._listings: PinnedListings | None = None  # made by the first resources/list (listings.py)
-        self._listings_lock = threading.Lock()
+        self._first_use_lock = threading.Lock()  # what is made on first use (listings, tasks) is made once
 
     # -- what is registered (read-only views) -------------------------------------------------------
     @property
@@ -333,6 +338,8 @@ class Registry:
                 caps[capability] = {flag: True for flag in _FLAGS.get(capability, ()) if self.offers(capability, flag)}
         if modern and self._extensions:
             caps["extensions"] = {identifier: dict(settings) for identifier, settings in self._extensions.items()}
+        if modern and self.offers_tasks:
+            caps.setdefault("extensions", {})[era.TASKS_EXTENSION] = {}
         return caps
 
     def cache_hint(self, method: str) -> tuple[int, str] | None:
@@ -382,6 +389,23 @@ class Registry:
             self._request_states = RequestStates(self._state_key)
         return self._request_states
 
+    @property
+    def tasks(self) -> Tasks:
+        """The tasks of the tasks extension, whichever request or transport made them (made when first needed)."""
+        if self._tasks is None:
+            with self._first_use_lock:
+                if self._tasks is None:
+                    from .tasks import Tasks  # off the start-up budget: only a client of the tasks extension
+
+                    self._tasks = Tasks()
+        return self._tasks
+
+    @property
+    def offers_tasks(self) -> bool:
+        """A tool offers tasks (`task_support`), and one process serves every request: the tasks extension is
+        offered to modern clients."""
+        return self.tasks_offered and any(tool.task_support is not None for tool in self._tools.values())
+
     # -- what a request reads -------------------------------------------------------------------
     def offers(self, capability: str, sub: str | None = None) -> bool:
         """Whether this server offers `capability` (and its `sub` flag: resources' subscribe, a list's
@@ -418,7 +442,7 @@ class Registry:
     def resource_listings(self) -> PinnedListings:
         """The listings resources/list cursors point at, pinned while clients page (listings.py)."""
         if self._listings is None:
-            with self._listings_lock:
+            with self._first_use_lock:
                 if self._listings is None:
                     from .listings import PinnedListings  # off the start-up budget: from the first resources/list
 

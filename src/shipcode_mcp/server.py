@@ -33,17 +33,19 @@ class Server(Registry):
         def tool(self, fn: F, /, *, name: str | None = None, title: str | None = None,
                  description: str | None = None, input_schema: dict[str, Any] | None = None,
                  output_schema: dict[str, Any] | None = None, annotations: dict[str, Any] | None = None,
-                 meta: dict[str, Any] | None = None, inline: bool = False) -> F: ...
+                 meta: dict[str, Any] | None = None, inline: bool = False, tasks: str | None = None) -> F: ...
         @overload
         def tool(self, fn: None = None, /, *, name: str | None = None, title: str | None = None,
                  description: str | None = None, input_schema: dict[str, Any] | None = None,
                  output_schema: dict[str, Any] | None = None, annotations: dict[str, Any] | None = None,
-                 meta: dict[str, Any] | None = None, inline: bool = False) -> Callable[[F], F]: ...
+                 meta: dict[str, Any] | None = None, inline: bool = False,
+                 tasks: str | None = None) -> Callable[[F], F]: ...
 
     def tool(self, fn: F | None = None, /, *, name: str | None = None, title: str | None = None,
              description: str | None = None, input_schema: dict[str, Any] | None = None,
              output_schema: dict[str, Any] | None = None, annotations: dict[str, Any] | None = None,
-             meta: dict[str, Any] | None = None, inline: bool = False) -> F | Callable[[F], F]:
+             meta: dict[str, Any] | None = None, inline: bool = False,
+             tasks: str | None = None) -> F | Callable[[F], F]:
         """Register a function as a tool: `@server.tool` or `@server.tool(title=..., ...)`.
 
         Without `input_schema` the schema comes from the parameters' type hints, their descriptions
@@ -51,6 +53,10 @@ class Server(Registry):
         docstring. Without `output_schema`, a return type that names a structured shape (numbers,
         lists, TypedDict, dataclass, pydantic model) gives one, and the result becomes
         structuredContent. Raise `ToolError` for a failure the model should see.
+
+        `tasks` ("optional" or "required") lets a call become a task of the tasks extension: the handler calls
+        `ctx.run_as_task()` where the rest may take long. "required": a 2026-07-28 client that did not
+        declare the extension is refused (-32021).
         """
         def register(fn: F) -> F:
             from .signature import Signature, jsonable  # off the start-up budget: only decorated functions (the CLI's tools are Tools)
@@ -67,7 +73,7 @@ class Server(Registry):
 
             tool = Tool(tool_name, handler, input_schema if input_schema is not None else signature.input_schema(),
                         description=description if description is not None else signature.summary, title=title,
-                        output_schema=derived, annotations=annotations, meta=meta, inline=inline)
+                        output_schema=derived, annotations=annotations, meta=meta, inline=inline, task_support=tasks)
             tool.wrap_output = wrapped
             if signature.is_async:
                 tool.async_handler = async_handler

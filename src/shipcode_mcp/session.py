@@ -279,14 +279,19 @@ class Session:
         if refused is not None:
             raise refused
         version, capabilities, level = meta[era.VERSION_KEY], meta[era.CAPABILITIES_KEY], meta.get(era.LOG_LEVEL_KEY)
-        if method.startswith("tasks/") and not declares_tasks(capabilities):
-            raise needs_tasks()  # the tasks extension says so, though this server offers no tasks at all
-        if method not in era.MODERN_METHODS and self.registry.extension_method(method) is None:
+        declared = declares_tasks(capabilities)
+        if method.startswith("tasks/") and not declared:
+            raise needs_tasks()  # the tasks extension says so, whether or not this server offers tasks
+        if method not in era.MODERN_METHODS and self.registry.extension_method(method) is None and not (
+                method in era.TASK_METHODS and self.registry.offers_tasks):
             raise JsonRpcError(jsonrpc.METHOD_NOT_FOUND, data=f"{method} is not a method of MCP {version}"
                                if method in ("initialize", "ping", "logging/setLevel", "resources/subscribe",
                                              "resources/unsubscribe") else None)
         context = Context(self.channel, msg_id, method, params, client_capabilities=capabilities,
                           log_threshold=level if self.registry.logging_enabled else None, protocol_version=version)
+        context.principal = self.principal
+        if method == "tools/call" and declared and self.registry.offers_tasks:
+            context.task_offer = partial(self._task_made, context)  # the tool decides (methods._call_tool, run_as_task)
         if method in era.ASKING_METHODS:
             responses: dict[str, Any] = {}
             if "inputResponses" in params:
@@ -326,6 +331,60 @@ class Session:
                                                                   self.principal)
         out["_meta"] = {era.SERVER_INFO_KEY: self.registry.server_info()}
         return out
+
+    # -- the tasks extension (io.modelcontextprotocol/tasks): a tool call answered before it ends ------
+    def _task_made(self, context: Context) -> tuple[Any, Message] | None:
+        """Context.run_as_task, from the worker running the call: its task, made in the registry's store (not
+        in this session, which another thread owns), and the CreateTaskResult that answers the call."""
+        made = self.registry.tasks.open(context, context.principal)
+        if made is None:
+            return None
+        task, created = made
+        created["_meta"] = {era.SERVER_INFO_KEY: self.registry.server_info()}
+        return task, jsonrpc.result(context.request_id, created)
+
+    def _task_update(self, context: Context, resume: Any) -> list[Action]:
+        """The step of tasks/update: acknowledged; once every question of the task is answered, its handler
+        runs again with the answers (under the task's id, with this session's runner)."""
+        actions: list[Action] = [Send(self._response(context, {}), context.request_id)]
+        if resume is None:
+            return actions
+        task = resume
+        run = Context(self.channel, task.id, "tools/call", task.params, client_capabilities=task.capabilities,
+                      protocol_version=era.MODERN_VERSION)
+        run.principal, run.task, run.may_call = task.principal, task, self.may_call
+        run.rounds = Rounds(task.carried, task.answers)
+        entry = lookup(self.registry, "tools/call", modern=True)
+        try:
+            if entry is None:
+                raise JsonRpcError(jsonrpc.METHOD_NOT_FOUND)
+            outcome = entry.handler(self.registry, run, run.params)
+        except JsonRpcError as err:
+            self.registry.tasks.settle(task, err)
+            return actions
+        if not isinstance(outcome, Deferred):
+            self.registry.tasks.settle(task, outcome)
+            return actions
+        if task.id in self.in_flight:  # a client request under the task's id: the run waits for nothing
+            self.registry.tasks.settle(task, JsonRpcError(jsonrpc.INTERNAL_ERROR, "the task's id is in use"))
+            return actions
+        if not self.registry.tasks.resume(task, run):  # cancelled since its last answer came
+            return actions
+        self.in_flight[task.id] = run
+        return [*actions, Start(Job(run, outcome))]
+
+    def _task_cancel(self, context: Context, running: Any) -> list[Action]:
+        """The step of tasks/cancel: acknowledged; the run under way, if any, is stopped."""
+        actions: list[Action] = [Send(self._response(context, {}), context.request_id)]
+        return [*actions, Cancel(running)] if running is not None else actions
+
+    def _stop_tasks(self) -> list[Action]:
+        """The input ended: the tasks this session runs are cancelled, as nobody is left to poll them."""
+        actions: list[Action] = []
+        for context in self.in_flight.values():
+            if context.task is not None and self.registry.tasks.cancel(context.task) is not None:
+                actions.append(Cancel(context))
+        return actions
 
     # -- subscriptions/listen: a request that stays open --------------------------------------------
     def _listen(self, context: Context, outcome: Any) -> list[Action]:
@@ -411,6 +470,10 @@ class Session:
         actions: list[Action] = []
         if context.failure is not None:
             actions.append(Report(context.failure))
+        if context.task is not None:  # its call was answered when it became a task: the task keeps the outcome
+            self._settle(context, answered=True)
+            self.registry.tasks.settle(context.task, None if cancelled else outcome)
+            return actions
         if cancelled:
             self._settle(context, answered=False)
             return actions
@@ -430,6 +493,8 @@ class Session:
             if self.listeners.pop(request_id, None) is not None:  # a subscription: it just ends, unanswered
                 return [Cancel(self.in_flight.pop(request_id))]
             context = self.in_flight[request_id]
+            if context.task is not None:  # a task is stopped by tasks/cancel, never by this (the extension says so)
+                return []
             self.cancelled.add(request_id)
             return [Cancel(context)]
         if method == "notifications/initialized":
@@ -475,6 +540,7 @@ class Session:
         self._advance("close")
         outgoing, self.outgoing = self.outgoing, {}
         actions: list[Action] = self._stop_listening(graceful=True)
+        actions += self._stop_tasks()
         actions += [Answer(request_id, None) for request_id in outgoing]
         if self._adopting:  # roots in hand are on their way to the server: what waits for them waits on
             return actions
@@ -588,6 +654,8 @@ class Session:
         "log level": _set_log_level,
         "subscription": _subscription,
         "listen": _listen,
+        "task update": _task_update,
+        "task cancel": _task_cancel,
     }
     """The session's step of each method that changes it (methods.py: `Method.step`), given the handler's outcome."""
 

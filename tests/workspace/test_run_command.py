@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from shipcode_mcp import era
 from shipcode_mcp.context import Cancelled
 from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import command_sandbox, run_command, tree_limits
@@ -534,3 +535,55 @@ def test_no_abstract_socket_udp_or_environment_of_the_host_is_reached(project: P
     finally:
         abstract.close()
         udp.close()
+
+
+def test_a_2026_client_of_the_tasks_extension_polls_a_run_and_tasks_cancel_kills_its_tree(project: Path) -> None:
+    """Over real pipes: a modern tools/call that declares the tasks extension is answered at once with a task;
+    tasks/get tells it running, then inlines the command's result; tasks/cancel stops a run with everything it
+    started. A client that did not declare the extension gets the result in its request, as before."""
+    from support import McpProcess  # (as the test above does)
+
+    def meta(capabilities: dict[str, Any]) -> dict[str, Any]:
+        return {era.VERSION_KEY: era.MODERN_VERSION, era.CAPABILITIES_KEY: capabilities,
+                era.CLIENT_INFO_KEY: {"name": "t", "version": "1"}}
+
+    declared = meta({"extensions": {era.TASKS_EXTENSION: {}}})
+
+    def task_of(command: str) -> str:
+        created = server.request("tools/call", {"name": "run_command", "arguments": {"command": command},
+                                                "_meta": declared}, timeout=30)["result"]
+        assert created["resultType"] == "task" and created["status"] == "working" and "content" not in created
+        return str(created["taskId"])
+
+    def polled(task_id: str, until: tuple[str, ...] = ("completed", "failed", "cancelled")) -> dict[str, Any]:
+        deadline = time.monotonic() + 30
+        while True:
+            got: dict[str, Any] = server.request("tasks/get", {"taskId": task_id, "_meta": declared})["result"]
+            if got["status"] in until or time.monotonic() > deadline:
+                return got
+            time.sleep(0.1)
+
+    with McpProcess("--allow-run", "--allow-write", str(project)) as server:
+        discovered = server.request("server/discover", {"_meta": meta({})})["result"]
+        assert discovered["capabilities"]["extensions"] == {era.TASKS_EXTENSION: {}}
+        quick = task_of("echo out; exit 3")
+        done = polled(quick)
+        assert done["status"] == "completed" and done["result"]["structuredContent"]["exit_code"] == 3
+        assert done["result"]["structuredContent"]["stdout"] == "out\n" and done["result"]["isError"] is False
+        mark = f"shipcode-task-daemon-{os.getpid()}-{time.monotonic_ns()}"
+        running = task_of(daemon(mark) + "; sleep 60")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not _ticking(project):  # the tree runs, its daemon ticks
+            time.sleep(0.1)
+        assert polled(running, ("working",))["status"] == "working" and _ticking(project)
+        acknowledged = server.request("tasks/cancel", {"taskId": running, "_meta": declared})["result"]
+        assert acknowledged["resultType"] == "complete" and list(acknowledged) == ["resultType", "_meta"]
+        assert polled(running)["status"] == "cancelled"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _ticking(project):
+            time.sleep(0.1)
+        assert not _ticking(project)
+        assert subprocess.run(["pgrep", "-f", mark], capture_output=True, check=False).returncode == 1  # none left
+        plain_call = server.request("tools/call", {"name": "run_command", "arguments": {"command": "echo here"},
+                                                   "_meta": meta({})})["result"]
+        assert plain_call["resultType"] == "complete" and plain_call["structuredContent"]["stdout"] == "here\n"

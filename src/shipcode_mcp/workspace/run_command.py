@@ -145,6 +145,7 @@ def run_command(ctx: Context, roots: Roots, command: str, cwd: str | None, timeo
     missing = command_sandbox.unavailable_reason()
     if missing is not None:
         raise ToolError(f"Commands cannot run in their sandbox here: {missing}")
+    ctx.run_as_task()  # (tasks extension) from here the client polls; a refusal above came back at once
     waiting = time.monotonic() + seconds  # the wait for a turn and for the writer's lock together: the timeout
     _take_turn(ctx, waiting, seconds)
     try:

@@ -1190,6 +1190,7 @@ MAX_COMMAND_CHARS = 100_000
 MAX_RUN_ENV = 100
 RUN_COMMAND = {
     "run": "run_command:run_command",
+    "tasks": "optional",  # a 2026-07-28 client of the tasks extension polls a long run instead of waiting on it
     "title": "Run a command",
     "description": (
         "Run a shell command line (`sh -c`) in a folder of the workspace, inside a sandbox, and return its exit status, "
@@ -1369,7 +1370,7 @@ def _tool(name: str, spec: dict[str, Any], roots: Roots, annotations: dict[str, 
         return run(name, ctx, roots, **given)
 
     return Tool(name, call, spec["input"], title=spec["title"], description=spec["description"],
-                output_schema=spec["output"], annotations=dict(annotations))
+                output_schema=spec["output"], annotations=dict(annotations), task_support=spec.get("tasks"))
 
 
 def code_available() -> bool:

@@ -169,7 +169,8 @@ def initialize(capabilities: dict[str, Any] | None = None, msg_id: int = 0) -> d
 
 
 MODERN_VERSION = "2026-07-28"
-NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "tasks/get": "taskId",
+            "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 
 def modern(method: str, params: dict[str, Any] | None = None, msg_id: int | str | None = 1, *,

@@ -15,6 +15,8 @@ import anyio
 import pytest
 
 from shipcode_mcp import Context, Server, ToolError
+from shipcode_mcp.era import TASKS_EXTENSION as TASKS
+from shipcode_mcp.workspace import command_sandbox
 from support import REPO, wait_for
 from transports.http.support import (
     MCP_HEADERS,
@@ -424,10 +426,41 @@ def test_the_command_line_runs_stateless_workers(tmp_path: Any) -> None:
         # Modern (2026-07-28) clients: no handshake, any worker serves any request.
         discovered = post_modern(port, modern("server/discover")).json()["result"]
         assert discovered["supportedVersions"] == ["2026-07-28", "2025-06-18"]
+        assert "extensions" not in discovered["capabilities"]  # a task is one worker's: none is offered (see below)
         for number in range(6):
             call = modern("tools/call", {"name": "read_file", "arguments": {"path": "hello.txt"}}, number)
             result = post_modern(port, call).json()["result"]
             assert result["resultType"] == "complete" and result["structuredContent"]["text"] == "hello"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(15) == 0
+
+
+@pytest.mark.skipif(command_sandbox.unavailable_reason() is not None, reason="run_command needs its sandbox")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_run_command_is_a_task_over_http_in_one_process_and_not_across_workers(tmp_path: Any, workers: int) -> None:
+    """A task lives in the process that made it: one process offers the tasks extension and serves a run's polls
+    from other POSTs; several workers would send a poll to a process without the task, so they offer none."""
+    port = free_port()
+    process = start_process(["-m", "shipcode_mcp", "--http", f"127.0.0.1:{port}", "--stateless", "--workers",
+                             str(workers), "--allow-run", str(tmp_path)], port)
+    declared: dict[str, Any] = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}
+    try:
+        extensions = post_modern(port, modern("server/discover")).json()["result"]["capabilities"].get("extensions")
+        call = modern("tools/call", {"name": "run_command", "arguments": {"command": "sleep 0.3; echo ran"}}, meta=declared)
+        first = post_modern(port, call).json()["result"]
+        if workers > 1:
+            assert extensions is None and first["resultType"] == "complete" and "ran" in first["structuredContent"]["stdout"]
+            return
+        assert extensions == {TASKS: {}} and first["resultType"] == "task"
+        for number in range(200):
+            got = post_modern(port, modern("tasks/get", {"taskId": first["taskId"]}, number, meta=declared)).json()["result"]
+            if got["status"] != "working":
+                break
+            time.sleep(0.05)
+        assert got["status"] == "completed" and got["result"]["structuredContent"]["stdout"] == "ran\n"
+        missing = post_modern(port, modern("tasks/get", {"taskId": "nothing"}, 7, meta=declared))
+        assert missing.json()["error"]["code"] == -32602
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(15) == 0
@@ -497,7 +530,7 @@ def test_the_official_python_sdk_client_uses_every_feature_over_http() -> None:
                 read, write, sampling_callback=sampling, elicitation_callback=elicitation, logging_callback=on_log) as session:
             result = await session.initialize()
             assert result.protocol_version == "2025-06-18" and result.capabilities.completions is not None
-            assert len((await session.list_tools()).tools) == 25
+            assert len((await session.list_tools()).tools) == 32
             called = await session.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
             assert called.is_error is False
             sampled = await session.call_tool("test_sampling", {"prompt": "hi"})

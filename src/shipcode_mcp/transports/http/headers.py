@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
-NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri", "tasks/get": "taskId",
+            "tasks/update": "taskId", "tasks/cancel": "taskId"}
 """The modern requests that carry `Mcp-Name`, and the parameter it mirrors."""
 _HEADER_VALUE = re.compile(rb"[\x20-\x7e\t]*")  # what RFC 9110 and MCP allow in a header value, as bytes
 _BASE64 = re.compile(r"=\?base64\?(.*)\?=", re.DOTALL)
