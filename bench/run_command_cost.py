@@ -65,7 +65,7 @@ def _roots(root: Path) -> Any:
 def _sandboxed(roots: Any, command: str, timeout: int = 600) -> dict[str, Any]:
     from shipcode_mcp.workspace.run_command import run_command
 
-    result = run_command(_context(), roots, command, None, timeout, None)
+    result = run_command(_context(), roots, command, None, timeout, None, None)
     if result.is_error or result.structured is None:
         raise harness.BenchError(f"run_command failed: {result.content}")
     data: dict[str, Any] = result.structured

@@ -207,7 +207,7 @@ def test_a_cancelled_call_kills_the_tree_at_once(project: Path) -> None:
     threading.Timer(1.0, ctx.cancel).start()
     started = time.monotonic()
     with pytest.raises(Cancelled):
-        run_command.run_command(ctx, roots, DAEMON + "; sleep 60", None, 60, None)
+        run_command.run_command(ctx, roots, DAEMON + "; sleep 60", None, 60, None, None)
     assert time.monotonic() - started < 10
     assert not _ticking(project)
 
@@ -238,12 +238,26 @@ def test_a_result_over_the_budget_is_cut_from_the_middle_without_running_again(p
     assert f"[… {data['stdout_omitted']} bytes left out …]" in text
 
 
+def test_a_tests_report_over_the_budget_lists_fewer_failures_however_quiet_the_output(project: Path) -> None:
+    case = '<testcase classname="m" name="t{0}"><failure message="f{0}">{1}</failure></testcase>'
+    report = "<testsuite>" + "".join(case.format(n, "x" * 3000) for n in range(50)) + "</testsuite>"
+    (project / "report.xml").write_text(report)
+    with Tools(project, options=("--allow-run",)) as tools:
+        result = tools.call("run_command", {"command": "cp report.xml $JUNIT_REPORT_DIR/", "report": "tests"},
+                            meta={"io.github.shipcode-mcp/maxResultTokens": 2000})
+    data, text = result["structuredContent"], result["content"][0]["text"]
+    assert len(text.encode()) + len(str(data).encode()) <= 2000 * 3 * 1.1
+    tests = data["tests"]
+    assert tests["failed"] == 50 and 0 < len(tests["failures"]) < 50
+    assert len(tests["failures"]) + tests["failures_omitted"] == 50
+
+
 def test_progress_notifications_carry_the_lines_as_they_come(project: Path) -> None:
     roots = Roots([str(project)])
     roots.run_options = RunOptions()
     ctx = context(progress_token="run-1")
     result = run_command.run_command(ctx, roots, "for i in 1 2 3 4 5 6; do echo line $i; sleep 0.2; done", None, 30,
-                                     None)
+                                     None, None)
     assert result.structured is not None and result.structured["stdout"].count("line") == 6
     progress = [message["params"] for message in ctx.sent if message.get("method") == "notifications/progress"]
     assert len(progress) >= 3 and all(params["progressToken"] == "run-1" for params in progress)
@@ -283,6 +297,49 @@ def test_a_real_test_suite_runs_and_its_failure_comes_back(project: Path) -> Non
         data = run(tools, f"{sys.executable} -m pytest -q -p no:cacheprovider test_sample.py", timeout=120)
     assert data["exit_code"] == 1, data
     assert "1 failed, 1 passed" in data["stdout"] and "assert 'ABC' == 'abd'" in data["stdout"]
+    assert data["tests"] is None  # not asked for
+
+
+def test_report_tests_returns_a_real_runners_failures_as_data(project: Path) -> None:
+    """pytest, told by its own variable, writes its JUnit report into the scratch folder; the failures come back
+    with their test id, file, line, message and traceback. A runner pointed at $JUNIT_REPORT_DIR by the command
+    itself counts too; what the command plants there (a link out, a FIFO, an entity bomb) is not read."""
+    (project / "tests").mkdir()
+    (project / "tests" / "test_sample.py").write_text(
+        "import pytest\n\n\ndef test_ok():\n    assert 1 + 1 == 2\n\n\n"
+        "def test_broken():\n    assert 'abc'.upper() == 'abd'\n\n\n"
+        "@pytest.fixture\ndef bad():\n    raise RuntimeError('no fixture')\n\n\n"
+        "def test_error(bad):\n    pass\n\n\n@pytest.mark.skip\ndef test_skipped():\n    pass\n")
+    bomb = ('<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">]>'
+            '<testsuite><testcase name="x"><failure message="&b;"/></testcase></testsuite>')
+    plant = (f"ln -s /etc/passwd $JUNIT_REPORT_DIR/link.xml; mkfifo $JUNIT_REPORT_DIR/fifo.xml; "
+             f"printf '%s' '{bomb}' > $JUNIT_REPORT_DIR/bomb.xml; "
+             "printf '<testsuite><testcase classname=\"other\" name=\"t\"><failure message=\"boom\">trace</failure>"
+             "</testcase></testsuite>' > $JUNIT_REPORT_DIR/other.xml")
+    import xml.etree.ElementTree as PlainXml  # (the attack working without us: the standard parser expands it)
+
+    assert PlainXml.fromstring(bomb).find("testcase/failure").get("message") == "a" * 80  # type: ignore[union-attr]
+    planted = project.parent / "planted"
+    planted.mkdir()
+    (planted / "link.xml").symlink_to("/etc/passwd")
+    assert "root:" in (planted / "link.xml").read_text()  # and a plain open follows a planted link out
+    with Tools(project, options=("--allow-run", *TOOLCHAIN)) as tools:
+        data = run(tools, f"{sys.executable} -m pytest -q -p no:cacheprovider tests; {plant}", timeout=120,
+                   report="tests")
+        text = tools.last["content"][0]["text"]
+    report = data["tests"]
+    assert report["reports"] == 2 and sorted(report["unreadable"]) == ["bomb.xml", "fifo.xml", "link.xml"]
+    assert (report["total"], report["failed"], report["errors"], report["skipped"]) == (5, 2, 1, 1)
+    other, broken, error = report["failures"]  # the reports in name order: other.xml, pytest.xml
+    assert broken["id"] == "tests.test_sample::test_broken" and broken["kind"] == "failure"
+    assert (broken["file"], broken["line"]) == ("tests/test_sample.py", 8)
+    assert "AssertionError" in broken["message"] and "assert 'ABC' == 'abd'" in broken["traceback"]
+    assert error["id"] == "tests.test_sample::test_error" and error["kind"] == "error"
+    assert "no fixture" in error["traceback"]
+    assert other == {"id": "other::t", "kind": "failure", "file": None, "line": None, "message": "boom",
+                     "traceback": "trace"}
+    assert "tests: 5 run, 2 failed, 1 broke, 1 skipped" in text
+    assert "FAILED tests.test_sample::test_broken (tests/test_sample.py:8): AssertionError" in text
 
 
 def test_bad_calls_are_refused_clearly(project: Path, tmp_path: Path) -> None:
@@ -433,7 +490,7 @@ def test_waiting_for_a_turn_is_not_the_commands_time(project: Path) -> None:
             run_command._turns.release()
 
     threading.Timer(1.5, give_back).start()
-    result = run_command.run_command(context(), roots, "sleep 1; echo finished", None, 2, None)
+    result = run_command.run_command(context(), roots, "sleep 1; echo finished", None, 2, None, None)
     assert result.structured is not None and result.structured["stdout"] == "finished\n"
     assert result.structured["limits"] == []
 
@@ -480,7 +537,7 @@ def test_a_folder_swapped_for_a_link_while_the_sandbox_is_made_is_refused(projec
     roots = Roots([str(project)])
     roots.run_options = RunOptions(writable=True)
     with pytest.raises(ToolError, match="changed while the command's sandbox was made"):
-        run_command.run_command(context(), roots, "touch sub/inner/.git/hooks/planted", None, 10, None)
+        run_command.run_command(context(), roots, "touch sub/inner/.git/hooks/planted", None, 10, None, None)
     assert not (project / "sub.real" / "inner" / ".git" / "hooks" / "planted").exists()
 
 

@@ -534,7 +534,9 @@ def _run_command(cut: _Cut) -> ToolResult | None:
     never by running the command again."""
     from .run_command import render, shrunk  # (only for a run over the budget)
 
-    keep = max(len(str(cut.data.get("stdout", ""))), len(str(cut.data.get("stderr", ""))))
+    tests = cut.data.get("tests")
+    keep = max(len(str(cut.data.get("stdout", ""))), len(str(cut.data.get("stderr", ""))),
+               len(json.dumps(tests)) if tests is not None else 0)
     while keep > 16:
         keep = keep * 3 // 4
         data = shrunk(cut.data, keep)

@@ -27,7 +27,7 @@ from contextlib import ExitStack, contextmanager
 
 from .. import log
 from ..primitives import ToolError, ToolResult, text_content
-from . import command_sandbox, tree_limits
+from . import command_sandbox, junit_reports, tree_limits
 from .command_sandbox import Jail, RunOptions, Scan
 from .text import printable
 from .tools import RUN_TIMEOUT
@@ -116,6 +116,8 @@ def shrunk(data: dict[str, Any], keep: int) -> dict[str, Any]:
         shown = round((size - left) * (len(kept_start) + len(kept_end)) / max(1, chars))
         left_out = max(left, size - shown)
         data[name], data[f"{name}_omitted"] = kept_start + MARKER.format(left_out) + kept_end, left_out
+    if data.get("tests") is not None:
+        data["tests"] = junit_reports.shrunk(data["tests"], keep)
     return data
 
 
@@ -130,7 +132,7 @@ def _from_line_start(text: str) -> str:
 
 
 def run_command(ctx: Context, roots: Roots, command: str, cwd: str | None, timeout: int | None,
-                env: list[str] | None) -> ToolResult:
+                env: list[str] | None, report: str | None) -> ToolResult:
     options = roots.run_options
     if options is None:  # (the tool is offered only with --allow-run)
         raise ToolError("run_command is not allowed on this server (start it with --allow-run)")
@@ -145,12 +147,14 @@ def run_command(ctx: Context, roots: Roots, command: str, cwd: str | None, timeo
     missing = command_sandbox.unavailable_reason()
     if missing is not None:
         raise ToolError(f"Commands cannot run in their sandbox here: {missing}")
+    if report == "tests" and not junit_reports.available():
+        raise ToolError("report: 'tests' needs defusedxml, of the run extra (pip install 'shipcode-mcp[run]')")
     ctx.run_as_task()  # (tasks extension) from here the client polls; a refusal above came back at once
     waiting = time.monotonic() + seconds  # the wait for a turn and for the writer's lock together: the timeout
     _take_turn(ctx, waiting, seconds)
     try:
         with _one_writer(ctx, options, waiting, seconds):
-            return _run(ctx, roots, options, command, folder, seconds, env or [])
+            return _run(ctx, roots, options, command, folder, seconds, env or [], report == "tests")
     finally:
         _turns.release()
 
@@ -242,7 +246,7 @@ def _roots_held(ctx: Context, roots: Roots, paths: list[str]) -> Iterator[None]:
 
 
 def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: str, seconds: int,
-         given_env: list[str]) -> ToolResult:
+         given_env: list[str], tests: bool = False) -> ToolResult:
     scratch = tempfile.mkdtemp(prefix="shipcode-run-")
     limits = tree_limits.TreeLimits(options.memory, options.processes)
     _live[scratch] = limits
@@ -251,8 +255,12 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
     block = info = -1
     try:
         paths = list(roots.paths)
-        env = command_sandbox.environment(options, command_sandbox.tmp_folder(paths, scratch), given_env)
+        shown = command_sandbox.tmp_folder(paths, scratch)
+        env = command_sandbox.environment(options, shown, given_env)
         os.mkdir(os.path.join(scratch, "home"), 0o700)
+        if tests:
+            os.mkdir(os.path.join(scratch, junit_reports.FOLDER), 0o700)
+            env.update(junit_reports.environment(f"{shown}/{junit_reports.FOLDER}", env))
         binary = command_sandbox.bwrap()
         if binary is None:
             raise ToolError("bubblewrap is not installed")
@@ -314,7 +322,8 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
         duration = time.monotonic() - started
         ctx.check_cancelled()
         stopped += limits.reached()
-        return _result(roots, command, folder, code, duration, out, err, stopped, seconds)
+        report = junit_reports.read(os.path.join(scratch, junit_reports.FOLDER)) if tests else None
+        return _result(roots, command, folder, code, duration, out, err, stopped, seconds, report)
     finally:
         for fd in (block, info):
             if fd >= 0:
@@ -489,14 +498,15 @@ MAX_COMMAND_SHOWN = 2000
 
 
 def _result(roots: Roots, command: str, folder: str, code: int, duration: float, out: Stream, err: Stream,
-            stopped: list[str], seconds: int) -> ToolResult:
+            stopped: list[str], seconds: int, report: dict[str, Any] | None = None) -> ToolResult:
     stdout, stdout_left = out.text()
     stderr, stderr_left = err.text()
     shown = command if len(command) <= MAX_COMMAND_SHOWN else command[:MAX_COMMAND_SHOWN] + "…"
     data: dict[str, Any] = {"exit_code": None if "timeout" in stopped else code, "limits": stopped,
                             "duration_ms": round(duration * 1000), "timeout": seconds, "cwd": roots.display(folder),
                             "command": shown, "stdout": stdout, "stderr": stderr, "stdout_bytes": out.size,
-                            "stderr_bytes": err.size, "stdout_omitted": stdout_left, "stderr_omitted": stderr_left}
+                            "stderr_bytes": err.size, "stdout_omitted": stdout_left, "stderr_omitted": stderr_left,
+                            "tests": report}
     return ToolResult([text_content(render(data))], data)
 
 
@@ -521,6 +531,8 @@ def render(data: dict[str, Any]) -> str:
         about = f"{size} bytes" + (f", {left} in the middle left out" if left else "")
         lines.append(f"{name} ({about}):")
         lines.append(text.rstrip("\n"))
+    if data.get("tests") is not None:
+        lines += junit_reports.render(data["tests"])
     return "\n".join(lines)
 
 

@@ -1212,6 +1212,10 @@ RUN_COMMAND = {
                             MAX_RUN_TIMEOUT),
         "env": {"type": "array", "maxItems": MAX_RUN_ENV, "items": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*="},
                 "description": "Variables to set, each 'NAME=VALUE' (over the server's)."},
+        "report": {"type": "string", "enum": ["tests", None],
+                   "description": "'tests': the test runner's JUnit report comes back as data in `tests` (pytest, "
+                                  "gotestsum and jest-junit are told where by their variables; any other runner "
+                                  "can write JUnit XML into $JUNIT_REPORT_DIR)."},
     }, ("command",)),
     "output": _output({
         "exit_code": {**_nullable("integer"), "description": "the shell's exit status (128 + N: ended by signal N); "
@@ -1230,6 +1234,27 @@ RUN_COMMAND = {
         "stderr_bytes": _INT,
         "stdout_omitted": _INT,
         "stderr_omitted": _INT,
+        "tests": {"anyOf": [{"type": "object", "properties": {
+            "reports": {"type": "integer", "description": "the JUnit XML files read"},
+            "total": _INT, "failed": _INT, "errors": {"type": "integer", "description": "tests that broke (an error, "
+                                                                                   "not a failed assertion)"},
+            "skipped": _INT,
+            "failures": {"type": "array", "items": {"type": "object", "properties": {
+                "id": {"type": "string", "description": "the test: its class or module, '::', its name"},
+                "kind": {"enum": ["failure", "error"]},
+                "file": _nullable("string"), "line": _nullable("integer"),
+                "message": _STR, "traceback": {"type": "string", "description": "its start and end, at most 2000 "
+                                                                                 "characters"}},
+                "required": ["id", "kind", "file", "line", "message", "traceback"]},
+                         "description": "the first 50 tests that failed or broke, in the reports' order"},
+            "failures_omitted": _INT,
+            "unreadable": {"type": "array", "items": {"type": "string"},
+                           "description": "report files not read (not regular, too large, malformed or with a DTD; "
+                                          "the first 20)"},
+            "unreadable_omitted": _INT},
+            "required": ["reports", "total", "failed", "errors", "skipped", "failures", "failures_omitted",
+                         "unreadable", "unreadable_omitted"]}, {"type": "null"}],
+            "description": "with report: 'tests', what the runner's JUnit reports say; else null"},
     }),
 }
 
