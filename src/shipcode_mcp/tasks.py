@@ -89,9 +89,6 @@ class Tasks:
         self._tasks: dict[str, Task] = {}
         self._held: dict[str | None, int] = {}  # caller -> tasks held
 
-    def __len__(self) -> int:
-        return len(self._tasks)
-
     # -- made by a tool call -------------------------------------------------------------------
     def open(self, context: Context, principal: str | None) -> tuple[Task, dict[str, Any]] | None:
         """A task for the call `context` serves, and the CreateTaskResult that answers the call; None at a bound
