@@ -349,6 +349,38 @@ def request_while_pinging(process: McpProcess, method: str, params: dict[str, An
         time.sleep(max(0.0, 0.01 - latencies[-1]))
 
 
+class SlowPing(AssertionError):
+    """A ping answered later than its bound while a request ran: the server was held, or the machine was."""
+
+
+def assert_pinged_within(bound: float, latencies: list[float], what: str) -> None:
+    """Every ping of `latencies` (request_while_pinging) answered within `bound` seconds, else SlowPing."""
+    if max(latencies) >= bound:
+        raise SlowPing(f"{what}: a ping waited {max(latencies) * 1000:.0f} ms (bound {bound * 1000:.0f} ms); "
+                       f"{len(latencies)} pings, latencies {[round(value, 4) for value in latencies]}")
+
+
+PING_ROUNDS = 3
+"""Rounds of a scenario whose pings are bounded (`pinged_within_in_a_round`). A server held by its request
+(the attacks measured this way hold it for seconds) fails every round; a loaded machine's scheduler, which
+now and then keeps a process from its core for 100-150 ms (CI of 2026-12-07: one ping of 137 ms among
+hundreds, beside pytest -n 2 and the coverage run), fails one round in many."""
+
+
+def pinged_within_in_a_round(scenario: Callable[[int], None], rounds: int = PING_ROUNDS) -> None:
+    """Run `scenario(round)` (a test's server from its start, on files of its own: no round may inherit the
+    last one's state) until one round raises no SlowPing, at most `rounds` times; the last round's SlowPing
+    fails the test. Any other failure fails it at once."""
+    for number in range(1, rounds + 1):
+        try:
+            scenario(number)
+            return
+        except SlowPing as slow:
+            if number == rounds:
+                raise
+            print(f"round {number} of {rounds}: {slow}; once more")
+
+
 def terminate(process: subprocess.Popen[Any], timeout: float = 15) -> int:
     """Stop a server process as an operator would: SIGTERM, then SIGKILL if it has not exited within
     `timeout` seconds. Its exit status (the one it had, if it had ended already)."""
