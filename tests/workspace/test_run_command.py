@@ -4,6 +4,7 @@ output, and that nothing it starts outlives the call. Each attack is first shown
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -363,6 +364,33 @@ def test_scratch_folders_and_cgroups_are_removed_after_each_call(project: Path, 
     cgroups = [os.path.join(folder, name) for folder, names, _ in os.walk("/sys/fs/cgroup") for name in names
                if name.startswith(f"shipcode-run-{pid}-")]
     assert cgroups == []
+
+
+def test_a_scratch_folder_is_removed_without_following_its_links(project: Path, tmp_path: Path) -> None:
+    """A small scratch folder is removed in the server (run_command._removed_here), a large one by rm: neither
+    follows the links a command leaves there to what is outside (here a folder no command can see)."""
+    outside = tmp_path / "outside"
+    (outside / "inner").mkdir(parents=True)
+    (outside / "kept").write_text("kept\n")
+    (outside / "inner" / "kept").write_text("kept\n")
+    links = (f"ln -s {outside} $TMPDIR/folder; ln -s {outside}/kept $TMPDIR/file; mkdir $TMPDIR/d; "
+             f"ln -s {outside}/inner $TMPDIR/d/inner; ln -s {outside} ~/home_link")
+    # A removal that follows links (find -L) empties the folder they point at.
+    victim = tmp_path / "victim"
+    shutil.copytree(outside, victim)
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "folder").symlink_to(victim)
+    subprocess.run(["find", "-L", str(copy), "-type", "f", "-delete"], check=True, timeout=30)
+    assert not (victim / "kept").exists()
+    scratch = tmp_path / "tmp"  # the server's temporary folder: its commands' scratch folders go there
+    scratch.mkdir()
+    with Tools(project, options=("--allow-run",), env={"TMPDIR": str(scratch)}) as tools:
+        for many in (0, run_command.SMALL_SCRATCH + 1):
+            data = run(tools, f"{links}; cd $TMPDIR && seq {many} | xargs -r touch && ls -l folder")
+            assert data["exit_code"] != 0 or "kept" not in data["stdout"]  # (the links lead nowhere inside)
+            assert os.listdir(scratch) == []
+            assert (outside / "kept").read_text() == "kept\n" and (outside / "inner" / "kept").read_text() == "kept\n"
 
 
 def test_the_kernels_settings_and_nested_namespaces_are_out_of_reach(project: Path) -> None:

@@ -287,15 +287,17 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
                     os.close(fd)
             _live_process[scratch] = proc
             pid = _child_pid(info, proc)
-            _wait_blocked(pid, blocked, proc)
-            jail.verify(pid)
-            # The limits, on bubblewrap and the sandbox's init while it waits, before the command exists: all it
+            # The limits, on bubblewrap and the sandbox's init as soon as it exists, before the command does: all it
             # starts inherits them. (Not between fork and exec: a preexec_fn makes subprocess fork the whole server,
-            # holding the interpreter's lock for milliseconds, where it would otherwise spawn.)
+            # holding the interpreter's lock for milliseconds, where it would otherwise spawn.) The cgroups take the
+            # init alone (bubblewrap outside only waits for it: it forks nothing more); a move into a cgroup may wait
+            # for the kernel's RCU (a few ms, a clock tick or two), which the init spends making its mounts.
+            limits.join(pid)
             for process in (proc.pid, pid):
-                limits.join(process)
                 for kind, value in rlimits:
                     limit(process, kind, value)
+            _wait_blocked(pid, blocked, proc)
+            jail.verify(pid)
         jail.close()
         running = proc
         stopped: list[str] = []
@@ -405,8 +407,12 @@ def _wait_blocked(pid: int, blocked: int, proc: subprocess.Popen[bytes]) -> None
                     return
         except OSError:
             pass
-        time.sleep(0.002)
+        time.sleep(BLOCKED_POLL)
     _failed(proc)
+
+
+BLOCKED_POLL = 0.0005
+"""How often `_wait_blocked` looks (bubblewrap takes 5-10 ms to make the sandbox; a look costs microseconds)."""
 
 
 def _failed(proc: subprocess.Popen[bytes]) -> NoReturn:
@@ -420,14 +426,45 @@ def _failed(proc: subprocess.Popen[bytes]) -> NoReturn:
 
 
 def _remove(folder: str) -> None:
-    """The scratch folder, whatever the command left in it (folders it made unreadable, trees too deep to walk
-    recursively): chmod and rm walk without recursion and never follow a link."""
+    """The scratch folder, whatever the command left in it: in the server when it is small (`_removed_here`), else
+    by chmod and rm (folders it made unreadable, trees too deep to walk recursively), which walk without recursion
+    and never follow a link."""
+    if _removed_here(folder):
+        return
     try:
         if os.geteuid() != 0:
             subprocess.run(["chmod", "-R", "u+rwX", folder], capture_output=True, timeout=120, check=False)
         subprocess.run(["rm", "-rf", "--one-file-system", folder], capture_output=True, timeout=120, check=False)
     except (OSError, subprocess.SubprocessError) as err:
         log.warning(f"run_command: the scratch folder {folder} could not be removed ({err})")
+
+
+SMALL_SCRATCH = 256
+"""Entries of a scratch folder removed in the server: what most commands leave (their home, a report, a few files)."""
+
+
+def _removed_here(folder: str) -> bool:
+    """Remove `folder` in the server if it holds at most SMALL_SCRATCH entries, all readable: walked without recursion,
+    never through a link (an entry is a folder only as itself: lstat). Nothing of the command runs any more (its PID
+    namespace ended with it), and no other user may enter the folder (mkdtemp's 0700), so nothing changes beneath
+    the walk. False (perhaps partly removed) for a larger or unreadable tree, or on any error: rm's turn (two
+    processes, a few milliseconds, which a call of `true` would otherwise spend twice over)."""
+    folders: list[str] = [folder]
+    files: list[str] = []
+    try:
+        for current in folders:  # (grows as it goes: breadth first)
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    if len(folders) + len(files) > SMALL_SCRATCH:
+                        return False
+                    (folders if entry.is_dir(follow_symlinks=False) else files).append(entry.path)
+        for path in files:
+            os.unlink(path)
+        for path in reversed(folders):
+            os.rmdir(path)
+    except OSError:
+        return False
+    return True
 
 
 def limit(pid: int, kind: int, value: int) -> None:

@@ -25,6 +25,9 @@ PROCESSES = 512
 FILE_SIZE = 4096 * MIB
 OPEN_FILES = 4096
 MOUNTS = "/proc/self/mountinfo"
+EMPTIED_POLL = 0.001
+"""How often `close` tries again to remove a cgroup its last processes are still leaving (the kernel frees an exited
+task's hold on it a moment later, usually within a millisecond or two)."""
 
 
 def _own_cgroups() -> dict[str, str]:
@@ -158,7 +161,7 @@ class TreeLimits:
                         pass
                 if _remove(folder) or time.monotonic() > deadline:
                     break
-                time.sleep(0.01)
+                time.sleep(EMPTIED_POLL)
         self.folders = {}
 
 
