@@ -8,10 +8,13 @@ Three measures, each against its baseline in the same run (rounds interleaved; m
 - tests: click 8.1.7's own test suite (its sdist, pinned by hash: src and tests) run by pytest in the sandbox
   against the same command run plainly, each round checked to pass the same number of tests. Target: within 1.15x.
 - ping: a real server over pipes (`shipcode-mcp --allow-run`) runs a command that writes 100 MB to stdout while a
-  client pings it every 20 ms: how long each ping waits for its answer. Target: the slowest under 50 ms.
+  client pings it every 20 ms: how long each ping waits for its answer. Target: the slowest under 50 ms, of the pings
+  sent once the call is past the stdio loop's order grace (stdio.ORDER_GRACE, 50 ms: the loop waits that long for a
+  job it just started, so that a quick call is answered before what follows it); a ping sent within the grace waits
+  for its end by design, reported apart (`in_grace_ms`), without a target.
 
     .venv/bin/python bench/run_command_cost.py            # 15 rounds (3 of the test suite); JSON in .bench-cache
-    .venv/bin/python bench/run_command_cost.py --smoke    # 2 rounds, 10 MB, no suite: a few seconds, no target
+    .venv/bin/python bench/run_command_cost.py --smoke    # 2 rounds, 50 MB, no suite: a few seconds, no target
 
 Needs the sandbox (the `run` extra, user namespaces); standard library otherwise, like bench/run.py.
 """
@@ -145,6 +148,8 @@ def _passed(output: str, code: int | None, where: str) -> str:
 
 
 def measure_ping(root: Path, size: int) -> dict[str, Any]:
+    from shipcode_mcp.transports.stdio import ORDER_GRACE  # (the package measured, imported where it is measured)
+
     server = subprocess.Popen([sys.executable, "-m", "shipcode_mcp", "--allow-run", "--no-index", str(root)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                               env={**os.environ, "PYTHONPATH": str(harness.REPO / "src")})
@@ -170,7 +175,9 @@ def measure_ping(root: Path, size: int) -> dict[str, Any]:
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         send({"jsonrpc": "2.0", "id": "run", "method": "tools/call", "params": {
             "name": "run_command", "arguments": {"command": f"yes | head -c {size}", "timeout": 600}}})
+        called = time.perf_counter()
         waits: list[float] = []
+        in_grace: list[float] = []
         result: dict[str, Any] | None = None
         number = 0
         while result is None:
@@ -183,7 +190,7 @@ def measure_ping(root: Path, size: int) -> dict[str, Any]:
                     result = answer
                     continue
                 if answer.get("id") == number:
-                    waits.append(time.perf_counter() - sent)
+                    (in_grace if sent - called < ORDER_GRACE else waits).append(time.perf_counter() - sent)
                     break
             time.sleep(0.02)
         data = result["result"]["structuredContent"]
@@ -192,15 +199,18 @@ def measure_ping(root: Path, size: int) -> dict[str, Any]:
     finally:
         server.kill()
         server.wait()
+    if not waits:
+        raise harness.BenchError(f"the command ended within the order grace: no ping was sent while it ran ({size} bytes)")
     slowest = max(waits) * 1000
     return {"output_mb": size / 1e6, "pings": len(waits), "median_ms": _ms(waits),
-            "slowest_ms": round(slowest, 2), "target_ms": PING_TARGET_MS, "met": slowest < PING_TARGET_MS}
+            "slowest_ms": round(slowest, 2), "target_ms": PING_TARGET_MS, "met": slowest < PING_TARGET_MS,
+            "in_grace_ms": [round(wait * 1000, 2) for wait in in_grace]}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--smoke", action="store_true", help="2 rounds, 10 MB, no test suite")
+    parser.add_argument("--smoke", action="store_true", help="2 rounds, 50 MB, no test suite")
     parser.add_argument("--cache", type=Path, default=harness.DEFAULT_CACHE)
     parser.add_argument("--json", type=Path, help="where the report goes (default: CACHE/run_command_cost.json)")
     args = parser.parse_args(argv)
@@ -215,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"machine": harness.machine()}
     with tempfile.TemporaryDirectory() as folder:
         report["start"] = measure_start(Path(folder), rounds)
-        report["ping"] = measure_ping(Path(folder), 10_000_000 if args.smoke else 100_000_000)
+        report["ping"] = measure_ping(Path(folder), 50_000_000 if args.smoke else 100_000_000)
     if not args.smoke:
         report["tests"] = measure_tests(fetch_suite(args.cache), max(3, rounds // 5))
     print(json.dumps({key: value for key, value in report.items() if key != "machine"}, indent=2))
