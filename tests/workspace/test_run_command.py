@@ -291,6 +291,28 @@ def test_memory_is_bounded_for_the_whole_tree(project: Path) -> None:
     assert data["limits"] == ["memory"]
 
 
+def test_the_commands_tmp_cannot_fill_the_disk(project: Path, tmp_path: Path) -> None:
+    """/tmp (HOME, TMPDIR) is a tmpfs of half --run-memory, gone with the call: a command writing more than that is
+    told the device is full; nothing of it reaches the server's disk. (Writes to the roots, with --allow-write, are
+    the user's grant, bounded per file.)"""
+    fill = "head -c 40000000 /dev/zero > $TMPDIR/big && echo written; ls -l $TMPDIR/big"
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert "written" in plain(fill, project, TMPDIR=str(outside)).stdout  # without us: 40 MB on the server's disk
+    assert (outside / "big").stat().st_size == 40_000_000
+    scratch = tmp_path / "tmp"  # the server's temporary folder
+    scratch.mkdir()
+    with Tools(project, options=("--allow-run", "--run-memory", "64"), env={"TMPDIR": str(scratch)}) as tools:
+        data = run(tools, fill + "; cd ~ && head -c 40000000 /dev/zero > big2 && echo home-written")
+        assert "written" not in data["stdout"] and "No space left on device" in data["stderr"], data
+        assert f" {32 << 20} " in data["stdout"]  # what was written stopped at the size of /tmp: 32 MiB
+        assert os.listdir(scratch) == []
+        data = run(tools, "head -c 1000000 /dev/zero > $TMPDIR/small && echo written; ls $TMPDIR; ls -A ~")
+        listed = data["stdout"].split()
+        assert listed[0] == "written" and "small" in listed  # a new /tmp, the last call's files gone:
+        assert "big" not in listed and "big2" not in listed and listed[-1] == "small"  # (~ is empty)
+
+
 def test_a_real_test_suite_runs_and_its_failure_comes_back(project: Path) -> None:
     (project / "test_sample.py").write_text("def test_ok():\n    assert 1 + 1 == 2\n\n\n"
                                             "def test_broken():\n    assert 'abc'.upper() == 'abd'\n")
@@ -366,31 +388,34 @@ def test_scratch_folders_and_cgroups_are_removed_after_each_call(project: Path, 
     assert cgroups == []
 
 
-def test_a_scratch_folder_is_removed_without_following_its_links(project: Path, tmp_path: Path) -> None:
-    """A small scratch folder is removed in the server (run_command._removed_here), a large one by rm: neither
-    follows the links a command leaves there to what is outside (here a folder no command can see)."""
+@pytest.mark.parametrize("many", [0, run_command.SMALL_SCRATCH + 1], ids=["in the server", "by rm"])
+def test_a_scratch_folder_is_removed_without_following_its_links(tmp_path: Path, many: int) -> None:
+    """A scratch folder (where a root holds /tmp, the command's /tmp) is removed in the server when small
+    (run_command._removed_here), else by rm: neither follows the links a command leaves there to what is outside."""
     outside = tmp_path / "outside"
     (outside / "inner").mkdir(parents=True)
     (outside / "kept").write_text("kept\n")
     (outside / "inner" / "kept").write_text("kept\n")
-    links = (f"ln -s {outside} $TMPDIR/folder; ln -s {outside}/kept $TMPDIR/file; mkdir $TMPDIR/d; "
-             f"ln -s {outside}/inner $TMPDIR/d/inner; ln -s {outside} ~/home_link")
-    # A removal that follows links (find -L) empties the folder they point at.
-    victim = tmp_path / "victim"
+
+    def planted(scratch: Path, target: Path) -> Path:
+        (scratch / "d").mkdir(parents=True)
+        (scratch / "folder").symlink_to(target)
+        (scratch / "file").symlink_to(target / "kept")
+        (scratch / "d" / "inner").symlink_to(target / "inner")
+        for number in range(many):
+            (scratch / f"f{number}").touch()
+        return scratch
+
+    victim = tmp_path / "victim"  # a removal that follows links (find -L) empties the folders they point at
     shutil.copytree(outside, victim)
-    copy = tmp_path / "copy"
-    copy.mkdir()
-    (copy / "folder").symlink_to(victim)
-    subprocess.run(["find", "-L", str(copy), "-type", "f", "-delete"], check=True, timeout=30)
-    assert not (victim / "kept").exists()
-    scratch = tmp_path / "tmp"  # the server's temporary folder: its commands' scratch folders go there
-    scratch.mkdir()
-    with Tools(project, options=("--allow-run",), env={"TMPDIR": str(scratch)}) as tools:
-        for many in (0, run_command.SMALL_SCRATCH + 1):
-            data = run(tools, f"{links}; cd $TMPDIR && seq {many} | xargs -r touch && ls -l folder")
-            assert data["exit_code"] != 0 or "kept" not in data["stdout"]  # (the links lead nowhere inside)
-            assert os.listdir(scratch) == []
-            assert (outside / "kept").read_text() == "kept\n" and (outside / "inner" / "kept").read_text() == "kept\n"
+    subprocess.run(["find", "-L", str(planted(tmp_path / "copy", victim)), "-type", "f", "-delete"], check=True,
+                   timeout=30)
+    assert not (victim / "kept").exists() and not (victim / "inner" / "kept").exists()
+    scratch = planted(tmp_path / "scratch", outside)
+    assert run_command._removed_here(str(scratch)) is (many == 0)  # (rm's turn past SMALL_SCRATCH entries)
+    run_command._remove(str(scratch))
+    assert not scratch.exists()
+    assert (outside / "kept").read_text() == "kept\n" and (outside / "inner" / "kept").read_text() == "kept\n"
 
 
 def test_the_kernels_settings_and_nested_namespaces_are_out_of_reach(project: Path) -> None:

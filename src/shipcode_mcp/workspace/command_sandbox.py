@@ -16,8 +16,10 @@ What the command sees (`Jail`):
   command starts (a `.git` folder or file, where a `.git` file or link leads inside the roots, any folder git takes
   for a repository) stays read-only, so a run cannot plant a hook or change a repository's configuration; every
   socket file in the roots is covered by an empty device, so no host service is reached through one;
-- a private /tmp (a scratch folder made for the call and removed after it), which is also HOME and TMPDIR, and a
-  /dev/shm of bounded size;
+- a private /tmp, which is also HOME and TMPDIR: a tmpfs of half --run-memory (`tmp_size`), gone with the call, so
+  that no command fills the disk through it (a full one says "No space left on device"; its pages count in the
+  tree's memory where a cgroup bounds it); where a root holds /tmp, a scratch folder made for the call and removed
+  after it, at its own path; and a /dev/shm of a quarter of --run-memory;
 - its own /proc (its own processes only; the kernel's settings, /proc/sys and the like, read-only, and the
   files that show kernel memory or keys covered) and a minimal /dev; no /sys but the processors' list.
 Not the home folder (~/.ssh, ~/.aws, credentials), not the server's state, index, token or key files, not other
@@ -314,8 +316,9 @@ class Jail:
     `verify(pid)` once bubblewrap has made the mounts."""
 
     def __init__(self, options: RunOptions, roots: Sequence[str], cwd: str, scratch: str, env: dict[str, str],
-                 scan: Scan) -> None:
+                 scan: Scan, folders: Sequence[str] = ("home",)) -> None:
         self.options, self.roots, self.cwd, self.scratch, self.env, self.scan = options, roots, cwd, scratch, env, scan
+        self.folders = folders  # made in the tmpfs /tmp, mode 0700 (where a root holds /tmp, the caller makes them)
         self.bound: list[Bound] = []
 
     def open(self) -> None:
@@ -346,11 +349,14 @@ class Jail:
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         args += [*_kernel_view(), "--dev", "/dev", "--size", str(max(1 << 20, self.options.memory // 4)),
                  "--tmpfs", "/dev/shm"]
-        # The scratch folder shows as /tmp under the roots there, or, where a root holds /tmp, at its own path
-        # inside that root's mount: bound first or last.
+        # /tmp is a tmpfs of its own under the roots there; where a root holds /tmp, the scratch folder shows at its
+        # own path inside that root's mount: bound last.
         shown = tmp_folder(self.roots, self.scratch)
         scratch = ["--bind", self.scratch, shown]
-        args += scratch if shown == "/tmp" else []
+        if shown == "/tmp":
+            args += ["--size", str(tmp_size(self.options)), "--tmpfs", "/tmp"]
+            for name in self.folders:
+                args += ["--perms", "0700", "--dir", f"/tmp/{name}"]
         for bound in self.bound:
             args += ["--ro-bind-fd" if bound.read_only else "--bind-fd", str(bound.fd), bound.path]
         for socket in self.scan.sockets:
@@ -388,6 +394,12 @@ def _no_link_on_the_way(base: str, path: str) -> None:
     for end in range(1, len(parts)):
         if stat.S_ISLNK(os.lstat(base + "/" + "/".join(parts[:end])).st_mode):
             raise ToolError(f"Refused: {printable(path)} changed while the command's sandbox was made; nothing ran")
+
+
+def tmp_size(options: RunOptions) -> int:
+    """The bytes the command's /tmp holds: half of --run-memory, at least 1 MiB (with /dev/shm's quarter, what is
+    left of the tree's memory is still a quarter)."""
+    return max(1 << 20, options.memory // 2)
 
 
 def tmp_folder(roots: Sequence[str], scratch: str) -> str:

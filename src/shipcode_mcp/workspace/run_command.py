@@ -252,14 +252,16 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
     _live[scratch] = limits
     proc: subprocess.Popen[bytes] | None = None
     jail: Jail | None = None
-    block = info = -1
+    block = info = tmp = -1
     try:
         paths = list(roots.paths)
         shown = command_sandbox.tmp_folder(paths, scratch)
         env = command_sandbox.environment(options, shown, given_env)
-        os.mkdir(os.path.join(scratch, "home"), 0o700)
+        folders = ("home", junit_reports.FOLDER) if tests else ("home",)
+        if shown != "/tmp":  # (a root holds /tmp: the scratch folder is the command's, not a tmpfs)
+            for name in folders:
+                os.mkdir(os.path.join(scratch, name), 0o700)
         if tests:
-            os.mkdir(os.path.join(scratch, junit_reports.FOLDER), 0o700)
             env.update(junit_reports.environment(f"{shown}/{junit_reports.FOLDER}", env))
         binary = command_sandbox.bwrap()
         if binary is None:
@@ -267,7 +269,8 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
         rlimits = limits.rlimits(cpu_seconds=seconds * (os.cpu_count() or 1) + 1)
 
         with _roots_held(ctx, roots, paths):
-            jail = Jail(options, paths, folder, scratch, env, Scan(paths, options.writable, ctx.check_cancelled))
+            jail = Jail(options, paths, folder, scratch, env, Scan(paths, options.writable, ctx.check_cancelled),
+                        folders)
             jail.open()
             blocked, block = os.pipe2(os.O_CLOEXEC)
             info, told = os.pipe2(os.O_CLOEXEC)
@@ -298,6 +301,8 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
                     limit(process, kind, value)
             _wait_blocked(pid, blocked, proc)
             jail.verify(pid)
+            if tests and shown == "/tmp":  # the tmpfs, held open past the sandbox's end: its reports are read after
+                tmp = os.open(f"/proc/{pid}/root/tmp", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         jail.close()
         running = proc
         stopped: list[str] = []
@@ -324,10 +329,11 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
         duration = time.monotonic() - started
         ctx.check_cancelled()
         stopped += limits.reached()
-        report = junit_reports.read(os.path.join(scratch, junit_reports.FOLDER)) if tests else None
+        reports = os.path.join(f"/proc/self/fd/{tmp}" if tmp >= 0 else scratch, junit_reports.FOLDER)
+        report = junit_reports.read(reports) if tests else None
         return _result(roots, command, folder, code, duration, out, err, stopped, seconds, report)
     finally:
-        for fd in (block, info):
+        for fd in (block, info, tmp):
             if fd >= 0:
                 os.close(fd)
         if jail is not None:
