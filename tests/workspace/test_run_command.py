@@ -174,9 +174,10 @@ def _ticking(folder: Path) -> bool:
 
 
 def daemon(mark: str = "") -> str:
-    """A process that leaves its shell (a double fork, setsid) and ticks; `mark` is in its command line, so that
-    exactly it can be found and killed (tests run side by side)."""
-    return f"(setsid sh -c 'while :; do date +%s%N > tick; sleep 0.05; done # {mark}' > /dev/null 2>&1 &) ; sleep 0.3"
+    """A process that leaves its shell (a double fork, setsid, nohup) and ticks; `mark` is in its command line, so
+    that exactly it can be found and killed (tests run side by side)."""
+    return (f"(setsid nohup sh -c 'while :; do date +%s%N > tick; sleep 0.05; done # {mark}' > /dev/null 2>&1 &) ; "
+            "sleep 0.3")
 
 
 DAEMON = daemon()
@@ -645,6 +646,45 @@ def test_no_abstract_socket_udp_or_environment_of_the_host_is_reached(project: P
     finally:
         abstract.close()
         udp.close()
+
+
+TRACE = ("import ctypes, os, sys\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+         "for pid in map(int, sys.argv[1:]):\n"
+         "    print('attached' if libc.ptrace(16, pid, 0, 0) == 0 else 'refused', pid)\n"  # PTRACE_ATTACH
+         "    try:\n"
+         "        with open(f'/proc/{pid}/mem', 'rb') as mem: print('mem', pid)\n"
+         "    except OSError as err: print('no mem', pid, err.strerror)\n")
+"""Attach to each pid given (ptrace) and open its memory (/proc/PID/mem): what a debugger does, and malware."""
+TRACEABLE = ("import ctypes, time\nctypes.CDLL(None).prctl(0x59616d61, ctypes.c_ulong(-1), 0, 0, 0)\n"  # PR_SET_PTRACER_ANY
+             "print('ready', flush=True)\ntime.sleep(120)\n")
+"""A victim any process of its user may trace (whatever Yama's ptrace_scope, 1 at most), so the attack can be shown."""
+
+
+def test_a_command_neither_traces_nor_reads_the_memory_of_another_process(project: Path) -> None:
+    victim = subprocess.Popen([sys.executable, "-c", TRACEABLE], stdout=subprocess.PIPE, text=True)
+    try:
+        assert victim.stdout is not None and victim.stdout.readline() == "ready\n"
+        attack = f"python3 -c \"$TRACE\" {victim.pid}"
+        done = plain(attack, project, TRACE=TRACE)
+        if f"attached {victim.pid}" not in done.stdout:
+            pytest.skip(f"ptrace is refused here even without the sandbox (Yama's ptrace_scope 2 or 3): {done}")
+        assert f"mem {victim.pid}" in done.stdout  # the attack works without us
+    finally:
+        victim.kill()
+        victim.wait()
+    victim = subprocess.Popen([sys.executable, "-c", TRACEABLE], stdout=subprocess.PIPE, text=True)
+    try:
+        assert victim.stdout is not None and victim.stdout.readline() == "ready\n"
+        with Tools(project, options=("--allow-run", "--run-env", f"TRACE={TRACE}")) as tools:
+            server = tools.process.proc.pid
+            data = run(tools, f"python3 -c \"$TRACE\" {victim.pid} {server} {os.getpid()}")
+        assert "attached" not in data["stdout"], data
+        for pid in (victim.pid, server, os.getpid()):
+            assert f"refused {pid}" in data["stdout"] and f"no mem {pid} No such file or directory" in data["stdout"]
+        assert victim.poll() is None  # not stopped (an attached tracee stops) nor killed
+    finally:
+        victim.kill()
+        victim.wait()
 
 
 def test_a_2026_client_of_the_tasks_extension_polls_a_run_and_tasks_cancel_kills_its_tree(project: Path) -> None:
