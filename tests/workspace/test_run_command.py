@@ -180,7 +180,18 @@ def daemon(mark: str = "") -> str:
             "sleep 0.3")
 
 
-DAEMON = daemon()
+def marked(mark: str) -> list[int]:
+    """The processes of the machine whose command line holds `mark` (a pid scan of /proc)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as cmdline:
+                    if mark.encode() in cmdline.read():
+                        found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
 
 
 def test_nothing_the_command_started_outlives_it(project: Path, tmp_path: Path) -> None:
@@ -189,15 +200,15 @@ def test_nothing_the_command_started_outlives_it(project: Path, tmp_path: Path) 
     mark = f"shipcode-test-daemon-{os.getpid()}-{time.monotonic_ns()}"
     subprocess.run(["sh", "-c", daemon(mark)], cwd=outside, check=True, timeout=30)
     try:
-        assert _ticking(outside)  # the attack works without the sandbox: a double fork and setsid outlive sh
+        assert _ticking(outside) and marked(mark)  # the attack works without the sandbox: the daemon outlives sh
     finally:
         subprocess.run(["pkill", "-f", mark], check=False)
     with Tools(project, write=True, options=("--allow-run",)) as tools:
-        assert run(tools, DAEMON)["exit_code"] == 0
-        assert (project / "tick").exists() and not _ticking(project)
-        data = run(tools, DAEMON + "; sleep 60", timeout=2)
+        assert run(tools, daemon(mark))["exit_code"] == 0
+        assert (project / "tick").exists() and not _ticking(project) and marked(mark) == []
+        data = run(tools, daemon(mark) + "; sleep 60", timeout=2)
         assert data["limits"] == ["timeout"] and data["exit_code"] is None and 1900 <= data["duration_ms"] < 10000
-        assert not _ticking(project)
+        assert not _ticking(project) and marked(mark) == []
         closed = run(tools, "exec > /dev/null 2>&1; sleep 60", timeout=2)  # no pipe left to wait on: the shell is
         assert closed["limits"] == ["timeout"] and 1900 <= closed["duration_ms"] < 10000
 
@@ -206,12 +217,19 @@ def test_a_cancelled_call_kills_the_tree_at_once(project: Path) -> None:
     roots = Roots([str(project)])
     roots.run_options = RunOptions(writable=True)
     ctx = context()
-    threading.Timer(1.0, ctx.cancel).start()
+    mark = f"shipcode-test-cancelled-{os.getpid()}-{time.monotonic_ns()}"
+    seen: list[int] = []
+
+    def cancel() -> None:
+        seen.extend(marked(mark))  # (the scan sees the sandbox's processes: it would see one left behind)
+        ctx.cancel()
+
+    threading.Timer(1.0, cancel).start()
     started = time.monotonic()
     with pytest.raises(Cancelled):
-        run_command.run_command(ctx, roots, DAEMON + "; sleep 60", None, 60, None, None)
+        run_command.run_command(ctx, roots, daemon(mark) + "; sleep 60", None, 60, None, None)
     assert time.monotonic() - started < 10
-    assert not _ticking(project)
+    assert seen and not _ticking(project) and marked(mark) == []
 
 
 def test_output_keeps_its_start_and_end_and_counts_the_middle(project: Path) -> None:
