@@ -23,6 +23,7 @@ from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import command_sandbox, run_command, tree_limits
 from shipcode_mcp.workspace.command_sandbox import RunOptions
 from shipcode_mcp.workspace.roots import Roots
+from support import SERVER, McpProcess
 from workspace_support import Tools, context, git, make_repo
 
 pytestmark = pytest.mark.skipif(command_sandbox.unavailable_reason() is not None,
@@ -326,6 +327,8 @@ def test_the_commands_tmp_cannot_fill_the_disk(project: Path, tmp_path: Path) ->
         assert "written" not in data["stdout"] and "No space left on device" in data["stderr"], data
         assert f" {32 << 20} " in data["stdout"]  # what was written stopped at the size of /tmp: 32 MiB
         assert os.listdir(scratch) == []
+        devices = run(tools, "touch /dev/made && echo made; echo x > /dev/null && echo null; ls /dev/shm")
+        assert devices["stdout"] == "null\n" and "Read-only file system" in devices["stderr"]  # /dev: no room either
         data = run(tools, "head -c 1000000 /dev/zero > $TMPDIR/small && echo written; ls $TMPDIR; ls -A ~")
         listed = data["stdout"].split()
         assert listed[0] == "written" and "small" in listed  # a new /tmp, the last call's files gone:
@@ -407,34 +410,58 @@ def test_scratch_folders_and_cgroups_are_removed_after_each_call(project: Path, 
     assert cgroups == []
 
 
-@pytest.mark.parametrize("many", [0, run_command.SMALL_SCRATCH + 1], ids=["in the server", "by rm"])
-def test_a_scratch_folder_is_removed_without_following_its_links(tmp_path: Path, many: int) -> None:
-    """A scratch folder (where a root holds /tmp, the command's /tmp) is removed in the server when small
-    (run_command._removed_here), else by rm: neither follows the links a command leaves there to what is outside."""
-    outside = tmp_path / "outside"
-    (outside / "inner").mkdir(parents=True)
-    (outside / "kept").write_text("kept\n")
-    (outside / "inner" / "kept").write_text("kept\n")
+def test_a_scratch_folder_replaced_by_a_link_is_left_alone_and_nothing_it_leads_to_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a root holds /tmp, the command's /tmp is a tmpfs on an empty scratch folder of the server's temporary
+    folder, in the root: the command may replace that folder by a link (or rename what holds it) before the call
+    ends. Its removal is by descriptor: this folder only, else nothing."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    victim = tmp_path / "victim"
+    (victim / "inner").mkdir(parents=True)
+    (victim / "inner" / "kept").write_text("kept\n")
+    scratch = run_command.Scratch()
+    assert scratch.path.startswith(f"{os.path.realpath(tmp_path)}/shipcode-run-") and os.listdir(scratch.path) == []
+    swapped = f"{scratch.path}.swapped"
+    os.rename(scratch.path, swapped)
+    os.symlink(victim / "inner", scratch.path)
+    subprocess.run(["rm", "-rf", f"{scratch.path}/"], check=True, timeout=30)  # a removal by path follows it
+    assert not (victim / "inner" / "kept").exists()
+    (victim / "inner" / "kept").write_text("kept\n")
+    scratch.remove()
+    assert (victim / "inner" / "kept").read_text() == "kept\n" and os.path.islink(scratch.path)
+    fine = run_command.Scratch()
+    fine.remove()
+    assert not os.path.lexists(fine.path)
+    fine.remove()  # (twice: nothing more)
 
-    def planted(scratch: Path, target: Path) -> Path:
-        (scratch / "d").mkdir(parents=True)
-        (scratch / "folder").symlink_to(target)
-        (scratch / "file").symlink_to(target / "kept")
-        (scratch / "d" / "inner").symlink_to(target / "inner")
-        for number in range(many):
-            (scratch / f"f{number}").touch()
-        return scratch
 
-    victim = tmp_path / "victim"  # a removal that follows links (find -L) empties the folders they point at
-    shutil.copytree(outside, victim)
-    subprocess.run(["find", "-L", str(planted(tmp_path / "copy", victim)), "-type", "f", "-delete"], check=True,
-                   timeout=30)
-    assert not (victim / "kept").exists() and not (victim / "inner" / "kept").exists()
-    scratch = planted(tmp_path / "scratch", outside)
-    assert run_command._removed_here(str(scratch)) is (many == 0)  # (rm's turn past SMALL_SCRATCH entries)
-    run_command._remove(str(scratch))
-    assert not scratch.exists()
-    assert (outside / "kept").read_text() == "kept\n" and (outside / "inner" / "kept").read_text() == "kept\n"
+ROOT_TMP = ("mount -t tmpfs -o size=256m shipcode-test /tmp && exec \"$@\"")
+"""A server in a mount namespace of its own whose /tmp is a fresh tmpfs, given /tmp as its root."""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                    reason="needs root and unshare (a private mount namespace with a fresh /tmp)")
+def test_where_the_root_holds_tmp_the_commands_tmp_is_a_bounded_tmpfs_there_too(tmp_path: Path) -> None:
+    command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", ROOT_TMP, "sh", *SERVER]
+    with McpProcess("--allow-run", "--allow-write", "--run-memory", "64", "/tmp", command=command) as server:
+        server.initialize()
+        view = Path(f"/proc/{server.proc.pid}/root/tmp")  # the server's /tmp, the root
+        (view / "kept").write_text("kept\n")
+        first = server.call_tool("run_command", {"command": "echo $TMPDIR; echo hi > $TMPDIR/x && cat $TMPDIR/x; "
+                                                            "ls -A /tmp; cat /tmp/kept; mv $TMPDIR /tmp/moved"})
+        data = first["structuredContent"]
+        scratch, hi, *listed = data["stdout"].split()
+        assert scratch.startswith("/tmp/shipcode-run-") and hi == "hi" and listed[-1] == "kept"
+        assert os.path.basename(scratch) in listed and "Device or resource busy" in data["stderr"]
+        assert sorted(os.listdir(view)) == ["kept"]  # the mount point removed, nothing of x on the disk
+        full = server.call_tool("run_command", {"command": "head -c 40000000 /dev/zero > $TMPDIR/big; ls -l $TMPDIR/big"})
+        assert "No space left on device" in full["structuredContent"]["stderr"]
+        assert f" {32 << 20} " in full["structuredContent"]["stdout"]
+        report = ('<testsuite><testcase classname="c" name="t"><failure message="boom"/></testcase></testsuite>')
+        tests = server.call_tool("run_command", {"command": f"echo '{report}' > $JUNIT_REPORT_DIR/r.xml",
+                                                 "report": "tests"})
+        assert tests["structuredContent"]["tests"]["failed"] == 1, tests
+        assert sorted(os.listdir(view)) == ["kept"]
 
 
 def test_the_kernels_settings_and_nested_namespaces_are_out_of_reach(project: Path) -> None:
@@ -620,23 +647,23 @@ def test_exit_statuses_over_128_are_explained_not_guessed(project: Path) -> None
         assert "exit status 153 (128 + 25: SIGXFSZ, if a signal ended it)" in tools.last["content"][0]["text"]
 
 
-def test_a_server_stopped_mid_command_kills_it_and_cleans_up(project: Path, tmp_path: Path) -> None:
-    from support import McpProcess
-
-    scratch = tmp_path / "tmp"  # the server's temporary folder: its commands' scratch folders go there
-    scratch.mkdir()
-    server = McpProcess("--allow-run", str(project), env={"TMPDIR": str(scratch)})
+def test_a_server_stopped_mid_command_kills_it_and_cleans_up(project: Path) -> None:
+    mark = f"shipcode-test-stopped-{os.getpid()}-{time.monotonic_ns()}"
+    server = McpProcess("--allow-run", str(project))
     server.initialize()
     server.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-                 "params": {"name": "run_command", "arguments": {"command": "sleep 60"}}})
+                 "params": {"name": "run_command", "arguments": {"command": f"sleep 60 # {mark}"}}})
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not os.listdir(scratch):
+    while time.monotonic() < deadline and not marked(mark):
         time.sleep(0.05)
-    assert os.listdir(scratch)
+    assert marked(mark)  # the command runs
     time.sleep(0.5)
     server.proc.send_signal(signal.SIGTERM)
     assert server.proc.wait(20) == 0
-    assert os.listdir(scratch) == []
+    assert marked(mark) == []
+    cgroups = [os.path.join(folder, name) for folder, names, _ in os.walk("/sys/fs/cgroup") for name in names
+               if name.startswith(f"shipcode-run-{server.proc.pid}-")]
+    assert cgroups == []
 
 
 def test_no_abstract_socket_udp_or_environment_of_the_host_is_reached(project: Path) -> None:

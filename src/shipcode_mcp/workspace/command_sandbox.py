@@ -18,8 +18,8 @@ What the command sees (`Jail`):
   socket file in the roots is covered by an empty device, so no host service is reached through one;
 - a private /tmp, which is also HOME and TMPDIR: a tmpfs of half --run-memory (`tmp_size`), gone with the call, so
   that no command fills the disk through it (a full one says "No space left on device"; its pages count in the
-  tree's memory where a cgroup bounds it); where a root holds /tmp, a scratch folder made for the call and removed
-  after it, at its own path; and a /dev/shm of a quarter of --run-memory;
+  tree's memory where a cgroup bounds it); where a root holds /tmp, the same tmpfs on an empty scratch folder made
+  for the call (a mount point), at its own path; a /dev/shm of a quarter of --run-memory; /dev read-only;
 - its own /proc (its own processes only; the kernel's settings, /proc/sys and the like, read-only, and the
   files that show kernel memory or keys covered) and a minimal /dev; no /sys but the processors' list.
 Not the home folder (~/.ssh, ~/.aws, credentials), not the server's state, index, token or key files, not other
@@ -348,20 +348,19 @@ class Jail:
         for name in ETC + (ONLINE_ETC if self.options.network else ()) + tuple(_python_etc()):
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         args += [*_kernel_view(), "--dev", "/dev", "--size", str(max(1 << 20, self.options.memory // 4)),
-                 "--tmpfs", "/dev/shm"]
-        # /tmp is a tmpfs of its own under the roots there; where a root holds /tmp, the scratch folder shows at its
-        # own path inside that root's mount: bound last.
+                 "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]  # (bubblewrap's /dev is a tmpfs of no set size)
+        # The command's /tmp is a tmpfs of its own: at /tmp under the roots there, or, where a root holds /tmp, on
+        # the (empty) scratch folder inside that root's mount, mounted last.
         shown = tmp_folder(self.roots, self.scratch)
-        scratch = ["--bind", self.scratch, shown]
-        if shown == "/tmp":
-            args += ["--size", str(tmp_size(self.options)), "--tmpfs", "/tmp"]
-            for name in self.folders:
-                args += ["--perms", "0700", "--dir", f"/tmp/{name}"]
+        tmp = ["--size", str(tmp_size(self.options)), "--tmpfs", shown]
+        for name in self.folders:
+            tmp += ["--perms", "0700", "--dir", f"{shown}/{name}"]
+        args += tmp if shown == "/tmp" else []
         for bound in self.bound:
             args += ["--ro-bind-fd" if bound.read_only else "--bind-fd", str(bound.fd), bound.path]
         for socket in self.scan.sockets:
             args += ["--ro-bind", "/dev/null", socket]
-        args += ([] if shown == "/tmp" else scratch) + ["--remount-ro", "/"]
+        args += ([] if shown == "/tmp" else tmp) + ["--remount-ro", "/"]
         for name, value in self.env.items():
             args += ["--setenv", name, value]
         return [*args, "--chdir", self.cwd]
@@ -402,9 +401,14 @@ def tmp_size(options: RunOptions) -> int:
     return max(1 << 20, options.memory // 2)
 
 
+def holds_tmp(roots: Sequence[str]) -> bool:
+    """Whether a root is /tmp or holds it: then the command's /tmp cannot be at /tmp (it would hide the root's)."""
+    return any(_holds(root, "/tmp") for root in roots)
+
+
 def tmp_folder(roots: Sequence[str], scratch: str) -> str:
-    """Where the scratch folder shows: /tmp, unless a root is /tmp or holds it (then at its own path)."""
-    return scratch if any(_holds(root, "/tmp") for root in roots) else "/tmp"
+    """Where the command's /tmp shows: /tmp, unless a root holds /tmp (then on the scratch folder, at its path)."""
+    return scratch if holds_tmp(roots) else "/tmp"
 
 
 def _holds(folder: str, path: str) -> bool:

@@ -16,6 +16,7 @@ import json
 import os
 import pwd
 import resource
+import secrets
 import selectors
 import signal
 import stat
@@ -247,20 +248,17 @@ def _roots_held(ctx: Context, roots: Roots, paths: list[str]) -> Iterator[None]:
 
 def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: str, seconds: int,
          given_env: list[str], tests: bool = False) -> ToolResult:
-    scratch = tempfile.mkdtemp(prefix="shipcode-run-")
+    paths = list(roots.paths)
+    scratch = Scratch() if command_sandbox.holds_tmp(paths) else None
     limits = tree_limits.TreeLimits(options.memory, options.processes)
-    _live[scratch] = limits
+    _live[limits] = scratch
     proc: subprocess.Popen[bytes] | None = None
     jail: Jail | None = None
     block = info = tmp = -1
     try:
-        paths = list(roots.paths)
-        shown = command_sandbox.tmp_folder(paths, scratch)
+        shown = "/tmp" if scratch is None else scratch.path
         env = command_sandbox.environment(options, shown, given_env)
         folders = ("home", junit_reports.FOLDER) if tests else ("home",)
-        if shown != "/tmp":  # (a root holds /tmp: the scratch folder is the command's, not a tmpfs)
-            for name in folders:
-                os.mkdir(os.path.join(scratch, name), 0o700)
         if tests:
             env.update(junit_reports.environment(f"{shown}/{junit_reports.FOLDER}", env))
         binary = command_sandbox.bwrap()
@@ -269,8 +267,7 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
         rlimits = limits.rlimits(cpu_seconds=seconds * (os.cpu_count() or 1) + 1)
 
         with _roots_held(ctx, roots, paths):
-            jail = Jail(options, paths, folder, scratch, env, Scan(paths, options.writable, ctx.check_cancelled),
-                        folders)
+            jail = Jail(options, paths, folder, shown, env, Scan(paths, options.writable, ctx.check_cancelled), folders)
             jail.open()
             blocked, block = os.pipe2(os.O_CLOEXEC)
             info, told = os.pipe2(os.O_CLOEXEC)
@@ -288,21 +285,27 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
             finally:
                 for fd in (arguments, blocked, told):
                     os.close(fd)
-            _live_process[scratch] = proc
+            _live_process[limits] = proc
             pid = _child_pid(info, proc)
             # The limits, on bubblewrap and the sandbox's init as soon as it exists, before the command does: all it
             # starts inherits them. (Not between fork and exec: a preexec_fn makes subprocess fork the whole server,
             # holding the interpreter's lock for milliseconds, where it would otherwise spawn.) The cgroups take the
             # init alone (bubblewrap outside only waits for it: it forks nothing more); a move into a cgroup may wait
-            # for the kernel's RCU (a few ms, a clock tick or two), which the init spends making its mounts.
-            limits.join(pid)
-            for process in (proc.pid, pid):
-                for kind, value in rlimits:
-                    limit(process, kind, value)
+            # for the kernel's RCU (a few ms, a clock tick or two), which the init spends making its mounts. An init
+            # gone meanwhile (bubblewrap failed) is bubblewrap's error, and its pid, were it taken again, no other's.
+            try:
+                if _parent(pid) != proc.pid:
+                    _failed(proc)
+                limits.join(pid)
+                for process in (proc.pid, pid):
+                    for kind, value in rlimits:
+                        limit(process, kind, value)
+            except ProcessLookupError:
+                _failed(proc)
             _wait_blocked(pid, blocked, proc)
             jail.verify(pid)
-            if tests and shown == "/tmp":  # the tmpfs, held open past the sandbox's end: its reports are read after
-                tmp = os.open(f"/proc/{pid}/root/tmp", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            if tests:  # the tmpfs, held open past the sandbox's end: its reports are read after
+                tmp = os.open(f"/proc/{pid}/root{shown}", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         jail.close()
         running = proc
         stopped: list[str] = []
@@ -329,8 +332,7 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
         duration = time.monotonic() - started
         ctx.check_cancelled()
         stopped += limits.reached()
-        reports = os.path.join(f"/proc/self/fd/{tmp}" if tmp >= 0 else scratch, junit_reports.FOLDER)
-        report = junit_reports.read(reports) if tests else None
+        report = junit_reports.read(f"/proc/self/fd/{tmp}/{junit_reports.FOLDER}") if tests else None
         return _result(roots, command, folder, code, duration, out, err, stopped, seconds, report)
     finally:
         for fd in (block, info, tmp):
@@ -349,14 +351,15 @@ def _run(ctx: Context, roots: Roots, options: RunOptions, command: str, folder: 
                 if pipe is not None:
                     pipe.close()
         limits.close()
-        _remove(scratch)
-        _live.pop(scratch, None)
-        _live_process.pop(scratch, None)
+        if scratch is not None:
+            scratch.remove()
+        _live.pop(limits, None)
+        _live_process.pop(limits, None)
 
 
-_live: dict[str, tree_limits.TreeLimits] = {}
-"""Each running command's scratch folder and cgroups: what `_at_exit` cleans if the server stops meanwhile."""
-_live_process: dict[str, subprocess.Popen[bytes]] = {}
+_live: dict[tree_limits.TreeLimits, Scratch | None] = {}
+"""Each running command's cgroups and scratch folder: what `_at_exit` cleans if the server stops meanwhile."""
+_live_process: dict[tree_limits.TreeLimits, subprocess.Popen[bytes]] = {}
 
 
 @atexit.register
@@ -368,9 +371,10 @@ def _at_exit() -> None:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
-    for scratch, limits in list(_live.items()):
+    for limits, scratch in list(_live.items()):
         limits.close()
-        _remove(scratch)
+        if scratch is not None:
+            scratch.remove()
 
 
 def _child_pid(info: int, proc: subprocess.Popen[bytes]) -> int:
@@ -431,46 +435,47 @@ def _failed(proc: subprocess.Popen[bytes]) -> NoReturn:
     raise ToolError(f"The command's sandbox could not be made: {message}; nothing ran")
 
 
-def _remove(folder: str) -> None:
-    """The scratch folder, whatever the command left in it: in the server when it is small (`_removed_here`), else
-    by chmod and rm (folders it made unreadable, trees too deep to walk recursively), which walk without recursion
-    and never follow a link."""
-    if _removed_here(folder):
-        return
+def _parent(pid: int) -> int:
+    """The parent of process `pid` (/proc/PID/stat: the field after the name, which ends at the last ')')."""
     try:
-        if os.geteuid() != 0:
-            subprocess.run(["chmod", "-R", "u+rwX", folder], capture_output=True, timeout=120, check=False)
-        subprocess.run(["rm", "-rf", "--one-file-system", folder], capture_output=True, timeout=120, check=False)
-    except (OSError, subprocess.SubprocessError) as err:
-        log.warning(f"run_command: the scratch folder {folder} could not be removed ({err})")
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            return int(stat_file.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        raise ProcessLookupError(pid) from None
 
 
-SMALL_SCRATCH = 256
-"""Entries of a scratch folder removed in the server: what most commands leave (their home, a report, a few files)."""
+class Scratch:
+    """Where a root holds /tmp, the command's /tmp (a tmpfs) needs a mount point in that root's view: an empty folder
+    of the server's temporary folder, made for the call and removed after it by descriptor. The command may rename
+    or replace the folders on its path (they are in a root), never write into it (the tmpfs covers it): so its
+    removal is one rmdir, of this folder only (same device and inode), whatever now stands at its path."""
 
+    def __init__(self) -> None:
+        self.parent = os.open(tempfile.gettempdir(), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            self.name = f"shipcode-run-{os.getpid()}-{secrets.token_hex(6)}"
+            os.mkdir(self.name, 0o700, dir_fd=self.parent)
+            info = os.stat(self.name, dir_fd=self.parent, follow_symlinks=False)
+        except BaseException:
+            os.close(self.parent)
+            raise
+        self.identity = (info.st_dev, info.st_ino)
+        self.path = os.path.join(os.readlink(f"/proc/self/fd/{self.parent}"), self.name)
 
-def _removed_here(folder: str) -> bool:
-    """Remove `folder` in the server if it holds at most SMALL_SCRATCH entries, all readable: walked without recursion,
-    never through a link (an entry is a folder only as itself: lstat). Nothing of the command runs any more (its PID
-    namespace ended with it), and no other user may enter the folder (mkdtemp's 0700), so nothing changes beneath
-    the walk. False (perhaps partly removed) for a larger or unreadable tree, or on any error: rm's turn (two
-    processes, a few milliseconds, which a call of `true` would otherwise spend twice over)."""
-    folders: list[str] = [folder]
-    files: list[str] = []
-    try:
-        for current in folders:  # (grows as it goes: breadth first)
-            with os.scandir(current) as entries:
-                for entry in entries:
-                    if len(folders) + len(files) > SMALL_SCRATCH:
-                        return False
-                    (folders if entry.is_dir(follow_symlinks=False) else files).append(entry.path)
-        for path in files:
-            os.unlink(path)
-        for path in reversed(folders):
-            os.rmdir(path)
-    except OSError:
-        return False
-    return True
+    def remove(self) -> None:
+        if self.parent < 0:
+            return
+        try:
+            info = os.stat(self.name, dir_fd=self.parent, follow_symlinks=False)
+            if (info.st_dev, info.st_ino) == self.identity:
+                os.rmdir(self.name, dir_fd=self.parent)
+            else:
+                log.warning(f"run_command: {self.path} is no longer the scratch folder made for the call; left alone")
+        except OSError as err:
+            log.warning(f"run_command: the scratch folder {self.path} could not be removed ({err.strerror})")
+        finally:
+            os.close(self.parent)
+            self.parent = -1
 
 
 def limit(pid: int, kind: int, value: int) -> None:
