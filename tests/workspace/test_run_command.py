@@ -74,11 +74,15 @@ def test_a_command_reads_nothing_of_the_home_folder_or_outside_the_roots(project
     secret.parent.mkdir(parents=True)
     secret.write_text("PRIVATE KEY\n")
     (project / "link").symlink_to(secret)
-    attack = f"cat {secret}; cat link; ls {tmp_path}"
-    assert plain(attack, project).stdout.count("PRIVATE KEY") == 2  # the attack works without the sandbox
-    with Tools(project, options=("--allow-run",), env={"HOME": str(tmp_path / "home")}) as tools:
+    key = tmp_path / "state.key"  # the server's own secret (the key that signs what modern clients carry)
+    key.write_text("SERVER KEY " + "k" * 32 + "\n")
+    attack = f"cat {secret}; cat link; cat {key}; ls {tmp_path}"
+    done = plain(attack, project).stdout
+    assert done.count("PRIVATE KEY") == 2 and "SERVER KEY" in done  # the attack works without the sandbox
+    with Tools(project, options=("--allow-run", "--state-key-file", str(key)),
+               env={"HOME": str(tmp_path / "home")}) as tools:
         data = run(tools, attack + "; ls ~; echo $HOME")
-        assert "PRIVATE KEY" not in data["stdout"] + data["stderr"]
+        assert "PRIVATE KEY" not in data["stdout"] + data["stderr"] and "SERVER KEY" not in data["stdout"]
         assert "No such file or directory" in data["stderr"]
         # the roots' parent folder shows only the way to the roots; HOME is its own, empty
         assert data["stdout"].split() == ["project", "/tmp/home"]
