@@ -318,7 +318,7 @@ class Jail:
     def __init__(self, options: RunOptions, roots: Sequence[str], cwd: str, scratch: str, env: dict[str, str],
                  scan: Scan, folders: Sequence[str] = ("home",)) -> None:
         self.options, self.roots, self.cwd, self.scratch, self.env, self.scan = options, roots, cwd, scratch, env, scan
-        self.folders = folders  # made in the tmpfs /tmp, mode 0700 (where a root holds /tmp, the caller makes them)
+        self.folders = folders  # made in the command's tmpfs /tmp, mode 0700
         self.bound: list[Bound] = []
 
     def open(self) -> None:
