@@ -23,7 +23,7 @@ from shipcode_mcp.primitives import ToolError
 from shipcode_mcp.workspace import command_sandbox, run_command, tree_limits
 from shipcode_mcp.workspace.command_sandbox import RunOptions
 from shipcode_mcp.workspace.roots import Roots
-from support import SERVER, McpProcess
+from support import REPO, SERVER, McpProcess
 from workspace_support import Tools, context, git, make_repo
 
 pytestmark = pytest.mark.skipif(command_sandbox.unavailable_reason() is not None,
@@ -444,15 +444,20 @@ ROOT_TMP = ("mount -t tmpfs -o size=256m shipcode-test /tmp && exec \"$@\"")
 
 
 def private_tmp() -> bool:
-    """Whether this process may make a mount namespace of its own with a fresh /tmp (root, unshare, mounts allowed)."""
+    """Whether this process may make a mount namespace of its own with a fresh /tmp (root, unshare, mounts allowed)
+    in which the server still runs (its interpreter, packages and sources are not under /tmp, which it hides)."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    needed = {REPO, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve()}
+    if any(Path(os.path.realpath(path)).is_relative_to("/tmp") for path in needed):
         return False
     done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", ROOT_TMP, "sh", "true"],
                           capture_output=True, timeout=30, check=False)
     return done.returncode == 0
 
 
-@pytest.mark.skipif(not private_tmp(), reason="needs root and a mount namespace of its own (unshare, mount)")
+@pytest.mark.skipif(not private_tmp(), reason="needs root, a mount namespace of its own (unshare, mount), and the "
+                                               "server's interpreter and sources outside /tmp")
 def test_where_the_root_holds_tmp_the_commands_tmp_is_a_bounded_tmpfs_there_too(tmp_path: Path) -> None:
     command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", ROOT_TMP, "sh", *SERVER]
     with McpProcess("--allow-run", "--allow-write", "--run-memory", "64", "/tmp", command=command) as server:
