@@ -7,16 +7,19 @@ and start only itself.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from shipcode_mcp.context import Cancelled
 from shipcode_mcp.primitives import ToolError
-from shipcode_mcp.workspace.process import Child, run
+from shipcode_mcp.workspace.process import Child, run, stat_fields
 from support import wait_for
 from workspace_support import context
 
@@ -130,3 +133,20 @@ def test_at_most_max_children_run_at_once_and_a_waiting_one_can_be_cancelled() -
         for child in held:
             child.__exit__()
     assert run(context(), ["true"], cwd="/", readable=[], limit=10).returncode == 0  # the slots came back
+
+
+def test_stat_fields_read_past_a_name_that_looks_like_fields(tmp_path: Path) -> None:
+    """A process may name itself anything (its executable's file name): one holding ') Z 1 (' must not be read
+    as a zombie whose parent is init."""
+    program = tmp_path / "a) Z 1 (b"
+    shutil.copy(sys.executable, program)
+    child = subprocess.Popen([str(program), "-c", "import time; time.sleep(30)"])
+    try:
+        fields = stat_fields(child.pid)
+        assert fields[0] in ("S", "R", "D")
+        assert int(fields[1]) == os.getpid()
+    finally:
+        child.kill()
+        child.wait()
+    with pytest.raises(OSError):
+        stat_fields(child.pid)

@@ -115,6 +115,17 @@ def waits_on_a_fifo(pid: int) -> bool:
     return False
 
 
+def stat_fields(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the process's name (state first, then the parent...): the name is
+    in parentheses and may hold spaces and ')' itself, so it ends at the last ')'. OSError (ENOENT: gone)
+    or ValueError where they cannot be read."""
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        fields = stat.read().rpartition(b")")[2].decode("ascii").split()
+    if not fields:
+        raise ValueError(f"/proc/{pid}/stat has no fields after the name")
+    return fields
+
+
 class CutLine(bytes):
     """The head of an output line longer than the limit; `size` is the whole line's length in bytes and
     `tail` its last TAIL_BYTES (where rg's --json puts a match's line number)."""

@@ -28,7 +28,7 @@ from contextlib import ExitStack, contextmanager
 
 from .. import log
 from ..primitives import ToolError, ToolResult, text_content
-from . import command_sandbox, junit_reports, tree_limits
+from . import command_sandbox, junit_reports, process, tree_limits
 from .command_sandbox import Jail, RunOptions, Scan
 from .text import printable
 from .tools import RUN_TIMEOUT
@@ -436,10 +436,9 @@ def _failed(proc: subprocess.Popen[bytes]) -> NoReturn:
 
 
 def _parent(pid: int) -> int:
-    """The parent of process `pid` (/proc/PID/stat: the field after the name, which ends at the last ')')."""
+    """The parent of process `pid`."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat_file:
-            return int(stat_file.read().rsplit(b")", 1)[1].split()[1])
+        return int(process.stat_fields(pid)[1])
     except (OSError, ValueError, IndexError):
         raise ProcessLookupError(pid) from None
 

@@ -87,8 +87,7 @@ had a third of a core)."""
 def _cpu_seconds(pid: int) -> float | None:
     """The CPU time a process has used (user and system), from /proc; None where it cannot be read."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rpartition(")")[2].split()
+        fields = process.stat_fields(pid)
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None

@@ -651,7 +651,6 @@ def _stopped(pid: int | None) -> bool:
     if pid is None:
         return True
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rpartition(")")[2].split()[0] in ("T", "t", "Z", "X")
-    except (OSError, IndexError):
+        return process.stat_fields(pid)[0] in ("T", "t", "Z", "X")
+    except (OSError, ValueError):
         return True
