@@ -9,15 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 pytest.importorskip("ast_grep_py")
 
 from shipcode_mcp.context import Context
 from shipcode_mcp.workspace.code.navigate import find_symbol
 from shipcode_mcp.workspace.code.outline import outline_source
-from shipcode_mcp.workspace.code.source import CACHE
+from shipcode_mcp.workspace.code.source import CACHE, read_source
 from shipcode_mcp.workspace.code.symbols import walk
 from shipcode_mcp.workspace.roots import Roots
+from support import IN_CI, PEER_CACHE, REPO, load_script
+from workspace_support import Tools
 
 # Go's standard library, src/os/file.go (golang/go at 008e96c), its declarations up to the Seek constants.
 GO_OS_FILE = """package os
@@ -514,3 +517,44 @@ def test_find_symbol_finds_every_one_by_name_and_by_qualified_name(folder: Path,
                 assert answer.structured is not None
                 found = [(item["path"], item["qualified_name"], item["line"]) for item in answer.structured["symbols"]]
                 assert (path, qualified, line) in found, (query, path)
+
+
+# -- C++ headers named .h (double-conversion, as ujson 5.10.0's sdist vendors it; brotli 1.1.0's C headers) ------
+@pytest.fixture(scope="module")
+def c_corpora() -> dict[str, Path]:
+    """The two C and C++ corpora of bench/references_precision_c.py (pinned sdists)."""
+    bench = load_script(REPO / "bench" / "references_precision_c.py", "bench_references_precision_c")
+    PEER_CACHE.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(PEER_CACHE / "corpora.lock")):
+        try:
+            return {name: bench.fetch(bench.CORPORA[name], PEER_CACHE) for name in ("double-conversion", "brotli")}
+        except bench.Unreachable as err:
+            if IN_CI:
+                raise
+            pytest.skip(f"PyPI cannot be reached for the corpora: {err}")
+
+
+def test_a_cpp_projects_h_headers_are_read_as_cpp_and_a_c_projects_as_c(c_corpora: dict[str, Path], tmp_path: Path) -> None:
+    """C's grammar reads a class as a function and leaves its methods out; a `.h` file that holds what only C++
+    writes is read as C++. brotli's headers, C with `extern "C"` for C++ readers, stay C."""
+    languages: dict[str, set[str]] = {}
+    for name, root in c_corpora.items():
+        roots = Roots([str(root)])
+        languages[name] = {read_source(roots, str(path), path.name).language for path in root.rglob("*.h")}
+    assert languages == {"double-conversion": {"c", "cpp"}, "brotli": {"c"}}  # (utils.h is plain C macros)
+    root = c_corpora["double-conversion"]
+    source = read_source(Roots([str(root)]), str(root / "double-conversion" / "bignum.h"), "bignum.h")
+    found = {(s.kind, s.qualified_name) for s in walk(outline_source(source.text, source.language))}
+    assert {("module", "double_conversion"), ("class", "double_conversion.Bignum"),
+            ("method", "double_conversion.Bignum.AssignUInt16"), ("method", "double_conversion.Bignum.Square"),
+            ("constructor", "double_conversion.Bignum.Bignum")} <= found
+    CACHE.clear()
+    with Tools(root) as tools:  # find_symbol finds the declaration in the class too
+        lines = {(item["path"], item["line"]) for item in tools.data("find_symbol", {"name": "Bignum.Square"})["symbols"]}
+    assert lines == {("double-conversion/bignum.h", 58), ("double-conversion/bignum.cc", 355)}
+    copy = tmp_path / "bignum.h"  # the symbol tools read it so too: a declaration in the class replaced in place
+    copy.write_bytes((root / "double-conversion" / "bignum.h").read_bytes())
+    with Tools(tmp_path, write=True) as tools:
+        tools.call("replace_symbol", {"path": "bignum.h", "name": "Bignum.Square", "text": "void Square() const;"})
+    assert copy.read_bytes() == (root / "double-conversion" / "bignum.h").read_bytes().replace(
+        b"  void Square();", b"  void Square() const;")

@@ -56,10 +56,11 @@ if TYPE_CHECKING:
     from ..roots import Roots
     from .source import Folder
 
-FORMAT = 5
+FORMAT = 6
 """The schema's version (PRAGMA user_version): a database of another is built again. Raised too when the outline
 of some files changes (3: TypeScript's generic call signatures read), so no stale outline is served; 4: the names
-each file uses (files.uses, for repo_map); 5: which of them a file binds itself, known in more languages."""
+each file uses (files.uses, for repo_map); 5: which of them a file binds itself, known in more languages; 6: a `.h`
+file holding C++ read as C++)."""
 MAX_DATABASES = 64
 """Databases kept in the index folder; the least recently used beyond these (unused for STALE_SECONDS) go."""
 STALE_SECONDS = 3600.0
@@ -511,7 +512,7 @@ def _parsed(roots: Roots, folder: Folder, items: list[tuple[str, str]],
         finally:
             os.close(fd)
         try:
-            rows = POOL.ask({"op": "outline_uses", "text": source.text, "language": language}, check)
+            rows = POOL.ask({"op": "outline_uses", "text": source.text, "language": source.language}, check)
         except Starved:
             return raw, _key(info), None
         except FILE_FAILURES as err:

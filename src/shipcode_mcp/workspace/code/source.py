@@ -9,6 +9,7 @@ other tool) and parses only the files it names.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator
@@ -123,6 +124,13 @@ def parse_failed(source: Source, err: ToolError) -> Skipped:
     return Skipped(f"{printable(source.shown)} {err}", str(err))
 
 
+CPP_HEADER = re.compile(r"^[ \t]*(?:namespace(?:[ \t]+\w+)?[ \t]*\{|template[ \t]*<|(?:public|private|protected)[ \t]*:"
+                        r"|class[ \t]+\w+[ \t]*(?:final[ \t]*)?[:{]|using[ \t]+namespace\b)", re.MULTILINE)
+"""What only C++ writes at the start of a line (a namespace, a template, a class, access specifiers): a `.h` file
+holding it is read as C++ (a C++ project's headers are `.h` as often as not; C's grammar reads their classes and
+namespaces as functions)."""
+
+
 def source_from(fd: int, info: os.stat_result, real: str, shown: str, language: str) -> Source:
     """The Source of a file opened already (through safe_open), read from `fd`."""
     if info.st_size > MAX_SOURCE_BYTES:
@@ -133,7 +141,13 @@ def source_from(fd: int, info: os.stat_result, real: str, shown: str, language: 
     if is_binary(data):
         raise Skipped(f"{printable(shown)} is a binary file", "binary")
     text = data.decode("utf-8", "replace")
-    return Source(real, shown, language, text, file_key(real, info))
+    return Source(real, shown, text_language(real, language, text), text, file_key(real, info))
+
+
+def text_language(real: str, language: str, text: str) -> str:
+    """The language of the file `real` as its name says (`language`) and its `text` tells: a C header holding C++
+    is C++."""
+    return "cpp" if language == "c" and real.endswith(".h") and CPP_HEADER.search(text) else language
 
 
 def _read_all(fd: int, size: int) -> bytes:

@@ -21,7 +21,7 @@ from ..text import printable
 from ..writes import checked_result, rewrite, target
 from .navigate import matching_symbols, no_such_symbol
 from .parsers import POOL, Failed
-from .source import Skipped, Source, fresh_outline, known_language
+from .source import Skipped, Source, fresh_outline, known_language, text_language
 from .symbols import Symbol
 
 if TYPE_CHECKING:
@@ -35,10 +35,11 @@ POSITIONS = ("before", "after", "end")
 def replace_symbol(ctx: Context, roots: Roots, path: str, name: str, text: str, line: int | None, body: bool,
                    dry_run: bool, allow_syntax_errors: bool, expected_sha256: str | None) -> ToolResult:
     real, shown = target(roots, path, "replace_symbol")
-    language = known_language(real, shown)
+    named = known_language(real, shown)
     replaced: list[Symbol] = []
 
     def change(old: str, _: int) -> str:
+        language = text_language(real, named, old)
         symbols, symbol = _one(old, real, shown, language, name, line, ctx)
         replaced.append(symbol)
         if body:
@@ -91,12 +92,13 @@ def _with_body(old: str, symbol: Symbol, text: str, language: str, shown: str, c
 def insert_symbol(ctx: Context, roots: Roots, path: str, text: str, position: str, name: str | None, line: int | None,
                   dry_run: bool, allow_syntax_errors: bool, expected_sha256: str | None) -> ToolResult:
     real, shown = target(roots, path, "insert_symbol")
-    language = known_language(real, shown)
+    named = known_language(real, shown)
     if position in ("before", "after") and not name:
         raise ToolError(f"position {position} needs the name of the symbol to insert {position}")
     where: list[str] = []
 
     def change(old: str, _: int) -> str:
+        language = text_language(real, named, old)
         end = _line_end(old)
         if old and not old.endswith("\n"):
             old += end  # the last line gets its line end before anything goes after it
