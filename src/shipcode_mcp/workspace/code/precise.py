@@ -70,7 +70,7 @@ def column_of(line: str, units: int) -> int:
 
 BACKENDS = LANGUAGES
 """The languages with a language server backend ("typescript" answers for JavaScript and TSX files too)."""
-ALWAYS_ASKED = ("python",)
+ALWAYS_ASKED = ("python", "cpp")
 """The backends whose server is asked (or said missing) even when it is not installed: the precise extra's own.
 Another, not installed, is left out without a word (typescript-language-server is the user's to install)."""
 

