@@ -21,6 +21,7 @@ import json
 import os
 import shlex
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 from ...primitives import ToolError, inside
@@ -33,27 +34,44 @@ HEADERS = (".h", ".hh", ".hpp", ".hxx", ".h++", ".ipp", ".tpp", ".inl")
 PROJECT_FILES = ("compile_commands.json", os.path.join("build", "compile_commands.json"))
 """Where in a root clangd would find a project's own database."""
 MAX_DATABASE = 64 << 20
-"""A project's database is read up to this size (one of a 50 000-file tree is some 20 MB)."""
+"""A project's database is read up to this size (one of a 50 000-file tree is some 20 MB), one entry at a time."""
 MAX_ENTRIES = 100_000
+MAX_WRITTEN = 64 << 20
+"""The database written for clangd holds entries up to this size (files past it borrow a neighbour's command)."""
+MAX_KEPT_ARGUMENTS = 512
+"""Options kept of one command at most (a real one has tens)."""
+MAX_VALUE = 4096
+"""The longest value of a kept option."""
 MAX_INCLUDE_FOLDERS = 64
+MAX_INCLUDE_BYTES = 16 << 10
+"""The made-up include path's folders, and their length together, at most (each entry repeats them)."""
 INCLUDE_DEPTH = 4
 """A folder named `include` is put on the made-up include path down to this depth beneath a root."""
 KEPT = ("-I", "-isystem", "-iquote", "-idirafter", "-D", "-U", "-include", "-x", "-std=")
-"""The options kept of a project's commands, alone or with their value joined (`-Iinclude`, `-std=c++20`)."""
-_VALUE_APART = ("-I", "-isystem", "-iquote", "-idirafter", "-D", "-U", "-include", "-x")
-"""Those whose value may come as the next argument."""
+"""The options kept of a project's commands, with their value joined (`-Iinclude`, `-std=c++20`) or, but for
+`-std=`, as the next argument; a value that starts with `-` is another option (`-include-pch`, `-isystem-after`,
+`-I-`: dropped). `-Xclang -include -Xclang FILE` is `-include FILE`; any other `-Xclang` is dropped with its value."""
 _PATHS = ("-I", "-isystem", "-iquote", "-idirafter", "-include")
 """Those whose value is a path, made absolute from the command's folder."""
 
 
 def write(folder: str, roots: tuple[str, ...], files: Iterable[str]) -> str:
-    """Write `folder`/compile_commands.json for the C and C++ `files` (real paths the walk listed) of `roots`;
-    return where its commands came from ("the project's compile_commands.json" or "made up")."""
+    """Write `folder`/compile_commands.json for the C and C++ `files` (real paths the walk listed) of `roots`, at most
+    MAX_WRITTEN bytes of it; return where its commands came from ("the project's compile_commands.json" or "made
+    up")."""
     entries, origin = project_entries(roots)
     if not entries:
         entries, origin = made_up(roots, files), "made up"
+    written = 2
     with open(os.path.join(folder, "compile_commands.json"), "w", encoding="utf-8") as database:
-        json.dump(entries[:MAX_ENTRIES], database)
+        database.write("[")
+        for number, entry in enumerate(entries[:MAX_ENTRIES]):
+            text = ("," if number else "") + json.dumps(entry)
+            written += len(text)
+            if written > MAX_WRITTEN:
+                break
+            database.write(text)
+        database.write("]")
     return origin
 
 
@@ -72,9 +90,11 @@ def project_entries(roots: tuple[str, ...]) -> tuple[list[dict[str, Any]], str]:
     return entries, f"the project's {', '.join(named)}" if named else ""
 
 
-def _load(roots: tuple[str, ...], path: str) -> list[Any] | None:
-    """A database's list of entries, read within the roots as every tool reads a file (no link followed on the
-    way, a regular file of at most MAX_DATABASE bytes); None when there is none or it is not a JSON list."""
+def _load(roots: tuple[str, ...], path: str) -> Iterator[Any] | None:
+    """A database's entries, read within the roots as every tool reads a file (no link followed on the way, a
+    regular file of at most MAX_DATABASE bytes) and parsed one at a time (a hostile file's million empty objects
+    are never all held), at most MAX_ENTRIES; None when there is none or it is not a JSON list. An entry that does
+    not parse ends the list."""
     try:
         fd, info = safe_open.open_file(Roots(list(roots)), path, path)
     except (ToolError, OSError):
@@ -83,10 +103,37 @@ def _load(roots: tuple[str, ...], path: str) -> list[Any] | None:
         if info.st_size > MAX_DATABASE:
             return None
         try:
-            loaded = json.loads(file.read(MAX_DATABASE + 1))
-        except (OSError, ValueError):
+            text = file.read(info.st_size + 1).decode("utf-8")  # (not MAX_DATABASE: read() allocates what it is asked)
+        except (OSError, UnicodeDecodeError):
             return None
-    return loaded if isinstance(loaded, list) else None
+    start = _spaces(text, 0)
+    if not text.startswith("[", start):
+        return None
+    return _entries(text, start + 1)
+
+
+def _spaces(text: str, index: int) -> int:
+    """The index of the first character at or after `index` that is not JSON's white space."""
+    while index < len(text) and text[index] in " \t\n\r":
+        index += 1
+    return index
+
+
+def _entries(text: str, index: int) -> Iterator[Any]:
+    decoder = json.JSONDecoder()
+    for _ in range(MAX_ENTRIES):
+        index = _spaces(text, index)
+        if text.startswith("]", index):
+            return
+        try:
+            entry, index = decoder.raw_decode(text, index)
+        except (ValueError, RecursionError):
+            return
+        yield entry
+        index = _spaces(text, index)
+        if not text.startswith(",", index):
+            return
+        index += 1
 
 
 def kept_entry(item: Any, roots: tuple[str, ...]) -> dict[str, Any] | None:
@@ -102,15 +149,19 @@ def kept_entry(item: Any, roots: tuple[str, ...]) -> dict[str, Any] | None:
     if not any(inside(path, root) for root in roots):
         return None
     arguments = item.get("arguments")
-    if arguments is None and isinstance(item.get("command"), str):
+    if arguments is None and isinstance(item.get("command"), str) and len(item["command"]) <= MAX_COMMAND:
         try:
             arguments = shlex.split(item["command"])
         except ValueError:
             return None
     if not isinstance(arguments, list) or not all(isinstance(argument, str) for argument in arguments):
         return None
-    return {"directory": os.path.dirname(path), "file": path,
-            "arguments": [_compiler(path), *_kept(arguments[1:], directory), path]}
+    kept = list(islice(_kept(arguments[1:], directory), MAX_KEPT_ARGUMENTS))
+    return {"directory": os.path.dirname(path), "file": path, "arguments": [_compiler(path), *kept, path]}
+
+
+MAX_COMMAND = 1 << 20
+"""A command string longer than this is not read (it is split whole)."""
 
 
 def _kept(arguments: list[str], directory: str) -> Iterator[str]:
@@ -119,15 +170,19 @@ def _kept(arguments: list[str], directory: str) -> Iterator[str]:
     while index < len(arguments):
         argument = arguments[index]
         index += 1
+        if argument == "-Xclang":  # (the next is clang's own; only `-Xclang -include -Xclang FILE` is kept)
+            if arguments[index:index + 3][:2] == ["-include", "-Xclang"] and len(arguments) > index + 2:
+                argument, index = f"-include{arguments[index + 2]}", index + 3
+            else:
+                index += 1
+                continue
         option = next((option for option in KEPT if argument.startswith(option)), None)
         if option is None:
             continue
         value = argument[len(option):]
-        if not value and option in _VALUE_APART:
-            if index >= len(arguments):
-                break
+        if not value and option != "-std=" and index < len(arguments):
             value, index = arguments[index], index + 1
-        if not value:
+        if not value or value.startswith("-") or len(value) > MAX_VALUE:
             continue
         if option in _PATHS:
             value = os.path.normpath(os.path.join(directory, value))
@@ -148,7 +203,11 @@ def made_up(roots: tuple[str, ...], files: Iterable[str]) -> list[dict[str, Any]
                 folder = os.path.join(root, *parts[:depth + 1])
                 if folder not in folders and len(folders) < len(roots) + MAX_INCLUDE_FOLDERS:
                     folders.append(folder)
-    includes = [f"-I{folder}" for folder in folders]
+    includes: list[str] = []
+    for folder in folders:
+        if sum(map(len, includes)) + len(folder) + 2 > MAX_INCLUDE_BYTES:
+            break
+        includes.append(f"-I{folder}")
     return [{"directory": os.path.dirname(path), "file": path, "arguments": [_compiler(path), *includes, path]}
             for path in sources[:MAX_ENTRIES]]
 

@@ -35,7 +35,7 @@ from .. import process, safe_open
 from ..listing import list_files
 from ..roots import Roots
 from ..sandbox import MIB, Limits, unavailable_reason
-from ..uris import file_uri
+from ..uris import file_uri, uri_path
 from . import compile_commands
 from .connection import Connection, Gone, Refused, TimedOut
 from .installed import HEAP_MIB, INSTALL, LANGUAGES, Installed, find
@@ -126,12 +126,16 @@ class LanguageServer:
         self._indexed = threading.Event()
         """Set when the server's background index has been built (clangd ends its `backgroundIndexProgress`)."""
         self._pushed: dict[str, tuple[Any, list[Any]]] = {}
-        """The diagnostics last pushed for each file (`textDocument/publishDiagnostics`): the version they are of."""
+        """The diagnostics last pushed for each file open in the server (`textDocument/publishDiagnostics`), by its
+        path: the version they are of."""
         self._pushes = threading.Condition()
         self._version = 0
         """The last version a document was given in the server (each opening or change a new one)."""
         self._open: set[str] = set()
-        """The URIs of the documents open in the server."""
+        """The paths of the documents open in the server (changed and read under `_pushes`)."""
+        self._pending: dict[str, int] = {}
+        """Files kept open whose latest version the server has not read yet (its index of them waited for by the
+        next question)."""
         self._kept: dict[str, tuple[str, int]] = {}
         """The files changed on disk since the server indexed them, kept open in it with their text and version
         (`Installed.indexes`: its index of an open file is the one it answers from)."""
@@ -300,10 +304,12 @@ class LanguageServer:
                 self._indexing = False
                 self._indexed.set()
         elif method == "textDocument/publishDiagnostics" and self.installed.diagnostics == "push" \
-                and params.get("uri") in self._open and isinstance(params.get("diagnostics"), list):
+                and isinstance(params.get("uri"), str) and isinstance(params.get("diagnostics"), list):
+            path = uri_path(params["uri"])  # (by path: clangd writes a ':' of a name as it is, we write %3A)
             with self._pushes:  # (only the last of each file we opened: a flood of them holds no memory)
-                self._pushed[params["uri"]] = (params.get("version"), params["diagnostics"])
-                self._pushes.notify_all()
+                if path in self._open:
+                    self._pushed[path] = (params.get("version"), params["diagnostics"])
+                    self._pushes.notify_all()
 
     # -- asking ---------------------------------------------------------------------------------------------
     def ready(self) -> None:
@@ -337,7 +343,7 @@ class LanguageServer:
                 return self._ask(method, params, deadline, check)
             connection = self._connected()
             try:
-                self.catch_up(deadline)
+                self.catch_up(deadline, check)
                 with self._opened(connection, documents, deadline):
                     return self._ask(method, params, deadline, check, looked=True)
             except (TimedOut, Gone) as err:
@@ -365,26 +371,38 @@ class LanguageServer:
         finally:
             try:
                 for real in changed:
-                    self._kept[real] = (self._kept[real][0], self._send_text(connection, real, self._kept[real][0],
-                                                                                opening=False, deadline=time.monotonic() + 1))
+                    self._keep_text(connection, real, self._kept[real][0], time.monotonic() + 1)
                 for real in opened:
-                    self._close(connection, real, time.monotonic() + 1)
+                    # A server that indexes what it reads keeps a closed file's last text in its index: one opened
+                    # with another text than the disk's (a dry run's) is given the disk's and kept open.
+                    disk = _text(self.roots, real, lenient=True) if self.installed.indexes else texts[real]
+                    if disk is not None and disk != texts[real]:
+                        self._keep_text(connection, real, disk, time.monotonic() + 1)
+                    else:
+                        self._close(connection, real, time.monotonic() + 1)
             except (TimedOut, Gone):
                 pass  # (the connection is ending: nothing is open in a server that is gone)
 
+    def _keep_text(self, connection: Connection, real: str, text: str, deadline: float) -> None:
+        """Give the open file `real` the text `text` and keep it open; its index is waited for by the next question."""
+        version = self._send_text(connection, real, text, opening=False, deadline=deadline)
+        self._kept[real] = (text, version)
+        self._pending[real] = version
+
     def _close(self, connection: Connection, real: str, deadline: float) -> None:
-        uri = file_uri(real)
-        self._open.discard(uri)
         with self._pushes:
-            self._pushed.pop(uri, None)
-        connection.notify("textDocument/didClose", {"textDocument": {"uri": uri}}, deadline)
+            self._open.discard(real)
+            self._pushed.pop(real, None)
+        self._pending.pop(real, None)
+        connection.notify("textDocument/didClose", {"textDocument": {"uri": file_uri(real)}}, deadline)
 
     def _send_text(self, connection: Connection, real: str, text: str, *, opening: bool,
                    deadline: float | None = None) -> int:
         """Open `real` in the server with `text`, or give an open one `text` as its whole content; its new version."""
         self._version += 1
         if opening:
-            self._open.add(file_uri(real))
+            with self._pushes:
+                self._open.add(real)  # (before it is sent: a failed send leaves it open in our books, closed by _kill)
             connection.notify("textDocument/didOpen", {"textDocument": {
                 "uri": file_uri(real), "languageId": self.installed.language_id(real), "version": self._version,
                 "text": text}}, deadline)
@@ -402,7 +420,7 @@ class LanguageServer:
         with self._turn(timeout, check) as deadline:
             connection = self._connected()
             try:
-                self.catch_up(deadline)
+                self.catch_up(deadline, check)
                 with self._opened(connection, texts, deadline) as versions:
                     for real in texts:
                         if self.installed.diagnostics == "push":
@@ -426,10 +444,9 @@ class LanguageServer:
     def _pushed_for(self, real: str, version: int, deadline: float, check: Callable[[], None] | None) -> list[Any]:
         """The diagnostics the server pushes for `real` once it has read it as opened at `version`; TimedOut past
         `deadline` (those of an earlier opening, or of a close, are not taken for them)."""
-        uri = file_uri(real)
         with self._pushes:
             while True:
-                pushed = self._pushed.get(uri)
+                pushed = self._pushed.get(real)
                 if pushed is not None and pushed[0] == version:
                     return pushed[1]
                 if check is not None:
@@ -461,7 +478,7 @@ class LanguageServer:
         connection = self._connected()
         try:
             if not looked:
-                self.catch_up(deadline)
+                self.catch_up(deadline, check)
             answer = connection.request(method, params, timeout=max(0.0, deadline - time.monotonic()), check=check)
         except (TimedOut, Gone, Refused) as err:
             raise self._not_ready(err) from None
@@ -503,7 +520,7 @@ class LanguageServer:
             raise NotReady(f"the {self.name} language server was stopped")
         return connection
 
-    def catch_up(self, deadline: float) -> None:
+    def catch_up(self, deadline: float, check: Callable[[], None] | None = None) -> None:
         """Tell the server of the files of its language created, changed or deleted since the last look (one that
         indexes the workspace is given them as open files, and their index waited for by `deadline`)."""
         connection = self._connected()
@@ -514,8 +531,8 @@ class LanguageServer:
             gone = [path for path in self._seen if path not in now]
             changes += [{"uri": file_uri(path), "type": 3} for path in gone]
             paths += gone
-            self._seen = now
             if not changes:
+                self._settle(deadline, check)
                 return
             # A file created or deleted changes the program: pyright finds the files again (and logs how many)
             # before its next answer can know of it, a few milliseconds later.
@@ -527,30 +544,51 @@ class LanguageServer:
             if enumerated:
                 self._found.wait(ENUMERATION_WAIT)
             if self.installed.indexes:
-                self._keep(connection, [path for path in paths if path.endswith(self.installed.extensions)], deadline)
+                self._keep(connection, [path for path in paths if path.endswith(self.installed.extensions)], now)
+            self._seen = now  # (after: a call that ends on the way leaves the changes to the next)
+            self._settle(deadline, check)
 
-    def _keep(self, connection: Connection, paths: list[str], deadline: float) -> None:
+    def _keep(self, connection: Connection, paths: list[str], now: dict[str, tuple[int, int]]) -> None:
         """Keep the changed files `paths` open in a server that indexes the workspace with their text on disk (clangd
         takes its index of an open file over its background index, which it never updates for a change on disk),
-        closing those deleted; wait for its index of them (its diagnostics of a file come once it has read it).
-        Past MAX_KEPT_OPEN files, the server is stopped, to be started again and index the workspace anew."""
-        waited: list[tuple[str, int]] = []
+        closing those deleted; their index is waited for (`_settle`). A file it cannot be given (over MAX_OPENED), or
+        more than MAX_KEPT_OPEN kept, has it read the workspace anew (`_read_anew`)."""
         for path in paths:
-            text = _text(self.roots, path) if path in self._seen else None
-            kept = self._kept.pop(path, None)
-            if text is None:
+            kept = self._kept.get(path)
+            if path not in now:
                 if kept is not None:
-                    self._close(connection, path, deadline)
+                    del self._kept[path]
+                    self._close(connection, path, time.monotonic() + 1)
                 continue
-            if len(self._kept) >= MAX_KEPT_OPEN:
-                self.stop()
-                raise Gone(f"the {self.name} language server is started again to index the workspace anew (more than "
-                           f"{MAX_KEPT_OPEN} of its files changed since it read them)")
-            version = self._send_text(connection, path, text, opening=kept is None, deadline=deadline)
+            text = _text(self.roots, path, lenient=True)
+            if text is None:
+                if now[path][1] > MAX_OPENED:
+                    self._read_anew(f"{_shown(self.roots, path)} changed and is larger than {MAX_OPENED >> 20} MiB")
+                continue  # (gone or replaced since the look: the next look says which)
+            if len(self._kept) + (kept is None) > MAX_KEPT_OPEN:
+                self._read_anew(f"more than {MAX_KEPT_OPEN} of its files changed")
+            if kept is not None and kept[0] == text:
+                continue  # (touched, not changed: the server would not read it again, nor say it had)
+            version = self._send_text(connection, path, text, opening=kept is None, deadline=time.monotonic() + 1)
             self._kept[path] = (text, version)
-            waited.append((path, version))
-        for path, version in waited:
-            self._pushed_for(path, version, deadline, None)
+            self._pending[path] = version
+
+    def _read_anew(self, why: str) -> None:
+        """Fail the server, to be started again and index the workspace anew (counted as a crash: a tree that keeps
+        changing is not indexed again and again); Gone for the caller."""
+        self._fail(f"{why} since it read them: started again to read the workspace anew")
+        raise Gone(f"the {self.name} language server is started again to index the workspace anew ({why})")
+
+    def _settle(self, deadline: float, check: Callable[[], None] | None) -> None:
+        """Wait for the server's index of the files kept open since it last answered (their diagnostics come once it
+        has read them), by `deadline`; TimedOut past it (the next question waits again). More than MAX_KEPT_OPEN files
+        kept (dry runs' files are kept too) has it read the workspace anew."""
+        if len(self._kept) > MAX_KEPT_OPEN:
+            self._read_anew(f"more than {MAX_KEPT_OPEN} of its files changed")
+        for path, version in list(self._pending.items()):
+            self._pushed_for(path, version, deadline, check)
+            if self._pending.get(path) == version:
+                del self._pending[path]
 
     def _look(self) -> dict[str, tuple[int, int]]:
         """(modification time, size) of each file of the server's language in the roots, and of the files of its
@@ -740,9 +778,16 @@ def _outside(installed: Installed, roots: tuple[str, ...]) -> None:
                        "code of the repository is not run as one")
 
 
-def _text(roots: tuple[str, ...], path: str) -> str | None:
+def _shown(roots: tuple[str, ...], path: str) -> str:
+    """A path in the roots as the tools show it (relative to its root)."""
+    root = next((root for root in roots if path.startswith(root + os.sep)), None)
+    return path[len(root) + 1:] if root is not None else path
+
+
+def _text(roots: tuple[str, ...], path: str, lenient: bool = False) -> str | None:
     """The text of a file the walk listed in a root, opened within the roots as every tool opens one (no link
-    followed on the way), None if it is not a regular file of at most MAX_OPENED bytes of UTF-8 now."""
+    followed on the way), None if it is not a regular file of at most MAX_OPENED bytes of UTF-8 now (`lenient`: of
+    any bytes, what is not UTF-8 replaced, as the tools read it)."""
     try:
         fd, info = safe_open.open_file(Roots(list(roots)), path, path)
     except (ToolError, OSError):
@@ -751,7 +796,7 @@ def _text(roots: tuple[str, ...], path: str) -> str | None:
         if info.st_size > MAX_OPENED:
             return None
         try:
-            return file.read(MAX_OPENED + 1).decode("utf-8")
+            return file.read(MAX_OPENED + 1).decode("utf-8", "replace" if lenient else "strict")
         except (OSError, UnicodeDecodeError):
             return None
 
