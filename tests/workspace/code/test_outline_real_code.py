@@ -16,7 +16,7 @@ pytest.importorskip("ast_grep_py")
 from shipcode_mcp.context import Context
 from shipcode_mcp.workspace.code.navigate import find_symbol
 from shipcode_mcp.workspace.code.outline import outline_source
-from shipcode_mcp.workspace.code.source import CACHE, read_source
+from shipcode_mcp.workspace.code.source import CACHE, CPP_HEADER, read_source
 from shipcode_mcp.workspace.code.symbols import walk
 from shipcode_mcp.workspace.roots import Roots
 from support import IN_CI, PEER_CACHE, REPO, load_script
@@ -558,3 +558,12 @@ def test_a_cpp_projects_h_headers_are_read_as_cpp_and_a_c_projects_as_c(c_corpor
         tools.call("replace_symbol", {"path": "bignum.h", "name": "Bignum.Square", "text": "void Square() const;"})
     assert copy.read_bytes() == (root / "double-conversion" / "bignum.h").read_bytes().replace(
         b"  void Square();", b"  void Square() const;")
+
+
+def test_the_cpp_header_forms_and_c_lines_that_look_like_them() -> None:
+    cpp = ["namespace a::b {", "namespace detail\n{", "class EXPORT_API Foo {", "class Foo\n{", "class Foo final : public Bar {",
+           "template <typename T>", "  public:", "using namespace std;", "namespace {"]
+    c = ["struct foo {", "int class_count;", "/* class Foo { */ int x;", "typedef struct x x;", "  class_t *c;",
+         "#define public_api", "classify(x);", 'extern "C" {']
+    assert [text for text in cpp if not CPP_HEADER.search(text)] == []
+    assert [text for text in c if CPP_HEADER.search(text)] == []

@@ -56,11 +56,11 @@ if TYPE_CHECKING:
     from ..roots import Roots
     from .source import Folder
 
-FORMAT = 6
+FORMAT = 7
 """The schema's version (PRAGMA user_version): a database of another is built again. Raised too when the outline
 of some files changes (3: TypeScript's generic call signatures read), so no stale outline is served; 4: the names
 each file uses (files.uses, for repo_map); 5: which of them a file binds itself, known in more languages; 6: a `.h`
-file holding C++ read as C++)."""
+file holding C++ read as C++; 7: more of C++'s forms known)."""
 MAX_DATABASES = 64
 """Databases kept in the index folder; the least recently used beyond these (unused for STALE_SECONDS) go."""
 STALE_SECONDS = 3600.0

@@ -124,8 +124,9 @@ def parse_failed(source: Source, err: ToolError) -> Skipped:
     return Skipped(f"{printable(source.shown)} {err}", str(err))
 
 
-CPP_HEADER = re.compile(r"^[ \t]*(?:namespace(?:[ \t]+\w+)?[ \t]*\{|template[ \t]*<|(?:public|private|protected)[ \t]*:"
-                        r"|class[ \t]+\w+[ \t]*(?:final[ \t]*)?[:{]|using[ \t]+namespace\b)", re.MULTILINE)
+CPP_HEADER = re.compile(r"^[ \t]*(?:namespace(?:[ \t]+[\w:]+)?[ \t]*(?:\{|$)|template[ \t]*<"
+                        r"|(?:public|private|protected)[ \t]*:|class(?:[ \t]+\w+)+[ \t]*(?:[:{]|$)|using[ \t]+namespace\b)",
+                        re.MULTILINE)
 """What only C++ writes at the start of a line (a namespace, a template, a class, access specifiers): a `.h` file
 holding it is read as C++ (a C++ project's headers are `.h` as often as not; C's grammar reads their classes and
 namespaces as functions)."""
