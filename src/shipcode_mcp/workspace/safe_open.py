@@ -146,6 +146,24 @@ def open_file(roots: Roots, real: str, shown: str, flags: int = READ_FLAGS) -> t
         os.close(parent)
 
 
+def small_text(roots: Roots, real: str, limit: int, errors: str = "strict") -> str | None:
+    """The text of the regular file `real` of the roots, opened as open_file opens one, if it is at most `limit`
+    bytes of UTF-8 (`errors`: as bytes.decode takes them); None where it cannot be read so. For what reads a
+    workspace file whole without a tool's error to give (a language server's documents, clangd's database)."""
+    try:
+        fd, info = open_file(roots, real, real)
+    except (ToolError, OSError):
+        return None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        try:
+            data = file.read(info.st_size + 1)  # (not limit + 1: read() allocates what it is asked for)
+            return data.decode("utf-8", errors) if len(data) <= limit else None
+        except (OSError, UnicodeDecodeError):
+            return None
+
+
 def lstat_in(parent: int, name: str, shown: str) -> os.stat_result | None:
     """The entry `name` of folder `parent` (a link is not followed), None if there is none."""
     try:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
 
-from ...primitives import ToolError, inside
+from ...primitives import inside
 from .. import safe_open
 from ..roots import Roots
 
@@ -95,17 +95,9 @@ def _load(roots: tuple[str, ...], path: str) -> Iterator[Any] | None:
     regular file of at most MAX_DATABASE bytes) and parsed one at a time (a hostile file's million empty objects
     are never all held), at most MAX_ENTRIES; None when there is none or it is not a JSON list. An entry that does
     not parse ends the list."""
-    try:
-        fd, info = safe_open.open_file(Roots(list(roots)), path, path)
-    except (ToolError, OSError):
+    text = safe_open.small_text(Roots(list(roots)), path, MAX_DATABASE)
+    if text is None:
         return None
-    with os.fdopen(fd, "rb") as file:
-        if info.st_size > MAX_DATABASE:
-            return None
-        try:
-            text = file.read(info.st_size + 1).decode("utf-8")  # (not MAX_DATABASE: read() allocates what it is asked)
-        except (OSError, UnicodeDecodeError):
-            return None
     start = _spaces(text, 0)
     if not text.startswith("[", start):
         return None

@@ -788,17 +788,7 @@ def _text(roots: tuple[str, ...], path: str, lenient: bool = False) -> str | Non
     """The text of a file the walk listed in a root, opened within the roots as every tool opens one (no link
     followed on the way), None if it is not a regular file of at most MAX_OPENED bytes of UTF-8 now (`lenient`: of
     any bytes, what is not UTF-8 replaced, as the tools read it)."""
-    try:
-        fd, info = safe_open.open_file(Roots(list(roots)), path, path)
-    except (ToolError, OSError):
-        return None
-    with os.fdopen(fd, "rb") as file:
-        if info.st_size > MAX_OPENED:
-            return None
-        try:
-            return file.read(MAX_OPENED + 1).decode("utf-8", "replace" if lenient else "strict")
-        except (OSError, UnicodeDecodeError):
-            return None
+    return safe_open.small_text(Roots(list(roots)), path, MAX_OPENED, "replace" if lenient else "strict")
 
 
 def _scratch_folder(name: str) -> str:
