@@ -195,10 +195,21 @@ async def language_server(root: Path) -> AsyncIterator[Any]:
 
     command = server_command()
     await client.start_io(command[0], *command[1:])
+    async with initialized(client, root, types.ClientCapabilities()):
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def initialized(client: Any, root: Path, capabilities: Any, options: Any = None) -> AsyncIterator[Any]:
+    """A started pygls client's server initialized on `root` as its one workspace folder, shut down and stopped at
+    the end (stopped whatever happens)."""
+    from lsprotocol import types
+
     try:
         await asyncio.wait_for(client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(), process_id=None, root_uri=root.as_uri(),
-            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)])), REQUEST_TIMEOUT)
+            capabilities=capabilities, process_id=None, root_uri=root.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+            initialization_options=options)), REQUEST_TIMEOUT)
         client.initialized(types.InitializedParams())
         yield client
         await asyncio.wait_for(client.shutdown_async(None), REQUEST_TIMEOUT)
@@ -292,10 +303,15 @@ def ours(root: Path, chosen: list[Symbol], queries: list[str]) -> tuple[dict[str
     return modes, spent
 
 
-def precise(root: Path, queries: list[str]) -> tuple[dict[str, list[set[tuple[str, int]]]], dict[str, float]]:
-    """Each query's uses as find_references gives them with --precise (the server's language server, started
-    and warmed here, in its sandbox), by mode: every use, and the `exact` ones alone; the time to the server's
-    first precise answer (its start and warm-up included), to all of them, and its memory then."""
+Sites = list[set[tuple[str, int]]]
+
+
+def precise_answers(root: Path, queries: list[str], wait: float = REQUEST_TIMEOUT,
+                    strict: bool = True) -> tuple[Sites, Sites, dict[str, Any]]:
+    """Each query's uses as find_references gives them with --precise (the server's language servers, started and
+    warmed in this process, in their sandbox): every use, and the `exact` ones alone; the time to the first precise
+    answer (start and warm-up included, waited for up to `wait`), to all of them, the servers' peak memory (their
+    process trees), and the queries no server answered (`strict`: an error)."""
     from shipcode_mcp.context import Context
     from shipcode_mcp.workspace.code.references import find_references
     from shipcode_mcp.workspace.code.source import CACHE
@@ -306,29 +322,39 @@ def precise(root: Path, queries: list[str]) -> tuple[dict[str, list[set[tuple[st
     ctx = Context(None, 1, "tools/call", {})
     CACHE.clear()
     SERVERS.enabled = True
-    modes: dict[str, list[set[tuple[str, int]]]] = {"precise, every use": [], "exact only": []}
+    every: Sites = []
+    exact: Sites = []
+    unanswered: list[str] = []
     start = time.perf_counter()
     try:
         while True:  # the first query's answer, once the server is ready (each call before says it is not)
             found = find_references(ctx, roots, queries[0], ".", 100_000).structured or {}
-            if found["language_server"] is not None or time.perf_counter() - start > REQUEST_TIMEOUT:
+            if found["language_server"] is not None or time.perf_counter() - start > wait:
                 break
             time.sleep(0.05)
         first = time.perf_counter() - start
         for index, query in enumerate(queries):
             if index:
                 found = find_references(ctx, roots, query, ".", 100_000).structured or {}
-            if found["language_server"] is None:
-                raise RuntimeError(f"{query}: no precise answer ({found['language_server_note']})")
-            modes["precise, every use"].append({(item["path"], item["line"]) for item in found["references"]})
-            modes["exact only"].append({(item["path"], item["line"]) for item in found["references"]
-                                        if item["precision"] == "exact"})
+            if found["language_server"] is None:  # no definition the syntax tree finds, or no server answered
+                if strict:
+                    raise RuntimeError(f"{query}: no precise answer ({found['language_server_note']})")
+                unanswered.append(query)
+            every.append({(item["path"], item["line"]) for item in found["references"]})
+            exact.append({(item["path"], item["line"]) for item in found["references"] if item["precision"] == "exact"})
         total = time.perf_counter() - start
-        memory = sum(harness.memory(server.pid).get("VmHWM", 0) for server in SERVERS.running() if server.pid is not None)
+        memory = sum(harness.memory(pid).get("VmHWM", 0) for server in SERVERS.running() if server.pid is not None
+                     for pid in harness.descendants(server.pid))
     finally:
         SERVERS.stop_all()
         SERVERS.enabled = False
-    return modes, {"first": first, "all": total, "rss": memory}
+    return every, exact, {"first": first, "all": total, "rss": memory, "unanswered": unanswered}
+
+
+def precise(root: Path, queries: list[str]) -> tuple[dict[str, Sites], dict[str, Any]]:
+    """precise_answers by mode: every use, and the `exact` ones alone."""
+    every, exact, timing = precise_answers(root, queries)
+    return {"precise, every use": every, "exact only": exact}, timing
 
 
 def score(expected: list[set[tuple[str, int]]], found: list[set[tuple[str, int]]]) -> dict[str, float]:

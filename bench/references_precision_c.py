@@ -46,7 +46,16 @@ from typing import Any
 
 import run as harness  # bench/run.py: tables, machine facts
 from references_precision import Corpus as PypiCorpus
-from references_precision import Unreachable, corpus_main, differences, download, in_root, score, stop_client
+from references_precision import (
+    Unreachable,
+    corpus_main,
+    differences,
+    download,
+    in_root,
+    initialized,
+    precise_answers,
+    score,
+)
 
 DEFAULT_CACHE = harness.DEFAULT_CACHE
 REQUEST_TIMEOUT = 120.0
@@ -181,20 +190,11 @@ async def language_server(root: Path, database: Path) -> AsyncIterator[Any]:
         shutil.copy(database / "compile_commands.json", scratch)
         await client.start_io(clangd_binary(), "--background-index", f"--compile-commands-dir={scratch}",
                               "--enable-config=false", "--log=error")
-        try:
-            await asyncio.wait_for(client.initialize_async(types.InitializeParams(
-                capabilities=types.ClientCapabilities(
-                    window=types.WindowClientCapabilities(work_done_progress=True),
-                    text_document=types.TextDocumentClientCapabilities(document_symbol=types.DocumentSymbolClientCapabilities(
-                        hierarchical_document_symbol_support=True))),
-                process_id=None, root_uri=root.as_uri(),
-                workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)])), REQUEST_TIMEOUT)
-            client.initialized(types.InitializedParams())
+        async with initialized(client, root, types.ClientCapabilities(
+                window=types.WindowClientCapabilities(work_done_progress=True),
+                text_document=types.TextDocumentClientCapabilities(document_symbol=types.DocumentSymbolClientCapabilities(
+                    hierarchical_document_symbol_support=True)))):
             yield client
-            await asyncio.wait_for(client.shutdown_async(None), REQUEST_TIMEOUT)
-            client.exit(None)
-        finally:
-            await stop_client(client)
 
 
 def open_file(client: Any, root: Path, path: str) -> str:
@@ -286,46 +286,6 @@ def by_name(root: Path, queries: list[str]) -> tuple[list[set[tuple[str, int]]],
     return found, time.perf_counter() - start
 
 
-def precise(root: Path, queries: list[str]) -> tuple[dict[str, list[set[tuple[str, int]]]], dict[str, Any]]:
-    """Each query's uses with --precise (the server's clangd, started, warmed and sandboxed here), every use and the
-    exact ones; the time to the first exact answer, to all, the server's peak memory, the queries not asked of it."""
-    from shipcode_mcp.context import Context
-    from shipcode_mcp.workspace.code.references import find_references
-    from shipcode_mcp.workspace.code.source import CACHE
-    from shipcode_mcp.workspace.lsp.servers import SERVERS
-    from shipcode_mcp.workspace.roots import Roots
-
-    roots = Roots([str(root)])
-    ctx = Context(None, 1, "tools/call", {})
-    CACHE.clear()
-    SERVERS.enabled = True
-    modes: dict[str, list[set[tuple[str, int]]]] = {"every use": [], "exact only": []}
-    start = time.perf_counter()
-    try:
-        while True:
-            found = find_references(ctx, roots, queries[0], ".", 100_000).structured or {}
-            if found["language_server"] is not None or time.perf_counter() - start > 600:
-                break
-            time.sleep(0.05)
-        first = time.perf_counter() - start
-        unanswered: list[str] = []
-        for index, query in enumerate(queries):
-            if index:
-                found = find_references(ctx, roots, query, ".", 100_000).structured or {}
-            if found["language_server"] is None:
-                unanswered.append(query)
-            modes["every use"].append({(item["path"], item["line"]) for item in found["references"]})
-            modes["exact only"].append({(item["path"], item["line"]) for item in found["references"]
-                                        if item["precision"] == "exact"})
-        total = time.perf_counter() - start
-        memory = sum(harness.memory(pid).get("VmHWM", 0) for server in SERVERS.running() if server.pid is not None
-                     for pid in harness.descendants(server.pid))
-    finally:
-        SERVERS.stop_all()
-        SERVERS.enabled = False
-    return modes, {"first": first, "all": total, "rss": memory, "unanswered": unanswered}
-
-
 def measure(corpus: Corpus, cache: Path, every: int = 1) -> dict[str, Any]:
     """One corpus: its queries (one in `every`), the truth, by name, and --precise with either database."""
     root = fetch(corpus, cache)
@@ -334,15 +294,16 @@ def measure(corpus: Corpus, cache: Path, every: int = 1) -> dict[str, Any]:
     plain, plain_seconds = by_name(root, queries)
     modes: dict[str, list[set[tuple[str, int]]]] = {"by name": plain}
     timings: dict[str, Any] = {}
-    made_up, timings["made-up database"] = precise(root, queries)
+    made_up = precise_answers(root, queries, 600, strict=False)
     shutil.copy(database / "compile_commands.json", root / "compile_commands.json")
     try:
-        own, timings["project's database"] = precise(root, queries)
+        own = precise_answers(root, queries, 600, strict=False)
     finally:
         (root / "compile_commands.json").unlink()
-    for label, found in (("made-up database", made_up), ("project's database", own)):
-        modes[f"precise, {label}"] = found["every use"]
-        modes[f"exact only, {label}"] = found["exact only"]
+    for label, (uses, exact_uses, timing) in (("made-up database", made_up), ("project's database", own)):
+        modes[f"precise, {label}"] = uses
+        modes[f"exact only, {label}"] = exact_uses
+        timings[label] = timing
     report: dict[str, Any] = {
         "corpus": f"{corpus.name} ({corpus.sdist.name} {corpus.sdist.version}, {corpus.under})",
         "files": sum(1 for path in root.rglob("*") if path.suffix in EXTENSIONS), "symbols": len(queries),

@@ -55,9 +55,10 @@ from references_precision import (
     corpus_main,
     differences,
     in_root,
+    initialized,
+    precise_answers,
     query_of,
     score,
-    stop_client,
 )
 from references_precision import render as render_tables
 
@@ -185,20 +186,10 @@ async def language_server(root: Path, bin_folder: Path) -> AsyncIterator[Any]:
     node = _node()
     assert node is not None, "no Node.js"
     await client.start_io(node, str(script), "--stdio")
-    try:
-        await asyncio.wait_for(client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
-                document_symbol=types.DocumentSymbolClientCapabilities(hierarchical_document_symbol_support=True))),
-            process_id=None, root_uri=root.as_uri(),
-            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
-            initialization_options={"tsserver": {"path": str(tsserver)}, "disableAutomaticTypingAcquisition": True})),
-            REQUEST_TIMEOUT)
-        client.initialized(types.InitializedParams())
+    async with initialized(client, root, types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
+            document_symbol=types.DocumentSymbolClientCapabilities(hierarchical_document_symbol_support=True))),
+            {"tsserver": {"path": str(tsserver)}, "disableAutomaticTypingAcquisition": True}):
         yield client
-        await asyncio.wait_for(client.shutdown_async(None), REQUEST_TIMEOUT)
-        client.exit(None)
-    finally:
-        await stop_client(client)
 
 
 def open_file(client: Any, root: Path, path: str, language: str = "typescript") -> str:
@@ -294,48 +285,17 @@ def precise(root: Path, queries: list[str], bin_folder: Path) -> tuple[dict[str,
     """Each query's uses with --precise (the server's typescript-language-server, found on PATH, started and
     warmed here in its sandbox), by mode; the time to the first exact answer, to all, and the server's peak
     memory (the language server and its tsserver)."""
-    from shipcode_mcp.context import Context
-    from shipcode_mcp.workspace.code.references import find_references
-    from shipcode_mcp.workspace.code.source import CACHE
     from shipcode_mcp.workspace.lsp.servers import SERVERS
-    from shipcode_mcp.workspace.roots import Roots
 
     path = os.environ.get("PATH", "")
     os.environ["PATH"] = f"{bin_folder}{os.pathsep}{path}"  # (found there: a server found before is forgotten)
     SERVERS.forget_installed()
-    roots = Roots([str(root)])
-    ctx = Context(None, 1, "tools/call", {})
-    CACHE.clear()
-    SERVERS.enabled = True
-    modes: dict[str, list[set[tuple[str, int]]]] = {"precise, every use": [], "exact only": []}
-    start = time.perf_counter()
     try:
-        while True:
-            found = find_references(ctx, roots, queries[0], ".", 100_000).structured or {}
-            if found["language_server"] is not None or time.perf_counter() - start > REQUEST_TIMEOUT:
-                break
-            time.sleep(0.05)
-        first = time.perf_counter() - start
-        memory = 0
-        unanswered: list[str] = []
-        for index, query in enumerate(queries):
-            if index:
-                found = find_references(ctx, roots, query, ".", 100_000).structured or {}
-            if found["language_server"] is None:  # no definition of it that the syntax tree finds: no question
-                unanswered.append(query)
-            modes["precise, every use"].append({(item["path"], item["line"]) for item in found["references"]})
-            modes["exact only"].append({(item["path"], item["line"]) for item in found["references"]
-                                        if item["precision"] == "exact"})
-        total = time.perf_counter() - start
-        for server in SERVERS.running():
-            if server.pid is not None:
-                memory += sum(harness.memory(pid).get("VmHWM", 0) for pid in harness.descendants(server.pid))
+        every, exact, timing = precise_answers(root, queries, strict=False)
     finally:
-        SERVERS.stop_all()
-        SERVERS.enabled = False
         os.environ["PATH"] = path  # (a test process goes on: as it was)
         SERVERS.forget_installed()
-    return modes, {"first": first, "all": total, "rss": memory, "unanswered": unanswered}
+    return {"precise, every use": every, "exact only": exact}, timing
 
 
 def measure(corpus: Corpus, cache: Path, every: int = 1) -> dict[str, Any]:

@@ -150,6 +150,14 @@ def record_thread_deaths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return died
 
 
+def written(root: Path, files: dict[str, str]) -> Path:
+    """`root` made, with `files` (relative path: text) written in it: a language server test's project."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
 def wait_ready(server: Any) -> None:
     """Wait for a LanguageServer to be ready (READY_WAIT at most), failing at once if it fails."""
     from shipcode_mcp.workspace.lsp.servers import NotReady  # (the fake servers' tests import this module first)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_support import READY_WAIT, descendants_running, exact, sites, type_checked, wait_ready
+from lsp_support import READY_WAIT, descendants_running, exact, sites, type_checked, wait_ready, written
 
 from shipcode_mcp.workspace.code import precise
 from shipcode_mcp.workspace.lsp import installed, servers
@@ -43,11 +43,7 @@ PACKAGE = {
 
 @pytest.fixture
 def package(tmp_path: Path) -> Path:
-    root = tmp_path / "package"
-    for name, text in PACKAGE.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
+    return written(tmp_path / "package", PACKAGE)
 
 
 def language_server_pids(server_pid: int) -> list[int]:

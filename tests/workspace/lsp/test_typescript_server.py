@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from filelock import FileLock
-from lsp_support import READY_WAIT, descendants_running, exact, sites, type_checked, wait_ready
+from lsp_support import READY_WAIT, descendants_running, exact, sites, type_checked, wait_ready, written
 
 from shipcode_mcp.workspace.lsp import installed
 from shipcode_mcp.workspace.lsp.servers import LanguageServer, LanguageServers, NotReady
@@ -63,11 +63,7 @@ def server_path() -> str:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    for name, text in PROJECT.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
+    return written(tmp_path / "project", PROJECT)
 
 
 @pytest.fixture
