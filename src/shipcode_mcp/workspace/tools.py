@@ -929,9 +929,10 @@ FIND_IMPLEMENTATIONS = {
         "interface). The class statements that name the base are found, and each base is looked up as "
         "find_definition does (scopes, imports followed across files): `scoped` when it leads to the class asked "
         "for, `name` when the scopes cannot tell; one that leads to another class of that name is left out. Each "
-        "result is `path:line: [kind] signature (class, from base)`. Python; with --precise, TypeScript and "
-        "JavaScript too, from their language server (`exact`: the classes implementing an interface or extending a "
-        "class, the methods implementing a method, objects typed as an interface). At most `limit` results."
+        "result is `path:line: [kind] signature (class, from base)`. Python; with --precise, TypeScript, "
+        "JavaScript and C++ too, from their language servers (`exact`: the classes implementing an interface or "
+        "deriving from a class, the methods implementing or overriding a method, objects typed as an interface). "
+        "At most `limit` results."
     ),
     "input": _object({
         "name": _string("A class (BaseAdapter) or a method with its class (BaseAdapter.send), qualified further with "

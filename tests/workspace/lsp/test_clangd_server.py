@@ -238,3 +238,30 @@ def test_diagnostics_of_a_file_whose_path_holds_a_colon(tmp_path: Path) -> None:
     with Tools(root, precise=True) as tools:
         data = type_checked(tools, {"path": "bad.c"})
     assert [(item["line"], item["severity"]) for item in data["findings"]] == [(1, "error")]
+
+
+SHAPES = ("#pragma once\nstruct Shape {\n  virtual ~Shape() = default;\n  virtual int area() const = 0;\n};\n\n"
+          "struct Square : Shape {\n  int area() const override;\n};\n\n"
+          "struct Big : Square {\n  int area() const override { return 100; }\n};\n\n"
+          "class Circle : public Shape {\n public:\n  int area() const override { return 3; }\n};\n\n"
+          "struct Unrelated {\n  int area() const { return 0; }\n};\n")
+
+
+def test_find_implementations_are_clangds_through_the_whole_hierarchy(tmp_path: Path) -> None:
+    """clangd names a class's direct subclasses and a virtual method's direct overrides: each is asked in turn, so
+    Big (derived from Square) implements Shape too; never Unrelated's area."""
+    root = written(tmp_path / "shapes", {"shapes.h": SHAPES,
+                                         "shapes.cc": '#include "shapes.h"\n\nint Square::area() const { return 4; }\n'})
+    with Tools(root) as plain:  # the syntax tree reads Python's class statements only
+        assert plain.data("find_implementations", {"name": "Shape"})["implementations"] == []
+    with Tools(root, precise=True) as tools:
+        def answered(name: str) -> list[tuple[str, int, str]]:
+            def exact_answer() -> dict[str, Any] | None:
+                data = tools.data("find_implementations", {"name": name})
+                return data if data["language_server"] is not None else None
+            data = wait_for(exact_answer, READY_WAIT, "clangd's answer")
+            assert data["language_server"] == "clangd" and all(item["precision"] == "exact" for item in data["implementations"])
+            return [(item["path"], item["line"], item["class"]) for item in data["implementations"]]
+        assert answered("Shape") == [("shapes.h", 7, "Square"), ("shapes.h", 11, "Big"), ("shapes.h", 15, "Circle")]
+        assert answered("Shape.area") == [("shapes.cc", 3, "Square"), ("shapes.h", 12, "Big"), ("shapes.h", 17, "Circle")]
+        assert answered("Square") == [("shapes.h", 11, "Big")]

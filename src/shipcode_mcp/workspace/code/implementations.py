@@ -11,7 +11,8 @@ level of the hierarchy at a time: one rg and one read of each file for all of th
 In the other languages a class statement names its interfaces in as many ways as there are languages: only
 their language servers tell. With --precise, TypeScript's and JavaScript's implementations are tsserver's
 (`exact`): the classes that implement an interface or extend a class (directly or not), the methods that
-implement a method, the objects typed as an interface.
+implement a method, the objects typed as an interface; C++'s are clangd's (the classes derived from a class, the
+overrides of a virtual method: it names the direct ones, so each is asked for its own in turn).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from . import precise
 from .definition import Follow, ModuleFiles, in_root
 from .names import word_regex
 from .parsers import POOL, Failed
-from .references import QUERY, definition_places, python_definitions
+from .references import C_LANGUAGES, QUERY, definition_places, python_definitions
 from .source import Folder, Source, cached_outline, known_language, read_source
-from .symbols import Symbol
+from .symbols import Symbol, language_for
 
 if TYPE_CHECKING:
     from ...context import Context
@@ -50,7 +51,7 @@ def find_implementations(ctx: Context, roots: Roots, name: str, path: str, limit
     if not folder.is_dir:
         known_language(folder.real, folder.shown)
     note = None
-    if precise.enabled() and "typescript" in precise.offered():
+    if precise.enabled() and any(language in precise.offered() for language in IMPLEMENTING):
         try:
             exact = _exact(ctx, roots, query, folder, limit)
         except NotReady as err:
@@ -132,25 +133,41 @@ def find_implementations(ctx: Context, roots: Roots, name: str, path: str, limit
                                    "language_server": None, "language_server_note": note})
 
 
-_IMPLEMENTED = frozenset({"class", "interface", "method", "property", "function", "field"})
+IMPLEMENTING = ("typescript", "cpp")
+"""The language server backends asked for implementations (tsserver's; clangd's: a C++ class's derived classes, a
+virtual method's overrides)."""
+TRANSITIVELY = ("cpp",)
+"""The backends whose server names the direct implementations only (clangd): each is asked for its own in turn."""
+MAX_ASKED = 256
+"""Implementation requests one call makes at most (a deep hierarchy asked level by level)."""
+_IMPLEMENTED = frozenset({"class", "struct", "interface", "method", "property", "function", "field"})
 """Kinds of definitions a language server is asked the implementations of (a method may be outlined as a
 function-valued property or field)."""
 
 
 def _exact(ctx: Context, roots: Roots, query: str, folder: Folder, limit: int) -> ToolResult | None:
-    """The implementations under `folder` of the TypeScript and JavaScript classes, interfaces and methods `query`
-    names, as their language server finds them; None when the roots define none (the syntax tree answers);
-    NotReady when the server cannot answer now."""
-    places, definitions = definition_places(ctx, roots, query, ("typescript",))
+    """The implementations under `folder` of the TypeScript, JavaScript and C++ classes, interfaces and methods
+    `query` names, as their language servers find them; None when the roots define none (the syntax tree answers);
+    NotReady when a server cannot answer now."""
+    places, definitions = definition_places(ctx, roots, query,
+                                            tuple(language for language in IMPLEMENTING if language in precise.offered()))
     chosen = [(place, item) for place, item in zip(places, definitions, strict=True) if item["kind"] in _IMPLEMENTED]
     if not chosen:
         return None
-    server = precise.server_name(roots, "typescript", present=True)
+    server = " and ".join(precise.server_name(roots, language, present=True)
+                          for language in dict.fromkeys(item["backend"] for _, item in chosen))
     asked = {where for where, _ in chosen}
     found: list[dict[str, Any]] = []
-    for where, definition in chosen:
-        for item in sorted(precise.implementations(roots, "typescript", [where], ctx.check_cancelled) - asked,
+    todo = list(chosen)
+    for _ in range(MAX_ASKED):
+        if not todo or len(found) > limit:
+            break
+        where, definition = todo.pop(0)
+        for item in sorted(precise.implementations(roots, definition["backend"], [where], ctx.check_cancelled) - asked,
                            key=lambda item: (item.real, item.line, item.units)):
+            asked.add(item)
+            if definition["backend"] in TRANSITIVELY:
+                todo.append((item, definition))
             if inside(item.real, folder.real):
                 entry = _implemented(ctx, roots, item, definition["qualified_name"])
                 if entry is not None and all((other["path"], other["line"]) != (entry["path"], entry["line"])
@@ -198,9 +215,13 @@ def _implemented(ctx: Context, roots: Roots, item: precise.Place, base: str) -> 
     if not around:
         return None
     symbol, parent = next(((symbol, parent) for symbol, parent in reversed(around) if symbol.def_line == line), around[-1])
-    owner = parent if parent is not None and symbol.kind not in ("class", "interface") else symbol
+    owner = parent if parent is not None and symbol.kind not in ("class", "interface", "struct") else symbol
+    name = owner.name
+    if owner is symbol and symbol.kind in ("function", "method") and language_for(item.real) in C_LANGUAGES \
+            and "." in symbol.qualified_name:
+        name = symbol.qualified_name.split(".")[-2]  # (a C++ method defined outside its class: Square::area)
     return {"path": shown, "line": symbol.def_line, "kind": symbol.kind, "signature": symbol.signature,
-            "qualified_name": symbol.qualified_name, "class": owner.name, "base": base, "precision": "exact"}
+            "qualified_name": symbol.qualified_name, "class": name, "base": base, "precision": "exact"}
 
 
 def _bases(ctx: Context, roots: Roots, query: str) -> tuple[list[dict[str, Any]], str | None]:
