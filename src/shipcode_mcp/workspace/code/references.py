@@ -426,8 +426,8 @@ class _NotNeeded(Exception):
 _REACHED_THROUGH: dict[str, frozenset[str] | None] = {"python": frozenset({"class"}), "c": None, "cpp": None}
 """The kinds of enclosing definitions through which code outside can reach a member, by language (in Python only
 a class's; in TypeScript and JavaScript an interface's, a namespace's and an enum's too: `_OUTER_KINDS`; in C and
-C++ any: the grammar reads a C++ header's namespace or class as a function, and clangd answers for whatever is
-asked)."""
+C++ any: a namespace's, a struct's, a class's or a union's members are all reached through it by `::` or `.`,
+and clangd answers for whatever is asked)."""
 _OUTER_KINDS = frozenset({"class", "interface", "module", "enum"})
 _DEFINING = {"python": r"\b(?:def|class)\s+({word})\b|(?<![\w.])({word})\b",
              "*": r"\b(?:function\*?|class|interface|type|enum|namespace|module|get|set|async|static)\s+({word})(?![\w$])"

@@ -503,8 +503,8 @@ class LanguageServer:
     def _left_out(self, path: str) -> bool:
         """Whether pyright leaves the file out of the workspace by default (beneath a hidden folder or file,
         node_modules, __pycache__): its creation makes it find no files again, so there is nothing to wait for."""
-        root = next((root for root in self.roots if path.startswith(root + os.sep)), None)
-        parts = path[len(root) + 1:].split(os.sep) if root is not None else []
+        shown = _shown(self.roots, path)
+        parts = shown.split(os.sep) if shown != path else []  # (a path outside the roots is shown as it is)
         return any(part.startswith(".") or part in ("node_modules", "__pycache__") for part in parts)
 
     def known(self, real: str) -> bool:
