@@ -456,6 +456,23 @@ def peer_venv(name: str, *pins: str) -> Path:
     return folder
 
 
+def fetched_corpora(bench: Any, *names: str) -> list[Path]:
+    """The sources of the corpora `names` of a bench script (`bench.CORPORA`, `bench.fetch`: pinned, fetched once
+    into PEER_CACHE), under one file lock across the test processes; the test is skipped where the registry cannot
+    be reached, except in CI."""
+    import pytest  # (only where a test may be skipped, as in installed)
+    from filelock import FileLock
+
+    PEER_CACHE.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(PEER_CACHE / "corpora.lock")):
+        try:
+            return [bench.fetch(bench.CORPORA[name], PEER_CACHE) for name in names]
+        except bench.Unreachable as err:
+            if IN_CI:
+                raise
+            pytest.skip(f"the registry cannot be reached for the corpus: {err}")
+
+
 def run_installer(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run a script that installs into a cache folder (scripts/*.sh), in a process group of its own: when it
     overruns `timeout` or the test is cut short (pytest's own timeout), the whole group gets SIGTERM, so the

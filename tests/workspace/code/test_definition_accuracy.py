@@ -8,13 +8,11 @@ loses precision or recall fails here.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from filelock import FileLock
 
-from support import IN_CI, PEER_CACHE, REPO, load_script
+from support import PEER_CACHE, REPO, fetched_corpora, load_script
 
 pytest.importorskip("ast_grep_py")
 
@@ -23,14 +21,7 @@ pytest.importorskip("ast_grep_py")
 def report(request: pytest.FixtureRequest) -> dict[str, Any]:
     bench = load_script(REPO / "bench" / "definition_accuracy.py", "bench_definition_accuracy")
     corpus = bench.references.CORPORA[request.param]
-    PEER_CACHE.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(PEER_CACHE / "corpora.lock")):
-        try:
-            root: Path = bench.references.fetch(corpus, PEER_CACHE)
-        except bench.references.Unreachable as err:
-            if IN_CI:
-                raise
-            pytest.skip(f"PyPI cannot be reached for the corpus: {err}")
+    [root] = fetched_corpora(bench.references, request.param)
     measured: dict[str, Any] = bench.measure(corpus, PEER_CACHE)
     assert root.is_dir()
     return measured

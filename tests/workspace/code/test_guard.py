@@ -7,9 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from filelock import FileLock
 
-from support import IN_CI, PEER_CACHE, REPO, load_script
+from support import PEER_CACHE, REPO, fetched_corpora, load_script
 
 pytest.importorskip("ast_grep_py")
 
@@ -17,15 +16,8 @@ pytest.importorskip("ast_grep_py")
 @pytest.fixture(scope="module")
 def reports() -> list[dict[str, Any]]:
     bench = load_script(REPO / "bench" / "guard_accuracy.py", "bench_guard_accuracy")
-    PEER_CACHE.mkdir(parents=True, exist_ok=True)
     names = ("requests", "click", "attrs")
-    with FileLock(str(PEER_CACHE / "corpora.lock")):
-        try:
-            roots = [bench.fetch(bench.CORPORA[name], PEER_CACHE) for name in names]
-        except bench.Unreachable as err:
-            if IN_CI:
-                raise
-            pytest.skip(f"PyPI cannot be reached for the corpus: {err}")
+    roots = fetched_corpora(bench, *names)
     assert all(root.is_dir() for root in roots)
     return [bench.measure(bench.CORPORA[name], PEER_CACHE) for name in names]
 

@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from filelock import FileLock
 
 from shipcode_mcp.context import Context
 from shipcode_mcp.workspace.code.implementations import find_implementations
 from shipcode_mcp.workspace.roots import Roots
-from support import IN_CI, PEER_CACHE, REPO, load_script
+from support import REPO, fetched_corpora, load_script
 
 pytest.importorskip("ast_grep_py")
 
@@ -184,14 +183,7 @@ QUERIES = [("click.types", "ParamType", None), ("click.types", "ParamType", "con
 @pytest.mark.timeout(300)
 def test_on_click_the_implementations_are_the_ones_python_finds_at_run_time() -> None:
     bench = load_script(REPO / "bench" / "references_precision.py", "bench_references_precision")
-    PEER_CACHE.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(PEER_CACHE / "corpora.lock")):
-        try:
-            root: Path = bench.fetch(bench.CORPORA["click"], PEER_CACHE)
-        except bench.Unreachable as err:
-            if IN_CI:
-                raise
-            pytest.skip(f"PyPI cannot be reached for the corpus: {err}")
+    [root] = fetched_corpora(bench, "click")
     truth = json.loads(subprocess.run([sys.executable, "-c", TRUTH, str(root), json.dumps(QUERIES)], check=True,
                                       capture_output=True, text=True, timeout=120).stdout)
     assert len(truth["ParamType"]) >= 15 and len(truth["ParamType.convert"]) >= 10  # a real hierarchy

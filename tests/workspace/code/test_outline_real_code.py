@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
 
 pytest.importorskip("ast_grep_py")
 
@@ -19,7 +18,7 @@ from shipcode_mcp.workspace.code.outline import outline_source
 from shipcode_mcp.workspace.code.source import CACHE, CPP_HEADER, read_source
 from shipcode_mcp.workspace.code.symbols import walk
 from shipcode_mcp.workspace.roots import Roots
-from support import IN_CI, PEER_CACHE, REPO, load_script
+from support import REPO, fetched_corpora, load_script
 from workspace_support import Tools
 
 # Go's standard library, src/os/file.go (golang/go at 008e96c), its declarations up to the Seek constants.
@@ -524,14 +523,8 @@ def test_find_symbol_finds_every_one_by_name_and_by_qualified_name(folder: Path,
 def c_corpora() -> dict[str, Path]:
     """The two C and C++ corpora of bench/references_precision_c.py (pinned sdists)."""
     bench = load_script(REPO / "bench" / "references_precision_c.py", "bench_references_precision_c")
-    PEER_CACHE.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(PEER_CACHE / "corpora.lock")):
-        try:
-            return {name: bench.fetch(bench.CORPORA[name], PEER_CACHE) for name in ("double-conversion", "brotli")}
-        except bench.Unreachable as err:
-            if IN_CI:
-                raise
-            pytest.skip(f"PyPI cannot be reached for the corpora: {err}")
+    names = ("double-conversion", "brotli")
+    return dict(zip(names, fetched_corpora(bench, *names), strict=True))
 
 
 def test_a_cpp_projects_h_headers_are_read_as_cpp_and_a_c_projects_as_c(c_corpora: dict[str, Path], tmp_path: Path) -> None:

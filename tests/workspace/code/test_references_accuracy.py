@@ -8,27 +8,18 @@ a change to the scope rules that loses precision or recall fails here.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from filelock import FileLock
 
-from support import IN_CI, PEER_CACHE, REPO, load_script
+from support import PEER_CACHE, REPO, fetched_corpora, load_script
 
 
 @pytest.fixture(scope="module")
 def report() -> dict[str, Any]:
     bench = load_script(REPO / "bench" / "references_precision.py", "bench_references_precision")
     corpus = bench.CORPORA["requests"]
-    PEER_CACHE.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(PEER_CACHE / "corpora.lock")):
-        try:
-            root: Path = bench.fetch(corpus, PEER_CACHE)
-        except bench.Unreachable as err:
-            if IN_CI:
-                raise
-            pytest.skip(f"PyPI cannot be reached for the corpus: {err}")
+    [root] = fetched_corpora(bench, "requests")
     assert (root / "requests" / "sessions.py").is_file()
     measured: dict[str, Any] = bench.measure(corpus, PEER_CACHE)
     return measured

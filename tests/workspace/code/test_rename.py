@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from filelock import FileLock
 
-from support import IN_CI, PEER_CACHE, REPO, load_script
+from support import PEER_CACHE, REPO, fetched_corpora, load_script
 from workspace_support import Tools
 
 pytest.importorskip("ast_grep_py")
@@ -148,16 +147,8 @@ def test_files_outside_path_are_listed(package: Path, tools: Tools) -> None:
 @pytest.fixture(scope="module")
 def accuracy() -> dict[str, Any]:
     bench = load_script(REPO / "bench" / "rename_accuracy.py", "bench_rename_accuracy")
-    PEER_CACHE.mkdir(parents=True, exist_ok=True)
     reports = {}
-    with FileLock(str(PEER_CACHE / "corpora.lock")):
-        for name in ("requests", "click", "attrs"):
-            try:
-                bench.fetch(bench.CORPORA[name], PEER_CACHE)
-            except bench.Unreachable as err:
-                if IN_CI:
-                    raise
-                pytest.skip(f"PyPI cannot be reached for the corpus: {err}")
+    fetched_corpora(bench, "requests", "click", "attrs")
     # The bench measures every symbol of each, from the syntax tree and with --precise (a rename with the server
     # costs a few times one without: it checks the renamed files, before and after); here fewer of the second, but
     # attrs's: its one rename made otherwise than the server's own (AttrsInstance, an import the server resolved to

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from filelock import FileLock
 
-from support import IN_CI, PEER_CACHE, REPO, load_script
+from support import REPO, fetched_corpora, load_script
 from workspace_support import Tools, snapshot
 
 pytest.importorskip("ast_grep_py")
@@ -97,14 +96,7 @@ def test_what_cannot_be_done_is_said_and_nothing_is_written(project: Path) -> No
 def _click(tmp_path: Path) -> Path:
     """A copy of click 8.1.7's sdist (fetched once, pinned by hash, as the accuracy benches fetch it)."""
     bench = load_script(REPO / "bench" / "references_precision.py", "bench_references_precision")
-    PEER_CACHE.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(PEER_CACHE / "corpora.lock")):
-        try:
-            corpus = bench.fetch(bench.CORPORA["click"], PEER_CACHE)
-        except bench.Unreachable as err:
-            if IN_CI:
-                raise
-            pytest.skip(f"PyPI cannot be reached for the corpus: {err}")
+    [corpus] = fetched_corpora(bench, "click")
     root = tmp_path / "click"
     shutil.copytree(corpus, root)
     return root

@@ -19,7 +19,7 @@ from lsp_support import READY_WAIT, descendants_running, exact, sites, type_chec
 
 from shipcode_mcp.workspace.lsp import installed, servers
 from shipcode_mcp.workspace.lsp.servers import LanguageServer, NotReady
-from support import IN_CI, PEER_CACHE, REPO, load_script, wait_for
+from support import IN_CI, PEER_CACHE, REPO, fetched_corpora, load_script, wait_for
 from workspace_support import Tools
 
 pytest.importorskip("ast_grep_py")
@@ -175,15 +175,14 @@ def test_diagnostics_are_clangds(project: Path, precise_tools: Tools) -> None:
 def report() -> dict[str, Any]:
     bench = load_script(REPO / "bench" / "references_precision_c.py", "bench_references_precision_c")
     corpus = bench.CORPORA["double-conversion"]
-    PEER_CACHE.mkdir(parents=True, exist_ok=True)
+    [root] = fetched_corpora(bench, "double-conversion")
     with FileLock(str(PEER_CACHE / "corpora.lock")):
         try:
-            root: Path = bench.fetch(corpus, PEER_CACHE)
             bench.project_database(corpus, root, PEER_CACHE)
         except bench.Unreachable as err:
             if IN_CI and "cmake" not in str(err):
                 raise
-            pytest.skip(f"the corpus or its database cannot be had: {err}")
+            pytest.skip(f"the corpus's database cannot be had: {err}")
     assert (root / "double-conversion" / "bignum.cc").is_file()
     measured: dict[str, Any] = bench.measure(corpus, PEER_CACHE, 2)
     return measured

@@ -19,14 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from filelock import FileLock
 from lsp_support import READY_WAIT, descendants_running, exact, sites, type_checked, wait_ready, written
 
 from shipcode_mcp.workspace.lsp import installed
 from shipcode_mcp.workspace.lsp.servers import LanguageServer, LanguageServers, NotReady
 from shipcode_mcp.workspace.roots import Roots
 from shipcode_mcp.workspace.tools import run
-from support import IN_CI, PEER_CACHE, REPO, family, load_script, wait_for
+from support import PEER_CACHE, REPO, family, fetched_corpora, load_script, wait_for
 from support import installed as script_installed
 from workspace_support import Tools, context
 
@@ -270,14 +269,7 @@ def test_no_typescript_server_stays_for_a_workspace_without_its_files(tmp_path: 
 def corpus(name: str) -> tuple[Any, Path]:
     """bench/references_precision_ts.py, and one of its corpora's sources from npm (pinned, fetched once)."""
     bench = load_script(REPO / "bench" / "references_precision_ts.py", "bench_references_precision_ts")
-    PEER_CACHE.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(PEER_CACHE / "corpora.lock")):
-        try:
-            root: Path = bench.fetch(bench.CORPORA[name], PEER_CACHE)
-        except bench.Unreachable as err:
-            if IN_CI:
-                raise
-            pytest.skip(f"npm cannot be reached for the corpus: {err}")
+    [root] = fetched_corpora(bench, name)
     return bench, root
 
 
