@@ -1105,11 +1105,13 @@ RENAME_SYMBOL = {
         "`name` is qualified with its module or class (core.greet, Session.get). Refused whole when it could change "
         "what the code means: new_name already used there, a method overridden in a subclass, a file that cannot be "
         "read, a binding left behind. dry_run returns the diff and the undecided uses, changing nothing. With "
-        "--precise and the language server ready, the uses renamed are the server's rename (by types)."
+        "--precise and the language server ready, the uses renamed are the server's rename (by types). A "
+        "TypeScript, JavaScript, C or C++ symbol is renamed only with --precise, by its language server's own rename "
+        "(overrides included), each edit checked, refused whole if it leaves a use the server reports behind."
     ),
     "input": _object({
         "name": _string("The symbol, qualified with its module or class (core.greet, Session.get).", minLength=1),
-        "new_name": _string("Its new name (a Python identifier).", minLength=1, maxLength=256),
+        "new_name": _string("Its new name (an identifier of the symbol's language).", minLength=1, maxLength=256),
         "path": _string(f"A folder or file to rename in (default: the first root); {_PATH_HELP}.", default="."),
         "dry_run": _DRY_RUN,
         "allow_syntax_errors": _ALLOW_SYNTAX_ERRORS,

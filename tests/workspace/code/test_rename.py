@@ -84,12 +84,21 @@ def test_what_is_refused_changes_nothing(package: Path, tools: Tools) -> None:
         ({"name": "core.greet", "new_name": "greet"}, "the name it has"),
         ({"name": "Other.__init__", "new_name": "x"}, "special method"),
         ({"name": "core.nowhere", "new_name": "x"}, "No Python definition of core.nowhere"),
-        ({"name": "app.greet", "new_name": "x", "path": "web"}, "which is not Python"),
+        ({"name": "app.greet", "new_name": "x", "path": "web"}, "a JavaScript symbol: rename_symbol renames it through "
+                                                                "its language server, which this server runs only with "
+                                                                "--precise"),
         ({"name": "a b", "new_name": "x"}, "must be an identifier"),
     ]
     for arguments, expected in cases:
         assert expected in tools.error("rename_symbol", arguments), arguments
     assert _texts(package) == PACKAGE
+
+
+def test_a_symbol_of_a_language_without_a_rename_is_refused(package: Path, tools: Tools) -> None:
+    (package / "tool.go").write_text("package tool\n\nfunc Greet() string { return \"hi\" }\n")
+    assert "tool.go, a language rename_symbol does not rename" in tools.error(
+        "rename_symbol", {"name": "tool.Greet", "new_name": "Hello"})
+    assert (package / "tool.go").read_text().count("Greet") == 1
 
 
 def test_uses_in_a_file_that_does_not_parse_are_listed_not_renamed(package: Path, tools: Tools) -> None:

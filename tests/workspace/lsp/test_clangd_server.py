@@ -264,3 +264,44 @@ def test_find_implementations_are_clangds_through_the_whole_hierarchy(tmp_path: 
         assert answered("Shape") == [("shapes.h", 7, "Square"), ("shapes.h", 11, "Big"), ("shapes.h", 15, "Circle")]
         assert answered("Shape.area") == [("shapes.cc", 3, "Square"), ("shapes.h", 12, "Big"), ("shapes.h", 17, "Circle")]
         assert answered("Square") == [("shapes.h", 11, "Big")]
+
+
+def test_rename_symbol_in_cpp_is_clangds(project: Path) -> None:
+    """Square.area renamed at its declaration, its definition outside the class and the call through make()'s
+    type, never Circle's; the use under an #ifdef the build does not define is listed, left alone (clangd does not
+    read it). What C++ cannot name, or a word the files already hold, is refused before anything is written."""
+    before = {path: (project / path).read_text() for path in PROJECT}
+    with Tools(project, write=True, precise=True) as tools:
+        exact(tools, "Square.area")
+        for new_name, message in (("sum", "sum is already a word in src/use.cc (line 4)"), ("class", "not a keyword"),
+                                  ("__area", "reserved to the compiler"), ("ärea", "a C or C++ identifier")):
+            assert message in tools.error("rename_symbol", {"name": "Square.area", "new_name": new_name}), new_name
+        assert {path: (project / path).read_text() for path in PROJECT} == before
+        data = tools.data("rename_symbol", {"name": "Square.area", "new_name": "surface"})
+        assert data["language_server"] == "clangd" and data["renamed"] == 3
+        assert [(item["path"], item["line"]) for item in data["undecided"]] == [
+            ("include/shapes/shape.h", 12), ("src/shape.cc", 7), ("src/use.cc", 5), ("src/use.cc", 7)]  # Circle's too
+        # In C, clangd renames no use through a macro (TWICE_OF's body calls twice): refused, nothing changed.
+        refused = tools.error("rename_symbol", {"name": "plain.twice", "new_name": "doubled"})
+        assert "leaves behind 1 use it reports itself" in refused and "src/plain.c:9:24" in refused, refused
+    assert (project / "src/plain.c").read_text() == before["src/plain.c"]
+    assert (project / "include/shapes/shape.h").read_text() == before["include/shapes/shape.h"].replace(
+        "class Square {\n public:\n  int area()", "class Square {\n public:\n  int surface()")
+    assert "int Square::surface() const" in (project / "src/shape.cc").read_text()
+    assert "int Circle::area() const" in (project / "src/shape.cc").read_text()
+    use = (project / "src/use.cc").read_text()
+    assert "shapes::make().surface();  //" in use and "circle.area()" in use and "  sum += shapes::make().area();\n#endif" in use
+
+
+def test_a_virtual_method_is_renamed_with_its_overrides(tmp_path: Path) -> None:
+    """clangd renames a virtual method with every override through the hierarchy (a rename of one alone would
+    change which method runs), and nothing of the unrelated class's method of that name."""
+    root = written(tmp_path / "shapes", {"shapes.h": SHAPES,
+                                         "shapes.cc": '#include "shapes.h"\n\nint Square::area() const { return 4; }\n'})
+    with Tools(root, write=True, precise=True) as tools:
+        exact(tools, "Shape.area")
+        data = tools.data("rename_symbol", {"name": "Shape.area", "new_name": "surface"})
+    assert sorted((item["path"], item["line"]) for item in data["sites"]) == [
+        ("shapes.cc", 3), ("shapes.h", 4), ("shapes.h", 8), ("shapes.h", 12), ("shapes.h", 17)]
+    assert (root / "shapes.h").read_text() == SHAPES.replace("int area() const", "int surface() const").replace(
+        "struct Unrelated {\n  int surface()", "struct Unrelated {\n  int area()")

@@ -494,3 +494,43 @@ def test_a_workspace_without_typescript_is_not_walked_again_on_every_question(
         assert len(looks) == 2  # a question about a file of its language looks again at once
     finally:
         registry.stop_all()
+
+
+def test_rename_symbol_in_typescript_and_javascript_is_the_language_services(project: Path, server_path: str) -> None:
+    """Client.get renamed where TypeScript's types say it is Client's (made.get in use.ts, make().get in app.js),
+    never Cache.get, Map's, any's or Shelf's: those are listed, left alone. Without --precise it is refused (a
+    rename by name would change them all)."""
+    with Tools(project, write=True) as plain:
+        refused = plain.call("rename_symbol", {"name": "Client.get", "new_name": "download"}, error=True)
+    assert "a TypeScript symbol" in refused["content"][0]["text"] and "--precise" in refused["content"][0]["text"]
+    before = {path: (project / path).read_text() for path in PROJECT}
+    with Tools(project, write=True, precise=True, env={"PATH": server_path}) as tools:
+        exact(tools, "Client.get")
+        dry = tools.call("rename_symbol", {"name": "Client.get", "new_name": "download", "dry_run": True})
+        assert {path: (project / path).read_text() for path in PROJECT} == before
+        data = dry["structuredContent"]
+        assert {(site["path"], site["line"]) for site in data["sites"]} == {
+            ("src/client.ts", 2), ("src/use.ts", 5), ("src/app.js", 9)}
+        assert {("src/use.ts", 6), ("src/use.ts", 7), ("src/use.ts", 8), ("src/app.js", 10)} == \
+            {(item["path"], item["line"]) for item in data["undecided"]}
+        assert data["language_server"] == "typescript-language-server"
+        assert "[Exact: typescript-language-server's rename.]" in dry["content"][0]["text"]
+        for refusal, message in ((dict(new_name="made"), "already a word in src/use.ts (line 4)"),
+                                 (dict(new_name="delete"), "not a reserved word"),
+                                 (dict(new_name="a-b"), "JavaScript identifier")):
+            result = tools.call("rename_symbol", {"name": "Client.get", **refusal}, error=True)
+            assert message in result["content"][0]["text"], result
+        assert {path: (project / path).read_text() for path in PROJECT} == before
+        done = tools.call("rename_symbol", {"name": "Client.get", "new_name": "download"})
+        assert done["structuredContent"]["renamed"] == 3
+        # A module-level function: its import, its call, and the object's key kept as it was ({ make: build }).
+        (project / "src" / "keys.ts").write_text('import { make } from "./client.js";\n\nexport const made = { make };\n')
+        tools.call("rename_symbol", {"name": "client.make", "new_name": "build"})
+    assert (project / "src" / "client.ts").read_text().count("download(") == 1
+    assert "made.download(" in (project / "src" / "use.ts").read_text()
+    assert "cache.get(" in (project / "src" / "use.ts").read_text()
+    app = (project / "src" / "app.js").read_text()
+    assert 'make().download("e")' not in app and 'build().download("e")' in app and "new Shelf().get(1)" in app
+    assert (project / "src" / "keys.ts").read_text() == \
+        'import { build } from "./client.js";\n\nexport const made = { make: build };\n'
+    assert "export function build(): Client" in (project / "src" / "client.ts").read_text()

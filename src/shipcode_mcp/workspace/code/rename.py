@@ -24,6 +24,7 @@ import tokenize
 from typing import TYPE_CHECKING, Any
 
 from ...primitives import ToolError, inside
+from ..lsp.installed import backend
 from ..lsp.servers import NotReady
 from ..patch_files import rewrite_files
 from ..text import plural, printable
@@ -34,6 +35,8 @@ from .names import word_regex
 from .parsers import POOL, Failed
 from .pyscopes import LABELS, SCOPED
 from .references import EXACT, QUERY, definition_places, find_references
+from .rename_text import headline, outside_lines, undecided_lines
+from .server_rename import renamed_by_server, server_rename
 from .source import Folder, read_source
 from .symbols import language_for
 
@@ -46,8 +49,6 @@ if TYPE_CHECKING:
 
 MAX_SITES = 20_000
 """Uses a rename changes or lists at most; more is refused (narrow with path)."""
-MAX_LISTED = 200
-"""Undecided uses the text lists (structuredContent has them all)."""
 TOOL = "rename_symbol"
 TIED = (EXACT, LABELS[SCOPED])
 """The uses a rename changes: those the language server or the scopes tie to the symbol."""
@@ -64,16 +65,24 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
     if "." not in query:
         raise ToolError(f"Qualify {printable(query)} with its module or class (core.{printable(query)}, "
                         f"Session.{printable(query)}): a bare name reaches every attribute of that name too")
+    if new_name == word:
+        raise ToolError(f"new_name is the name it has: {printable(word)}")
+    found = find_references(ctx, roots, query, path, MAX_SITES)
+    data: dict[str, Any] = found.structured or {}
+    defined = {language_for(roots.shown_path(item["path"])) or "" for item in data.get("references", [])
+               if item["definition"]}
+    if defined and "python" not in defined and all(renamed_by_server(language) for language in defined):
+        if len({backend(language) for language in defined}) > 1:
+            raise ToolError(f"{printable(query)} is defined in {' and '.join(sorted(defined))} files: qualify it with "
+                            "its module (the file's path without extension) to rename one; nothing was changed")
+        return server_rename(ctx, roots, query, new_name, path, min(defined), dry_run, allow_syntax_errors,
+                             data.get("references", []), data.get("excluded", 0))
     if not new_name.isidentifier() or keyword.iskeyword(new_name) or _special(new_name) or new_name in BUILTINS:
         raise ToolError(f"new_name must be a Python identifier that is not a keyword, a builtin or a special name "
                         f"(__x__), not '{printable(new_name)}'")
-    if new_name == word:
-        raise ToolError(f"new_name is the name it has: {printable(word)}")
     if _special(word):
         raise ToolError(f"{printable(word)} is a special method or name: Python itself uses it by that name (a "
                         "constructor call is a use of __init__), so it is not renamed")
-    found = find_references(ctx, roots, query, path, MAX_SITES)
-    data: dict[str, Any] = found.structured or {}
     if data.get("truncated"):
         raise ToolError(f"{printable(query)} has more than {MAX_SITES} uses; nothing was changed")
     if data.get("skipped"):
@@ -87,9 +96,9 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
     if not definitions:
         other = [item for item in references if item["definition"]]
         if other:
-            raise ToolError(f"{printable(query)} is defined in {printable(other[0]['path'])}, which is not Python: "
-                            "rename_symbol renames Python symbols, whose uses Python's scopes can prove; find_references "
-                            "lists the uses by name")
+            raise ToolError(f"{printable(query)} is defined in {printable(other[0]['path'])}, a language rename_symbol "
+                            "does not rename (Python by its scopes; TypeScript, JavaScript, C and C++ through their "
+                            "language servers); find_references lists the uses by name")
         raise ToolError(f"No Python definition of {printable(query)} under {printable(path)} (find_symbol finds "
                         "definitions); nothing was changed")
     overrides = _overrides(ctx, roots, query, path)
@@ -142,26 +151,14 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
     if outside is None:
         outside = _outside(ctx, roots, path, word)
     renamed = len(scoped)
-    head = (f"Dry run: would rename {printable(query)} to {printable(new_name)}" if dry_run else
-            f"Renamed {printable(query)} to {printable(new_name)}")
-    lines = [f"{head}: {plural(renamed, 'use')} in {plural(len(files), 'file')}"
-             + ("; nothing was written." if dry_run else ".")]
+    lines = [headline(query, new_name, renamed, len(files), dry_run)]
     if server is not None:
         lines.append(f"[Exact: {server}'s rename.]")
     elif note is not None:
         lines.append(f"[Not exact: {note}; the uses renamed are those Python's scopes prove.]")
-    if undecided:
-        lines.append(f"[Left alone, undecided: {plural(len(undecided), 'use')} only the name ties to it (an attribute "
-                     "of an object of unknown type, or code of another language); look at each:]")
-        lines += [f"{printable(item['path'])}:{item['line']}:{item['column']}: {printable(item['text'])}"
-                  for item in undecided[:MAX_LISTED]]
-        if len(undecided) > MAX_LISTED:
-            lines.append(f"[… {len(undecided) - MAX_LISTED} more in structuredContent]")
-    if outside:
-        lines.append((f"[Not changed: {plural(len(outside), 'file')} outside {printable(path)} that use it" if server else
-                      f"[Not looked at: {plural(len(outside), 'file')} outside {printable(path)} that mention "
-                      f"{printable(word)}") + ": "
-                     + ", ".join(printable(item) for item in outside[:10]) + (" …" if len(outside) > 10 else "") + "]")
+    lines += undecided_lines(undecided, "an attribute of an object of unknown type, or code of another language")
+    lines += (outside_lines(outside, path, "Not changed", "use it") if server else
+              outside_lines(outside, path, "Not looked at", f"mention {printable(word)}"))
     if data.get("excluded"):
         lines.append(f"[Not renamed: {plural(data['excluded'], 'other use')} of the word bound to something else (a "
                      "local, a parameter, a keyword argument, another class's member).]")
