@@ -83,7 +83,7 @@ def test_what_is_refused_changes_nothing(package: Path, tools: Tools) -> None:
         ({"name": "core.greet", "new_name": "two words"}, "a Python identifier"),
         ({"name": "core.greet", "new_name": "greet"}, "the name it has"),
         ({"name": "Other.__init__", "new_name": "x"}, "special method"),
-        ({"name": "core.nowhere", "new_name": "x"}, "No Python definition of core.nowhere"),
+        ({"name": "core.nowhere", "new_name": "x"}, "No definition of core.nowhere"),
         ({"name": "app.greet", "new_name": "x", "path": "web"}, "a JavaScript symbol: rename_symbol renames it through "
                                                                 "its language server, which this server runs only with "
                                                                 "--precise"),

@@ -305,3 +305,23 @@ def test_a_virtual_method_is_renamed_with_its_overrides(tmp_path: Path) -> None:
         ("shapes.cc", 3), ("shapes.h", 4), ("shapes.h", 8), ("shapes.h", 12), ("shapes.h", 17)]
     assert (root / "shapes.h").read_text() == SHAPES.replace("int area() const", "int surface() const").replace(
         "struct Unrelated {\n  int surface()", "struct Unrelated {\n  int area()")
+
+
+def test_a_cpp_rename_that_could_change_which_function_is_called_is_refused(tmp_path: Path) -> None:
+    """Renamed to g, f(long) would join other.hpp's g(int) as an overload, and f(1) would call that one; a file
+    with a lone CR has its positions on other lines: both refused, nothing written."""
+    root = written(tmp_path / "project", {
+        "other.hpp": "#pragma once\ninline int g(int x) { return 100 + x; }\n",
+        "f.hpp": "#pragma once\nint f(long x);\n",
+        "f.cc": '#include "f.hpp"\nint f(long x) { return static_cast<int>(x); }\n',
+        "main.cc": '#include "other.hpp"\n#include "f.hpp"\nint main() { return f(1); }\n',
+        "cr.c": "/* a note\r ends */\nint fn_other(void) { return 1; }\nint fn3(void) { return fn_other(); }\n"})
+    before = {path.name: path.read_bytes() for path in root.iterdir()}
+    with Tools(root, write=True, precise=True) as tools:
+        exact(tools, "f.f")
+        assert "g is already defined in other.hpp:2" in tools.error("rename_symbol", {"name": "f.f", "new_name": "g"})
+        assert "line break other than LF or CRLF" in tools.error("rename_symbol", {"name": "cr.fn3", "new_name": "fn4"})
+        data = tools.data("rename_symbol", {"name": "f.f", "new_name": "convert", "dry_run": True})
+    assert data["renamed"] == 3 and data["new_diagnostics"] == []
+    assert "not asked of a dry run in C or C++" in tools.last["content"][0]["text"]
+    assert {path.name: path.read_bytes() for path in root.iterdir()} == before

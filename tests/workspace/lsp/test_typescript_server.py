@@ -534,3 +534,46 @@ def test_rename_symbol_in_typescript_and_javascript_is_the_language_services(pro
     assert (project / "src" / "keys.ts").read_text() == \
         'import { build } from "./client.js";\n\nexport const made = { make: build };\n'
     assert "export function build(): Client" in (project / "src" / "client.ts").read_text()
+
+
+def test_a_typescript_rename_keeps_the_code_whole_or_is_refused(tmp_path: Path, server_path: str) -> None:
+    """What a review found: a destructured property and an export list keep their outside names (allowed); a private
+    `#area` is not `area`; a new name a subclass already has (it would override), a name the runtime calls, a file
+    with a lone CR (its positions land on other lines), and a rename whose edits reach outside `path` are refused,
+    nothing written."""
+    root = written(tmp_path / "project", {
+        "tsconfig.json": TSCONFIG,
+        "src/opts.ts": ("export interface Opts {\n  make: () => number;\n}\n\n"
+                        "export function use(opts: Opts): number {\n  const { make } = opts;\n  return make();\n}\n"),
+        "src/client.ts": "function make(): number {\n  return 1;\n}\nexport { make };\n",
+        "src/use.ts": 'import { make } from "./client.js";\n\nexport const v = make();\n',
+        "src/priv.ts": ("export class Priv {\n  #area = 1;\n  area(): number {\n    return this.#area;\n  }\n}\n\n"
+                        "export class Base {\n  foo(): number {\n    return 1;\n  }\n  run(): number {\n"
+                        "    return this.foo();\n  }\n}\n\nexport class Derived extends Base {\n  bar(): number {\n"
+                        "    return 2;\n  }\n}\n"),
+        "src/cr.ts": "// a note\r that a lone CR ends\nexport function makeOther(): number {\n  return 2;\n}\n"
+                     "export function make3(): number {\n  return makeOther();\n}\n",
+        "src/lib.ts": "export function compute(): number {\n  return 3;\n}\n",
+        "src/calls.ts": 'import { compute } from "./lib.js";\n\nexport const w = compute();\n'})
+    before = {path: (root / path).read_bytes() for path in ("src/priv.ts", "src/cr.ts", "src/lib.ts", "src/calls.ts")}
+    with Tools(root, write=True, precise=True, env={"PATH": server_path}) as tools:
+        exact(tools, "Opts.make")
+        tools.call("rename_symbol", {"name": "Opts.make", "new_name": "build"})
+        tools.call("rename_symbol", {"name": "client.make", "new_name": "create"})
+        for arguments, message in (
+                ({"name": "Base.foo", "new_name": "bar"}, "bar is already defined in src/priv.ts:18"),
+                ({"name": "Priv.area", "new_name": "toString"}, "a name the runtime uses"),
+                ({"name": "cr.make3", "new_name": "build3"}, "src/cr.ts has a line break other than LF or CRLF (line 1)"),
+                ({"name": "lib.compute", "new_name": "calc", "path": "src/lib.ts"},
+                 "also changes src/calls.ts, outside src/lib.ts")):
+            assert message in tools.error("rename_symbol", arguments), arguments
+        renamed = tools.data("rename_symbol", {"name": "Priv.area", "new_name": "surface"})
+    assert (root / "src/opts.ts").read_text() == (
+        "export interface Opts {\n  build: () => number;\n}\n\n"
+        "export function use(opts: Opts): number {\n  const { build: make } = opts;\n  return make();\n}\n")
+    assert (root / "src/client.ts").read_text() == "function create(): number {\n  return 1;\n}\nexport { create as make };\n"
+    assert (root / "src/use.ts").read_text() == 'import { make } from "./client.js";\n\nexport const v = make();\n'
+    assert [site["line"] for site in renamed["sites"]] == [3]
+    assert (root / "src/priv.ts").read_bytes() == before["src/priv.ts"].replace(b"  area(): number", b"  surface(): number")
+    assert {path: (root / path).read_bytes() for path in ("src/cr.ts", "src/lib.ts", "src/calls.ts")} == \
+        {path: before[path] for path in ("src/cr.ts", "src/lib.ts", "src/calls.ts")}

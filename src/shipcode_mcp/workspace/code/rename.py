@@ -69,22 +69,28 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
         raise ToolError(f"new_name is the name it has: {printable(word)}")
     found = find_references(ctx, roots, query, path, MAX_SITES)
     data: dict[str, Any] = found.structured or {}
-    defined = {language_for(roots.shown_path(item["path"])) or "" for item in data.get("references", [])
+    if data.get("truncated"):
+        raise ToolError(f"{printable(query)} has more than {MAX_SITES} uses; nothing was changed")
+    defined = {item["path"]: language_for(roots.shown_path(item["path"])) or "" for item in data.get("references", [])
                if item["definition"]}
-    if defined and "python" not in defined and all(renamed_by_server(language) for language in defined):
-        if len({backend(language) for language in defined}) > 1:
-            raise ToolError(f"{printable(query)} is defined in {' and '.join(sorted(defined))} files: qualify it with "
-                            "its module (the file's path without extension) to rename one; nothing was changed")
-        return server_rename(ctx, roots, query, new_name, path, min(defined), dry_run, allow_syntax_errors,
-                             data.get("references", []), data.get("excluded", 0))
+    if defined and "python" not in defined.values():
+        cannot = sorted(shown for shown, language in defined.items() if not renamed_by_server(language))
+        if not cannot and len({backend(language) for language in defined.values()}) > 1:
+            raise ToolError(f"{printable(query)} is defined in files of several languages ("
+                            + ", ".join(printable(shown) for shown in sorted(defined)[:5])
+                            + "): narrow path to the one to rename; nothing was changed")
+        if not cannot:
+            return server_rename(ctx, roots, query, new_name, path, min(defined.values()), dry_run,
+                                 allow_syntax_errors, data.get("references", []), data.get("excluded", 0))
+        raise ToolError(f"{printable(query)} is defined in {printable(cannot[0])}, a language rename_symbol does not "
+                        "rename (Python by its scopes; TypeScript, JavaScript, C and C++ through their language "
+                        "servers); find_references lists the uses by name")
     if not new_name.isidentifier() or keyword.iskeyword(new_name) or _special(new_name) or new_name in BUILTINS:
         raise ToolError(f"new_name must be a Python identifier that is not a keyword, a builtin or a special name "
                         f"(__x__), not '{printable(new_name)}'")
     if _special(word):
         raise ToolError(f"{printable(word)} is a special method or name: Python itself uses it by that name (a "
                         "constructor call is a use of __init__), so it is not renamed")
-    if data.get("truncated"):
-        raise ToolError(f"{printable(query)} has more than {MAX_SITES} uses; nothing was changed")
     if data.get("skipped"):
         unread = ", ".join(printable(item["path"]) for item in data.get("skipped_files", [])[:5])
         raise ToolError(f"Refused: {plural(data['skipped'], 'file')} that may use {printable(word)} could not be read "
@@ -94,13 +100,8 @@ def rename_symbol(ctx: Context, roots: Roots, name: str, new_name: str, path: st
     python = [item for item in references if language_for(roots.shown_path(item["path"])) == "python"]
     definitions = [item for item in python if item["definition"] and item["precision"] in TIED]
     if not definitions:
-        other = [item for item in references if item["definition"]]
-        if other:
-            raise ToolError(f"{printable(query)} is defined in {printable(other[0]['path'])}, a language rename_symbol "
-                            "does not rename (Python by its scopes; TypeScript, JavaScript, C and C++ through their "
-                            "language servers); find_references lists the uses by name")
-        raise ToolError(f"No Python definition of {printable(query)} under {printable(path)} (find_symbol finds "
-                        "definitions); nothing was changed")
+        raise ToolError(f"No definition of {printable(query)} under {printable(path)} that rename_symbol can rename "
+                        "(find_symbol finds definitions; one inside a function is its own business); nothing was changed")
     overrides = _overrides(ctx, roots, query, path)
     if overrides:
         listed = ", ".join(printable(item) for item in overrides[:10])

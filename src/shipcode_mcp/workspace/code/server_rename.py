@@ -23,9 +23,9 @@ from ..patch_files import rewrite_files
 from ..text import plural, printable
 from ..writes import checked_result
 from . import precise
-from .references import EXACT, definition_places
-from .rename_text import headline, outside_lines, undecided_lines
-from .source import read_source
+from .references import EXACT, code_definitions, definition_places
+from .rename_text import headline, undecided_lines
+from .source import Folder, read_source
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,6 +43,10 @@ JS_RESERVED = frozenset(
     "function if import in instanceof new null return super switch this throw true try typeof var void while with "
     "yield let static implements interface package private protected public await arguments eval undefined".split())
 """Words a JavaScript or TypeScript binding cannot be named (reserved, or reserved in strict code)."""
+JS_SPECIAL = frozenset("constructor prototype __proto__ then toString valueOf toJSON toLocaleString hasOwnProperty "
+                       "isPrototypeOf propertyIsEnumerable length name caller callee default".split())
+"""Names JavaScript itself calls or reads by name (a member renamed to one changes what the runtime does, and one
+renamed from one stops being called)."""
 CPP_KEYWORDS = frozenset(
     "alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class "
     "compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype "
@@ -68,39 +72,53 @@ def server_rename(ctx: Context, roots: Roots, query: str, new_name: str, path: s
     served = backend(language) or language
     word = query.rsplit(".", 1)[-1]
     _check_name(new_name, served)
+    if served == "typescript" and word in JS_SPECIAL:
+        raise ToolError(f"{printable(word)} is a name JavaScript itself uses (the runtime calls or reads it by that "
+                        "name), so it is not renamed")
     if not precise.enabled():
         raise ToolError(f"{printable(query)} is a {_NAMES[language]} symbol: rename_symbol renames it through its "
                         "language server, which this server runs only with --precise (find_references lists its uses by name); "
                         "nothing was changed")
+    _check_free(ctx, roots, new_name, served)
     try:
         server = precise.server_name(roots, served, present=True)
-        places, _ = definition_places(ctx, roots, query, (served,))
+        places = [place for place in definition_places(ctx, roots, query, (served,))[0] if not _private_field(roots, place)]
         if not places:
             raise ToolError(f"No definition of {printable(query)} that code elsewhere can reach; nothing was changed")
+        for real in {place.real for place in places}:  # (positions after such a break are on other lines)
+            _lsp_lines(read_source(roots, real, roots.display(real)).text, roots.display(real))
         found, ignored = precise.rename_edits(roots, served, places, new_name, ctx.check_cancelled)
     except NotReady as err:
         raise ToolError(f"{printable(query)} is a {_NAMES[language]} symbol, renamed only through its language "
                         f"server, which cannot now: {err.note}; nothing was changed") from None
     inner = roots.resolve(path)
-    outside = {roots.display(real) for real in ignored}  # (files the walk leaves out: every tool leaves them alone)
     by_file: dict[str, list[precise.Edit]] = {}
+    outside = {roots.display(real) for real in ignored}  # (files the walk leaves out: no tool changes them)
     for edit in set(found):
         if inside(edit.place.real, inner):
             by_file.setdefault(edit.place.real, []).append(edit)
         else:
             outside.add(roots.display(edit.place.real))
-    if not by_file:
-        raise ToolError(f"The {server} language server renames nothing of {printable(query)} under "
-                        f"{printable(path)}; nothing was changed")
+    if outside:  # (a rename made in part leaves the code broken: all of it, or none)
+        raise ToolError(f"Refused: the {server} language server's rename also changes "
+                        + ", ".join(printable(item) for item in sorted(outside)[:10])
+                        + f", outside {printable(path)} or in files the workspace ignores (.gitignore), which "
+                        "rename_symbol does not change; rename with a path that holds them all; nothing was changed")
+    missing = [place for place in places if not any(edit.place.line == place.line and edit.place.units == place.units
+                                                    for edit in by_file.get(place.real, ()))]
+    if missing:
+        raise ToolError(f"Refused: the {server} language server's rename does not change the definition at "
+                        f"{printable(roots.display(missing[0].real))}:{missing[0].line + 1}; nothing was changed")
     sites = _sites(roots, by_file)
     made = {(site["path"], site["line"], site["column"]) for site in sites}
     left = [item for item in references if item["precision"] == EXACT and (item["path"], item["line"], item["column"])
             not in made and inside(roots.shown_path(item["path"]), inner)]
-    if left:  # (clangd reports a macro's use where the macro is used, and renames nothing in the macro's body)
+    if left and served == "cpp":  # (clangd reports a macro's use where the macro is used, and renames nothing in
+        # the macro's body; TypeScript's rename keeps an exported or imported name by an alias, which is no use left)
         raise ToolError(f"Refused: the {server} language server's rename leaves behind "
                         f"{plural(len(left), 'use')} it reports itself, so the code would no longer build: "
                         + ", ".join(f"{printable(item['path'])}:{item['line']}:{item['column']}" for item in left[:10])
-                        + " (a use through a macro is renamed in the macro's definition, by hand); nothing was changed")
+                        + " (a use through a macro: rename it in the macro's definition by hand); nothing was changed")
 
     def renamer(real: str, edits: list[precise.Edit]) -> Callable[[str], str]:
         shown = roots.display(real)
@@ -111,11 +129,13 @@ def server_rename(ctx: Context, roots: Roots, query: str, new_name: str, path: s
                 raise ToolError(f"Refused: {printable(new_name)} is already a word in {printable(shown)} (line {taken}): "
                                 f"the {server} language server does not check that a renamed use cannot come to mean "
                                 "it. Pick another name; nothing was changed")
+            _lsp_lines(text, shown)
             lines = text.split("\n")
             for edit in sorted(edits, key=lambda edit: (edit.place.line, edit.place.units), reverse=True):
                 line = lines[edit.place.line] if edit.place.line < len(lines) else ""
                 start, end = precise.column_of(line, edit.place.units), precise.column_of(line, edit.end_units)
-                if line[start:end] != word or edit.text not in _forms(word, new_name):
+                if line[start:end] != word or edit.text not in _forms(word, new_name) \
+                        or _WORD.match(line[end:end + 1]) or (start > 0 and _WORD.match(line[start - 1])):
                     raise ToolError(f"Refused: the {server} language server's rename changes {printable(shown)}:"
                                     f"{edit.place.line + 1} otherwise than {printable(word)} to {printable(new_name)} "
                                     "(or the file changed meanwhile); nothing was changed")
@@ -125,12 +145,15 @@ def server_rename(ctx: Context, roots: Roots, query: str, new_name: str, path: s
 
     changes = {real: renamer(real, edits) for real, edits in sorted(by_file.items())}
     files, diff, edited = rewrite_files(ctx, roots, changes, "rename_symbol", dry_run, allow_syntax_errors)
+    if dry_run and served == "cpp":  # (clangd reads a header from disk, not our text: every use would be an error)
+        edited = []
     undecided = [{key: item[key] for key in ("path", "line", "column", "text")} for item in references
                  if (item["path"], item["line"], item["column"]) not in made and inside(roots.shown_path(item["path"]), inner)]
     lines = [headline(query, new_name, len(sites), len(files), dry_run), f"[Exact: {server}'s rename.]"]
     lines += undecided_lines(undecided, "another symbol of that name, or code the server does not compile: an "
                                         "inactive #if branch, a file outside its project")
-    lines += outside_lines(sorted(outside), path, "Not changed", "use it")
+    if dry_run and served == "cpp":
+        lines.append("[new_diagnostics: not asked of a dry run in C or C++ (clangd reads the headers from disk)]")
     text = "\n".join(lines) + ("\n" + diff.rstrip("\n") if diff else "")
     return checked_result(ctx, roots, text, {
         "name": query, "new_name": new_name, "renamed": len(sites), "sites": sites, "files": files, "diff": diff,
@@ -143,7 +166,9 @@ def _sites(roots: Roots, by_file: dict[str, list[precise.Edit]]) -> list[dict[st
     sites = []
     for real, edits in by_file.items():
         shown = roots.display(real)
-        lines = read_source(roots, real, shown).lines()
+        source = read_source(roots, real, shown)
+        _lsp_lines(source.text, shown)
+        lines = source.lines()
         for edit in edits:
             line = lines[edit.place.line] if edit.place.line < len(lines) else ""
             sites.append({"path": shown, "line": edit.place.line + 1, "column": precise.column_of(line, edit.place.units) + 1})
@@ -153,9 +178,9 @@ def _sites(roots: Roots, by_file: dict[str, list[precise.Edit]]) -> list[dict[st
 def _check_name(new_name: str, served: str) -> None:
     """ToolError unless `new_name` is a name the language can give a symbol."""
     if served == "typescript":
-        if not new_name.replace("$", "_").isidentifier() or new_name in JS_RESERVED:
-            raise ToolError(f"new_name must be a JavaScript identifier that is not a reserved word, not "
-                            f"'{printable(new_name)}'")
+        if not new_name.replace("$", "_").isidentifier() or new_name in JS_RESERVED or new_name in JS_SPECIAL:
+            raise ToolError(f"new_name must be a JavaScript identifier that is not a reserved word or a name the "
+                            f"runtime uses (constructor, then, toString, ...), not '{printable(new_name)}'")
     elif not re.fullmatch(r"[A-Za-z_]\w*", new_name, re.ASCII) or new_name in CPP_KEYWORDS:
         raise ToolError(f"new_name must be a C or C++ identifier that is not a keyword, not '{printable(new_name)}'")
     elif new_name.startswith("__") or re.match(r"_[A-Z]", new_name):
@@ -165,8 +190,45 @@ def _check_name(new_name: str, served: str) -> None:
 
 def _forms(word: str, new_name: str) -> tuple[str, ...]:
     """What an edit of a rename may write in place of `word`: the new name, or TypeScript's forms that keep an
-    object's key or a module's export as they were."""
-    return new_name, f"{word}: {new_name}", f"{new_name} as {word}", f"{word} as {new_name}"
+    object's key, a destructured property or a module's export as they were."""
+    return new_name, f"{word}: {new_name}", f"{new_name}: {word}", f"{new_name} as {word}", f"{word} as {new_name}"
+
+
+_WORD = re.compile(r"[\w$]")
+_LINE_BREAKS = re.compile(r"\r(?!\n)|[\u2028\u2029\x85]")
+
+
+def _lsp_lines(text: str, shown: str) -> None:
+    """ToolError for a file with a line break the language server counts and the tools do not (a lone CR, U+2028,
+    U+2029, NEL): its positions would land on other lines."""
+    found = _LINE_BREAKS.search(text)
+    if found:
+        raise ToolError(f"Refused: {printable(shown)} has a line break other than LF or CRLF (line "
+                        f"{text.count(chr(10), 0, found.start()) + 1}), which the language server counts as a line and "
+                        "the tools do not; rename_symbol leaves such files alone; nothing was changed")
+
+
+def _private_field(roots: Roots, place: precise.Place) -> bool:
+    """Whether the definition at `place` is a JavaScript private member (`#area`): another name than `area`."""
+    try:
+        line = read_source(roots, place.real, roots.display(place.real)).lines()[place.line]
+    except (ToolError, OSError, IndexError):
+        return False
+    column = precise.column_of(line, place.units)
+    return column > 0 and line[column - 1] == "#"
+
+
+def _check_free(ctx: Context, roots: Roots, new_name: str, served: str) -> None:
+    """ToolError when a file of the server's languages already defines `new_name`: a renamed use could come to mean
+    it (a subclass's method it would override, an overload it would join, a member that hides a function, an
+    export it would shadow), which the servers do not check."""
+    languages = frozenset(language for language in LANGUAGES if backend(language) == served)
+    for root in roots.paths:
+        for shown, symbol, _, _ in code_definitions(ctx, roots, Folder(roots, root), (new_name,), languages):
+            raise ToolError(f"Refused: {printable(new_name)} is already defined in {printable(shown)}:"
+                            f"{symbol.def_line}; a renamed use could come to mean it (an override, an overload, a "
+                            "member that hides it), which the language server does not check. Pick another name; "
+                            "nothing was changed")
 
 
 def _word_at(text: str, word: str) -> int | None:
