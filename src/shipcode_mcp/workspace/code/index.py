@@ -37,8 +37,9 @@ import os
 import stat
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ... import log
 from ...primitives import ToolError
@@ -48,6 +49,8 @@ from .parsers import POOL, Starved
 from .source import FILE_FAILURES, Skipped, check_parsable, known_language, skip_reason, source_from
 from .symbols import Symbol
 from .tree_watch import TreeWatch
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import sqlite3
@@ -641,6 +644,56 @@ class IndexedFolder:
             parts = uses.split("\0") if uses else []
             facts[name] = (outlines.get(file_id, []), dict(zip(parts[::2], map(int, parts[1::2]), strict=True)))
         return facts
+
+
+_WAIT = 0.1
+"""Seconds between two looks at the call's cancellation while another call makes the same folder's value."""
+
+
+class Derived(Generic[T]):
+    """What a tool makes of an indexed folder's facts (repo_map's ranking, locate's term statistics), the last
+    MAX_KEPT folders' each kept while the folder's stamp holds; one made at a time per folder (a second call
+    waits for it, cancellable, and takes it)."""
+
+    MAX_KEPT = 8
+
+    def __init__(self, make: Callable[[IndexedFolder, Callable[[], None]], T]) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[str, str], tuple[tuple[int, int], T]] = OrderedDict()
+        self._making: dict[tuple[str, str], threading.Lock] = {}
+
+    def _fresh(self, indexed: IndexedFolder) -> T | None:
+        """The folder's value kept, if its stamp still holds (under the lock)."""
+        kept = self._kept.get(indexed.key)
+        if kept is None or kept[0] != indexed.stamp:
+            return None
+        self._kept.move_to_end(indexed.key)
+        return kept[1]
+
+    def get(self, indexed: IndexedFolder, check: Callable[[], None]) -> T:
+        with self._lock:
+            value = self._fresh(indexed)
+            if value is not None:
+                return value
+            making = self._making.setdefault(indexed.key, threading.Lock())
+        while not making.acquire(timeout=_WAIT):
+            check()
+        try:
+            with self._lock:
+                value = self._fresh(indexed)
+            if value is not None:
+                return value
+            value = self._make(indexed, check)
+            with self._lock:
+                self._kept[indexed.key] = (indexed.stamp, value)
+                self._kept.move_to_end(indexed.key)
+                while len(self._kept) > self.MAX_KEPT:
+                    gone, _ = self._kept.popitem(last=False)
+                    self._making.pop(gone, None)
+            return value
+        finally:
+            making.release()
 
 
 def indexed_folder(ctx: Context, roots: Roots, folder: Folder) -> IndexedFolder:

@@ -28,8 +28,6 @@ import heapq
 import json
 import math
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +35,7 @@ from ...primitives import ToolError
 from .. import budget as budgets
 from ..text import place, plural, printable, result
 from ..tools import MAX_MAP_SCANNED
-from .index import FileFacts, IndexedFolder, Unavailable, indexed_folder, scanned_facts
+from .index import Derived, FileFacts, Unavailable, indexed_folder, scanned_facts
 from .source import MAX_SKIPPED_NAMED, Folder
 from .symbols import language_for
 
@@ -133,8 +131,6 @@ def repo_map(ctx: Context, roots: Roots, path: str, budget: int) -> ToolResult:
 
 _SLACK = 64
 """Bytes kept for the notes' numbers, which grow as definitions are taken."""
-_WAIT = 0.1
-"""Seconds between two looks at the call's cancellation while another call ranks the same folder."""
 KEPT = 2_000
 """The definitions a ranking keeps, in order: more than the largest budget can show (each takes 100 bytes or more)."""
 
@@ -173,51 +169,9 @@ class _Ranking:
                               if isinstance(value, str) and value != "binary")
 
 
-class _Rankings:
-    """The rankings of the last MAX_RANKINGS folders mapped from the index, each kept while its stamp holds: a
-    second map of an unchanged folder ranks nothing again."""
-
-    MAX_RANKINGS = 8
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._kept: OrderedDict[tuple[str, str], tuple[tuple[int, int], _Ranking]] = OrderedDict()
-        self._making: dict[tuple[str, str], threading.Lock] = {}
-
-    def _fresh(self, indexed: IndexedFolder) -> _Ranking | None:
-        """The folder's ranking kept, if its stamp still holds (under the lock)."""
-        kept = self._kept.get(indexed.key)
-        if kept is None or kept[0] != indexed.stamp:
-            return None
-        self._kept.move_to_end(indexed.key)
-        return kept[1]
-
-    def get(self, indexed: IndexedFolder, check: Callable[[], None]) -> _Ranking:
-        with self._lock:
-            ranking = self._fresh(indexed)
-            if ranking is not None:
-                return ranking
-            making = self._making.setdefault(indexed.key, threading.Lock())
-        while not making.acquire(timeout=_WAIT):  # one ranking of a folder at a time: a second call waits for it
-            check()
-        try:
-            with self._lock:
-                ranking = self._fresh(indexed)
-            if ranking is not None:
-                return ranking
-            ranking = _Ranking(indexed.facts(), indexed.prefix, check)
-            with self._lock:
-                self._kept[indexed.key] = (indexed.stamp, ranking)
-                self._kept.move_to_end(indexed.key)
-                while len(self._kept) > self.MAX_RANKINGS:
-                    gone, _ = self._kept.popitem(last=False)
-                    self._making.pop(gone, None)
-            return ranking
-        finally:
-            making.release()
-
-
-_RANKINGS = _Rankings()
+_RANKINGS: Derived[_Ranking] = Derived(lambda indexed, check: _Ranking(indexed.facts(), indexed.prefix, check))
+"""The rankings of the last folders mapped from the index, each kept while its stamp holds: a second map of an
+unchanged folder ranks nothing again."""
 
 
 def _indexed_ranking(ctx: Context, roots: Roots, folder: Folder) -> _Ranking:
