@@ -325,3 +325,20 @@ def test_a_cpp_rename_that_could_change_which_function_is_called_is_refused(tmp_
     assert data["renamed"] == 3 and data["new_diagnostics"] == []
     assert "not asked of a dry run in C or C++" in tools.last["content"][0]["text"]
     assert {path.name: path.read_bytes() for path in root.iterdir()} == before
+
+
+def test_an_edit_returns_clangds_new_diagnostics_of_the_edited_files(project: Path) -> None:
+    """A write's new_diagnostics for C++ and C come from clangd: the call of a method Circle does not have, and in C
+    a call with too many arguments; what was there before (nothing) is not repeated."""
+    with Tools(project, write=True, precise=True) as tools:
+        type_checked(tools, {"path": "src/use.cc"})  # ready
+        cpp = tools.call("edit_file", {"path": "src/use.cc", "old_text": "sum += circle.area();",
+                                       "new_text": "sum += circle.perimeter();"})
+        c = tools.call("edit_file", {"path": "src/plain.c", "old_text": "return twice(2);", "new_text": "return twice(2, 3);"})
+    found = [(item["path"], item["line"], item["severity"]) for item in cpp["structuredContent"]["new_diagnostics"]]
+    assert found == [("src/use.cc", 5, "error")], cpp["structuredContent"]["new_diagnostics"]
+    assert "perimeter" in cpp["structuredContent"]["new_diagnostics"][0]["message"]
+    assert "[New from the language server: 1 error" in cpp["content"][0]["text"]
+    found = [(item["path"], item["line"], item["severity"]) for item in c["structuredContent"]["new_diagnostics"]]
+    assert found == [("src/plain.c", 7, "error")], c["structuredContent"]["new_diagnostics"]
+    assert "circle.perimeter()" in (project / "src" / "use.cc").read_text()
