@@ -472,7 +472,7 @@ def test_serve(block: Block, tmp_path: Path) -> None:
         assert server.returncode == 0, stderr.decode()[-2000:]
 
 
-CODE_TOOLS = {"outline", "find_symbol", "repo_map", "find_references", "find_definition", "find_implementations",
+CODE_TOOLS = {"outline", "find_symbol", "repo_map", "locate", "find_references", "find_definition", "find_implementations",
               "diagnostics", "read_symbol", "search_structure"}
 
 

@@ -34,7 +34,7 @@ from workspace_support import Tools, make_repo
 
 PROVIDERS = Path(__file__).parent / "providers"
 ALL_TOOLS = ["list_files", "read_file", "search_code", "git_status", "git_log", "git_diff", "git_show",
-             "outline", "find_symbol", "repo_map", "find_references", "find_definition", "find_implementations", "diagnostics",
+             "outline", "find_symbol", "repo_map", "locate", "find_references", "find_definition", "find_implementations", "diagnostics",
              "read_symbol", "search_structure", "write_file", "edit_file", "apply_patch", "create_directory", "move_path",
              "delete_path", "git_add", "git_commit", "git_branch", "git_switch", "git_restore", "git_stash",
              "replace_symbol", "insert_symbol", "rename_symbol", "run_command"]
@@ -46,7 +46,7 @@ REQUIRED_VALUES = {"path": "README.md", "pattern": "answer", "ref": "HEAD", "con
                    "old_text": "Demo", "new_text": "Demo!", "name": "main", "language": "python", "line": 4,
                    "source": "README.md", "destination": "MOVED.md", "text": "def main():\n    pass\n",
                    "position": "after", "message": "Change", "paths": ["README.md"], "branch": "main",
-                   "new_name": "renamed", "command": "true",
+                   "new_name": "renamed", "command": "true", "query": "the greeting",
                    "patch": "*** Begin Patch\n*** Update File: README.md\n-# Demo\n+# Demo!\n*** End Patch"}
 FOR_TOOL = {"outline": {"path": "src/app.py"}, "read_symbol": {"path": "src/app.py"},
             "find_definition": {"path": "src/app.py"}, "replace_symbol": {"path": "src/app.py"},

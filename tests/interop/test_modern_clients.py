@@ -61,6 +61,7 @@ def every_tool_call(root: Path) -> list[tuple[str, dict[str, Any], str]]:
         ("outline", {"path": "src/app.py"}, "8-9 function def greet(name)"),
         ("find_symbol", {"name": "greet"}, "src/app.py:8-9 function greet"),
         ("repo_map", {}, "src/helpers.py\n     1: def answer()"),
+        ("locate", {"query": "the greeting says hello to a name"}, "src/app.py:8-9  greet"),
         ("find_references", {"name": "answer"}, "src/app.py:5:17: return util.answer()"),
         ("find_definition", {"path": "src/app.py", "line": 9, "name": "name"}, "src/app.py:8:11: def greet(name):"),
         ("find_implementations", {"name": "main"}, "main is not a class or a method of one"),

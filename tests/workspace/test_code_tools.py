@@ -18,7 +18,7 @@ from workspace_support import Tools
 
 pytest.importorskip("ast_grep_py")
 
-CODE_TOOLS = ["outline", "find_symbol", "repo_map", "find_references", "find_definition", "find_implementations",
+CODE_TOOLS = ["outline", "find_symbol", "repo_map", "locate", "find_references", "find_definition", "find_implementations",
               "diagnostics", "read_symbol", "search_structure"]
 USE = '''from sample import top, Shape
 

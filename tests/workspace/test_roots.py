@@ -234,6 +234,7 @@ PATH_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("git_stash", {}, "path"),
     ("rename_symbol", {"name": "app.greet", "new_name": "pwned"}, "path"),
     ("repo_map", {}, "path"),
+    ("locate", {"query": "CANARY"}, "path"),
     ("run_command", {"command": "echo pwned"}, "cwd"),
 ]
 """Each tool and argument that names a path (`paths[]`: one item of a list of paths)."""

@@ -20,7 +20,7 @@ from support import REPO
 from workspace_support import Tools, make_repo
 
 READ_ONLY = ["list_files", "read_file", "search_code", "git_status", "git_log", "git_diff", "git_show",
-             "outline", "find_symbol", "repo_map", "find_references", "find_definition", "find_implementations", "diagnostics",
+             "outline", "find_symbol", "repo_map", "locate", "find_references", "find_definition", "find_implementations", "diagnostics",
              "read_symbol", "search_structure"]
 WRITING = ["write_file", "edit_file", "apply_patch", "create_directory", "move_path", "delete_path", "git_add",
            "git_commit", "git_branch", "git_switch", "git_restore", "git_stash", "replace_symbol", "insert_symbol",

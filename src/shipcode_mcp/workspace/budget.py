@@ -518,15 +518,15 @@ def _read_symbol(cut: _Cut) -> ToolResult | None:
 CUTTERS.update({"read_file": _read_file, "git_diff": _git_diff, "git_show": _git_show, "read_symbol": _read_symbol})
 
 
-def _repo_map(cut: _Cut) -> ToolResult | None:
-    """A map over the budget is made again within it (or within the call's own budget, if smaller): the map itself
-    chooses what fits."""
+def _made_again(cut: _Cut) -> ToolResult | None:
+    """A map (repo_map) or a list of regions (locate) over the budget is made again within it (or within the call's
+    own budget, if smaller): the tool itself chooses what fits."""
     asked = cut.arguments.get("budget")
     again = cut.again(budget=min(cut.tokens, asked) if isinstance(asked, int) else cut.tokens)
     return again if isinstance(again, ToolResult) else None
 
 
-CUTTERS["repo_map"] = _repo_map
+CUTTERS.update({"repo_map": _made_again, "locate": _made_again})
 
 
 def _run_command(cut: _Cut) -> ToolResult | None:

@@ -40,6 +40,8 @@ MAX_DEPTH = 20
 MAP_BUDGET = 2000
 MIN_MAP_BUDGET = 256
 MAX_MAP_BUDGET = 20000
+MIN_LOCATE_BUDGET = 1000
+"""locate's smallest budget: the list of regions and the code of one must fit."""
 MAX_MAP_SCANNED = 5000
 """Without a ready code index, repo_map reads at most this many files (a larger folder waits for the index)."""
 CODE_LANGUAGES = ("bash", "c", "cpp", "csharp", "go", "java", "javascript", "kotlin", "lua", "php", "python", "ruby",
@@ -827,6 +829,55 @@ REPO_MAP = {
     }),
 }
 
+LOCATE = {
+    "run": "code.locate:locate",
+    "title": "Locate code for a task",
+    "description": (
+        "Find the code a task is about: give the task as a person writes it (an issue, a bug report, an error "
+        "message, a stack trace, a question) and get the regions of code that matter most (functions, methods, a "
+        "class's own lines, module lines), ranked, each with why (a trace frame, a name it defines, the words it "
+        "matches, a use by a better region), and their code, whole lines, best first, within `budget` tokens. "
+        "Exact evidence ranks first: a stack trace's files and lines, paths, names written as code (`parse_args`, "
+        "camelCase, snake_case), quoted error strings; then the query's words (identifiers split into their parts) "
+        "by BM25 over each file's path, definitions and identifiers, then over each region's text; then the "
+        "definitions the best regions use. Entirely local, from the code index where it is ready, else by reading "
+        f"the files (at most {MAX_MAP_SCANNED}). Read it first on a task, then read_symbol or read_file for more. "
+        f"Languages: {_LANGUAGES_HELP}."
+    ),
+    "input": _object({
+        "query": _string("The task: an issue's text, an error message, a stack trace or a question.", minLength=1,
+                         maxLength=20000),
+        "budget": _integer("The most tokens the answer may take (text and structured content, at 3 bytes a token).",
+                           MAP_BUDGET, MIN_LOCATE_BUDGET, MAX_MAP_BUDGET),
+        "path": _string(f"The folder to search (default: the first root); {_PATH_HELP}.", default="."),
+    }, ("query",)),
+    "output": _output({
+        "terms": {"type": "array", "items": _STR, "description": "the query's terms (stemmed), most frequent first"},
+        "evidence": _output({
+            "frames": {"type": "array", "items": _output({"path": _STR, "line": {"type": "integer", "minimum": 0}}),
+                       "description": "stack trace frames and path:line references read in the query"},
+            "paths": {"type": "array", "items": _STR, "description": "file paths the query names"},
+            "names": {"type": "array", "items": _STR, "description": "names the query writes as code"},
+            "strings": {"type": "array", "items": _STR, "description": "quoted strings and exception messages"},
+        }),
+        "regions": {"type": "array", "description": "the best regions, best first", "items": _output({
+            "path": _STR,
+            "start_line": {"type": "integer", "minimum": 1},
+            "end_line": {"type": "integer", "minimum": 1},
+            "symbol": {"type": "string", "description": "the definition's qualified name (empty for module lines)"},
+            "kind": {"type": "string", "description": "the definition's kind, or module"},
+            "score": {"type": "number"},
+            "reasons": {"type": "array", "items": _STR, "description": "what put it there"},
+        })},
+        "shown": {"type": "integer", "minimum": 0, "description": "regions whose code the text shows"},
+        "files_ranked": {"type": "integer", "minimum": 0, "description": "code files ranked"},
+        "index": {"type": "string", "enum": ["fresh", "building", "off"],
+                  "description": "fresh: from the code index, brought up to date first; building: the index is being "
+                  "built and the files were read; off: no index"},
+        "truncated": {"type": "boolean", "description": "whether ranked regions were left out of the text for the budget"},
+    }),
+}
+
 FIND_REFERENCES = {
     "run": "code.references:find_references",
     "title": "Find references",
@@ -1276,6 +1327,7 @@ CODE_TOOLS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("outline", OUTLINE),
     ("find_symbol", FIND_SYMBOL),
     ("repo_map", REPO_MAP),
+    ("locate", LOCATE),
     ("find_references", FIND_REFERENCES),
     ("find_definition", FIND_DEFINITION),
     ("find_implementations", FIND_IMPLEMENTATIONS),

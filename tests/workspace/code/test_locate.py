@@ -1,0 +1,239 @@
+"""locate (workspace/code/locate.py): a task as a person writes it to the regions of code that matter. Exact evidence
+first (a trace's frames, names written as code, quoted strings), then the words, then what the best regions use;
+whole lines within the budget to the token; the index's answer is the files'; bad input is a clear error; and on
+real code (the standard library, click) real tasks find the code a fix changed."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workspace_support import Tools, copy_real_code
+
+pytest.importorskip("ast_grep_py")
+
+from shipcode_mcp.context import Context
+from shipcode_mcp.workspace import budget as budgets
+from shipcode_mcp.workspace.code import index as code_index
+from shipcode_mcp.workspace.code.locate import Query, _file_regions, locate, regions_of, stem, terms
+from shipcode_mcp.workspace.roots import Roots
+from support import REPO, fetched_corpora, load_script
+
+PROJECT = {
+    "shop/cart.py": ('"""The shopping cart."""\n\n\nclass Cart:\n    def __init__(self):\n        self.items = []\n\n'
+                     "    def add_item(self, item, quantity=1):\n        if quantity <= 0:\n"
+                     '            raise ValueError("quantity must be positive")\n'
+                     "        self.items.append((item, quantity))\n\n"
+                     "    def total_price(self):\n        return sum(price_of(item) * quantity for item, quantity in self.items)\n"
+                     "\n\ndef price_of(item):\n    return item.price * (1 - discount_rate(item))\n"),
+    "shop/discounts.py": ("DEFAULT = 0.0\n\n\ndef discount_rate(item):\n    # seasonal discounts on winter coats\n"
+                          "    if item.season == 'winter':\n        return 0.25\n    return DEFAULT\n"),
+    "shop/render.js": ("export function renderProgressBar(width, done) {\n  const filled = Math.round(width * done);\n"
+                       "  return '#'.repeat(filled) + '-'.repeat(width - filled);\n}\n\n"
+                       "export function renderTable(rows) {\n  return rows.map((row) => row.join(' | ')).join('\\n');\n}\n"),
+    "tests/test_cart.py": ("from shop.cart import Cart\n\n\ndef test_total_price_with_discount():\n    cart = Cart()\n"
+                           "    cart.add_item(object())\n    assert cart.total_price() == 0\n"),
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    for name, text in PROJECT.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+@pytest.fixture
+def index_folder(tmp_path: Path) -> Iterator[Path]:
+    folder = tmp_path / "index"
+    yield folder
+    code_index.INDEXES.close()
+
+
+def located(roots: Roots, query: str, budget: int = 2000, path: str = ".") -> dict[str, Any]:
+    done = locate(Context(None, 1, "tools/call", {}), roots, query, budget, path)
+    assert done.structured is not None
+    assert budgets.tokens(done) <= budget, (budgets.tokens(done), budget)
+    return {**done.structured, "text": done.content[0]["text"]}
+
+
+def best(data: dict[str, Any], count: int = 1) -> list[tuple[str, str]]:
+    return [(item["path"], item["symbol"]) for item in data["regions"][:count]]
+
+
+def test_terms_split_identifiers_and_leave_out_words_that_say_nothing() -> None:
+    assert terms("The progressBar's render_table fails") == ["progress", "bar", "progressbar", "render", "table",
+                                                             "render_table", "fail"]
+    assert [stem(word) for word in ("entries", "parsing", "parsed", "classes", "status", "class")] == \
+        ["entry", "pars", "pars", "classe", "status", "class"]
+
+
+def test_a_query_is_read_for_its_exact_evidence() -> None:
+    asked = Query('Traceback (most recent call last):\n  File "/home/me/app/shop/cart.py", line 10, in add_item\n'
+                  '    raise ValueError("quantity must be positive")\nValueError: quantity must be positive\n'
+                  "Also seen at renderProgressBar (src/render.js:3:9) and in `Cart.total_price`; see shop/discounts.py")
+    assert asked.frames == [("/home/me/app/shop/cart.py", 10, "add_item"), ("src/render.js", 3, "renderProgressBar")]
+    assert asked.paths == ["shop/discounts.py"]
+    assert {"Cart", "total_price", "add_item", "renderProgressBar"} <= set(asked.names)
+    assert asked.strings == ["quantity must be positive"]
+
+
+def test_a_long_trace_is_read_for_its_first_and_last_ten_frames() -> None:
+    """Each frame is looked for among every file's names: a trace of a hundred frames costs twenty such looks."""
+    trace = "".join(f'  File "/app/mod{number}.py", line {number + 1}, in f{number}\n' for number in range(100))
+    frames = Query(trace).frames
+    assert [path for path, _, _ in frames] == [f"/app/mod{number}.py" for number in (*range(10), *range(90, 100))]
+
+
+def test_a_stack_traces_frame_ranks_its_region_first(project: Path) -> None:
+    data = located(Roots([str(project)]), 'File "/srv/deploy/shop/cart.py", line 10, in add_item\n'
+                                          "ValueError: quantity must be positive")
+    assert best(data) == [("shop/cart.py", "Cart.add_item")]
+    assert data["regions"][0]["reasons"][0].startswith("trace frame /srv/deploy/shop/cart.py:10")
+    assert "\n    10:             raise ValueError(\"quantity must be positive\")\n" in data["text"]
+
+
+def test_a_name_written_as_code_and_a_quoted_string_rank_first(project: Path) -> None:
+    roots = Roots([str(project)])
+    assert best(located(roots, "what does `discount_rate` return for summer items?")) == [
+        ("shop/discounts.py", "discount_rate")]
+    assert best(located(roots, 'I get "quantity must be positive" when adding zero items')) == [
+        ("shop/cart.py", "Cart.add_item")]
+
+
+def test_words_alone_find_the_code_and_the_definitions_it_uses_come_next(project: Path) -> None:
+    roots = Roots([str(project)])
+    data = located(roots, "the progress bar is drawn too wide")
+    assert best(data) == [("shop/render.js", "renderProgressBar")]
+    # The cart's price ignores the seasonal discount: the price, then what it uses; the test after the code.
+    data = located(roots, "winter coats are not discounted in the cart price")
+    order = [item["symbol"] for item in data["regions"]]
+    assert order.index("discount_rate") < order.index("test_total_price_with_discount")
+    assert order.index("price_of") < order.index("test_total_price_with_discount")
+    assert any("used by" in reason for item in data["regions"] for reason in item["reasons"]) or \
+        order[:2] == ["discount_rate", "price_of"]
+
+
+def test_the_text_is_whole_lines_of_the_files_within_the_budget(tmp_path: Path) -> None:
+    root = copy_real_code(tmp_path / "work")
+    roots = Roots([str(root)])
+    files = {}
+    for budget in (1000, 2000, 8000, 20000):
+        data = located(roots, "parse the content type header of an email message and its charset parameter", budget)
+        assert data["shown"] >= 1 and data["files_ranked"] > 100
+        current = None
+        for line in data["text"].split("\n"):
+            if line.startswith("== "):
+                current = line[3:].split(":", 1)[0]
+            elif current and line[:6].strip().isdigit() and line[6:8] == ": ":
+                if current not in files:
+                    files[current] = (root / current).read_text().split("\n")
+                assert files[current][int(line[:6]) - 1] == line[8:], (current, line)
+    assert any(path.startswith("email/") for path, _ in best(data, 3))
+
+
+def test_the_index_answers_as_the_files_do(tmp_path: Path, index_folder: Path) -> None:
+    root = copy_real_code(tmp_path / "work")
+    indexed, scanned = Roots([str(root)], str(index_folder)), Roots([str(root)], None)
+    query = "json decoder raises an error on a trailing comma in an object"
+    import time
+
+    deadline = time.monotonic() + 120
+    while (from_index := located(indexed, query))["index"] != "fresh":
+        assert time.monotonic() < deadline, "the index was not built"
+        time.sleep(0.2)
+    from_files = located(scanned, query)
+    assert from_files["index"] == "off"
+    assert from_index["regions"] == from_files["regions"] and from_index["regions"]
+    assert best(from_index)[0][0].startswith("json/")
+
+
+def test_bad_input_is_a_clear_error(project: Path) -> None:
+    with Tools(project) as tools:
+        assert "query is empty" in tools.error("locate", {"query": "   "})
+        assert "is a file" in tools.error("locate", {"query": "cart", "path": "shop/cart.py"})
+        assert "not inside the workspace roots" in tools.error("locate", {"query": "cart", "path": "../elsewhere"})
+        data = tools.data("locate", {"query": "zzzz qqqq"})
+        assert data["regions"] == [] and data["shown"] == 0
+
+
+def test_regions_cover_each_function_whole_and_the_module_lines_between() -> None:
+    outline = [(-1, "Cart", "Cart", "class", 4, 14, "class Cart:", 4),
+               (0, "add", "Cart.add", "method", 5, 9, "def add(self):", 5),
+               (0, "total", "Cart.total", "method", 11, 14, "def total(self):", 11),
+               (-1, "price_of", "price_of", "function", 17, 18, "def price_of(item):", 17)]
+    spans = [(region.start, region.end, region.name, region.kind) for region in regions_of("a.py", outline, 20)]
+    assert spans == [(4, 4, "Cart", "class"), (5, 9, "Cart.add", "method"), (11, 14, "Cart.total", "method"),
+                     (17, 18, "price_of", "function"), (1, 3, "", "module"), (15, 16, "", "module"),
+                     (19, 20, "", "module")]
+
+
+@pytest.mark.timeout(300)
+def test_on_click_real_tasks_find_the_code_their_fix_changed(tmp_path: Path) -> None:
+    """Three tasks written as a user reports a bug, in words only (no name of the code involved): the function a
+    fix would change is among the first five regions. (bench/localization.py measures this on real commits.)"""
+    bench = load_script(REPO / "bench" / "references_precision.py", "bench_references_precision")
+    [root] = fetched_corpora(bench, "click")
+    roots = Roots([str(root)])
+    for query, path, symbol in (
+            ("The progress bar shows the wrong ETA and position when the iterable has no length and the length is "
+             "given by a length hint", "click/_termui_impl.py", "ProgressBar.__init__"),
+            ("Prompting for a password with a confirmation: when the two values do not match, the error message "
+             "says the values do not match and asks again", "click/termui.py", "prompt"),
+            ("Shell completion for bash: the completion script uses complete -o nosort, which fails on old bash "
+             "versions", "click/shell_completion.py", "BashComplete._check_version")):
+        data = located(roots, query, 4000)
+        assert (path, symbol) in best(data, 5), (query, best(data, 5))
+
+
+def test_what_a_hostile_query_holds_is_bounded(project: Path) -> None:
+    """A review's attacks: the budget holds against a query of huge identifiers and long paths (each repeated in the
+    terms, the evidence and the reasons); a line number of 4 301 digits is no frame (Python's int() refuses it: an
+    internal error); a path of 10 000 parts is matched by its last eight; a 1 000-character identifier is split by its
+    first 64."""
+    roots = Roots([str(project)])
+    located(roots, "cart " + "ab_" * 6600, 1000)
+    located(roots, " ".join(f"{'x' * 950}{number}/shop/cart.py" for number in range(20)), 1000)
+    assert Query("cart.py:" + "1" * 4301).frames == []
+    data = located(roots, "a/" * 9980 + "shop/cart.py:10 add_item")
+    assert best(data) == [("shop/cart.py", "Cart.add_item")]
+    assert len(terms("a" * 1000)) == 1 and len(terms("a" * 1000)[0]) == 64
+
+
+def test_the_servers_own_budget_holds_as_the_calls(project: Path) -> None:
+    with Tools(project, options=("--max-result-tokens", "1000")) as tools:
+        result = tools.call("locate", {"query": "cart price item quantity discount", "budget": 20000})
+    assert len(json.dumps(result["structuredContent"], separators=(",", ":")).encode()) \
+        + len(result["content"][0]["text"].encode()) <= 3000
+
+
+def test_a_library_frame_is_not_the_workspaces_file_of_that_name(project: Path) -> None:
+    (project / "shop" / "__init__.py").write_text("def configure():\n    return None\n")
+    data = located(Roots([str(project)]), 'File "/usr/lib/python3.11/logging/__init__.py", line 1, in configure\n'
+                                          "the discount rate of winter coats is wrong")
+    assert not any(reason.startswith("trace frame") for item in data["regions"] for reason in item["reasons"])
+
+
+def test_a_file_shorter_than_its_outline_is_read_as_it_is_now() -> None:
+    """The outline comes from the index, the lines from a later read: a file cut meanwhile has no line 10 (an
+    IndexError before), and the regions kept for its key are those of the outline read with it."""
+    outline = [(-1, "fetch", "fetch", "function", 3, 10, "def fetch():", 3)]
+    lines = ["value = 1", "", "def fetch():", "    pass"]
+    assert _file_regions(("k", 1, 2, 3, 4), "a.py", outline, lines) == [
+        (3, 4, "fetch", "function", Counter({"def": 1, "fetch": 3, "pass": 1})), (1, 1, "", "module", Counter({"value": 1}))]
+    assert _file_regions(("k", 1, 2, 3, 4), "a.py", [], lines) == [
+        (1, 4, "", "module", Counter({"value": 1, "def": 1, "fetch": 1, "pass": 1}))]
+
+
+def test_a_region_too_long_to_show_leaves_room_to_the_next(project: Path) -> None:
+    (project / "shop" / "config.py").write_text(f"def load_settings():\n    return '{'x' * 20000}'\n\n\n"
+                                                "def load_config(path):\n    return open(path).read()\n")
+    data = located(Roots([str(project)]), "load the config and the settings", 1000)
+    assert "load_config" in data["text"] and data["shown"] >= 1
