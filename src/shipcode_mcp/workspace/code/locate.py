@@ -50,6 +50,8 @@ MAX_REGIONS = 50
 MAX_EVIDENCE = 20
 """Frames and paths of a query looked for at most: of a longer trace, its first and last ten frames (Python's
 deepest frames come last, JavaScript's first)."""
+MAX_FRAMES_READ = 200
+"""Frames a query is read for at most (a 20 000-character trace holds fewer)."""
 MAX_SHOWN = 120
 """Characters of a path, name or string of the query that a reason or the evidence repeats at most."""
 MAX_REASONS = 4
@@ -129,6 +131,8 @@ class Query:
         seen: set[tuple[str, int]] = set()
         for pattern in _FRAMES:
             for match in pattern.finditer(text):
+                if len(self.frames) >= MAX_FRAMES_READ:  # (each is compared with those before it)
+                    break
                 key = (match["path"], int(match["line"]))
                 if key not in seen and not any(key[0].endswith(path) or path.endswith(key[0]) for path, line, _ in
                                                self.frames if line == key[1]):
