@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sysconfig
+import time
 from pathlib import Path
 from typing import Any
 
@@ -124,10 +125,16 @@ class Tools:
         self.order = [tool["name"] for tool in listed]
 
     def call(self, name: str, arguments: dict[str, Any] | None = None, *, error: bool = False,
-             timeout: float = 30.0, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+             timeout: float = 30.0, meta: dict[str, Any] | None = None, retried_while: str | None = None,
+             ) -> dict[str, Any]:
         """tools/call (with `meta` as the request's _meta); asserts isError is `error`, and that a success fits the
-        tool's outputSchema."""
-        result = self.process.call_tool(name, arguments if arguments is not None else {}, timeout, meta=meta)
+        tool's outputSchema. `retried_while`: called again (ten times at most, a second apart) while the result is an
+        error that says this (a lock another test process holds)."""
+        for _ in range(10 if retried_while else 1):
+            result = self.process.call_tool(name, arguments if arguments is not None else {}, timeout, meta=meta)
+            if not (retried_while and result.get("isError") and retried_while in result["content"][0]["text"]):
+                break
+            time.sleep(1)
         validate_definition("CallToolResult", result)
         assert result["isError"] is error, result
         assert result["content"] and result["content"][0]["type"] == "text", result
