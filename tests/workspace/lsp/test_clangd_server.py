@@ -161,6 +161,23 @@ def test_past_the_files_kept_open_clangd_is_started_again(project: Path, monkeyp
         server.stop()
 
 
+def test_while_clangd_indexes_again_its_answers_are_not_taken(project: Path) -> None:
+    """clangd can begin its index again after the warm-up took it as built (a database enqueued in batches): until
+    it ends, what it would answer lacks the files not yet indexed, so the server is not ready and says why."""
+    server = LanguageServer(installed.find("cpp"), (str(project),))  # type: ignore[arg-type]
+    try:
+        wait_ready(server)
+        # What clangd's connection hands on when it reports its index (`Connection(notified=...)`).
+        server._notified("$/progress", {"token": servers.INDEX_PROGRESS, "value": {"kind": "begin", "title": "indexing"}})
+        server._notified("$/progress", {"token": servers.INDEX_PROGRESS, "value": {"kind": "report", "message": "1/2"}})
+        with pytest.raises(NotReady, match=r"clangd language server is indexing the workspace \(1/2 of its queue done\)"):
+            server.ready()
+        server._notified("$/progress", {"token": servers.INDEX_PROGRESS, "value": {"kind": "end"}})
+        server.ready()
+    finally:
+        server.stop()
+
+
 def test_diagnostics_are_clangds(project: Path, precise_tools: Tools) -> None:
     (project / "src" / "bad.c").write_text('#include "plain.h"\n\nint bad(void) { return twice(missing); }\n')
     with Tools(project) as plain:  # the syntax tree alone: nothing wrong

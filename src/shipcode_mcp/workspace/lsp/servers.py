@@ -123,6 +123,8 @@ class LanguageServer:
         """Set when the server has found the workspace's files (pyright logs `Found 636 source files`)."""
         self._indexing: bool | None = None
         """Whether the server's background index is being built (None: it has not said; `Installed.indexes`)."""
+        self._progress = "just begun"
+        """How far the background index is, as the server last said (clangd: `3/40`, files indexed of those queued)."""
         self._indexed = threading.Event()
         """Set when the server's background index has been built (clangd ends its `backgroundIndexProgress`)."""
         self._pushed: dict[str, tuple[Any, list[Any]]] = {}
@@ -298,6 +300,11 @@ class LanguageServer:
         elif method == "$/progress" and params.get("token") == INDEX_PROGRESS and isinstance(params.get("value"), dict):
             kind = params["value"].get("kind")
             if kind in ("begin", "report"):
+                message = params["value"].get("message")
+                if isinstance(message, str) and re.fullmatch(r"\d{1,9}/\d{1,9}", message):
+                    self._progress = f"{message} of its queue done"
+                elif kind == "begin":
+                    self._progress = "just begun"
                 self._indexing = True
                 self._indexed.clear()
             elif kind == "end":
@@ -318,6 +325,11 @@ class LanguageServer:
         connection = self._connection
         if self.state == "ready":
             if connection is not None and connection.closed is None:
+                if self._indexing:
+                    # Its index began again after the warm-up took it as built (clangd enqueues a database's files
+                    # in more than one batch at times): what it answers now lacks the files not yet indexed (a
+                    # method's definition in a .cc, its declaration given instead).
+                    raise NotReady(f"the {self.name} language server is indexing the workspace ({self._progress})")
                 return
             self._fail(connection.closed if connection is not None and connection.closed else "it stopped")
         if self.state == "failed":
