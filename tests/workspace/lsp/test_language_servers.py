@@ -201,7 +201,7 @@ def test_a_slow_answer_is_not_waited_for(package: Path, registry: LanguageServer
 
 
 def test_a_missing_language_server_is_said_once_asked(package: Path, registry: LanguageServers) -> None:
-    registry._installed.update(python=None, cpp=None)  # as where the precise extra is not installed
+    registry._installed.update(python=None, typescript=None, cpp=None)  # as where the precise extra is not installed
     data = run("find_references", context(), Roots([str(package)]), name="Client.get").structured or {}
     assert data["language_server"] is None and "pip install 'shipcode-mcp[precise]'" in data["language_server_note"]
     assert registry.running() == []
