@@ -5,7 +5,9 @@ real code (the standard library, click) real tasks find the code a fix changed."
 
 from __future__ import annotations
 
+import copy
 import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +22,8 @@ pytest.importorskip("ast_grep_py")
 from shipcode_mcp.context import Context
 from shipcode_mcp.workspace import budget as budgets
 from shipcode_mcp.workspace.code import index as code_index
-from shipcode_mcp.workspace.code.locate import MAX_REGIONS, Query, _file_regions, locate, regions_of, stem, terms
+from shipcode_mcp.workspace.code.locate import MAX_REGIONS, Corpus, Query, _file_regions, locate, regions_of, stem, terms
+from shipcode_mcp.workspace.code.source import Folder
 from shipcode_mcp.workspace.roots import Roots
 from support import REPO, fetched_corpora, load_script
 
@@ -143,8 +146,6 @@ def test_the_index_answers_as_the_files_do(tmp_path: Path, index_folder: Path) -
     root = copy_real_code(tmp_path / "work")
     indexed, scanned = Roots([str(root)], str(index_folder)), Roots([str(root)], None)
     query = "json decoder raises an error on a trailing comma in an object"
-    import time
-
     deadline = time.monotonic() + 120
     while (from_index := located(indexed, query, 20000))["index"] != "fresh":
         assert time.monotonic() < deadline, "the index was not built"
@@ -155,6 +156,48 @@ def test_the_index_answers_as_the_files_do(tmp_path: Path, index_folder: Path) -
     # at the edge one region more may be listed without the index, as in repo_map)
     assert from_index["regions"] == from_files["regions"] and len(from_index["regions"]) == MAX_REGIONS
     assert best(from_index)[0][0].startswith("json/")
+
+
+def test_after_a_write_the_files_read_again_are_counted_again_and_no_other(tmp_path: Path, index_folder: Path) -> None:
+    """The corpus of the index brought up to date file by file is the one counted anew, every word and list in
+    the same order, and the one it came from is left as it was (a call may be reading it)."""
+    root = copy_real_code(tmp_path / "work")
+    indexed = Roots([str(root)], str(index_folder))
+    context = Context(None, 1, "tools/call", {})
+
+    def fresh_folder() -> code_index.IndexedFolder:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                return code_index.indexed_folder(context, indexed, Folder(indexed, "."))
+            except code_index.Unavailable:
+                assert time.monotonic() < deadline, "the index was not made fresh"
+                time.sleep(0.2)
+
+    time.sleep(code_index.RACY_NS / 1e9 + 0.1)  # (a file written within RACY_NS is read again at every look)
+    before = Corpus.of(fresh_folder(), context.check_cancelled, None)
+    kept = copy.deepcopy(vars(before))
+    decoder = root / "json" / "decoder.py"
+    decoder.write_text(decoder.read_text().replace("def py_scanstring(", "def scan_the_string_anew(")
+                       + "\n\ndef brand_new_helper():\n    return JSONDecodeError\n")
+    (root / "json" / "added.py").write_text("from json.decoder import JSONDecoder\n\nclass Added(JSONDecoder):\n    pass\n"
+                                          "\n\ndef dumps():\n    pass\n")  # (json/__init__.py's too)
+    (root / "json" / "tool.py").unlink()
+    (root / "json" / "scanner.py").write_bytes(b"\0binary now\0")
+    folder = fresh_folder()
+    updated = Corpus.of(folder, context.check_cancelled, before)
+    anew = Corpus.of(folder, context.check_cancelled, None)
+    assert vars(before) == kept
+    assert updated.facts == anew.facts and updated.prints == anew.prints and updated.lengths == anew.lengths
+    assert list(updated.words.items()) == list(anew.words.items())
+    assert updated.defines == anew.defines and updated.by_file_name == anew.by_file_name
+    assert +updated.documents == anew.documents and updated.average == anew.average
+    assert "brand_new_helper" in updated.defines and "py_scanstring" not in updated.defines
+    assert "json/added.py" in updated.words and "json/tool.py" not in updated.facts
+    assert updated.defines["dumps"] == ["json/__init__.py", "json/added.py"]
+    assert isinstance(updated.facts["json/scanner.py"], str) and "json/scanner.py" not in updated.words
+    assert updated.words["json/encoder.py"] is before.words["json/encoder.py"]  # not counted again
+    assert len(updated.words) > 100
 
 
 def test_bad_input_is_a_clear_error(project: Path) -> None:

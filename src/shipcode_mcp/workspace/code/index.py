@@ -38,7 +38,7 @@ import stat
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ... import log
@@ -625,25 +625,59 @@ class IndexedFolder:
     def facts(self) -> dict[str, FileFacts]:
         """Each file under the folder (its name relative to the folder) with its outline (the flat rows the parse
         worker makes) and the names it uses, or why it was skipped."""
+        return self.changed_since({})[1]
+
+    def changed_since(self, prints: Mapping[str, Print]) -> tuple[dict[str, Print], dict[str, FileFacts], list[str]]:
+        """Each file's print now, the facts of those whose print is not the one in `prints`, and the names in
+        `prints` gone: what a caller that made something of the facts (and kept their prints) reads to bring it up
+        to date. A file read again has a new row (`_delete`, then an insert) and a new key, so an unchanged print is
+        unchanged facts. Read in one transaction: the prints are those of the facts."""
         start = len(self.prefix) + 1 if self.prefix else 0
         under, values = _under("f.path", self.prefix)
         with self.index._using() as db:
-            files = db.execute("SELECT f.id, f.path, f.skipped, f.uses FROM files f WHERE " + under, values).fetchall()
-            symbols = db.execute("SELECT s.file, s.parent, s.name, s.qualified, s.kind, s.line, s.end_line, "
-                                 "s.signature, s.def_line FROM symbols s JOIN files f ON f.id = s.file WHERE " + under +
-                                 " ORDER BY s.file, s.seq", values).fetchall()
-        outlines: dict[int, list[Sequence[Any]]] = {}
-        for row in symbols:
-            outlines.setdefault(row[0], []).append(row[1:])
-        facts: dict[str, FileFacts] = {}
-        for file_id, path, skipped, uses in files:
-            name = os.fsdecode(path)[start:]
-            if skipped is not None:
-                facts[name] = skipped
-                continue
-            parts = uses.split("\0") if uses else []
-            facts[name] = (outlines.get(file_id, []), dict(zip(parts[::2], map(int, parts[1::2]), strict=True)))
-        return facts
+            db.execute("BEGIN")
+            try:
+                rows = db.execute("SELECT f.path, f.id, f.size, f.mtime, f.ctime, f.ino FROM files f WHERE " + under,
+                                  values).fetchall()
+                now = {os.fsdecode(path)[start:]: (file_id, *key) for path, file_id, *key in rows}
+                changed = [print_[0] for name, print_ in now.items() if prints.get(name) != print_]
+                if len(changed) == len(now):
+                    facts = _facts(db, start, under, values)
+                else:
+                    facts = {}
+                    for first in range(0, len(changed), _IDS_AT_ONCE):
+                        ids = changed[first:first + _IDS_AT_ONCE]
+                        facts.update(_facts(db, start, f"f.id IN ({','.join('?' * len(ids))})", tuple(ids)))
+            finally:
+                if db.in_transaction:
+                    db.execute("COMMIT")
+        return now, facts, [name for name in prints if name not in now]
+
+
+Print = tuple[int, ...]
+"""A file's row id and key (size, mtime, ctime, inode) in the index."""
+_IDS_AT_ONCE = 500
+"""Files read at most by one query of IndexedFolder.changed_since (SQLite's bound on a statement's parameters)."""
+
+
+def _facts(db: sqlite3.Connection, start: int, where: str, values: tuple[Any, ...]) -> dict[str, FileFacts]:
+    """IndexedFolder.facts of the files `where` selects (of the files `f`), named from `start` on."""
+    files = db.execute("SELECT f.id, f.path, f.skipped, f.uses FROM files f WHERE " + where, values).fetchall()
+    symbols = db.execute("SELECT s.file, s.parent, s.name, s.qualified, s.kind, s.line, s.end_line, "
+                         "s.signature, s.def_line FROM symbols s JOIN files f ON f.id = s.file WHERE " + where +
+                         " ORDER BY s.file, s.seq", values).fetchall()
+    outlines: dict[int, list[Sequence[Any]]] = {}
+    for row in symbols:
+        outlines.setdefault(row[0], []).append(row[1:])
+    facts: dict[str, FileFacts] = {}
+    for file_id, path, skipped, uses in files:
+        name = os.fsdecode(path)[start:]
+        if skipped is not None:
+            facts[name] = skipped
+            continue
+        parts = uses.split("\0") if uses else []
+        facts[name] = (outlines.get(file_id, []), dict(zip(parts[::2], map(int, parts[1::2]), strict=True)))
+    return facts
 
 
 _WAIT = 0.1
@@ -653,11 +687,12 @@ _WAIT = 0.1
 class Derived(Generic[T]):
     """What a tool makes of an indexed folder's facts (repo_map's ranking, locate's term statistics), the last
     MAX_KEPT folders' each kept while the folder's stamp holds; one made at a time per folder (a second call
-    waits for it, cancellable, and takes it)."""
+    waits for it, cancellable, and takes it). `make` is given the folder's value made before its stamp moved, if
+    one is kept, to bring it up to date rather than make it anew (it must not change it: a call may be reading it)."""
 
     MAX_KEPT = 8
 
-    def __init__(self, make: Callable[[IndexedFolder, Callable[[], None]], T]) -> None:
+    def __init__(self, make: Callable[[IndexedFolder, Callable[[], None], T | None], T]) -> None:
         self._make = make
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[str, str], tuple[tuple[int, int], T]] = OrderedDict()
@@ -682,9 +717,10 @@ class Derived(Generic[T]):
         try:
             with self._lock:
                 value = self._fresh(indexed)
+                kept = self._kept.get(indexed.key)
             if value is not None:
                 return value
-            value = self._make(indexed, check)
+            value = self._make(indexed, check, None if kept is None else kept[1])
             with self._lock:
                 self._kept[indexed.key] = (indexed.stamp, value)
                 self._kept.move_to_end(indexed.key)

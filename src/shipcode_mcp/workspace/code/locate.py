@@ -19,6 +19,8 @@ A region's score is its words' score plus half its file's, each scaled to the be
 
 from __future__ import annotations
 
+import bisect
+import copy
 import json
 import math
 import os
@@ -33,7 +35,7 @@ from ...primitives import ToolError
 from .. import budget as budgets
 from ..text import place, plural, printable, result
 from ..tools import MAX_MAP_SCANNED
-from .index import Derived, FileFacts, IndexedFolder, Unavailable, indexed_folder, scanned_facts
+from .index import Derived, FileFacts, IndexedFolder, Print, Unavailable, indexed_folder, scanned_facts
 from .source import FILE_FAILURES, Folder, Skipped, read_source
 
 if TYPE_CHECKING:
@@ -60,6 +62,9 @@ MAX_SHOWN_LINES = 60
 """Lines of one region shown at most (the rest is said, its range given)."""
 MODULE_CHUNK = 40
 """The module's lines outside any definition are regions of at most this many lines."""
+MIN_RECOUNT = 200
+"""Files read again since a corpus was counted past which it is counted anew (else file by file), or a quarter of
+the folder's files if more."""
 _SLACK = 160
 """Bytes kept for the note that comes after the regions (how many more were ranked)."""
 STOP = frozenset(
@@ -159,35 +164,104 @@ def _code_like(word: str) -> bool:
 
 class Corpus:
     """The words of each file of a folder (its path, the names it defines, the identifiers it uses) and how many
-    files hold each: what the files are ranked by (BM25)."""
+    files hold each: what the files are ranked by (BM25). Brought up to date from the index file by file
+    (`updated`): after a write, the files the index read again are counted again, not every file."""
 
-    def __init__(self, facts: dict[str, FileFacts], check: Callable[[], None]) -> None:
+    def __init__(self, facts: dict[str, FileFacts], check: Callable[[], None], prints: dict[str, Print] | None = None) -> None:
         self.facts = facts
+        self.prints = prints or {}
+        """Each file's print in the index when its facts were read (empty for a corpus read from the files)."""
         self.words: dict[str, Counter[str]] = {}
-        self.defines: dict[str, list[str]] = {}  # a name: the files that define it
+        self.lengths: dict[str, int] = {}
+        self.defines: dict[str, list[str]] = {}  # a name: the files that define it, in order
         self.by_file_name: dict[str, list[str]] = {}  # a file name (the last part of a path): the files of that name
-        documents = Counter[str]()
-        for index, (name, value) in enumerate(sorted(facts.items())):
+        self.documents = Counter[str]()
+        self._length = 0
+        for index, name in enumerate(sorted(facts)):
             if index % 256 == 0:
                 check()
-            if isinstance(value, str):
-                continue
-            outline, uses = value
-            self.by_file_name.setdefault(name.rsplit("/", 1)[-1], []).append(name)
-            words = Counter[str]()
-            for word in terms(name.replace(os.sep, " ").replace(".", " ")):
-                words[word] += 3
-            for row in outline:
+            self._add(name, facts[name], append=True)
+        self.average = self._length / max(1, len(self.words))
+
+    def _add(self, name: str, value: FileFacts, append: bool) -> None:
+        """A file's words counted in (`append`: the files come in order, else each list is kept in order)."""
+        if isinstance(value, str):
+            return
+        outline, uses = value
+        words = Counter[str]()
+        for word in terms(name.replace(os.sep, " ").replace(".", " ")):
+            words[word] += 3
+        for row in outline:
+            if append:
                 self.defines.setdefault(row[1], []).append(name)
-                for word in terms(row[1]):
-                    words[word] += 2
-            for used, count in uses.items():
-                for word in terms(used):
-                    words[word] += min(count, 4)
-            self.words[name] = words
-            documents.update(words.keys())
-        self.documents = documents
-        self.average = sum(sum(words.values()) for words in self.words.values()) / max(1, len(self.words))
+            else:  # (a new list: the corpus this one was copied from holds the old)
+                self.defines[row[1]] = files = [*self.defines.get(row[1], ())]
+                bisect.insort(files, name)
+            for word in terms(row[1]):
+                words[word] += 2
+        for used, count in uses.items():
+            for word in terms(used):
+                words[word] += min(count, 4)
+        file_name = name.rsplit("/", 1)[-1]
+        if append:
+            self.by_file_name.setdefault(file_name, []).append(name)
+        else:
+            self.by_file_name[file_name] = named = [*self.by_file_name.get(file_name, ())]
+            bisect.insort(named, name)
+        self.words[name] = words
+        self.lengths[name] = length = sum(words.values())
+        self._length += length
+        self.documents.update(words.keys())
+
+    def _remove(self, name: str) -> None:
+        """A file's words counted out (the lists it is in are new lists: the corpus copied from shares them)."""
+        value = self.facts.get(name)
+        words = self.words.pop(name, None)
+        if words is None or isinstance(value, str) or value is None:
+            return
+        self._length -= self.lengths.pop(name)
+        self.documents.subtract(words.keys())
+        for word in words:
+            if self.documents[word] <= 0:
+                del self.documents[word]
+        for defined in {row[1] for row in value[0]}:
+            left = [file for file in self.defines[defined] if file != name]
+            if left:
+                self.defines[defined] = left
+            else:
+                del self.defines[defined]
+        file_name = name.rsplit("/", 1)[-1]
+        left = [file for file in self.by_file_name[file_name] if file != name]
+        if left:
+            self.by_file_name[file_name] = left
+        else:
+            del self.by_file_name[file_name]
+
+    @classmethod
+    def of(cls, indexed: IndexedFolder, check: Callable[[], None], previous: Corpus | None) -> Corpus:
+        """The folder's corpus from the index: `previous` (of an older stamp, left as it is) brought up to date with
+        the files read again since, or made anew when too many were (or there is none)."""
+        prints, changed, gone = indexed.changed_since(previous.prints if previous is not None else {})
+        if previous is None or len(changed) + len(gone) > max(MIN_RECOUNT, len(prints) // 4):
+            if previous is not None and len(changed) != len(prints):
+                prints, changed, gone = indexed.changed_since({})
+            return cls(changed, check, prints)
+        corpus = copy.copy(previous)
+        corpus.facts, corpus.prints = dict(previous.facts), prints
+        corpus.words, corpus.lengths = dict(previous.words), dict(previous.lengths)
+        corpus.defines, corpus.by_file_name = dict(previous.defines), dict(previous.by_file_name)
+        corpus.documents = Counter(previous.documents)
+        for name in [*gone, *changed]:
+            corpus._remove(name)
+            corpus.facts.pop(name, None)
+        for name in sorted(changed):
+            check()
+            corpus._add(name, changed[name], append=False)
+        corpus.facts.update(changed)
+        if changed or gone:  # (the files in name order, as a corpus made anew has them: ties rank alike)
+            corpus.words = {name: corpus.words[name] for name in sorted(corpus.words)}
+        corpus.average = corpus._length / max(1, len(corpus.words))
+        return corpus
 
 
 def _bm25(query: Counter[str], words: Counter[str], length: int, average: float, documents: Counter[str],
@@ -205,7 +279,7 @@ def _bm25(query: Counter[str], words: Counter[str], length: int, average: float,
     return score, [term for _, term in sorted(matched, reverse=True)]
 
 
-_CORPORA: Derived[Corpus] = Derived(lambda indexed, check: Corpus(indexed.facts(), check))
+_CORPORA: Derived[Corpus] = Derived(Corpus.of)
 """Each indexed folder's words, kept while the index is unchanged: a second query reads nothing again."""
 
 
@@ -269,7 +343,7 @@ def locate(ctx: Context, roots: Roots, query: str, budget: int, path: str) -> To
     total = max(1, len(corpus.words))
     file_scores: dict[str, float] = {}
     for name, words in corpus.words.items():
-        score, _ = _bm25(asked.terms, words, sum(words.values()), corpus.average, corpus.documents, total)
+        score, _ = _bm25(asked.terms, words, corpus.lengths[name], corpus.average, corpus.documents, total)
         if score > 0:
             file_scores[name] = score
     evidence = _file_evidence(ctx, folder, corpus, asked)

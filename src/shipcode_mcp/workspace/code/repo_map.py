@@ -169,7 +169,7 @@ class _Ranking:
                               if isinstance(value, str) and value != "binary")
 
 
-_RANKINGS: Derived[_Ranking] = Derived(lambda indexed, check: _Ranking(indexed.facts(), indexed.prefix, check))
+_RANKINGS: Derived[_Ranking] = Derived(lambda indexed, check, _: _Ranking(indexed.facts(), indexed.prefix, check))
 """The rankings of the last folders mapped from the index, each kept while its stamp holds: a second map of an
 unchanged folder ranks nothing again."""
 
