@@ -39,7 +39,7 @@ bench/index_latency.py (the standard library copied until the tree has that many
 index (built first) on 10 000 files and a `--no-index` server on NO_INDEX_FILES (it reads and parses every file each call): the
 first call (every file's words counted), each of LATENCY_QUERIES asked a first time (its candidate files read and
 split into regions), then ROUNDS rounds of them again; then, on the indexed server, one file written and the first
-query after it timed (the words of every file are counted again), ROUNDS times.
+query after it timed (the files read again are counted again), ROUNDS times.
 
 Each project's history is cloned once under the cache folder (or taken from --mirror). Results:
 .bench-cache/localization.json. Standard library only (and the server).

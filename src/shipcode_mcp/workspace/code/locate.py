@@ -264,19 +264,27 @@ class Corpus:
         return corpus
 
 
-def _bm25(query: Counter[str], words: Counter[str], length: int, average: float, documents: Counter[str],
-          total: int) -> tuple[float, list[str]]:
-    """BM25 (k1 1.2, b 0.75) of a document for the query's terms, and the terms it matched, best first."""
-    score, matched = 0.0, []
-    for term in query:
-        count = words.get(term, 0)
-        if not count:
-            continue
-        idf = math.log(1 + (total - documents.get(term, 0) + 0.5) / (documents.get(term, 0) + 0.5))
-        part = idf * count * 2.2 / (count + 1.2 * (0.25 + 0.75 * length / max(average, 1.0)))
-        score += part
-        matched.append((part, term))
-    return score, [term for _, term in sorted(matched, reverse=True)]
+def _idf(query: Counter[str], documents: Counter[str], total: int) -> list[tuple[str, float]]:
+    """Each of the query's terms that some document holds, with its BM25 weight among `total` documents."""
+    return [(term, math.log(1 + (total - held + 0.5) / (held + 0.5))) for term in query if (held := documents.get(term, 0))]
+
+
+def _bm25(weights: list[tuple[str, float]], words: Counter[str], length: int, average: float) -> float:
+    """BM25 (k1 1.2, b 0.75) of a document for the query's terms (`_idf`)."""
+    score = 0.0
+    norm = 1.2 * (0.25 + 0.75 * length / max(average, 1.0))
+    for term, idf in weights:
+        count = words.get(term)
+        if count:
+            score += idf * count * 2.2 / (count + norm)
+    return score
+
+
+def _matched(weights: list[tuple[str, float]], words: Counter[str], length: int, average: float) -> list[str]:
+    """The query's terms a document holds, the one that adds most to its score first."""
+    norm = 1.2 * (0.25 + 0.75 * length / max(average, 1.0))
+    parts = [(idf * count * 2.2 / (count + norm), term) for term, idf in weights if (count := words.get(term))]
+    return [term for _, term in sorted(parts, reverse=True)]
 
 
 _CORPORA: Derived[Corpus] = Derived(Corpus.of)
@@ -340,10 +348,11 @@ def locate(ctx: Context, roots: Roots, query: str, budget: int, path: str) -> To
         raise ToolError(f"{place(folder.shown)} is a file: locate searches a folder (read_file or outline reads a file)")
     asked = Query(query)
     corpus, state, note = _corpus(ctx, roots, folder)
-    total = max(1, len(corpus.words))
+    weights = _idf(asked.terms, corpus.documents, max(1, len(corpus.words)))
     file_scores: dict[str, float] = {}
-    for name, words in corpus.words.items():
-        score, _ = _bm25(asked.terms, words, corpus.lengths[name], corpus.average, corpus.documents, total)
+    lengths, average = corpus.lengths, corpus.average
+    for name, words in corpus.words.items() if weights else ():
+        score = _bm25(weights, words, lengths[name], average)
         if score > 0:
             file_scores[name] = score
     evidence = _file_evidence(ctx, folder, corpus, asked)
@@ -495,12 +504,14 @@ def _ranked_regions(ctx: Context, roots: Roots, folder: Folder, corpus: Corpus, 
     documents = Counter[str]()
     for words in words_of.values():
         documents.update(words.keys())
-    average = sum(sum(words.values()) for words in words_of.values()) / len(words_of)
+    lengths = {key: sum(words.values()) for key, words in words_of.items()}
+    average = sum(lengths.values()) / len(words_of)
+    weights = _idf(asked.terms, documents, len(regions))
     for region in regions:
-        words = words_of[id(region)]
-        region.words, matched = _bm25(asked.terms, words, sum(words.values()), average, documents, len(regions))
-        if matched:
-            region.reasons.append("words: " + ", ".join(matched[:6]))
+        words, length = words_of[id(region)], lengths[id(region)]
+        region.words = _bm25(weights, words, length, average)
+        if region.words > 0:
+            region.reasons.append("words: " + ", ".join(_matched(weights, words, length, average)[:6]))
     best = max(region.words for region in regions) or 1.0
     # (a frame's files once: each _suffix_files looks at every file's name)
     frames = [(path, line, *_suffix_files(corpus, path)) for path, line, _ in asked.frames]
