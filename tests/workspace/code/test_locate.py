@@ -200,6 +200,45 @@ def test_after_a_write_the_files_read_again_are_counted_again_and_no_other(tmp_p
     assert len(updated.words) > 100
 
 
+def test_a_rewrite_that_keeps_the_files_key_is_counted_again(tmp_path: Path, index_folder: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where file times are whole seconds (ext3, FAT, HFS+, many network mounts), a rewrite of the same size in the
+    same second keeps the file's key: the index reads it again (the racy rule), and the corpus takes the new read
+    although the key is the same (the row's id is never given twice)."""
+    monkeypatch.setattr(code_index, "_key", lambda info: (info.st_size, info.st_mtime_ns // 10**9 * 10**9,
+                                                          info.st_ctime_ns // 10**9 * 10**9, info.st_ino))
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "a.py").write_text("def first_thing():\n    return 1\n")
+    (root / "b.py").write_text("def alpha_helper():\n    return 2\n")
+    roots = Roots([str(root)], str(index_folder))
+    context = Context(None, 1, "tools/call", {})
+
+    def fresh_folder() -> code_index.IndexedFolder:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return code_index.indexed_folder(context, roots, Folder(roots, "."))
+            except code_index.Unavailable:
+                assert time.monotonic() < deadline, "the index was not made fresh"
+                time.sleep(0.1)
+
+    corpus = Corpus.of(fresh_folder(), context.check_cancelled, None)
+    for attempt in range(5):  # (both writes within one second of the clock: tried again when it turned between)
+        time.sleep(1 - time.time() % 1 + 0.01)
+        (root / "b.py").write_text(f"def omega_helper{attempt}():\n    return 2\n")
+        corpus = Corpus.of(fresh_folder(), context.check_cancelled, corpus)  # b.py's row now the last one
+        (root / "b.py").write_text(f"def gamma_helper{attempt}():\n    return 2\n")  # the same size
+        if int(time.time()) == int((root / "b.py").stat().st_mtime):
+            break
+    else:
+        pytest.fail("no two writes within one second in five tries")
+    folder = fresh_folder()
+    updated, anew = Corpus.of(folder, context.check_cancelled, corpus), Corpus.of(folder, context.check_cancelled, None)
+    assert f"gamma_helper{attempt}" in anew.defines
+    assert updated.defines == anew.defines and updated.facts == anew.facts
+
+
 def test_bad_input_is_a_clear_error(project: Path) -> None:
     with Tools(project) as tools:
         assert "query is empty" in tools.error("locate", {"query": "   "})

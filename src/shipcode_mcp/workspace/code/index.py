@@ -34,12 +34,13 @@ import contextlib
 import hashlib
 import itertools
 import os
+import secrets
 import stat
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from ... import log
 from ...primitives import ToolError
@@ -59,11 +60,12 @@ if TYPE_CHECKING:
     from ..roots import Roots
     from .source import Folder
 
-FORMAT = 7
+FORMAT = 8
 """The schema's version (PRAGMA user_version): a database of another is built again. Raised too when the outline
 of some files changes (3: TypeScript's generic call signatures read), so no stale outline is served; 4: the names
 each file uses (files.uses, for repo_map); 5: which of them a file binds itself, known in more languages; 6: a `.h`
-file holding C++ read as C++; 7: more of C++'s forms known)."""
+file holding C++ read as C++; 7: more of C++'s forms known; 8: a file's row id never given again, IndexedFolder's
+prints)."""
 MAX_DATABASES = 64
 """Databases kept in the index folder; the least recently used beyond these (unused for STALE_SECONDS) go."""
 STALE_SECONDS = 3600.0
@@ -86,7 +88,7 @@ BUSY_MS = 10_000
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value NOT NULL);
 CREATE TABLE IF NOT EXISTS files(
-    id INTEGER PRIMARY KEY, path BLOB UNIQUE NOT NULL, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
+    id INTEGER PRIMARY KEY AUTOINCREMENT, path BLOB UNIQUE NOT NULL, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
     ctime INTEGER NOT NULL, ino INTEGER NOT NULL, skipped TEXT, uses TEXT);
 CREATE TABLE IF NOT EXISTS symbols(
     file INTEGER NOT NULL, seq INTEGER NOT NULL, parent INTEGER NOT NULL, name TEXT NOT NULL, last TEXT NOT NULL,
@@ -202,6 +204,9 @@ class RootIndex:
             row = db.execute("SELECT value FROM meta WHERE key='root'").fetchone()
             if row is None:
                 db.execute("INSERT INTO meta VALUES('root', ?)", (os.fsencode(self.root),))
+                # A new database's row ids begin at a random point: one built again (damaged, of an older format)
+                # gives no file a print it had in the one before (IndexedFolder.changed_since).
+                db.execute("INSERT INTO sqlite_sequence(name, seq) VALUES('files', ?)", (secrets.randbits(48),))
             elif row[0] != os.fsencode(self.root):
                 raise sqlite3.DatabaseError(f"it indexes {row[0]!r}")
             self.ready = db.execute("SELECT value FROM meta WHERE key='built'").fetchone() is not None
@@ -625,13 +630,14 @@ class IndexedFolder:
     def facts(self) -> dict[str, FileFacts]:
         """Each file under the folder (its name relative to the folder) with its outline (the flat rows the parse
         worker makes) and the names it uses, or why it was skipped."""
-        return self.changed_since({})[1]
+        return self.changed_since({}).facts
 
-    def changed_since(self, prints: Mapping[str, Print]) -> tuple[dict[str, Print], dict[str, FileFacts], list[str]]:
-        """Each file's print now, the facts of those whose print is not the one in `prints`, and the names in
-        `prints` gone: what a caller that made something of the facts (and kept their prints) reads to bring it up
-        to date. A file read again has a new row (`_delete`, then an insert) and a new key, so an unchanged print is
-        unchanged facts. Read in one transaction: the prints are those of the facts."""
+    def changed_since(self, prints: Mapping[str, Print], whole_past: int | None = None) -> Changes:
+        """What a caller that made something of the facts, and kept their prints, reads to bring it up to date: each
+        file's print now, the names in `prints` gone, and the facts of the files whose print is not the one in
+        `prints`, or of every file (`whole`) when more than `whole_past` changed or went. A file read again has a new
+        row (`_delete`, then an insert; a row id is never given twice), so an unchanged print is unchanged facts,
+        even where a rewrite kept the file's key. Read in one transaction: the prints are those of the facts."""
         start = len(self.prefix) + 1 if self.prefix else 0
         under, values = _under("f.path", self.prefix)
         with self.index._using() as db:
@@ -641,7 +647,9 @@ class IndexedFolder:
                                   values).fetchall()
                 now = {os.fsdecode(path)[start:]: (file_id, *key) for path, file_id, *key in rows}
                 changed = [print_[0] for name, print_ in now.items() if prints.get(name) != print_]
-                if len(changed) == len(now):
+                gone = [name for name in prints if name not in now]
+                whole = len(changed) == len(now) or (whole_past is not None and len(changed) + len(gone) > whole_past)
+                if whole:
                     facts = _facts(db, start, under, values)
                 else:
                     facts = {}
@@ -651,11 +659,23 @@ class IndexedFolder:
             finally:
                 if db.in_transaction:
                     db.execute("COMMIT")
-        return now, facts, [name for name in prints if name not in now]
+        return Changes(now, facts, gone, whole)
 
 
 Print = tuple[int, ...]
 """A file's row id and key (size, mtime, ctime, inode) in the index."""
+
+
+class Changes(NamedTuple):
+    """IndexedFolder.changed_since's answer."""
+
+    prints: dict[str, Print]
+    facts: dict[str, FileFacts]
+    """The facts of the files changed, or of all (`whole`)."""
+    gone: list[str]
+    whole: bool
+
+
 _IDS_AT_ONCE = 500
 """Files read at most by one query of IndexedFolder.changed_since (SQLite's bound on a statement's parameters)."""
 

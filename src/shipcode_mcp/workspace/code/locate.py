@@ -19,7 +19,6 @@ A region's score is its words' score plus half its file's, each scaled to the be
 
 from __future__ import annotations
 
-import bisect
 import copy
 import json
 import math
@@ -35,7 +34,7 @@ from ...primitives import ToolError
 from .. import budget as budgets
 from ..text import place, plural, printable, result
 from ..tools import MAX_MAP_SCANNED
-from .index import Derived, FileFacts, IndexedFolder, Print, Unavailable, indexed_folder, scanned_facts
+from .index import Changes, Derived, FileFacts, IndexedFolder, Print, Unavailable, indexed_folder, scanned_facts
 from .source import FILE_FAILURES, Folder, Skipped, read_source
 
 if TYPE_CHECKING:
@@ -173,95 +172,110 @@ class Corpus:
         """Each file's print in the index when its facts were read (empty for a corpus read from the files)."""
         self.words: dict[str, Counter[str]] = {}
         self.lengths: dict[str, int] = {}
-        self.defines: dict[str, list[str]] = {}  # a name: the files that define it, in order
+        self.defines: dict[str, list[str]] = {}  # a name: the files that define it (once a definition), in order
         self.by_file_name: dict[str, list[str]] = {}  # a file name (the last part of a path): the files of that name
         self.documents = Counter[str]()
         self._length = 0
         for index, name in enumerate(sorted(facts)):
             if index % 256 == 0:
                 check()
-            self._add(name, facts[name], append=True)
+            value = facts[name]
+            if isinstance(value, str):
+                continue
+            self._count_in(name, value)
+            for row in value[0]:
+                self.defines.setdefault(row[1], []).append(name)
+            self.by_file_name.setdefault(_file_name(name), []).append(name)
         self.average = self._length / max(1, len(self.words))
 
-    def _add(self, name: str, value: FileFacts, append: bool) -> None:
-        """A file's words counted in (`append`: the files come in order, else each list is kept in order)."""
-        if isinstance(value, str):
-            return
+    def _count_in(self, name: str, value: tuple[list[Sequence[Any]], dict[str, int]]) -> None:
+        """A file's words (from its path, the names it defines and those it uses) counted in."""
         outline, uses = value
         words = Counter[str]()
         for word in terms(name.replace(os.sep, " ").replace(".", " ")):
             words[word] += 3
         for row in outline:
-            if append:
-                self.defines.setdefault(row[1], []).append(name)
-            else:  # (a new list: the corpus this one was copied from holds the old)
-                self.defines[row[1]] = files = [*self.defines.get(row[1], ())]
-                bisect.insort(files, name)
             for word in terms(row[1]):
                 words[word] += 2
         for used, count in uses.items():
             for word in terms(used):
                 words[word] += min(count, 4)
-        file_name = name.rsplit("/", 1)[-1]
-        if append:
-            self.by_file_name.setdefault(file_name, []).append(name)
-        else:
-            self.by_file_name[file_name] = named = [*self.by_file_name.get(file_name, ())]
-            bisect.insort(named, name)
         self.words[name] = words
         self.lengths[name] = length = sum(words.values())
         self._length += length
         self.documents.update(words.keys())
 
-    def _remove(self, name: str) -> None:
-        """A file's words counted out (the lists it is in are new lists: the corpus copied from shares them)."""
-        value = self.facts.get(name)
-        words = self.words.pop(name, None)
-        if words is None or isinstance(value, str) or value is None:
-            return
-        self._length -= self.lengths.pop(name)
-        self.documents.subtract(words.keys())
-        for word in words:
-            if self.documents[word] <= 0:
-                del self.documents[word]
-        for defined in {row[1] for row in value[0]}:
-            left = [file for file in self.defines[defined] if file != name]
-            if left:
-                self.defines[defined] = left
-            else:
-                del self.defines[defined]
-        file_name = name.rsplit("/", 1)[-1]
-        left = [file for file in self.by_file_name[file_name] if file != name]
-        if left:
-            self.by_file_name[file_name] = left
-        else:
-            del self.by_file_name[file_name]
-
     @classmethod
     def of(cls, indexed: IndexedFolder, check: Callable[[], None], previous: Corpus | None) -> Corpus:
-        """The folder's corpus from the index: `previous` (of an older stamp, left as it is) brought up to date with
-        the files read again since, or made anew when too many were (or there is none)."""
-        prints, changed, gone = indexed.changed_since(previous.prints if previous is not None else {})
-        if previous is None or len(changed) + len(gone) > max(MIN_RECOUNT, len(prints) // 4):
-            if previous is not None and len(changed) != len(prints):
-                prints, changed, gone = indexed.changed_since({})
-            return cls(changed, check, prints)
-        corpus = copy.copy(previous)
-        corpus.facts, corpus.prints = dict(previous.facts), prints
-        corpus.words, corpus.lengths = dict(previous.words), dict(previous.lengths)
-        corpus.defines, corpus.by_file_name = dict(previous.defines), dict(previous.by_file_name)
-        corpus.documents = Counter(previous.documents)
-        for name in [*gone, *changed]:
-            corpus._remove(name)
-            corpus.facts.pop(name, None)
-        for name in sorted(changed):
-            check()
-            corpus._add(name, changed[name], append=False)
-        corpus.facts.update(changed)
-        if changed or gone:  # (the files in name order, as a corpus made anew has them: ties rank alike)
-            corpus.words = {name: corpus.words[name] for name in sorted(corpus.words)}
+        """The folder's corpus from the index: `previous` (of an older stamp) brought up to date with the files the
+        index read again since, or made anew when a quarter of them or more were (or there is none)."""
+        if previous is None:
+            changes = indexed.changed_since({})
+        else:
+            changes = indexed.changed_since(previous.prints, whole_past=max(MIN_RECOUNT, len(previous.prints) // 4))
+        if previous is None or changes.whole:
+            return cls(changes.facts, check, changes.prints)
+        return previous._updated(changes, check)
+
+    def _updated(self, changes: Changes, check: Callable[[], None]) -> Corpus:
+        """A copy of this corpus with the files changed and gone counted out and the changed counted in again; this
+        one is left as it is (a call may be reading it), and each list is made anew once."""
+        corpus = copy.copy(self)
+        corpus.facts, corpus.prints = dict(self.facts), changes.prints
+        corpus.words, corpus.lengths, corpus.documents = dict(self.words), dict(self.lengths), Counter(self.documents)
+        leaving: tuple[dict[str, set[str]], dict[str, set[str]]] = ({}, {})  # by defined name, by file name
+        arriving: tuple[dict[str, list[str]], dict[str, list[str]]] = ({}, {})
+        for index, name in enumerate([*changes.gone, *changes.facts]):
+            if index % 256 == 0:
+                check()
+            value = corpus.facts.pop(name, None)
+            words = corpus.words.pop(name, None)
+            if words is None or value is None or isinstance(value, str):
+                continue
+            corpus._length -= corpus.lengths.pop(name)
+            corpus.documents.subtract(words.keys())
+            for word in words:
+                if corpus.documents[word] <= 0:
+                    del corpus.documents[word]
+            for row in value[0]:
+                leaving[0].setdefault(row[1], set()).add(name)
+            leaving[1].setdefault(_file_name(name), set()).add(name)
+        for index, name in enumerate(sorted(changes.facts)):
+            if index % 256 == 0:
+                check()
+            value = corpus.facts[name] = changes.facts[name]
+            if isinstance(value, str):
+                continue
+            corpus._count_in(name, value)
+            for row in value[0]:
+                arriving[0].setdefault(row[1], []).append(name)
+            arriving[1].setdefault(_file_name(name), []).append(name)
+        corpus.defines = _merged(self.defines, leaving[0], arriving[0])
+        corpus.by_file_name = _merged(self.by_file_name, leaving[1], arriving[1])
+        # (the files in name order, as a corpus made anew has them: ties rank alike)
+        corpus.words = {name: corpus.words[name] for name in sorted(corpus.words)}
         corpus.average = corpus._length / max(1, len(corpus.words))
         return corpus
+
+
+def _file_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _merged(lists: dict[str, list[str]], leaving: dict[str, set[str]], arriving: dict[str, list[str]]) -> dict[str, list[str]]:
+    """`lists` (each in order) with the files `leaving` taken out of the lists of their keys and those `arriving`
+    put in, in order: the lists of those keys new, the others shared."""
+    merged = dict(lists)
+    for key in leaving.keys() | arriving.keys():
+        out = leaving.get(key, set())
+        files = [file for file in lists.get(key, ()) if file not in out]
+        if key in arriving:
+            files = sorted(files + arriving[key])
+        if files:
+            merged[key] = files
+        else:
+            merged.pop(key, None)
+    return merged
 
 
 def _idf(query: Counter[str], documents: Counter[str], total: int) -> list[tuple[str, float]]:
