@@ -123,6 +123,8 @@ class LanguageServer:
         """Set when the server has found the workspace's files (pyright logs `Found 636 source files`)."""
         self._indexing: bool | None = None
         """Whether the server's background index is being built (None: it has not said; `Installed.indexes`)."""
+        self._index_began = 0.0
+        """When the server last began its background index (monotonic)."""
         self._progress = "just begun"
         """How far the background index is, as the server last said (clangd: `3/40`, files indexed of those queued)."""
         self._indexed = threading.Event()
@@ -305,6 +307,8 @@ class LanguageServer:
                     self._progress = f"{message} of its queue done"
                 elif kind == "begin":
                     self._progress = "just begun"
+                if not self._indexing:
+                    self._index_began = time.monotonic()
                 self._indexing = True
                 self._indexed.clear()
             elif kind == "end":
@@ -325,11 +329,14 @@ class LanguageServer:
         connection = self._connection
         if self.state == "ready":
             if connection is not None and connection.closed is None:
-                if self._indexing:
+                indexing = time.monotonic() - self._index_began
+                if self._indexing and indexing < WARM_TIMEOUT:
                     # Its index began again after the warm-up took it as built (clangd enqueues a database's files
                     # in more than one batch at times): what it answers now lacks the files not yet indexed (a
-                    # method's definition in a .cc, its declaration given instead).
-                    raise NotReady(f"the {self.name} language server is indexing the workspace ({self._progress})")
+                    # method's definition in a .cc, its declaration given instead). Past WARM_TIMEOUT, as the
+                    # warm-up does, it answers from what it has indexed (an index that never ends says so too).
+                    raise NotReady(f"the {self.name} language server is indexing the workspace ({self._progress}, "
+                                   f"for {indexing:.0f} s)")
                 return
             self._fail(connection.closed if connection is not None and connection.closed else "it stopped")
         if self.state == "failed":
