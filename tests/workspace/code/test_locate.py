@@ -158,6 +158,17 @@ def test_the_index_answers_as_the_files_do(tmp_path: Path, index_folder: Path) -
     assert best(from_index)[0][0].startswith("json/")
 
 
+def fresh(context: Context, roots: Roots) -> code_index.IndexedFolder:
+    """The whole root's part of its index, once it is fresh (two minutes at most)."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            return code_index.indexed_folder(context, roots, Folder(roots, "."))
+        except code_index.Unavailable:
+            assert time.monotonic() < deadline, "the index was not made fresh"
+            time.sleep(0.1)
+
+
 def test_after_a_write_the_files_read_again_are_counted_again_and_no_other(tmp_path: Path, index_folder: Path) -> None:
     """The corpus of the index brought up to date file by file is the one counted anew, every word and list in
     the same order, and the one it came from is left as it was (a call may be reading it)."""
@@ -166,13 +177,7 @@ def test_after_a_write_the_files_read_again_are_counted_again_and_no_other(tmp_p
     context = Context(None, 1, "tools/call", {})
 
     def fresh_folder() -> code_index.IndexedFolder:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                return code_index.indexed_folder(context, indexed, Folder(indexed, "."))
-            except code_index.Unavailable:
-                assert time.monotonic() < deadline, "the index was not made fresh"
-                time.sleep(0.2)
+        return fresh(context, indexed)
 
     time.sleep(code_index.RACY_NS / 1e9 + 0.1)  # (a file written within RACY_NS is read again at every look)
     before = Corpus.of(fresh_folder(), context.check_cancelled, None)
@@ -215,13 +220,7 @@ def test_a_rewrite_that_keeps_the_files_key_is_counted_again(tmp_path: Path, ind
     context = Context(None, 1, "tools/call", {})
 
     def fresh_folder() -> code_index.IndexedFolder:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                return code_index.indexed_folder(context, roots, Folder(roots, "."))
-            except code_index.Unavailable:
-                assert time.monotonic() < deadline, "the index was not made fresh"
-                time.sleep(0.1)
+        return fresh(context, roots)
 
     corpus = Corpus.of(fresh_folder(), context.check_cancelled, None)
     for attempt in range(5):  # (both writes within one second of the clock: tried again when it turned between)
