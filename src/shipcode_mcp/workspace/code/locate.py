@@ -164,7 +164,7 @@ def _code_like(word: str) -> bool:
 class Corpus:
     """The words of each file of a folder (its path, the names it defines, the identifiers it uses) and how many
     files hold each: what the files are ranked by (BM25). Brought up to date from the index file by file
-    (`updated`): after a write, the files the index read again are counted again, not every file."""
+    (`Corpus.of`): after a write, the files the index read again are counted again, not every file."""
 
     def __init__(self, facts: dict[str, FileFacts], check: Callable[[], None], prints: dict[str, Print] | None = None) -> None:
         self.facts = facts
