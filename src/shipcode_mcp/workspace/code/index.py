@@ -630,7 +630,10 @@ class IndexedFolder:
     def facts(self) -> dict[str, FileFacts]:
         """Each file under the folder (its name relative to the folder) with its outline (the flat rows the parse
         worker makes) and the names it uses, or why it was skipped."""
-        return self.changed_since({}).facts
+        start = len(self.prefix) + 1 if self.prefix else 0
+        under, values = _under("f.path", self.prefix)
+        with self.index._using() as db:
+            return _facts(db, start, under, values)
 
     def changed_since(self, prints: Mapping[str, Print], whole_past: int | None = None) -> Changes:
         """What a caller that made something of the facts, and kept their prints, reads to bring it up to date: each
@@ -643,10 +646,9 @@ class IndexedFolder:
         with self.index._using() as db:
             db.execute("BEGIN")
             try:
-                rows = db.execute("SELECT f.path, f.id, f.size, f.mtime, f.ctime, f.ino FROM files f WHERE " + under,
-                                  values).fetchall()
-                now = {os.fsdecode(path)[start:]: (file_id, *key) for path, file_id, *key in rows}
-                changed = [print_[0] for name, print_ in now.items() if prints.get(name) != print_]
+                rows = db.execute("SELECT f.path, f.id FROM files f WHERE " + under, values).fetchall()
+                now = {os.fsdecode(path)[start:]: file_id for path, file_id in rows}
+                changed = [file_id for name, file_id in now.items() if prints.get(name) != file_id]
                 gone = [name for name in prints if name not in now]
                 whole = len(changed) == len(now) or (whole_past is not None and len(changed) + len(gone) > whole_past)
                 if whole:
@@ -662,8 +664,8 @@ class IndexedFolder:
         return Changes(now, facts, gone, whole)
 
 
-Print = tuple[int, ...]
-"""A file's row id and key (size, mtime, ctime, inode) in the index."""
+Print = int
+"""A file's row id in the index: a new one each time the file is read again."""
 
 
 class Changes(NamedTuple):
