@@ -290,6 +290,22 @@ def test_find_implementations_are_clangds_through_the_whole_hierarchy(tmp_path: 
         assert answered("Square") == [("shapes.h", 11, "Big")]
 
 
+def test_an_override_defined_elsewhere_is_named_at_its_definition(tmp_path: Path) -> None:
+    """clangd names an override by what its open files' index holds of it first: a file that includes shapes.h
+    (a_use.cc, the one the warm-up opens: nearest the root, first by name) indexed as open leaves Square::area's
+    declaration only there, and `textDocument/implementation` answered shapes.h:8 on every run. The tool names it
+    at its definition, shapes.cc:3, as its whole index knows it (and Big's, defined where it is declared, there)."""
+    root = written(tmp_path / "shapes", {
+        "shapes.h": SHAPES, "shapes.cc": '#include "shapes.h"\n\nint Square::area() const { return 4; }\n',
+        "a_use.cc": '#include "shapes.h"\n\nint total(const Shape& shape) { return shape.area(); }\n'})
+    with Tools(root, precise=True) as tools:
+        type_checked(tools, {"path": "a_use.cc"})  # (its preamble, shapes.h's declarations, indexed as an open file)
+        data = tools.data("find_implementations", {"name": "Shape.area"})  # (ready: it just type-checked)
+        assert data["language_server"] == "clangd", data
+        assert [(item["path"], item["line"], item["class"]) for item in data["implementations"]] == [
+            ("shapes.cc", 3, "Square"), ("shapes.h", 12, "Big"), ("shapes.h", 17, "Circle")]
+
+
 def test_rename_symbol_in_cpp_is_clangds(project: Path) -> None:
     """Square.area renamed at its declaration, its definition outside the class and the call through make()'s
     type, never Circle's; the use under an #ifdef the build does not define is listed, left alone (clangd does not

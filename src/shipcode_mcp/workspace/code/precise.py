@@ -154,7 +154,40 @@ def implementations(roots: Roots, language: str, definitions: list[Place], check
             "textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units}},
             timeout=_left(deadline, server), check=check, documents=_documents(roots, server, [place.real]))
         found |= _located(roots, server, answer)[0]
+    if server.installed.indexes:
+        ordered = sorted(found, key=lambda item: (item.real, item.line, item.units))
+        found = {_defined(roots, server, item, deadline, check) if index < MAX_DEFINED else item
+                 for index, item in enumerate(ordered)}
     return found
+
+
+MAX_DEFINED = 64
+"""Overrides one call asks clangd the definitions of at most (`_defined`: one or two requests each)."""
+
+
+def _defined(roots: Roots, server: LanguageServer, place: Place, deadline: float, check: Callable[[], None]) -> Place:
+    """Where the member at `place` is defined, as clangd knows it. clangd names an override by what its index
+    holds of it: the declaration only (shapes.h), not the definition (shapes.cc), when the file opened for the
+    question has been indexed as an open file first, a race of its own. `textDocument/definition` at a
+    declaration answers the definition its whole index holds; at a definition it answers the declaration
+    instead (a toggle), so clangd's `symbolInfo` (what the open file itself defines there) is asked first.
+    Near the deadline, or where clangd says nothing more, `place` itself."""
+    if deadline - time.monotonic() < REQUEST_TIMEOUT / 4:  # (a request past its deadline counts against the server)
+        return place
+    documents = _documents(roots, server, [place.real])
+    position = {"textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units}}
+    try:
+        info = server.request("textDocument/symbolInfo", position, timeout=_left(deadline, server), check=check,
+                              documents=documents)
+        if isinstance(info, list) and info and isinstance(info[0], dict) and info[0].get("definitionRange"):
+            answer = info[0]["definitionRange"]
+        else:
+            answer = server.request("textDocument/definition", position, timeout=_left(deadline, server),
+                                    check=check, documents=documents)
+    except NotReady:
+        return place
+    defined = _located(roots, server, answer)[0]
+    return next(iter(defined)) if len(defined) == 1 else place
 
 
 def _located(roots: Roots, server: LanguageServer, answer: Any) -> tuple[set[Place], bool]:
