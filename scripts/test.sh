@@ -8,7 +8,9 @@
 # PYTEST_WORKERS=0 runs them in one). Extra arguments go to every pytest run (e.g.
 # `scripts/test.sh tests/test_session.py -x`);
 # SKIP_CONFORMANCE=1 skips the conformance run (it needs npm and the npm registry the first time);
-# OTHER_PYTHONS="3.12" picks the other Pythons, OTHER_PYTHONS= runs the main one only.
+# OTHER_PYTHONS="3.12" picks the other Pythons, OTHER_PYTHONS= runs the main one only. The other Pythons leave out
+# the tests marked `one_python` (measurements on real projects, minutes each, that no Python version changes:
+# tests/conftest.py); a `-m` among the extra arguments overrides that.
 # The run of COVERAGE_PYTHON (3.12) measures coverage (coverage.py with sys.monitoring, its cheapest tracer; the
 # servers the tests start included, but those of a test marked `measures`, which bounds a server's memory or
 # latency: tests/conftest.py) and prints the figure at the end; shown, never a threshold. COVERAGE=0 leaves it out.
@@ -103,7 +105,7 @@ for wanted in ${OTHER_PYTHONS-3.10 3.11 3.12 3.13}; do
     continue
   fi
   summary+=("Python $wanted: venv ready in $((SECONDS - start)) s")
-  run_pytest "$venv/bin/python" "$@"
+  run_pytest "$venv/bin/python" -m "not one_python" "$@"
 done
 printf '%s\n' "${summary[@]}"
 exit "$failed"

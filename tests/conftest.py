@@ -14,10 +14,15 @@ settings.load_profile("shipcode")
 
 def pytest_configure(config: object) -> None:
     """The `install` mark: tests that install the package from the index as docs/install.md says (a minute or
-    two cold): `-m "not install"` leaves them out."""
+    two cold): `-m "not install"` leaves them out. The `one_python` mark: a measurement of the tools against real
+    language servers on real projects, or a benchmark's smoke run, minutes each, whose answer no Python version
+    changes (the code it runs is run on every Python by the other tests): scripts/test.sh runs it on the main
+    Python only, which keeps CI within its time."""
     config.addinivalue_line("markers", "install: installs the package with pip, pipx or uv, as docs/install.md says")  # type: ignore[attr-defined]
     config.addinivalue_line("markers", "measures: bounds a server's memory or latency; its servers run without the "  # type: ignore[attr-defined]
                                        "coverage tracer")
+    config.addinivalue_line("markers", "one_python: measures real projects, minutes long; scripts/test.sh runs it "  # type: ignore[attr-defined]
+                                       "on the main Python only")
 
 
 COVERAGE_VARIABLES = ("COVERAGE_PROCESS_CONFIG", "COVERAGE_PROCESS_START")

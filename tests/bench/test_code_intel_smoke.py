@@ -29,6 +29,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str
     return bench_smoke(SCRIPT, folder, 120)
 
 
+@pytest.mark.one_python
 def test_every_phase_ran_and_was_checked(smoke: tuple[dict[str, Any], str]) -> None:
     report, printed = smoke
     assert report["errors"] == []

@@ -27,6 +27,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str
     return bench_smoke(SCRIPT, folder, 100)
 
 
+@pytest.mark.one_python
 def test_every_phase_ran_and_the_index_agreed_with_the_scan(smoke: tuple[dict[str, Any], str]) -> None:
     report, printed = smoke
     assert report["errors"] == [] and report["mismatches"] == []

@@ -16,6 +16,8 @@ from support import PEER_CACHE, REPO, fetched_corpora, load_script
 
 pytest.importorskip("ast_grep_py")
 
+pytestmark = pytest.mark.one_python  # (a measurement on real code: conftest.py)
+
 
 @pytest.fixture(scope="module", params=["requests", "click"])
 def report(request: pytest.FixtureRequest) -> dict[str, Any]:

@@ -73,6 +73,7 @@ def names_defined(root: Path) -> list[str]:
     return sorted(found)
 
 
+@pytest.mark.one_python
 # -- the answers are the scan's ----------------------------------------------------------------------------
 def test_every_name_of_real_code_is_found_as_a_scan_finds_it(tmp_path: Path, index_folder: Path) -> None:
     root = copy_real_code(tmp_path / "work")

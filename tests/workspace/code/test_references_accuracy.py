@@ -14,6 +14,8 @@ import pytest
 
 from support import PEER_CACHE, REPO, fetched_corpora, load_script
 
+pytestmark = pytest.mark.one_python  # (a measurement on real code: conftest.py)
+
 
 @pytest.fixture(scope="module")
 def report() -> dict[str, Any]:

@@ -169,6 +169,7 @@ def accuracy() -> dict[str, Any]:
     return reports
 
 
+@pytest.mark.one_python
 @pytest.mark.timeout(900)
 def test_renames_are_the_language_servers_where_they_are_made(accuracy: dict[str, Any]) -> None:
     """Measured (bench, every symbol of requests, click, attrs): precision 1.000 / 0.999 / 0.996 (the extra

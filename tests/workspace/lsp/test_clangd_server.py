@@ -212,6 +212,7 @@ def report() -> dict[str, Any]:
     return measured
 
 
+@pytest.mark.one_python
 @pytest.mark.timeout(600)
 def test_exact_references_on_real_cpp_are_clangds_with_the_projects_build(report: dict[str, Any]) -> None:
     """The server's clangd (sandboxed, its database made up, or the project's with only its kept options) against

@@ -297,6 +297,7 @@ def test_generic_call_signatures_do_not_hide_the_rest_of_a_file() -> None:
         assert (symbol["path"], symbol["end_line"]) == ("src/types/types-external.ts", 271)
 
 
+@pytest.mark.one_python
 @pytest.mark.timeout(900)
 def test_exact_references_are_the_language_servers_on_a_real_project(server_path: str) -> None:
     bench, _ = immer()
@@ -313,6 +314,7 @@ def test_exact_references_are_the_language_servers_on_a_real_project(server_path
     assert scoped["precision"] >= 0.97, report["scoped_wrong"]
 
 
+@pytest.mark.one_python
 @pytest.mark.timeout(900)
 def test_javascripts_scopes_on_a_real_commonjs_project(server_path: str) -> None:
     """express: CommonJS (`require`, `exports.x = function`, methods assigned to `app`), where by name a quarter of
@@ -328,6 +330,7 @@ def test_javascripts_scopes_on_a_real_commonjs_project(server_path: str) -> None
     assert scoped["precision"] >= 0.9 and all(query.startswith("utils.") for query, _ in report["scoped_wrong"])
 
 
+@pytest.mark.one_python
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", ["preact", "express"])
 def test_find_definitions_scoped_answers_on_real_javascript(name: str, server_path: str) -> None:
