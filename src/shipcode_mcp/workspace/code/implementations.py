@@ -157,13 +157,15 @@ def _exact(ctx: Context, roots: Roots, query: str, folder: Folder, limit: int) -
     server = " and ".join(precise.server_name(roots, language, present=True)
                           for language in dict.fromkeys(item["backend"] for _, item in chosen))
     asked = {where for where, _ in chosen}
+    defined: dict[precise.Place, precise.Place] = {}  # (clangd's places and their definitions: precise.implementations)
     found: list[dict[str, Any]] = []
     todo = list(chosen)
     for _ in range(MAX_ASKED):
         if not todo or len(found) > limit:
             break
         where, definition = todo.pop(0)
-        for item in sorted(precise.implementations(roots, definition["backend"], [where], ctx.check_cancelled) - asked,
+        for item in sorted(precise.implementations(roots, definition["backend"], [where], ctx.check_cancelled,
+                                                       defined) - asked,
                            key=lambda item: (item.real, item.line, item.units)):
             asked.add(item)
             if definition["backend"] in TRANSITIVELY:

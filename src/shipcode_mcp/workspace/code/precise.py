@@ -142,10 +142,13 @@ def references(roots: Roots, language: str, definitions: list[Place], check: Cal
     return found
 
 
-def implementations(roots: Roots, language: str, definitions: list[Place], check: Callable[[], None]) -> set[Place]:
+def implementations(roots: Roots, language: str, definitions: list[Place], check: Callable[[], None],
+                    defined: dict[Place, Place] | None = None) -> set[Place]:
     """The implementations of the interfaces, classes and methods defined at `definitions` (the classes that
     implement or extend them, the methods that implement them), in files of the roots that the workspace's walk
-    lists, as the language server finds them; NotReady when it cannot answer now."""
+    lists, as the language server finds them; NotReady when it cannot answer now. `defined`: where each place
+    clangd named is defined (`_defined`), kept by the caller across the levels of one walk, so that a place
+    named again (each level names the classes of the one before again) costs nothing more."""
     server = _server(roots, language)
     deadline = time.monotonic() + REQUEST_TIMEOUT
     found: set[Place] = set()
@@ -155,14 +158,18 @@ def implementations(roots: Roots, language: str, definitions: list[Place], check
             timeout=_left(deadline, server), check=check, documents=_documents(roots, server, [place.real]))
         found |= _located(roots, server, answer)[0]
     if server.installed.indexes:
-        ordered = sorted(found, key=lambda item: (item.real, item.line, item.units))
-        found = {_defined(roots, server, item, deadline, check) if index < MAX_DEFINED else item
-                 for index, item in enumerate(ordered)}
+        defined = {} if defined is None else defined
+        for item in sorted(found - defined.keys(), key=lambda item: (item.real, item.line, item.units)):
+            if len(defined) >= MAX_DEFINED:
+                break
+            # (a place already found to be a definition is one)
+            defined[item] = item if item in defined.values() else _defined(roots, server, item, deadline, check)
+        found = {defined.get(item, item) for item in found}
     return found
 
 
 MAX_DEFINED = 64
-"""Overrides one call asks clangd the definitions of at most (`_defined`: one or two requests each)."""
+"""Places one walk asks clangd the definitions of at most (`_defined`: one or two requests each)."""
 
 
 def _defined(roots: Roots, server: LanguageServer, place: Place, deadline: float, check: Callable[[], None]) -> Place:
