@@ -301,7 +301,10 @@ def test_an_override_defined_elsewhere_is_named_at_its_definition(tmp_path: Path
         "a_use.cc": '#include "shapes.h"\n\nint total(const Shape& shape) { return shape.area(); }\n'})
     with Tools(root, precise=True) as tools:
         type_checked(tools, {"path": "a_use.cc"})  # (its preamble, shapes.h's declarations, indexed as an open file)
-        data = tools.data("find_implementations", {"name": "Shape.area"})  # (ready: it just type-checked)
+        def exact_answer() -> dict[str, Any] | None:  # (its index may be rebuilt meanwhile: the tree answers then)
+            data = tools.data("find_implementations", {"name": "Shape.area"})
+            return data if data["language_server"] is not None else None
+        data = wait_for(exact_answer, READY_WAIT, "clangd's answer")
         assert data["language_server"] == "clangd", data
         assert [(item["path"], item["line"], item["class"]) for item in data["implementations"]] == [
             ("shapes.cc", 3, "Square"), ("shapes.h", 12, "Big"), ("shapes.h", 17, "Circle")]
