@@ -10,6 +10,7 @@ must be the same, byte for byte and executable bit for executable bit.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import stat
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
+from shipcode_mcp.workspace import writes
 from support import IN_CI, PEER_CACHE
 from workspace_support import Tools, git, make_repo, snapshot
 
@@ -329,7 +331,10 @@ def test_the_diff_of_a_huge_patch_is_cut(repo: Path) -> None:
 
 def test_a_server_killed_in_the_middle_of_a_patch_leaves_each_file_old_or_new(tmp_path: Path) -> None:
     """SIGKILL once some files of a 3 000-file patch are written and before all are: each file holds its old text
-    or its new one, never a part, and nothing else is left in the folder (tried until a kill lands midway)."""
+    or its new one, never a part (tried until a kill lands midway). Nothing else is left in the folder but, when the
+    kill lands in the instant between naming a complete new text and renaming it over its file (writes.py: a file
+    cannot be replaced without a name), that one temporary file of ours: the file's whole new text, the file still
+    old, and removed by a later write there once stale (CI on 3.13 saw one once in its runs)."""
     count = 3000
     folder = tmp_path / "many"
     patch = "".join(f"--- a/many/f{n}.txt\n+++ b/many/f{n}.txt\n@@ -1 +1 @@\n-old {n}\n+new {n}\n" for n in range(count))
@@ -347,8 +352,19 @@ def test_a_server_killed_in_the_middle_of_a_patch_leaves_each_file_old_or_new(tm
                     os.kill(pid, signal.SIGKILL)
                     break
         texts = {name: (folder / name).read_text() for name in os.listdir(folder)}
-        assert sorted(texts) == sorted(f"f{n}.txt" for n in range(count))  # no temporary file left
+        left = [name for name in texts if not name.startswith("f")]
+        assert sorted(set(texts) - set(left)) == sorted(f"f{n}.txt" for n in range(count))
         assert all(texts[f"f{n}.txt"] in (f"old {n}\n", f"new {n}\n") for n in range(count))
+        if left:  # (the kill landed between the link and the rename of one file)
+            assert len(left) == 1 and re.fullmatch(r"\.shipcode-[0-9a-f]{16}\.tmp", left[0]), left
+            renamed = re.fullmatch(r"new (\d+)\n", texts[left[0]])
+            assert renamed is not None and texts[f"f{renamed[1]}.txt"] == f"old {renamed[1]}\n", texts[left[0]]
+            stale = time.time() - writes.STALE_TEMP_SECONDS - 60
+            os.utime(folder / left[0], (stale, stale))
+            with Tools(tmp_path, write=True) as tools:
+                tools.call("write_file", {"path": "many/later.txt", "content": "x"})
+            assert not (folder / left[0]).exists()
+            (folder / "later.txt").unlink()
         new = sum(texts[f"f{n}.txt"] == f"new {n}\n" for n in range(count))
         if 0 < new < count:
             return  # killed midway: some files old, some new, none torn
