@@ -132,7 +132,7 @@ def references(roots: Roots, language: str, definitions: list[Place], check: Cal
     found: set[Place] = set()
     for place in definitions[:MAX_DEFINITIONS]:
         answer = server.request("textDocument/references", {
-            "textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units},
+            **_position(place),
             "context": {"includeDeclaration": True}}, timeout=_left(deadline, server), check=check,
             documents=_documents(roots, server, [place.real]))
         for item in answer if isinstance(answer, list) else ():
@@ -153,11 +153,10 @@ def implementations(roots: Roots, language: str, definitions: list[Place], check
     deadline = time.monotonic() + REQUEST_TIMEOUT
     found: set[Place] = set()
     for place in definitions[:MAX_DEFINITIONS]:
-        answer = server.request("textDocument/implementation", {
-            "textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units}},
+        answer = server.request("textDocument/implementation", _position(place),
             timeout=_left(deadline, server), check=check, documents=_documents(roots, server, [place.real]))
         found |= _located(roots, server, answer)[0]
-    if server.installed.indexes:
+    if server.installed.symbol_info:
         defined = {} if defined is None else defined
         for item in sorted(found - defined.keys(), key=lambda item: (item.real, item.line, item.units)):
             if len(defined) >= MAX_DEFINED:
@@ -182,7 +181,7 @@ def _defined(roots: Roots, server: LanguageServer, place: Place, deadline: float
     if deadline - time.monotonic() < REQUEST_TIMEOUT / 4:  # (a request past its deadline counts against the server)
         return place
     documents = _documents(roots, server, [place.real])
-    position = {"textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units}}
+    position = _position(place)
     try:
         info = server.request("textDocument/symbolInfo", position, timeout=_left(deadline, server), check=check,
                               documents=documents)
@@ -195,6 +194,11 @@ def _defined(roots: Roots, server: LanguageServer, place: Place, deadline: float
         return place
     defined = _located(roots, server, answer)[0]
     return next(iter(defined)) if len(defined) == 1 else place
+
+
+def _position(place: Place) -> dict[str, Any]:
+    """LSP's TextDocumentPositionParams of `place`: what every question about a position sends."""
+    return {"textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units}}
 
 
 def _located(roots: Roots, server: LanguageServer, answer: Any) -> tuple[set[Place], bool]:
@@ -295,8 +299,7 @@ def definitions(roots: Roots, language: str, place: Place, check: Callable[[], N
     """Where the language server says the name at `place` is defined, in files of the roots, and whether it named
     any place at all (outside the roots too: a library's stub); NotReady when it cannot answer by `deadline`."""
     server = _server(roots, language)
-    answer = server.request("textDocument/definition", {
-        "textDocument": {"uri": file_uri(place.real)}, "position": {"line": place.line, "character": place.units}},
+    answer = server.request("textDocument/definition", _position(place),
         timeout=_left(deadline, server), check=check, documents=_documents(roots, server, [place.real]))
     return _located(roots, server, answer)
 

@@ -87,6 +87,9 @@ class Installed:
     indexes: bool = False
     """Whether the server indexes the workspace in the background after `initialized` and reports it as the
     `backgroundIndexProgress` work (clangd): ready once that ends."""
+    symbol_info: bool = False
+    """Whether the server answers clangd's `textDocument/symbolInfo` (what a file defines at a place): a place it
+    names by a declaration is then asked for its definition (code/precise.py, `_defined`)."""
 
     def language_id(self, path: str) -> str:
         """LSP's language id of the file `path`."""
@@ -200,7 +203,7 @@ def _clangd() -> Installed | None:
     return Installed("cpp", "clangd", version, argv,
                      (package, "/proc/cpuinfo", *(folder for folder in SYSTEM_HEADERS if os.path.isdir(folder))), (), CLANGD_EXTENSIONS,
                      language_ids, opens=True, scratch=True, diagnostics="push", compile_commands=True,
-                     file_size=CLANGD_SHARD, indexes=True)
+                     file_size=CLANGD_SHARD, indexes=True, symbol_info=True)
 
 
 _FINDERS = {"python": _basedpyright, "typescript": _typescript, "cpp": _clangd}
