@@ -124,6 +124,25 @@ def test_words_alone_find_the_code_and_the_definitions_it_uses_come_next(project
         order[:2] == ["discount_rate", "price_of"]
 
 
+def test_a_definition_no_word_reaches_is_listed_when_a_best_region_uses_it(tmp_path: Path) -> None:
+    """Regions the query's words miss are not scored (most of a large file's), yet the one a best region uses is made
+    and listed after it, the first of its name in its file; a region nothing put there is not listed."""
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "coats.py").write_text("from shop.util import normalise\n\n\n"
+                                                "def winter_coat_discount(price):\n    return normalise(price) * 0.8\n")
+    (tmp_path / "shop" / "util.py").write_text("def normalise(value):\n    return round(value, 2)\n\n\n"
+                                               "def unrelated(value):\n    return value\n\n\n"
+                                               "def discount_label():\n    return 'sale'\n\n\n"
+                                               "class Other:\n    def normalise(self, value):\n        return value\n")
+    data = located(Roots([str(tmp_path)]), "the winter coat discount is wrong")
+    listed = [(item["path"], item["symbol"], item["start_line"]) for item in data["regions"]]
+    assert listed[0] == ("shop/coats.py", "winter_coat_discount", 4)
+    assert ("shop/util.py", "normalise", 1) in listed and ("shop/util.py", "Other.normalise", 14) not in listed
+    used = next(item for item in data["regions"] if item["symbol"] == "normalise")
+    assert used["reasons"] == ["used by winter_coat_discount"]
+    assert not any(item["symbol"] == "unrelated" for item in data["regions"])
+
+
 def test_the_text_is_whole_lines_of_the_files_within_the_budget(tmp_path: Path) -> None:
     root = copy_real_code(tmp_path / "work")
     roots = Roots([str(root)])
@@ -309,9 +328,9 @@ def test_a_file_shorter_than_its_outline_is_read_as_it_is_now() -> None:
     IndexError before), and the regions kept for its key are those of the outline read with it."""
     outline = [(-1, "fetch", "fetch", "function", 3, 10, "def fetch():", 3)]
     lines = ["value = 1", "", "def fetch():", "    pass"]
-    assert _file_regions(("k", 1, 2, 3, 4), "a.py", outline, lines) == [
+    assert _file_regions(("k", 1, 2, 3, 4), "a.py", outline, lines).regions == [
         (3, 4, "fetch", "function", Counter({"def": 1, "fetch": 3, "pass": 1})), (1, 1, "", "module", Counter({"value": 1}))]
-    assert _file_regions(("k", 1, 2, 3, 4), "a.py", [], lines) == [
+    assert _file_regions(("k", 1, 2, 3, 4), "a.py", [], lines).regions == [
         (1, 4, "", "module", Counter({"value": 1, "def": 1, "fetch": 1, "pass": 1}))]
 
 

@@ -454,12 +454,33 @@ def _file_evidence(ctx: Context, folder: Folder, corpus: Corpus, asked: Query) -
 
 _KEPT_FILES = 256
 """Files whose regions' words are kept (a file's by its key: another version is another file)."""
-_kept_files: OrderedDict[Any, list[tuple[int, int, str, str, Counter[str]]]] = OrderedDict()
+
+
+class FileRegions:
+    """A file's regions (start, end, symbol, kind, words) as `_file_regions` made them, with what ranking them asks
+    of each query, made once: each region's length, each term's regions (so that a query reads only the regions that
+    hold its terms), and each short name's first region (what a use of that name reaches)."""
+
+    __slots__ = ("by_name", "lengths", "postings", "regions", "total")
+
+    def __init__(self, regions: list[tuple[int, int, str, str, Counter[str]]]) -> None:
+        self.regions = regions
+        self.lengths = [sum(words.values()) for *_, words in regions]
+        self.total = sum(self.lengths)
+        self.postings: dict[str, list[int]] = {}
+        self.by_name: dict[str, int] = {}
+        for number, (_, _, symbol, _, words) in enumerate(regions):
+            for word in words:
+                self.postings.setdefault(word, []).append(number)
+            if symbol:
+                self.by_name.setdefault(symbol.rsplit(".", 1)[-1], number)
+
+
+_kept_files: OrderedDict[Any, FileRegions] = OrderedDict()
 _kept_lock = threading.Lock()
 
 
-def _file_regions(key: Any, name: str, outline: Sequence[Sequence[Any]], lines: list[str],
-                  ) -> list[tuple[int, int, str, str, Counter[str]]]:
+def _file_regions(key: Any, name: str, outline: Sequence[Sequence[Any]], lines: list[str]) -> FileRegions:
     """A file's regions (start, end, symbol, kind) with their words, blank lines at their ends left out, empty ones
     dropped; kept for the last _KEPT_FILES files read (the next query about them splits nothing again)."""
     key = (key, tuple((row[4], row[5]) for row in outline))  # (the outline read with that version of the file)
@@ -484,20 +505,22 @@ def _file_regions(key: Any, name: str, outline: Sequence[Sequence[Any]], lines: 
             words[word] += 2
         if words:
             made.append((start, end, region.name, region.kind, words))
+    regions = FileRegions(made)
     with _kept_lock:
-        _kept_files[key] = made
+        _kept_files[key] = regions
         while len(_kept_files) > _KEPT_FILES:
             _kept_files.popitem(last=False)
-    return made
+    return regions
 
 
 def _ranked_regions(ctx: Context, roots: Roots, folder: Folder, corpus: Corpus, asked: Query, names: list[str],
                     file_scores: dict[str, float], evidence: dict[str, dict[str, float]],
                     ) -> tuple[list[Region], dict[str, list[str]]]:
-    """The regions of the candidate files, scored (see the module's doc), best first, and the files' lines."""
-    regions: list[Region] = []
+    """The regions of the candidate files that words, evidence or a use put there, scored (see the module's doc),
+    best first, and the files' lines. Only those regions are made: a region the query's terms miss, in a file it
+    names no evidence of, is scored only if one of the best regions uses it (of thousands in large files, most)."""
     texts: dict[str, list[str]] = {}
-    words_of: dict[int, Counter[str]] = {}
+    files: list[tuple[str, FileRegions]] = []
     for name in names:
         ctx.check_cancelled()
         value = corpus.facts.get(name)
@@ -509,54 +532,90 @@ def _ranked_regions(ctx: Context, roots: Roots, folder: Folder, corpus: Corpus, 
         except (Skipped, *FILE_FAILURES):
             continue
         texts[name] = source.lines()
-        for start, end, symbol, kind, words in _file_regions(source.key, name, value[0], texts[name]):
-            region = Region(name, start, end, symbol, kind)
-            words_of[id(region)] = words
-            regions.append(region)
-    if not regions:
+        made = _file_regions(source.key, name, value[0], texts[name])
+        if made.regions:
+            files.append((name, made))
+    count = sum(len(made.regions) for _, made in files)
+    if not count:
         return [], texts
+    average = sum(made.total for _, made in files) / count
     documents = Counter[str]()
-    for words in words_of.values():
-        documents.update(words.keys())
-    lengths = {key: sum(words.values()) for key, words in words_of.items()}
-    average = sum(lengths.values()) / len(words_of)
-    weights = _idf(asked.terms, documents, len(regions))
-    for region in regions:
-        words, length = words_of[id(region)], lengths[id(region)]
-        region.words = _bm25(weights, words, length, average)
-        if region.words > 0:
-            region.reasons.append("words: " + ", ".join(_matched(weights, words, length, average)[:6]))
-    best = max(region.words for region in regions) or 1.0
+    for term in asked.terms:
+        documents[term] = sum(len(made.postings.get(term, ())) for _, made in files)
+    weights = _idf(asked.terms, documents, count)
+    scored: list[tuple[str, FileRegions, dict[int, float]]] = []
+    best = 0.0
+    for name, made in files:
+        scores: dict[int, float] = {}
+        for term, _ in weights:
+            for number in made.postings.get(term, ()):
+                scores[number] = 0.0
+        for number in scores:  # (each region's terms summed in the query's order: the score _bm25 gives)
+            scores[number] = _bm25(weights, made.regions[number][4], made.lengths[number], average)
+        best = max(best, max(scores.values(), default=0.0))
+        scored.append((name, made, scores))
+    best = best or 1.0
     # (a frame's files once: each _suffix_files looks at every file's name)
     frames = [(path, line, *_suffix_files(corpus, path)) for path, line, _ in asked.frames]
-    for region in regions:
-        region.score = region.words / best + 0.5 * file_scores.get(region.file, 0.0)
-        lead: list[str] = []  # the evidence, strongest first, before the words
-        for frame_path, line, files, deep in frames:
-            if region.file in files and region.start <= line <= region.end:
-                region.evidence += 4.0 if deep else 1.0
-                lead.append(f"trace frame {printable(frame_path[-MAX_SHOWN:])}:{line}")
-        short = region.name.rsplit(".", 1)[-1]
-        if short and short in asked.names:
-            region.evidence += 2.0
-            lead.append(f"defines `{printable(short[:MAX_SHOWN])}`")
-        held = evidence.get(region.file, {})
-        for string in asked.strings[:5]:
-            reason = f"holds \"{printable(string[:40])}\""
-            if reason in held and any(string[:40] in line for line in texts[region.file][region.start - 1:region.end]):
-                region.evidence += held[reason]
-                lead.append(reason)
-        for reason, weight in held.items():
-            if reason.startswith(("in the trace", "named")):
-                region.evidence += weight / 4
-                region.reasons.append(reason)
-        region.reasons[:0] = lead
-        del region.reasons[MAX_REASONS:]
-        region.score += region.evidence
-        region.score *= _prior(region.file, asked)
+    regions: list[Region] = []
+    matched: dict[int, tuple[Counter[str], int]] = {}  # a region with words: its words and length
+    for name, made, scores in scored:
+        held = evidence.get(name, {})
+        prior = _prior(name, asked)
+        whole = any(reason.startswith(("in the trace", "named")) for reason in held)  # (every region has a reason)
+        strings = [string for string in asked.strings[:5] if f"holds \"{printable(string[:40])}\"" in held]
+        for number, (start, end, symbol, _, words) in enumerate(made.regions):
+            short = symbol.rsplit(".", 1)[-1]
+            if not (number in scores or whole or strings or (short and short in asked.names)):
+                continue  # (no reason: made only if a best region uses it, in _follow_uses)
+            region = _region(name, made, number, scores.get(number, 0.0) / best, file_scores)
+            region.words = scores.get(number, 0.0)
+            if region.words > 0:
+                region.reasons.append(_WORDS)
+                matched[id(region)] = (words, made.lengths[number])
+            lead: list[str] = []  # the evidence, strongest first, before the words
+            for frame_path, line, frame_files, deep in frames:
+                if name in frame_files and start <= line <= end:
+                    region.evidence += 4.0 if deep else 1.0
+                    lead.append(f"trace frame {printable(frame_path[-MAX_SHOWN:])}:{line}")
+            if short and short in asked.names:
+                region.evidence += 2.0
+                lead.append(f"defines `{printable(short[:MAX_SHOWN])}`")
+            for string in strings:
+                if any(string[:40] in line for line in texts[name][start - 1:end]):
+                    reason = f"holds \"{printable(string[:40])}\""
+                    region.evidence += held[reason]
+                    lead.append(reason)
+            for reason, weight in held.items():
+                if reason.startswith(("in the trace", "named")):
+                    region.evidence += weight / 4
+                    region.reasons.append(reason)
+            region.reasons[:0] = lead
+            del region.reasons[MAX_REASONS:]
+            region.score = (region.score + region.evidence) * prior
+            if region.reasons:
+                regions.append(region)
     regions.sort(key=lambda region: (-region.score, region.file, region.start))
-    _follow_uses(regions, texts, corpus)
-    return [region for region in regions if region.reasons], texts  # (what no word, evidence or use put there: none)
+    _follow_uses(regions, texts, corpus, dict((name, made) for name, made, _ in scored), file_scores, asked)
+    for region in regions[:MAX_REGIONS]:  # (the words said only of the regions listed: of thousands, a few)
+        if _WORDS in region.reasons:
+            words, length = matched[id(region)]
+            region.reasons[region.reasons.index(_WORDS)] = "words: " + ", ".join(_matched(weights, words, length,
+                                                                                          average)[:6])
+    return regions, texts
+
+
+_WORDS = "words"
+"""The place of a region's words among its reasons until they are said (`_matched`), for the regions listed."""
+
+
+def _region(name: str, made: FileRegions, number: int, words: float, file_scores: dict[str, float]) -> Region:
+    """The region `number` of a file, scored by its words (scaled to the best) and its file (half), before its
+    evidence and its file's prior."""
+    start, end, symbol, kind, _ = made.regions[number]
+    region = Region(name, start, end, symbol, kind)
+    region.score = words + 0.5 * file_scores.get(name, 0.0)
+    return region
 
 
 _TESTS = re.compile(r"(?:^|/)(?:tests?|__tests__|spec|testing)/|(?:^|/)test_[^/]*$|_test\.\w+$|\.(?:test|spec)\.\w+$|"
@@ -574,21 +633,30 @@ def _prior(file: str, asked: Query) -> float:
     return 1.0
 
 
-def _follow_uses(regions: list[Region], texts: dict[str, list[str]], corpus: Corpus) -> None:
-    """The structure step: the definitions the five best regions use (names defined in one to three files), each
-    raised by a fifth of the best region's score that uses it; `regions` re-sorted."""
-    by_name: dict[tuple[str, str], Region] = {(region.file, region.name.rsplit(".", 1)[-1]): region for region in regions
-                                              if region.name}
+def _follow_uses(regions: list[Region], texts: dict[str, list[str]], corpus: Corpus, files: dict[str, FileRegions],
+                 file_scores: dict[str, float], asked: Query) -> None:
+    """The structure step: the definitions the five best regions use (names defined in one to three files; of a name
+    defined twice in a file, the first), each raised by a fifth of the best region's score that uses it, made if
+    nothing else put it there; `regions` re-sorted."""
+    listed = {(region.file, region.start): region for region in regions}
     raised: set[int] = set()
     for best in regions[:5]:
         used = set(_IDENTIFIER.findall("\n".join(texts[best.file][best.start - 1:best.end])))
         for name in sorted(used):
-            files = corpus.defines.get(name, [])
-            if not 0 < len(files) <= 3 or name == best.name.rsplit(".", 1)[-1]:
+            defining = corpus.defines.get(name, [])
+            if not 0 < len(defining) <= 3 or name == best.name.rsplit(".", 1)[-1]:
                 continue
-            for file in files:
-                target = by_name.get((file, name))
-                if target is not None and id(target) not in raised and target is not best:
+            for file in defining:
+                made = files.get(file)
+                number = made.by_name.get(name) if made is not None else None
+                if made is None or number is None:
+                    continue
+                target = listed.get((file, made.regions[number][0]))
+                if target is None:
+                    target = listed[(file, made.regions[number][0])] = _region(file, made, number, 0.0, file_scores)
+                    target.score *= _prior(file, asked)
+                    regions.append(target)
+                if id(target) not in raised and target is not best:
                     raised.add(id(target))
                     target.score += 0.2 * best.score
                     target.reasons.append(f"used by {best.name[:MAX_SHOWN] or 'the module'}")
