@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -19,10 +20,10 @@ from workspace_support import Tools, copy_real_code
 
 pytest.importorskip("ast_grep_py")
 
-from shipcode_mcp.context import Context
+from shipcode_mcp.context import Cancelled, Context
 from shipcode_mcp.workspace import budget as budgets
 from shipcode_mcp.workspace.code import index as code_index
-from shipcode_mcp.workspace.code.locate import MAX_REGIONS, Corpus, Query, _file_regions, locate, regions_of, stem, terms
+from shipcode_mcp.workspace.code.locate import MAX_REGIONS, Corpus, Query, _file_regions, _Holders, locate, regions_of, stem, terms
 from shipcode_mcp.workspace.code.source import Folder
 from shipcode_mcp.workspace.roots import Roots
 from support import REPO, fetched_corpora, load_script
@@ -141,6 +142,19 @@ def test_a_definition_no_word_reaches_is_listed_when_a_best_region_uses_it(tmp_p
     used = next(item for item in data["regions"] if item["symbol"] == "normalise")
     assert used["reasons"] == ["used by winter_coat_discount"]
     assert not any(item["symbol"] == "unrelated" for item in data["regions"])
+
+
+def test_the_quoted_strings_are_looked_for_beside_the_words_and_a_cancel_there_ends_the_call(project: Path) -> None:
+    """rg looks for the strings on a thread of its own while the words are counted: what it finds is the evidence,
+    and a cancel it meets is raised in the caller's thread, not lost with the thread."""
+    roots = Roots([str(project)])
+    holding = _Holders(Context(None, 1, "tools/call", {}), Folder(roots, "."), ["quantity must be positive", "nowhere at all"])
+    assert holding.result() == {"quantity must be positive": ["shop/cart.py"], "nowhere at all": []}
+    context = Context(None, 1, "tools/call", {})
+    context.cancel()
+    with pytest.raises(Cancelled):
+        _Holders(context, Folder(roots, "."), ["quantity must be positive"]).result()
+    assert [thread for thread in threading.enumerate() if thread.name == "locate strings"] == []
 
 
 def test_the_text_is_whole_lines_of_the_files_within_the_budget(tmp_path: Path) -> None:
