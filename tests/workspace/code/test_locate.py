@@ -144,6 +144,17 @@ def test_a_definition_no_word_reaches_is_listed_when_a_best_region_uses_it(tmp_p
     assert not any(item["symbol"] == "unrelated" for item in data["regions"])
 
 
+def test_two_definitions_on_one_line_are_each_raised_by_their_use(tmp_path: Path) -> None:
+    """`RETRY_LIMIT = MAX_TRIES = 3` is two regions beginning on one line: a best region using both raises both (a
+    hostile review's finding: looked up by their first line, one stood for the other and the other was lost)."""
+    (tmp_path / "feed_settings.py").write_text("RETRY_LIMIT = MAX_TRIES = 3\n")
+    (tmp_path / "feed.py").write_text("from feed_settings import RETRY_LIMIT, MAX_TRIES\n\n\n"
+                                      "def fetch_feed(url):\n    return url, RETRY_LIMIT, MAX_TRIES\n")
+    data = located(Roots([str(tmp_path)]), "fetch feed hangs")
+    raised = sorted(item["symbol"] for item in data["regions"] if "used by fetch_feed" in item["reasons"])
+    assert raised == ["MAX_TRIES", "RETRY_LIMIT"], data["regions"]
+
+
 def test_the_quoted_strings_are_looked_for_beside_the_words_and_a_cancel_there_ends_the_call(project: Path) -> None:
     """rg looks for the strings on a thread of its own while the words are counted: what it finds is the evidence,
     and a cancel it meets is raised in the caller's thread, not lost with the thread."""

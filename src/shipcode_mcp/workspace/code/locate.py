@@ -597,6 +597,7 @@ def _ranked_regions(ctx: Context, roots: Roots, folder: Folder, corpus: Corpus, 
     frames = [(path, line, *_suffix_files(corpus, path)) for path, line, _ in asked.frames]
     regions: list[Region] = []
     matched: dict[int, tuple[Counter[str], int]] = {}  # a region with words: its words and length
+    listed: dict[tuple[str, int], Region] = {}  # each region made, by its file and its number there
     for name, made, scores in scored:
         held = evidence.get(name, {})
         prior = _prior(name, asked)
@@ -634,8 +635,9 @@ def _ranked_regions(ctx: Context, roots: Roots, folder: Folder, corpus: Corpus, 
             region.score = (region.score + region.evidence) * prior
             if region.reasons:
                 regions.append(region)
+                listed[(name, number)] = region
     regions.sort(key=lambda region: (-region.score, region.file, region.start))
-    _follow_uses(regions, texts, corpus, dict((name, made) for name, made, _ in scored), file_scores, asked)
+    _follow_uses(regions, listed, texts, corpus, dict((name, made) for name, made, _ in scored), file_scores, asked)
     for region in regions[:MAX_REGIONS]:  # (the words said only of the regions listed: of thousands, a few)
         if _WORDS in region.reasons:
             words, length = matched[id(region)]
@@ -678,12 +680,12 @@ def _prior(file: str, asked: Query) -> float:
     return 1.0
 
 
-def _follow_uses(regions: list[Region], texts: dict[str, list[str]], corpus: Corpus, files: dict[str, FileRegions],
-                 file_scores: dict[str, float], asked: Query) -> None:
+def _follow_uses(regions: list[Region], listed: dict[tuple[str, int], Region], texts: dict[str, list[str]],
+                 corpus: Corpus, files: dict[str, FileRegions], file_scores: dict[str, float], asked: Query) -> None:
     """The structure step: the definitions the five best regions use (names defined in one to three files; of a name
     defined twice in a file, the first), each raised by a fifth of the best region's score that uses it, made if
-    nothing else put it there; `regions` re-sorted."""
-    listed = {(region.file, region.start): region for region in regions}
+    nothing else put it there (`listed`: each region made, by file and number; two may begin on one line, as in
+    `a = b = 1`); `regions` re-sorted."""
     raised: set[int] = set()
     for best in regions[:5]:
         used = set(_IDENTIFIER.findall("\n".join(texts[best.file][best.start - 1:best.end])))
@@ -696,9 +698,9 @@ def _follow_uses(regions: list[Region], texts: dict[str, list[str]], corpus: Cor
                 number = made.by_name.get(name) if made is not None else None
                 if made is None or number is None:
                     continue
-                target = listed.get((file, made.regions[number][0]))
+                target = listed.get((file, number))
                 if target is None:
-                    target = listed[(file, made.regions[number][0])] = _region(file, made, number, 0.0, file_scores)
+                    target = listed[(file, number)] = _region(file, made, number, 0.0, file_scores)
                     target.score *= _prior(file, asked)
                     regions.append(target)
                 if id(target) not in raised and target is not best:
