@@ -575,3 +575,62 @@ def test_the_default_index_folder_is_the_users_cache(tmp_path: Path) -> None:
 
 if sys.platform != "linux":  # pragma: no cover - the server's platform
     pytestmark = pytest.mark.skip("Linux only")
+
+
+def test_without_the_index_a_file_unchanged_since_the_last_call_is_not_read_again(tmp_path: Path,
+                                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """locate and repo_map without the index read every file; a second call reads only the files changed since (each
+    file known by its path, size, times and inode, as the index knows it), and answers as reading them all does. A
+    file written within RACY_NS is read again each time (its mtime may not move on a rewrite)."""
+    from shipcode_mcp.workspace.code.locate import locate  # (the calls whose files are scanned)
+    from shipcode_mcp.workspace.code.source import Folder
+
+    root = copy_real_code(tmp_path / "work")
+    time.sleep(code_index.RACY_NS / 1e9 + 0.1)
+    kept = code_index.Scanned()
+    monkeypatch.setattr(code_index, "SCANNED", kept)
+    read: list[str] = []
+    ask = code_index.POOL.ask
+
+    def counted(message: dict[str, Any], check: Any) -> Any:
+        read.append(message["text"][:80])
+        return ask(message, check)
+
+    monkeypatch.setattr(code_index.POOL, "ask", counted)
+    roots, context = Roots([str(root)], None), Context(None, 1, "tools/call", {})
+    names = Folder(roots, ".").files(context)
+
+    def answer() -> Any:
+        done = locate(context, roots, "json decoder raises an error on a trailing comma", 20000, ".")
+        assert done.structured is not None and done.structured["index"] == "off"
+        return done.structured["regions"]
+
+    first = answer()
+    assert len(read) == len(names) > 20
+    read.clear()
+    assert answer() == first and read == []
+    decoder = root / "json" / "decoder.py"
+    decoder.write_text(decoder.read_text().replace("def py_scanstring(", "def trailing_comma_scanner("))
+    changed = answer()
+    assert len(read) == 1 and any(item["symbol"] == "trailing_comma_scanner" for item in changed)
+    read.clear()
+    answer()
+    assert len(read) == 1  # (written within RACY_NS: read again)
+    monkeypatch.setattr(code_index, "RACY_NS", 0)
+    read.clear()
+    answer()
+    answer()
+    assert len(read) == 1
+
+
+def test_what_is_kept_of_files_read_without_the_index_is_bounded() -> None:
+    kept = code_index.Scanned(limit=100_000)
+
+    def info(inode: int) -> os.stat_result:
+        return os.stat_result((0o100644, inode, 0, 1, 0, 0, 10, 0, 0, 0), {"st_mtime_ns": 1, "st_ctime_ns": 1})
+
+    for number in range(200):
+        kept.put(f"/f{number}", info(number), [[("row",)] * 10, {"name": 1}])
+    assert 90_000 < kept._bytes <= 100_000
+    assert kept.get("/f199", info(199)) is not None and kept.get("/f0", info(0)) is None
+    assert kept.get("/f199", info(198)) is None  # (another identity: another file)

@@ -495,9 +495,10 @@ def _delete(db: sqlite3.Connection, path: bytes) -> None:
 
 
 def _parsed(roots: Roots, folder: Folder, items: list[tuple[str, str]],
-            check: Callable[[], None] | None) -> Iterator[tuple[bytes, Key, Any]]:
+            check: Callable[[], None] | None, kept: Scanned | None = None) -> Iterator[tuple[bytes, Key, Any]]:
     """(path, key, outcome) of each item: [the outline's flat rows, the names it uses], the reason it was skipped, or None (not
-    there, not a regular file, or a parse starved of CPU: not kept). Up to POOL.size files at once."""
+    there, not a regular file, or a parse starved of CPU: not kept). Up to POOL.size files at once. With `kept`, a file
+    whose identity it holds is not read again, and each file read is given to it."""
     from concurrent.futures import ThreadPoolExecutor  # only when files are read
 
     def one(item: tuple[str, str]) -> tuple[bytes, Key, Any]:
@@ -512,6 +513,8 @@ def _parsed(roots: Roots, folder: Folder, items: list[tuple[str, str]],
         try:
             if not stat.S_ISREG(info.st_mode):
                 return raw, _key(info), None
+            if kept is not None and (known := kept.get(real, info)) is not None:
+                return raw, _key(info), known
             try:
                 source = source_from(fd, info, real, shown, language)
                 check_parsable(source)
@@ -525,6 +528,8 @@ def _parsed(roots: Roots, folder: Folder, items: list[tuple[str, str]],
             return raw, _key(info), None
         except FILE_FAILURES as err:
             return raw, _key(info), skip_reason(err, shown)
+        if kept is not None:
+            kept.put(real, info, rows)
         return raw, _key(info), rows
 
     if len(items) < 2:
@@ -760,11 +765,51 @@ def indexed_folder(ctx: Context, roots: Roots, folder: Folder) -> IndexedFolder:
     return IndexedFolder(*_fresh(ctx, roots, folder, "repo_map"))
 
 
+MAX_SCANNED_BYTES = 64 * 1024 ** 2
+"""What the files read without the index said, kept for the next call (an estimate of its memory): a call asked again
+reads only what changed."""
+
+
+class Scanned:
+    """The outline and names of each file read without the index, by its real path and identity (size, times,
+    inode: what the index keys a file by), the least recently used dropped past MAX_SCANNED_BYTES. A file changed
+    within RACY_NS of its read is not kept (its times may not move on a rewrite)."""
+
+    def __init__(self, limit: int = MAX_SCANNED_BYTES) -> None:
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[str, Key], tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._limit = limit
+
+    def get(self, real: str, info: os.stat_result) -> Any:
+        with self._lock:
+            found = self._kept.get((real, _key(info)))
+            if found is None:
+                return None
+            self._kept.move_to_end((real, _key(info)))
+            return found[0]
+
+    def put(self, real: str, info: os.stat_result, rows: Any) -> None:
+        if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS:
+            return
+        size = 200 + 300 * len(rows[0]) + 120 * len(rows[1])  # (rows, then each name used: their objects, roughly)
+        with self._lock:
+            old = self._kept.pop((real, _key(info)), None)
+            self._bytes += size - (old[1] if old is not None else 0)
+            self._kept[(real, _key(info))] = (rows, size)
+            while self._bytes > self._limit and self._kept:
+                self._bytes -= self._kept.popitem(last=False)[1][1]
+
+
+SCANNED = Scanned()
+
+
 def scanned_facts(roots: Roots, folder: Folder, names: list[str],
                   check: Callable[[], None] | None) -> Iterator[tuple[str, FileFacts | None]]:
     """What IndexedFolder.facts holds, read from the files (`names`, relative to the folder) as the index reads them: each
-    name with its facts, or None (gone, not a regular file, a parse starved of CPU)."""
-    for raw, _, outcome in _parsed(roots, folder, [(name, name) for name in names], check):
+    name with its facts, or None (gone, not a regular file, a parse starved of CPU); a file unchanged since a call
+    before read it is not read again (SCANNED)."""
+    for raw, _, outcome in _parsed(roots, folder, [(name, name) for name in names], check, SCANNED):
         yield os.fsdecode(raw), (None if outcome is None else outcome if isinstance(outcome, str)
                                  else (outcome[0], outcome[1]))
 
