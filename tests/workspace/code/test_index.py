@@ -624,13 +624,37 @@ def test_without_the_index_a_file_unchanged_since_the_last_call_is_not_read_agai
 
 
 def test_what_is_kept_of_files_read_without_the_index_is_bounded() -> None:
+    """By an estimate of its memory that counts the strings (a hostile file's deep qualified names are long: a
+    review measured 227 times the count of rows and names), one file at most MAX_SCANNED_FILE; a file changed
+    within RACY_NS before it was opened is not kept, whenever its parse ends."""
     kept = code_index.Scanned(limit=100_000)
 
-    def info(inode: int) -> os.stat_result:
-        return os.stat_result((0o100644, inode, 0, 1, 0, 0, 10, 0, 0, 0), {"st_mtime_ns": 1, "st_ctime_ns": 1})
+    def info(inode: int, changed: int = 1) -> os.stat_result:
+        return os.stat_result((0o100644, inode, 0, 1, 0, 0, 10, 0, 0, 0), {"st_mtime_ns": changed, "st_ctime_ns": changed})
 
+    now = time.time_ns()
     for number in range(200):
-        kept.put(f"/f{number}", info(number), [[("row",)] * 10, {"name": 1}])
+        kept.put(f"/f{number}", info(number), [[(-1, "name", "name", "function", 1, 2, "def name():", 1)] * 10,
+                                               {"name": 1}], now)
     assert 90_000 < kept._bytes <= 100_000
     assert kept.get("/f199", info(199)) is not None and kept.get("/f0", info(0)) is None
     assert kept.get("/f199", info(198)) is None  # (another identity: another file)
+    deep = [[(-1, "n" * 30_000, "q" * 30_000, "class", 1, 2, "", 1)], {"u" * 32_000: 1}]
+    assert code_index._kept_size(deep) > 92_000
+    kept.put("/deep", info(1000), deep, now)
+    assert kept.get("/deep", info(1000)) is None  # (more than a sixteenth of the limit: not kept)
+    kept.put("/racy", info(1001, now - 1_000_000_000), [[], {}], now)
+    assert kept.get("/racy", info(1001, now - 1_000_000_000)) is None
+    kept.put("/racy", info(1001, now - 3_000_000_000), [[], {}], now)
+    assert kept.get("/racy", info(1001, now - 3_000_000_000)) is not None
+
+
+def test_one_files_names_kept_are_at_most_a_sixteenth_of_the_bound() -> None:
+    kept = code_index.Scanned()
+    info = os.stat_result((0o100644, 7, 0, 1, 0, 0, 10, 0, 0, 0), {"st_mtime_ns": 1, "st_ctime_ns": 1})
+    generated: list[Any] = [[], {f"name_{number}_{'x' * 40}": 1 for number in range(40_000)}]
+    assert code_index._kept_size(generated) > code_index.MAX_SCANNED_BYTES // 16
+    kept.put("/generated", info, generated, time.time_ns())
+    assert kept.get("/generated", info) is None and kept._bytes == 0
+    kept.put("/small", info, [[], {"name": 1}], time.time_ns())
+    assert kept.get("/small", info) is not None

@@ -505,6 +505,7 @@ def _parsed(roots: Roots, folder: Folder, items: list[tuple[str, str]],
         relative, name = item
         real, shown = folder.file(name)
         raw = os.fsencode(relative)
+        read_at = time.time_ns()  # (a file changed within RACY_NS of its read may change again unseen)
         try:
             language = known_language(real, shown)
             fd, info = safe_open.open_file(roots, real, shown)
@@ -529,7 +530,7 @@ def _parsed(roots: Roots, folder: Folder, items: list[tuple[str, str]],
         except FILE_FAILURES as err:
             return raw, _key(info), skip_reason(err, shown)
         if kept is not None:
-            kept.put(real, info, rows)
+            kept.put(real, info, rows, read_at)
         return raw, _key(info), rows
 
     if len(items) < 2:
@@ -772,8 +773,10 @@ reads only what changed."""
 
 class Scanned:
     """The outline and names of each file read without the index, by its real path and identity (size, times,
-    inode: what the index keys a file by), the least recently used dropped past MAX_SCANNED_BYTES. A file changed
-    within RACY_NS of its read is not kept (its times may not move on a rewrite)."""
+    inode: what the index keys a file by), the least recently used dropped past MAX_SCANNED_BYTES (their size
+    estimated with their strings'), and a file taking more than a sixteenth of that not kept (a generated or hostile
+    file's deep names). A file changed within RACY_NS before it was opened is not kept (its times may not
+    move on a rewrite while it is parsed)."""
 
     def __init__(self, limit: int = MAX_SCANNED_BYTES) -> None:
         self._lock = threading.Lock()
@@ -789,16 +792,27 @@ class Scanned:
             self._kept.move_to_end((real, _key(info)))
             return found[0]
 
-    def put(self, real: str, info: os.stat_result, rows: Any) -> None:
-        if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS:
+    def put(self, real: str, info: os.stat_result, rows: Any, read_at: int) -> None:
+        """Keep what the file opened at `read_at` (time.time_ns) said."""
+        if read_at - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS:
             return
-        size = 200 + 300 * len(rows[0]) + 120 * len(rows[1])  # (rows, then each name used: their objects, roughly)
+        size = _kept_size(rows)
+        if size > self._limit // 16:
+            return
         with self._lock:
             old = self._kept.pop((real, _key(info)), None)
             self._bytes += size - (old[1] if old is not None else 0)
             self._kept[(real, _key(info))] = (rows, size)
             while self._bytes > self._limit and self._kept:
                 self._bytes -= self._kept.popitem(last=False)[1][1]
+
+
+def _kept_size(rows: Any) -> int:
+    """The memory of a file's outline rows and names used, estimated within a quarter on real and hostile code (the
+    objects, and each string by its length: qualified names grow with the nesting)."""
+    outline, uses = rows
+    return (260 + sum(310 + sum(len(field) for field in row if isinstance(field, str)) for row in outline)
+            + sum(130 + len(name) for name in uses))
 
 
 SCANNED = Scanned()
