@@ -118,6 +118,12 @@ def _key(info: os.stat_result) -> Key:
     return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
 
 
+def _racy(info: os.stat_result, at: int) -> bool:
+    """Whether the file changed within RACY_NS before `at` (time.time_ns): its key may not move on a rewrite in the
+    same clock tick (git's racy rule), so what was read of it is not trusted."""
+    return at - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS
+
+
 def _under(column: str, prefix: str) -> tuple[str, tuple[bytes, ...]]:
     """SQL keeping the root-relative paths (bytes) of `column` under the folder `prefix` ("" for the root)."""
     if not prefix:
@@ -297,7 +303,7 @@ class RootIndex:
                 items.append((relative, relative))
                 continue
             # a write in the clock tick of the last read may keep its key (git's racy rule): read again
-            if _key(info) != old or time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS:
+            if _key(info) != old or _racy(info, time.time_ns()):
                 items.append((relative, relative))
         if items:
             self.store(roots, self._whole(roots), items, (), ctx.check_cancelled)
@@ -369,7 +375,7 @@ class RootIndex:
                 changed.append((relative, name))  # read it again: the read says what it is
                 continue
             key = _key(info)
-            if old is None or old[0] != key or now - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS:
+            if old is None or old[0] != key or _racy(info, now):
                 changed.append((relative, name))
         gone = [path for path in known if path not in seen]
         return changed, gone
@@ -794,7 +800,7 @@ class Scanned:
 
     def put(self, real: str, info: os.stat_result, rows: Any, read_at: int) -> None:
         """Keep what the file opened at `read_at` (time.time_ns) said."""
-        if read_at - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS:
+        if _racy(info, read_at):
             return
         size = _kept_size(rows)
         if size > self._limit // 16:
